@@ -1,0 +1,63 @@
+"""Command-line entry point: ``python -m pipeline <command>``.
+
+Each command lives in ``pipeline/commands/<name>.py`` with ``register(sub)``
+adding its sub-parser (and ``set_defaults(func=run)``). A PipelineError becomes
+one line on stderr and its exit code; anything else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from pipeline import __version__
+from pipeline.errors import PipelineError
+
+# Order is the order of `--help`.
+COMMANDS = (
+    "build",
+    "legs",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline",
+        description="Build llama.cpp prebuilt bundles from matrix.toml.",
+    )
+    parser.add_argument("--version", action="version", version=f"pipeline {__version__}")
+    parser.add_argument(
+        "--matrix",
+        metavar="PATH",
+        help="matrix file (default: $PIPELINE_MATRIX, else ./matrix.toml)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"pipeline.commands.{name.replace('-', '_')}").register(sub)
+    return parser
+
+
+def report_error(err: PipelineError) -> None:
+    """One line on stderr; on GitHub Actions also an error annotation."""
+    message = str(err).replace("\n", " ")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        print(f"::error::{message}", file=sys.stderr)
+    else:
+        print(f"error: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PipelineError as err:
+        report_error(err)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

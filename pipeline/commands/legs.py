@@ -1,0 +1,26 @@
+"""``python -m pipeline legs``: list the legs of the matrix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from pipeline.config import load_matrix
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("legs", help="list the legs declared in the matrix")
+    p.add_argument("--json", action="store_true", help="print a JSON array of leg names")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix)
+    if args.json:
+        print(json.dumps(list(matrix.legs)))
+    else:
+        for leg in matrix.legs.values():
+            extra = f" family={leg.family} targets={';'.join(leg.targets)}" if leg.family else ""
+            print(f"{leg.name}\t{leg.backend}\t{leg.os}{extra}")
+    return 0

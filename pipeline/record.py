@@ -1,0 +1,66 @@
+"""The per-leg result record: one JSON object per leg run.
+
+The console table, the JSON file and the markdown summary are all rendered
+from this one object.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+from pipeline.fsutil import atomic_write_json
+
+RECORD_NAME = "record.json"
+
+
+@dataclass(kw_only=True)
+class LegRecord:
+    leg: str
+    backend: str
+    os: str
+    # ISO-8601 UTC moment the run started.
+    started: str
+    wall_seconds: float = 0.0
+    # "success" or "failed"
+    status: str = "success"
+    # {"path" or "url", "tag", "commit"}
+    source: dict[str, Any] = field(default_factory=dict)
+    cmake_args: list[str] = field(default_factory=list)
+    # See pipeline.ccache.CcacheRun.to_record().
+    ccache: dict[str, Any] = field(default_factory=dict)
+    # See pipeline.toolchain.Toolchain.to_record().
+    toolchain: dict[str, Any] = field(default_factory=dict)
+    # {"configure": seconds, "build": seconds, ...}
+    phases: dict[str, float] = field(default_factory=dict)
+    # Ninja timings breakdown (pipeline.ninjalog), when available.
+    timings: dict[str, Any] | None = None
+    # Path of the bundle this run produced, relative to the output folder.
+    bundle: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def write(self, path: Path) -> None:
+        atomic_write_json(path, self.to_json())
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LegRecord:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def read(cls, path: Path) -> LegRecord:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise PipelineError(f"{path}: no such record") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise PipelineError(f"{path}: not a readable record: {exc}") from None
+        if not isinstance(data, dict) or "leg" not in data or "started" not in data:
+            raise PipelineError(f"{path}: not a leg record (no 'leg' or 'started')")
+        return cls.from_json(data)

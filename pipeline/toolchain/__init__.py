@@ -1,0 +1,48 @@
+"""What compiles a leg: compilers, environment, CMake arguments, identity.
+
+Every backend provides a :class:`Toolchain`. Its ``identity`` is the short,
+cache-key-safe string that changes whenever the compiler that fills the cache
+changes (ccache hashes the compiler into every entry, so a key without it
+restores caches that can never hit).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def safe_identity(text: str) -> str:
+    """Squash ``text`` into characters safe in a cache key and a file name."""
+    return _UNSAFE.sub("_", text).strip("_") or "unknown"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolchain:
+    """The resolved toolchain of one leg run."""
+
+    # e.g. "gcc", "rocm", "cuda", "vulkan"
+    kind: str
+    # Short and cache-key safe, e.g. "gcc-12.2.0", "rocm-10.1.0a20260807".
+    identity: str
+    # Language -> "name version (path)", e.g. {"CXX": "g++ 12.2.0"}.
+    compilers: dict[str, str] = field(default_factory=dict)
+    # Versions and provenance, e.g. {"version": ..., "url": ..., "sha256": ...}.
+    details: dict[str, str] = field(default_factory=dict)
+    # Added to the environment of CMake and Ninja.
+    env: dict[str, str] = field(default_factory=dict)
+    # Added to the CMake configure line (compilers, targets, extra launchers).
+    cmake_args: tuple[str, ...] = ()
+    # Languages besides C and C++ that get ccache as their launcher (HIP, CUDA).
+    launcher_languages: tuple[str, ...] = ()
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "identity": self.identity,
+            "compilers": dict(sorted(self.compilers.items())),
+            "details": dict(sorted(self.details.items())),
+        }

@@ -1,0 +1,58 @@
+"""The host C/C++ compiler: the CPU leg's whole toolchain, and part of the others'."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from pipeline.errors import ToolchainError
+from pipeline.toolchain import Toolchain, safe_identity
+
+_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
+
+
+def find_compiler(env_var: str, candidates: tuple[str, ...]) -> Path:
+    """The compiler named by ``env_var`` (CC/CXX), else the first candidate on PATH."""
+    named = os.environ.get(env_var)
+    for name in ([named] if named else []) + list(candidates):
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    raise ToolchainError(
+        f"no C/C++ compiler found: set {env_var} or install one of {', '.join(candidates)}"
+    )
+
+
+def compiler_version(compiler: Path) -> tuple[str, str]:
+    """(family, version) from ``compiler --version``, e.g. ("gcc", "12.2.0")."""
+    try:
+        out = subprocess.run(
+            [str(compiler), "--version"], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolchainError(f"{compiler}: cannot run '--version': {exc}") from None
+    first = out.splitlines()[0] if out else ""
+    family = "clang" if "clang" in first.lower() else "gcc" if ("gcc" in first.lower() or "g++" in first.lower()) else compiler.name
+    match = _VERSION.search(first)
+    return family, match.group(1) if match else "unknown"
+
+
+def host_toolchain() -> Toolchain:
+    """The CPU leg: CC/CXX or cc/c++ from PATH, identified by family and version."""
+    cc = find_compiler("CC", ("cc", "gcc", "clang"))
+    cxx = find_compiler("CXX", ("c++", "g++", "clang++"))
+    cc_family, cc_version = compiler_version(cc)
+    cxx_family, cxx_version = compiler_version(cxx)
+    return Toolchain(
+        kind=cc_family,
+        identity=safe_identity(f"{cc_family}-{cc_version}"),
+        compilers={
+            "C": f"{cc_family} {cc_version} ({cc})",
+            "CXX": f"{cxx_family} {cxx_version} ({cxx})",
+        },
+        details={"version": cc_version},
+        cmake_args=(f"-DCMAKE_C_COMPILER={cc}", f"-DCMAKE_CXX_COMPILER={cxx}"),
+    )
