@@ -1,0 +1,18 @@
+"""Which toolchain a leg uses: one entry point per backend."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from pipeline.config import Leg, Matrix
+from pipeline.errors import ToolchainError
+from pipeline.options import LegOptions
+from pipeline.toolchain import Toolchain
+from pipeline.toolchain.host import host_toolchain
+
+
+def prepare_toolchain(leg: Leg, matrix: Matrix, options: LegOptions, console: Console) -> Toolchain:
+    """Find (and for ROCm, resolve and install) the toolchain that builds ``leg``."""
+    if leg.backend == "cpu":
+        return host_toolchain()
+    raise ToolchainError(f"leg {leg.name!r}: the {leg.backend} toolchain is not supported yet")
