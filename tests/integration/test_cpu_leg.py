@@ -1,0 +1,90 @@
+"""The CPU leg end to end with real CMake, Ninja, ccache and the machine's compiler."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.conftest import ROOT, run_pipeline
+from tests.support.projects import write_cpp_project, write_matrix
+
+UNITS = 20
+COMPILATIONS = UNITS + 1  # the units and main.cpp; linking is not a ccache call
+
+
+def _build(workspace: Path, cache: Path, *extra: str) -> dict:
+    proc = run_pipeline(
+        ["--matrix", str(workspace / "matrix.toml"), "build", "cpu",
+         "--source", str(workspace / "project"), "--out", str(workspace / "out"),
+         "--cache-dir", str(cache), "--no-bundle", *extra],
+        check=True,
+    )
+    assert "cpu: success" in proc.stdout
+    return json.loads((workspace / "out" / "cpu" / "record.json").read_text())
+
+
+def _workspace(root: Path, seed: int = 0) -> Path:
+    write_cpp_project(root / "project", units=UNITS, seed=seed)
+    write_matrix(root / "matrix.toml")
+    return root
+
+
+def test_second_build_in_fresh_build_dir_hits_everything(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws")
+    cache = tmp_path / "ccache"
+    cold = _build(ws, cache)
+    assert cold["ccache"]["misses"] == COMPILATIONS
+    assert cold["ccache"]["hits"] == 0
+    assert cold["ccache"]["compiler_check"] == "content"
+
+    warm = _build(ws, cache)
+    assert warm["ccache"]["hits"] == COMPILATIONS
+    assert warm["ccache"]["misses"] == 0
+    assert warm["ccache"]["hit_rate"] == 1.0
+    # The record is the one place for the run's facts.
+    assert warm["leg"] == "cpu" and warm["status"] == "success"
+    assert warm["toolchain"]["identity"].startswith(("gcc-", "clang-"))
+    assert any("COMPILER_LAUNCHER" in a for a in warm["cmake_args"])
+    assert (ws / "out" / "cpu" / "build.log").read_text().count("$ ") == 2
+    built = ws / "out" / "cpu" / "build" / "bin" / "demo"
+    assert subprocess.run([str(built)], capture_output=True, text=True).stdout.strip()
+
+
+def test_moved_workspace_still_hits(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "first")
+    cache = tmp_path / "ccache"
+    _build(ws, cache)
+    moved = tmp_path / "elsewhere" / "deeper" / "second"
+    shutil.copytree(ws, moved)
+    shutil.rmtree(moved / "out" / "cpu" / "build")
+    record = _build(moved, cache)
+    assert record["ccache"]["base_dir"] == str(moved.resolve())
+    assert record["ccache"]["hits"] == COMPILATIONS
+    assert record["ccache"]["hit_rate"] == 1.0
+
+
+def test_concurrent_builds_on_one_cache_count_only_their_own(tmp_path: Path) -> None:
+    cache = tmp_path / "ccache"
+    a = _workspace(tmp_path / "a", seed=1)
+    b = _workspace(tmp_path / "b", seed=2)
+    # b warms up first so that the two concurrent runs differ: a is cold, b is warm.
+    _build(b, cache)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pipeline", "--matrix", str(ws / "matrix.toml"), "build", "cpu",
+             "--source", str(ws / "project"), "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"],
+            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for ws in (a, b)
+    ]
+    for proc in procs:
+        out, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, out
+    rec_a = json.loads((a / "out" / "cpu" / "record.json").read_text())
+    rec_b = json.loads((b / "out" / "cpu" / "record.json").read_text())
+    assert (rec_a["ccache"]["misses"], rec_a["ccache"]["hits"]) == (COMPILATIONS, 0)
+    assert (rec_b["ccache"]["misses"], rec_b["ccache"]["hits"]) == (0, COMPILATIONS)

@@ -1,0 +1,105 @@
+"""matrix.toml validation: every mistake gets one message naming file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import load_matrix, parse_matrix
+from pipeline.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = {"legs": {"cpu": {"backend": "cpu"}}}
+
+
+def _err(data: dict, path: Path = Path("m.toml")) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_matrix(data, path)
+    assert info.value.exit_code == 2
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("m.toml: ")
+    return message
+
+
+def test_project_matrix_declares_the_five_legs() -> None:
+    m = load_matrix(ROOT / "matrix.toml")
+    assert list(m.legs) == ["rocm-linux-gfx110X", "rocm-windows-gfx1151", "cuda", "vulkan", "cpu"]
+    gfx110x = m.leg("rocm-linux-gfx110X")
+    assert gfx110x.family == "gfx110X-all"
+    assert gfx110x.targets == ("gfx1100", "gfx1101", "gfx1102", "gfx1103")
+    assert m.leg("rocm-windows-gfx1151").os == "windows"
+    assert m.ccache.compiler_check == "content"
+    assert m.source.repo == "https://github.com/ggml-org/llama.cpp"
+    assert [leg.needs_resolution for leg in m.legs.values()] == [True, True, False, False, False]
+
+
+def test_defaults() -> None:
+    m = parse_matrix(BASE, Path("m.toml"))
+    assert m.rocm.policy == "weekly"
+    assert m.source.tag == "latest"
+    assert m.leg("cpu").os == "linux"
+
+
+def test_unknown_key_suggests_the_near_miss() -> None:
+    msg = _err({**BASE, "ccache": {"max_sise": "1G"}})
+    assert "ccache.max_sise: unknown key" in msg
+    assert "did you mean 'max_size'" in msg
+
+
+def test_unknown_top_level_table() -> None:
+    assert "did you mean 'legs'" in _err({**BASE, "lgs": {}})
+
+
+def test_wrong_type() -> None:
+    msg = _err({"legs": {"cpu": {"backend": "cpu", "cmake_args": "-DX=1"}}})
+    assert "legs.cpu.cmake_args: expected an array of strings" in msg
+
+
+def test_missing_required() -> None:
+    assert "legs.cpu.backend: required key is missing" in _err({"legs": {"cpu": {}}})
+    assert "legs: required table is missing" in _err({})
+
+
+def test_unknown_backend_suggests() -> None:
+    msg = _err({"legs": {"cpu": {"backend": "vulcan"}}})
+    assert "legs.cpu.backend" in msg and "did you mean 'vulkan'" in msg
+
+
+@pytest.mark.parametrize("name", ["bad name", "-lead", "a--b", "a/b", "x" * 65, "ü"])
+def test_unsafe_leg_names(name: str) -> None:
+    assert "unsafe leg name" in _err({"legs": {name: {"backend": "cpu"}}})
+
+
+def test_rocm_leg_needs_family_and_targets() -> None:
+    assert "legs.r.family: required" in _err({"legs": {"r": {"backend": "rocm", "targets": ["gfx1100"]}}})
+    assert "legs.r.targets: required" in _err({"legs": {"r": {"backend": "rocm", "family": "gfx1151"}}})
+
+
+def test_bad_values() -> None:
+    assert "rocm.policy" in _err({**BASE, "rocm": {"policy": "monthly"}})
+    assert "source.tag" in _err({**BASE, "source": {"tag": "v1.0"}})
+    pin = {"repo": "ggml-org/llama.cpp", "number": 1, "sha": "abc"}
+    assert "source.mix[0].sha" in _err({**BASE, "source": {"mix": [pin]}})
+
+
+def test_duplicate_leg_is_a_toml_error(tmp_path: Path) -> None:
+    f = tmp_path / "matrix.toml"
+    f.write_text('[legs.cpu]\nbackend = "cpu"\n[legs.cpu]\nbackend = "cpu"\n')
+    with pytest.raises(ConfigError) as info:
+        load_matrix(f)
+    assert str(f) in str(info.value) and "TOML syntax error" in str(info.value)
+
+
+def test_unknown_leg_lookup_suggests() -> None:
+    m = load_matrix(ROOT / "matrix.toml")
+    with pytest.raises(ConfigError, match="did you mean 'cuda'"):
+        m.leg("cudaa")
+
+
+def test_matrix_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "other.toml"
+    f.write_text('[legs.only]\nbackend = "cpu"\n')
+    monkeypatch.setenv("PIPELINE_MATRIX", str(f))
+    assert list(load_matrix().legs) == ["only"]
