@@ -47,9 +47,9 @@ def register(sub: Any) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> LegOptions:
-    from pipeline.timeutil import parse_now
-
     now_text = args.now or os.environ.get("PIPELINE_NOW")
+    if now_text:
+        from pipeline.timeutil import parse_now
     return LegOptions(
         source=args.source,
         out=args.out,

@@ -35,7 +35,13 @@ def compiler_version(compiler: Path) -> tuple[str, str]:
     except (OSError, subprocess.SubprocessError) as exc:
         raise ToolchainError(f"{compiler}: cannot run '--version': {exc}") from None
     first = out.splitlines()[0] if out else ""
-    family = "clang" if "clang" in first.lower() else "gcc" if ("gcc" in first.lower() or "g++" in first.lower()) else compiler.name
+    # `cc` and `c++` are usually links: tell the family from what the compiler says.
+    if "clang" in first.lower():
+        family = "clang"
+    elif "Free Software Foundation" in out or re.search(r"\b(gcc|g\+\+)\b", first):
+        family = "gcc"
+    else:
+        family = compiler.name
     match = _VERSION.search(first)
     return family, match.group(1) if match else "unknown"
 

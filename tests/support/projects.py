@@ -45,7 +45,7 @@ def write_cpp_project(root: Path, *, units: int = 20, name: str = "demo", seed: 
     calls = " + ".join(f"unit{i}(n)" for i in range(units))
     (src / "main.cpp").write_text(
         f'#include "common.h"\n#include <cstdio>\n{decls}\n'
-        f"int demo_sum(int n) {{ return {calls}; }}\n"
+        f"int demo_sum(int n) {{ return {calls} + DEMO_SEED; }}\n"
         'int main() { std::printf("%d\\n", demo_sum(2)); return 0; }\n'
     )
     (root / "CMakeLists.txt").write_text(
