@@ -170,16 +170,16 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     source = _parse_source(root.table("source"))
     rocm_t = root.table("rocm")
     rocm = RocmConfig(
-        policy=rocm_t.str("policy", RocmConfig.policy, check=_policy_check),
-        index_url=rocm_t.str("index_url", RocmConfig.index_url, check=_url_check),
+        policy=rocm_t.string("policy", RocmConfig.policy, check=_policy_check),
+        index_url=rocm_t.string("index_url", RocmConfig.index_url, check=_url_check),
     )
     rocm_t.done()
     cc = root.table("ccache")
     ccache = CcacheConfig(
-        max_size=cc.str("max_size", CcacheConfig.max_size, check=_size_check),
+        max_size=cc.string("max_size", CcacheConfig.max_size, check=_size_check),
         compiler_check=cc.choice("compiler_check", COMPILER_CHECKS, CcacheConfig.compiler_check),
         evict_older_than_days=cc.number("evict_older_than_days", 7.0, minimum=0),
-        save_min_new_entries=cc.int("save_min_new_entries", 1, minimum=0),
+        save_min_new_entries=cc.integer("save_min_new_entries", 1, minimum=0),
         remote=cc.optional_str("remote", check=_remote_check),
     )
     cc.done()
@@ -188,8 +188,8 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     rep.done()
     gh = root.table("github")
     github = GitHubConfig(
-        keep=gh.int("keep", 2, minimum=1),
-        cache_limit_bytes=gh.int("cache_limit_bytes", GitHubConfig.cache_limit_bytes, minimum=1),
+        keep=gh.integer("keep", 2, minimum=1),
+        cache_limit_bytes=gh.integer("cache_limit_bytes", GitHubConfig.cache_limit_bytes, minimum=1),
         cache_warn_fraction=gh.number("cache_warn_fraction", 0.8, minimum=0, maximum=1),
     )
     gh.done()
@@ -198,7 +198,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     cm.done()
     legs_t = root.table("legs", required=True)
     legs: dict[str, Leg] = {}
-    for name in legs_t.keys():
+    for name in legs_t.names():
         legs[name] = _parse_leg(name, legs_t)
     legs_t.done()
     if not legs:
@@ -217,15 +217,15 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
 
 
 def _parse_source(t: _Table) -> SourceConfig:
-    repo = t.str("repo", DEFAULT_SOURCE_REPO, check=_nonempty)
-    tag = t.str("tag", "latest", check=_tag_check)
+    repo = t.string("repo", DEFAULT_SOURCE_REPO, check=_nonempty)
+    tag = t.string("tag", "latest", check=_tag_check)
     min_age = t.number("min_age_hours", 6.0, minimum=0)
     pins: list[MixPin] = []
     for i, item in enumerate(t.table_list("mix")):
         pin = MixPin(
-            repo=item.str("repo", None, check=_repo_check),
-            number=item.int("number", None, minimum=1),
-            sha=item.str("sha", None, check=_sha_check),
+            repo=item.string("repo", None, check=_repo_check),
+            number=item.integer("number", None, minimum=1),
+            sha=item.string("sha", None, check=_sha_check),
         )
         item.done()
         if any(p.repo == pin.repo and p.number == pin.number for p in pins):
@@ -249,7 +249,7 @@ def _parse_leg(name: str, legs_t: _Table) -> Leg:
         name=name,
         backend=backend,
         os=os_name,
-        runner=t.str("runner", "windows-2022" if os_name == "windows" else "ubuntu-24.04"),
+        runner=t.string("runner", "windows-2022" if os_name == "windows" else "ubuntu-24.04"),
         cmake_args=tuple(t.str_list("cmake_args")),
         family=t.optional_str("family", check=_family_check),
         targets=tuple(t.str_list("targets", check=_target_check)),
@@ -351,7 +351,7 @@ class _Table:
             raise ConfigError(f"{self.path}: {self._key(key)}: required key is missing")
         return default
 
-    def keys(self) -> list[str]:
+    def names(self) -> list[str]:
         return list(self.data)
 
     def table(self, key: str, *, required: bool = False) -> _Table:
@@ -371,7 +371,7 @@ class _Table:
             raise self._fail(key, "an array of tables", value)
         return [_Table(v, self.path, f"{self._key(key)}[{i}]") for i, v in enumerate(value)]
 
-    def str(self, key: str, default: Any, *, check: Check | None = None) -> Any:
+    def string(self, key: str, default: Any, *, check: Check | None = None) -> Any:
         value = self._take(key, default)
         if not isinstance(value, str):
             raise self._fail(key, "a string", value)
@@ -383,7 +383,7 @@ class _Table:
         if key not in self.data:
             self.known.append(key)
             return None
-        return self.str(key, None, check=check)  # type: ignore[no-any-return]
+        return self.string(key, None, check=check)  # type: ignore[no-any-return]
 
     def choice(self, key: str, choices: tuple[str, ...], default: Any) -> Any:
         value = self._take(key, default)
@@ -393,7 +393,7 @@ class _Table:
             raise ConfigError(f"{self.path}: {self._key(key)}: expected {expected}, got {value!r}{hint}")
         return value
 
-    def int(self, key: str, default: Any, *, minimum: int | None = None) -> Any:
+    def integer(self, key: str, default: Any, *, minimum: int | None = None) -> Any:
         value = self._take(key, default)
         if not isinstance(value, int) or isinstance(value, bool):
             raise self._fail(key, "an integer", value)

@@ -50,7 +50,7 @@ class LegRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LegRecord:
-        known = {f for f in cls.__dataclass_fields__}
+        known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 
     @classmethod
