@@ -40,6 +40,11 @@ _RESOLVE_SWITCHES = ("--json",)
 
 
 def _install(session: nox.Session, extras: str = "") -> None:
+    # `--no-venv` / `--force-venv-backend none` runs in the current environment,
+    # which must then have the project installed already.
+    if session.venv_backend == "none":
+        session.log("no virtualenv: using the current environment as it is")
+        return
     session.install("-e", f".{extras}")
 
 

@@ -292,19 +292,17 @@ def show_record(record: LegRecord, console: Console) -> None:
     from rich.table import Table
 
     cc = record.ccache
-    table = Table(title=f"{record.leg}: {record.status}", title_justify="left")
-    for col in ("hits", "direct", "preproc.", "misses", "uncacheable", "errors", "hit rate", "wall"):
+    title = f"{record.leg}: {record.status} ({record.toolchain.get('identity', '?')}, ccache {cc.get('version', '?')})"
+    table = Table(title=title, title_justify="left")
+    for col in ("hits", "direct/preproc", "misses", "uncacheable", "errors", "hit rate", "wall"):
         table.add_column(col, justify="right")
-    table.add_column("toolchain")
     table.add_row(
         str(cc.get("hits", 0)),
-        str(cc.get("direct_hits", 0)),
-        str(cc.get("preprocessed_hits", 0)),
+        f"{cc.get('direct_hits', 0)}/{cc.get('preprocessed_hits', 0)}",
         str(cc.get("misses", 0)),
         str(cc.get("uncacheable", 0)),
         str(cc.get("errors", 0)),
         f"{cc.get('hit_rate', 0.0):.1%}",
         f"{record.wall_seconds:.1f}s",
-        str(record.toolchain.get("identity", "")),
     )
     console.print(table)
