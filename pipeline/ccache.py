@@ -21,11 +21,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline._vendor.ccache_stats import CcacheSummary, parse_stats_log, summarize
+from pipeline._vendor.ccache_stats import CcacheStatsError, CcacheSummary, parse_stats_log, summarize
 from pipeline.config import CcacheConfig
 from pipeline.errors import ToolchainError
+
+if TYPE_CHECKING:
+    from pipeline.remote_cache import RemoteCheck
 
 CACHE_HOME_ENV = "PIPELINE_CACHE_HOME"
 
@@ -83,7 +86,10 @@ class CcacheSetup:
     compiler_check: str
     max_size: str
     stats_log: Path
+    # The remote storage ccache gets: the configured servers that answered the probe.
     remote: str | None = None
+    # What the pre-build probe found (None: no remote configured).
+    remote_check: RemoteCheck | None = None
 
     def env(self, *, with_stats_log: bool) -> dict[str, str]:
         """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
@@ -98,6 +104,10 @@ class CcacheSetup:
             env["CCACHE_STATSLOG"] = str(self.stats_log)
         if self.remote:
             env["CCACHE_REMOTE_STORAGE"] = self.remote
+        elif self.remote_check is not None:
+            # Every configured server is down: local cache only, even if the
+            # caller's environment names a remote of its own.
+            env["CCACHE_REMOTE_STORAGE"] = ""
         return env
 
     def read_stats(self) -> CcacheSummary:
@@ -106,7 +116,10 @@ class CcacheSetup:
             text = self.stats_log.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             text = ""
-        return summarize(parse_stats_log(text))
+        try:
+            return summarize(parse_stats_log(text))
+        except CcacheStatsError as exc:
+            raise ToolchainError(f"{self.stats_log}: unreadable ccache stats log: {exc}") from None
 
     def to_record(self, stats: CcacheSummary) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -114,11 +127,29 @@ class CcacheSetup:
             "compiler_check": self.compiler_check,
             "cache_dir": str(self.cache_dir),
             "base_dir": str(self.base_dir),
-            "remote": self.remote,
+            # Never the credentials a URL may carry: records are published.
+            "remote": _redacted(self.remote),
         }
+        if self.remote_check is not None:
+            record.update(self.remote_check.to_record())
         record.update(stats.to_dict())
         record["hit_rate"] = stats.hit_rate
         return record
+
+
+def _redacted(spec: str | None) -> str | None:
+    if not spec:
+        return None
+    from pipeline.remote_cache import redact_spec
+
+    return redact_spec(spec)
+
+
+def remote_spec(config: CcacheConfig, remote: str | None) -> tuple[str | None, str]:
+    """The run's remote storage spec (``--remote-cache`` wins over matrix.toml) and where it came from."""
+    if remote is not None:
+        return remote or None, "--remote-cache"
+    return config.remote, "matrix.toml ccache.remote"
 
 
 def setup_ccache(
@@ -130,12 +161,18 @@ def setup_ccache(
     cache_dir: Path | None = None,
     remote: str | None = None,
 ) -> CcacheSetup:
-    """Settle the ccache settings of a run; starts a fresh stats log."""
+    """Settle the ccache settings of a run; starts a fresh stats log and probes the remote cache."""
     exe = find_ccache()
     directory = (cache_dir or default_cache_dir(leg)).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     stats_log.parent.mkdir(parents=True, exist_ok=True)
     stats_log.unlink(missing_ok=True)
+    spec, where = remote_spec(config, remote)
+    remote_check = None
+    if spec:
+        from pipeline.remote_cache import check_remote
+
+        remote_check = check_remote(spec, where=where)
     return CcacheSetup(
         executable=exe,
         version=ccache_version(exe),
@@ -144,5 +181,6 @@ def setup_ccache(
         compiler_check=config.compiler_check,
         max_size=config.max_size,
         stats_log=stats_log,
-        remote=remote if remote is not None else config.remote,
+        remote=remote_check.effective if remote_check else None,
+        remote_check=remote_check,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import lru_cache
 
 from pipeline.errors import UsageError
 
@@ -23,7 +24,7 @@ OSES = ("linux", "windows")
 _TARBALL = re.compile(
     r"therock-dist-(linux|windows)-"
     r"(gfx[0-9A-Za-z]+(?:-[A-Za-z][0-9A-Za-z]*)*)-"
-    r"(\d+\.\d+\.\d+(?:a|rc)\d{8})\.tar\.gz"
+    r"(\d+\.\d+\.\d+(?:a|rc)(\d{4})(\d{2})(\d{2}))\.tar\.gz"
 )
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2})")
 _FAMILY = re.compile(r"gfx[0-9A-Za-z]+(?:-[A-Za-z][0-9A-Za-z]*)*")
@@ -54,8 +55,10 @@ class RocmBuild:
         return version_sort_key(self.version)
 
 
+# Selection compares the same few thousand versions again and again.
+@lru_cache(maxsize=1 << 16)
 def _version_parts(version: str) -> tuple[int, ...] | None:
-    """(date as YYYYMMDD int, major, minor, patch, stage rank, y, m, d), None if not a version."""
+    """(date as YYYYMMDD int, major, minor, patch, stage rank), None if not a version."""
     m = _VERSION.fullmatch(version)
     if m is None:
         return None
@@ -110,19 +113,26 @@ def is_family(text: str) -> bool:
     return _FAMILY.fullmatch(text) is not None
 
 
+def parse_tarball(name: str) -> tuple[str, str, str, date] | None:
+    """(os, family, version, build date) of a TheRock tarball name; None for anything else."""
+    m = _TARBALL.fullmatch(name)
+    if m is None:
+        return None
+    os_name, family, version, y, mo, d = m.groups()
+    try:
+        return os_name, family, version, date(int(y), int(mo), int(d))
+    except ValueError:
+        return None
+
+
 def parse_tarball_name(name: str) -> tuple[str, str, str] | None:
     """(os, family, version) of a TheRock tarball name; None for anything else.
 
     Checksums, other suffixes and versions without a (valid) date are not
     tarballs of a build and give None.
     """
-    m = _TARBALL.fullmatch(name)
-    if m is None:
-        return None
-    os_name, family, version = m.groups()
-    if _version_parts(version) is None:
-        return None
-    return os_name, family, version
+    parsed = parse_tarball(name)
+    return None if parsed is None else parsed[:3]
 
 
 def tarball_name(os_name: str, family: str, version: str) -> str:

@@ -1,0 +1,87 @@
+"""``python -m pipeline matrix --github``: the legs as a GitHub ``strategy.matrix``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pipeline import github
+from pipeline.config import Matrix, load_matrix
+from pipeline.errors import UsageError
+
+LEGS_ENV = "PIPELINE_LEGS"
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "matrix",
+        help="print the legs as the JSON of a GitHub Actions strategy.matrix",
+        description=(
+            "One entry per leg: its name, Nox session, runner label, OS and backend. On GitHub "
+            "Actions the JSON is also written to the step output 'matrix', and with --resolved "
+            "the run's resolution to the output 'resolved'."
+        ),
+    )
+    p.add_argument("--github", action="store_true", help="the strategy.matrix form ({'include': [...]})")
+    p.add_argument(
+        "--legs",
+        default=os.environ.get(LEGS_ENV, ""),
+        metavar="LIST",
+        help=f"only these legs, comma- or space-separated (default: ${LEGS_ENV}, else all)",
+    )
+    p.add_argument(
+        "--resolved",
+        type=Path,
+        metavar="FILE",
+        help="also hand this resolution file on as the step output 'resolved' (compact JSON)",
+    )
+    p.set_defaults(func=run)
+
+
+def select_legs(matrix: Matrix, text: str) -> list[str]:
+    """The legs named in ``text`` (matrix order), all when empty; unknown names fail."""
+    wanted = [name for name in re.split(r"[\s,]+", text.strip()) if name]
+    for name in wanted:
+        matrix.leg(name)
+    return [name for name in matrix.legs if not wanted or name in wanted]
+
+
+def github_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
+    """``{"include": [...]}``: one entry per leg; the leg name is also its session name."""
+    include = []
+    for name in legs:
+        leg = matrix.legs[name]
+        include.append(
+            {"leg": name, "session": name, "runner": leg.runner, "os": leg.os, "backend": leg.backend}
+        )
+    return {"include": include}
+
+
+def run(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix)
+    legs = select_legs(matrix, args.legs)
+    if not legs:
+        raise UsageError(f"no legs selected from {matrix.path}")
+    if not args.github:
+        print(json.dumps(legs))
+        return 0
+    text = json.dumps(github_matrix(matrix, legs), separators=(",", ":"))
+    print(text)
+    github.set_output("matrix", text)
+    if args.resolved:
+        github.set_output("resolved", _compact_resolution(args.resolved))
+    return 0
+
+
+def _compact_resolution(path: Path) -> str:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no resolution file (run `nox -s resolve` first)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not a readable resolution: {exc}") from None
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)

@@ -1,0 +1,134 @@
+"""``python -m pipeline prune``: delete the caches older generations left behind."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from pipeline import github
+from pipeline.config import load_matrix
+from pipeline.errors import UsageError
+from pipeline.prune import PrunePlan, PruneResult, apply_plan, human_bytes, plan_prune, summary_markdown
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "prune",
+        help="delete old GitHub Actions caches of this pipeline (dry run unless --apply)",
+        description=(
+            "List every Actions cache of the repository, group the keys this pipeline minted by "
+            "(ref, leg) whatever their toolchain and tag, keep the newest --keep of each group and "
+            "delete the rest. Keys it did not mint are never touched. Token: $GITHUB_TOKEN or $GH_TOKEN."
+        ),
+    )
+    p.add_argument(
+        "--repo",
+        metavar="OWNER/NAME",
+        default=os.environ.get("GITHUB_REPOSITORY"),
+        help="the repository (default: $GITHUB_REPOSITORY)",
+    )
+    p.add_argument(
+        "--api-url",
+        metavar="URL",
+        default=os.environ.get("GITHUB_API_URL") or github.DEFAULT_API_URL,
+        help="REST API root (default: $GITHUB_API_URL, else the public API)",
+    )
+    p.add_argument("--keep", type=int, metavar="N", help="caches kept per (ref, leg) (default: matrix.toml github.keep)")
+    p.add_argument("--apply", action="store_true", help="delete; without it nothing is deleted")
+    p.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    matrix = load_matrix(args.matrix)
+    if not args.repo:
+        raise UsageError("no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
+    keep = args.keep if args.keep is not None else matrix.github.keep
+    if keep < 1:
+        raise UsageError(f"--keep must be at least 1, got {keep}")
+    # Every check that can fail without the network comes before the first request.
+    token = github.token_from_env()
+    from pipeline.rocm.index import default_backoff  # the one PIPELINE_HTTP_BACKOFF knob
+
+    client = github.CachesClient(args.repo, token, api_url=args.api_url, backoff=default_backoff())
+    console = Console(stderr=args.json)
+
+    stream = sys.stderr if args.json else None  # with --json, stdout carries only the JSON
+    with github.group(f"list caches of {client.repo}", stream=stream), console.status("listing caches...") as status:
+        entries = client.list_caches(
+            on_page=lambda page, n: status.update(f"listing caches: page {page}, {n} so far")
+        )
+    plan = plan_prune(
+        entries,
+        keep=keep,
+        limit_bytes=matrix.github.cache_limit_bytes,
+        warn_fraction=matrix.github.cache_warn_fraction,
+    )
+    for warning in plan.warnings():
+        github.annotate("warning", warning, stream=stream)
+
+    result: PruneResult | None = None
+    if args.apply and plan.to_delete:
+        result = _apply(plan, client, console, stream)
+    elif args.apply:
+        result = PruneResult()
+
+    _show(plan, result, console)
+    github.append_summary(summary_markdown(plan, result))
+    if args.json:
+        print(json.dumps({"apply": args.apply, "plan": plan.to_json(), "result": result.to_json() if result else None}, indent=2))
+    if result and result.error:
+        raise result.error
+    return 0
+
+
+def _apply(plan: PrunePlan, client: github.CachesClient, console: Any, stream: Any) -> PruneResult:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    todo = plan.to_delete
+    with (
+        github.group(f"delete {len(todo)} caches", stream=stream),
+        Progress(TextColumn("deleting caches"), BarColumn(), MofNCompleteColumn(), console=console) as progress,
+    ):
+        task = progress.add_task("delete", total=len(todo))
+        return apply_plan(plan, client.delete_cache, on_deleted=lambda _e: progress.advance(task))
+
+
+def _show(plan: PrunePlan, result: PruneResult | None, console: Any) -> None:
+    from rich.table import Table
+
+    applied = result is not None
+    done = result.deleted_ids if result else set()
+    table = Table(title="cache prune" + ("" if applied else " (dry run)"))
+    for col in ("ref", "kind", "leg", "kept", "deleted" if applied else "would delete", "freed"):
+        table.add_column(col, justify="right" if col == "freed" else "left")
+    for g in plan.groups:
+        gone = [e for e in g.delete if not applied or e.id in done]
+        table.add_row(
+            g.ref,
+            g.kind,
+            g.leg,
+            "\n".join(e.key for e in g.keep),
+            "\n".join(e.key for e in gone) or "-",
+            human_bytes(sum(e.size_in_bytes for e in gone)),
+        )
+    console.print(table)
+    if result is not None:
+        console.print(
+            f"deleted {len(result.deleted)} caches, freed {human_bytes(result.bytes_freed)}"
+            + (f"; {len(result.already_gone)} were already gone" if result.already_gone else "")
+        )
+    else:
+        console.print(
+            f"dry run: would delete {len(plan.to_delete)} caches and free {human_bytes(plan.bytes_freed)} "
+            "(pass --apply to delete)"
+        )
+    console.print(
+        f"{plan.total_count} caches listed, {human_bytes(plan.total_bytes)}; "
+        f"{plan.foreign_count} foreign, {len(plan.malformed)} unparsable (left alone)"
+    )

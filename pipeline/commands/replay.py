@@ -1,0 +1,169 @@
+"""``python -m pipeline replay``: what each day of the last weeks resolved to.
+
+For each day of the last N weeks (at the same time of day as ``--now``), the
+cutoff and the version each ROCm leg takes, from one fetch of the index.
+Builds published after a day's moment are ignored, so each row answers what
+that day's run saw. Under the weekly policy the rows of a Sunday-to-Saturday
+week (San Francisco time) share one cutoff and one version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from pipeline.commands.resolve import add_resolution_options, fetch_with_status
+from pipeline.config import Leg, load_matrix
+from pipeline.errors import ResolutionError, UsageError
+from pipeline.resolve import effective_index_url, effective_policy, load_entries, resolve_from_entries
+from pipeline.rocm.index import builds_for
+from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, is_explicit, select_build
+from pipeline.rocm.versions import RocmBuild
+from pipeline.timeutil import effective_now, format_utc
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+MAX_WEEKS = 520
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayRow:
+    """One day's run: its moment, the cutoff and each leg's version (None: nothing matched)."""
+
+    moment: datetime
+    cutoff: str | None
+    versions: dict[str, str | None] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "moment": format_utc(self.moment),
+            "date": self.moment.astimezone(WEEK_ZONE).date().isoformat(),
+            "cutoff": self.cutoff,
+            "versions": self.versions,
+            "errors": self.errors,
+        }
+
+
+def replay_moments(now: datetime, weeks: int) -> list[datetime]:
+    """One moment per day of the last ``weeks`` weeks, oldest first, ending at ``now``."""
+    return [now - timedelta(days=k) for k in reversed(range(7 * weeks))]
+
+
+def replay_rows(
+    builds: Mapping[str, Sequence[RocmBuild]] | None,
+    legs: Sequence[str],
+    *,
+    policy: str,
+    moments: Sequence[datetime],
+) -> list[ReplayRow]:
+    """What each moment resolves to (pure). ``builds`` None: the index was unreachable
+    and an explicit version stands for itself."""
+    rows = []
+    for moment in moments:
+        cutoff = cutoff_for(policy, moment)
+        versions: dict[str, str | None] = {}
+        errors: dict[str, str] = {}
+        for leg in legs:
+            if builds is None:
+                versions[leg] = policy
+                continue
+            try:
+                versions[leg] = select_build(builds[leg], policy=policy, now=moment, cutoff=cutoff).version
+            except ResolutionError as err:
+                versions[leg] = None
+                errors[leg] = err.message
+        rows.append(
+            ReplayRow(
+                moment=moment,
+                cutoff=cutoff.strftime("%Y%m%d") if cutoff else None,
+                versions=versions,
+                errors=errors,
+            )
+        )
+    return rows
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "replay",
+        help="show, for each day of the last N weeks, the cutoff and ROCm version each leg resolved to",
+        description="Replay the ROCm resolution of past nightlies from the index's publish times.",
+    )
+    p.add_argument("--weeks", type=int, default=4, metavar="N", help="how many weeks back (default: 4)")
+    p.add_argument("--leg", metavar="LEG", help="only this ROCm leg (default: every ROCm leg)")
+    add_resolution_options(p)
+    p.add_argument("--json", action="store_true", help="print a JSON array, one object per day")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    if not 1 <= args.weeks <= MAX_WEEKS:
+        raise UsageError(f"--weeks: expected 1 to {MAX_WEEKS}, got {args.weeks}")
+    matrix = load_matrix(args.matrix)
+    if args.leg is not None:
+        leg = matrix.leg(args.leg)
+        if not leg.needs_resolution:
+            raise UsageError(f"leg {leg.name!r} is a {leg.backend} leg: only rocm legs resolve a ROCm build")
+        legs: list[Leg] = [leg]
+    else:
+        legs = [leg for leg in matrix.legs.values() if leg.needs_resolution]
+        if not legs:
+            raise UsageError(f"{matrix.path}: no rocm legs to replay")
+    now = effective_now(args.now)
+    policy = effective_policy(matrix, args.rocm_version)
+    url = effective_index_url(matrix, args.index_url)
+    entries = load_entries(url, policy, fetch_with_status(Console(stderr=True)))
+    builds: dict[str, Sequence[RocmBuild]] | None = None
+    if entries is not None:
+        builds = {}
+        for leg in legs:
+            assert leg.family is not None
+            found = builds_for(entries, url, leg.os, leg.family)
+            if not found:
+                # Raises the one-line "unknown family ... the index has ..." error.
+                resolve_from_entries(entries, leg.os, leg.family, policy=policy, now=now, index_url=url)
+            builds[leg.name] = found
+    names = [leg.name for leg in legs]
+    rows = replay_rows(builds, names, policy=policy, moments=replay_moments(now, args.weeks))
+    if args.json:
+        print(json.dumps([row.to_json() for row in rows], indent=2))
+    else:
+        print_rows(Console(), rows, names, policy=policy, url=url)
+    return 0
+
+
+def print_rows(console: Console, rows: Sequence[ReplayRow], legs: Sequence[str], *, policy: str, url: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"ROCm {policy} replay, {url}", title_justify="left")
+    table.add_column("day (San Francisco)")
+    table.add_column("run (UTC)")
+    table.add_column("cutoff")
+    for leg in legs:
+        table.add_column(leg)
+    previous: ReplayRow | None = None
+    for row in rows:
+        local = row.moment.astimezone(WEEK_ZONE)
+        # One section per Sunday-to-Saturday week: the windows show as blocks.
+        if previous is not None and local.weekday() == 6 and not is_explicit(policy):
+            table.add_section()
+        cells = []
+        for leg in legs:
+            version = row.versions.get(leg)
+            changed = previous is not None and previous.versions.get(leg) != version
+            cell = version or "[red]none[/]"
+            cells.append(f"[bold yellow]{cell}[/]" if changed and version else cell)
+        table.add_row(local.strftime("%a %Y-%m-%d"), format_utc(row.moment), row.cutoff or "-", *cells)
+        previous = row
+    console.print(table)
+    failures = {msg for row in rows for msg in row.errors.values()}
+    for message in sorted(failures)[:3]:
+        console.print(f"[red]note:[/] {message}")

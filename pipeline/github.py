@@ -1,0 +1,458 @@
+"""GitHub: the Actions runner's files and commands, and the caches REST client.
+
+The Actions half writes ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and
+``GITHUB_STEP_SUMMARY`` and prints workflow commands (annotations, log
+groups); outside Actions it degrades to plain console lines, so every command
+runs the same on a laptop.
+
+The REST half lists and deletes Actions caches. The token comes from
+``GITHUB_TOKEN`` or ``GH_TOKEN``; it lives only in the session's headers and
+never appears in a message, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit
+
+from pipeline.errors import GitHubError, NetworkError, UsageError
+
+if TYPE_CHECKING:
+    import requests
+
+DEFAULT_API_URL = "https://api.github.com"
+TOKEN_ENVS = ("GITHUB_TOKEN", "GH_TOKEN")
+PER_PAGE = 100
+# A rate-limit reset further away than this fails the command instead of
+# holding a runner idle (GitHub's primary limit resets hourly).
+DEFAULT_MAX_WAIT = 120.0
+DEFAULT_ATTEMPTS = 5
+DEFAULT_BACKOFF = 1.0
+# A runaway Link chain (a server bug) must not loop forever.
+MAX_PAGES = 10_000
+
+LEVELS = ("debug", "notice", "warning", "error")
+_OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+# --------------------------------------------------------------------------
+# GitHub Actions glue
+
+
+def in_actions(env: Mapping[str, str] | None = None) -> bool:
+    """True inside a GitHub Actions job."""
+    return (env if env is not None else os.environ).get("GITHUB_ACTIONS") == "true"
+
+
+def _check_name(name: str, what: str) -> None:
+    if not _OUTPUT_NAME.match(name):
+        raise UsageError(f"bad {what} name {name!r}: letters, digits, '_', '.', '-' only")
+
+
+def format_file_command(name: str, value: str, delimiter: str) -> str:
+    """``name<<DELIM`` / value / ``DELIM``: the multiline form, safe for any value."""
+    if delimiter in value:
+        raise ValueError("the delimiter occurs in the value")
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def _append_file_command(env_var: str, name: str, value: str, env: Mapping[str, str] | None) -> bool:
+    path = (env if env is not None else os.environ).get(env_var)
+    if not path:
+        return False
+    # A fresh random delimiter per write: no value can end the block early.
+    delimiter = f"ghadelimiter_{uuid.uuid4()}"
+    while delimiter in value:
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+    with Path(path).open("a", encoding="utf-8", newline="\n") as fh:
+        fh.write(format_file_command(name, value, delimiter))
+    return True
+
+
+def set_output(name: str, value: str, *, env: Mapping[str, str] | None = None) -> bool:
+    """Set step output ``name`` (any value, multiline too); False outside Actions."""
+    _check_name(name, "output")
+    return _append_file_command("GITHUB_OUTPUT", name, value, env)
+
+
+def export_env(name: str, value: str, *, env: Mapping[str, str] | None = None) -> bool:
+    """Set ``name`` for the job's later steps (GITHUB_ENV); False outside Actions."""
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        raise UsageError(f"bad environment variable name {name!r}")
+    return _append_file_command("GITHUB_ENV", name, value, env)
+
+
+def append_summary(markdown: str, *, env: Mapping[str, str] | None = None) -> bool:
+    """Append ``markdown`` to the job's step summary; False outside Actions."""
+    path = (env if env is not None else os.environ).get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return False
+    with Path(path).open("a", encoding="utf-8", newline="\n") as fh:
+        fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    return True
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_annotation(
+    level: str, message: str, *, file: str | None = None, line: int | None = None, title: str | None = None
+) -> str:
+    """The workflow command for an annotation, e.g. ``::warning file=x::message``."""
+    if level not in LEVELS:
+        raise ValueError(f"annotation level {level!r} is not one of {LEVELS}")
+    props = [
+        f"{key}={_escape_property(str(value))}"
+        for key, value in (("file", file), ("line", line), ("title", title))
+        if value is not None
+    ]
+    head = f"::{level} {','.join(props)}" if props else f"::{level}"
+    return f"{head}::{_escape_data(message)}"
+
+
+def annotate(
+    level: str,
+    message: str,
+    file: str | None = None,
+    *,
+    line: int | None = None,
+    title: str | None = None,
+    env: Mapping[str, str] | None = None,
+    stream: TextIO | None = None,
+) -> None:
+    """An annotation on Actions (on ``stream``, default stdout); ``level: message`` on stderr elsewhere.
+
+    The runner reads workflow commands from stderr too: commands that print
+    JSON on stdout pass ``stream=sys.stderr``.
+    """
+    if in_actions(env):
+        print(format_annotation(level, message, file=file, line=line, title=title), file=stream or sys.stdout, flush=True)
+    elif level != "debug":
+        where = f"{file}{f':{line}' if line else ''}: " if file else ""
+        print(f"{level}: {where}{message}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def group(title: str, *, env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> Iterator[None]:
+    """A collapsible log group on Actions (on ``stream``, default stdout); a no-op elsewhere."""
+    active = in_actions(env)
+    if active:
+        print(f"::group::{_escape_data(title)}", file=stream or sys.stdout, flush=True)
+    try:
+        yield
+    finally:
+        if active:
+            print("::endgroup::", file=stream or sys.stdout, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Caches: data
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheEntry:
+    """One Actions cache as the REST API lists it."""
+
+    id: int
+    ref: str
+    key: str
+    version: str
+    created_at: datetime
+    last_accessed_at: datetime | None
+    size_in_bytes: int
+
+    @classmethod
+    def from_api(cls, item: Any, *, where: str) -> CacheEntry:
+        """Validate one item of ``actions_caches``; GitHubError names what is wrong."""
+        if not isinstance(item, dict):
+            raise GitHubError(f"{where}: a cache entry is not an object")
+        try:
+            ident, ref, key = item["id"], item["ref"], item["key"]
+            size = item.get("size_in_bytes", 0)
+            created = _parse_time(item["created_at"])
+            accessed = _parse_time(item["last_accessed_at"]) if item.get("last_accessed_at") else None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GitHubError(f"{where}: malformed cache entry {str(item.get('id', '?'))!r}: {exc}") from None
+        if not isinstance(ident, int) or isinstance(ident, bool) or not isinstance(key, str):
+            raise GitHubError(f"{where}: malformed cache entry: 'id' must be an integer, 'key' a string")
+        if not isinstance(ref, str) or not isinstance(size, int) or size < 0:
+            raise GitHubError(f"{where}: malformed cache entry {ident}: bad 'ref' or 'size_in_bytes'")
+        return cls(
+            id=ident,
+            ref=ref,
+            key=key,
+            version=str(item.get("version", "")),
+            created_at=created,
+            last_accessed_at=accessed,
+            size_in_bytes=size,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "ref": self.ref,
+            "key": self.key,
+            "created_at": self.created_at.isoformat(),
+            "size_in_bytes": self.size_in_bytes,
+        }
+
+
+def _parse_time(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"expected an ISO-8601 time, got {value!r}")
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def token_from_env(env: Mapping[str, str] | None = None) -> str:
+    """The API token from GITHUB_TOKEN or GH_TOKEN; GitHubError when neither is set."""
+    source = env if env is not None else os.environ
+    for name in TOKEN_ENVS:
+        if value := source.get(name, "").strip():
+            return value
+    raise GitHubError(
+        "no GitHub token: set GITHUB_TOKEN or GH_TOKEN (on Actions: a token with 'actions: write')"
+    )
+
+
+def parse_repo(text: str) -> tuple[str, str]:
+    """``owner/name`` -> (owner, name), else a UsageError."""
+    if not re.match(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", text):
+        raise UsageError(f"bad repository {text!r}: expected OWNER/NAME")
+    owner, name = text.split("/")
+    return owner, name
+
+
+# --------------------------------------------------------------------------
+# Caches: the REST client (the I/O edge)
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt: connection, 5xx, 429, a rate-limit 403."""
+
+    def __init__(self, reason: str, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.wait = wait
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float) -> float | None:
+    """How long a 403/429 asks to wait: Retry-After, else X-RateLimit-Reset when exhausted."""
+    retry_after = headers.get("Retry-After")
+    if retry_after:
+        try:
+            return max(0.0, float(retry_after))
+        except ValueError:
+            try:
+                when = parsedate_to_datetime(retry_after)
+            except (TypeError, ValueError):
+                return None
+            return max(0.0, when.timestamp() - now)
+    if headers.get("X-RateLimit-Remaining") == "0" and (reset := headers.get("X-RateLimit-Reset")):
+        try:
+            return max(0.0, float(reset) - now)
+        except ValueError:
+            return None
+    return None
+
+
+class CachesClient:
+    """List and delete a repository's Actions caches, with bounded retries."""
+
+    def __init__(
+        self,
+        repo: str,
+        token: str,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        attempts: int = DEFAULT_ATTEMPTS,
+        backoff: float = DEFAULT_BACKOFF,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        session: requests.Session | None = None,
+    ) -> None:
+        import requests
+
+        owner, name = parse_repo(repo)
+        self.repo = f"{owner}/{name}"
+        self.api_url = api_url.rstrip("/")
+        parts = urlsplit(self.api_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(f"bad API URL {api_url!r}: expected http(s)://HOST[/PATH]")
+        self._origin = (parts.scheme, parts.netloc)
+        self.attempts = max(1, attempts)
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self.timeout = timeout
+        self._sleep = sleep
+        self._clock = clock
+        self.requests_made = 0
+        self._session = session or requests.Session()
+        self._session.headers.update(
+            {
+                "Accept": "application/vnd.github+json",
+                "Authorization": f"Bearer {token}",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "llama-pipeline-prune",
+            }
+        )
+
+    def __repr__(self) -> str:  # never the headers: they hold the token
+        return f"CachesClient(repo={self.repo!r}, api_url={self.api_url!r})"
+
+    @property
+    def caches_url(self) -> str:
+        return f"{self.api_url}/repos/{self.repo}/actions/caches"
+
+    def list_caches(self, on_page: Callable[[int, int], None] | None = None) -> list[CacheEntry]:
+        """Every cache of the repository, following ``Link: rel="next"`` to the end.
+
+        ``on_page(page_number, entries_so_far)`` reports progress. Entries are
+        de-duplicated by id (a cache created while paging may shift a page).
+        """
+        url: str | None = f"{self.caches_url}?per_page={PER_PAGE}"
+        seen_urls: set[str] = set()
+        entries: dict[int, CacheEntry] = {}
+        page = 0
+        while url:
+            if url in seen_urls or page >= MAX_PAGES:
+                raise GitHubError(f"GET {self._path(url)}: the Link header loops; gave up after {page} pages")
+            seen_urls.add(url)
+            page += 1
+            resp = self._request("GET", url)
+            where = f"GET {self._path(url)}"
+            body = _json_body(resp, where)
+            items = body.get("actions_caches") if isinstance(body, dict) else None
+            if not isinstance(items, list):
+                raise GitHubError(f"{where}: malformed answer: no 'actions_caches' list")
+            for item in items:
+                entry = CacheEntry.from_api(item, where=where)
+                entries[entry.id] = entry
+            if on_page:
+                on_page(page, len(entries))
+            url = self._next_url(resp, where)
+        return list(entries.values())
+
+    def delete_cache(self, cache_id: int) -> bool:
+        """Delete one cache by id; False when it was already gone (404)."""
+        resp = self._request("DELETE", f"{self.caches_url}/{cache_id}", missing_ok=True)
+        return resp.status_code != 404
+
+    # -- internals
+
+    def _path(self, url: str) -> str:
+        parts = urlsplit(url)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+
+    def _next_url(self, resp: requests.Response, where: str) -> str | None:
+        nxt = resp.links.get("next", {}).get("url")
+        if not nxt:
+            return None
+        parts = urlsplit(nxt)
+        # The token goes with every request: never follow a link to another host.
+        if (parts.scheme, parts.netloc) != self._origin:
+            raise GitHubError(f"{where}: the next page points to another host ({parts.netloc}); refused")
+        return str(nxt)
+
+    def _request(self, method: str, url: str, *, missing_ok: bool = False) -> requests.Response:
+        from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, _Retryable) and exc.wait is not None:
+                return exc.wait
+            return float(min(self.backoff * 2 ** (state.attempt_number - 1), self.max_wait))
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=wait,
+            retry=retry_if_exception_type(_Retryable),
+            sleep=self._sleep,
+        )
+        try:
+            return retrying(self._send, method, url, missing_ok)
+        except RetryError as err:
+            last = err.last_attempt.exception()
+            reason = last.reason if isinstance(last, _Retryable) else str(last)
+            n = err.last_attempt.attempt_number
+            cls = NetworkError if isinstance(last, _Retryable) and last.wait is None else GitHubError
+            raise cls(
+                f"{method} {self._path(url)}: failed after {n} attempt{'s' if n != 1 else ''}: {reason}"
+            ) from None
+
+    def _send(self, method: str, url: str, missing_ok: bool) -> requests.Response:
+        import requests
+
+        where = f"{method} {self._path(url)}"
+        self.requests_made += 1
+        try:
+            resp = self._session.request(method, url, timeout=self.timeout)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise _Retryable(_one_line(exc)) from None
+        except requests.RequestException as exc:
+            raise NetworkError(f"{where}: {_one_line(exc)}") from None
+        status = resp.status_code
+        if status < 300 or (missing_ok and status == 404):
+            return resp
+        if status >= 500:
+            raise _Retryable(f"HTTP {status} {resp.reason}")
+        if status in (403, 429):
+            wait = retry_after_seconds(resp.headers, self._clock())
+            limited = status == 429 or wait is not None
+            if limited:
+                wait = 1.0 if wait is None else wait
+                if wait > self.max_wait:
+                    raise GitHubError(
+                        f"{where}: rate limited for {wait:.0f} s more (over the {self.max_wait:.0f} s "
+                        "this command waits); run it again later"
+                    )
+                raise _Retryable(f"HTTP {status} rate limited", wait)
+        raise GitHubError(f"{where}: HTTP {status} {resp.reason}{_hint(status, self.repo)}{_api_message(resp)}")
+
+
+def _hint(status: int, repo: str) -> str:
+    if status == 401:
+        return ": the token is missing, expired or invalid"
+    if status == 403:
+        return f": the token may lack 'actions: write' on {repo}"
+    if status == 404:
+        return f": no repository {repo}, or the token cannot see it"
+    return ""
+
+
+def _api_message(resp: requests.Response) -> str:
+    try:
+        message = resp.json().get("message")
+    except (ValueError, AttributeError):
+        return ""
+    return f" ({_one_line(message)[:200]})" if isinstance(message, str) and message else ""
+
+
+def _json_body(resp: requests.Response, where: str) -> Any:
+    try:
+        return json.loads(resp.content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise GitHubError(f"{where}: malformed JSON from the API: {_one_line(exc)[:200]}") from None
+
+
+def _one_line(exc: object) -> str:
+    return re.sub(r"\s+", " ", str(exc) or type(exc).__name__).strip()

@@ -1,0 +1,522 @@
+"""TheRock's index: an HTML page with ``const files = [...]`` or an S3 XML listing.
+
+The parsers are pure (text in, entries out); :func:`fetch_index` is the I/O
+edge: timeouts, retries with backoff on connection errors, 5xx and 429 (never
+on 404 or another 4xx), S3 pagination, and ``file://`` URLs for offline use.
+A page cut short in transfer is retried and, if it stays short, is an error:
+a partial list would silently resolve to an older build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from pipeline.errors import IndexFormatError, NetworkError, UsageError
+from pipeline.rocm.versions import RocmBuild, parse_tarball, parse_tarball_name
+
+if TYPE_CHECKING:
+    import requests
+
+BACKOFF_ENV = "PIPELINE_HTTP_BACKOFF"
+DEFAULT_BACKOFF = 1.0
+# No single wait longer than this, whatever Retry-After asks for.
+MAX_WAIT = 60.0
+# An S3 listing of this many pages is a server in a loop, not an index.
+MAX_PAGES = 10_000
+
+_FILES = re.compile(r"\b(?:const|let|var)\s+files\s*=\s*")
+_XML_SNIFF = re.compile(r"^\s*(?:<\?xml[^>]*>\s*)?<(ListBucketResult|Error)\b")
+# S3's own layout of a ListBucketResult page (see _s3_fast).
+_S3_ROOT = re.compile(r"^\s*(?:<\?xml[^>]*\?>\s*)?<ListBucketResult[\s>]")
+_S3_ENTRY = re.compile(r"<Contents>\s*<Key>([^<]*)</Key>\s*<LastModified>([^<]*)</LastModified>")
+_S3_TRUNCATED = re.compile(r"<IsTruncated>([^<]*)</IsTruncated>")
+_S3_TOKEN = re.compile(r"<NextContinuationToken>([^<]*)</NextContinuationToken>")
+_S3_MARKER = re.compile(r"<NextMarker>([^<]*)</NextMarker>")
+_CHARSET = re.compile(r"charset=[\"']?([\w.:-]+)", re.IGNORECASE)
+_INCOMPLETE = re.compile(r"IncompleteRead\((\d+) bytes read, (\d+) more expected\)")
+_ERRNO = re.compile(r"\[Errno -?\d+\][^'\")\]]+")
+# Numbers above this are milliseconds: as seconds they would be past year 5000.
+_EPOCH_MS = 100_000_000_000
+
+
+class IndexEntry(NamedTuple):
+    """One file of the index: its name (an S3 key may hold '/') and publish time."""
+
+    name: str
+    # Aware (UTC); None when the index does not say.
+    published: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class S3Page:
+    """One page of an S3 ``ListBucketResult``."""
+
+    entries: list[IndexEntry]
+    truncated: bool
+    continuation_token: str | None = None
+    next_marker: str | None = None
+
+
+# --------------------------------------------------------------------------
+# Pure parsing
+
+
+def parse_published(value: Any, *, where: str) -> datetime | None:
+    """A publish time as the index gives it: ISO-8601 text, Unix epoch or an HTTP date.
+
+    Naive times are UTC. Returns an aware UTC datetime, or None for null/empty.
+    """
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, int | float):
+            seconds = value / 1000 if value > _EPOCH_MS else value
+            return datetime.fromtimestamp(seconds, UTC)
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                if re.fullmatch(r"\d+(?:\.\d+)?", text):
+                    return parse_published(float(text), where=where)
+                from email.utils import parsedate_to_datetime  # rare; keeps CLI start-up light
+
+                moment = parsedate_to_datetime(text)
+            if moment.tzinfo is None:
+                return moment.replace(tzinfo=UTC)
+            return moment.astimezone(UTC)
+    except (ValueError, TypeError, OverflowError, OSError):
+        pass
+    raise IndexFormatError(f"{where}: publish time {value!r} is not ISO-8601, a Unix epoch or an HTTP date")
+
+
+def sniff_format(text: str) -> str:
+    """'s3' for an S3 XML document, else 'html'."""
+    return "s3" if _XML_SNIFF.match(text[:4096].lstrip("\ufeff")) else "html"
+
+
+def parse_html_index(text: str, *, where: str) -> list[IndexEntry]:
+    """Entries of the HTML index: the JSON array assigned to ``const files``."""
+    m = _FILES.search(text)
+    if m is None:
+        raise IndexFormatError(f"{where}: no file list in the page (expected 'const files = [...]')")
+    try:
+        files, _end = json.JSONDecoder().raw_decode(text, m.end())
+    except json.JSONDecodeError as exc:
+        line = text.count("\n", 0, exc.pos) + 1
+        raise IndexFormatError(f"{where}: malformed file list JSON at line {line}: {exc.msg}") from None
+    if not isinstance(files, list):
+        raise IndexFormatError(f"{where}: 'files' is a {type(files).__name__}, expected a JSON array")
+    # The hot loop of a 20,000-entry index: plain ISO-8601 UTC times take the fast path.
+    entries: list[IndexEntry] = []
+    append = entries.append
+    fromiso = datetime.fromisoformat
+    for i, item in enumerate(files):
+        try:
+            name = item["name"]
+            mtime = item.get("mtime")
+        except (TypeError, KeyError, AttributeError):
+            name = None
+        if type(name) is not str:
+            raise IndexFormatError(f"{where}: files[{i}] is not an object with a string 'name': {item!r:.80}")
+        published: datetime | None = None
+        if type(mtime) is str:
+            try:
+                published = fromiso(mtime)
+            except ValueError:
+                published = parse_published(mtime, where=f"{where}: files[{i}] {name!r}")
+            else:
+                if published.tzinfo is not UTC:
+                    published = published.replace(tzinfo=UTC) if published.tzinfo is None else published.astimezone(UTC)
+        elif mtime is not None:
+            published = parse_published(mtime, where=f"{where}: files[{i}] {name!r}")
+        append(IndexEntry(name, published))
+    return entries
+
+
+def _unescape(text: str) -> str:
+    if "&" not in text:
+        return text
+    from xml.sax.saxutils import unescape
+
+    return unescape(text, {"&quot;": '"', "&apos;": "'"})
+
+
+def _s3_fast(text: str, where: str) -> S3Page | None:
+    """The S3 page as S3 writes it (default namespace, Key before LastModified), by regex.
+
+    A tree of a 1000-key page costs several times more than this. Returns None
+    for any other shape so that the tree parser decides.
+    """
+    if not _S3_ROOT.match(text):
+        return None
+    pairs = _S3_ENTRY.findall(text)
+    # Every Contents element must have been matched, or the page is not in the usual shape.
+    if text.count("Contents") != 2 * len(pairs):
+        return None
+    entries: list[IndexEntry] = []
+    append = entries.append
+    fromiso = datetime.fromisoformat
+    for i, (key, modified) in enumerate(pairs):
+        if not key:
+            raise IndexFormatError(f"{where}: Contents[{i}] has no Key")
+        key = _unescape(key)
+        published: datetime | None
+        try:
+            published = fromiso(modified)
+        except ValueError:
+            published = parse_published(modified, where=f"{where}: {key!r}")
+        else:
+            if published.tzinfo is not UTC:
+                published = published.replace(tzinfo=UTC) if published.tzinfo is None else published.astimezone(UTC)
+        append(IndexEntry(key, published))
+    truncated = _S3_TRUNCATED.search(text)
+    token = _S3_TOKEN.search(text)
+    marker = _S3_MARKER.search(text)
+    return _s3_page(
+        entries,
+        truncated.group(1) if truncated else None,
+        _unescape(token.group(1)) if token else None,
+        _unescape(marker.group(1)) if marker else None,
+        where,
+    )
+
+
+def _s3_page(
+    entries: list[IndexEntry], truncated: str | None, token: str | None, marker: str | None, where: str
+) -> S3Page:
+    flag = (truncated or "false").strip().lower()
+    if flag not in ("true", "false"):
+        raise IndexFormatError(f"{where}: IsTruncated is {flag!r}, expected true or false")
+    return S3Page(entries=entries, truncated=flag == "true", continuation_token=token or None,
+                  next_marker=marker or None)
+
+
+def parse_s3_page(text: str, *, where: str) -> S3Page:
+    """One page of an S3 ``ListBucketResult`` (``Key``, ``LastModified``, paging fields)."""
+    from xml.parsers import expat
+
+    # Well-formedness first (C only, no tree): a truncated or garbled page is an error.
+    try:
+        expat.ParserCreate().Parse(text, True)
+    except expat.ExpatError as exc:
+        raise IndexFormatError(
+            f"{where}: malformed XML: {expat.ErrorString(exc.code)}: line {exc.lineno}, column {exc.offset}"
+        ) from None
+    fast = _s3_fast(text, where)
+    if fast is not None:
+        return fast
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)
+    ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    local = root.tag[len(ns) :]
+    if local == "Error":
+        code = root.findtext(f"{ns}Code") or "?"
+        message = root.findtext(f"{ns}Message") or ""
+        raise IndexFormatError(f"{where}: the bucket answered an error: {code} {message}".rstrip())
+    if local != "ListBucketResult":
+        raise IndexFormatError(f"{where}: expected an S3 ListBucketResult, got <{local}>")
+    key_tag, modified_tag, contents_tag = f"{ns}Key", f"{ns}LastModified", f"{ns}Contents"
+    entries: list[IndexEntry] = []
+    for contents in root:
+        if contents.tag != contents_tag:
+            continue
+        key = modified = None
+        for child in contents:
+            if child.tag == key_tag:
+                key = child.text
+            elif child.tag == modified_tag:
+                modified = child.text
+        if not key:
+            raise IndexFormatError(f"{where}: Contents[{len(entries)}] has no Key")
+        entries.append(IndexEntry(key, parse_published(modified, where=f"{where}: {key!r}")))
+    return _s3_page(
+        entries,
+        root.findtext(f"{ns}IsTruncated"),
+        root.findtext(f"{ns}NextContinuationToken"),
+        root.findtext(f"{ns}NextMarker"),
+        where,
+    )
+
+
+def tarball_base(index_url: str) -> str:
+    """The folder the tarballs sit in: the index URL without query, file name or fragment."""
+    parts = urlsplit(index_url)
+    path = parts.path or "/"
+    if not path.endswith("/"):
+        head, _, last = path.rpartition("/")
+        # ".../index.html" names a page in the folder; ".../tarball-multi-arch" is the folder.
+        path = head + "/" if "." in last else path + "/"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def tarball_url(base_url: str, name: str) -> str:
+    """Where the tarball ``name`` (a file name or an S3 key) is downloaded from."""
+    return tarball_base(base_url) + quote(name, safe="/")
+
+
+def builds_for(entries: Iterable[IndexEntry], base_url: str, os: str, family: str) -> list[RocmBuild]:
+    """The tarballs of one os and family, in index order; everything else is ignored."""
+    base = tarball_base(base_url)
+    prefix = f"therock-dist-{os}-{family}-"
+    seen: set[str] = set()
+    builds: list[RocmBuild] = []
+    for name, published in entries:
+        file_name = name.rpartition("/")[2]
+        # Cheap test first: most entries are other families, oses and checksums.
+        if not file_name.startswith(prefix) or name in seen:
+            continue
+        parsed = parse_tarball(file_name)
+        if parsed is None or parsed[1] != family:
+            continue
+        seen.add(name)
+        builds.append(
+            RocmBuild(
+                name=file_name,
+                os=os,
+                family=family,
+                version=parsed[2],
+                date=parsed[3],
+                published=published,
+                # A matched file name is URL-safe; only an S3 folder may need quoting.
+                url=base + (quote(name, safe="/") if "/" in name else name),
+            )
+        )
+    return builds
+
+
+def families_in(entries: Iterable[IndexEntry], os: str) -> list[str]:
+    """Every family the index has tarballs for on ``os``, sorted (for error messages)."""
+    found: set[str] = set()
+    for entry in entries:
+        parsed = parse_tarball_name(entry.name.rpartition("/")[2])
+        if parsed is not None and parsed[0] == os:
+            found.add(parsed[1])
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------
+# Fetching (the I/O edge)
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (connection, truncation, 5xx, 429)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def default_backoff() -> float:
+    """First retry wait in seconds: ``PIPELINE_HTTP_BACKOFF``, else 1 (doubles each retry)."""
+    raw = os.environ.get(BACKOFF_ENV)
+    if not raw:
+        return DEFAULT_BACKOFF
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_WAIT:
+        raise UsageError(f"{BACKOFF_ENV}: expected seconds between 0 and {MAX_WAIT:g}, got {raw!r}")
+    return value
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _describe(exc: BaseException) -> str:
+    """One short line for a requests/urllib3 failure (they nest the useful part deep inside)."""
+    text = re.sub(r"\s+", " ", str(exc)) or type(exc).__name__
+    short = _INCOMPLETE.search(text)
+    if short:
+        return f"truncated page ({short[1]} bytes read, {short[2]} more expected)"
+    if "Connection broken" in text:
+        return "truncated page (connection broken mid-transfer)"
+    if "timed out" in text.lower():
+        return "timed out"
+    errno = _ERRNO.search(text)
+    if errno:
+        return errno.group(0).strip()
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _get_once(session: requests.Session, url: str, timeout: float) -> str:
+    import requests
+
+    try:
+        resp = session.get(url, timeout=timeout, headers={"Accept": "text/html, application/xml, */*"})
+    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+        raise _Retryable(_describe(exc)) from None
+    except requests.RequestException as exc:
+        raise NetworkError(f"{url}: {_describe(exc)}") from None
+    status = resp.status_code
+    if status == 429 or status >= 500:
+        raise _Retryable(f"HTTP {status} {resp.reason}", _retry_after(resp.headers.get("Retry-After")))
+    if status >= 400:
+        raise NetworkError(f"{url}: HTTP {status} {resp.reason}")
+    declared = resp.headers.get("Content-Length")
+    # Compressed bodies are longer on the wire than decoded; only plain ones can be checked here
+    # (urllib3 already refuses a body shorter than its Content-Length).
+    if (
+        declared
+        and declared.isdigit()
+        and not resp.headers.get("Content-Encoding")
+        and len(resp.content) < int(declared)
+    ):
+        raise _Retryable(f"truncated page: {len(resp.content)} of {declared} bytes")
+    # requests guesses ISO-8859-1 for text/* without a charset; the index is UTF-8 unless it says so.
+    charset = _CHARSET.search(resp.headers.get("Content-Type", ""))
+    encoding = charset.group(1) if charset else "utf-8-sig"
+    try:
+        return resp.content.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        raise IndexFormatError(f"{url}: the page is not {encoding} text") from None
+
+
+def _get_text(session: requests.Session, url: str, *, timeout: float, retries: int, backoff: float) -> str:
+    from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Retryable) and exc.retry_after is not None:
+            return min(exc.retry_after, MAX_WAIT)
+        # Exponential with jitter so that parallel legs do not retry in lockstep.
+        step = backoff * 2 ** (state.attempt_number - 1)
+        return float(min(step * random.uniform(0.5, 1.0), MAX_WAIT))
+
+    retrying = Retrying(
+        stop=stop_after_attempt(retries + 1),
+        wait=wait,
+        retry=retry_if_exception_type(_Retryable),
+    )
+    try:
+        return retrying(_get_once, session, url, timeout)
+    except RetryError as err:
+        last = err.last_attempt.exception()
+        reason = last.reason if isinstance(last, _Retryable) else _describe(last or err)
+        attempts = err.last_attempt.attempt_number
+        raise NetworkError(
+            f"{url}: failed after {attempts} attempt{'s' if attempts != 1 else ''}: {reason}"
+        ) from None
+
+
+def _read_file_url(url: str) -> str:
+    from urllib.request import url2pathname
+
+    path = Path(url2pathname(urlsplit(url).path))
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NetworkError(f"{url}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NetworkError(f"{url}: cannot read: {_describe(exc)}") from None
+
+
+def next_page_url(url: str, page: S3Page) -> str:
+    """The URL of the page after ``page`` (ListObjectsV2 token, else V1 marker)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if k not in ("continuation-token", "marker", "start-after")]
+    v2 = any(k == "list-type" and v == "2" for k, v in query)
+    if page.continuation_token:
+        if not v2:
+            query.append(("list-type", "2"))
+        query.append(("continuation-token", page.continuation_token))
+    elif v2:
+        raise IndexFormatError(f"{url}: IsTruncated is true but there is no NextContinuationToken")
+    else:
+        # V1 lists NextMarker only with a delimiter; otherwise the last key is the marker.
+        marker = page.next_marker or (page.entries[-1].name if page.entries else None)
+        if marker is None:
+            raise IndexFormatError(f"{url}: IsTruncated is true but the page has no keys and no marker")
+        query.append(("marker", marker))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
+
+
+def fetch_index(
+    url: str,
+    *,
+    timeout: float = 30,
+    retries: int = 5,
+    backoff: float | None = None,
+    session: requests.Session | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> list[IndexEntry]:
+    """Every entry of the index at ``url`` (HTML or S3 XML, all pages).
+
+    Retries connection errors, truncated transfers, 5xx and 429 ``retries``
+    times with exponential backoff starting at ``backoff`` seconds (default:
+    ``PIPELINE_HTTP_BACKOFF`` or 1); raises NetworkError when the host stays
+    unreachable or answers another 4xx, IndexFormatError when the page is not an
+    index. ``on_page(pages, entries)`` is called after each page (progress).
+    """
+    scheme = urlsplit(url).scheme
+    if scheme not in ("http", "https", "file"):
+        raise UsageError(f"index URL {url!r}: expected an http(s):// or file:// URL")
+    wait = default_backoff() if backoff is None else backoff
+    own_session = None
+    if scheme != "file" and session is None:
+        import requests
+
+        own_session = session = requests.Session()
+    try:
+        entries: list[IndexEntry] = []
+        page_url = url
+        visited = {url}
+        for page_no in range(1, MAX_PAGES + 1):
+            if scheme == "file":
+                text = _read_file_url(page_url)
+            else:
+                assert session is not None
+                text = _get_text(session, page_url, timeout=timeout, retries=retries, backoff=wait)
+            if sniff_format(text) == "html":
+                if page_no > 1:
+                    raise IndexFormatError(f"{page_url}: page {page_no} of an S3 listing is not XML")
+                entries = parse_html_index(text, where=page_url)
+                if on_page:
+                    on_page(1, len(entries))
+                return entries
+            page = parse_s3_page(text, where=page_url)
+            entries.extend(page.entries)
+            if on_page:
+                on_page(page_no, len(entries))
+            if not page.truncated:
+                return entries
+            if scheme == "file":
+                raise IndexFormatError(f"{url}: a file:// listing cannot be paged (IsTruncated is true)")
+            page_url = next_page_url(page_url, page)
+            if page_url in visited:
+                raise IndexFormatError(f"{page_url}: the listing pages in a loop (a continuation repeats)")
+            visited.add(page_url)
+        raise IndexFormatError(f"{url}: more than {MAX_PAGES} pages; refusing to page further")
+    finally:
+        if own_session is not None:
+            own_session.close()

@@ -1,0 +1,166 @@
+"""Which build a run takes: weekly, latest or an explicit version (pure).
+
+``now`` is always a parameter. Builds the index says were published after
+``now`` did not exist for that run and are ignored, so replaying a past date
+answers what that run saw.
+
+The weekly cutoff is the Saturday before the most recent Sunday in San
+Francisco time: every day from Sunday to Saturday maps to one cutoff, so one
+toolchain (and one warm ccache) serves a whole week.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from pipeline.errors import ResolutionError, UsageError
+from pipeline.rocm.versions import VERSION_EXAMPLE, RocmBuild, is_version, version_line, version_sort_key
+
+# The week turns over when Sunday begins in San Francisco (DST included).
+WEEK_ZONE = ZoneInfo("America/Los_Angeles")
+POLICIES = ("weekly", "latest")
+NEAREST_SHOWN = 5
+
+
+def _require_aware(now: datetime) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"now must be an aware datetime, got naive {now.isoformat()}")
+
+
+def local_week_start(now: datetime) -> date:
+    """The most recent Sunday (today if it is Sunday) in San Francisco at the moment ``now``."""
+    _require_aware(now)
+    local = now.astimezone(WEEK_ZONE).date()
+    # weekday(): Monday 0 ... Sunday 6 -> days since Sunday.
+    return local - timedelta(days=(local.weekday() + 1) % 7)
+
+
+def weekly_cutoff(now: datetime) -> date:
+    """The Saturday before the most recent Sunday in America/Los_Angeles."""
+    return local_week_start(now) - timedelta(days=1)
+
+
+def sunday_cutoff(now: datetime) -> date:
+    """The most recent Sunday itself: a rejected variant, kept for the simulator only.
+
+    It is not a user policy: a run on Sunday would take that very day's build,
+    which may not be published yet when the run starts.
+    """
+    return local_week_start(now)
+
+
+def parse_policy(text: str, *, where: str) -> str:
+    """'weekly', 'latest' or a version; anything else is a UsageError naming ``where``."""
+    value = text.strip()
+    if value in POLICIES or is_version(value):
+        return value
+    raise UsageError(
+        f"{where}: expected 'weekly', 'latest' or a version like {VERSION_EXAMPLE!r}, got {text!r}"
+    )
+
+
+def is_explicit(policy: str) -> bool:
+    """Whether ``policy`` names one version rather than a rule."""
+    return policy not in POLICIES
+
+
+def cutoff_for(policy: str, now: datetime) -> date | None:
+    """The newest build date ``policy`` accepts at ``now``; None when it has no cutoff."""
+    if policy == "weekly":
+        return weekly_cutoff(now)
+    if policy == "latest":
+        return None
+    if is_version(policy):
+        return None
+    raise UsageError(f"unknown ROCm policy {policy!r}: expected 'weekly', 'latest' or a version")
+
+
+def visible_builds(builds: Iterable[RocmBuild], now: datetime) -> list[RocmBuild]:
+    """The builds that existed at ``now``.
+
+    A build without a publish time counts from its build date (UTC), so a
+    replay never takes a build dated after its moment.
+    """
+    _require_aware(now)
+    today = now.astimezone(UTC).date()
+    return [b for b in builds if (b.published <= now if b.published is not None else b.date <= today)]
+
+
+def newest(builds: Iterable[RocmBuild], cutoff: date | None = None) -> RocmBuild | None:
+    """The newest build dated on or before ``cutoff`` (any date when None)."""
+    best: RocmBuild | None = None
+    best_key: tuple[int, ...] = ()
+    for build in builds:
+        if cutoff is not None and build.date > cutoff:
+            continue
+        key = build.sort_key
+        if best is None or key > best_key:
+            best, best_key = build, key
+    return best
+
+
+def nearest_versions(builds: Iterable[RocmBuild], version: str, n: int = NEAREST_SHOWN) -> list[str]:
+    """Up to ``n`` available versions closest to ``version``: same line first, then by date distance."""
+    key = version_sort_key(version)
+    wanted = date(key[0] // 10000, key[0] // 100 % 100, key[0] % 100)
+    line = version_line(version)
+    unique = {b.version: b for b in builds}
+    ranked = sorted(
+        unique.values(),
+        key=lambda b: (version_line(b.version) != line, abs((b.date - wanted).days), b.sort_key),
+    )
+    return sorted((b.version for b in ranked[:n]), key=version_sort_key)
+
+
+def _what(builds: Sequence[RocmBuild]) -> str:
+    return f"{builds[0].os} {builds[0].family} " if builds else ""
+
+
+def select_build(
+    builds: Iterable[RocmBuild],
+    *,
+    policy: str,
+    now: datetime,
+    cutoff: date | None = None,
+) -> RocmBuild:
+    """The build ``policy`` takes at ``now`` among ``builds`` (one os and family).
+
+    ``weekly`` takes the newest build dated on or before the weekly cutoff,
+    ``latest`` the newest, a version exactly that build. ``cutoff``, when
+    given, replaces the policy's own cutoff for a non-explicit policy (a
+    simulator can try other rules with it). Raises ResolutionError when
+    nothing matches; a missing explicit version lists the nearest ones.
+    """
+    every = list(builds)
+    seen = visible_builds(every, now)
+    when = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if is_explicit(policy):
+        if not is_version(policy):
+            raise UsageError(f"unknown ROCm policy {policy!r}: expected 'weekly', 'latest' or a version")
+        for build in seen:
+            if build.version == policy:
+                return build
+        later = [b for b in every if b.version == policy]
+        if later:
+            published = later[0].published.isoformat() if later[0].published else "after its date"
+            raise ResolutionError(
+                f"ROCm {_what(every)}{policy} was published {published}, after the run's moment {when}"
+            )
+        near = nearest_versions(seen, policy)
+        listing = ", ".join(near) if near else "none"
+        raise ResolutionError(f"ROCm {_what(every)}{policy} is not in the index; nearest available: {listing}")
+    if cutoff is None:
+        cutoff = cutoff_for(policy, now)
+    chosen = newest(seen, cutoff)
+    if chosen is not None:
+        return chosen
+    if not seen:
+        raise ResolutionError(f"no ROCm {_what(every)}build was published by {when}")
+    oldest = min(seen, key=lambda b: b.sort_key)
+    assert cutoff is not None  # without a cutoff a non-empty list always has a newest
+    raise ResolutionError(
+        f"no ROCm {_what(every)}build dated on or before the cutoff {cutoff:%Y%m%d} "
+        f"({policy}); the oldest available is {oldest.version}"
+    )

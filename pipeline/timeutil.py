@@ -1,0 +1,54 @@
+"""The run's moment: ``--now`` / ``PIPELINE_NOW`` as an aware UTC datetime.
+
+Everything that depends on time takes the moment as a parameter; only
+:func:`utc_now` reads the clock.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+
+from pipeline.errors import UsageError
+
+NOW_ENV = "PIPELINE_NOW"
+EXAMPLE = "2026-08-07T12:00:00Z"
+
+
+def utc_now() -> datetime:
+    """The current moment (the only place that reads the clock)."""
+    return datetime.now(UTC)
+
+
+def parse_now(text: str, *, where: str = "--now") -> datetime:
+    """ISO-8601 text -> aware UTC datetime. A naive time or a bare date is UTC.
+
+    Raises UsageError naming ``where`` for anything else.
+    """
+    value = text.strip()
+    try:
+        if not value or not value[0].isdigit():
+            raise ValueError
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{where}: not an ISO-8601 moment: {text!r} (e.g. {EXAMPLE!r})") from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def format_utc(moment: datetime) -> str:
+    """``2026-08-07T12:00:00Z`` (microseconds kept when there are any)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def effective_now(flag: str | datetime | None = None) -> datetime:
+    """The run's moment: the flag, else ``PIPELINE_NOW``, else the clock."""
+    if isinstance(flag, datetime):
+        return flag.astimezone(UTC) if flag.tzinfo else flag.replace(tzinfo=UTC)
+    if flag:
+        return parse_now(flag, where="--now")
+    env = os.environ.get(NOW_ENV)
+    if env:
+        return parse_now(env, where=NOW_ENV)
+    return utc_now()

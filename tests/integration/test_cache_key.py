@@ -1,0 +1,94 @@
+"""`python -m pipeline cache-key`: keys from the real toolchain and from the run's resolution."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from pipeline.cachekey import parse_key
+from pipeline.resolve import Resolution, ResolvedRocm
+from pipeline.toolchain.host import host_toolchain
+from tests.integration.conftest import ROOT, run_pipeline
+from tests.support.actions_files import read_file_commands
+
+pytestmark = pytest.mark.integration
+
+MATRIX = str(ROOT / "matrix.toml")
+ROCM = "rocm-linux-gfx110X"
+VERSION = "10.1.0a20260801"
+
+
+def resolution(source: dict[str, object] | None) -> str:
+    build = ResolvedRocm(
+        policy="weekly",
+        cutoff=date(2026, 8, 1),
+        version=VERSION,
+        file=f"therock-dist-linux-gfx110X-all-{VERSION}.tar.gz",
+        url=f"http://127.0.0.1:9/therock-dist-linux-gfx110X-all-{VERSION}.tar.gz",
+        published=datetime(2026, 8, 1, 9, 0, tzinfo=UTC),
+        os="linux",
+        family="gfx110X-all",
+    )
+    res = Resolution(
+        now=datetime(2026, 8, 4, 9, 17, tzinfo=UTC), rocm_policy="weekly", cutoff=date(2026, 8, 1),
+        legs={ROCM: build}, source=source,
+    )
+    return json.dumps(res.to_json())
+
+
+def actions_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "output"), **extra}
+
+
+def test_cpu_key_carries_the_real_compiler(tmp_path: Path) -> None:
+    proc = run_pipeline(["--matrix", MATRIX, "cache-key", "cpu", "--tag", "b10327"], env=actions_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    identity = host_toolchain().identity
+    outputs = read_file_commands(tmp_path / "output")
+    assert outputs["key"] == f"llama-ccache--cpu--{identity}--b10327"
+    assert outputs["restore-keys"] == f"llama-ccache--cpu--{identity}--"
+    assert outputs["toolchain"] == identity
+    assert Path(outputs["ccache-dir"]).is_absolute() and outputs["ccache-dir"].endswith("cpu")
+    assert "toolchain-key" not in outputs  # nothing downloaded, nothing to cache
+
+
+def test_rocm_key_from_the_resolution_with_a_mix_tag(tmp_path: Path) -> None:
+    env = actions_env(tmp_path, PIPELINE_RESOLVED=resolution({"tag": "b10327-mix-1a2b3c4", "base_tag": "b10327"}))
+    proc = run_pipeline(["--matrix", MATRIX, "cache-key", ROCM, "--json"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["key"] == f"llama-ccache--{ROCM}--rocm-{VERSION}--b10327-mix-1a2b3c4"
+    assert data["restore_keys"] == [f"llama-ccache--{ROCM}--rocm-{VERSION}--"]
+    parts = parse_key(data["key"])
+    assert parts is not None and (parts.leg, parts.toolchain, parts.tag) == (ROCM, f"rocm-{VERSION}", "b10327-mix-1a2b3c4")
+    outputs = read_file_commands(tmp_path / "output")
+    assert outputs["toolchain-key"] == f"llama-toolchain--{ROCM}--rocm-{VERSION}"
+    assert outputs["toolchain-dir"]
+
+
+def test_explicit_version_and_resolution_agree(tmp_path: Path) -> None:
+    explicit = run_pipeline(["--matrix", MATRIX, "cache-key", ROCM, "--tag", "b1", "--toolchain", VERSION, "--json"])
+    resolved = run_pipeline(
+        ["--matrix", MATRIX, "cache-key", ROCM, "--tag", "b1", "--json"], env={"PIPELINE_RESOLVED": resolution(None)}
+    )
+    assert explicit.returncode == 0 and resolved.returncode == 0, explicit.stderr + resolved.stderr
+    assert json.loads(explicit.stdout) == json.loads(resolved.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["cache-key", "cpu"], {}, "no source tag for the cache key"),
+        (["cache-key", "cpu", "--tag", "latest"], {}, "bad cache-key tag 'latest'"),
+        (["cache-key", "cpux", "--tag", "b1"], {}, "did you mean 'cpu'"),
+        (["cache-key", "cuda-x", "--tag", "b1", "--toolchain", "x"], {}, "unknown leg 'cuda-x'"),
+        (["cache-key", ROCM, "--tag", "b1"], {"PIPELINE_RESOLVED": "{not json"}, "malformed JSON"),
+    ],
+)
+def test_bad_input_is_one_line(args: list[str], env: dict[str, str], message: str) -> None:
+    proc = run_pipeline(["--matrix", MATRIX, *args], env=env)
+    assert proc.returncode == 2
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -1,0 +1,83 @@
+"""`python -m pipeline cache-save`: real ccache eviction and the save decision from the record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.ccache import find_ccache
+from pipeline.record import LegRecord
+from tests.integration.conftest import ROOT, run_pipeline
+from tests.support.actions_files import read_file_commands
+
+pytestmark = pytest.mark.integration
+
+MATRIX = str(ROOT / "matrix.toml")  # evict_older_than_days = 7, save_min_new_entries = 1
+
+
+def fill_cache(cache_dir: Path, work: Path, sources: int) -> list[Path]:
+    """Compile ``sources`` tiny C files through ccache; the cache's entry files."""
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CCACHE_DIR": str(cache_dir)}
+    for i in range(sources):
+        src = work / f"u{i}.c"
+        src.write_text(f"int f{i}(void) {{ return {i}; }}\n")
+        subprocess.run([str(find_ccache()), "cc", "-c", str(src), "-o", str(work / f"u{i}.o")], env=env, check=True)
+    return entries(cache_dir)
+
+
+def entries(cache_dir: Path) -> list[Path]:
+    # Results and manifests live two levels down; counters ("stats") are not entries.
+    return sorted(p for p in cache_dir.glob("?/?/*") if p.is_file() and p.name != "stats")
+
+
+def write_record(out: Path, ccache: dict[str, object]) -> None:
+    LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-08-04T09:17:00Z", ccache=ccache).write(
+        out / "cpu" / "record.json"
+    )
+
+
+def test_stale_files_are_evicted_and_a_run_with_misses_is_saved(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "ccache"
+    files = fill_cache(cache_dir, tmp_path / "src", 4)
+    assert len(files) >= 4
+    stale, fresh = files[: len(files) // 2], files[len(files) // 2 :]
+    month_ago = time.time() - 30 * 86400
+    for path in stale:
+        os.utime(path, (month_ago, month_ago))
+    out = tmp_path / "out"
+    write_record(out, {"cache_dir": str(cache_dir), "hits": 0, "misses": 4, "remote_hits": 0})
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "output")}
+    proc = run_pipeline(["--matrix", MATRIX, "cache-save", "cpu", "--out", str(out)], env=env)
+    assert proc.returncode == 0, proc.stderr
+    left = entries(cache_dir)
+    assert not any(p in left for p in stale)
+    assert all(p in left for p in fresh)
+    assert read_file_commands(tmp_path / "output") == {"save": "true"}
+    assert "4 new entries" in proc.stdout
+
+
+def test_a_fully_warm_run_is_not_saved(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "ccache"
+    files = fill_cache(cache_dir, tmp_path / "src", 2)
+    out = tmp_path / "out"
+    write_record(out, {"cache_dir": str(cache_dir), "hits": 2, "misses": 0, "remote_hits": 0})
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "output")}
+    proc = run_pipeline(["--matrix", MATRIX, "cache-save", "cpu", "--out", str(out), "--json"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    decision = json.loads(proc.stdout)
+    assert decision["save"] is False and decision["new_entries"] == 0
+    assert "only 0 new entries" in decision["reason"]
+    assert read_file_commands(tmp_path / "output") == {"save": "false"}
+    assert entries(cache_dir) == files  # nothing was stale
+
+
+def test_a_missing_record_is_a_clear_error(tmp_path: Path) -> None:
+    proc = run_pipeline(["--matrix", MATRIX, "cache-save", "cpu", "--out", str(tmp_path / "nowhere")])
+    assert proc.returncode != 0
+    assert "no such record" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,42 @@
+"""`python -m pipeline matrix --github`: the strategy.matrix and the resolution as step outputs."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT, run_pipeline
+from tests.support.actions_files import read_file_commands
+
+pytestmark = pytest.mark.integration
+
+MATRIX = ROOT / "matrix.toml"
+
+
+def test_one_entry_per_leg_with_its_runner(tmp_path: Path) -> None:
+    resolved = tmp_path / "resolved.json"
+    resolved.write_text(json.dumps({"format": 1, "legs": {}, "source": {"tag": "b1"}}, indent=2))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "output")}
+    proc = run_pipeline(["--matrix", str(MATRIX), "matrix", "--github", "--resolved", str(resolved)], env=env)
+    assert proc.returncode == 0, proc.stderr
+    declared = tomllib.loads(MATRIX.read_text())["legs"]
+    data = json.loads(proc.stdout)
+    assert [e["leg"] for e in data["include"]] == list(declared)
+    for entry in data["include"]:
+        assert entry["session"] == entry["leg"]
+        assert entry["runner"] == declared[entry["leg"]]["runner"]
+    outputs = read_file_commands(tmp_path / "output")
+    assert json.loads(outputs["matrix"]) == data
+    assert "\n" not in outputs["resolved"]
+    assert json.loads(outputs["resolved"]) == json.loads(resolved.read_text())
+
+
+def test_legs_from_the_dispatch_input(tmp_path: Path) -> None:
+    proc = run_pipeline(["--matrix", str(MATRIX), "matrix", "--github"], env={"PIPELINE_LEGS": "cpu, cuda"})
+    assert proc.returncode == 0, proc.stderr
+    assert [e["leg"] for e in json.loads(proc.stdout)["include"]] == ["cuda", "cpu"]
+    bad = run_pipeline(["--matrix", str(MATRIX), "matrix", "--github", "--legs", "cpu,vulcan"])
+    assert bad.returncode == 2 and "did you mean 'vulkan'" in bad.stderr

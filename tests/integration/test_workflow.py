@@ -1,0 +1,147 @@
+"""The workflow file: valid for GitHub, clean for zizmor, and thin (one command per step)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+# What a step may run: nox, the pipeline, or installing them.
+ALLOWED = re.compile(r"^(nox|python -m pipeline|python -m pip install) ")
+SHELL_CHAINING = re.compile(r"&&|\|\||[;|`]|\$\(|\n")
+
+
+def tool(name: str) -> str:
+    """The validator next to this Python (installed with the test extra), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    assert found, f"{name} is not installed: pip install -e '.[test]'"
+    return found
+
+
+def lines() -> list[str]:
+    return WORKFLOW.read_text(encoding="utf-8").splitlines()
+
+
+def run_values() -> list[str]:
+    values = []
+    previous = ""
+    for line in lines():
+        match = re.match(r"^\s*(?:-\s+)?run:\s*(.*)$", line)
+        # `defaults: run: shell: bash` is a setting, not a step.
+        if match and previous.strip() != "defaults:":
+            values.append(match.group(1).strip())
+        previous = line
+    return values
+
+
+def test_schema_validation_passes() -> None:
+    proc = subprocess.run(
+        [tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok" in proc.stdout
+
+
+def test_zizmor_finds_nothing() -> None:
+    proc = subprocess.run(
+        [tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings" in proc.stdout + proc.stderr
+
+
+def test_the_validators_catch_a_broken_workflow(tmp_path: Path) -> None:
+    # The two checks above mean something only if they can fail.
+    bad = tmp_path / "bad.yml"
+    text = WORKFLOW.read_text(encoding="utf-8")
+    bad.write_text(
+        text.replace("python -m pipeline cache-key \"$LEG\"", "python -m pipeline cache-key ${{ inputs.legs }}")
+        .replace("a26af69be951a213d495a4c3e4e4022e16d87065 # v5.6.0", "v5")
+    )
+    zizmor = subprocess.run([tool("zizmor"), "--offline", "--no-progress", str(bad)], capture_output=True, text=True)
+    assert zizmor.returncode != 0
+    assert "template-injection" in zizmor.stdout and "unpinned-uses" in zizmor.stdout
+    broken = tmp_path / "broken.yml"
+    broken.write_text(text.replace("runs-on: ubuntu-24.04\n    timeout-minutes: 15", "runs_on: ubuntu-24.04", 1))
+    schema = subprocess.run(
+        [tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(broken)],
+        capture_output=True,
+        text=True,
+    )
+    assert schema.returncode != 0
+
+
+def test_every_step_runs_one_command() -> None:
+    values = run_values()
+    assert len(values) >= 10
+    for value in values:
+        assert value and value[0] not in "|>", f"multi-line run block: {value!r}"
+        assert not SHELL_CHAINING.search(value), f"more than one command: {value!r}"
+        assert "${{" not in value, f"expression in a run line (pass it via env): {value!r}"
+        assert ALLOWED.match(value), f"a step that is not nox or the pipeline: {value!r}"
+
+
+def test_the_build_job_drives_nox_and_the_cache_commands() -> None:
+    values = run_values()
+    assert 'nox -s "$SESSION" --no-dependencies' in values
+    assert "nox -s resolve" in values
+    assert 'python -m pipeline cache-key "$LEG"' in values
+    assert 'python -m pipeline cache-save "$LEG"' in values
+    assert "python -m pipeline matrix --github --resolved out/resolved.json" in values
+    assert "nox -s prune -- --apply" in values
+    assert "python -m pipeline report" in values
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
+    uses = [line.split("uses:", 1)[1].strip() for line in lines() if re.match(r"^\s*(?:-\s+)?uses:", line)]
+    assert len(uses) >= 10
+    for value in uses:
+        assert re.match(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$", value), value
+    used = {value.split("@")[0] for value in uses}
+    assert used == {
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/cache",
+        "actions/cache/restore",
+        "actions/cache/save",
+        "actions/upload-artifact",
+        "actions/download-artifact",
+    }
+
+
+def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert re.search(r"^permissions: \{\}$", text, re.MULTILINE)
+    jobs = re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE)
+    jobs = [j for j in jobs if j.strip()]
+    assert [j.split(":", 1)[0] for j in jobs] == ["resolve", "build", "summary", "prune"]
+    for job in jobs:
+        perms = re.search(r"^    permissions:\n((?:      .*\n)+)", job, re.MULTILINE)
+        assert perms, f"job {job.split(':', 1)[0]} has no permissions block"
+        granted = {m.group(1): m.group(2) for m in re.finditer(r"^      (\w[\w-]*): (\w+)", perms.group(1), re.MULTILINE)}
+        expected = {"contents": "read", "actions": "write"} if job.startswith("prune") else {"contents": "read"}
+        assert granted == expected
+
+
+def test_inputs_reach_steps_only_through_env() -> None:
+    text = WORKFLOW.read_text(encoding="utf-8")
+    for name in ("rocm", "tag", "legs"):
+        pattern = r"^\s*([\w-]+): \$\{\{ inputs\." + name + r" \}\}$"
+        uses_of_input = re.findall(pattern, text, re.MULTILINE)
+        assert uses_of_input and all(var.startswith("PIPELINE_") for var in uses_of_input), name

@@ -1,0 +1,40 @@
+"""The save decision after a leg's build, and the eviction arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.commands.cache_save import decide_save, evict_args, new_entries
+
+
+@pytest.mark.parametrize(
+    ("stats", "minimum", "save", "added"),
+    [
+        ({"hits": 0, "misses": 120}, 1, True, 120),  # cold: everything is new
+        ({"hits": 787, "misses": 0}, 1, False, 0),  # fully warm: the restored cache is as good
+        ({"hits": 786, "misses": 1}, 1, True, 1),
+        ({"hits": 786, "misses": 1}, 5, False, 1),
+        ({"hits": 10, "misses": 0, "remote_hits": 10}, 1, True, 10),  # remote hits land in the local cache
+        ({"hits": 10, "misses": 0}, 0, True, 0),  # 0: always save
+    ],
+)
+def test_decide_save(stats: dict[str, int], minimum: int, save: bool, added: int) -> None:
+    decision = decide_save(stats, minimum)
+    assert (decision.save, decision.new_entries) == (save, added)
+    assert str(added) in decision.reason
+
+
+def test_a_record_without_statistics_is_not_saved() -> None:
+    decision = decide_save({}, 1)
+    assert not decision.save and "no ccache statistics" in decision.reason
+
+
+def test_new_entries_ignores_junk_counts() -> None:
+    assert new_entries({"misses": -3, "remote_hits": True}) == 0
+    assert new_entries({"misses": "7"}) == 0
+
+
+def test_evict_args() -> None:
+    assert evict_args(7) == ["--evict-older-than", "604800s"]
+    assert evict_args(0.5) == ["--evict-older-than", "43200s"]
+    assert evict_args(0) is None

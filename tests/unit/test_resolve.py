@@ -1,0 +1,223 @@
+"""The resolution file and a leg's use of it (no network: the index is an in-memory fetch)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import parse_matrix
+from pipeline.errors import NetworkError, ResolutionError, UsageError
+from pipeline.options import LegOptions
+from pipeline.resolve import (
+    Resolution,
+    ResolvedRocm,
+    effective_index_url,
+    effective_policy,
+    load_resolution,
+    resolve_rocm,
+    resolve_run,
+    rocm_for_leg,
+    write_resolution,
+)
+from pipeline.rocm.index import IndexEntry
+from tests.support.therock_index import nightlies
+
+INDEX = "http://127.0.0.1:9/idx/"
+NOW = datetime(2026, 8, 12, 18, tzinfo=UTC)  # weekly cutoff 2026-08-08
+
+MATRIX = parse_matrix(
+    {
+        "rocm": {"index_url": INDEX},
+        "legs": {
+            "rocm-linux": {"backend": "rocm", "os": "linux", "family": "gfx110X-all", "targets": ["gfx1100"]},
+            "rocm-win": {"backend": "rocm", "os": "windows", "family": "gfx1151", "targets": ["gfx1151"]},
+            "cpu": {"backend": "cpu"},
+        },
+    },
+    Path("matrix.toml"),
+)
+
+ENTRIES = [
+    IndexEntry(n, t)
+    for n, t in nightlies("linux", "gfx110X-all", "10.1.0", date(2026, 8, 1), 12)
+    + nightlies("windows", "gfx1151", "7.15.0", date(2026, 8, 1), 12)
+]
+
+
+class FakeIndex:
+    """Counts fetches; ``fail`` simulates an unreachable host."""
+
+    def __init__(self, entries: Sequence[IndexEntry] = ENTRIES, fail: bool = False) -> None:
+        self.entries, self.fail, self.calls = list(entries), fail, 0
+
+    def __call__(self, url: str) -> Sequence[IndexEntry]:
+        self.calls += 1
+        assert url == INDEX
+        if self.fail:
+            raise NetworkError(f"{url}: failed after 6 attempts: [Errno 111] Connection refused")
+        return self.entries
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("PIPELINE_RESOLVED", "PIPELINE_ROCM_VERSION", "PIPELINE_ROCM_INDEX_URL", "PIPELINE_NOW"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_resolve_run_fetches_once_and_resolves_every_rocm_leg() -> None:
+    fetch = FakeIndex()
+    res = resolve_run(MATRIX, now=NOW, fetch=fetch)
+    assert fetch.calls == 1
+    assert res.cutoff == date(2026, 8, 8) and res.rocm_policy == "weekly"
+    assert {k: v.version for k, v in res.legs.items()} == {
+        "rocm-linux": "10.1.0a20260808", "rocm-win": "7.15.0a20260808"
+    }
+    linux = res.legs["rocm-linux"]
+    assert linux.url == INDEX + "therock-dist-linux-gfx110X-all-10.1.0a20260808.tar.gz"
+    assert linux.file == "therock-dist-linux-gfx110X-all-10.1.0a20260808.tar.gz"
+
+
+def test_resolved_json_has_the_issue_fields() -> None:
+    resolved = resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex())
+    assert resolved.to_json() == {
+        "policy": "weekly",
+        "cutoff": "20260808",
+        "version": "10.1.0a20260808",
+        "file": "therock-dist-linux-gfx110X-all-10.1.0a20260808.tar.gz",
+        "url": INDEX + "therock-dist-linux-gfx110X-all-10.1.0a20260808.tar.gz",
+        "published": "2026-08-08T09:30:00Z",
+        "os": "linux",
+        "family": "gfx110X-all",
+    }
+
+
+def test_explicit_version_resolves_without_the_index() -> None:
+    resolved = resolve_rocm(MATRIX, "rocm-win", now=NOW, policy="7.15.0a20250101", fetch=FakeIndex(fail=True))
+    assert resolved.version == "7.15.0a20250101" and resolved.published is None and resolved.cutoff is None
+    assert resolved.url == INDEX + "therock-dist-windows-gfx1151-7.15.0a20250101.tar.gz"
+
+
+def test_weekly_needs_the_index() -> None:
+    with pytest.raises(NetworkError, match="failed after"):
+        resolve_rocm(MATRIX, "rocm-win", now=NOW, fetch=FakeIndex(fail=True))
+
+
+def test_unknown_family_lists_what_the_index_has() -> None:
+    matrix = parse_matrix(
+        {"rocm": {"index_url": INDEX},
+         "legs": {"r": {"backend": "rocm", "family": "gfx110X-al", "targets": ["gfx1100"]}}},
+        Path("m.toml"),
+    )
+    with pytest.raises(ResolutionError, match=r"unknown ROCm family 'gfx110X-al' for linux .*did you mean 'gfx110X-all'"):
+        resolve_rocm(matrix, "r", now=NOW, fetch=FakeIndex())
+
+
+def test_non_rocm_leg() -> None:
+    with pytest.raises(UsageError, match="leg 'cpu' is a cpu leg"):
+        resolve_rocm(MATRIX, "cpu", now=NOW, fetch=FakeIndex())
+
+
+def test_overrides_flag_then_env_then_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert effective_policy(MATRIX) == "weekly"
+    assert effective_index_url(MATRIX) == INDEX
+    monkeypatch.setenv("PIPELINE_ROCM_VERSION", "latest")
+    monkeypatch.setenv("PIPELINE_ROCM_INDEX_URL", "http://127.0.0.1:8/env/")
+    assert effective_policy(MATRIX) == "latest"
+    assert effective_index_url(MATRIX) == "http://127.0.0.1:8/env/"
+    assert effective_policy(MATRIX, "10.1.0a20260807") == "10.1.0a20260807"
+    assert effective_index_url(MATRIX, "file:///tmp/idx.html") == "file:///tmp/idx.html"
+    monkeypatch.setenv("PIPELINE_ROCM_VERSION", "newest")
+    with pytest.raises(UsageError, match=r"^PIPELINE_ROCM_VERSION: expected 'weekly', 'latest'"):
+        effective_policy(MATRIX)
+    with pytest.raises(UsageError, match=r"^--index-url: expected an http"):
+        effective_index_url(MATRIX, "ftp://x/")
+
+
+def test_resolution_round_trips_through_a_file_and_inline_json(tmp_path: Path) -> None:
+    res = resolve_run(MATRIX, now=NOW, fetch=FakeIndex())
+    res.source = {"tag": "b10327", "commit": "0" * 40}
+    path = tmp_path / "out" / "resolved.json"
+    write_resolution(path, res)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["resolved.json"]  # no temp file left
+    from_file = load_resolution(str(path))
+    from_inline = load_resolution(path.read_text())
+    assert from_file == from_inline == res
+    data = json.loads(path.read_text())
+    assert data["now"] == "2026-08-12T18:00:00Z" and data["cutoff"] == "20260808"
+    assert data["legs"]["rocm-linux"]["version"] == "10.1.0a20260808"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("out/nowhere.json", "PIPELINE_RESOLVED: neither a resolution file nor inline JSON"),
+        ("", "neither a resolution file nor inline JSON"),
+        ("{not json", r"PIPELINE_RESOLVED \(inline JSON\): malformed JSON at line 1"),
+        ('{"now": "soon", "rocm_policy": "weekly", "legs": {}}', r"\.now: not an ISO-8601 moment"),
+        ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": []}', "'legs' must be an object"),
+        ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {"version": "x"}}}',
+         r"\.legs\.a\.version: not a TheRock version: 'x'"),
+        ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {"version": "10.1.0a20260808"}}}',
+         r"\.legs\.a\.policy: expected a non-empty string"),
+        ('{"format": 99, "now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}}', "format 99 is not 1"),
+    ],
+)
+def test_bad_resolutions(value: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        load_resolution(value)
+
+
+def _resolution_json() -> str:
+    return json.dumps(resolve_run(MATRIX, now=NOW, fetch=FakeIndex()).to_json())
+
+
+def test_leg_takes_its_build_from_the_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIPELINE_RESOLVED", _resolution_json())
+    monkeypatch.setenv("PIPELINE_ROCM_INDEX_URL", "http://127.0.0.1:1/never-fetched/")
+    # No fetch happens: a fetch would fail (the autouse fixture forbids sockets).
+    assert rocm_for_leg(MATRIX, "rocm-win", LegOptions()).version == "7.15.0a20260808"
+    assert rocm_for_leg(MATRIX, "rocm-linux", LegOptions(rocm_version="weekly")).version == "10.1.0a20260808"
+    assert rocm_for_leg(MATRIX, "rocm-linux", LegOptions(rocm_version="10.1.0a20260808")).policy == "weekly"
+
+
+def test_options_resolution_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIPELINE_RESOLVED", "{broken")
+    assert rocm_for_leg(MATRIX, "rocm-win", LegOptions(resolved=_resolution_json())).version == "7.15.0a20260808"
+
+
+def test_contradicting_version_is_refused() -> None:
+    opts = LegOptions(resolved=_resolution_json(), rocm_version="10.1.0a20260801")
+    with pytest.raises(UsageError, match=r"--rocm-version 10\.1\.0a20260801 contradicts the run's resolution"):
+        rocm_for_leg(MATRIX, "rocm-linux", opts)
+    with pytest.raises(UsageError, match="--rocm-version latest contradicts"):
+        rocm_for_leg(MATRIX, "rocm-linux", LegOptions(resolved=_resolution_json(), rocm_version="latest"))
+
+
+def test_resolution_without_the_leg() -> None:
+    partial = Resolution(now=NOW, rocm_policy="weekly", cutoff=date(2026, 8, 8), legs={})
+    with pytest.raises(ResolutionError, match=r"--resolved: the run's resolution has no leg 'rocm-linux' \(it has: none\)"):
+        rocm_for_leg(MATRIX, "rocm-linux", LegOptions(resolved=json.dumps(partial.to_json())))
+
+
+def test_resolution_for_another_family_is_refused() -> None:
+    wrong = ResolvedRocm(policy="weekly", cutoff=None, version="10.1.0a20260808", file="f", url="u",
+                         published=None, os="linux", family="gfx120X-all")
+    res = Resolution(now=NOW, rocm_policy="weekly", cutoff=None, legs={"rocm-linux": wrong})
+    with pytest.raises(ResolutionError, match=r"was resolved for linux gfx120X-all, but matrix\.toml says linux gfx110X-all"):
+        rocm_for_leg(MATRIX, "rocm-linux", LegOptions(resolved=json.dumps(res.to_json())))
+
+
+def test_a_stale_resolution_file_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    stale = Resolution(now=NOW, rocm_policy="weekly", cutoff=None, legs={
+        "rocm-linux": ResolvedRocm(policy="weekly", cutoff=None, version="10.1.0a20200101", file="f",
+                                   url="u", published=None, os="linux", family="gfx110X-all")})
+    write_resolution(Path("out/resolved.json"), stale)
+    monkeypatch.setenv("PIPELINE_ROCM_VERSION", "10.1.0a20260805")
+    # Standalone, an explicit version needs no index; the stale file's version is not taken.
+    monkeypatch.setenv("PIPELINE_ROCM_INDEX_URL", "file:///nonexistent/index.html")
+    assert rocm_for_leg(MATRIX, "rocm-linux", LegOptions(now=NOW)).version == "10.1.0a20260805"

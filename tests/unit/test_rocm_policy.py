@@ -1,0 +1,267 @@
+"""Weekly cutoff properties (across both DST changes) and build selection."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from pipeline.errors import ResolutionError, UsageError
+from pipeline.rocm.policy import (
+    cutoff_for,
+    nearest_versions,
+    parse_policy,
+    select_build,
+    sunday_cutoff,
+    visible_builds,
+    weekly_cutoff,
+)
+from pipeline.rocm.versions import RocmBuild, tarball_name, version_date
+
+SF = ZoneInfo("America/Los_Angeles")
+SATURDAY, SUNDAY = 5, 6
+
+
+def sf_midnight(day: date) -> datetime:
+    """The instant San Francisco's ``day`` begins, in UTC."""
+    return datetime.combine(day, time(0), SF).astimezone(UTC)
+
+
+def _nth_sunday(year: int, month: int, n: int) -> date:
+    first = date(year, month, 1)
+    return first + timedelta(days=(6 - first.weekday()) % 7 + 7 * (n - 1))
+
+
+# The Sundays DST starts (second in March) and ends (first in November), since 2007.
+DST_SUNDAYS = [d for y in range(2007, 2100) for d in (_nth_sunday(y, 3, 2), _nth_sunday(y, 11, 1))]
+
+
+def _sunday_of(day: date) -> date:
+    return day - timedelta(days=(day.weekday() + 1) % 7)
+
+
+sundays = st.one_of(
+    st.dates(min_value=date(2000, 1, 2), max_value=date(2099, 12, 27)).map(_sunday_of),
+    st.sampled_from(DST_SUNDAYS),
+    # The week whose Sunday follows a DST change: that Sunday's midnight moved by an hour.
+    st.sampled_from(DST_SUNDAYS).map(lambda d: d + timedelta(days=7)),
+    # The week before: it ends at the change.
+    st.sampled_from(DST_SUNDAYS).map(lambda d: d - timedelta(days=7)),
+)
+moments = st.datetimes(
+    min_value=datetime(2000, 1, 3), max_value=datetime(2099, 12, 1), timezones=st.just(UTC)
+)
+
+
+@given(moments)
+@example(datetime(2026, 3, 8, 10, 0, tzinfo=UTC))  # the day DST starts
+@example(datetime(2026, 11, 1, 9, 30, tzinfo=UTC))  # the day DST ends (the repeated hour)
+def test_every_day_maps_to_a_saturday_strictly_before_its_weeks_sunday(now: datetime) -> None:
+    cutoff = weekly_cutoff(now)
+    local = now.astimezone(SF).date()
+    week_sunday = _sunday_of(local)
+    assert cutoff.weekday() == SATURDAY
+    assert cutoff < week_sunday <= local
+    assert week_sunday - cutoff == timedelta(days=1)
+
+
+@given(sundays, st.floats(min_value=0, max_value=1, exclude_max=True))
+def test_all_moments_of_a_sf_week_share_one_cutoff(sunday: date, fraction: float) -> None:
+    # Real elapsed time between two SF midnights: 167 or 169 hours in DST weeks.
+    start, end = sf_midnight(sunday), sf_midnight(sunday + timedelta(days=7))
+    span = (end - start) // timedelta(microseconds=1)
+    now = start + timedelta(microseconds=min(int(span * fraction), span - 1))
+    assert start <= now < end
+    assert weekly_cutoff(now) == sunday - timedelta(days=1)
+
+
+@given(sundays, st.integers(min_value=0, max_value=6), st.times())
+def test_each_local_day_of_the_week_maps_to_the_saturday_before(sunday: date, day: int, clock: time) -> None:
+    local = datetime.combine(sunday + timedelta(days=day), clock, SF)
+    assert weekly_cutoff(local.astimezone(UTC)) == sunday - timedelta(days=1)
+    # The time zone the moment is expressed in does not matter, only the instant.
+    assert weekly_cutoff(local) == weekly_cutoff(local.astimezone(ZoneInfo("Asia/Tokyo")))
+
+
+@given(sundays)
+def test_cutoff_changes_exactly_when_sf_sunday_begins(sunday: date) -> None:
+    boundary = sf_midnight(sunday)
+    tick = timedelta(microseconds=1)
+    assert weekly_cutoff(boundary) == sunday - timedelta(days=1)
+    assert weekly_cutoff(boundary - tick) == sunday - timedelta(days=8)
+    # An hour either side of the boundary is not a boundary (a fixed UTC offset would make it one).
+    assert weekly_cutoff(boundary + timedelta(hours=1)) == weekly_cutoff(boundary)
+    assert weekly_cutoff(boundary - timedelta(hours=1)) == weekly_cutoff(boundary - tick)
+
+
+@given(moments, st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=30)))
+def test_cutoff_moves_only_across_sunday_boundaries(now: datetime, delta: timedelta) -> None:
+    later = now + delta
+    first_sunday, last_sunday = _sunday_of(now.astimezone(SF).date()), _sunday_of(later.astimezone(SF).date())
+    boundaries = (last_sunday - first_sunday).days // 7
+    assert weekly_cutoff(later) - weekly_cutoff(now) == timedelta(days=7 * boundaries)
+
+
+@pytest.mark.parametrize(
+    ("now", "cutoff"),
+    [
+        # Sunday 00:30 PDT, the week after DST started: a fixed UTC-8 would still say Saturday.
+        ("2026-03-15T07:30:00+00:00", date(2026, 3, 14)),
+        ("2026-03-15T06:59:59+00:00", date(2026, 3, 7)),
+        # Saturday 23:30 PST, the week after DST ended: a fixed UTC-7 would already say Sunday.
+        ("2026-11-08T07:30:00+00:00", date(2026, 10, 31)),
+        ("2026-11-08T08:00:00+00:00", date(2026, 11, 7)),
+        # Sunday in UTC but still Saturday in San Francisco.
+        ("2026-08-09T03:00:00+00:00", date(2026, 8, 1)),
+    ],
+)
+def test_known_cutoffs(now: str, cutoff: date) -> None:
+    assert weekly_cutoff(datetime.fromisoformat(now)) == cutoff
+
+
+def test_sunday_cutoff_is_the_sunday_itself() -> None:
+    now = datetime(2026, 8, 12, 12, tzinfo=UTC)
+    assert sunday_cutoff(now) == date(2026, 8, 9)
+    assert weekly_cutoff(now) == date(2026, 8, 8)
+
+
+def test_naive_now_is_a_bug() -> None:
+    with pytest.raises(ValueError, match="aware"):
+        weekly_cutoff(datetime(2026, 8, 7))
+
+
+def test_policies() -> None:
+    now = datetime(2026, 8, 12, 12, tzinfo=UTC)
+    assert cutoff_for("weekly", now) == date(2026, 8, 8)
+    assert cutoff_for("latest", now) is None
+    assert cutoff_for("10.1.0a20260807", now) is None
+    assert parse_policy(" latest ", where="x") == "latest"
+    for bad in ("weekly-sunday", "newest", "10.1.0", ""):
+        with pytest.raises(UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly', 'latest'"):
+            parse_policy(bad, where="PIPELINE_ROCM_VERSION")
+    with pytest.raises(UsageError):
+        cutoff_for("weekly-sunday", now)
+
+
+# --------------------------------------------------------------------------
+# Selection
+
+
+def build(version: str, published: datetime | None = None, *, family: str = "gfx110X-all") -> RocmBuild:
+    day = version_date(version)
+    name = tarball_name("linux", family, version)
+    return RocmBuild(
+        name=name, os="linux", family=family, version=version, date=day,
+        published=published if published is not None else datetime.combine(day, time(9), UTC),
+        url=f"http://127.0.0.1/{name}",
+    )
+
+
+def series(line: str, start: date, days: int, skip: tuple[int, ...] = ()) -> list[RocmBuild]:
+    return [build(f"{line}a{start + timedelta(days=k):%Y%m%d}") for k in range(days) if k not in skip]
+
+
+NOW = datetime(2026, 8, 12, 18, tzinfo=UTC)  # a Wednesday; weekly cutoff 2026-08-08
+BUILDS = series("7.15.0", date(2026, 7, 20), 24) + series("10.1.0", date(2026, 7, 28), 16, skip=(11, 12))
+
+
+def test_weekly_takes_newest_on_or_before_the_cutoff_and_prefers_the_higher_line() -> None:
+    # 10.1.0a20260808 and 20260809 are gaps: 10.1.0a20260807 and 7.15.0a20260808 remain;
+    # the date comes first, so the 7.x build of the cutoff day wins.
+    assert select_build(BUILDS, policy="weekly", now=NOW).version == "7.15.0a20260808"
+    same_day = [*BUILDS, build("10.1.0a20260808")]
+    assert select_build(same_day, policy="weekly", now=NOW).version == "10.1.0a20260808"
+
+
+def test_weekly_skips_a_gap_at_the_cutoff() -> None:
+    only_10 = [b for b in BUILDS if b.version.startswith("10.")]
+    assert select_build(only_10, policy="weekly", now=NOW).version == "10.1.0a20260807"
+
+
+def test_latest_ignores_builds_published_after_now() -> None:
+    assert select_build(BUILDS, policy="latest", now=NOW).version == "10.1.0a20260812"
+    before_publish = datetime(2026, 8, 12, 8, tzinfo=UTC)
+    assert select_build(BUILDS, policy="latest", now=before_publish).version == "10.1.0a20260811"
+
+
+def test_a_build_published_late_is_invisible_to_an_earlier_weekly_run() -> None:
+    # The cutoff day's build was only published on Monday: Sunday's run could not see it.
+    late = [*series("10.1.0", date(2026, 8, 1), 7), build("10.1.0a20260808", datetime(2026, 8, 10, 12, tzinfo=UTC))]
+    sunday_run = datetime(2026, 8, 9, 20, tzinfo=UTC)
+    assert select_build(late, policy="weekly", now=sunday_run).version == "10.1.0a20260807"
+    assert select_build(late, policy="weekly", now=NOW).version == "10.1.0a20260808"
+
+
+def test_unknown_publish_time_counts_from_the_build_date() -> None:
+    dated = [b.__class__(**{**b.__dict__, "published": None}) for b in series("10.1.0", date(2026, 8, 10), 5)]
+    assert [b.version for b in visible_builds(dated, NOW)] == ["10.1.0a20260810", "10.1.0a20260811", "10.1.0a20260812"]
+
+
+def test_explicit_version() -> None:
+    assert select_build(BUILDS, policy="7.15.0a20260725", now=NOW).version == "7.15.0a20260725"
+
+
+def test_missing_explicit_version_lists_the_nearest() -> None:
+    with pytest.raises(ResolutionError) as err:
+        select_build(BUILDS, policy="10.1.0a20260808", now=NOW)
+    message = str(err.value)
+    assert "linux gfx110X-all 10.1.0a20260808 is not in the index" in message
+    assert "10.1.0a20260807" in message and "10.1.0a20260810" in message
+    assert "\n" not in message
+
+
+def test_nearest_prefers_the_same_line() -> None:
+    assert nearest_versions(BUILDS, "10.1.0a20260809", n=2) == ["10.1.0a20260807", "10.1.0a20260810"]
+    # 7.15.0a20260812 and 10.1.0a20260812 are one day away: the same line wins.
+    assert nearest_versions(BUILDS, "7.15.0a20260813", n=1) == ["7.15.0a20260812"]
+    assert nearest_versions(BUILDS, "10.1.0a20260813", n=1) == ["10.1.0a20260812"]
+
+
+def test_explicit_version_published_after_now() -> None:
+    early = datetime(2026, 8, 12, 8, tzinfo=UTC)
+    with pytest.raises(ResolutionError, match="published 2026-08-12T09:00:00\\+00:00, after the run's moment"):
+        select_build(BUILDS, policy="10.1.0a20260812", now=early)
+
+
+def test_nothing_on_or_before_the_cutoff() -> None:
+    with pytest.raises(ResolutionError, match="no ROCm linux gfx110X-all build dated on or before the cutoff 20260808"):
+        select_build(series("10.1.0", date(2026, 8, 9), 3), policy="weekly", now=NOW)
+    with pytest.raises(ResolutionError, match="was published by"):
+        select_build(series("10.1.0", date(2026, 8, 13), 3), policy="latest", now=NOW)
+
+
+def test_a_simulator_can_choose_the_cutoff() -> None:
+    only_10 = [b for b in BUILDS if b.version.startswith("10.")]
+    chosen = select_build(only_10, policy="weekly", now=NOW, cutoff=sunday_cutoff(NOW))
+    assert chosen.version == "10.1.0a20260807"  # 20260809 (the Sunday) is a gap
+    chosen = select_build(only_10, policy="weekly", now=NOW, cutoff=date(2026, 8, 11))
+    assert chosen.version == "10.1.0a20260811"
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["7.15.0", "10.1.0", "10.2.0"]), st.integers(0, 72)), max_size=40),
+    st.datetimes(min_value=datetime(2026, 7, 1), max_value=datetime(2026, 8, 20), timezones=st.just(UTC)),
+    st.sampled_from(["weekly", "latest"]),
+)
+def test_selection_is_the_newest_eligible(
+    spec: list[tuple[int, str, int]], now: datetime, policy: str
+) -> None:
+    start = date(2026, 7, 1)
+    builds = [
+        build(f"{line}a{start + timedelta(days=day):%Y%m%d}",
+              datetime.combine(start + timedelta(days=day), time(0), UTC) + timedelta(hours=delay))
+        for day, line, delay in spec
+    ]
+    cutoff = cutoff_for(policy, now)
+    eligible = [b for b in builds if b.published is not None and b.published <= now
+                and (cutoff is None or b.date <= cutoff)]
+    if not eligible:
+        with pytest.raises(ResolutionError):
+            select_build(builds, policy=policy, now=now)
+        return
+    chosen = select_build(builds, policy=policy, now=now)
+    assert chosen in eligible
+    assert all(b.sort_key <= chosen.sort_key for b in eligible)
