@@ -206,18 +206,15 @@ def critical_path(steps: Sequence[Step]) -> list[Step]:
         return []
     by_end = sorted(steps, key=lambda s: (s.end_ms, s.duration_ms))
     ends = [s.end_ms for s in by_end]
-    current = by_end[-1]
-    chain = [current]
+    index = len(by_end) - 1
+    chain = [by_end[index]]
     while True:
-        # Rightmost step whose end is at or before the current start.
-        i = bisect.bisect_right(ends, current.start_ms) - 1
-        # A zero-length step ending at its own start would loop forever.
-        while i >= 0 and by_end[i] is current:
-            i -= 1
-        if i < 0:
+        # Rightmost step whose end is at or before the current start, and strictly before
+        # the current one in end order, so that zero-length steps cannot form a cycle.
+        index = min(bisect.bisect_right(ends, by_end[index].start_ms), index) - 1
+        if index < 0:
             break
-        current = by_end[i]
-        chain.append(current)
+        chain.append(by_end[index])
     chain.reverse()
     return chain
 
@@ -246,7 +243,9 @@ def assign_lanes(steps: Sequence[Step]) -> list[int]:
     return lanes
 
 
-def summarize(log: NinjaLog, *, top: int = TOP_SLOWEST, timeline_limit: int = TIMELINE_LIMIT) -> dict[str, Any]:
+def summarize(
+    log: NinjaLog, *, top: int = TOP_SLOWEST, timeline_limit: int = TIMELINE_LIMIT
+) -> dict[str, Any]:
     """The JSON-able breakdown stored in a leg record's ``timings``.
 
     Keys: ``log_version``, ``steps``, ``wall_seconds`` (first start to last

@@ -1,0 +1,160 @@
+"""``python -m pipeline simulate``: what would a toolchain policy have done?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, date, datetime
+from typing import Any
+
+from pipeline import simulate as sim
+from pipeline.errors import UsageError
+
+# The nightly workflow's schedule (.github/workflows/nightly.yml: "17 9 * * *").
+DEFAULT_CRON = "09:17Z"
+
+_EPILOG = f"""\
+Each day from --from to --to, one run at --cron (UTC) resolves the ROCm build
+every policy would take, seeing only builds the index says were published by
+then. Per policy it reports the build of each run, the distinct toolchains of
+each week (Sunday to Saturday, San Francisco time), the runs that build cold
+(their toolchain differs from the previous run's; the window's first run is
+not counted) and the split weeks (more than one toolchain).
+
+Policies: weekly, latest, an explicit version, and weekly-sunday, the
+rejected variant whose cutoff is the most recent Sunday itself (for
+comparison). Default: {", ".join(sim.DEFAULT_POLICIES)}.
+"""
+
+
+def _date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "simulate",
+        help="replay TheRock's publishing history under toolchain policies",
+        description="Replay the index's publishing history day by day and compare toolchain policies.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--from", dest="start", metavar="DATE", type=_date, required=True, help="first run (UTC date)"
+    )
+    p.add_argument("--to", dest="end", metavar="DATE", type=_date, help="last run (UTC date; default: today)")
+    p.add_argument(
+        "--cron", default=DEFAULT_CRON, metavar="HH:MMZ", help=f"run time, UTC (default: {DEFAULT_CRON})"
+    )
+    p.add_argument(
+        "--policy",
+        dest="policies",
+        action="append",
+        metavar="POLICY",
+        help="weekly, latest, weekly-sunday or a version; repeat for several (default: all three rules)",
+    )
+    p.add_argument(
+        "--index-url", metavar="URL", help="TheRock index (default: [rocm] index_url of the matrix)"
+    )
+    p.add_argument("--os", choices=("linux", "windows"), help="tarball OS (default: the first ROCm leg's)")
+    p.add_argument("--family", help="TheRock GPU family, e.g. gfx110X-all (default: the first ROCm leg's)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def _defaults(args: argparse.Namespace) -> tuple[str, str, str]:
+    """Index URL, os and family: the flags, else the matrix."""
+    index_url, os_name, family = args.index_url, args.os, args.family
+    if index_url and family:
+        return index_url, os_name or "linux", family
+    from pipeline.config import load_matrix
+
+    matrix = load_matrix(args.matrix)
+    index_url = index_url or matrix.rocm.index_url
+    if not family:
+        rocm = [leg for leg in matrix.legs.values() if leg.backend == "rocm" and leg.family]
+        if not rocm:
+            raise UsageError(f"--family: required, {matrix.path} has no rocm leg to take it from")
+        family = rocm[0].family
+        os_name = os_name or rocm[0].os
+    assert family is not None
+    return index_url, os_name or "linux", family
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipeline.rocm.index import builds_for, fetch_index
+
+    cron = sim.parse_cron(args.cron)
+    policies = [sim.check_policy(p) for p in (args.policies or sim.DEFAULT_POLICIES)]
+    end = args.end or datetime.now(UTC).date()
+    sim.run_moments(args.start, end, cron)  # validate the window before any download
+    index_url, os_name, family = _defaults(args)
+
+    err = Console(stderr=True)
+    with err.status(f"reading {index_url}") as status:
+        entries = fetch_index(
+            index_url,
+            on_page=lambda pages, n: status.update(f"reading {index_url}: {n} entries, {pages} page(s)"),
+        )
+    builds = builds_for(entries, index_url, os_name, family)
+    if not builds:
+        raise UsageError(
+            f"{index_url}: no {os_name} {family} tarballs in the index (check --os and --family)"
+        )
+    results = sim.simulate(builds, policies=policies, start=args.start, end=end, cron=cron)
+
+    if args.json:
+        doc = {
+            "from": args.start.isoformat(),
+            "to": end.isoformat(),
+            "cron": cron.strftime("%H:%MZ"),
+            "os": os_name,
+            "family": family,
+            "index_url": index_url,
+            "builds": len(builds),
+            "policies": {name: result.to_json() for name, result in results.items()},
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    _print(Console(), results, title=f"{os_name} {family}, {args.start} to {end} at {cron:%H:%M}Z")
+    return 0
+
+
+def _print(console: Any, results: dict[str, sim.PolicyResult], *, title: str) -> None:
+    from rich.table import Table
+
+    summary = Table(title=f"Policy replay: {title}", header_style="bold")
+    for name in ("Policy", "Runs", "Unresolved", "Toolchains", "Cold runs", "Split weeks"):
+        summary.add_column(name, justify="left" if name in ("Policy", "Split weeks") else "right")
+    for name, result in results.items():
+        split = result.split_weeks()
+        summary.add_row(
+            name,
+            str(len(result.runs)),
+            str(sum(1 for r in result.runs if r.version is None)),
+            str(len(result.distinct_toolchains())),
+            str(len(result.cold_runs())),
+            ", ".join(d.isoformat() for d in split) or "none",
+            style="yellow" if split else None,
+        )
+    console.print(summary)
+
+    weeks = Table(title="Toolchains per week (Sunday, San Francisco)", header_style="bold")
+    weeks.add_column("Week of")
+    for name in results:
+        weeks.add_column(name)
+    by_policy = {name: dict(result.weeks()) for name, result in results.items()}
+    sundays = sorted({d for w in by_policy.values() for d in w})
+    for sunday in sundays:
+        cells = []
+        for name in results:
+            versions = by_policy[name].get(sunday, [])
+            text = ", ".join(versions) or "—"
+            cells.append(f"[yellow]{text}[/yellow]" if len(versions) > 1 else text)
+        weeks.add_row(sunday.isoformat(), *cells)
+    console.print(weeks)

@@ -1,0 +1,148 @@
+"""``python -m pipeline simulate`` against a real local HTTP index (TheRock's HTML format)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from pipeline.cli import main
+from tests.support.httpserver import LocalServer, Response
+
+pytestmark = pytest.mark.integration
+
+SUNDAY = date(2026, 8, 9)
+INDEX_PATH = "/tarball-multi-arch/"
+
+
+def index_page(first: date, last: date, late_sunday: datetime) -> bytes:
+    """An index like TheRock's: nightly tarballs of two families, checksums, one late publish."""
+    files: list[dict[str, object]] = []
+    day = first
+    while day <= last:
+        published = (
+            late_sunday
+            if day == SUNDAY
+            else datetime.combine(day, datetime.min.time(), UTC) + timedelta(hours=8)
+        )
+        version = f"7.10.0a{day:%Y%m%d}"
+        for family in ("gfx110X-all", "gfx1151"):
+            name = f"therock-dist-linux-{family}-{version}.tar.gz"
+            # The index gives ISO-8601 strings for some entries and Unix epochs for others.
+            mtime: object = published.isoformat() if day.day % 2 else int(published.timestamp())
+            files.append({"name": name, "mtime": mtime})
+            files.append({"name": name + ".sha256sum", "mtime": mtime})
+        day += timedelta(days=1)
+    script = "const files = " + json.dumps(files) + ";\nrender(files);"
+    return f"<!DOCTYPE html><html><body><div id='list'></div><script>{script}</script></body></html>".encode()
+
+
+@pytest.fixture
+def index_url(http_server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("PIPELINE_HTTP_BACKOFF", "0")
+    late = datetime(2026, 8, 9, 18, 0, tzinfo=UTC)
+    body = index_page(SUNDAY - timedelta(days=14), SUNDAY + timedelta(days=14), late)
+    # One 503 first: the simulator goes through the real client, retries included.
+    http_server.route(
+        INDEX_PATH,
+        Response(503, b"busy"),
+        Response(200, body, {"Content-Type": "text/html; charset=utf-8"}),
+    )
+    return http_server.url(INDEX_PATH)
+
+
+def run_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(args) == 0
+    doc: dict[str, object] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_simulate_json_shows_the_week_the_saturday_cutoff_avoids_splitting(
+    index_url: str, http_server: LocalServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["simulate", "--from", "2026-08-02", "--to", "2026-08-22", "--cron", "12:00Z"]
+    doc = run_json(
+        [*args, "--index-url", index_url, "--family", "gfx110X-all", "--os", "linux", "--json"], capsys
+    )
+    assert http_server.hits(INDEX_PATH) == 2
+    assert doc["family"] == "gfx110X-all" and doc["cron"] == "12:00Z"
+    assert doc["builds"] == 29
+    policies = doc["policies"]
+    assert isinstance(policies, dict)
+    assert list(policies) == ["weekly", "weekly-sunday", "latest"]
+
+    weekly, sunday = policies["weekly"], policies["weekly-sunday"]
+    week = {w["sunday"]: w for w in weekly["weeks"]}["2026-08-09"]
+    assert week["toolchains"] == ["7.10.0a20260808"]
+    sunday_week = {w["sunday"]: w for w in sunday["weeks"]}["2026-08-09"]
+    assert sunday_week["toolchains"] == ["7.10.0a20260808", "7.10.0a20260809"]
+    assert weekly["split_weeks"] == []
+    assert sunday["split_weeks"] == ["2026-08-09"]
+    assert weekly["cold_runs"] == 2 and sunday["cold_runs"] == 3
+    assert len(weekly["runs"]) == 21
+    assert weekly["runs"][0] == {
+        "date": "2026-08-02",
+        "moment": "2026-08-02T12:00:00Z",
+        "week": "2026-08-02",
+        "version": "7.10.0a20260801",
+    }
+
+
+def test_simulate_one_policy_console_output(index_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [
+        "simulate",
+        "--from",
+        "2026-08-09",
+        "--to",
+        "2026-08-15",
+        "--cron",
+        "12:00Z",
+        "--policy",
+        "weekly-sunday",
+    ]
+    assert main([*args, "--index-url", index_url, "--family", "gfx110X-all"]) == 0
+    out = capsys.readouterr().out
+    assert "weekly-sunday" in out and "2026-08-09" in out
+    assert "7.10.0a20260808, 7.10.0a20260809" in out
+    assert "│ weekly " not in out
+
+
+def test_simulate_unknown_family_is_a_usage_error(
+    index_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    args = [
+        "simulate",
+        "--from",
+        "2026-08-09",
+        "--to",
+        "2026-08-10",
+        "--index-url",
+        index_url,
+        "--family",
+        "gfx9999",
+    ]
+    assert main(args) == 2
+    assert "no linux gfx9999 tarballs in the index" in capsys.readouterr().err
+
+
+def test_simulate_bad_window_fails_before_any_download(
+    http_server: LocalServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    url = http_server.url(INDEX_PATH)
+    args = [
+        "simulate",
+        "--from",
+        "2026-08-10",
+        "--to",
+        "2026-08-01",
+        "--index-url",
+        url,
+        "--family",
+        "gfx110X-all",
+    ]
+    assert main(args) == 2
+    assert "--to 2026-08-01 is before --from 2026-08-10" in capsys.readouterr().err
+    assert http_server.hits(INDEX_PATH) == 0
