@@ -15,4 +15,16 @@ def prepare_toolchain(leg: Leg, matrix: Matrix, options: LegOptions, console: Co
     """Find (and for ROCm, resolve and install) the toolchain that builds ``leg``."""
     if leg.backend == "cpu":
         return host_toolchain()
-    raise ToolchainError(f"leg {leg.name!r}: the {leg.backend} toolchain is not supported yet")
+    if leg.backend == "rocm":
+        from pipeline.toolchain.rocm import prepare_rocm
+
+        return prepare_rocm(leg, matrix, options, console)
+    if leg.backend == "cuda":
+        from pipeline.toolchain.cuda import cuda_toolchain
+
+        return cuda_toolchain(leg)
+    if leg.backend == "vulkan":
+        from pipeline.toolchain.vulkan import vulkan_toolchain
+
+        return vulkan_toolchain(leg)
+    raise ToolchainError(f"leg {leg.name!r}: the {leg.backend} toolchain is not supported")

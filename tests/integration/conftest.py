@@ -26,7 +26,8 @@ def _isolated_caches(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     monkeypatch.setenv("PIPELINE_CACHE_HOME", str(home))
     for var in ("CCACHE_DIR", "PIPELINE_MATRIX", "PIPELINE_RESOLVED", "PIPELINE_ROCM_VERSION",
                 "PIPELINE_ROCM_INDEX_URL", "PIPELINE_NOW", "GITHUB_ACTIONS", "GITHUB_OUTPUT",
-                "GITHUB_STEP_SUMMARY", "CCACHE_CONFIGPATH"):
+                "GITHUB_STEP_SUMMARY", "CCACHE_CONFIGPATH",
+                "PIPELINE_DOWNLOAD_CACHE", "PIPELINE_TOOLCHAIN_DIR"):
         monkeypatch.delenv(var, raising=False)
     yield
 

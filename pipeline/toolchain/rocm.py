@@ -1,0 +1,341 @@
+"""The ROCm toolchain: TheRock's clang, its environment and the HIP configure.
+
+One code path for both operating systems: the OS is a parameter, so the
+Windows leg's environment and CMake arguments are produced (and tested) on
+Linux too. Paths are ``PurePath`` flavours of the leg's OS for that reason.
+
+Facts (DESIGN.md): TheRock's compilers live under ``llvm/bin`` or
+``lib/llvm/bin``. Linux needs ROCM_PATH, HIP_PATH, HIP_PLATFORM=amd,
+HIP_CLANG_PATH, HIP_DEVICE_LIB_PATH, PATH and LD_LIBRARY_PATH; Windows needs
+HIP_PATH and PATH, with clang.exe from ``lib\\llvm\\bin``. CMake on Windows
+has no HIP language for llama.cpp, which compiles HIP as C++ there; so ccache
+launches HIP only on Linux.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
+from typing import TYPE_CHECKING
+
+from pipeline.config import Leg, Matrix
+from pipeline.errors import ToolchainError, UsageError
+from pipeline.options import LegOptions
+from pipeline.toolchain import Toolchain, safe_identity
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# Where TheRock (and /opt/rocm) keep clang, relative to the install root.
+CLANG_DIRS = ("llvm/bin", "lib/llvm/bin")
+# TheRock's device libraries (DESIGN.md); other layouts are searched too.
+THEROCK_DEVICE_LIBS = "lib/llvm/amdgcn/bitcode"
+_LLVM_VERSIONED = re.compile(r"^llvm-(\d+)$")
+
+
+def pure_path(os_name: str, path: str | PurePath) -> PurePath:
+    """``path`` as a path of ``os_name`` (Windows paths stay Windows paths on Linux)."""
+    return PureWindowsPath(path) if os_name == "windows" else PurePosixPath(path)
+
+
+def exe(os_name: str, name: str) -> str:
+    return f"{name}.exe" if os_name == "windows" else name
+
+
+def cmake_path(path: PurePath) -> str:
+    """CMake wants forward slashes on every OS."""
+    return path.as_posix()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmLayout:
+    """Where the parts of one ROCm install are, in the leg's OS's path flavour."""
+
+    os: str
+    root: PurePath
+    clang_dir: PurePath
+    device_lib_dir: PurePath
+
+    @property
+    def clang(self) -> PurePath:
+        return self.clang_dir / exe(self.os, "clang")
+
+    @property
+    def clangxx(self) -> PurePath:
+        return self.clang_dir / exe(self.os, "clang++")
+
+
+# --------------------------------------------------------------------------
+# Discovery (reads the file system)
+
+
+def clang_dir_candidates(root: Path) -> list[Path]:
+    """TheRock's and /opt/rocm's folders first, then Debian's ``lib/llvm-N/bin``, newest N first."""
+    found = [root / rel for rel in CLANG_DIRS]
+    lib = root / "lib"
+    versioned: list[tuple[int, Path]] = []
+    if lib.is_dir():
+        for child in lib.iterdir():
+            if m := _LLVM_VERSIONED.match(child.name):
+                versioned.append((int(m.group(1)), child / "bin"))
+    found += [p for _, p in sorted(versioned, reverse=True)]
+    return found
+
+
+def find_clang_dir(root: Path, os_name: str) -> Path:
+    """The folder holding the install's clang; ToolchainError naming where it looked."""
+    name = exe(os_name, "clang")
+    for candidate in clang_dir_candidates(root):
+        if (candidate / name).is_file():
+            return candidate
+    raise ToolchainError(
+        f"{root}: no {name} under {' or '.join(CLANG_DIRS)} (is this a ROCm install?)"
+    )
+
+
+def find_device_lib_dir(root: Path, clang_dir: Path) -> Path | None:
+    """The AMDGPU bitcode libraries of the install, if any (TheRock, /opt/rocm, Debian)."""
+    candidates = [
+        root / THEROCK_DEVICE_LIBS,
+        root / "amdgcn" / "bitcode",
+        root / "llvm" / "amdgcn" / "bitcode",
+        *sorted((clang_dir.parent / "lib" / "clang").glob("*/lib/amdgcn/bitcode")),
+        # Debian's multiarch layout: /usr/lib/x86_64-linux-gnu/amdgcn/bitcode.
+        *sorted((root / "lib").glob("*/amdgcn/bitcode")),
+    ]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def find_layout(root: Path, os_name: str) -> RocmLayout:
+    """Discover clang and the device libraries of the install at ``root``."""
+    if not root.is_dir():
+        raise ToolchainError(f"{root}: ROCm install not found (no such directory)")
+    return layout_of(root, find_clang_dir(root, os_name), os_name)
+
+
+def layout_of(root: Path, clang_dir: Path, os_name: str) -> RocmLayout:
+    """The layout of an install whose clang folder is known, in ``os_name``'s path flavour."""
+    device_libs = find_device_lib_dir(root, clang_dir)
+    return RocmLayout(
+        os=os_name,
+        root=pure_path(os_name, root),
+        clang_dir=pure_path(os_name, clang_dir),
+        # Absent from a C/C++-only install; TheRock's place is the honest default.
+        device_lib_dir=pure_path(os_name, device_libs or root / THEROCK_DEVICE_LIBS),
+    )
+
+
+# --------------------------------------------------------------------------
+# Environment and CMake arguments (pure)
+
+
+def _prepend(os_name: str, entries: list[PurePath], current: str | None) -> str:
+    sep = ";" if os_name == "windows" else ":"
+    parts = [str(p) for p in entries]
+    if current:
+        parts.append(current)
+    return sep.join(parts)
+
+
+def rocm_env(layout: RocmLayout, base_env: Mapping[str, str]) -> dict[str, str]:
+    """The variables the build needs, merged over ``base_env``'s PATH-like values."""
+    root = layout.root
+    if layout.os == "windows":
+        return {
+            "HIP_PATH": str(root),
+            "PATH": _prepend("windows", [root / "bin", layout.clang_dir], base_env.get("PATH")),
+        }
+    lib_dirs: list[PurePath] = [root / "lib"]
+    llvm_lib = layout.clang_dir.parent / "lib"
+    if llvm_lib != root / "lib":
+        lib_dirs.append(llvm_lib)
+    return {
+        "ROCM_PATH": str(root),
+        "HIP_PATH": str(root),
+        "HIP_PLATFORM": "amd",
+        "HIP_CLANG_PATH": str(layout.clang_dir),
+        "HIP_DEVICE_LIB_PATH": str(layout.device_lib_dir),
+        "PATH": _prepend("linux", [root / "bin", layout.clang_dir], base_env.get("PATH")),
+        "LD_LIBRARY_PATH": _prepend("linux", lib_dirs, base_env.get("LD_LIBRARY_PATH")),
+    }
+
+
+def hip_cmake_args(layout: RocmLayout, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """TheRock's clang as C/C++ (and on Linux HIP) compiler, and the GPU targets."""
+    args = [
+        f"-DCMAKE_C_COMPILER={cmake_path(layout.clang)}",
+        f"-DCMAKE_CXX_COMPILER={cmake_path(layout.clangxx)}",
+    ]
+    if layout.os != "windows":
+        args.append(f"-DCMAKE_HIP_COMPILER={cmake_path(layout.clangxx)}")
+    args += [
+        f"-DCMAKE_PREFIX_PATH={cmake_path(layout.root)}",
+        f"-DGPU_TARGETS={';'.join(targets)}",
+    ]
+    return tuple(args)
+
+
+def launcher_languages(os_name: str) -> tuple[str, ...]:
+    """ccache launches HIP on Linux; on Windows llama.cpp compiles HIP as C++."""
+    return () if os_name == "windows" else ("HIP",)
+
+
+def derived_identity(clang_version: str, fingerprint: str) -> str:
+    """The identity of an install without a version: clang's version and a content hash.
+
+    ``clang --version`` alone is not enough: ROCm's clang prints the same
+    string for different builds (DESIGN.md).
+    """
+    return safe_identity(f"rocm-clang{clang_version}-{fingerprint[:12]}")
+
+
+# --------------------------------------------------------------------------
+# The toolchain
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's content (symlinks followed)."""
+    digest = hashlib.sha256()
+    try:
+        with path.resolve().open("rb") as fh:
+            while chunk := fh.read(1024 * 1024):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ToolchainError(f"{path}: cannot read: {exc.strerror}") from None
+    return digest.hexdigest()
+
+
+def install_fingerprint(clang: Path, device_lib_dir: Path | None) -> str:
+    """sha256 over clang's binary and the device libraries' names and contents.
+
+    ccache hashes the compiler binary, but not the bitcode that
+    HIP_DEVICE_LIB_PATH links into every HIP object; an install without a
+    version must change identity when either changes.
+    """
+    digest = hashlib.sha256(b"clang\0" + file_sha256(clang).encode())
+    if device_lib_dir is not None and device_lib_dir.is_dir():
+        for lib in sorted(device_lib_dir.iterdir()):
+            if lib.is_file():
+                digest.update(f"\0{lib.name}\0{file_sha256(lib)}".encode())
+    return digest.hexdigest()
+
+
+def installed_version(root: Path) -> str | None:
+    """The version an /opt/rocm-style install records in ``.info/version``, if any."""
+    try:
+        text = (root / ".info" / "version").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text.splitlines()[0].strip() if text else None
+
+
+def rocm_toolchain(
+    root: Path,
+    leg: Leg,
+    *,
+    version: str | None,
+    details: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
+) -> Toolchain:
+    """The toolchain of the ROCm install at ``root`` for ``leg`` (its OS and targets).
+
+    ``version`` None: the identity comes from clang's version and a hash of
+    its binary and device libraries, stable for one install and different for
+    another build.
+    """
+    from pipeline.toolchain.host import compiler_version
+
+    if not root.is_dir():
+        raise ToolchainError(f"{root}: ROCm install not found (no such directory)")
+    clang_dir = find_clang_dir(root, leg.os)
+    layout = layout_of(root, clang_dir, leg.os)
+    # The file on this machine (a Windows leg's layout holds Windows paths).
+    clang = clang_dir / exe(leg.os, "clang")
+    clang_hash = file_sha256(clang)
+    try:
+        _, clang_ver = compiler_version(clang)
+    except ToolchainError:
+        if leg.os == "linux" and os.name != "nt":
+            raise
+        # A Windows leg prepared on Linux (or the reverse) cannot run its clang.
+        clang_ver = "unknown"
+    if version:
+        identity = safe_identity(f"rocm-{version}")
+    else:
+        fingerprint = install_fingerprint(clang, find_device_lib_dir(root, clang_dir))
+        identity = derived_identity(clang_ver, fingerprint)
+    description = f"clang {clang_ver} ({cmake_path(layout.clang)})"
+    compilers = {"C": description, "CXX": f"clang++ {clang_ver} ({cmake_path(layout.clangxx)})"}
+    if leg.os != "windows":
+        compilers["HIP"] = compilers["CXX"]
+    info = {
+        "root": str(layout.root),
+        "clang_version": clang_ver,
+        "clang_sha256": clang_hash,
+        "device_libs": str(layout.device_lib_dir),
+        "targets": ";".join(leg.targets),
+        **(details or {}),
+    }
+    if version:
+        info["version"] = version
+    return Toolchain(
+        kind="rocm",
+        identity=identity,
+        compilers=compilers,
+        details=info,
+        env=rocm_env(layout, os.environ if base_env is None else base_env),
+        cmake_args=hip_cmake_args(layout, leg.targets),
+        launcher_languages=launcher_languages(leg.os),
+    )
+
+
+def prepare_rocm(leg: Leg, matrix: Matrix, options: LegOptions, console: Console) -> Toolchain:
+    """``--rocm-path``: that install; otherwise resolve, download and install TheRock's build."""
+    if options.rocm_path is not None:
+        return _existing_install(options.rocm_path, leg, options)
+    from pipeline.resolve import rocm_for_leg
+    from pipeline.rocm.install import install_archive
+
+    resolved = rocm_for_leg(matrix, leg, options)
+    installed = install_archive(
+        resolved.url,
+        f"rocm-{resolved.version}-{resolved.os}-{resolved.family}",
+        console=console,
+    )
+    console.print(
+        f"{leg.name}: ROCm {resolved.version} ({resolved.policy}) "
+        f"{'reused' if installed.reused else 'installed'} at {installed.root}",
+        highlight=False,
+    )
+    details = {
+        "source": "download",
+        "policy": resolved.policy,
+        "url": resolved.url,
+        "file": resolved.file,
+        "sha256": installed.sha256,
+        "family": resolved.family,
+    }
+    if resolved.published is not None:
+        details["published"] = resolved.published.isoformat()
+    return rocm_toolchain(installed.root, leg, version=resolved.version, details=details)
+
+
+def _existing_install(path: Path, leg: Leg, options: LegOptions) -> Toolchain:
+    from pipeline.rocm.versions import is_version
+
+    if not path.is_dir():
+        raise UsageError(f"--rocm-path {path}: no such directory")
+    root = path.resolve()
+    # An explicit --rocm-version names this install's version; a policy does not.
+    if options.rocm_version and is_version(options.rocm_version):
+        version: str | None = options.rocm_version
+    else:
+        version = installed_version(root)
+    return rocm_toolchain(root, leg, version=version, details={"source": "rocm-path"})

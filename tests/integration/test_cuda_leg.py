@@ -1,0 +1,93 @@
+"""Real CUDA code compiled by nvcc through the ``cuda`` leg (compile only: no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.integration.conftest import run_pipeline
+from tests.support.projects import write_matrix
+
+KERNELS = 2
+COMPILATIONS = KERNELS + 1  # the .cu files and one C++ file
+
+
+def write_cuda_project(root: Path) -> Path:
+    src = root / "src"
+    src.mkdir(parents=True)
+    names = []
+    for i in range(KERNELS):
+        (src / f"kernel{i}.cu").write_text(
+            textwrap.dedent(
+                f"""\
+                __global__ void axpy{i}(float a, const float* x, float* y, int n) {{
+                    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+                    if (idx < n) y[idx] = a * x[idx] + y[idx] + {i}.0f;
+                }}
+                void launch{i}(const float* x, float* y, int n) {{
+                    axpy{i}<<<(n + 127) / 128, 128>>>(2.0f, x, y, n);
+                }}
+                """
+            )
+        )
+        names.append(f"src/kernel{i}.cu")
+    (src / "host.cpp").write_text(
+        "".join(f"void launch{i}(const float*, float*, int);\n" for i in range(KERNELS))
+        + "void launch_all(const float* x, float* y, int n) {"
+        + "".join(f" launch{i}(x, y, n);" for i in range(KERNELS))
+        + " }\n"
+    )
+    (root / "CMakeLists.txt").write_text(
+        textwrap.dedent(
+            f"""\
+            cmake_minimum_required(VERSION 3.18)
+            project(cudademo LANGUAGES C CXX CUDA)
+            add_library(kernels STATIC {" ".join(names)} src/host.cpp)
+            """
+        )
+    )
+    return root
+
+
+def test_cuda_kernels_second_build_hits(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_cuda_project(ws / "project")
+    write_matrix(
+        ws / "matrix.toml",
+        extra="""
+[legs.cuda]
+backend = "cuda"
+os = "linux"
+cuda_architectures = ["75", "86"]
+cmake_args = ["-DGGML_CUDA=ON"]
+""",
+    )
+    cache = tmp_path / "ccache"
+
+    def build() -> dict:
+        proc = run_pipeline(
+            ["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(ws / "project"),
+             "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"],
+            check=True,
+        )
+        assert "cuda: success" in proc.stdout
+        return json.loads((ws / "out" / "cuda" / "record.json").read_text())
+
+    first = build()
+    tc = first["toolchain"]
+    version = tc["details"]["version"]
+    assert version.count(".") == 2
+    # The identity carries the CUDA version and the host compiler nvcc drives.
+    assert tc["identity"] == f"cuda-{version}-{tc['details']['host_compiler']}"
+    assert tc["compilers"]["CUDA"].startswith(f"nvcc {version} (")
+    assert "-DCMAKE_CUDA_ARCHITECTURES=75;86" in first["cmake_args"]
+    assert any(a.startswith("-DCMAKE_CUDA_COMPILER_LAUNCHER=") for a in first["cmake_args"])
+    assert (first["ccache"]["hits"], first["ccache"]["misses"]) == (0, COMPILATIONS)
+    objects = sorted((ws / "out" / "cuda" / "build").rglob("kernel*.cu.o"))
+    assert len(objects) == KERNELS
+    assert all(b"sm_86" in obj.read_bytes() for obj in objects)
+
+    second = build()
+    assert second["toolchain"]["identity"] == tc["identity"]
+    assert (second["ccache"]["hits"], second["ccache"]["misses"]) == (COMPILATIONS, 0)

@@ -1,0 +1,109 @@
+"""Real HIP device code through the ROCm leg, with ``--rocm-path`` at Debian's HIP install.
+
+Debian's ``hipcc`` + ``rocm-device-libs`` live under ``/usr``: clang under
+``/usr/lib/llvm-<N>/bin``, the device libraries under
+``/usr/lib/<triplet>/amdgcn/bitcode``. ``gfx1030`` because ROCm 5.2's device
+libraries lack gfx1100; ``HIP_PLATFORM=amd`` because this machine also has nvcc.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.integration.conftest import run_pipeline
+from tests.support.projects import write_matrix
+
+LEG = "rocm-linux-gfx1030"
+KERNELS = 3
+COMPILATIONS = KERNELS + 1  # the .hip files and one C++ host file
+
+
+def write_hip_project(root: Path) -> Path:
+    """Like llama.cpp's ggml-hip: GPU_TARGETS -> CMAKE_HIP_ARCHITECTURES, then HIP enabled."""
+    src = root / "src"
+    src.mkdir(parents=True)
+    names = []
+    for i in range(KERNELS):
+        (src / f"kernel{i}.hip").write_text(
+            textwrap.dedent(
+                f"""\
+                #include <hip/hip_runtime.h>
+                __global__ void scale{i}(float* data, float factor, int n) {{
+                    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+                    if (idx < n) data[idx] = data[idx] * factor + {i}.0f;
+                }}
+                extern "C" void launch{i}(float* data, float factor, int n) {{
+                    hipLaunchKernelGGL(scale{i}, dim3((n + 63) / 64), dim3(64), 0, 0, data, factor, n);
+                }}
+                """
+            )
+        )
+        names.append(f"src/kernel{i}.hip")
+    (src / "host.cpp").write_text(
+        "".join(f'extern "C" void launch{i}(float*, float, int);\n' for i in range(KERNELS))
+        + "void launch_all(float* d, int n) {"
+        + "".join(f" launch{i}(d, 2.0f, n);" for i in range(KERNELS))
+        + " }\n"
+    )
+    (root / "CMakeLists.txt").write_text(
+        textwrap.dedent(
+            f"""\
+            cmake_minimum_required(VERSION 3.21)
+            project(hipdemo LANGUAGES C CXX)
+            if (GPU_TARGETS)
+                set(CMAKE_HIP_ARCHITECTURES ${{GPU_TARGETS}})
+            endif()
+            enable_language(HIP)
+            add_library(kernels STATIC {" ".join(names)} src/host.cpp)
+            """
+        )
+    )
+    return root
+
+
+def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_hip_project(ws / "project")
+    write_matrix(
+        ws / "matrix.toml",
+        extra=f"""
+[legs.{LEG}]
+backend = "rocm"
+os = "linux"
+family = "gfx103X-all"
+targets = ["gfx1030"]
+cmake_args = ["-DGGML_HIP=ON"]
+""",
+    )
+    cache = tmp_path / "ccache"
+
+    def build() -> dict:
+        proc = run_pipeline(
+            ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+             "--out", str(ws / "out"), "--cache-dir", str(cache), "--rocm-path", "/usr", "--no-bundle"],
+            check=True,
+        )
+        assert f"{LEG}: success" in proc.stdout
+        return json.loads((ws / "out" / LEG / "record.json").read_text())
+
+    first = build()
+    tc = first["toolchain"]
+    # No version at /usr: the identity is clang's version plus a hash of its binary.
+    assert tc["identity"].startswith("rocm-clang")
+    assert tc["details"]["source"] == "rocm-path"
+    assert tc["details"]["device_libs"].endswith("/amdgcn/bitcode")
+    assert "-DGPU_TARGETS=gfx1030" in first["cmake_args"]
+    assert any(a.startswith("-DCMAKE_HIP_COMPILER=/usr/lib/llvm-") for a in first["cmake_args"])
+    assert any(a.startswith("-DCMAKE_HIP_COMPILER_LAUNCHER=") for a in first["cmake_args"])
+    assert (first["ccache"]["hits"], first["ccache"]["misses"]) == (0, COMPILATIONS)
+    objects = sorted((ws / "out" / LEG / "build").rglob("kernel*.hip.o"))
+    assert len(objects) == KERNELS
+    # Device code for the leg's target is inside each object's offload bundle.
+    assert all(b"gfx1030" in obj.read_bytes() for obj in objects)
+
+    second = build()
+    assert second["toolchain"]["identity"] == tc["identity"]
+    assert second["ccache"]["hits"] == COMPILATIONS
+    assert second["ccache"]["misses"] == 0

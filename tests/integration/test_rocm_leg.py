@@ -1,0 +1,235 @@
+"""The ROCm leg end to end with a TheRock-shaped toolchain made from Debian's clang.
+
+The tarball holds a real compiler (clang 14 with its resource headers, under
+``lib/llvm/bin`` as in TheRock) and is served with an index page by a local
+HTTP server. The leg resolves it, installs it and builds a generated C/C++
+project. Then the toolchain is re-installed with the same content but new
+mtimes: with ``compiler_check = "content"`` the second build hits every
+object, with ``"mtime"`` (ccache's default) none. That pair is the proof that
+the content check is what makes a re-installed toolchain's cache useful.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import subprocess
+import tarfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from pipeline.config import load_matrix
+from pipeline.options import LegOptions
+from pipeline.rocm.install import install_archive, remove_install, toolchains_dir
+from pipeline.toolchain.registry import prepare_toolchain
+from tests.integration.conftest import run_pipeline
+from tests.support.httpserver import LocalServer, Response
+from tests.support.projects import write_cpp_project, write_matrix
+from tests.support.therock_index import html_page
+
+
+@functools.cache
+def debian_llvm() -> Path:
+    """Debian's clang 14 (CI installs it), else the newest /usr/lib/llvm-N with a clang."""
+    preferred = Path("/usr/lib/llvm-14")
+    if (preferred / "bin" / "clang").is_file():
+        return preferred
+    found = sorted(
+        (p for p in Path("/usr/lib").glob("llvm-*") if (p / "bin" / "clang").is_file()),
+        key=lambda p: int(p.name.removeprefix("llvm-")) if p.name.removeprefix("llvm-").isdigit() else 0,
+    )
+    if not found:
+        raise AssertionError("no /usr/lib/llvm-N/bin/clang: install Debian's clang (clang-14)")
+    return found[-1]
+
+
+LEG = "rocm-linux-gfx110X"
+FAMILY = "gfx110X-all"
+VERSION = "7.0.0a20250104"
+NEWER = "7.0.0a20250106"  # in the index, after the weekly cutoff of NOW
+NOW = "2025-01-08T12:00:00Z"  # cutoff: Saturday 2025-01-04
+INDEX = "/tarball-multi-arch/"
+UNITS = 8
+COMPILATIONS = UNITS + 1
+
+
+def tarball_name(os_name: str, family: str, version: str) -> str:
+    return f"therock-dist-{os_name}-{family}-{version}.tar.gz"
+
+
+def _add_link(tar: tarfile.TarFile, name: str, target: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.SYMTYPE
+    info.linkname = target
+    tar.addfile(info)
+
+
+def make_therock_from_debian_clang(dest: Path) -> Path:
+    """A small TheRock-shaped tarball: clang, clang++ and clang's resource headers."""
+    llvm = debian_llvm()
+    resource = next((llvm / "lib" / "clang").iterdir())
+    with tarfile.open(dest, "w:gz") as tar:
+        tar.add(llvm / "bin" / "clang", arcname="./lib/llvm/bin/clang")
+        _add_link(tar, "./lib/llvm/bin/clang++", "clang")
+        for header in sorted((resource / "include").glob("*.h")):
+            tar.add(header, arcname=f"./lib/llvm/lib/clang/{resource.name}/include/{header.name}")
+        _add_link(tar, "./bin/amdclang++", "../lib/llvm/bin/clang++")
+    return dest
+
+
+def serve_index(server: LocalServer, tarballs: dict[str, bytes], extra: Sequence[str] = ()) -> str:
+    """An index page listing ``tarballs`` (served) and ``extra`` names (listed only)."""
+    entries = [(name, "2025-01-04T09:30:00Z") for name in [*tarballs, *extra]]
+    entries.append(("therock-dist-linux-gfx110X-all-7.0.0a20250104.tar.gz.sha256sum", "2025-01-04T09:30:00Z"))
+    server.route(INDEX, Response(200, html_page(entries).encode(), {"Content-Type": "text/html"}))
+    for name, body in tarballs.items():
+        server.route(INDEX + name, Response(200, body, {"Content-Type": "application/gzip"}))
+    return server.url(INDEX)
+
+
+def rocm_matrix(path: Path, index_url: str, compiler_check: str) -> Path:
+    return write_matrix(
+        path,
+        compiler_check=compiler_check,
+        extra=f"""
+[rocm]
+policy = "weekly"
+index_url = "{index_url}"
+
+[legs.{LEG}]
+backend = "rocm"
+os = "linux"
+family = "{FAMILY}"
+targets = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
+cmake_args = ["-DGGML_HIP=ON", "-DGGML_HIP_ROCWMMA_FATTN=OFF"]
+
+[legs.rocm-windows-gfx1151]
+backend = "rocm"
+os = "windows"
+family = "gfx1151"
+targets = ["gfx1151"]
+""",
+    )
+
+
+def build(ws: Path, cache: Path, *extra: str) -> dict:
+    proc = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+         "--out", str(ws / "out"), "--cache-dir", str(cache), "--now", NOW, "--no-bundle", *extra],
+        check=True,
+    )
+    assert f"{LEG}: success" in proc.stdout
+    return json.loads((ws / "out" / LEG / "record.json").read_text())
+
+
+@pytest.fixture
+def therock(tmp_path: Path) -> bytes:
+    return make_therock_from_debian_clang(tmp_path / "therock.tar.gz").read_bytes()
+
+
+@pytest.mark.parametrize(("compiler_check", "second_hits"), [("content", COMPILATIONS), ("mtime", 0)])
+def test_reinstalled_toolchain_hits_only_with_content_check(
+    http_server: LocalServer, therock: bytes, tmp_path: Path, compiler_check: str, second_hits: int
+) -> None:
+    name = tarball_name("linux", FAMILY, VERSION)
+    index_url = serve_index(http_server, {name: therock}, extra=[tarball_name("linux", FAMILY, NEWER)])
+    ws = tmp_path / "ws"
+    write_cpp_project(ws / "project", units=UNITS)
+    rocm_matrix(ws / "matrix.toml", index_url, compiler_check)
+    cache = tmp_path / "ccache"
+
+    first = build(ws, cache)
+    tc = first["toolchain"]
+    assert tc["kind"] == "rocm" and tc["identity"] == f"rocm-{VERSION}"
+    assert tc["details"]["url"] == http_server.url(INDEX + name)
+    root = Path(tc["details"]["root"])
+    assert root.parent == toolchains_dir()
+    clang = root / "lib" / "llvm" / "bin" / "clang"
+    assert f"-DCMAKE_C_COMPILER={clang}" in first["cmake_args"]
+    assert f"-DCMAKE_CXX_COMPILER={clang}++" in first["cmake_args"]
+    assert "-DGPU_TARGETS=gfx1100;gfx1101;gfx1102;gfx1103" in first["cmake_args"]
+    assert any(a.startswith("-DCMAKE_HIP_COMPILER_LAUNCHER=") for a in first["cmake_args"])
+    assert tc["compilers"]["CXX"].startswith(f"clang++ {debian_llvm().name.removeprefix('llvm-')}.")
+    assert first["ccache"]["compiler_check"] == compiler_check
+    assert (first["ccache"]["hits"], first["ccache"]["misses"]) == (0, COMPILATIONS)
+    program = ws / "out" / LEG / "build" / "bin" / "demo"
+    assert subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout.strip()
+    assert http_server.hits(INDEX + name) == 1
+
+    # Re-install: same content, extracted again (from the download cache), then
+    # new mtimes, as a reinstall from wheels gives them (tar restores its own).
+    archive_mtime = clang.stat().st_mtime
+    remove_install(root)
+    again = install_archive(tc["details"]["url"], root.name, root_dir=root.parent)
+    assert not again.reused and again.download_reused
+    assert clang.stat().st_mtime == archive_mtime
+    stamp = time.time() - 3600
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (stamp, stamp), follow_symlinks=False)
+
+    second = build(ws, cache)
+    assert second["toolchain"]["identity"] == tc["identity"]
+    assert clang.stat().st_mtime == stamp, "the complete install must be reused, not re-extracted"
+    assert http_server.hits(INDEX + name) == 1, "the second run must download nothing"
+    assert second["ccache"]["hits"] == second_hits
+    assert second["ccache"]["misses"] == COMPILATIONS - second_hits
+    assert second["ccache"]["hit_rate"] == second_hits / COMPILATIONS
+
+
+def test_windows_leg_resolves_installs_and_configures_on_linux(
+    http_server: LocalServer, tmp_path: Path
+) -> None:
+    # The Windows leg's environment and configure come from the same code with
+    # the OS as a parameter: prepared here from a Windows-shaped tarball.
+    buf = tmp_path / "win.tar.gz"
+    with tarfile.open(buf, "w:gz") as tar:
+        for member in ("lib/llvm/bin/clang.exe", "lib/llvm/bin/clang++.exe", "bin/hipconfig.bat"):
+            info = tarfile.TarInfo(f"therock/{member}")
+            data = b"MZ" + member.encode()
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    name = tarball_name("windows", "gfx1151", VERSION)
+    index_url = serve_index(http_server, {name: buf.read_bytes()})
+    matrix = load_matrix(rocm_matrix(tmp_path / "matrix.toml", index_url, "content"))
+    leg = matrix.leg("rocm-windows-gfx1151")
+    options = LegOptions(now=datetime(2025, 1, 8, 12, tzinfo=UTC))
+    toolchain = prepare_toolchain(leg, matrix, options, Console(file=io.StringIO()))
+
+    root = toolchains_dir() / f"rocm-{VERSION}-windows-gfx1151"
+    assert (root / "lib/llvm/bin/clang.exe").is_file()  # the wrapper folder was stripped
+    assert toolchain.identity == f"rocm-{VERSION}"
+    assert toolchain.launcher_languages == ()
+    win_root = str(root).replace("/", "\\")
+    assert toolchain.env["HIP_PATH"] == win_root
+    assert toolchain.env["PATH"].startswith(f"{win_root}\\bin;{win_root}\\lib\\llvm\\bin;")
+    assert "ROCM_PATH" not in toolchain.env and "LD_LIBRARY_PATH" not in toolchain.env
+    assert f"-DCMAKE_C_COMPILER={root.as_posix()}/lib/llvm/bin/clang.exe" in toolchain.cmake_args
+    assert f"-DCMAKE_CXX_COMPILER={root.as_posix()}/lib/llvm/bin/clang++.exe" in toolchain.cmake_args
+    assert "-DGPU_TARGETS=gfx1151" in toolchain.cmake_args
+    assert not any("HIP_COMPILER" in a for a in toolchain.cmake_args)
+
+
+def test_explicit_version_missing_from_index_lists_nearby(
+    http_server: LocalServer, therock: bytes, tmp_path: Path
+) -> None:
+    index_url = serve_index(http_server, {tarball_name("linux", FAMILY, VERSION): therock},
+                            extra=[tarball_name("linux", FAMILY, NEWER)])
+    ws = tmp_path / "ws"
+    write_cpp_project(ws / "project", units=1)
+    rocm_matrix(ws / "matrix.toml", index_url, "content")
+    proc = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+         "--out", str(ws / "out"), "--rocm-version", "7.0.0a20250105", "--no-bundle"],
+    )
+    assert proc.returncode == 6, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "7.0.0a20250105" in proc.stderr
+    assert VERSION in proc.stderr and NEWER in proc.stderr
+    assert not toolchains_dir().exists() or not any(toolchains_dir().iterdir())
