@@ -30,7 +30,9 @@ except ConfigError as err:
     sys.exit(err.exit_code)
 
 HOST_OS = "windows" if sys.platform == "win32" else "linux" if sys.platform.startswith("linux") else sys.platform
-DEFAULT_RESOLUTION = Path("out") / "resolved.json"
+# Output folder of every session (PIPELINE_OUT moves it; `--out` after `--` still wins).
+OUT = Path(os.environ.get("PIPELINE_OUT") or "out")
+DEFAULT_RESOLUTION = OUT / "resolved.json"
 # Set by `resolve` when it ran in this nox invocation; a file left by an
 # earlier run is never picked up by a standalone leg.
 _THIS_RUN: dict[str, str] = {}
@@ -83,7 +85,7 @@ def _register_leg(leg: Leg) -> None:
     def leg_session(session: nox.Session) -> None:
         _install(session)
         env = _resolution_env() if leg.needs_resolution else {}
-        session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)
+        session.run("python", "-m", "pipeline", "build", leg.name, "--out", str(OUT), *session.posargs, env=env)
 
     leg_session.__doc__ = f"Build the {leg.name} bundle ({leg.backend}, {leg.os})."
     nox.session(name=leg.name, requires=["resolve"] if leg.needs_resolution else [])(leg_session)
@@ -109,8 +111,8 @@ def nightly(session: nox.Session) -> None:
         )
         env["PIPELINE_RESOLVED"] = str(DEFAULT_RESOLUTION.resolve())
     for leg in runnable:
-        session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)
-    session.run("python", "-m", "pipeline", "report")
+        session.run("python", "-m", "pipeline", "build", leg.name, "--out", str(OUT), *session.posargs, env=env)
+    session.run("python", "-m", "pipeline", "report", "--out", str(OUT))
 
 
 @nox.session

@@ -12,13 +12,15 @@ from tests.integration.conftest import ROOT
 from tests.support.projects import write_cpp_project, write_matrix
 
 
-def _nox(args: list[str], matrix: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _nox(
+    args: list[str], matrix: Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     # --force-venv-backend none: this test runs in an environment that has the
     # project installed already; creating a venv per test would only measure pip.
     return subprocess.run(
         [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none", *args],
         cwd=cwd,
-        env={**os.environ, "PIPELINE_MATRIX": str(matrix), "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PIPELINE_MATRIX": str(matrix), "PYTHONPATH": str(ROOT), **(env or {})},
         capture_output=True,
         text=True,
         timeout=900,
@@ -51,3 +53,62 @@ def test_bad_matrix_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert f"error: {matrix}: legs.cpu.backend" in proc.stderr
+
+
+def test_resolve_once_then_legs_without_dependencies_use_the_parents_build(
+    http_server, tmp_path: Path
+) -> None:
+    """`nox -s resolve`, a newer build appears, two legs run with --no-dependencies:
+    both build with the parent's toolchain, not the newer one."""
+    from tests.integration.test_rocm_leg import (
+        NEWER,
+        NOW,
+        VERSION,
+        make_therock_from_debian_clang,
+        serve_index,
+        tarball_name,
+    )
+
+    family = "gfx110X-all"
+    first = {tarball_name("linux", family, VERSION): make_therock_from_debian_clang(tmp_path / "t.tgz").read_bytes()}
+    index_url = serve_index(http_server, first)
+    matrix = write_matrix(
+        tmp_path / "m.toml",
+        extra=f"""
+[rocm]
+policy = "latest"
+index_url = "{index_url}"
+
+[legs.rocm-a]
+backend = "rocm"
+family = "{family}"
+targets = ["gfx1100"]
+
+[legs.rocm-b]
+backend = "rocm"
+family = "{family}"
+targets = ["gfx1101"]
+""",
+    )
+    write_cpp_project(tmp_path / "proj", units=2)
+    out = tmp_path / "out"
+    env_out = {"PIPELINE_OUT": str(out), "PIPELINE_NOW": NOW}
+
+    proc = _nox(["-s", "resolve"], matrix, tmp_path, env=env_out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    resolved = out / "resolved.json"
+    data = json.loads(resolved.read_text())
+    assert {leg: entry["version"] for leg, entry in data["legs"].items()} == {"rocm-a": VERSION, "rocm-b": VERSION}
+
+    # The index gains a newer build between the parent job and the leg jobs.
+    serve_index(http_server, {**first, tarball_name("linux", family, NEWER): b"never downloaded"})
+    for leg in ("rocm-a", "rocm-b"):
+        proc = _nox(
+            ["-s", leg, "--no-dependencies", "--", "--source", str(tmp_path / "proj"),
+             "--cache-dir", str(tmp_path / "cache"), "--no-bundle"],
+            matrix, tmp_path, env={**env_out, "PIPELINE_RESOLVED": str(resolved)},
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        record = json.loads((out / leg / "record.json").read_text())
+        assert record["toolchain"]["identity"] == f"rocm-{VERSION}"
+    assert http_server.hits("/tarball-multi-arch/" + tarball_name("linux", family, NEWER)) == 0
