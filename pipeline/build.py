@@ -16,17 +16,16 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.ccache import CcacheSetup, setup_ccache, workspace_of
+from pipeline.ccache import CcacheSetup, remote_spec, setup_ccache, workspace_of
 from pipeline.config import Leg, Matrix
-from pipeline.errors import BuildError, ToolchainError, UsageError
+from pipeline.errors import BuildError, SourceError, ToolchainError, UsageError
 from pipeline.options import LegOptions
 from pipeline.record import RECORD_NAME, LegRecord
-from pipeline.sourcetree import acquire_source
 from pipeline.toolchain import Toolchain
 from pipeline.toolchain.registry import prepare_toolchain
 
@@ -174,15 +173,14 @@ def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> 
     out = options.out.resolve()
     work = leg_dir(out, leg.name)
     build = work / "build"
+    # A bad remote cache URL fails before any work (a clone, a toolchain download).
+    spec, where = remote_spec(matrix.ccache, options.remote_cache)
+    if spec:
+        from pipeline.remote_cache import parse_remote
 
-    if options.source is not None:
-        check_cmake_project(options.source)
-        source = options.source.resolve()
-        source_info: dict[str, object] = {"path": str(source), "tag": options.tag, "commit": _git_head(source)}
-    else:
-        checkout = acquire_source(matrix, options, out / "src", console)
-        source = checkout.path
-        source_info = checkout.to_record()
+        parse_remote(spec, where=where)
+
+    source, source_info, tag = _source_tree(matrix, options, out, console)
 
     toolchain = prepare_toolchain(leg, matrix, options, console)
     ccache = setup_ccache(
@@ -209,6 +207,8 @@ def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> 
         cmake_args=args,
         toolchain=toolchain.to_record(),
     )
+    for warning in ccache.remote_check.warnings if ccache.remote_check else ():
+        _warn(record, console, warning)
     base_env = {**os.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
@@ -238,14 +238,67 @@ def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> 
         record.phases["build"] = round(time.monotonic() - t0, 3)
         stats = ccache.read_stats()
         record.ccache = ccache.to_record(stats)
+        if ccache.remote_check:
+            from pipeline.remote_cache import remote_errors_warning
+
+            if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
+                _warn(record, console, lost)
         if code != 0:
             _fail(record, work, clock, console, "Ninja build", tail, progress.failed)
 
     record.timings = _timings(build)
+    if not options.no_bundle:
+        from pipeline.bundle import make_bundle
+
+        with console.status(f"{leg.name}: packaging the bundle"):
+            bundle = make_bundle(
+                leg=leg, record=record, build_dir=build, out_dir=out, toolchain=toolchain,
+                tag=tag, commit=source_info.get("commit"),
+            )
+        record.bundle = bundle.relative_to(out).as_posix()
+        console.print(f"{leg.name}: bundle {bundle}")
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
     show_record(record, console)
     return record
+
+
+def _warn(record: LegRecord, console: Console, message: str) -> None:
+    """A warning on record, and on screen: an annotation on GitHub Actions, a yellow line elsewhere."""
+    from pipeline.github import annotate, in_actions
+
+    record.warnings.append(message)
+    if in_actions():
+        annotate("warning", message)
+    else:
+        from rich.markup import escape
+
+        console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+
+
+def _source_tree(
+    matrix: Matrix, options: LegOptions, out: Path, console: Console
+) -> tuple[Path, dict[str, Any], str]:
+    """The tree to build, what the record says of it, and the bundle's tag."""
+    from pipeline.source import checkout_source, describe_checkout, folder_tag, source_for_run
+
+    if options.source is not None:
+        check_cmake_project(options.source)
+        source = options.source.resolve()
+        info = describe_checkout(source)
+        tag = folder_tag(info, options.tag)
+        return source, {"path": str(source), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag
+    # A fixed place under <out>: the clone is re-used and the configure line stays the same.
+    source = out / "src" / "llama.cpp"
+    try:
+        with console.status(f"resolving the source ({matrix.source.repo})"):
+            spec = source_for_run(matrix, options)
+        with console.status(f"checking out {spec.tag} into {source}"):
+            commit = checkout_source(spec, source)
+    except SourceError as err:
+        raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
+    check_cmake_project(source)
+    return source, {**spec.to_json(), "commit": commit, "path": str(source)}, spec.tag
 
 
 def _timings(build: Path) -> dict[str, object] | None:
@@ -254,16 +307,6 @@ def _timings(build: Path) -> dict[str, object] | None:
     except ImportError:  # the timings module is optional for a build
         return None
     return timings_for_build(build)
-
-
-def _git_head(path: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
 
 
 def _fail(
@@ -294,10 +337,13 @@ def show_record(record: LegRecord, console: Console) -> None:
     cc = record.ccache
     title = f"{record.leg}: {record.status} ({record.toolchain.get('identity', '?')}, ccache {cc.get('version', '?')})"
     table = Table(title=title, title_justify="left")
-    for col in ("hits", "direct/preproc", "misses", "uncacheable", "errors", "hit rate", "wall"):
+    remote = bool(cc.get("remote"))
+    for col in ("hits", *(("remote",) if remote else ()), "direct/preproc", "misses", "uncacheable", "errors",
+                "hit rate", "wall"):
         table.add_column(col, justify="right")
     table.add_row(
         str(cc.get("hits", 0)),
+        *((str(cc.get("remote_hits", 0)),) if remote else ()),
         f"{cc.get('direct_hits', 0)}/{cc.get('preprocessed_hits', 0)}",
         str(cc.get("misses", 0)),
         str(cc.get("uncacheable", 0)),

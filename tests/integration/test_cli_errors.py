@@ -70,4 +70,6 @@ def test_offline_clone_failure_suggests_source(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cannot clone" in lines[0] and "--source" in lines[0]
+    assert len(lines) == 1, proc.stderr
+    assert str(tmp_path / "no-such-repo") in lines[0] and "pass --source DIR" in lines[0]
+    assert not (tmp_path / "out" / "cpu" / "record.json").exists()

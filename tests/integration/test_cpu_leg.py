@@ -88,3 +88,23 @@ def test_concurrent_builds_on_one_cache_count_only_their_own(tmp_path: Path) -> 
     rec_b = json.loads((b / "out" / "cpu" / "record.json").read_text())
     assert (rec_a["ccache"]["misses"], rec_a["ccache"]["hits"]) == (COMPILATIONS, 0)
     assert (rec_b["ccache"]["misses"], rec_b["ccache"]["hits"]) == (0, COMPILATIONS)
+
+
+def test_build_packages_a_bundle_with_a_manifest(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws")
+    proc = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
+         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b4242"],
+        check=True,
+    )
+    record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
+    assert record["bundle"] == "dist/llama-b4242-bin-linux-cpu-x64.tar.gz", proc.stdout
+    bundle = ws / "out" / record["bundle"]
+    import tarfile
+
+    with tarfile.open(bundle) as tar:
+        names = tar.getnames()
+        manifest = json.load(tar.extractfile(next(n for n in names if n.endswith("manifest.json"))))
+    assert any(n.endswith("bin/demo") for n in names)
+    assert manifest["leg"]["name"] == "cpu" and manifest["tag"] == "b4242"
+    assert str(ws) not in json.dumps(manifest), "the manifest must not hold the workspace's path"

@@ -1,0 +1,468 @@
+"""Bundles: a leg's programs and shared libraries, a manifest, and comparing two bundles.
+
+What goes in (the selection rule), from the build directory, top level only:
+
+- ``bin/``: shared libraries (``*.so``, ``*.so.N...``, ``*.dll``, ``*.dylib``),
+  ``*.exe``, and files with an executable bit, except build by-products
+  (``*.a``, ``*.lib``, ``*.pdb``, ``*.o``, ``*.obj``, ``*.exp``, ``*.ilk``);
+- ``lib/``: shared libraries only.
+
+They keep their ``bin/`` and ``lib/`` paths in the archive, beside
+``manifest.json``. The manifest holds inputs and outputs only, nothing that
+differs between two runs of the same inputs: no times, no cache statistics,
+no absolute paths of the machine (see :func:`portable_text`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+from pipeline.archive import Entry, archive_kind, file_digest, read_members, write_tar_gz, write_zip
+from pipeline.config import Leg
+from pipeline.errors import BundleError
+from pipeline.record import LegRecord
+from pipeline.toolchain import Toolchain
+
+FORMAT = "llama-pipeline-bundle"
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+DIST_DIR = "dist"
+PROGRAM_MODE = 0o755
+MANIFEST_MODE = 0o644
+
+_SHARED_LIB = re.compile(r"\.(?:so(?:\.\d+)*|dll|dylib)$", re.IGNORECASE)
+_BY_PRODUCT = re.compile(r"\.(?:a|lib|pdb|o|obj|exp|ilk)$", re.IGNORECASE)
+# CMake arguments that do not change the outputs but name a machine path.
+_DROPPED_ARGS = re.compile(r"^-DCMAKE_(?:[A-Za-z]+_COMPILER_LAUNCHER|MAKE_PROGRAM)(?::[A-Z]+)?=")
+# Toolchain details that are inputs; anything else (a local path, a cache flag) stays in the record.
+TOOLCHAIN_KEYS = ("version", "url", "sha256")
+
+
+# --------------------------------------------------------------------------
+# Pure rules
+
+
+def bundle_name(leg: Leg, tag: str) -> str:
+    """``llama-<tag>-bin-<os>-<backend>[-<family>]-x64.tar.gz`` (``.zip`` for Windows legs)."""
+    family = f"-{leg.family}" if leg.family else ""
+    ext = "zip" if leg.os == "windows" else "tar.gz"
+    return f"llama-{tag}-bin-{leg.os}-{leg.backend}{family}-x64.{ext}"
+
+
+def is_payload(relpath: str, *, executable: bool) -> bool:
+    """The selection rule: does ``relpath`` (relative to the build dir, '/'-separated) go in?"""
+    folder, _, name = relpath.partition("/")
+    if not name or "/" in name:
+        return False
+    shared = bool(_SHARED_LIB.search(name))
+    if folder == "lib":
+        return shared
+    if folder == "bin":
+        return shared or name.lower().endswith(".exe") or (executable and not _BY_PRODUCT.search(name))
+    return False
+
+
+def _path_variants(root: str) -> list[str]:
+    variants = {root.rstrip("/\\")}
+    variants.add(root.replace("\\", "/").rstrip("/"))
+    return sorted((v for v in variants if len(v) > 1), key=len, reverse=True)
+
+
+def portable_text(text: str, roots: Mapping[str, str]) -> str:
+    """Replace each root folder in ``text`` by ``<name>``, longest root first.
+
+    A root only matches whole path components: ``/ws/out`` does not match
+    ``/ws/output``. Paths outside the roots (``/usr/bin/gcc``: the compiler's
+    identity) are kept.
+    """
+    pairs = sorted(((v, name) for name, root in roots.items() for v in _path_variants(root)), key=lambda p: -len(p[0]))
+    for value, name in pairs:
+        text = re.sub(re.escape(value) + r"(?=$|[/\\;:,\"'\s])", f"<{name}>", text)
+    return text
+
+
+def portable_cmake_args(args: Sequence[str], roots: Mapping[str, str]) -> list[str]:
+    """The CMake arguments as inputs: launchers and the make program dropped, roots replaced."""
+    return [portable_text(a, roots) for a in args if not _DROPPED_ARGS.match(a)]
+
+
+def _is_remote_url(repo: str) -> bool:
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", repo)) and not repo.startswith("file:")
+
+
+def source_manifest(source: Mapping[str, Any], *, tag: str, commit: str | None) -> dict[str, Any]:
+    """The source part of a manifest from a record's source (a SourceSpec's JSON or a --source folder)."""
+    repo = source.get("repo") or source.get("url")
+    mix = source.get("mix") or []
+    return {
+        # A local path or file:// URL names this machine; reproduce then needs --source.
+        "repo": repo if isinstance(repo, str) and _is_remote_url(repo) else None,
+        "base_tag": source.get("base_tag") or (tag if not mix else None),
+        "base_commit": source.get("base_commit"),
+        "commit": commit,
+        "mix": list(mix),
+        "mix_hash": source.get("mix_hash"),
+    }
+
+
+def build_manifest(
+    *,
+    name: str,
+    leg: Leg,
+    tag: str,
+    source: Mapping[str, Any],
+    commit: str | None,
+    toolchain: Toolchain,
+    cmake_args: Sequence[str],
+    roots: Mapping[str, str],
+    files: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The manifest object: inputs (leg, tag, source, toolchain, flags) and outputs (files)."""
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "leg": {
+            "name": leg.name,
+            "backend": leg.backend,
+            "os": leg.os,
+            "family": leg.family,
+            "targets": list(leg.targets),
+            "cuda_architectures": list(leg.cuda_architectures),
+        },
+        "tag": tag,
+        "source": source_manifest(source, tag=tag, commit=commit),
+        "toolchain": {
+            "kind": toolchain.kind,
+            "identity": toolchain.identity,
+            **{k: toolchain.details[k] for k in TOOLCHAIN_KEYS if k in toolchain.details},
+        },
+        "compilers": {lang: portable_text(text, roots) for lang, text in sorted(toolchain.compilers.items())},
+        "cmake_args": portable_cmake_args(cmake_args, roots),
+        "files": sorted((dict(f) for f in files), key=lambda f: str(f["path"])),
+    }
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+# --------------------------------------------------------------------------
+# Making a bundle
+
+
+@dataclass(frozen=True, kw_only=True)
+class PayloadFile:
+    relpath: str
+    path: Path
+    # The target name (same folder) when stored as a symlink.
+    link: str | None = None
+
+
+def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
+    """Apply :func:`is_payload` to ``bin/`` and ``lib/`` of ``build_dir``, sorted.
+
+    A symlink to another selected file of the same folder stays a symlink
+    (tar only, ``symlinks=True``); any other is stored as the file it names.
+    """
+    found: dict[str, PayloadFile] = {}
+    for folder in ("bin", "lib"):
+        top = build_dir / folder
+        if not top.is_dir():
+            continue
+        for item in sorted(top.iterdir()):
+            rel = f"{folder}/{item.name}"
+            if item.is_dir():
+                continue
+            if not item.exists():
+                raise BundleError(f"{item}: dangling symlink in the build")
+            executable = os.access(item, os.X_OK)
+            if is_payload(rel, executable=executable):
+                found[rel] = PayloadFile(relpath=rel, path=item)
+    if symlinks:
+        for rel, pf in list(found.items()):
+            if pf.path.is_symlink():
+                target = str(pf.path.readlink())
+                if "/" not in target and "\\" not in target and f"{rel.split('/')[0]}/{target}" in found:
+                    found[rel] = PayloadFile(relpath=rel, path=pf.path, link=target)
+    return [found[k] for k in sorted(found)]
+
+
+def _roots(build_dir: Path, out_dir: Path, record: LegRecord, toolchain: Toolchain) -> dict[str, str]:
+    out = out_dir.resolve()
+    roots = {"build": str(build_dir.resolve()), "out": str(out)}
+    path = record.source.get("path")
+    # A source inside the output folder reads <out>/..., however it got there
+    # (cloned by the pipeline or given with --source), so a rebuild matches.
+    if isinstance(path, str) and path and not Path(path).resolve().is_relative_to(out):
+        roots["source"] = path
+    for key in ("ROCM_PATH", "HIP_PATH", "CUDA_PATH", "VULKAN_SDK"):
+        value = toolchain.env.get(key)
+        if value and Path(value).is_absolute():
+            roots.setdefault("toolchain", value)
+    roots["home"] = str(Path.home())
+    return roots
+
+
+def make_bundle(
+    *,
+    leg: Leg,
+    record: LegRecord,
+    build_dir: Path,
+    out_dir: Path,
+    toolchain: Toolchain,
+    tag: str,
+    commit: str | None,
+) -> Path:
+    """Package a successful build into ``<out>/dist/<bundle_name>``; return its path."""
+    name = bundle_name(leg, tag)
+    zipped = name.endswith(".zip")
+    payload = collect_payload(build_dir, symlinks=not zipped)
+    if not payload:
+        raise BundleError(f"{build_dir}: nothing to bundle: no programs or shared libraries in bin/ or lib/")
+    files: list[dict[str, Any]] = []
+    entries: list[Entry] = []
+    for pf in payload:
+        if pf.link is not None:
+            files.append({"path": pf.relpath, "symlink": pf.link})
+            entries.append(Entry(name=pf.relpath, mode=0o777, link=pf.link))
+        else:
+            size, digest = file_digest(pf.path)
+            files.append({"path": pf.relpath, "size": size, "sha256": digest})
+            entries.append(Entry(name=pf.relpath, mode=PROGRAM_MODE, path=pf.path))
+    manifest = build_manifest(
+        name=name,
+        leg=leg,
+        tag=tag,
+        source=record.source,
+        commit=commit,
+        toolchain=toolchain,
+        cmake_args=record.cmake_args,
+        roots=_roots(build_dir, out_dir, record, toolchain),
+        files=files,
+    )
+    entries.append(Entry(name=MANIFEST_NAME, mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
+    entries.extend(Entry(name=f"{d}/", mode=0o755, is_dir=True) for d in sorted({pf.relpath.split("/")[0] for pf in payload}))
+    target = out_dir / DIST_DIR / name
+    (write_zip if zipped else write_tar_gz)(target, entries)
+    return target
+
+
+# --------------------------------------------------------------------------
+# Reading
+
+
+def check_manifest(data: Any, where: str) -> dict[str, Any]:
+    """``data`` if it is one of our manifests, else BundleError naming ``where``."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BundleError(f"{where}: foreign manifest: not a {FORMAT} manifest")
+    version = data.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise BundleError(f"{where}: manifest format version {version!r} is not supported (up to {FORMAT_VERSION})")
+    files = data.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in files):
+        raise BundleError(f"{where}: corrupt manifest: 'files' is not a list of file entries")
+    return data
+
+
+def _parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{where}: corrupt manifest: {exc}") from None
+    return check_manifest(data, where)
+
+
+def read_manifest(bundle_or_manifest: Path) -> dict[str, Any]:
+    """The manifest of a bundle (.tar.gz/.zip), of an unpacked bundle folder, or a manifest.json."""
+    path = bundle_or_manifest
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    if not path.is_file():
+        raise BundleError(f"{bundle_or_manifest}: no such bundle or manifest")
+    if archive_kind(path) is None:
+        try:
+            return _parse_manifest(path.read_bytes(), str(path))
+        except BundleError:
+            if path.suffix == ".json":
+                raise
+            raise BundleError(f"{path}: not a bundle (neither a .tar.gz, a .zip nor a manifest.json)") from None
+    for member, data in read_members(path):
+        if member.name == MANIFEST_NAME and data is not None:
+            return _parse_manifest(data, f"{path}:{MANIFEST_NAME}")
+    raise BundleError(f"{path}: foreign bundle: no {MANIFEST_NAME} inside")
+
+
+# --------------------------------------------------------------------------
+# Comparing
+
+
+@dataclass(frozen=True, kw_only=True)
+class Digest:
+    size: int | None = None
+    sha256: str | None = None
+    link: str | None = None
+
+
+@dataclass(kw_only=True)
+class Side:
+    """What one side of a comparison holds: payload files and, for a bundle, its manifest."""
+
+    label: str
+    files: dict[str, Digest] = field(default_factory=dict)
+    manifest: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class Comparison:
+    a: str
+    b: str
+    identical: list[str] = field(default_factory=list)
+    # (path, size in A, size in B); a symlink's size is None.
+    differing: list[tuple[str, int | None, int | None]] = field(default_factory=list)
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+    # Dotted manifest keys whose values differ (inputs: tag, source.commit, toolchain.version...).
+    manifest_differences: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.identical) + len(self.differing) + len(self.only_a) + len(self.only_b)
+
+    @property
+    def same(self) -> bool:
+        return self.total == len(self.identical) and not self.manifest_differences
+
+    @property
+    def summary(self) -> str:
+        return f"{len(self.identical)} of {self.total} files identical"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "identical": self.same,
+            "summary": self.summary,
+            "identical_files": self.identical,
+            "differing": [{"path": p, "size_a": sa, "size_b": sb} for p, sa, sb in self.differing],
+            "only_in_a": self.only_a,
+            "only_in_b": self.only_b,
+            "manifest_differences": self.manifest_differences,
+        }
+
+
+def _digest_of_entry(entry: Mapping[str, Any], where: str) -> Digest:
+    if "symlink" in entry:
+        return Digest(link=str(entry["symlink"]))
+    size, sha = entry.get("size"), entry.get("sha256")
+    if not isinstance(size, int) or not isinstance(sha, str):
+        raise BundleError(f"{where}: corrupt manifest: {entry.get('path')} has no size and sha256")
+    return Digest(size=size, sha256=sha)
+
+
+def _load_archive(path: Path) -> Side:
+    side = Side(label=str(path))
+    manifest_raw: bytes | None = None
+    for member, data in read_members(path):
+        if member.name == MANIFEST_NAME:
+            manifest_raw = data
+        elif member.link is not None:
+            side.files[member.name] = Digest(link=member.link)
+        else:
+            side.files[member.name] = Digest(size=member.size, sha256=member.sha256)
+    if manifest_raw is None:
+        raise BundleError(f"{path}: foreign bundle: no {MANIFEST_NAME} inside")
+    side.manifest = _parse_manifest(manifest_raw, f"{path}:{MANIFEST_NAME}")
+    listed = {str(e["path"]): _digest_of_entry(e, str(path)) for e in side.manifest["files"]}
+    if listed != side.files:
+        wrong = sorted(set(listed) ^ set(side.files)) or sorted(k for k in listed if listed[k] != side.files[k])
+        raise BundleError(f"{path}: corrupt bundle: {wrong[0]} does not match the manifest")
+    return side
+
+
+def _load_folder(path: Path) -> Side:
+    side = Side(label=str(path))
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for fname in sorted(filenames):
+            full = Path(dirpath) / fname
+            rel = PurePath(os.path.relpath(full, path)).as_posix()
+            if full.is_symlink():
+                side.files[rel] = Digest(link=str(full.readlink()))
+            else:
+                size, digest = file_digest(full)
+                side.files[rel] = Digest(size=size, sha256=digest)
+    top = path / MANIFEST_NAME
+    if top.is_file():
+        try:
+            side.manifest = _parse_manifest(top.read_bytes(), str(top))
+        except BundleError:
+            side.manifest = None  # an ordinary file of an ordinary folder
+        else:
+            del side.files[MANIFEST_NAME]
+    return side
+
+
+def _load_manifest_file(path: Path) -> Side:
+    manifest = _parse_manifest(path.read_bytes(), str(path))
+    files = {str(e["path"]): _digest_of_entry(e, str(path)) for e in manifest["files"]}
+    return Side(label=str(path), files=files, manifest=manifest)
+
+
+def load_side(path: Path) -> Side:
+    """A bundle, an unpacked bundle or any folder, or a manifest.json, ready to compare."""
+    if path.is_dir():
+        return _load_folder(path)
+    if not path.is_file():
+        raise BundleError(f"{path}: no such bundle, folder or manifest")
+    if archive_kind(path) is not None:
+        return _load_archive(path)
+    if path.suffix == ".json":
+        return _load_manifest_file(path)
+    raise BundleError(f"{path}: not a bundle (neither a .tar.gz, a .zip, a folder nor a manifest.json)")
+
+
+def manifest_differences(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ, ignoring the file list (compared file by file)."""
+    keys = sorted(set(a) | set(b))
+    diffs: list[str] = []
+    for key in keys:
+        if not prefix and key in ("files", "name"):
+            continue
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            diffs.extend(manifest_differences(va, vb, f"{prefix}{key}."))
+        elif va != vb:
+            diffs.append(f"{prefix}{key}")
+    return diffs
+
+
+def compare_sides(a: Side, b: Side) -> Comparison:
+    """File by file: identical, differing (with sizes), only in A, only in B; plus manifest inputs."""
+    result = Comparison(a=a.label, b=b.label)
+    for name in sorted(set(a.files) | set(b.files)):
+        da, db = a.files.get(name), b.files.get(name)
+        if db is None:
+            result.only_a.append(name)
+        elif da is None:
+            result.only_b.append(name)
+        elif da == db:
+            result.identical.append(name)
+        else:
+            result.differing.append((name, da.size, db.size))
+    if a.manifest is not None and b.manifest is not None:
+        result.manifest_differences = manifest_differences(a.manifest, b.manifest)
+    elif (a.manifest is None) != (b.manifest is None):
+        result.manifest_differences = ["manifest"]
+    return result
+
+
+def compare(a: Path, b: Path) -> Comparison:
+    """Compare two bundles (.tar.gz/.zip), folders or manifests file by file."""
+    return compare_sides(load_side(a), load_side(b))

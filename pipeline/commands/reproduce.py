@@ -1,0 +1,165 @@
+"""``python -m pipeline reproduce BUNDLE_OR_MANIFEST``: rebuild a bundle from its manifest and compare.
+
+The manifest gives the leg, the tag, the source commit (base tag + mix set),
+the toolchain version and the CMake arguments. The source is checked out at
+that commit (or taken from ``--source``, which must be at it), the leg is
+built with the same toolchain version through the normal build entry point,
+and the new bundle is compared with the original file by file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline.bundle import Comparison, compare_sides, load_side, read_manifest
+from pipeline.config import Leg, Matrix, load_matrix
+from pipeline.errors import BundleError, SourceError
+
+DEFAULT_OUT = Path("out") / "reproduce"
+# How the source was obtained (a clone with a mix, or a folder) need not match:
+# the commit names the tree, and it is compared.
+_SOURCE_PROVENANCE = ("source.repo", "source.base_tag", "source.base_commit", "source.mix", "source.mix_hash")
+
+_EPILOG = """\
+The rebuild uses this checkout's pipeline and matrix.toml for the leg (--matrix):
+flags that changed since the bundle was built show up as manifest differences.
+Without --source, the source is checked out at the manifest's commit (base tag
+plus mix set) under --out, at the same place relative to --out as the original
+build had it. Exit code: 0 when the rebuilt bundle is identical, 1 when not.
+"""
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "reproduce",
+        help="rebuild a bundle from its manifest's inputs and compare the result with it",
+        description="Rebuild a bundle (or a manifest.json) with its recorded inputs and compare file by file.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bundle", metavar="BUNDLE_OR_MANIFEST", type=Path, help="a bundle or its manifest.json")
+    p.add_argument("--source", type=Path, metavar="DIR", help="an existing checkout at the manifest's commit")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default: {DEFAULT_OUT})")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR", help="ccache directory (default: as for build)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(func=run)
+
+
+def manifest_leg(manifest: dict[str, Any], matrix: Matrix, where: str) -> Leg:
+    """The matrix's leg of the manifest, checked to still build the same kind of bundle."""
+    info = manifest.get("leg")
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+        raise BundleError(f"{where}: corrupt manifest: no leg name")
+    leg = matrix.leg(info["name"])
+    for key in ("backend", "os", "family"):
+        if info.get(key) != getattr(leg, key):
+            raise BundleError(
+                f"{where}: leg {leg.name!r} was a {key} {info.get(key)!r} leg, {matrix.path} now says {getattr(leg, key)!r}"
+            )
+    return leg
+
+
+def recorded_source_dir(manifest: dict[str, Any]) -> str | None:
+    """The ``-S`` folder of the original build relative to its output folder, when it was inside it."""
+    args = manifest.get("cmake_args") or []
+    for flag, value in itertools.pairwise(args):
+        if flag == "-S" and isinstance(value, str) and value.startswith("<out>/"):
+            rel = value[len("<out>/") :]
+            if rel and ".." not in rel.split("/"):
+                return rel
+    return None
+
+
+def spec_from_manifest(manifest: dict[str, Any], matrix: Matrix, where: str) -> Any:
+    """The SourceSpec that checks out the manifest's commit."""
+    from pipeline.source import SourceSpec
+
+    src = manifest.get("source")
+    if not isinstance(src, dict) or not src.get("commit"):
+        raise BundleError(f"{where}: the manifest records no source commit; pass --source DIR")
+    if not src.get("base_tag"):
+        raise BundleError(f"{where}: the manifest records no base tag; pass --source DIR")
+    data = {
+        "repo": src.get("repo") or matrix.source.repo,
+        "base_tag": src["base_tag"],
+        "base_commit": src.get("base_commit"),
+        "mix": src.get("mix") or [],
+        "commit": src["commit"],
+    }
+    return SourceSpec.from_json(data, where=f"{where}: source")
+
+
+def material_differences(result: Comparison) -> list[str]:
+    return [d for d in result.manifest_differences if d not in _SOURCE_PROVENANCE]
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipeline.build import leg_dir, run_leg
+    from pipeline.bundle import make_bundle
+    from pipeline.commands.compare import print_comparison
+    from pipeline.options import LegOptions
+    from pipeline.source import checkout_source, describe_checkout
+    from pipeline.toolchain.registry import prepare_toolchain
+
+    console = Console(stderr=args.json)
+    original = args.bundle
+    manifest = read_manifest(original)
+    where = str(original)
+    matrix = load_matrix(args.matrix)
+    leg = manifest_leg(manifest, matrix, where)
+    recorded = manifest.get("source") or {}
+    commit = recorded.get("commit")
+    tag = str(manifest.get("tag"))
+    out: Path = args.out.resolve()
+
+    if args.source is not None:
+        source = args.source.resolve()
+        head = describe_checkout(source).commit
+        if commit and head != commit:
+            raise SourceError(f"--source {args.source} is at {head or 'no git commit'}, the bundle was built from {commit}")
+        # The folder is at the recorded commit: the recorded provenance holds.
+        provenance = {k: recorded.get(k) for k in ("repo", "base_tag", "base_commit", "mix", "mix_hash")}
+    else:
+        spec = spec_from_manifest(manifest, matrix, where)
+        source = out / (recorded_source_dir(manifest) or "src/llama.cpp")
+        with console.status(f"checking out {spec.tag} at {str(commit)[:12]}"):
+            head = checkout_source(spec, source)
+        provenance = spec.to_json()
+
+    toolchain_info = manifest.get("toolchain") or {}
+    options = LegOptions(
+        source=source,
+        out=out,
+        tag=tag,
+        cache_dir=args.cache_dir,
+        rocm_version=toolchain_info.get("version") if leg.backend == "rocm" else None,
+        no_bundle=True,
+    )
+    record = run_leg(matrix, leg, options, console)
+    # The same toolchain the build used (resolved and installed already: cached).
+    toolchain = prepare_toolchain(leg, matrix, options, console)
+    record.source = {**record.source, **provenance, "commit": head}
+    rebuilt = make_bundle(
+        leg=leg,
+        record=record,
+        build_dir=leg_dir(out, leg.name) / "build",
+        out_dir=out,
+        toolchain=toolchain,
+        tag=tag,
+        commit=head,
+    )
+    console.print(f"rebuilt {rebuilt}", highlight=False)
+
+    result = compare_sides(load_side(original), load_side(rebuilt))
+    result.manifest_differences = material_differences(result)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print_comparison(console, result)
+    return 0 if result.same else 1
