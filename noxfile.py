@@ -37,8 +37,8 @@ DEFAULT_RESOLUTION = OUT / "resolved.json"
 # earlier run is never picked up by a standalone leg.
 _THIS_RUN: dict[str, str] = {}
 # The options of `python -m pipeline resolve` that a leg's arguments may carry.
-_RESOLVE_FLAGS = ("--rocm-version", "--now", "--index-url")
-_RESOLVE_SWITCHES = ("--json",)
+_RESOLVE_FLAGS = ("--rocm-version", "--now", "--index-url", "--tag")
+_RESOLVE_SWITCHES = ("--json", "--no-source")
 
 
 def _install(session: nox.Session, extras: str = "") -> None:
@@ -52,7 +52,8 @@ def _install(session: nox.Session, extras: str = "") -> None:
 
 def _resolve_args(posargs: list[str]) -> list[str]:
     """The subset of a leg's arguments that also steer the run's resolution."""
-    picked: list[str] = []
+    # A leg built from a given tree needs no source resolution (and no network).
+    picked: list[str] = ["--no-source"] if any(a.split("=", 1)[0] == "--source" for a in posargs) else []
     args = iter(posargs)
     for arg in args:
         flag = arg.split("=", 1)[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -82,6 +83,17 @@ def register(sub: Any) -> None:
         type=Path,
         help=f"where the run's resolution goes (default: {DEFAULT_RESOLVED_PATH}; whole-run mode only)",
     )
+    p.add_argument(
+        "--tag",
+        metavar="TAG",
+        help="llama.cpp tag of the run, b<digits> or latest (whole-run mode; default: $PIPELINE_TAG, "
+        "else matrix.toml's)",
+    )
+    p.add_argument(
+        "--no-source",
+        action="store_true",
+        help="whole-run mode: resolve the ROCm builds only, not the source tag (no git access)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
@@ -116,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("resolve: give either --leg or --os with --family, not both")
     if args.leg is None and single and (args.os_name is None or args.family is None):
         raise UsageError("resolve: --os and --family go together (or use --leg)")
-    if single and args.write is not None:
-        raise UsageError("resolve: --write is for the whole run (without --leg/--os/--family)")
+    if single and (args.write is not None or args.tag is not None or args.no_source):
+        raise UsageError("resolve: --write, --tag and --no-source are for the whole run (without --leg/--os/--family)")
 
     now = effective_now(args.now)
     if single:
@@ -141,9 +153,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     matrix = load_matrix(args.matrix)
-    resolution = resolve_run(
-        matrix, now=now, policy=args.rocm_version, index_url=args.index_url, fetch=fetch_with_status(err)
-    )
+    tag = args.tag or os.environ.get("PIPELINE_TAG") or None
+    if tag is not None and tag != "latest" and not re.fullmatch(r"b\d+", tag):
+        raise UsageError(f"--tag {tag!r}: expected 'latest' or a tag like 'b10327'")
+    with err.status(f"resolving the run's inputs ({matrix.source.repo})"):
+        resolution = resolve_run(
+            matrix,
+            now=now,
+            policy=args.rocm_version,
+            index_url=args.index_url,
+            fetch=fetch_with_status(err),
+            source=not args.no_source,
+            source_tag=tag,
+        )
     target = args.write if args.write is not None else DEFAULT_RESOLVED_PATH
     write_resolution(target, resolution)
     if args.json:
@@ -194,3 +216,7 @@ def print_run(console: Console, resolution: Resolution) -> None:
     if not resolution.legs:
         table.caption = "the matrix has no rocm legs"
     console.print(table)
+    if resolution.source:
+        src = resolution.source
+        console.print(f"source: {src.get('repo')} tag [green]{src.get('tag')}[/] (base {src.get('base_tag')} "
+                      f"at {str(src.get('base_commit'))[:12]})", highlight=False)

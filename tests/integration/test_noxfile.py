@@ -94,7 +94,7 @@ targets = ["gfx1101"]
     out = tmp_path / "out"
     env_out = {"PIPELINE_OUT": str(out), "PIPELINE_NOW": NOW}
 
-    proc = _nox(["-s", "resolve"], matrix, tmp_path, env=env_out)
+    proc = _nox(["-s", "resolve", "--", "--no-source"], matrix, tmp_path, env=env_out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     resolved = out / "resolved.json"
     data = json.loads(resolved.read_text())

@@ -197,9 +197,23 @@ def test_explicit_version_survives_an_unreachable_index() -> None:
 # The CLI
 
 
+def upstream_repo(tmp_path: Path) -> Path:
+    """A local llama.cpp stand-in with one old tag, so whole-run resolves need no network."""
+    from tests.support.gitrepos import commit_files, init_repo, tag
+
+    repo = tmp_path / "upstream"
+    if not repo.exists():
+        init_repo(repo)
+        when = datetime(2026, 1, 5, tzinfo=UTC)
+        commit_files(repo, {"CMakeLists.txt": "project(x)\n"}, "base", when=when)
+        tag(repo, "b100", when=when)
+    return repo
+
+
 def write_matrix(tmp_path: Path, index_url: str, *, policy: str = "weekly") -> Path:
     path = tmp_path / "matrix.toml"
     path.write_text(
+        f'[source]\nrepo = "{upstream_repo(tmp_path)}"\n\n'
         f'[rocm]\npolicy = "{policy}"\nindex_url = "{index_url}"\n\n'
         '[legs.rocm-linux]\nbackend = "rocm"\nos = "linux"\nfamily = "gfx110X-all"\ntargets = ["gfx1100"]\n\n'
         '[legs.rocm-win]\nbackend = "rocm"\nos = "windows"\nfamily = "gfx1151"\ntargets = ["gfx1151"]\n\n'
@@ -261,6 +275,8 @@ def test_cli_whole_run_writes_the_resolution(http_server: LocalServer, tmp_path:
         "rocm-linux": "10.1.0a20260807", "rocm-win": "10.1.0a20260808"
     }
     assert list((tmp_path / "out").iterdir()) == [tmp_path / "out" / "resolved.json"]
+    # The run's source tag is resolved with it: every leg builds the same commit.
+    assert data["source"]["tag"] == "b100" and len(data["source"]["commit"] or data["source"]["base_commit"]) == 40
     proc = cli(tmp_path, "resolve", "--now", NOW_ISO, "--write", "elsewhere/r.json", "--json")
     assert json.loads(proc.stdout) == json.loads((tmp_path / "elsewhere" / "r.json").read_text())
 
