@@ -20,7 +20,18 @@ from pipeline.errors import PipelineError
 # Order is the order of `--help`.
 COMMANDS = (
     "build",
+    "cache-key",
+    "cache-save",
+    "compare",
     "legs",
+    "matrix",
+    "prune",
+    "replay",
+    "report",
+    "reproduce",
+    "resolve",
+    "simulate",
+    "timings",
 )
 
 

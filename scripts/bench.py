@@ -1,0 +1,687 @@
+"""The benchmark that keeps the pipeline honest (``nox -s bench``).
+
+In one run, on one machine:
+
+1. Generates a C++ project (``--units`` translation units with template work,
+   a static library and a program).
+2. Builds it cold through the pipeline: ``python -m pipeline build`` in a
+   subprocess, with an empty ccache directory. A subprocess, not ``run_leg``
+   in-process, because that is the user's path (``nox -s cpu`` runs exactly
+   this command): interpreter start, imports, toolchain detection, ccache
+   setup, record and summary all count.
+3. Builds it warm through the pipeline (a fresh build directory, the cache
+   of step 2), ``--repeat`` times.
+4. Builds it warm with raw ``cmake -G Ninja`` + ``ninja`` + ccache, no
+   pipeline: the same cmake and ninja, the same configure arguments (from the
+   pipeline's record), the same ccache environment and cache, a build
+   directory at the same depth (so ``base_dir`` yields the same relative
+   paths), ``--repeat`` times, interleaved with step 3.
+5. Times the ROCm resolver (parse the HTML ``const files = [...]`` page,
+   pick the weekly build) over a generated index of ``--index-entries``
+   entries, and the prune plan over ``--caches`` generated caches, with the
+   number of REST requests the prune would make. Caches the code keeps
+   (``functools.lru_cache``) are cleared before every timed run: a real
+   ``resolve`` runs once per process.
+
+Bundling is left out (``--no-bundle``): raw cmake + ninja has no bundle to
+compare with. Timings are medians; the figures are printed against the
+targets and written to ``--json-out`` (default
+``bench-results/bench-<date>.json``). Targets are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
+    # Run from a checkout without installing: benchmark this checkout's pipeline.
+    sys.path.insert(0, str(ROOT))
+
+from pipeline.build import find_tool  # noqa: E402
+from pipeline.ccache import CcacheSetup, ccache_version, find_ccache  # noqa: E402
+from pipeline.fsutil import atomic_write_json  # noqa: E402
+
+# Targets from the issue: printed, never asserted.
+TARGET_WARM_OVER_COLD = 0.10
+TARGET_OVERHEAD_S = 1.5
+TARGET_RESOLVER_S = 0.100
+TARGET_PRUNE_S = 1.0
+
+LEG = "cpu"
+FORMAT = 1
+
+
+# --------------------------------------------------------------------------
+# The generated project
+
+
+def _unit_source(i: int) -> str:
+    """One translation unit: standard headers plus recursive templates, a sort and folds.
+
+    About 0.75 s of g++ -O3 CPU time each on a 2-core EPYC VM: heavy enough for
+    ccache to matter, light enough that 300 of them build cold in minutes.
+    """
+    depth = 16 + i % 8
+    seq = 48 + i % 32
+    return textwrap.dedent(
+        f"""\
+        #include "bench.h"
+        #include <algorithm>
+        #include <array>
+        #include <numeric>
+        #include <tuple>
+        #include <utility>
+        #include <vector>
+
+        namespace u{i} {{
+        template <int N> struct Fib {{ static constexpr long value = Fib<N - 1>::value + Fib<N - 2>::value; }};
+        template <> struct Fib<1> {{ static constexpr long value = 1; }};
+        template <> struct Fib<0> {{ static constexpr long value = 0; }};
+
+        template <typename T, int D> struct Tower {{
+            static T go(T x) {{ return Tower<T, D - 1>::go(x) * 3 + D; }}
+        }};
+        template <typename T> struct Tower<T, 0> {{ static T go(T x) {{ return x; }} }};
+
+        template <std::size_t... I> constexpr long sum_seq(std::index_sequence<I...>) {{
+            return (0L + ... + static_cast<long>(I * I));
+        }}
+
+        template <typename... Ts> long fold_sizes(const std::tuple<Ts...>& t) {{
+            return std::apply([](const auto&... xs) {{ return (0L + ... + static_cast<long>(sizeof(xs))); }}, t);
+        }}
+
+        struct Rec {{ int id; double score; }};
+
+        long work(int n) {{
+            std::vector<Rec> recs;
+            for (int i = 0; i < n; ++i) recs.push_back(Rec{{i, (i * {i + 37} % 11) * 0.5}});
+            std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {{ return a.score > b.score; }});
+            long total = recs.empty() ? 0 : recs.front().id;
+            std::array<long, 64> xs{{}};
+            std::iota(xs.begin(), xs.end(), Fib<{30 + i % 10}>::value % 97);
+            total += std::accumulate(xs.begin(), xs.end(), 0L);
+            total += Tower<long, {depth}>::go(n) + Tower<int, {depth // 2}>::go(n);
+            total += sum_seq(std::make_index_sequence<{seq}>{{}});
+            total += fold_sizes(std::make_tuple(1, 2.0, Rec{{}}, 'c', BENCH_SEED));
+            return total;
+        }}
+        }}  // namespace u{i}
+
+        extern "C" long unit{i}(int n) {{ return u{i}::work(n); }}
+        """
+    )
+
+
+def write_project(root: Path, units: int, seed: int = 0) -> Path:
+    """A CMake project: ``units`` translation units in a static library, and a program."""
+    src = root / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    (root / "include").mkdir(exist_ok=True)
+    (root / "include" / "bench.h").write_text(f"#pragma once\n#define BENCH_SEED {seed}L\n")
+    names = []
+    for i in range(units):
+        path = src / f"unit{i:04d}.cpp"
+        path.write_text(_unit_source(i))
+        names.append(f"src/{path.name}")
+    decls = "\n".join(f'extern "C" long unit{i}(int);' for i in range(units))
+    calls = "\n".join(f"    total += unit{i}(n);" for i in range(units))
+    (src / "main.cpp").write_text(
+        f'#include <cstdio>\n{decls}\nint main(int argc, char**) {{\n    int n = argc + 8;\n    long total = 0;\n'
+        f'{calls}\n    std::printf("%ld\\n", total);\n    return 0;\n}}\n'
+    )
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\n"
+        "project(bench LANGUAGES CXX)\n"
+        "set(CMAKE_CXX_STANDARD 17)\n"
+        f"add_library(bench_units STATIC {' '.join(names)})\n"
+        "target_include_directories(bench_units PUBLIC include)\n"
+        "add_executable(bench src/main.cpp)\n"
+        "target_link_libraries(bench PRIVATE bench_units)\n"
+    )
+    return root
+
+
+MATRIX = """\
+# Written by scripts/bench.py: one CPU leg, the shared flags of a release build.
+[source]
+repo = "https://example.invalid/bench.git"
+tag = "b1"
+
+[ccache]
+compiler_check = "content"
+
+[cmake]
+args = ["-DCMAKE_BUILD_TYPE=Release"]
+
+[legs.cpu]
+backend = "cpu"
+os = "linux"
+"""
+
+
+# --------------------------------------------------------------------------
+# Builds
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildRun:
+    kind: str  # "cold", "warm-pipeline", "warm-raw"
+    wall_s: float
+    hits: int
+    misses: int
+    hit_rate: float
+    # Pipeline runs: the record's own phases and wall time (in-process).
+    configure_s: float | None = None
+    build_s: float | None = None
+    record_wall_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+class Bench:
+    """The workspace of one benchmark run and the commands it times."""
+
+    def __init__(self, work: Path, units: int) -> None:
+        self.work = work
+        self.ws = work / "ws"
+        # A reused --workdir must not make the cold build warm.
+        shutil.rmtree(work / "caches", ignore_errors=True)
+        self.project = write_project(self.ws / "project", units)
+        self.matrix = self.ws / "matrix.toml"
+        self.matrix.write_text(MATRIX)
+        self.out = self.ws / "out"
+        self.logs = work / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, "PIPELINE_CACHE_HOME": str(work / "cache-home"), "COLUMNS": "120"}
+        if (ROOT / "pipeline" / "__init__.py").is_file():
+            self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        for var in ("CCACHE_DIR", "PIPELINE_MATRIX", "PIPELINE_RESOLVED", "CCACHE_REMOTE_STORAGE"):
+            self.env.pop(var, None)
+        self.cmake = find_tool("cmake")
+        self.ninja = find_tool("ninja")
+        self._log_count = 0
+
+    def _run(self, cmd: Sequence[str], what: str, env: dict[str, str] | None = None) -> float:
+        """Run ``cmd`` with output to a log file; its wall time in seconds; exit on failure."""
+        self._log_count += 1
+        log = self.logs / f"{self._log_count:03d}-{what}.log"
+        with log.open("w", encoding="utf-8") as fh:
+            started = time.perf_counter()
+            proc = subprocess.run(list(cmd), env=env or self.env, stdout=fh, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, check=False)
+            wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            tail = log.read_text(errors="replace").splitlines()[-30:]
+            sys.exit(f"bench: {what} failed ({proc.returncode}); log {log}:\n" + "\n".join(tail))
+        return wall
+
+    def pipeline_build(self, cache: Path, kind: str) -> tuple[BuildRun, dict[str, Any]]:
+        """``python -m pipeline build cpu`` as a user runs it; the run and its record."""
+        wall = self._run(
+            [sys.executable, "-m", "pipeline", "--matrix", str(self.matrix), "build", LEG,
+             "--source", str(self.project), "--out", str(self.out), "--cache-dir", str(cache), "--no-bundle"],
+            kind,
+        )
+        record: dict[str, Any] = json.loads((self.out / LEG / "record.json").read_text(encoding="utf-8"))
+        cc = record["ccache"]
+        run = BuildRun(
+            kind=kind, wall_s=round(wall, 3), hits=cc["hits"], misses=cc["misses"], hit_rate=cc["hit_rate"],
+            configure_s=record["phases"].get("configure"), build_s=record["phases"].get("build"),
+            record_wall_s=record["wall_seconds"],
+        )
+        return run, record
+
+    def raw_build(self, record: dict[str, Any]) -> BuildRun:
+        """The same configure and build with cmake + ninja + ccache only."""
+        cc = record["ccache"]
+        build = self.out / "raw" / "build"  # the depth of out/cpu/build: same relative paths
+        if build.exists():
+            shutil.rmtree(build)
+        build.parent.mkdir(parents=True, exist_ok=True)
+        args = list(record["cmake_args"])
+        args[args.index("-B") + 1] = str(build)
+        setup = CcacheSetup(
+            executable=find_ccache(),
+            version=cc["version"],
+            cache_dir=Path(cc["cache_dir"]),
+            base_dir=Path(cc["base_dir"]),
+            compiler_check=cc["compiler_check"],
+            max_size="5G",
+            stats_log=self.out / "raw" / "ccache-stats.log",
+        )
+        setup.stats_log.unlink(missing_ok=True)
+        env = {**self.env, **setup.env(with_stats_log=True)}
+        started = time.perf_counter()
+        self._run([str(self.cmake), *args, f"-DCMAKE_MAKE_PROGRAM={self.ninja}"], "raw-configure", env)
+        self._run([str(self.ninja), "-C", str(build)], "raw-build", env)
+        wall = time.perf_counter() - started
+        stats = setup.read_stats()
+        return BuildRun(kind="warm-raw", wall_s=round(wall, 3), hits=stats.hits, misses=stats.misses,
+                        hit_rate=stats.hit_rate)
+
+    def cli_startup(self) -> float:
+        """``python -m pipeline --version``: interpreter start and every command module's import."""
+        return self._run([sys.executable, "-m", "pipeline", "--version"], "cli-startup")
+
+    def bare_python(self) -> float:
+        return self._run([sys.executable, "-c", "pass"], "bare-python")
+
+
+# --------------------------------------------------------------------------
+# The resolver and the prune plan at scale
+
+
+FAMILIES = ("gfx110X-all", "gfx120X-all", "gfx1151", "gfx94X-dcgpu", "gfx950-dcgpu", "gfx90X-dcgpu",
+            "gfx101X-dgpu", "gfx103X-dgpu", "gfx1150", "gfx1152", "gfx1153", "gfx908")
+
+
+def index_page(entries: int, today: date) -> str:
+    """A TheRock-style HTML index of ``entries`` files: tarballs and their checksums, two OSes."""
+    files: list[dict[str, Any]] = []
+    rng = random.Random(8)
+    day = 0
+    while len(files) < entries:
+        built = today - timedelta(days=day)
+        stamp = built.strftime("%Y%m%d")
+        published = datetime(built.year, built.month, built.day, 6, tzinfo=UTC) + timedelta(hours=rng.randint(0, 20))
+        for os_name in ("linux", "windows"):
+            for family in FAMILIES:
+                version = f"{'10.1.0' if day % 3 else '7.15.0'}{'rc' if day % 17 == 0 else 'a'}{stamp}"
+                name = f"therock-dist-{os_name}-{family}-{version}.tar.gz"
+                # The real page mixes ISO strings and epoch numbers; so does this one.
+                mtime: Any = published.isoformat() if len(files) % 2 else int(published.timestamp())
+                files.append({"name": name, "mtime": mtime, "size": 2_000_000_000})
+                files.append({"name": name + ".sha256sum", "mtime": mtime, "size": 97})
+        day += 1
+    del files[entries:]
+    rng.shuffle(files)
+    return (
+        "<!DOCTYPE html><html><head><title>TheRock nightly tarballs</title></head><body>\n"
+        f"<script>\nconst files = {json.dumps(files)};\nrender(files);\n</script></body></html>\n"
+    )
+
+
+def cache_items(count: int, now: datetime) -> list[dict[str, Any]]:
+    """``count`` Actions caches as the REST API lists them: ours (many toolchains, refs), foreign, odd."""
+    from pipeline.cachekey import cache_key, toolchain_cache_key
+
+    rng = random.Random(20000)
+    legs = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X", "rocm-windows-gfx1151")
+    refs = ["refs/heads/main", *(f"refs/pull/{n}/merge" for n in range(1, 60))]
+    items: list[dict[str, Any]] = []
+    for i in range(count):
+        leg = rng.choice(legs)
+        week = rng.randint(0, 40)
+        toolchain = f"rocm-10.1.0a{(date(2026, 1, 3) + timedelta(weeks=week)):%Y%m%d}" if "rocm" in leg \
+            else f"gcc-{rng.choice(('12.2.0', '13.3.0', '14.2.0'))}"
+        roll = rng.random()
+        if roll < 0.04:
+            key = f"setup-python-{i}"  # someone else's
+        elif roll < 0.05:
+            key = f"llama-ccache--{leg}--{toolchain}"  # ours in shape, no tag: malformed
+        elif roll < 0.10:
+            key = toolchain_cache_key(leg, toolchain)
+        else:
+            key = cache_key(leg, toolchain, f"b{8000 + i}")
+        created = now - timedelta(minutes=rng.randint(0, 60 * 24 * 300))
+        items.append({
+            "id": i + 1, "ref": rng.choice(refs), "key": key, "version": f"{i:064x}",
+            "created_at": created.isoformat().replace("+00:00", "Z"),
+            "last_accessed_at": created.isoformat().replace("+00:00", "Z"),
+            "size_in_bytes": rng.randint(10_000_000, 400_000_000),
+        })
+    return items
+
+
+def _clear_caches(modules: Iterable[ModuleType]) -> None:
+    for module in modules:
+        for value in vars(module).values():
+            clear = getattr(value, "cache_clear", None)
+            if isinstance(value, functools._lru_cache_wrapper) and callable(clear):
+                clear()
+
+
+def _time(fn: Callable[[], Any], repeat: int, modules: Sequence[ModuleType]) -> tuple[list[float], Any]:
+    """Wall times of ``repeat`` calls, each with cold lru caches; and the last result."""
+    times: list[float] = []
+    result: Any = None
+    for _ in range(repeat):
+        _clear_caches(modules)
+        gc.collect()
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return times, result
+
+
+def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
+    import pipeline.resolve
+    import pipeline.rocm.index
+    import pipeline.rocm.policy
+    import pipeline.rocm.versions
+    from pipeline.resolve import resolve_from_entries
+    from pipeline.rocm.index import parse_html_index
+
+    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.resolve)
+    now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
+    page = index_page(entries, now.date())
+    url = "https://index.invalid/tarball-multi-arch/"
+    parsed = parse_html_index(page, where="bench index")
+
+    def resolve() -> Any:
+        listed = parse_html_index(page, where="bench index")
+        return resolve_from_entries(listed, "linux", "gfx110X-all", policy="weekly", now=now, index_url=url)
+
+    parse_times, _ = _time(lambda: parse_html_index(page, where="bench index"), repeat, modules)
+    select_times, _ = _time(
+        lambda: resolve_from_entries(parsed, "linux", "gfx110X-all", policy="weekly", now=now, index_url=url),
+        repeat, modules,
+    )
+    total_times, chosen = _time(resolve, repeat, modules)
+    return {
+        "entries": len(parsed),
+        "page_bytes": len(page.encode()),
+        "parse_s": _median(parse_times),
+        "select_s": _median(select_times),
+        "median_s": _median(total_times),
+        "runs_s": [round(t, 5) for t in total_times],
+        "chosen": chosen.version,
+        "target_s": TARGET_RESOLVER_S,
+    }
+
+
+def bench_prune(count: int, repeat: int) -> dict[str, Any]:
+    import pipeline.cachekey
+    import pipeline.prune
+    from pipeline.github import CacheEntry
+    from pipeline.prune import plan_with_cost
+
+    now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
+    items = cache_items(count, now)
+    modules = (pipeline.cachekey, pipeline.prune)
+
+    def parse() -> list[CacheEntry]:
+        return [CacheEntry.from_api(item, where="bench") for item in items]
+
+    parse_times, entries = _time(parse, repeat, modules)
+    plan_times, (plan, requests) = _time(lambda: plan_with_cost(entries, keep=2), repeat, modules)
+    return {
+        "caches": len(entries),
+        "listing_parse_s": _median(parse_times),
+        "median_s": _median(plan_times),
+        "runs_s": [round(t, 5) for t in plan_times],
+        "groups": len(plan.groups),
+        "delete_count": len(plan.to_delete),
+        "foreign": plan.foreign_count,
+        "malformed": len(plan.malformed),
+        "api_requests": requests,
+        "target_s": TARGET_PRUNE_S,
+    }
+
+
+# --------------------------------------------------------------------------
+# Machine facts
+
+
+def _first_line(cmd: Sequence[str]) -> str | None:
+    try:
+        out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.strip() else None
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def machine_facts(cmake: Path, ninja: Path) -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "memory_gib": _memory_gib(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "compiler": _first_line([os.environ.get("CXX") or "c++", "--version"]),
+        "ccache": ccache_version(find_ccache()),
+        "cmake": (_first_line([str(cmake), "--version"]) or "").removeprefix("cmake version ") or None,
+        "ninja": _first_line([str(ninja), "--version"]),
+        "load_average_start": _load(),
+    }
+
+
+# --------------------------------------------------------------------------
+# Report
+
+
+def _median(values: Sequence[float]) -> float:
+    return round(statistics.median(values), 5)
+
+
+def _check(value: float, target: float) -> dict[str, Any]:
+    return {"value": value, "target": target, "met": value <= target}
+
+
+def summarize(cold: list[BuildRun], warm: list[BuildRun], raw: list[BuildRun],
+              startup: dict[str, float]) -> dict[str, Any]:
+    cold_s = _median([r.wall_s for r in cold])
+    warm_s = _median([r.wall_s for r in warm])
+    raw_s = _median([r.wall_s for r in raw])
+    # What the pipeline spends outside CMake and Ninja, as its own record measures it.
+    inside = _median([(r.record_wall_s or 0) - (r.configure_s or 0) - (r.build_s or 0) for r in warm])
+    return {
+        "cold_s": cold_s,
+        "warm_pipeline_s": warm_s,
+        "warm_raw_s": raw_s,
+        "hit_rate": {"cold": cold[0].hit_rate, "warm_pipeline": warm[0].hit_rate, "warm_raw": raw[0].hit_rate},
+        "warm_over_cold": round(warm_s / cold_s, 4) if cold_s else None,
+        "pipeline_over_raw": round(warm_s / raw_s, 4) if raw_s else None,
+        "pipeline_overhead_s": round(warm_s - raw_s, 3),
+        "fixed_cost": {
+            "bare_python_s": startup["bare_python_s"],
+            "cli_startup_s": startup["cli_startup_s"],
+            "in_process_outside_cmake_ninja_s": inside,
+            "configure_pipeline_s": _median([r.configure_s or 0 for r in warm]),
+            "build_pipeline_s": _median([r.build_s or 0 for r in warm]),
+        },
+    }
+
+
+def print_report(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    m = result["machine"]
+    b = result["builds"]
+    fc = b["fixed_cost"]
+    console.print(
+        f"[bold]pipeline benchmark[/] {result['date']} on {m['cpus']} cores ({m['cpu_model']}), "
+        f"{m['memory_gib']} GiB, {m['platform']}; load {m['load_average_start']} -> {m['load_average_end']}",
+        highlight=False,
+    )
+    console.print(
+        f"{result['params']['units']} translation units, {result['params']['repeat']} warm runs each; "
+        f"{m['compiler']}, ccache {m['ccache']}, cmake {m['cmake']}, ninja {m['ninja']}",
+        highlight=False,
+    )
+    runs = Table(title="builds (wall seconds)", title_justify="left")
+    for col in ("build", "median", "runs", "hits", "misses", "hit rate"):
+        runs.add_column(col, justify="left" if col == "build" else "right")
+    for kind, label in (("cold", "cold, pipeline"), ("warm-pipeline", "warm, pipeline"), ("warm-raw", "warm, raw cmake+ninja")):
+        rows = [r for r in result["runs"] if r["kind"] == kind]
+        runs.add_row(
+            label,
+            f"{statistics.median(r['wall_s'] for r in rows):.2f}",
+            " ".join(f"{r['wall_s']:.2f}" for r in rows),
+            str(rows[0]["hits"]), str(rows[0]["misses"]), f"{rows[0]['hit_rate']:.1%}",
+        )
+    console.print(runs)
+    console.print(
+        f"pipeline fixed cost: {b['pipeline_overhead_s']:+.2f} s over raw (pipeline/raw {b['pipeline_over_raw']:.2f}x); "
+        f"python start {fc['bare_python_s']:.2f} s, `python -m pipeline --version` {fc['cli_startup_s']:.2f} s, "
+        f"in-process outside cmake+ninja {fc['in_process_outside_cmake_ninja_s']:.2f} s",
+        highlight=False,
+    )
+    r, p = result["resolver"], result["prune"]
+    console.print(
+        f"resolver: {r['entries']} index entries ({r['page_bytes'] / 1e6:.1f} MB page): parse {r['parse_s'] * 1e3:.1f} ms "
+        f"+ select {r['select_s'] * 1e3:.1f} ms; weekly picks {r['chosen']}",
+        highlight=False,
+    )
+    console.print(
+        f"prune plan: {p['caches']} caches -> {p['groups']} groups, {p['delete_count']} to delete, "
+        f"{p['foreign']} foreign, {p['malformed']} malformed; {p['api_requests']} REST requests "
+        f"(listing pages + deletes); listing parse {p['listing_parse_s'] * 1e3:.0f} ms",
+        highlight=False,
+    )
+    targets = Table(title="targets", title_justify="left")
+    for col in ("figure", "value", "target", ""):
+        targets.add_column(col, justify="left" if col == "figure" else "right")
+    t = result["targets"]
+    rows = [
+        ("warm / cold (pipeline)", f"{t['warm_over_cold']['value']:.1%}", f"<= {TARGET_WARM_OVER_COLD:.0%}", t["warm_over_cold"]),
+        ("pipeline overhead on warm", f"{t['overhead']['value']:.2f} s", f"<= {TARGET_OVERHEAD_S} s", t["overhead"]),
+        (f"resolver, {r['entries']} entries", f"{t['resolver']['value'] * 1e3:.1f} ms", f"< {TARGET_RESOLVER_S * 1e3:.0f} ms", t["resolver"]),
+        (f"prune plan, {p['caches']} caches", f"{t['prune']['value'] * 1e3:.1f} ms", f"< {TARGET_PRUNE_S * 1e3:.0f} ms", t["prune"]),
+    ]
+    for name, value, target, check in rows:
+        targets.add_row(name, value, target, "[green]met[/]" if check["met"] else "[red]MISSED[/]")
+    console.print(targets)
+    console.print(f"results: {result['json_out']}", highlight=False)
+
+
+# --------------------------------------------------------------------------
+# Main
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="scripts/bench.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--units", type=int, default=300, help="translation units of the generated project (default 300)")
+    p.add_argument("--repeat", type=int, default=3, help="warm builds of each kind; medians are reported (default 3)")
+    p.add_argument("--cold-repeat", type=int, default=1,
+                   help="cold builds, each with an empty cache (default 1: a cold build is the long part)")
+    p.add_argument("--index-entries", type=int, default=20_000, help="entries of the generated ROCm index (default 20000)")
+    p.add_argument("--caches", type=int, default=20_000, help="caches for the prune plan (default 20000)")
+    p.add_argument("--micro-repeat", type=int, default=5, help="runs of the resolver and prune timings (default 5)")
+    p.add_argument("--json-out", type=Path, help="results file (default bench-results/bench-<date>.json)")
+    p.add_argument("--workdir", type=Path, help="where to build (default: a temporary folder, removed afterwards)")
+    p.add_argument("--keep", action="store_true", help="keep the work folder (logs, builds, caches)")
+    args = p.parse_args(argv)
+    for name in ("units", "repeat", "cold_repeat", "index_entries", "caches", "micro_repeat"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = datetime.now(UTC)
+    json_out: Path = args.json_out or Path("bench-results") / f"bench-{started:%Y%m%d-%H%M%S}.json"
+    work = args.workdir.resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        bench = Bench(work, args.units)
+        machine = machine_facts(bench.cmake, bench.ninja)
+        say = functools.partial(print, flush=True)
+        say(f"bench: {args.units} units in {work}")
+
+        cold: list[BuildRun] = []
+        record: dict[str, Any] = {}
+        for i in range(args.cold_repeat):
+            run, rec = bench.pipeline_build(work / "caches" / f"cold-{i}", "cold")
+            say(f"bench: cold build {i + 1}/{args.cold_repeat}: {run.wall_s:.1f} s, {run.misses} misses")
+            cold.append(run)
+            record = record or rec
+        warm_cache = work / "caches" / "cold-0"
+        warm: list[BuildRun] = []
+        raw: list[BuildRun] = []
+        for i in range(args.repeat):
+            run, _ = bench.pipeline_build(warm_cache, "warm-pipeline")
+            warm.append(run)
+            raw.append(bench.raw_build(record))
+            say(f"bench: warm {i + 1}/{args.repeat}: pipeline {warm[-1].wall_s:.2f} s, raw {raw[-1].wall_s:.2f} s")
+        startup = {
+            "bare_python_s": _median([bench.bare_python() for _ in range(args.repeat)]),
+            "cli_startup_s": _median([bench.cli_startup() for _ in range(args.repeat)]),
+        }
+        builds = summarize(cold, warm, raw, startup)
+        say("bench: resolver and prune plan")
+        resolver = bench_resolver(args.index_entries, args.micro_repeat)
+        prune = bench_prune(args.caches, args.micro_repeat)
+        machine["load_average_end"] = _load()
+        result: dict[str, Any] = {
+            "format": FORMAT,
+            "date": started.isoformat(timespec="seconds"),
+            "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),
+            "machine": machine,
+            "params": {"units": args.units, "repeat": args.repeat, "cold_repeat": args.cold_repeat,
+                       "index_entries": args.index_entries, "caches": args.caches,
+                       "micro_repeat": args.micro_repeat, "path": "python -m pipeline build (subprocess)"},
+            "runs": [r.to_json() for r in (*cold, *warm, *raw)],
+            "builds": builds,
+            "resolver": resolver,
+            "prune": prune,
+            "targets": {
+                "warm_over_cold": _check(builds["warm_over_cold"], TARGET_WARM_OVER_COLD),
+                "overhead": _check(builds["pipeline_overhead_s"], TARGET_OVERHEAD_S),
+                "resolver": _check(resolver["median_s"], TARGET_RESOLVER_S),
+                "prune": _check(prune["median_s"], TARGET_PRUNE_S),
+            },
+            "json_out": str(json_out),
+        }
+        atomic_write_json(json_out, result)
+        print_report(result)
+    finally:
+        if not args.keep and not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""scripts/bench.py end to end at a tiny size: it runs, and its JSON carries every figure.
+
+Timings are only checked for shape (numbers, positive), never against targets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.conftest import ROOT
+
+UNITS = 4
+COMPILATIONS = UNITS + 1  # the units and main.cpp
+
+
+def test_bench_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "results" / "bench.json"
+    work = tmp_path / "work"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--units", str(UNITS), "--repeat", "1",
+         "--index-entries", "500", "--caches", "300", "--micro-repeat", "1",
+         "--json-out", str(out), "--workdir", str(work)],
+        cwd=tmp_path, env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.read_text())
+
+    assert result["params"]["units"] == UNITS
+    assert result["machine"]["cpus"] == os.cpu_count()
+    assert {r["kind"] for r in result["runs"]} == {"cold", "warm-pipeline", "warm-raw"}
+    builds = result["builds"]
+    assert builds["hit_rate"] == {"cold": 0.0, "warm_pipeline": 1.0, "warm_raw": 1.0}
+    runs = {r["kind"]: r for r in result["runs"]}
+    assert runs["cold"]["misses"] == COMPILATIONS
+    # Raw cmake+ninja hits the pipeline's cache: same arguments, same relative paths.
+    assert runs["warm-raw"]["hits"] == COMPILATIONS
+    for key in ("cold_s", "warm_pipeline_s", "warm_raw_s", "warm_over_cold", "pipeline_over_raw"):
+        assert builds[key] > 0, key
+    assert isinstance(builds["pipeline_overhead_s"], float)
+    for key in ("bare_python_s", "cli_startup_s", "in_process_outside_cmake_ninja_s", "configure_pipeline_s"):
+        assert key in builds["fixed_cost"]
+
+    resolver = result["resolver"]
+    assert resolver["entries"] == 500
+    assert re.fullmatch(r"\d+\.\d+\.\d+(a|rc)\d{8}", resolver["chosen"])
+    assert resolver["median_s"] > 0
+
+    prune = result["prune"]
+    assert prune["caches"] == 300
+    assert prune["api_requests"] == math.ceil(300 / 100) + prune["delete_count"]
+    assert 0 < prune["delete_count"] < 300
+
+    assert set(result["targets"]) == {"warm_over_cold", "overhead", "resolver", "prune"}
+    for check in result["targets"].values():
+        assert set(check) == {"value", "target", "met"}
+    assert "targets" in proc.stdout and "warm / cold" in proc.stdout
+    # An explicit --workdir is the caller's: kept, with the logs of every step.
+    assert any((work / "logs").iterdir())
