@@ -35,7 +35,21 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv`` (after the global options), if it is a known one."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--matrix":
+            next(args, None)
+        elif arg.startswith("-"):
+            continue
+        else:
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command's sub-parser (each import costs start-up time)."""
     parser = argparse.ArgumentParser(
         prog="python -m pipeline",
         description="Build llama.cpp prebuilt bundles from matrix.toml.",
@@ -47,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="matrix file (default: $PIPELINE_MATRIX, else ./matrix.toml)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (only,) if only else COMMANDS:
         importlib.import_module(f"pipeline.commands.{name.replace('-', '_')}").register(sub)
     return parser
 
@@ -62,7 +76,8 @@ def report_error(err: PipelineError) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
