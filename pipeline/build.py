@@ -150,7 +150,8 @@ class NinjaProgress:
 
     def line(self, line: str) -> None:
         if line.startswith("FAILED: "):
-            self.failed.append(line[len("FAILED: ") :].strip())
+            # Ninja 1.12+ writes "FAILED: [code=1] <outputs>".
+            self.failed.append(re.sub(r"^\[code=-?\d+\]\s*", "", line[len("FAILED: ") :].strip()))
             return
         match = _STATUS.match(line)
         if not match:
@@ -209,6 +210,7 @@ def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> 
     )
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         _warn(record, console, warning)
+    previous_toolchain = _swap_cache_owner(ccache.cache_dir, toolchain.identity)
     base_env = {**os.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
@@ -238,6 +240,9 @@ def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> 
         record.phases["build"] = round(time.monotonic() - t0, 3)
         stats = ccache.read_stats()
         record.ccache = ccache.to_record(stats)
+        # What filled this cache last: the report warns on a low hit rate only
+        # when the toolchain did not change (then something else broke the cache).
+        record.ccache["previous_toolchain"] = previous_toolchain
         if ccache.remote_check:
             from pipeline.remote_cache import remote_errors_warning
 
@@ -299,6 +304,24 @@ def _source_tree(
         raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
     check_cmake_project(source)
     return source, {**spec.to_json(), "commit": commit, "path": str(source)}, spec.tag
+
+
+CACHE_OWNER = "pipeline-toolchain.txt"
+
+
+def _swap_cache_owner(cache_dir: Path, identity: str) -> str | None:
+    """Record ``identity`` as the toolchain filling ``cache_dir``; return the one before it."""
+    marker = cache_dir / CACHE_OWNER
+    try:
+        previous = marker.read_text(encoding="utf-8").strip() or None
+    except (FileNotFoundError, UnicodeDecodeError):
+        previous = None
+    except OSError:
+        return None
+    from pipeline.fsutil import atomic_write_text
+
+    atomic_write_text(marker, identity + "\n")
+    return previous
 
 
 def _timings(build: Path) -> dict[str, object] | None:

@@ -108,3 +108,30 @@ def test_build_packages_a_bundle_with_a_manifest(tmp_path: Path) -> None:
     assert any(n.endswith("bin/demo") for n in names)
     assert manifest["leg"]["name"] == "cpu" and manifest["tag"] == "b4242"
     assert str(ws) not in json.dumps(manifest), "the manifest must not hold the workspace's path"
+
+
+def test_record_names_the_toolchain_that_filled_the_cache_before(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws")
+    cache = tmp_path / "ccache"
+    first = _build(ws, cache)
+    assert first["ccache"]["previous_toolchain"] is None
+    second = _build(ws, cache)
+    assert second["ccache"]["previous_toolchain"] == first["toolchain"]["identity"]
+
+
+def test_compile_error_shows_the_failing_step_and_the_log_tail(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws")
+    (ws / "project" / "src" / "unit003.cpp").write_text("int broken( { return 0; }\n")
+    proc = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
+         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-bundle"]
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "Ninja build failed at CMakeFiles/demo_units.dir/src/unit003.cpp.o" in lines[0]
+    assert "build.log" in lines[0]
+    assert "unit003.cpp" in proc.stdout and "error" in proc.stdout  # the log's tail
+    record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
+    assert record["status"] == "failed"
