@@ -13,11 +13,11 @@ import json
 import os
 import random
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pipeline.errors import IndexFormatError, NetworkError, UsageError
@@ -48,12 +48,77 @@ _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")\]]+")
 _EPOCH_MS = 100_000_000_000
 
 
-class IndexEntry(NamedTuple):
-    """One file of the index: its name (an S3 key may hold '/') and publish time."""
+# An entry whose publish time has been parsed (or was given parsed).
+_PARSED: Any = object()
 
-    name: str
-    # Aware (UTC); None when the index does not say.
-    published: datetime | None
+
+class IndexEntry:
+    """One file of the index: its name (an S3 key may hold '/') and publish time.
+
+    ``IndexEntry(name, published)`` is an entry with a known time. The parsers
+    keep the time as the index wrote it and parse it on first use of
+    :attr:`published`: an index has tens of thousands of entries and a resolve
+    uses the few hundred of one os and family. A bad time therefore raises
+    IndexFormatError, naming the index and the entry, when that entry is used;
+    a bad time on an entry nobody uses (another family, a checksum) is ignored.
+    """
+
+    __slots__ = ("_pos", "_published", "_raw", "_where", "name")
+
+    def __init__(self, name: str, published: datetime | None = None) -> None:
+        self.name = name
+        self._published = published
+        self._raw = _PARSED
+        self._where = ""
+        self._pos: int | None = None
+
+    @property
+    def published(self) -> datetime | None:
+        """When the index says the file was published: aware (UTC); None when it does not say."""
+        raw = self._raw
+        if raw is not _PARSED:
+            self._published = _parse_mtime(raw, self._label())
+            self._raw = _PARSED
+        return self._published
+
+    def _label(self) -> str:
+        if self._pos is None:
+            return f"{self._where}: {self.name!r}"
+        return f"{self._where}: files[{self._pos}] {self.name!r}"
+
+    def __iter__(self) -> Iterator[Any]:
+        # ``name, published = entry`` as with the named tuple this class replaced.
+        yield self.name
+        yield self.published
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IndexEntry):
+            return NotImplemented
+        return self.name == other.name and self.published == other.published
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.published))
+
+    def __repr__(self) -> str:
+        # Never parses: a repr must not raise on a bad time.
+        if self._raw is not _PARSED:
+            return f"IndexEntry({self.name!r}, mtime={self._raw!r})"
+        return f"IndexEntry({self.name!r}, {self._published!r})"
+
+
+# Past __init__: the parsers make one entry per file of the index.
+_new_entry = object.__new__
+
+
+def _unparsed(name: str, raw: Any, where: str, pos: int | None) -> IndexEntry:
+    """An entry whose time ``raw`` (as the index wrote it) is parsed on first use."""
+    entry = _new_entry(IndexEntry)
+    entry.name = name
+    entry._published = None
+    entry._raw = _PARSED if raw is None else raw
+    entry._where = where
+    entry._pos = pos
+    return entry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +166,19 @@ def parse_published(value: Any, *, where: str) -> datetime | None:
     raise IndexFormatError(f"{where}: publish time {value!r} is not ISO-8601, a Unix epoch or an HTTP date")
 
 
+def _parse_mtime(value: Any, where: str) -> datetime | None:
+    """:func:`parse_published`, with a fast path for the ISO-8601 text most indexes use."""
+    if type(value) is str:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return parse_published(value, where=where)
+        if moment.tzinfo is UTC:
+            return moment
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return parse_published(value, where=where)
+
+
 def sniff_format(text: str) -> str:
     """'s3' for an S3 XML document, else 'html'."""
     return "s3" if _XML_SNIFF.match(text[:4096].lstrip("\ufeff")) else "html"
@@ -118,10 +196,10 @@ def parse_html_index(text: str, *, where: str) -> list[IndexEntry]:
         raise IndexFormatError(f"{where}: malformed file list JSON at line {line}: {exc.msg}") from None
     if not isinstance(files, list):
         raise IndexFormatError(f"{where}: 'files' is a {type(files).__name__}, expected a JSON array")
-    # The hot loop of a 20,000-entry index: plain ISO-8601 UTC times take the fast path.
+    # The hot loop of a 20,000-entry index: names are checked here, times on first use.
     entries: list[IndexEntry] = []
     append = entries.append
-    fromiso = datetime.fromisoformat
+    unparsed = _unparsed
     for i, item in enumerate(files):
         try:
             name = item["name"]
@@ -130,18 +208,7 @@ def parse_html_index(text: str, *, where: str) -> list[IndexEntry]:
             name = None
         if type(name) is not str:
             raise IndexFormatError(f"{where}: files[{i}] is not an object with a string 'name': {item!r:.80}")
-        published: datetime | None = None
-        if type(mtime) is str:
-            try:
-                published = fromiso(mtime)
-            except ValueError:
-                published = parse_published(mtime, where=f"{where}: files[{i}] {name!r}")
-            else:
-                if published.tzinfo is not UTC:
-                    published = published.replace(tzinfo=UTC) if published.tzinfo is None else published.astimezone(UTC)
-        elif mtime is not None:
-            published = parse_published(mtime, where=f"{where}: files[{i}] {name!r}")
-        append(IndexEntry(name, published))
+        append(unparsed(name, mtime, where, i))
     return entries
 
 
@@ -167,20 +234,10 @@ def _s3_fast(text: str, where: str) -> S3Page | None:
         return None
     entries: list[IndexEntry] = []
     append = entries.append
-    fromiso = datetime.fromisoformat
     for i, (key, modified) in enumerate(pairs):
         if not key:
             raise IndexFormatError(f"{where}: Contents[{i}] has no Key")
-        key = _unescape(key)
-        published: datetime | None
-        try:
-            published = fromiso(modified)
-        except ValueError:
-            published = parse_published(modified, where=f"{where}: {key!r}")
-        else:
-            if published.tzinfo is not UTC:
-                published = published.replace(tzinfo=UTC) if published.tzinfo is None else published.astimezone(UTC)
-        append(IndexEntry(key, published))
+        append(_unparsed(_unescape(key), modified, where, None))
     truncated = _S3_TRUNCATED.search(text)
     token = _S3_TOKEN.search(text)
     marker = _S3_MARKER.search(text)
@@ -241,7 +298,7 @@ def parse_s3_page(text: str, *, where: str) -> S3Page:
                 modified = child.text
         if not key:
             raise IndexFormatError(f"{where}: Contents[{len(entries)}] has no Key")
-        entries.append(IndexEntry(key, parse_published(modified, where=f"{where}: {key!r}")))
+        entries.append(_unparsed(key, modified, where, None))
     return _s3_page(
         entries,
         root.findtext(f"{ns}IsTruncated"),
@@ -273,9 +330,13 @@ def builds_for(entries: Iterable[IndexEntry], base_url: str, os: str, family: st
     prefix = f"therock-dist-{os}-{family}-"
     seen: set[str] = set()
     builds: list[RocmBuild] = []
-    for name, published in entries:
+    for entry in entries:
+        name = entry.name
+        # Cheap tests first: most entries are other families, oses and checksums. Only the
+        # entries kept here have their publish time parsed (and a bad one reported).
+        if prefix not in name:
+            continue
         file_name = name.rpartition("/")[2]
-        # Cheap test first: most entries are other families, oses and checksums.
         if not file_name.startswith(prefix) or name in seen:
             continue
         parsed = parse_tarball(file_name)
@@ -289,7 +350,7 @@ def builds_for(entries: Iterable[IndexEntry], base_url: str, os: str, family: st
                 family=family,
                 version=parsed[2],
                 date=parsed[3],
-                published=published,
+                published=entry.published,
                 # A matched file name is URL-safe; only an S3 folder may need quoting.
                 url=base + (quote(name, safe="/") if "/" in name else name),
             )

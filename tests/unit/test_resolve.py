@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import parse_matrix
-from pipeline.errors import NetworkError, ResolutionError, UsageError
+from pipeline.errors import IndexFormatError, NetworkError, ResolutionError, UsageError
 from pipeline.options import LegOptions
 from pipeline.resolve import (
     Resolution,
@@ -23,8 +23,8 @@ from pipeline.resolve import (
     rocm_for_leg,
     write_resolution,
 )
-from pipeline.rocm.index import IndexEntry
-from tests.support.therock_index import nightlies
+from pipeline.rocm.index import IndexEntry, parse_html_index
+from tests.support.therock_index import html_page, nightlies
 
 INDEX = "http://127.0.0.1:9/idx/"
 NOW = datetime(2026, 8, 12, 18, tzinfo=UTC)  # weekly cutoff 2026-08-08
@@ -114,6 +114,19 @@ def test_unknown_family_lists_what_the_index_has() -> None:
     )
     with pytest.raises(ResolutionError, match=r"unknown ROCm family 'gfx110X-al' for linux .*did you mean 'gfx110X-all'"):
         resolve_rocm(matrix, "r", now=NOW, fetch=FakeIndex())
+
+
+def test_a_bad_publish_time_fails_the_leg_that_uses_it_only() -> None:
+    # Publish times are parsed for the entries a leg uses: the bad windows time is
+    # reported by name for the windows leg, and the linux leg resolves as usual.
+    bad = "therock-dist-windows-gfx1151-7.15.0a20260807.tar.gz"
+    pairs = [(n, "soon" if n == bad else t) for n, t in
+             nightlies("linux", "gfx110X-all", "10.1.0", date(2026, 8, 1), 12)
+             + nightlies("windows", "gfx1151", "7.15.0", date(2026, 8, 1), 12)]
+    entries = parse_html_index(html_page(pairs), where=INDEX)
+    assert resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex(entries)).version == "10.1.0a20260808"
+    with pytest.raises(IndexFormatError, match=rf"^{INDEX}: files\[18\] '{bad}': publish time 'soon'"):
+        resolve_run(MATRIX, now=NOW, fetch=FakeIndex(entries))
 
 
 def test_non_rocm_leg() -> None:

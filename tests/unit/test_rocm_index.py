@@ -86,9 +86,53 @@ def test_file_list_of_the_wrong_shape() -> None:
         parse_html_index('<script>const files = [{"name": "a"}, {"mtime": 1}];</script>', where="idx")
 
 
-def test_entry_with_a_bad_time_names_the_entry() -> None:
-    with pytest.raises(IndexFormatError, match=r"files\[0\] 'a': publish time 'soon'"):
-        parse_html_index('<script>const files = [{"name": "a", "mtime": "soon"}];</script>', where="idx")
+def test_entry_with_a_bad_time_names_the_entry_when_used() -> None:
+    # Times are parsed on first use (a resolve uses a few hundred of 20,000 entries),
+    # so the page parses and the entry's time raises, with the same message as ever.
+    entries = parse_html_index('<script>const files = [{"name": "a", "mtime": "soon"}];</script>', where="idx")
+    assert entries[0].name == "a"
+    with pytest.raises(IndexFormatError, match=r"^idx: files\[0\] 'a': publish time 'soon' is not ISO-8601"):
+        _ = entries[0].published
+    assert "soon" in repr(entries[0])  # a repr never parses, so never raises
+
+
+def test_a_bad_time_on_a_used_tarball_is_reported() -> None:
+    page = html_page([(N2, T), (N1, "soon"), (N1 + ".sha256sum", T)])
+    entries = parse_html_index(page, where="idx")
+    with pytest.raises(IndexFormatError, match=rf"^idx: files\[1\] '{N1}': publish time 'soon'"):
+        builds_for(entries, "http://h/idx/", "linux", "gfx110X-all")
+
+
+def test_a_bad_time_on_an_ignored_entry_is_not_an_error() -> None:
+    # Another os and family, a checksum, a page: none of them is used for linux gfx110X-all.
+    page = html_page([(N1, T), (N2, "soon"), (N1 + ".sha256sum", [1]), ("index.html", True)])
+    builds = builds_for(parse_html_index(page, where="idx"), "http://h/idx/", "linux", "gfx110X-all")
+    assert [(b.name, b.published) for b in builds] == [(N1, T)]
+
+
+def test_parsed_entries_equal_entries_with_known_times() -> None:
+    entries = parse_html_index(html_page([(N1, T), (N2, None)], epoch=True), where="idx")
+    assert entries == [IndexEntry(N1, T), IndexEntry(N2, None)]
+    assert len({*entries, IndexEntry(N1, T)}) == 2
+    name, published = entries[0]
+    assert (name, published) == (N1, T)
+    assert entries[0] != (N1, T)  # not a tuple
+
+
+def test_s3_entry_with_a_bad_time_names_the_key_when_used() -> None:
+    fast = parse_s3_page(  # S3's own layout: the regex path
+        f"<ListBucketResult><Contents><Key>{N1}</Key><LastModified>yesterday</LastModified></Contents>"
+        "</ListBucketResult>",
+        where="s3",
+    )
+    tree = parse_s3_page(
+        f"<ListBucketResult><Contents><LastModified>yesterday</LastModified><Key>{N1}</Key></Contents>"
+        "</ListBucketResult>",
+        where="s3",
+    )
+    for page in (fast, tree):
+        with pytest.raises(IndexFormatError, match=rf"^s3: '{N1}': publish time 'yesterday'"):
+            builds_for(page.entries, "http://h/", "linux", "gfx110X-all")
 
 
 def test_s3_page() -> None:
