@@ -10,20 +10,18 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import os
 import shutil
 import stat
 import tarfile
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from pipeline.errors import BundleError
+from pipeline.fsutil import atomic_output
 
 # 1980-01-01T00:00:00Z: the earliest moment a zip can store, used for tar too.
 FIXED_MTIME = 315532800
@@ -85,22 +83,6 @@ def _stream_digest(fh: BinaryIO) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-@contextmanager
-def _atomic_output(path: Path) -> Iterator[BinaryIO]:
-    """A temp file beside ``path``, renamed over it only when the block succeeds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _sorted(entries: Sequence[Entry]) -> list[Entry]:
     names = [e.name for e in entries]
     if len(set(names)) != len(names):
@@ -112,7 +94,7 @@ def write_tar_gz(path: Path, entries: Sequence[Entry]) -> None:
     """Write a reproducible ``.tar.gz`` (PAX format) atomically."""
     # filename="" keeps the temp file's name out of the gzip header.
     with (
-        _atomic_output(path) as raw,
+        atomic_output(path) as raw,
         gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz,
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
@@ -137,7 +119,7 @@ def write_tar_gz(path: Path, entries: Sequence[Entry]) -> None:
 
 def write_zip(path: Path, entries: Sequence[Entry]) -> None:
     """Write a reproducible ``.zip`` atomically (symlinks are stored as the files they name)."""
-    with _atomic_output(path) as raw, zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+    with atomic_output(path) as raw, zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for entry in _sorted(entries):
             info = zipfile.ZipInfo(entry.name, date_time=_ZIP_DATE)
             info.create_system = 3  # unix, so the mode bits below mean the same everywhere

@@ -48,3 +48,20 @@ def run_pipeline(
     if check and proc.returncode != 0:
         raise AssertionError(f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def build_leg(ws: Path, leg: str, cache: Path, *extra: str) -> dict:
+    """Build ``leg`` of ``ws/matrix.toml`` from ``ws/project`` into ``ws/out``; return its record.
+
+    The layout every leg test uses: the project and the output folder side by
+    side in one workspace, the cache outside it.
+    """
+    import json
+
+    proc = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "build", leg, "--source", str(ws / "project"),
+         "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle", *extra],
+        check=True,
+    )
+    assert f"{leg}: success" in proc.stdout
+    return json.loads((ws / "out" / leg / "record.json").read_text())  # type: ignore[no-any-return]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import ROOT, run_pipeline
+from tests.integration.conftest import ROOT, build_leg, run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
 
 UNITS = 20
@@ -16,14 +16,7 @@ COMPILATIONS = UNITS + 1  # the units and main.cpp; linking is not a ccache call
 
 
 def _build(workspace: Path, cache: Path, *extra: str) -> dict:
-    proc = run_pipeline(
-        ["--matrix", str(workspace / "matrix.toml"), "build", "cpu",
-         "--source", str(workspace / "project"), "--out", str(workspace / "out"),
-         "--cache-dir", str(cache), "--no-bundle", *extra],
-        check=True,
-    )
-    assert "cpu: success" in proc.stdout
-    return json.loads((workspace / "out" / "cpu" / "record.json").read_text())
+    return build_leg(workspace, "cpu", cache, *extra)
 
 
 def _workspace(root: Path, seed: int = 0) -> Path:

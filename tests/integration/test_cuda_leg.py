@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
-from tests.integration.conftest import run_pipeline
+from tests.integration.conftest import build_leg
 from tests.support.projects import write_matrix
 
 KERNELS = 2
@@ -66,13 +65,7 @@ cmake_args = ["-DGGML_CUDA=ON"]
     cache = tmp_path / "ccache"
 
     def build() -> dict:
-        proc = run_pipeline(
-            ["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(ws / "project"),
-             "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"],
-            check=True,
-        )
-        assert "cuda: success" in proc.stdout
-        return json.loads((ws / "out" / "cuda" / "record.json").read_text())
+        return build_leg(ws, "cuda", cache)
 
     first = build()
     tc = first["toolchain"]

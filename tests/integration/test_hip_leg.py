@@ -8,11 +8,10 @@ libraries lack gfx1100; ``HIP_PLATFORM=amd`` because this machine also has nvcc.
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
-from tests.integration.conftest import run_pipeline
+from tests.integration.conftest import build_leg
 from tests.support.projects import write_matrix
 
 LEG = "rocm-linux-gfx1030"
@@ -80,13 +79,7 @@ cmake_args = ["-DGGML_HIP=ON"]
     cache = tmp_path / "ccache"
 
     def build() -> dict:
-        proc = run_pipeline(
-            ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-             "--out", str(ws / "out"), "--cache-dir", str(cache), "--rocm-path", "/usr", "--no-bundle"],
-            check=True,
-        )
-        assert f"{LEG}: success" in proc.stdout
-        return json.loads((ws / "out" / LEG / "record.json").read_text())
+        return build_leg(ws, LEG, cache, "--rocm-path", "/usr")
 
     first = build()
     tc = first["toolchain"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 import os
 import subprocess
 import tarfile
@@ -29,7 +28,7 @@ from pipeline.config import load_matrix
 from pipeline.options import LegOptions
 from pipeline.rocm.install import install_archive, remove_install, toolchains_dir
 from pipeline.toolchain.registry import prepare_toolchain
-from tests.integration.conftest import run_pipeline
+from tests.integration.conftest import build_leg, run_pipeline
 from tests.support.httpserver import LocalServer, Response
 from tests.support.projects import write_cpp_project, write_matrix
 from tests.support.therock_index import html_page
@@ -120,13 +119,7 @@ targets = ["gfx1151"]
 
 
 def build(ws: Path, cache: Path, *extra: str) -> dict:
-    proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--cache-dir", str(cache), "--now", NOW, "--no-bundle", *extra],
-        check=True,
-    )
-    assert f"{LEG}: success" in proc.stdout
-    return json.loads((ws / "out" / LEG / "record.json").read_text())
+    return build_leg(ws, LEG, cache, "--now", NOW, *extra)
 
 
 @pytest.fixture

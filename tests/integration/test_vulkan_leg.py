@@ -3,13 +3,12 @@ embedded in C++ that includes the Vulkan headers."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import textwrap
 from pathlib import Path
 
-from tests.integration.conftest import run_pipeline
+from tests.integration.conftest import build_leg
 from tests.support.projects import write_matrix
 
 COMPILATIONS = 2  # main.cpp and pipeline.cpp; glslc is not a ccache call
@@ -99,13 +98,7 @@ cmake_args = ["-DGGML_VULKAN=ON"]
     cache = tmp_path / "ccache"
 
     def build() -> dict:
-        proc = run_pipeline(
-            ["--matrix", str(ws / "matrix.toml"), "build", "vulkan", "--source", str(ws / "project"),
-             "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"],
-            check=True,
-        )
-        assert "vulkan: success" in proc.stdout
-        return json.loads((ws / "out" / "vulkan" / "record.json").read_text())
+        return build_leg(ws, "vulkan", cache)
 
     first = build()
     tc = first["toolchain"]
