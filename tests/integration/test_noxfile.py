@@ -112,3 +112,20 @@ targets = ["gfx1101"]
         record = json.loads((out / leg / "record.json").read_text())
         assert record["toolchain"]["identity"] == f"rocm-{VERSION}"
     assert http_server.hits("/tarball-multi-arch/" + tarball_name("linux", family, NEWER)) == 0
+
+
+def test_nightly_builds_what_this_os_can_and_says_why_it_skips_the_rest(tmp_path: Path) -> None:
+    matrix = write_matrix(
+        tmp_path / "m.toml",
+        extra='\n[legs.cpu-windows]\nbackend = "cpu"\nos = "windows"\n',
+    )
+    write_cpp_project(tmp_path / "proj", units=2)
+    out = tmp_path / "out"
+    proc = _nox(["-s", "nightly", "--", "--source", str(tmp_path / "proj"),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-bundle"],
+                matrix, tmp_path, env={"PIPELINE_OUT": str(out)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "skipping cpu-windows: it builds on windows, this machine runs linux" in proc.stderr
+    assert json.loads((out / "cpu" / "record.json").read_text())["status"] == "success"
+    assert not (out / "cpu-windows").exists()
+    assert (out / "report.html").is_file()
