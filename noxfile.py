@@ -33,6 +33,7 @@ HOST_OS = "windows" if sys.platform == "win32" else "linux" if sys.platform.star
 # Output folder of every session (PIPELINE_OUT moves it; `--out` after `--` still wins).
 OUT = Path(os.environ.get("PIPELINE_OUT") or "out")
 DEFAULT_RESOLUTION = OUT / "resolved.json"
+_OUT_ARGS = ["--out", str(OUT)] if os.environ.get("PIPELINE_OUT") else []
 # Set by `resolve` when it ran in this nox invocation; a file left by an
 # earlier run is never picked up by a standalone leg.
 _THIS_RUN: dict[str, str] = {}
@@ -66,6 +67,17 @@ def _resolve_args(posargs: list[str]) -> list[str]:
     return picked
 
 
+def _flag_values(args: list[str], flag: str) -> list[str]:
+    """Every value given to ``flag`` in ``args`` (as ``--flag V`` or ``--flag=V``)."""
+    values: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            values.append(args[i + 1])
+        elif arg.startswith(flag + "="):
+            values.append(arg.split("=", 1)[1])
+    return values
+
+
 def _resolution_env() -> dict[str, str]:
     return {"PIPELINE_RESOLVED": _THIS_RUN["resolved"]} if "resolved" in _THIS_RUN else {}
 
@@ -86,7 +98,7 @@ def _register_leg(leg: Leg) -> None:
     def leg_session(session: nox.Session) -> None:
         _install(session)
         env = _resolution_env() if leg.needs_resolution else {}
-        session.run("python", "-m", "pipeline", "build", leg.name, "--out", str(OUT), *session.posargs, env=env)
+        session.run("python", "-m", "pipeline", "build", leg.name, *_OUT_ARGS, *session.posargs, env=env)
 
     leg_session.__doc__ = f"Build the {leg.name} bundle ({leg.backend}, {leg.os})."
     nox.session(name=leg.name, requires=["resolve"] if leg.needs_resolution else [])(leg_session)
@@ -112,8 +124,10 @@ def nightly(session: nox.Session) -> None:
         )
         env["PIPELINE_RESOLVED"] = str(DEFAULT_RESOLUTION.resolve())
     for leg in runnable:
-        session.run("python", "-m", "pipeline", "build", leg.name, "--out", str(OUT), *session.posargs, env=env)
-    session.run("python", "-m", "pipeline", "report", "--out", str(OUT))
+        session.run("python", "-m", "pipeline", "build", leg.name, *_OUT_ARGS, *session.posargs, env=env)
+    # The report reads the records where the legs wrote them.
+    picked = _flag_values(list(session.posargs), "--out")
+    session.run("python", "-m", "pipeline", "report", *(["--out", picked[-1]] if picked else _OUT_ARGS))
 
 
 @nox.session
