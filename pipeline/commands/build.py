@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import load_matrix
+from pipeline.errors import UsageError
 from pipeline.options import LegOptions
 
 
@@ -21,7 +23,11 @@ def register(sub: Any) -> None:
     p.add_argument("leg", metavar="LEG", help="a leg name from matrix.toml")
     p.add_argument("--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning")
     p.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="output folder (default: out)")
-    p.add_argument("--tag", help="source tag to clone (b<digits> or latest; default: matrix.toml's)")
+    p.add_argument(
+        "--tag",
+        help="llama.cpp tag, b<digits> or latest: what to check out without --source (default: the run's "
+        "resolution, else matrix.toml's); with --source, the bundle's tag (default: git describe)",
+    )
     p.add_argument(
         "--cache-dir",
         type=Path,
@@ -46,7 +52,22 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+_SAFE_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_UPSTREAM_TAG = re.compile(r"^(latest|b\d+)$")
+
+
+def check_tag(tag: str | None, *, with_source: bool) -> None:
+    """A tag names the bundle file: it must be safe there, and upstream-shaped when it is checked out."""
+    if tag is None:
+        return
+    if not with_source and not _UPSTREAM_TAG.match(tag):
+        raise UsageError(f"--tag {tag!r}: expected 'latest' or a llama.cpp tag like 'b10327'")
+    if not _SAFE_TAG.match(tag) or len(tag) > 100:
+        raise UsageError(f"--tag {tag!r}: expected letters, digits, '.', '_', '+' and '-' (it names the bundle)")
+
+
 def options_from_args(args: argparse.Namespace) -> LegOptions:
+    check_tag(args.tag, with_source=args.source is not None)
     now_text = args.now or os.environ.get("PIPELINE_NOW")
     if now_text:
         from pipeline.timeutil import parse_now

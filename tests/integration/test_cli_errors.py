@@ -73,3 +73,14 @@ def test_offline_clone_failure_suggests_source(tmp_path: Path) -> None:
     assert len(lines) == 1, proc.stderr
     assert str(tmp_path / "no-such-repo") in lines[0] and "pass --source DIR" in lines[0]
     assert not (tmp_path / "out" / "cpu" / "record.json").exists()
+
+
+@pytest.mark.parametrize(("tag", "with_source"), [("v1.0", False), ("../../etc", True), ("b12 ", False)])
+def test_malformed_tag(tag: str, with_source: bool, tmp_path: Path) -> None:
+    matrix = write_matrix(tmp_path / "matrix.toml")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "CMakeLists.txt").write_text("project(x)\n")
+    source = ["--source", str(tmp_path / "proj")] if with_source else []
+    proc = run_pipeline(["--matrix", str(matrix), "build", "cpu", *source, "--tag", tag, "--out", str(tmp_path / "out")])
+    _assert_one_clean_line(proc, f"--tag {tag!r}")
+    assert not (tmp_path / "out").exists()
