@@ -169,7 +169,7 @@ class NinjaProgress:
 
 def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> LegRecord:
     """Build one leg and write its record; raises BuildError when CMake or Ninja fails."""
-    started = options.now or datetime.now(UTC)
+    started = datetime.now(UTC)  # the real moment, even when replaying an earlier --now
     clock = time.monotonic()
     out = options.out.resolve()
     work = leg_dir(out, leg.name)
