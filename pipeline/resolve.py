@@ -9,6 +9,9 @@ resolves on its own; it never picks up a resolution file left by an earlier run.
 
 Overrides, strongest first: CLI flag, environment (``PIPELINE_ROCM_VERSION``,
 ``PIPELINE_ROCM_INDEX_URL``, ``PIPELINE_NOW``), matrix.toml.
+
+When the index lists ``<tarball>.sha256sum`` beside the chosen tarball, its URL
+is recorded (``sha256_url``); resolving never fetches it (the install does).
 """
 
 from __future__ import annotations
@@ -17,19 +20,21 @@ import difflib
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from pipeline.config import Leg, Matrix
 from pipeline.errors import NetworkError, ResolutionError, UsageError
 from pipeline.fsutil import atomic_write_json
 from pipeline.options import LegOptions
-from pipeline.rocm.index import IndexEntry, builds_for, families_in, fetch_index, tarball_url
+from pipeline.rocm.index import IndexEntry, builds_for, families_in, fetch_index, tarball_base, tarball_url
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy, select_build
-from pipeline.rocm.versions import OSES, is_family, tarball_name, version_date
+from pipeline.rocm.versions import OSES, RocmBuild, is_family, tarball_name, version_date
 from pipeline.timeutil import effective_now, format_utc, parse_now
 
 log = logging.getLogger(__name__)
@@ -39,6 +44,8 @@ INDEX_URL_ENV = "PIPELINE_ROCM_INDEX_URL"
 RESOLVED_ENV = "PIPELINE_RESOLVED"
 DEFAULT_RESOLVED_PATH = Path("out") / "resolved.json"
 FORMAT = 1
+# TheRock's checksum beside a tarball: ``<tarball>.sha256sum`` (sha256sum's output).
+CHECKSUM_SUFFIX = ".sha256sum"
 
 Fetch = Callable[[str], Sequence[IndexEntry]]
 
@@ -74,6 +81,8 @@ class ResolvedRocm:
     published: datetime | None
     os: str
     family: str
+    # The index's ``<file>.sha256sum`` beside the tarball; None when it lists none.
+    sha256_url: str | None = None
 
     @property
     def identity(self) -> str:
@@ -81,7 +90,7 @@ class ResolvedRocm:
         return f"rocm-{self.version}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "policy": self.policy,
             "cutoff": _date_text(self.cutoff),
             "version": self.version,
@@ -91,6 +100,10 @@ class ResolvedRocm:
             "os": self.os,
             "family": self.family,
         }
+        # Only when known: the JSON of a build without a checksum stays what it always was.
+        if self.sha256_url is not None:
+            data["sha256_url"] = self.sha256_url
+        return data
 
     @classmethod
     def from_json(cls, data: Any, *, where: str) -> ResolvedRocm:
@@ -106,6 +119,12 @@ class ResolvedRocm:
         published = data.get("published")
         if published is not None and not isinstance(published, str):
             raise UsageError(f"{where}.published: expected an ISO-8601 string or null, got {published!r}")
+        # Absent from resolutions written before checksums were recorded.
+        sha256_url = data.get("sha256_url")
+        if sha256_url is not None and not (
+            isinstance(sha256_url, str) and sha256_url.startswith(("http://", "https://", "file://"))
+        ):
+            raise UsageError(f"{where}.sha256_url: expected an http(s):// or file:// URL or null, got {sha256_url!r}")
         version = text("version")
         try:
             version_date(version)
@@ -120,6 +139,7 @@ class ResolvedRocm:
             published=None if published is None else parse_now(published, where=f"{where}.published"),
             os=text("os"),
             family=text("family"),
+            sha256_url=sha256_url,
         )
 
 
@@ -236,6 +256,21 @@ def _check_target(os_name: str, family: str) -> None:
         raise UsageError(f"{family!r} is not a TheRock family name (e.g. 'gfx110X-all', 'gfx1151')")
 
 
+def entry_names(entries: Sequence[IndexEntry]) -> frozenset[str]:
+    """Every name of the index, for constant-time look-ups (one pass, shared by every leg)."""
+    return frozenset(map(attrgetter("name"), entries))
+
+
+def checksum_url(build: RocmBuild, names: Set[str], index_url: str) -> str | None:
+    """The URL of ``build``'s ``.sha256sum`` when the index (``names``) lists one, else None."""
+    base = tarball_base(index_url)
+    # The index's own name for the tarball: an S3 key may carry a folder (quoted in the URL).
+    key = unquote(build.url[len(base):]) if build.url.startswith(base) else build.name
+    if key + CHECKSUM_SUFFIX not in names:
+        return None
+    return build.url + CHECKSUM_SUFFIX
+
+
 def resolve_from_entries(
     entries: Sequence[IndexEntry] | None,
     os_name: str,
@@ -244,10 +279,13 @@ def resolve_from_entries(
     policy: str,
     now: datetime,
     index_url: str,
+    names: Set[str] | None = None,
 ) -> ResolvedRocm:
     """Pick the build for one os/family among already-fetched ``entries``.
 
-    ``entries`` None (an unreachable index) is accepted for an explicit version only.
+    ``entries`` None (an unreachable index) is accepted for an explicit version
+    only; the build then has no checksum URL. ``names``: :func:`entry_names` of
+    ``entries``, computed once when several legs resolve against one index.
     """
     _check_target(os_name, family)
     cutoff = cutoff_for(policy, now)
@@ -276,9 +314,12 @@ def resolve_from_entries(
         build = select_build(builds, policy=policy, now=now, cutoff=cutoff)
     except ResolutionError as err:
         raise ResolutionError(err.message, hint=f"index {index_url}") from None
+    if names is None:
+        names = entry_names(entries)
     return ResolvedRocm(
         policy=policy, cutoff=cutoff, version=build.version, file=build.name,
         url=build.url, published=build.published, os=os_name, family=family,
+        sha256_url=checksum_url(build, names, index_url),
     )
 
 
@@ -343,12 +384,13 @@ def resolve_run(
     url = effective_index_url(matrix, index_url)
     rocm_legs = [leg for leg in matrix.legs.values() if leg.needs_resolution]
     entries = load_entries(url, chosen_policy, fetch) if rocm_legs else []
+    names = entry_names(entries) if entries else frozenset()
     legs: dict[str, ResolvedRocm] = {}
     for leg in rocm_legs:
         assert leg.family is not None
         try:
             legs[leg.name] = resolve_from_entries(
-                entries, leg.os, leg.family, policy=chosen_policy, now=now, index_url=url
+                entries, leg.os, leg.family, policy=chosen_policy, now=now, index_url=url, names=names
             )
         except ResolutionError as err:
             raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None

@@ -10,6 +10,11 @@ HIP_CLANG_PATH, HIP_DEVICE_LIB_PATH, PATH and LD_LIBRARY_PATH; Windows needs
 HIP_PATH and PATH, with clang.exe from ``lib\\llvm\\bin``. CMake on Windows
 has no HIP language for llama.cpp, which compiles HIP as C++ there; so ccache
 launches HIP only on Linux.
+
+A downloaded tarball is checked against the ``.sha256sum`` the index lists
+beside it (``ResolvedRocm.sha256_url``). The checksum file goes through the
+download cache like the tarball, so a second run with a complete install
+fetches nothing and still matches the install's recorded digest against it.
 """
 
 from __future__ import annotations
@@ -23,18 +28,25 @@ from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
 from pipeline.config import Leg, Matrix
-from pipeline.errors import ToolchainError, UsageError
+from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.options import LegOptions
 from pipeline.toolchain import Toolchain, safe_identity
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from pipeline.resolve import ResolvedRocm
+    from pipeline.rocm.install import Downloaded
+
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.
 CLANG_DIRS = ("llvm/bin", "lib/llvm/bin")
 # TheRock's device libraries (DESIGN.md); other layouts are searched too.
 THEROCK_DEVICE_LIBS = "lib/llvm/amdgcn/bitcode"
 _LLVM_VERSIONED = re.compile(r"^llvm-(\d+)$")
+# One line of sha256sum's output: the digest, then "  name" (text) or " *name" (binary) mode.
+_CHECKSUM_LINE = re.compile(r"([0-9A-Fa-f]{64})(?:\s+\*?(\S.*))?")
+# A checksum file is one short line per file; anything this big is something else.
+MAX_CHECKSUM_BYTES = 64 * 1024
 
 
 def pure_path(os_name: str, path: str | PurePath) -> PurePath:
@@ -296,22 +308,111 @@ def rocm_toolchain(
     )
 
 
+def parse_sha256sum(text: str, *, file_name: str, where: str) -> str:
+    """The sha256 of ``file_name`` in a checksum file, lower case.
+
+    Accepts sha256sum's output (``<64 hex>  <name>``, or ``*<name>`` in binary
+    mode; one line per file) and a bare digest. A listed name must be
+    ``file_name`` (a leading folder is ignored). ToolchainError naming
+    ``where`` for anything else.
+    """
+    lines = [line.strip() for line in text.lstrip("\ufeff").splitlines()]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    if not lines:
+        raise ToolchainError(f"{where}: empty checksum file (expected '<64 hex digits>  {file_name}')")
+    found: set[str] = set()
+    others: list[str] = []
+    for line in lines:
+        m = _CHECKSUM_LINE.fullmatch(line)
+        if m is None:
+            raise ToolchainError(
+                f"{where}: malformed checksum line {line[:80]!r} (expected '<64 hex digits>  {file_name}')"
+            )
+        digest, listed = m.group(1).lower(), m.group(2)
+        if listed is None and len(lines) > 1:
+            raise ToolchainError(f"{where}: a bare digest among {len(lines)} lines names no file")
+        if listed is None or PurePosixPath(listed.strip().replace("\\", "/")).name == file_name:
+            found.add(digest)
+        else:
+            others.append(listed.strip())
+    if not found:
+        raise ToolchainError(f"{where}: the checksum is for {', '.join(others)[:200]}, not {file_name}")
+    if len(found) > 1:
+        raise ToolchainError(f"{where}: {len(found)} different sha256 digests for {file_name}")
+    return found.pop()
+
+
+def _fetch_checksum(resolved: ResolvedRocm) -> tuple[str, Downloaded]:
+    """The digest the index publishes for ``resolved``'s tarball, and the cached checksum file.
+
+    Fetched through the download cache (same retries, backoff and
+    ``PIPELINE_HTTP_BACKOFF`` as the tarball), so a later run reads it from
+    disk. A checksum the index lists but that cannot be had is an error, never
+    a reason to skip the check.
+    """
+    from pipeline.rocm.install import download
+
+    url = resolved.sha256_url
+    assert url is not None
+    try:
+        got = download(url)
+    except NetworkError as err:
+        # download's message leads with "download of <url>"; say it once.
+        reason = err.message.replace(f"download of {url} ", "", 1)
+        raise ToolchainError(
+            f"cannot verify {resolved.file}: the index lists the checksum {url}, but its download {reason}"
+        ) from None
+    try:
+        if got.size > MAX_CHECKSUM_BYTES:
+            raise ToolchainError(f"{url}: {got.size} bytes is not a checksum file")
+        try:
+            text = got.path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ToolchainError(f"{url}: the checksum file is not UTF-8 text") from None
+        except OSError as exc:
+            raise ToolchainError(f"{got.path}: cannot read: {exc.strerror}") from None
+        return parse_sha256sum(text, file_name=resolved.file, where=url), got
+    except ToolchainError:
+        # A bad copy must not stay cached: the next run fetches it again.
+        got.path.unlink(missing_ok=True)
+        raise
+
+
 def prepare_rocm(leg: Leg, matrix: Matrix, options: LegOptions, console: Console) -> Toolchain:
-    """``--rocm-path``: that install; otherwise resolve, download and install TheRock's build."""
+    """``--rocm-path``: that install; otherwise resolve, download and install TheRock's build.
+
+    When the index lists a ``.sha256sum`` beside the tarball, the tarball (or
+    the complete install's recorded digest) must match it.
+    """
     if options.rocm_path is not None:
         return _existing_install(options.rocm_path, leg, options)
     from pipeline.resolve import rocm_for_leg
-    from pipeline.rocm.install import install_archive
+    from pipeline.rocm.install import file_name_of, install_archive
 
     resolved = rocm_for_leg(matrix, leg, options)
-    installed = install_archive(
-        resolved.url,
-        f"rocm-{resolved.version}-{resolved.os}-{resolved.family}",
-        console=console,
-    )
+    digest: str | None = None
+    checksum: Downloaded | None = None
+    if resolved.sha256_url is not None:
+        digest, checksum = _fetch_checksum(resolved)
+    try:
+        installed = install_archive(
+            resolved.url,
+            f"rocm-{resolved.version}-{resolved.os}-{resolved.family}",
+            sha256=digest,
+            console=console,
+        )
+    except ToolchainError as err:
+        if checksum is None:
+            raise
+        # Fetch the checksum afresh next time: the mismatch may be a stale or corrected checksum.
+        checksum.path.unlink(missing_ok=True)
+        if err.message.startswith("sha256 mismatch"):
+            raise ToolchainError(err.message, hint=f"expected digest from {resolved.sha256_url}") from None
+        raise
+    checked = f", sha256 checked against {file_name_of(resolved.sha256_url)}" if resolved.sha256_url else ""
     console.print(
         f"{leg.name}: ROCm {resolved.version} ({resolved.policy}) "
-        f"{'reused' if installed.reused else 'installed'} at {installed.root}",
+        f"{'reused' if installed.reused else 'installed'} at {installed.root}{checked}",
         highlight=False,
     )
     details = {
@@ -322,6 +423,9 @@ def prepare_rocm(leg: Leg, matrix: Matrix, options: LegOptions, console: Console
         "sha256": installed.sha256,
         "family": resolved.family,
     }
+    if resolved.sha256_url is not None:
+        # The digest above was checked against this published checksum.
+        details["sha256_url"] = resolved.sha256_url
     if resolved.published is not None:
         details["published"] = resolved.published.isoformat()
     return rocm_toolchain(installed.root, leg, version=resolved.version, details=details)

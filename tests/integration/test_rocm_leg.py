@@ -12,12 +12,13 @@ the content check is what makes a re-installed toolchain's cache useful.
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import os
 import subprocess
 import tarfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -83,13 +84,31 @@ def make_therock_from_debian_clang(dest: Path) -> Path:
     return dest
 
 
-def serve_index(server: LocalServer, tarballs: dict[str, bytes], extra: Sequence[str] = ()) -> str:
-    """An index page listing ``tarballs`` (served) and ``extra`` names (listed only)."""
-    entries = [(name, "2025-01-04T09:30:00Z") for name in [*tarballs, *extra]]
-    entries.append(("therock-dist-linux-gfx110X-all-7.0.0a20250104.tar.gz.sha256sum", "2025-01-04T09:30:00Z"))
+def sha256sum(name: str, body: bytes) -> bytes:
+    """``sha256sum``'s output for a file ``name`` holding ``body``."""
+    return f"{hashlib.sha256(body).hexdigest()}  {name}\n".encode()
+
+
+def serve_index(
+    server: LocalServer,
+    tarballs: dict[str, bytes],
+    extra: Sequence[str] = (),
+    checksums: Mapping[str, bytes] | None = None,
+) -> str:
+    """An index page listing ``tarballs`` and their ``.sha256sum`` (all served) and ``extra`` names (listed only).
+
+    Each tarball's checksum file is correct unless ``checksums`` gives its body
+    (a wrong or malformed checksum), keyed by tarball name.
+    """
+    sums = {name: sha256sum(name, body) for name, body in tarballs.items()}
+    sums.update(checksums or {})
+    listed = [*tarballs, *(name + ".sha256sum" for name in sums), *extra]
+    entries = [(name, "2025-01-04T09:30:00Z") for name in listed]
     server.route(INDEX, Response(200, html_page(entries).encode(), {"Content-Type": "text/html"}))
     for name, body in tarballs.items():
         server.route(INDEX + name, Response(200, body, {"Content-Type": "application/gzip"}))
+    for name, body in sums.items():
+        server.route(INDEX + name + ".sha256sum", Response(200, body, {"Content-Type": "text/plain"}))
     return server.url(INDEX)
 
 
@@ -142,6 +161,9 @@ def test_reinstalled_toolchain_hits_only_with_content_check(
     tc = first["toolchain"]
     assert tc["kind"] == "rocm" and tc["identity"] == f"rocm-{VERSION}"
     assert tc["details"]["url"] == http_server.url(INDEX + name)
+    # Checked against the index's .sha256sum beside the tarball.
+    assert tc["details"]["sha256"] == hashlib.sha256(therock).hexdigest()
+    assert tc["details"]["sha256_url"] == http_server.url(INDEX + name + ".sha256sum")
     root = Path(tc["details"]["root"])
     assert root.parent == toolchains_dir()
     clang = root / "lib" / "llvm" / "bin" / "clang"
@@ -171,6 +193,7 @@ def test_reinstalled_toolchain_hits_only_with_content_check(
     assert second["toolchain"]["identity"] == tc["identity"]
     assert clang.stat().st_mtime == stamp, "the complete install must be reused, not re-extracted"
     assert http_server.hits(INDEX + name) == 1, "the second run must download nothing"
+    assert http_server.hits(INDEX + name + ".sha256sum") == 1, "nor fetch the checksum again"
     assert second["ccache"]["hits"] == second_hits
     assert second["ccache"]["misses"] == COMPILATIONS - second_hits
     assert second["ccache"]["hit_rate"] == second_hits / COMPILATIONS

@@ -234,3 +234,93 @@ def test_a_stale_resolution_file_is_not_read(tmp_path: Path, monkeypatch: pytest
     # Standalone, an explicit version needs no index; the stale file's version is not taken.
     monkeypatch.setenv("PIPELINE_ROCM_INDEX_URL", "file:///nonexistent/index.html")
     assert rocm_for_leg(MATRIX, "rocm-linux", LegOptions(now=NOW)).version == "10.1.0a20260805"
+
+
+# --------------------------------------------------------------------------
+# The checksum beside the tarball
+
+LINUX_FILE = "therock-dist-linux-gfx110X-all-10.1.0a20260808.tar.gz"
+LISTED = datetime(2026, 8, 8, 9, 31, tzinfo=UTC)
+
+
+def test_checksum_listed_beside_the_chosen_tarball_is_recorded() -> None:
+    entries = [*ENTRIES, IndexEntry(LINUX_FILE + ".sha256sum", LISTED)]
+    resolved = resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex(entries))
+    assert resolved.file == LINUX_FILE
+    assert resolved.sha256_url == INDEX + LINUX_FILE + ".sha256sum"
+    assert resolved.to_json()["sha256_url"] == INDEX + LINUX_FILE + ".sha256sum"
+
+
+@pytest.mark.parametrize(
+    "sidecars",
+    [
+        [],
+        # Another build's checksum, another family's, and a digest of another kind.
+        ["therock-dist-linux-gfx110X-all-10.1.0a20260810.tar.gz.sha256sum",
+         "therock-dist-linux-gfx120X-all-10.1.0a20260808.tar.gz.sha256sum",
+         LINUX_FILE + ".md5sum", LINUX_FILE + ".sha256sum.asc"],
+    ],
+)
+def test_no_checksum_when_the_index_lists_none_for_the_chosen_tarball(sidecars: list[str]) -> None:
+    entries = [*ENTRIES, *(IndexEntry(name, LISTED) for name in sidecars)]
+    resolved = resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex(entries))
+    assert resolved.file == LINUX_FILE and resolved.sha256_url is None
+    assert "sha256_url" not in resolved.to_json()
+
+
+def test_checksum_of_an_s3_key_in_a_folder() -> None:
+    key = "v2 nightly/" + LINUX_FILE
+    entries = [IndexEntry(key, LISTED), IndexEntry(key + ".sha256sum", LISTED)]
+    resolved = resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex(entries))
+    assert resolved.url == INDEX + "v2%20nightly/" + LINUX_FILE
+    assert resolved.sha256_url == INDEX + "v2%20nightly/" + LINUX_FILE + ".sha256sum"
+    # The same file name in another folder is not this tarball's checksum.
+    other = [IndexEntry(key, LISTED), IndexEntry("v1/" + LINUX_FILE + ".sha256sum", LISTED)]
+    assert resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex(other)).sha256_url is None
+
+
+def test_explicit_version_without_the_index_has_no_checksum() -> None:
+    resolved = resolve_rocm(MATRIX, "rocm-win", now=NOW, policy="7.15.0a20250101", fetch=FakeIndex(fail=True))
+    assert resolved.sha256_url is None
+
+
+def test_checksum_urls_round_trip_through_the_resolution_file(tmp_path: Path) -> None:
+    entries = [*ENTRIES, IndexEntry(LINUX_FILE + ".sha256sum", LISTED)]
+    res = resolve_run(MATRIX, now=NOW, fetch=FakeIndex(entries))
+    assert res.legs["rocm-linux"].sha256_url == INDEX + LINUX_FILE + ".sha256sum"
+    assert res.legs["rocm-win"].sha256_url is None
+    path = tmp_path / "resolved.json"
+    write_resolution(path, res)
+    assert load_resolution(str(path)) == res
+    assert load_resolution(path.read_text()) == res
+    legs = json.loads(path.read_text())["legs"]
+    assert legs["rocm-linux"]["sha256_url"] == INDEX + LINUX_FILE + ".sha256sum"
+    assert "sha256_url" not in legs["rocm-win"]
+    # The leg takes the checksum URL from the run's resolution, without fetching.
+    assert rocm_for_leg(MATRIX, "rocm-linux", LegOptions(resolved=str(path))).sha256_url == (
+        INDEX + LINUX_FILE + ".sha256sum"
+    )
+
+
+def test_resolution_written_before_checksums_still_loads() -> None:
+    # A leg entry as resolve wrote it before checksum URLs were recorded: no "sha256_url" key.
+    leg = {
+        "policy": "weekly", "cutoff": "20260808", "version": "10.1.0a20260808", "file": LINUX_FILE,
+        "url": INDEX + LINUX_FILE, "published": "2026-08-08T09:30:00Z", "os": "linux", "family": "gfx110X-all",
+    }
+    old = {
+        "format": 1, "now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "cutoff": "20260808",
+        "index_url": INDEX, "source": None, "legs": {"rocm-linux": leg},
+    }
+    res = load_resolution(json.dumps(old))
+    assert res.legs["rocm-linux"].sha256_url is None
+    assert res.legs["rocm-linux"].to_json() == leg
+
+
+@pytest.mark.parametrize("value", [42, "", "ftp://x/f.sha256sum", ["u"]])
+def test_bad_checksum_url_in_a_resolution(value: object) -> None:
+    entry = resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex()).to_json()
+    entry["sha256_url"] = value
+    text = json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"rocm-linux": entry}})
+    with pytest.raises(UsageError, match=r"\.legs\.rocm-linux\.sha256_url: expected an http\(s\):// or file:// URL"):
+        load_resolution(text)
