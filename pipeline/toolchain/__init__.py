@@ -9,10 +9,24 @@ restores caches that can never hit).
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pipeline.errors import ToolchainError
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def version_output(tool: Path) -> str:
+    """What ``tool --version`` prints; a ToolchainError naming the tool when it cannot run."""
+    try:
+        return subprocess.run(
+            [str(tool), "--version"], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolchainError(f"{tool}: cannot run '--version': {exc}") from None
 
 
 def safe_identity(text: str) -> str:

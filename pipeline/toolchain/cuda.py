@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.config import Leg
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain, safe_identity
+from pipeline.toolchain import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host import host_toolchain
 
 DEFAULT_CUDA_ROOT = Path("/usr/local/cuda")
@@ -49,13 +48,7 @@ def parse_nvcc_version(text: str) -> str:
 
 
 def nvcc_version(nvcc: Path) -> str:
-    try:
-        out = subprocess.run(
-            [str(nvcc), "--version"], capture_output=True, text=True, check=True, timeout=60
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolchainError(f"{nvcc}: cannot run '--version': {exc}") from None
-    return parse_nvcc_version(out)
+    return parse_nvcc_version(version_output(nvcc))
 
 
 def cuda_root_of(nvcc: Path) -> Path:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain, safe_identity
+from pipeline.toolchain import Toolchain, safe_identity, version_output
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 
@@ -28,12 +27,7 @@ def find_compiler(env_var: str, candidates: tuple[str, ...]) -> Path:
 
 def compiler_version(compiler: Path) -> tuple[str, str]:
     """(family, version) from ``compiler --version``, e.g. ("gcc", "12.2.0")."""
-    try:
-        out = subprocess.run(
-            [str(compiler), "--version"], capture_output=True, text=True, check=True, timeout=60
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolchainError(f"{compiler}: cannot run '--version': {exc}") from None
+    out = version_output(compiler)
     first = out.splitlines()[0] if out else ""
     # `cc` and `c++` are usually links: tell the family from what the compiler says.
     if "clang" in first.lower():

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.config import Leg
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain, safe_identity
+from pipeline.toolchain import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host import host_toolchain
 
 HEADER_DIRS = (Path("/usr/include"), Path("/usr/local/include"))
@@ -50,13 +49,7 @@ def parse_glslc_version(text: str) -> str:
 
 
 def glslc_version(glslc: Path) -> str:
-    try:
-        out = subprocess.run(
-            [str(glslc), "--version"], capture_output=True, text=True, check=True, timeout=60
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolchainError(f"{glslc}: cannot run '--version': {exc}") from None
-    return parse_glslc_version(out)
+    return parse_glslc_version(version_output(glslc))
 
 
 def find_vulkan_header(env: Mapping[str, str]) -> Path:
