@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from pipeline.errors import GitHubError, NetworkError, UsageError
+from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 if TYPE_CHECKING:
     import requests
@@ -39,7 +39,6 @@ PER_PAGE = 100
 # holding a runner idle (GitHub's primary limit resets hourly).
 DEFAULT_MAX_WAIT = 120.0
 DEFAULT_ATTEMPTS = 5
-DEFAULT_BACKOFF = 1.0
 # A runaway Link chain (a server bug) must not loop forever.
 MAX_PAGES = 10_000
 
@@ -244,27 +243,10 @@ def parse_repo(text: str) -> tuple[str, str]:
 # Caches: the REST client (the I/O edge)
 
 
-class _Retryable(Exception):
-    """A failure worth another attempt: connection, 5xx, 429, a rate-limit 403."""
-
-    def __init__(self, reason: str, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.wait = wait
-
-
 def retry_after_seconds(headers: Mapping[str, str], now: float) -> float | None:
     """How long a 403/429 asks to wait: Retry-After, else X-RateLimit-Reset when exhausted."""
-    retry_after = headers.get("Retry-After")
-    if retry_after:
-        try:
-            return max(0.0, float(retry_after))
-        except ValueError:
-            try:
-                when = parsedate_to_datetime(retry_after)
-            except (TypeError, ValueError):
-                return None
-            return max(0.0, when.timestamp() - now)
+    if value := headers.get("Retry-After"):
+        return retry_after(value, now)
     if headers.get("X-RateLimit-Remaining") == "0" and (reset := headers.get("X-RateLimit-Reset")):
         try:
             return max(0.0, float(reset) - now)
@@ -374,30 +356,15 @@ class CachesClient:
         return str(nxt)
 
     def _request(self, method: str, url: str, *, missing_ok: bool = False) -> requests.Response:
-        from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
-
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, _Retryable) and exc.wait is not None:
-                return exc.wait
-            return float(min(self.backoff * 2 ** (state.attempt_number - 1), self.max_wait))
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=wait,
-            retry=retry_if_exception_type(_Retryable),
-            sleep=self._sleep,
-        )
         try:
-            return retrying(self._send, method, url, missing_ok)
-        except RetryError as err:
-            last = err.last_attempt.exception()
-            reason = last.reason if isinstance(last, _Retryable) else str(last)
-            n = err.last_attempt.attempt_number
-            cls = NetworkError if isinstance(last, _Retryable) and last.wait is None else GitHubError
-            raise cls(
-                f"{method} {self._path(url)}: failed after {n} attempt{'s' if n != 1 else ''}: {reason}"
-            ) from None
+            return call_with_retries(
+                self._send, method, url, missing_ok,
+                attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
+            )  # fmt: skip
+        except RetriesExhausted as err:
+            # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
+            cls = NetworkError if err.last.wait is None else GitHubError
+            raise cls(f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}") from None
 
     def _send(self, method: str, url: str, missing_ok: bool) -> requests.Response:
         import requests
@@ -407,14 +374,14 @@ class CachesClient:
         try:
             resp = self._session.request(method, url, timeout=self.timeout)
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise _Retryable(_one_line(exc)) from None
+            raise Retryable(_one_line(exc)) from None
         except requests.RequestException as exc:
             raise NetworkError(f"{where}: {_one_line(exc)}") from None
         status = resp.status_code
         if status < 300 or (missing_ok and status == 404):
             return resp
         if status >= 500:
-            raise _Retryable(f"HTTP {status} {resp.reason}")
+            raise Retryable(f"HTTP {status} {resp.reason}")
         if status in (403, 429):
             wait = retry_after_seconds(resp.headers, self._clock())
             limited = status == 429 or wait is not None
@@ -425,7 +392,7 @@ class CachesClient:
                         f"{where}: rate limited for {wait:.0f} s more (over the {self.max_wait:.0f} s "
                         "this command waits); run it again later"
                     )
-                raise _Retryable(f"HTTP {status} rate limited", wait)
+                raise Retryable(f"HTTP {status} rate limited", wait)
         raise GitHubError(f"{where}: HTTP {status} {resp.reason}{_hint(status, self.repo)}{_api_message(resp)}")
 
 

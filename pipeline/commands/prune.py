@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--keep must be at least 1, got {keep}")
     # Every check that can fail without the network comes before the first request.
     token = github.token_from_env()
-    from pipeline.rocm.index import default_backoff  # the one PIPELINE_HTTP_BACKOFF knob
+    from pipeline.retry import default_backoff  # the one PIPELINE_HTTP_BACKOFF knob
 
     client = github.CachesClient(args.repo, token, api_url=args.api_url, backoff=default_backoff())
     console = Console(stderr=args.json)

@@ -10,9 +10,8 @@ a partial list would silently resolve to an older build.
 from __future__ import annotations
 
 import json
-import os
-import random
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,13 +20,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pipeline.errors import IndexFormatError, NetworkError, UsageError
+from pipeline.retry import RetriesExhausted, Retryable, call_with_retries, default_backoff, retry_after
 from pipeline.rocm.versions import RocmBuild, parse_tarball, parse_tarball_name
 
 if TYPE_CHECKING:
     import requests
 
-BACKOFF_ENV = "PIPELINE_HTTP_BACKOFF"
-DEFAULT_BACKOFF = 1.0
 # No single wait longer than this, whatever Retry-After asks for.
 MAX_WAIT = 60.0
 # An S3 listing of this many pages is a server in a loop, not an index.
@@ -372,47 +370,6 @@ def families_in(entries: Iterable[IndexEntry], os: str) -> list[str]:
 # Fetching (the I/O edge)
 
 
-class _Retryable(Exception):
-    """A failure worth another attempt (connection, truncation, 5xx, 429)."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
-
-
-def default_backoff() -> float:
-    """First retry wait in seconds: ``PIPELINE_HTTP_BACKOFF``, else 1 (doubles each retry)."""
-    raw = os.environ.get(BACKOFF_ENV)
-    if not raw:
-        return DEFAULT_BACKOFF
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_WAIT:
-        raise UsageError(f"{BACKOFF_ENV}: expected seconds between 0 and {MAX_WAIT:g}, got {raw!r}")
-    return value
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime
-
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
 def _describe(exc: BaseException) -> str:
     """One short line for a requests/urllib3 failure (they nest the useful part deep inside)."""
     text = re.sub(r"\s+", " ", str(exc)) or type(exc).__name__
@@ -435,12 +392,12 @@ def _get_once(session: requests.Session, url: str, timeout: float) -> str:
     try:
         resp = session.get(url, timeout=timeout, headers={"Accept": "text/html, application/xml, */*"})
     except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-        raise _Retryable(_describe(exc)) from None
+        raise Retryable(_describe(exc)) from None
     except requests.RequestException as exc:
         raise NetworkError(f"{url}: {_describe(exc)}") from None
     status = resp.status_code
     if status == 429 or status >= 500:
-        raise _Retryable(f"HTTP {status} {resp.reason}", _retry_after(resp.headers.get("Retry-After")))
+        raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), time.time()))
     if status >= 400:
         raise NetworkError(f"{url}: HTTP {status} {resp.reason}")
     declared = resp.headers.get("Content-Length")
@@ -452,7 +409,7 @@ def _get_once(session: requests.Session, url: str, timeout: float) -> str:
         and not resp.headers.get("Content-Encoding")
         and len(resp.content) < int(declared)
     ):
-        raise _Retryable(f"truncated page: {len(resp.content)} of {declared} bytes")
+        raise Retryable(f"truncated page: {len(resp.content)} of {declared} bytes")
     # requests guesses ISO-8859-1 for text/* without a charset; the index is UTF-8 unless it says so.
     charset = _CHARSET.search(resp.headers.get("Content-Type", ""))
     encoding = charset.group(1) if charset else "utf-8-sig"
@@ -463,30 +420,12 @@ def _get_once(session: requests.Session, url: str, timeout: float) -> str:
 
 
 def _get_text(session: requests.Session, url: str, *, timeout: float, retries: int, backoff: float) -> str:
-    from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
-
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _Retryable) and exc.retry_after is not None:
-            return min(exc.retry_after, MAX_WAIT)
-        # Exponential with jitter so that parallel legs do not retry in lockstep.
-        step = backoff * 2 ** (state.attempt_number - 1)
-        return float(min(step * random.uniform(0.5, 1.0), MAX_WAIT))
-
-    retrying = Retrying(
-        stop=stop_after_attempt(retries + 1),
-        wait=wait,
-        retry=retry_if_exception_type(_Retryable),
-    )
     try:
-        return retrying(_get_once, session, url, timeout)
-    except RetryError as err:
-        last = err.last_attempt.exception()
-        reason = last.reason if isinstance(last, _Retryable) else _describe(last or err)
-        attempts = err.last_attempt.attempt_number
-        raise NetworkError(
-            f"{url}: failed after {attempts} attempt{'s' if attempts != 1 else ''}: {reason}"
-        ) from None
+        return call_with_retries(
+            _get_once, session, url, timeout, attempts=retries + 1, backoff=backoff, max_wait=MAX_WAIT, jitter=True
+        )
+    except RetriesExhausted as err:
+        raise NetworkError(f"{url}: failed after {err.attempts_text}: {err.last.reason}") from None
 
 
 def _read_file_url(url: str) -> str:

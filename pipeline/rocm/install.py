@@ -36,6 +36,7 @@ from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.fsutil import atomic_write_json
+from pipeline.retry import RetriesExhausted, Retryable, call_with_retries, default_backoff
 
 if TYPE_CHECKING:
     import requests
@@ -100,10 +101,6 @@ class Downloaded:
     reused: bool
 
 
-class _Transient(Exception):
-    """A failure worth another attempt (connection, 5xx, 429, truncated body)."""
-
-
 def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
@@ -145,7 +142,6 @@ def download(
     not retried. The cache only ever holds complete, verified files.
     """
     import requests
-    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
     cache_dir = cache_dir or download_cache_dir()
     if (hit := cached_download(url, cache_dir, sha256)) is not None:
@@ -159,22 +155,16 @@ def download(
     elif scheme not in ("http", "https"):
         raise UsageError(f"toolchain URL {url!r}: expected an http(s):// or file:// URL")
     else:
-        from pipeline.rocm.index import default_backoff
-
         backoff = default_backoff() if backoff_seconds is None else backoff_seconds
         own_session = session is None
         http = session or requests.Session()
         try:
-            retrying = Retrying(
-                stop=stop_after_attempt(max(1, attempts)),
-                wait=wait_exponential(multiplier=backoff, max=max(backoff, 30.0)),
-                retry=retry_if_exception_type(_Transient),
-                reraise=True,
-            )
-            try:
-                path, size, digest = retrying(_fetch_once, http, url, cache_dir, console, timeout_seconds)
-            except _Transient as exc:
-                raise NetworkError(f"download of {url} failed after {attempts} attempts: {exc}") from None
+            path, size, digest = call_with_retries(
+                _fetch_once, http, url, cache_dir, console, timeout_seconds,
+                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0),
+            )  # fmt: skip
+        except RetriesExhausted as err:
+            raise NetworkError(f"download of {url} failed after {attempts} attempts: {err.last.reason}") from None
         finally:
             if own_session:
                 http.close()
@@ -203,10 +193,10 @@ def _fetch_once(
     try:
         resp = http.get(url, stream=True, timeout=timeout)
     except (requests.ConnectionError, requests.Timeout) as exc:
-        raise _Transient(f"cannot connect: {type(exc).__name__}") from None
+        raise Retryable(f"cannot connect: {type(exc).__name__}") from None
     with resp:
         if resp.status_code == 429 or resp.status_code >= 500:
-            raise _Transient(f"HTTP {resp.status_code}")
+            raise Retryable(f"HTTP {resp.status_code}")
         if resp.status_code != 200:
             raise NetworkError(f"download of {url} failed: HTTP {resp.status_code}")
         declared = _content_length(resp.headers)
@@ -226,9 +216,9 @@ def _fetch_once(
                     if isinstance(exc, OSError) and not isinstance(exc, requests.RequestException):
                         raise ToolchainError(f"cannot write {tmp}: {exc.strerror}") from None
                     got = f"got {size} of {declared} bytes" if declared is not None else f"got {size} bytes"
-                    raise _Transient(f"transfer truncated ({got})") from None
+                    raise Retryable(f"transfer truncated ({got})") from None
             if declared is not None and size != declared:
-                raise _Transient(f"transfer truncated (got {size} of {declared} bytes)")
+                raise Retryable(f"transfer truncated (got {size} of {declared} bytes)")
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
