@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from pipeline.errors import BundleError
 from pipeline.fsutil import atomic_output
@@ -74,7 +74,7 @@ def file_digest(path: Path) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _stream_digest(fh: BinaryIO) -> tuple[int, str]:
+def _stream_digest(fh: IO[bytes]) -> tuple[int, str]:
     digest = hashlib.sha256()
     size = 0
     while chunk := fh.read(_CHUNK):
@@ -177,6 +177,15 @@ def read_members(path: Path) -> Iterator[tuple[Member, bytes | None]]:
         raise BundleError(f"{path}: corrupt bundle: {exc or type(exc).__name__}") from None
 
 
+def _file_member(name: str, fh: IO[bytes]) -> tuple[Member, bytes | None]:
+    """A regular file's entry; the manifest's bytes are kept, every other file is only hashed."""
+    if name == "manifest.json":
+        data = fh.read()
+        return Member(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()), data
+    size, digest = _stream_digest(fh)
+    return Member(name=name, size=size, sha256=digest), None
+
+
 def _read_tar(path: Path) -> Iterator[tuple[Member, bytes | None]]:
     with tarfile.open(path, mode="r:gz") as tar:
         for info in tar:
@@ -188,12 +197,7 @@ def _read_tar(path: Path) -> Iterator[tuple[Member, bytes | None]]:
             elif info.isfile():
                 fh = tar.extractfile(info)
                 assert fh is not None
-                if name == "manifest.json":
-                    data = fh.read()
-                    yield Member(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()), data
-                else:
-                    size, digest = _stream_digest(fh)  # type: ignore[arg-type]
-                    yield Member(name=name, size=size, sha256=digest), None
+                yield _file_member(name, fh)
             else:
                 raise BundleError(f"{path}: foreign archive: {name} is neither a file, a symlink nor a folder")
 
@@ -207,9 +211,5 @@ def _read_zip(path: Path) -> Iterator[tuple[Member, bytes | None]]:
             with zf.open(info) as fh:
                 if stat.S_ISLNK(info.external_attr >> 16):
                     yield Member(name=name, link=fh.read().decode("utf-8", "replace")), None
-                elif name == "manifest.json":
-                    data = fh.read()
-                    yield Member(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()), data
                 else:
-                    size, digest = _stream_digest(fh)  # type: ignore[arg-type]
-                    yield Member(name=name, size=size, sha256=digest), None
+                    yield _file_member(name, fh)
