@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
@@ -67,12 +66,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def report_error(err: PipelineError) -> None:
-    """One line on stderr; on GitHub Actions also an error annotation."""
-    message = str(err).replace("\n", " ")
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        print(f"::error::{message}", file=sys.stderr)
-    else:
-        print(f"error: {message}", file=sys.stderr)
+    """One line on stderr: ``error: ...``, an error annotation on GitHub Actions."""
+    from pipeline.github import annotate
+
+    annotate("error", str(err).replace("\n", " "), stream=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
