@@ -182,11 +182,10 @@ def run_tag(matrix: Matrix, options: LegOptions) -> str:
     """The run's tag: ``options.tag``, else the resolution's, else matrix.toml's explicit tag."""
     if options.tag:
         return check_tag(options.tag)
-    if options.resolved:
-        from pipeline.resolve import load_resolution
+    from pipeline.resolve import named_resolution
 
-        source = load_resolution(options.resolved).source or {}
-        tag = source.get("tag")
+    if named := named_resolution(options):
+        tag = (named[0].source or {}).get("tag")
         if isinstance(tag, str) and tag:
             return check_tag(tag)
     if matrix.source.tag != "latest":

@@ -435,6 +435,18 @@ def load_resolution(value: str, *, where: str = RESOLVED_ENV) -> Resolution:
     return Resolution.from_json(data, where=origin)
 
 
+def named_resolution(options: LegOptions) -> tuple[Resolution, str] | None:
+    """The run's resolution when one is named (``options.resolved``, else ``PIPELINE_RESOLVED``).
+
+    Returns it with the name of where it came from (for messages); None when
+    none is named: a resolution file is never read unless it is named.
+    """
+    value, where = (options.resolved, "--resolved") if options.resolved else (os.environ.get(RESOLVED_ENV, ""), RESOLVED_ENV)
+    if not value.strip():
+        return None
+    return load_resolution(value, where=where), where
+
+
 def rocm_for_leg(matrix: Matrix, leg: str | Leg, options: LegOptions) -> ResolvedRocm:
     """The ROCm build a leg run uses.
 
@@ -443,16 +455,13 @@ def rocm_for_leg(matrix: Matrix, leg: str | Leg, options: LegOptions) -> Resolve
     resolves on its own. A resolution file is never read unless it is named.
     """
     obj = _rocm_leg(matrix, leg)
-    if options.resolved:
-        value, where = options.resolved, "--resolved"
-    else:
-        value, where = os.environ.get(RESOLVED_ENV, ""), RESOLVED_ENV
-    if not value.strip():
+    named = named_resolution(options)
+    if named is None:
         return resolve_rocm(
             matrix, obj, now=effective_now(options.now),
             policy=options.rocm_version, index_url=options.index_url,
         )
-    resolution = load_resolution(value, where=where)
+    resolution, where = named
     entry = resolution.legs.get(obj.name)
     if entry is None:
         have = ", ".join(sorted(resolution.legs)) or "none"

@@ -498,12 +498,11 @@ def source_for_run(matrix: Matrix, options: LegOptions, *, git_url_template: str
     ``options.resolved`` or ``PIPELINE_RESOLVED`` so every leg of a run builds
     the same commit; a resolution file is never read unless it is named.
     """
-    from pipeline.resolve import RESOLVED_ENV, load_resolution
+    from pipeline.resolve import named_resolution
     from pipeline.timeutil import effective_now
 
-    value, where = (options.resolved, "--resolved") if options.resolved else (os.environ.get(RESOLVED_ENV, ""), RESOLVED_ENV)
-    if value.strip():
-        resolution = load_resolution(value, where=where)
+    if named := named_resolution(options):
+        resolution, where = named
         if resolution.source is not None:
             spec = SourceSpec.from_json(resolution.source, where=f"{where}: source")
             if options.tag and options.tag not in ("latest", spec.base_tag):
