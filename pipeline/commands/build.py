@@ -80,7 +80,8 @@ def options_from_args(args: argparse.Namespace) -> LegOptions:
         now=parse_now(now_text) if now_text else None,
         index_url=args.index_url or os.environ.get("PIPELINE_ROCM_INDEX_URL") or None,
         rocm_path=args.rocm_path,
-        resolved=args.resolved or os.environ.get("PIPELINE_RESOLVED") or None,
+        # None: PIPELINE_RESOLVED is read where it is used, so messages can name it.
+        resolved=args.resolved,
         remote_cache=args.remote_cache,
         no_bundle=args.no_bundle,
     )

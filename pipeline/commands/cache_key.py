@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 from pipeline import github
@@ -19,8 +18,6 @@ from pipeline.cachekey import (
 )
 from pipeline.config import load_matrix
 from pipeline.options import LegOptions
-
-RESOLVED_ENV = "PIPELINE_RESOLVED"
 
 
 def register(sub: Any) -> None:
@@ -44,8 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--resolved",
         metavar="FILE_OR_JSON",
-        default=os.environ.get(RESOLVED_ENV) or None,
-        help=f"the run's resolution (default: ${RESOLVED_ENV})",
+        help="the run's resolution (default: $PIPELINE_RESOLVED)",
     )
     p.add_argument("--json", action="store_true", help='print {"key": ..., "restore_keys": [...]}')
     p.set_defaults(func=run)
