@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from pipeline.errors import BundleError
-from pipeline.fsutil import atomic_output
+from pipeline.fsutil import atomic_output, stream_digest
 
 # 1980-01-01T00:00:00Z: the earliest moment a zip can store, used for tar too.
 FIXED_MTIME = 315532800
@@ -61,26 +61,6 @@ class Member:
     size: int = 0
     sha256: str | None = None
     link: str | None = None
-
-
-def file_digest(path: Path) -> tuple[int, str]:
-    """(size, sha256 hex) of a file, streamed."""
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
-
-
-def _stream_digest(fh: IO[bytes]) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    while chunk := fh.read(_CHUNK):
-        digest.update(chunk)
-        size += len(chunk)
-    return size, digest.hexdigest()
 
 
 def _sorted(entries: Sequence[Entry]) -> list[Entry]:
@@ -182,7 +162,7 @@ def _file_member(name: str, fh: IO[bytes]) -> tuple[Member, bytes | None]:
     if name == "manifest.json":
         data = fh.read()
         return Member(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()), data
-    size, digest = _stream_digest(fh)
+    size, digest = stream_digest(fh)
     return Member(name=name, size=size, sha256=digest), None
 
 

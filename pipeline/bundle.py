@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from pipeline.archive import Entry, archive_kind, file_digest, read_members, write_tar_gz, write_zip
+from pipeline.archive import Entry, archive_kind, read_members, write_tar_gz, write_zip
 from pipeline.config import Leg
 from pipeline.errors import BundleError
+from pipeline.fsutil import file_digest
 from pipeline.record import LegRecord
 from pipeline.toolchain import Toolchain
 

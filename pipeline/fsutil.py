@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 
 @contextmanager
@@ -44,3 +45,31 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Write ``obj`` as indented, key-sorted JSON, atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+_CHUNK = 1 << 20
+
+
+def stream_digest(fh: IO[bytes]) -> tuple[int, str]:
+    """(size, sha256 hex) of what is left to read in ``fh``, read in chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := fh.read(_CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def file_digest(path: Path) -> tuple[int, str]:
+    """(size, sha256 hex) of a file (symlinks followed), streamed."""
+    with path.open("rb") as fh:
+        return stream_digest(fh)
+
+
+def human_bytes(n: float) -> str:
+    """``512 B``, ``1.5 KiB`` ... ``12.0 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")

@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.cachekey import MalformedKeyError, parse_key
 from pipeline.errors import PipelineError, UsageError
+from pipeline.fsutil import human_bytes
 from pipeline.github import PER_PAGE, CacheEntry
 
 
@@ -233,14 +234,6 @@ def apply_plan(
 
 # --------------------------------------------------------------------------
 # Rendering
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
 
 
 def summary_markdown(plan: PrunePlan, result: PruneResult | None) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 from pipeline import github
 from pipeline.config import load_matrix
 from pipeline.errors import UsageError
-from pipeline.prune import PrunePlan, PruneResult, apply_plan, human_bytes, plan_prune, summary_markdown
+from pipeline.fsutil import human_bytes
+from pipeline.prune import PrunePlan, PruneResult, apply_plan, plan_prune, summary_markdown
 
 
 def register(sub: Any) -> None:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
-from pipeline.fsutil import atomic_write_json
+from pipeline.fsutil import atomic_write_json, human_bytes
 from pipeline.retry import RetriesExhausted, Retryable, call_with_retries, default_backoff
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def download(
     cache_dir = cache_dir or download_cache_dir()
     if (hit := cached_download(url, cache_dir, sha256)) is not None:
         if console is not None:
-            console.print(f"download cache: {hit.path.name} ({_human(hit.size)})", highlight=False)
+            console.print(f"download cache: {hit.path.name} ({human_bytes(hit.size)})", highlight=False)
         return hit
     cache_dir.mkdir(parents=True, exist_ok=True)
     scheme = urlsplit(url).scheme
@@ -270,7 +270,7 @@ def _progress(console: Console | None, name: str, total: int | None) -> Iterator
 
     def summary() -> str:
         seconds = max(time.monotonic() - started, 1e-6)
-        return f"{_human(done)} in {seconds:.1f}s ({_human(int(done / seconds))}/s)"
+        return f"{human_bytes(done)} in {seconds:.1f}s ({human_bytes(int(done / seconds))}/s)"
 
     if not console.is_terminal:
         # One line per tenth of the transfer (or per 256 MiB when the size is unknown).
@@ -281,8 +281,8 @@ def _progress(console: Console | None, name: str, total: int | None) -> Iterator
             nonlocal done, next_mark
             done += n
             if done >= next_mark and (total is None or done < total):
-                share = f" of {_human(total)}" if total else ""
-                console.print(f"download {name}: {_human(done)}{share}, {summary()}", highlight=False)
+                share = f" of {human_bytes(total)}" if total else ""
+                console.print(f"download {name}: {human_bytes(done)}{share}, {summary()}", highlight=False)
                 next_mark = done + max(step, 1)
 
         yield report
@@ -314,15 +314,6 @@ def _progress(console: Console | None, name: str, total: int | None) -> Iterator
 
             yield advance
     console.print(f"downloaded {name}: {summary()}", highlight=False)
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 # --------------------------------------------------------------------------

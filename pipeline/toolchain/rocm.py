@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.config import Leg, Matrix
 from pipeline.errors import NetworkError, ToolchainError, UsageError
+from pipeline.fsutil import file_digest
 from pipeline.options import LegOptions
 from pipeline.toolchain import Toolchain, safe_identity
 
@@ -214,14 +215,10 @@ def derived_identity(clang_version: str, fingerprint: str) -> str:
 
 def file_sha256(path: Path) -> str:
     """sha256 of a file's content (symlinks followed)."""
-    digest = hashlib.sha256()
     try:
-        with path.resolve().open("rb") as fh:
-            while chunk := fh.read(1024 * 1024):
-                digest.update(chunk)
+        return file_digest(path.resolve())[1]
     except OSError as exc:
         raise ToolchainError(f"{path}: cannot read: {exc.strerror}") from None
-    return digest.hexdigest()
 
 
 def install_fingerprint(clang: Path, device_lib_dir: Path | None) -> str:
