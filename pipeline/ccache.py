@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +61,9 @@ def find_ccache() -> Path:
 
 
 def ccache_version(exe: Path) -> str:
-    try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolchainError(f"{exe}: cannot run: {exc}") from None
-    match = re.search(r"ccache version (\S+)", out)
+    from pipeline.toolchain import version_output
+
+    match = re.search(r"ccache version (\S+)", version_output(exe))
     return match.group(1) if match else "unknown"
 
 
