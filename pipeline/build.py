@@ -7,27 +7,33 @@ both steps goes to ``<out>/<leg>/build.log``.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.ccache import CcacheSetup, remote_spec, setup_ccache, workspace_of
+from pipeline.ccache import (
+    CcacheSetup,
+    leg_cache_dir,
+    record_cache_toolchain,
+    remote_spec,
+    setup_ccache,
+    workspace_of,
+)
 from pipeline.config import Leg, Matrix
 from pipeline.errors import BuildError, SourceError, ToolchainError, UsageError
+from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.record import RECORD_NAME, LegRecord
 from pipeline.toolchain import Toolchain
-from pipeline.toolchain.registry import prepare_toolchain
 
 # Ninja's status line, forced to a known shape so progress can be read from it.
 NINJA_STATUS = "[%f/%t] "
@@ -167,161 +173,219 @@ class NinjaProgress:
                 self.console.print(f"{self.leg}: [{done}/{total}] {step[-80:]}")
 
 
-def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> LegRecord:
-    """Build one leg and write its record; raises BuildError when CMake or Ninja fails."""
-    started = datetime.now(UTC)  # the real moment, even when replaying an earlier --now
+@dataclass(frozen=True, kw_only=True)
+class SourceTree:
+    """The tree a leg builds, what the record says of it, and the bundle's tag."""
+
+    path: Path
+    info: dict[str, Any]
+    tag: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LegRun:
+    """What one leg run made."""
+
+    toolchain: Toolchain
+    build_dir: Path
+    record: LegRecord
+    bundle: Path | None
+
+
+def run_leg(
+    inputs: RunInputs,
+    leg: Leg,
+    options: LegOptions,
+    console: Console,
+    *,
+    provenance: Mapping[str, Any] | None = None,
+) -> LegRun:
+    """Build one leg: source, toolchain, ccache, configure, build, record, bundle.
+
+    Raises BuildError when CMake or Ninja fails (the record says ``failed``).
+    ``provenance``: what the record's source says beyond the tree itself (a
+    reproduction names the original's repository, tag and mix).
+    """
+    matrix = inputs.require_matrix()
     clock = time.monotonic()
-    out = options.out.resolve()
+    out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
     build = work / "build"
-    # A bad remote cache URL fails before any work (a clone, a toolchain download).
+    check_remote_spec(matrix, options)
+
+    source = source_step(inputs, options, out, console)
+    toolchain = toolchain_step(inputs, leg, options, console)
+    ccache = ccache_step(inputs, leg, options, workspace=workspace_of(source.path, build), work=work)
+    if build.exists():
+        shutil.rmtree(build)
+    build.mkdir(parents=True)
+
+    cmake, ninja = find_tool("cmake"), find_tool("ninja")
+    args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build)
+    record = LegRecord(
+        leg=leg.name,
+        backend=leg.backend,
+        os=leg.os,
+        # The real moment, even when replaying an earlier --now.
+        started=inputs.started.isoformat(timespec="seconds"),
+        source={**source.info, **(provenance or {})},
+        cmake_args=args,
+        toolchain=toolchain.to_record(),
+    )
+    for warning in ccache.remote_check.warnings if ccache.remote_check else ():
+        _warn(record, console, warning, inputs)
+    previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
+    base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
+    console.print(
+        f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
+        f"(compiler_check={ccache.compiler_check}, cache {ccache.cache_dir})"
+    )
+    with (work / "build.log").open("w", encoding="utf-8") as log:
+        configure_step(record, work, clock, console, log,
+                       [str(cmake), *args, f"-DCMAKE_MAKE_PROGRAM={ninja}"],
+                       {**base_env, **ccache.env(with_stats_log=False)})
+        build_step(record, work, clock, console, log, [str(ninja), "-C", str(build)],
+                   {**base_env, **ccache.env(with_stats_log=True)}, ccache, previous_toolchain, inputs)
+
+    record.timings = _timings(build)
+    bundle = None if options.no_bundle else bundle_step(leg, record, build, out, toolchain, source, console)
+    record.wall_seconds = round(time.monotonic() - clock, 3)
+    record.write(work / RECORD_NAME)
+    show_record(record, console)
+    return LegRun(toolchain=toolchain, build_dir=build, record=record, bundle=bundle)
+
+
+def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
+    """A bad remote cache URL fails before any work (a clone, a toolchain download)."""
     spec, where = remote_spec(matrix.ccache, options.remote_cache)
     if spec:
         from pipeline.remote_cache import parse_remote
 
         parse_remote(spec, where=where)
 
-    source, source_info, tag = _source_tree(matrix, options, out, console)
 
-    toolchain = prepare_toolchain(leg, matrix, options, console)
-    ccache = setup_ccache(
-        matrix.ccache,
+def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Console) -> Toolchain:
+    """The leg's toolchain; a ROCm leg takes the run's resolved build (resolved here when the run has none)."""
+    from pipeline.toolchain.profiles import ToolchainRequest, prepare_toolchain
+
+    rocm = None
+    if leg.needs_resolution and options.rocm_path is None:
+        from pipeline.resolve import rocm_for_leg
+
+        rocm = rocm_for_leg(inputs, leg)
+    request = ToolchainRequest(
+        leg=leg,
+        environ=inputs.environ,
+        rocm=rocm,
+        rocm_path=options.rocm_path,
+        rocm_version=inputs.rocm_policy if inputs.rocm_policy_overridden else None,
+        download_cache=inputs.download_cache,
+        toolchain_dir=inputs.toolchain_dir,
+        http_backoff=inputs.http_backoff,
+    )
+    return prepare_toolchain(request, console)
+
+
+def ccache_step(inputs: RunInputs, leg: Leg, options: LegOptions, *, workspace: Path, work: Path) -> CcacheSetup:
+    return setup_ccache(
+        inputs.require_matrix().ccache,
         leg=leg.name,
-        workspace=workspace_of(source, build),
+        workspace=workspace,
         stats_log=work / "ccache-stats.log",
-        cache_dir=options.cache_dir,
+        cache_dir=inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name),
         remote=options.remote_cache,
     )
-    if build.exists():
-        shutil.rmtree(build)
-    build.mkdir(parents=True)
-
-    cmake = find_tool("cmake")
-    ninja = find_tool("ninja")
-    args = cmake_arguments(matrix, leg, toolchain, ccache, source, build)
-    record = LegRecord(
-        leg=leg.name,
-        backend=leg.backend,
-        os=leg.os,
-        started=started.isoformat(timespec="seconds"),
-        source=source_info,
-        cmake_args=args,
-        toolchain=toolchain.to_record(),
-    )
-    for warning in ccache.remote_check.warnings if ccache.remote_check else ():
-        _warn(record, console, warning)
-    previous_toolchain = _swap_cache_owner(ccache.cache_dir, toolchain.identity)
-    base_env = {**os.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
-    console.print(
-        f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
-        f"(compiler_check={ccache.compiler_check}, cache {ccache.cache_dir})"
-    )
-
-    with (work / "build.log").open("w", encoding="utf-8") as log:
-        t0 = time.monotonic()
-        with console.status(f"{leg.name}: configuring with CMake"):
-            code, tail = run_logged(
-                [str(cmake), *args, f"-DCMAKE_MAKE_PROGRAM={ninja}"],
-                env={**base_env, **ccache.env(with_stats_log=False)},
-                log=log,
-            )
-        record.phases["configure"] = round(time.monotonic() - t0, 3)
-        if code != 0:
-            _fail(record, work, clock, console, "CMake configure", tail, [])
-
-        t0 = time.monotonic()
-        with NinjaProgress(console, leg.name) as progress:
-            code, tail = run_logged(
-                [str(ninja), "-C", str(build)],
-                env={**base_env, **ccache.env(with_stats_log=True)},
-                log=log,
-                on_line=progress.line,
-            )
-        record.phases["build"] = round(time.monotonic() - t0, 3)
-        stats = ccache.read_stats()
-        record.ccache = ccache.to_record(stats)
-        # What filled this cache last: the report warns on a low hit rate only
-        # when the toolchain did not change (then something else broke the cache).
-        record.ccache["previous_toolchain"] = previous_toolchain
-        if ccache.remote_check:
-            from pipeline.remote_cache import remote_errors_warning
-
-            if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
-                _warn(record, console, lost)
-        if code != 0:
-            _fail(record, work, clock, console, "Ninja build", tail, progress.failed)
-
-    record.timings = _timings(build)
-    if not options.no_bundle:
-        from pipeline.bundle import make_bundle
-
-        with console.status(f"{leg.name}: packaging the bundle"):
-            bundle = make_bundle(
-                leg=leg, record=record, build_dir=build, out_dir=out, toolchain=toolchain,
-                tag=tag, commit=source_info.get("commit"),
-            )
-        record.bundle = bundle.relative_to(out).as_posix()
-        console.print(f"{leg.name}: bundle {bundle}")
-    record.wall_seconds = round(time.monotonic() - clock, 3)
-    record.write(work / RECORD_NAME)
-    show_record(record, console)
-    return record
 
 
-def _warn(record: LegRecord, console: Console, message: str) -> None:
+def configure_step(
+    record: LegRecord, work: Path, clock: float, console: Console, log: IO[str],
+    cmd: list[str], env: Mapping[str, str],
+) -> None:
+    t0 = time.monotonic()
+    with console.status(f"{record.leg}: configuring with CMake"):
+        code, tail = run_logged(cmd, env=env, log=log)
+    record.phases["configure"] = round(time.monotonic() - t0, 3)
+    if code != 0:
+        _fail(record, work, clock, console, "CMake configure", tail, [])
+
+
+def build_step(
+    record: LegRecord, work: Path, clock: float, console: Console, log: IO[str],
+    cmd: list[str], env: Mapping[str, str], ccache: CcacheSetup, previous_toolchain: str | None,
+    inputs: RunInputs,
+) -> None:
+    """Ninja through ccache; the record gets this run's ccache statistics, even when the build fails."""
+    t0 = time.monotonic()
+    with NinjaProgress(console, record.leg) as progress:
+        code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
+    record.phases["build"] = round(time.monotonic() - t0, 3)
+    stats = ccache.read_stats()
+    record.ccache = ccache.to_record(stats)
+    record.ccache["previous_toolchain"] = previous_toolchain
+    if ccache.remote_check:
+        from pipeline.remote_cache import remote_errors_warning
+
+        if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
+            _warn(record, console, lost, inputs)
+    if code != 0:
+        _fail(record, work, clock, console, "Ninja build", tail, progress.failed)
+
+
+def bundle_step(
+    leg: Leg, record: LegRecord, build: Path, out: Path, toolchain: Toolchain, source: SourceTree,
+    console: Console,
+) -> Path:
+    from pipeline.bundle import make_bundle
+
+    with console.status(f"{leg.name}: packaging the bundle"):
+        bundle = make_bundle(
+            leg=leg, record=record, build_dir=build, out_dir=out, toolchain=toolchain,
+            tag=source.tag, commit=record.source.get("commit"),
+        )
+    record.bundle = bundle.relative_to(out).as_posix()
+    console.print(f"{leg.name}: bundle {bundle}")
+    return bundle
+
+
+def _warn(record: LegRecord, console: Console, message: str, inputs: RunInputs) -> None:
     """A warning on record, and on screen: an annotation on GitHub Actions, a yellow line elsewhere."""
-    from pipeline.github import annotate, in_actions
+    from pipeline.github import annotate
 
     record.warnings.append(message)
-    if in_actions():
-        annotate("warning", message)
+    if inputs.in_actions:
+        annotate("warning", message, env=inputs.environ)
     else:
         from rich.markup import escape
 
         console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
-def _source_tree(
-    matrix: Matrix, options: LegOptions, out: Path, console: Console
-) -> tuple[Path, dict[str, Any], str]:
-    """The tree to build, what the record says of it, and the bundle's tag."""
-    from pipeline.source import checkout_source, describe_checkout, folder_tag, source_for_run
+def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Console) -> SourceTree:
+    """The tree to build: ``--source``, else the run's source checked out under ``<out>/src``."""
+    from pipeline.source import checkout_source, describe_checkout, folder_tag
 
     if options.source is not None:
         check_cmake_project(options.source)
-        source = options.source.resolve()
-        info = describe_checkout(source)
-        tag = folder_tag(info, options.tag)
-        return source, {"path": str(source), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag
+        path = options.source.resolve()
+        info = describe_checkout(path, environ=inputs.environ)
+        tag = folder_tag(info, inputs.tag)
+        return SourceTree(
+            path=path, info={"path": str(path), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag=tag
+        )
+    from pipeline.resolve import source_for_run
+
+    matrix = inputs.require_matrix()
     # A fixed place under <out>: the clone is re-used and the configure line stays the same.
-    source = out / "src" / "llama.cpp"
+    path = out / "src" / "llama.cpp"
     try:
         with console.status(f"resolving the source ({matrix.source.repo})"):
-            spec = source_for_run(matrix, options)
-        with console.status(f"checking out {spec.tag} into {source}"):
-            commit = checkout_source(spec, source)
+            spec = source_for_run(inputs)
+        with console.status(f"checking out {spec.tag} into {path}"):
+            commit = checkout_source(spec, path, git_url_template=inputs.git_url_template, environ=inputs.environ)
     except SourceError as err:
         raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
-    check_cmake_project(source)
-    return source, {**spec.to_json(), "commit": commit, "path": str(source)}, spec.tag
-
-
-CACHE_OWNER = "pipeline-toolchain.txt"
-
-
-def _swap_cache_owner(cache_dir: Path, identity: str) -> str | None:
-    """Record ``identity`` as the toolchain filling ``cache_dir``; return the one before it."""
-    marker = cache_dir / CACHE_OWNER
-    try:
-        previous = marker.read_text(encoding="utf-8").strip() or None
-    except (FileNotFoundError, UnicodeDecodeError):
-        previous = None
-    except OSError:
-        return None
-    from pipeline.fsutil import atomic_write_text
-
-    atomic_write_text(marker, identity + "\n")
-    return previous
+    check_cmake_project(path)
+    return SourceTree(path=path, info={**spec.to_json(), "commit": commit, "path": str(path)}, tag=spec.tag)
 
 
 def _timings(build: Path) -> dict[str, object] | None:

@@ -24,15 +24,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from pipeline.config import LEG_NAME, LEG_NAME_MAX
 from pipeline.errors import PipelineError, UsageError
-from pipeline.toolchain import safe_identity
-
-if TYPE_CHECKING:
-    from pipeline.config import Matrix
-    from pipeline.options import LegOptions
+from pipeline.names import LEG_NAME, LEG_NAME_MAX, RUN_TAG, safe_identity
 
 SEP = "--"
 CCACHE_KIND = "ccache"
@@ -44,7 +38,7 @@ _NAMESPACE = {kind: f"llama-{kind}" for kind in KINDS}
 # (an older scheme, a hand-made key) is reported, never deleted.
 LOOKALIKE_PREFIXES = tuple(_NAMESPACE.values())
 
-TAG = re.compile(r"^b\d+(?:-mix-[0-9a-f]{7,40})?$")
+TAG = RUN_TAG
 # safe_identity's alphabet, without '--' and without a '-' at either end, so
 # the separators around it stay unambiguous.
 TOOLCHAIN = re.compile(r"^[A-Za-z0-9._+]+(?:-[A-Za-z0-9._+]+)*$")
@@ -73,7 +67,7 @@ def key_toolchain(identity: str) -> str:
     return squashed or "unknown"
 
 
-def check_tag(tag: str) -> str:
+def check_run_tag(tag: str) -> str:
     """``tag`` if it is a run tag (``b10327``, ``b10327-mix-1a2b3c4``), else a UsageError."""
     if not TAG.match(tag):
         raise UsageError(f"bad cache-key tag {tag!r}: expected 'b<digits>' or 'b<digits>-mix-<hex>'")
@@ -102,7 +96,7 @@ def restore_prefix(leg: str, toolchain: str) -> str:
 
 def cache_key(leg: str, toolchain: str, tag: str) -> str:
     """The ccache key of one run of ``leg``."""
-    return restore_prefix(leg, toolchain) + check_tag(tag)
+    return restore_prefix(leg, toolchain) + check_run_tag(tag)
 
 
 def restore_keys(leg: str, toolchain: str) -> list[str]:
@@ -147,50 +141,3 @@ def parse_key(key: str) -> KeyParts | None:
     if len(toolchain) > TOOLCHAIN_MAX or not TOOLCHAIN.match(toolchain):
         raise MalformedKeyError(f"cache key {key!r}: no valid toolchain identity")
     return KeyParts(kind=kind, leg=leg, toolchain=toolchain, tag=tag)
-
-
-# --------------------------------------------------------------------------
-# I/O edge: the run's toolchain identity and tag, from its resolution.
-
-
-def toolchain_identity(matrix: Matrix, leg: str, options: LegOptions) -> str:
-    """The key-safe toolchain identity of ``leg`` in this run.
-
-    ROCm: ``rocm-<version>`` from the run's resolution (``options.resolved``,
-    else resolved now by the policy), so every leg of a run agrees without
-    installing anything. Other backends: the identity their toolchain reports.
-    """
-    spec = matrix.leg(leg)
-    if spec.backend == "rocm":
-        return key_toolchain(f"rocm-{resolved_rocm_version(matrix, leg, options)}")
-    from rich.console import Console
-
-    from pipeline.toolchain.registry import prepare_toolchain
-
-    console = Console(stderr=True)
-    return key_toolchain(prepare_toolchain(spec, matrix, options, console).identity)
-
-
-def resolved_rocm_version(matrix: Matrix, leg: str, options: LegOptions) -> str:
-    """The ROCm version ``leg`` builds with: from the run's resolution, else resolved now."""
-    from pipeline.resolve import rocm_for_leg
-
-    return rocm_for_leg(matrix, leg, options).version
-
-
-def run_tag(matrix: Matrix, options: LegOptions) -> str:
-    """The run's tag: ``options.tag``, else the resolution's, else matrix.toml's explicit tag."""
-    if options.tag:
-        return check_tag(options.tag)
-    from pipeline.resolve import named_resolution
-
-    if named := named_resolution(options):
-        tag = (named[0].source or {}).get("tag")
-        if isinstance(tag, str) and tag:
-            return check_tag(tag)
-    if matrix.source.tag != "latest":
-        return check_tag(matrix.source.tag)
-    raise UsageError(
-        "no source tag for the cache key: pass --tag, or set PIPELINE_RESOLVED to a resolution "
-        f"with a source tag ({matrix.path}: source.tag is 'latest')"
-    )

@@ -29,24 +29,32 @@ from pipeline.errors import ToolchainError
 if TYPE_CHECKING:
     from pipeline.remote_cache import RemoteCheck
 
-CACHE_HOME_ENV = "PIPELINE_CACHE_HOME"
+# Inside a ccache directory: the toolchain identity that filled it last.
+CACHE_TOOLCHAIN_MARKER = "pipeline-toolchain.txt"
 
 
-def pipeline_cache_home() -> Path:
-    """Where the pipeline keeps caches: $PIPELINE_CACHE_HOME, else the user cache folder."""
-    if explicit := os.environ.get(CACHE_HOME_ENV):
-        return Path(explicit)
-    if sys.platform == "win32" and (local := os.environ.get("LOCALAPPDATA")):
-        return Path(local) / "llama-pipeline"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "llama-pipeline"
+def leg_cache_dir(cache_home: Path, leg: str) -> Path:
+    """The default ccache directory of a leg: one per leg under the pipeline's cache home."""
+    return cache_home / "ccache" / leg
 
 
-def default_cache_dir(leg: str) -> Path:
-    """``$CCACHE_DIR`` when set, else one cache directory per leg."""
-    if explicit := os.environ.get("CCACHE_DIR"):
-        return Path(explicit)
-    return pipeline_cache_home() / "ccache" / leg
+def record_cache_toolchain(cache_dir: Path, identity: str) -> str | None:
+    """Note ``identity`` as the toolchain filling ``cache_dir``; return the one noted before it.
+
+    The report warns on a low hit rate only when the toolchain did not change
+    (then something else broke the cache).
+    """
+    from pipeline.fsutil import atomic_write_text
+
+    marker = cache_dir / CACHE_TOOLCHAIN_MARKER
+    try:
+        previous = marker.read_text(encoding="utf-8").strip() or None
+    except (FileNotFoundError, UnicodeDecodeError):
+        previous = None
+    except OSError:
+        return None
+    atomic_write_text(marker, identity + "\n")
+    return previous
 
 
 def find_ccache() -> Path:
@@ -155,12 +163,12 @@ def setup_ccache(
     leg: str,
     workspace: Path,
     stats_log: Path,
-    cache_dir: Path | None = None,
+    cache_dir: Path,
     remote: str | None = None,
 ) -> CcacheSetup:
     """Settle the ccache settings of a run; starts a fresh stats log and probes the remote cache."""
     exe = find_ccache()
-    directory = (cache_dir or default_cache_dir(leg)).resolve()
+    directory = cache_dir.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     stats_log.parent.mkdir(parents=True, exist_ok=True)
     stats_log.unlink(missing_ok=True)

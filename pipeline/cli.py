@@ -1,9 +1,12 @@
 """Command-line entry point: ``python -m pipeline <command>``.
 
 Each command lives in ``pipeline/commands/<name>.py`` with ``register(sub)``
-adding its sub-parser (and ``set_defaults(func=run)``). A PipelineError becomes
-one line on stderr and its exit code; anything else is a bug and keeps its
-traceback.
+adding its sub-parser (``set_defaults(func=run)``; ``needs_matrix=False`` for
+commands that can do without matrix.toml, ``reads_resolution=True`` for those
+that take the run's resolution). Here, once per process, the run's inputs are
+fixed (:func:`pipeline.inputs.read_inputs`) and handed to the command as
+``run(args, inputs)``. A PipelineError becomes one line on stderr and its exit
+code; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Sequence
 
 from pipeline import __version__
 from pipeline.errors import PipelineError
+from pipeline.settings import MATRIX, add_flag
 
 # Order is the order of `--help`.
 COMMANDS = (
@@ -29,6 +33,7 @@ COMMANDS = (
     "report",
     "reproduce",
     "resolve",
+    "settings",
     "simulate",
     "timings",
 )
@@ -54,11 +59,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Build llama.cpp prebuilt bundles from matrix.toml.",
     )
     parser.add_argument("--version", action="version", version=f"pipeline {__version__}")
-    parser.add_argument(
-        "--matrix",
-        metavar="PATH",
-        help="matrix file (default: $PIPELINE_MATRIX, else ./matrix.toml)",
-    )
+    add_flag(parser, MATRIX)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in (only,) if only else COMMANDS:
         importlib.import_module(f"pipeline.commands.{name.replace('-', '_')}").register(sub)
@@ -67,9 +68,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def report_error(err: PipelineError) -> None:
     """One line on stderr: ``error: ...``, an error annotation on GitHub Actions."""
+    import os
+
     from pipeline.github import annotate
 
-    annotate("error", str(err).replace("\n", " "), stream=sys.stderr)
+    # Before the run's inputs exist (a bad flag), GitHub's own variables are read here.
+    annotate("error", str(err).replace("\n", " "), stream=sys.stderr, env=os.environ)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,7 +81,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        from pipeline.inputs import read_inputs
+
+        inputs = read_inputs(
+            args,
+            need_matrix=getattr(args, "needs_matrix", True),
+            with_resolution=getattr(args, "reads_resolution", False),
+            # A --source build's --tag names its bundle; elsewhere it is a tag to check out.
+            any_tag=getattr(args, "source", None) is not None,
+        )
+        return int(args.func(args, inputs) or 0)
     except PipelineError as err:
         report_error(err)
         return err.exit_code

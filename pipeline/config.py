@@ -18,26 +18,27 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.errors import ConfigError
+from pipeline.names import (
+    BACKENDS,
+    COMMIT_SHA,
+    GITHUB_REPO,
+    GPU_TARGET,
+    LEG_NAME,
+    LEG_NAME_MAX,
+    OSES,
+    POLICIES,
+    ROCM_VERSION,
+    UPSTREAM_TAG,
+    is_family,
+)
 
-MATRIX_ENV = "PIPELINE_MATRIX"
 DEFAULT_MATRIX = "matrix.toml"
 
-BACKENDS = ("cpu", "cuda", "rocm", "vulkan")
-OSES = ("linux", "windows")
-POLICIES = ("weekly", "latest")
 COMPILER_CHECKS = ("content", "mtime")
 
 DEFAULT_SOURCE_REPO = "https://github.com/ggml-org/llama.cpp"
 DEFAULT_ROCM_INDEX = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
 
-# One name is the session, the cache-key component, the record folder and the
-# GitHub matrix entry: letters, digits, '.', '_' and '-', starting with a
-# letter or digit, no '--' (reserved as a separator in cache keys).
-LEG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._]|-(?!-))*$")
-LEG_NAME_MAX = 64
-_ROCM_VERSION = re.compile(r"^\d+\.\d+\.\d+(?:a|rc)\d{8}$")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _SIZE = re.compile(r"^\d+(?:\.\d+)?\s*[KMGT]i?B?$|^\d+$", re.IGNORECASE)
 
 
@@ -137,21 +138,20 @@ class Matrix:
 # Loading
 
 
-def matrix_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``--matrix`` wins, then ``PIPELINE_MATRIX``, then ./matrix.toml."""
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get(MATRIX_ENV) or DEFAULT_MATRIX)
+def load_matrix(path: str | os.PathLike[str]) -> Matrix:
+    """Read and validate a matrix file; raise ConfigError naming what is wrong.
 
+    Which file is the run's is decided once, with the run's inputs (see
+    :mod:`pipeline.settings`).
+    """
+    from pipeline.settings import MATRIX
 
-def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
-    """Read and validate a matrix file; raise ConfigError naming what is wrong."""
-    p = matrix_path(path)
+    p = Path(path)
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError(
-            f"{p}: matrix file not found", hint="pass --matrix PATH or set PIPELINE_MATRIX"
+            f"{p}: matrix file not found", hint=f"pass {MATRIX.flag} PATH or set {MATRIX.env_var}"
         ) from None
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read matrix file: {exc.strerror}") from None
@@ -281,7 +281,7 @@ def _nonempty(v: str) -> str | None:
 
 
 def _policy_check(v: str) -> str | None:
-    if v in POLICIES or _ROCM_VERSION.match(v):
+    if v in POLICIES or ROCM_VERSION.fullmatch(v):
         return None
     return "'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
 
@@ -300,23 +300,23 @@ def _size_check(v: str) -> str | None:
 
 
 def _tag_check(v: str) -> str | None:
-    return None if v == "latest" or re.match(r"^b\d+$", v) else "'latest' or a tag like 'b10327'"
+    return None if UPSTREAM_TAG.match(v) else "'latest' or a tag like 'b10327'"
 
 
 def _repo_check(v: str) -> str | None:
-    return None if _REPO.match(v) else "'owner/name'"
+    return None if GITHUB_REPO.match(v) else "'owner/name'"
 
 
 def _sha_check(v: str) -> str | None:
-    return None if _SHA.match(v) else "a full commit SHA (40 lowercase hex digits)"
+    return None if COMMIT_SHA.match(v) else "a full commit SHA (40 lowercase hex digits)"
 
 
 def _family_check(v: str) -> str | None:
-    return None if re.match(r"^gfx[0-9A-Za-z]+(?:-[a-z]+)?$", v) else "a TheRock family like 'gfx110X-all'"
+    return None if is_family(v) else "a TheRock family like 'gfx110X-all'"
 
 
 def _target_check(v: str) -> str | None:
-    return None if re.match(r"^gfx[0-9a-f]+$", v) else "a GPU target like 'gfx1100'"
+    return None if GPU_TARGET.match(v) else "a GPU target like 'gfx1100'"
 
 
 def _did_you_mean(word: str, choices: object) -> str:

@@ -13,7 +13,6 @@ never appears in a message, a repr or a log line.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
+from pipeline import settings
 from pipeline.errors import GitHubError, NetworkError, UsageError
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import requests
 
 DEFAULT_API_URL = "https://api.github.com"
-TOKEN_ENVS = ("GITHUB_TOKEN", "GH_TOKEN")
+TOKEN_ENVS = settings.GITHUB_TOKEN.env
 PER_PAGE = 100
 # A rate-limit reset further away than this fails the command instead of
 # holding a runner idle (GitHub's primary limit resets hourly).
@@ -50,9 +50,9 @@ _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 # GitHub Actions glue
 
 
-def in_actions(env: Mapping[str, str] | None = None) -> bool:
+def in_actions(env: Mapping[str, str]) -> bool:
     """True inside a GitHub Actions job."""
-    return (env if env is not None else os.environ).get("GITHUB_ACTIONS") == "true"
+    return env.get(settings.GITHUB_ACTIONS) == "true"
 
 
 def _check_name(name: str, what: str) -> None:
@@ -68,7 +68,7 @@ def format_file_command(name: str, value: str, delimiter: str) -> str:
 
 
 def _append_file_command(env_var: str, name: str, value: str, env: Mapping[str, str] | None) -> bool:
-    path = (env if env is not None else os.environ).get(env_var)
+    path = env.get(env_var)
     if not path:
         return False
     # A fresh random delimiter per write: no value can end the block early.
@@ -80,22 +80,22 @@ def _append_file_command(env_var: str, name: str, value: str, env: Mapping[str, 
     return True
 
 
-def set_output(name: str, value: str, *, env: Mapping[str, str] | None = None) -> bool:
+def set_output(name: str, value: str, *, env: Mapping[str, str]) -> bool:
     """Set step output ``name`` (any value, multiline too); False outside Actions."""
     _check_name(name, "output")
-    return _append_file_command("GITHUB_OUTPUT", name, value, env)
+    return _append_file_command(settings.GITHUB_OUTPUT, name, value, env)
 
 
-def export_env(name: str, value: str, *, env: Mapping[str, str] | None = None) -> bool:
+def export_env(name: str, value: str, *, env: Mapping[str, str]) -> bool:
     """Set ``name`` for the job's later steps (GITHUB_ENV); False outside Actions."""
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
         raise UsageError(f"bad environment variable name {name!r}")
-    return _append_file_command("GITHUB_ENV", name, value, env)
+    return _append_file_command(settings.GITHUB_ENV, name, value, env)
 
 
-def append_summary(markdown: str, *, env: Mapping[str, str] | None = None) -> bool:
+def append_summary(markdown: str, *, env: Mapping[str, str]) -> bool:
     """Append ``markdown`` to the job's step summary; False outside Actions."""
-    path = (env if env is not None else os.environ).get("GITHUB_STEP_SUMMARY")
+    path = env.get(settings.GITHUB_STEP_SUMMARY)
     if not path:
         return False
     with Path(path).open("a", encoding="utf-8", newline="\n") as fh:
@@ -133,7 +133,7 @@ def annotate(
     *,
     line: int | None = None,
     title: str | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str],
     stream: TextIO | None = None,
 ) -> None:
     """An annotation on Actions (on ``stream``, default stdout); ``level: message`` on stderr elsewhere.
@@ -149,7 +149,7 @@ def annotate(
 
 
 @contextmanager
-def group(title: str, *, env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> Iterator[None]:
+def group(title: str, *, env: Mapping[str, str], stream: TextIO | None = None) -> Iterator[None]:
     """A collapsible log group on Actions (on ``stream``, default stdout); a no-op elsewhere."""
     active = in_actions(env)
     if active:
@@ -220,14 +220,13 @@ def _parse_time(value: Any) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def token_from_env(env: Mapping[str, str] | None = None) -> str:
+def token_from_env(env: Mapping[str, str]) -> str:
     """The API token from GITHUB_TOKEN or GH_TOKEN; GitHubError when neither is set."""
-    source = env if env is not None else os.environ
     for name in TOKEN_ENVS:
-        if value := source.get(name, "").strip():
+        if value := env.get(name, "").strip():
             return value
     raise GitHubError(
-        "no GitHub token: set GITHUB_TOKEN or GH_TOKEN (on Actions: a token with 'actions: write')"
+        f"no GitHub token: set {' or '.join(TOKEN_ENVS)} (on Actions: a token with 'actions: write')"
     )
 
 

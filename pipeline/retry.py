@@ -9,19 +9,13 @@ last reason, which the client turns into its own one-line error.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable
 from datetime import UTC
 from typing import TypeVar
 
-from pipeline.errors import UsageError
-
-BACKOFF_ENV = "PIPELINE_HTTP_BACKOFF"
 DEFAULT_BACKOFF = 1.0
-# The largest first wait PIPELINE_HTTP_BACKOFF may ask for.
-MAX_BACKOFF = 60.0
 
 _T = TypeVar("_T")
 
@@ -46,20 +40,6 @@ class RetriesExhausted(Exception):
     @property
     def attempts_text(self) -> str:
         return f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}"
-
-
-def default_backoff() -> float:
-    """First retry wait in seconds: ``PIPELINE_HTTP_BACKOFF``, else 1 (doubles each retry)."""
-    raw = os.environ.get(BACKOFF_ENV)
-    if not raw:
-        return DEFAULT_BACKOFF
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_BACKOFF:
-        raise UsageError(f"{BACKOFF_ENV}: expected seconds between 0 and {MAX_BACKOFF:g}, got {raw!r}")
-    return value
 
 
 def retry_after(value: str | None, now: float) -> float | None:

@@ -18,30 +18,20 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-from pipeline.config import Matrix, MixPin, SourceConfig
+from pipeline.config import MixPin, SourceConfig
 from pipeline.errors import ResolutionError, SourceError
 from pipeline.mix import (
     check_pins,
     merge_identity_env,
     merge_message,
-    mix_hash,
-    mix_tag,
-    pin_from_json,
-    pin_to_json,
 )
-from pipeline.options import LegOptions
+from pipeline.names import BUILD_TAG
+from pipeline.resolution import SourceSpec
 
-DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
-# Where a pin's ``owner/name`` is fetched from; tests point it at local repos.
-GIT_URL_TEMPLATE_ENV = "PIPELINE_GIT_URL_TEMPLATE"
-
-_BUILD_TAG = re.compile(r"^b(\d+)$")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _PEELED = "^{}"
 # Candidate tags whose dates are read per fetch: 1, 2, 4, ... up to this many.
 _MAX_DATE_BATCH = 64
@@ -69,7 +59,7 @@ def parse_ls_remote_tags(text: str) -> dict[str, str]:
 
 def build_tags_newest_first(names: Iterable[str]) -> list[str]:
     """The ``b<digits>`` tags, highest build number first (numeric, not text order)."""
-    builds = [(int(m.group(1)), name) for name in names if (m := _BUILD_TAG.match(name))]
+    builds = [(int(m.group(1)), name) for name in names if (m := BUILD_TAG.match(name))]
     return [name for _, name in sorted(builds, reverse=True)]
 
 
@@ -85,75 +75,8 @@ def git_url(repo: str, template: str) -> str:
     return template.replace("{repo}", repo)
 
 
-def default_git_url_template() -> str:
-    """``$PIPELINE_GIT_URL_TEMPLATE``, else GitHub."""
-    return os.environ.get(GIT_URL_TEMPLATE_ENV) or DEFAULT_GIT_URL_TEMPLATE
-
-
 # --------------------------------------------------------------------------
 # The resolved source
-
-
-@dataclass(frozen=True, kw_only=True)
-class SourceSpec:
-    """What a run builds: a base tag of a repo, plus an ordered mix set."""
-
-    # A git URL or a local path, as configured.
-    repo: str
-    # The upstream tag, e.g. "b10327".
-    base_tag: str
-    # The commit the base tag points at (peeled), when known.
-    base_commit: str | None = None
-    # When the base tag was made (tagger date, or committer date of a lightweight tag), when read.
-    base_date: str | None = None
-    mix: tuple[MixPin, ...] = field(default_factory=tuple)
-    # The commit that is built: base_commit without a mix, the last merge with one.
-    commit: str | None = None
-
-    @property
-    def tag(self) -> str:
-        """The bundle's tag: the base tag, or ``<base>-mix-<hash7>``."""
-        return mix_tag(self.base_tag, self.mix)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "base_tag": self.base_tag,
-            "base_commit": self.base_commit,
-            "base_date": self.base_date,
-            "tag": self.tag,
-            "mix": [pin_to_json(p) for p in self.mix],
-            "mix_hash": mix_hash(self.mix) if self.mix else None,
-            "commit": self.commit,
-        }
-
-    @classmethod
-    def from_json(cls, data: Any, where: str = "source") -> SourceSpec:
-        """Read :meth:`to_json` output back; SourceError naming ``where`` when malformed."""
-        if not isinstance(data, Mapping):
-            raise SourceError(f"{where}: expected an object, got {data!r}")
-        repo, base_tag = data.get("repo"), data.get("base_tag")
-        if not isinstance(repo, str) or not repo or not isinstance(base_tag, str) or not base_tag:
-            raise SourceError(f"{where}: 'repo' and 'base_tag' must be non-empty strings")
-        mix_raw = data.get("mix") or []
-        if not isinstance(mix_raw, list):
-            raise SourceError(f"{where}.mix: expected a list of pins")
-        pins = tuple(pin_from_json(p, f"{where}.mix[{i}]") for i, p in enumerate(mix_raw))
-        check_pins(pins, f"{where}.mix")
-        optional: dict[str, str | None] = {}
-        for key in ("base_commit", "base_date", "commit"):
-            value = data.get(key)
-            if value is not None and not isinstance(value, str):
-                raise SourceError(f"{where}.{key}: expected a string or null, got {value!r}")
-            if key != "base_date" and value is not None and not _SHA.match(value):
-                raise SourceError(f"{where}.{key}: {value!r} is not a full commit SHA")
-            optional[key] = value
-        spec = cls(repo=repo, base_tag=base_tag, mix=pins, **optional)
-        if "tag" in data and data["tag"] != spec.tag:
-            raise SourceError(
-                f"{where}.tag: {data['tag']!r} does not match its base tag and mix set (expected {spec.tag!r})"
-            )
-        return spec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,8 +93,8 @@ class CheckoutInfo:
 # Git as a subprocess
 
 
-def _git_env(extra: Mapping[str, str] | None = None, *, isolated: bool = False) -> dict[str, str]:
-    env = dict(os.environ)
+def _git_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None, *, isolated: bool = False) -> dict[str, str]:
+    env = dict(base)
     # A private or missing repository must fail, not wait for a password.
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"
@@ -193,6 +116,7 @@ def _git_env(extra: Mapping[str, str] | None = None, *, isolated: bool = False) 
 def _git(
     args: Sequence[str],
     *,
+    base: Mapping[str, str],
     cwd: Path | None = None,
     what: str,
     env: Mapping[str, str] | None = None,
@@ -204,7 +128,7 @@ def _git(
         proc = subprocess.run(
             ["git", *args],
             cwd=cwd,
-            env=_git_env(env, isolated=isolated),
+            env=_git_env(base, env, isolated=isolated),
             capture_output=True,
             text=True,
             encoding="utf-8",
@@ -233,24 +157,26 @@ def _fetch_location(repo: str) -> str:
     return str(path.resolve()) if path.exists() else repo
 
 
-def ls_remote_tags(repo: str) -> dict[str, str]:
+def ls_remote_tags(repo: str, *, environ: Mapping[str, str]) -> dict[str, str]:
     """Tag name -> commit SHA of ``repo`` (a git URL or a local path)."""
-    proc = _git(["ls-remote", "--tags", _fetch_location(repo)], what=f"cannot list the tags of {repo}")
+    proc = _git(["ls-remote", "--tags", _fetch_location(repo)], what=f"cannot list the tags of {repo}", base=environ)
     return parse_ls_remote_tags(proc.stdout)
 
 
-def _tag_times(scratch: Path, repo: str, names: Sequence[str]) -> dict[str, datetime]:
+def _tag_times(scratch: Path, repo: str, names: Sequence[str], *, environ: Mapping[str, str]) -> dict[str, datetime]:
     """Fetch ``names`` (commits and tag objects only) into ``scratch`` and read their dates."""
     refspecs = [f"+refs/tags/{n}:refs/tags/{n}" for n in names]
     _git(
         ["fetch", "--quiet", "--no-tags", "--depth=1", "--filter=tree:0", "origin", *refspecs],
         cwd=scratch,
         what=f"cannot fetch tags {', '.join(names)} from {repo}",
+        base=environ,
     )
     out = _git(
         ["for-each-ref", "--format=%(refname:lstrip=2) %(creatordate:unix)", *[f"refs/tags/{n}" for n in names]],
         cwd=scratch,
         what="cannot read tag dates",
+        base=environ,
     ).stdout
     times: dict[str, datetime] = {}
     for line in out.splitlines():
@@ -260,10 +186,10 @@ def _tag_times(scratch: Path, repo: str, names: Sequence[str]) -> dict[str, date
     return times
 
 
-def _init_scratch(scratch: Path, repo: str) -> None:
+def _init_scratch(scratch: Path, repo: str, *, environ: Mapping[str, str]) -> None:
     # A partial-clone remote, so that --filter=tree:0 is allowed: dates need
     # the commits and tag objects, never the trees and blobs.
-    _git(["init", "--quiet", "--bare", str(scratch)], what="cannot create a scratch repository")
+    _git(["init", "--quiet", "--bare", str(scratch)], what="cannot create a scratch repository", base=environ)
     for key, value in (
         ("remote.origin.url", _fetch_location(repo)),
         ("remote.origin.promisor", "true"),
@@ -271,21 +197,21 @@ def _init_scratch(scratch: Path, repo: str) -> None:
         ("extensions.partialclone", "origin"),
         ("core.repositoryformatversion", "1"),
     ):
-        _git(["config", key, value], cwd=scratch, what="cannot configure the scratch repository")
+        _git(["config", key, value], cwd=scratch, what="cannot configure the scratch repository", base=environ)
 
 
-def latest_tag(repo: str, tags: Mapping[str, str], *, now: datetime, min_age_hours: float) -> tuple[str, datetime]:
+def latest_tag(repo: str, tags: Mapping[str, str], *, now: datetime, min_age_hours: float, environ: Mapping[str, str]) -> tuple[str, datetime]:
     """The newest ``b<digits>`` tag at least ``min_age_hours`` old at ``now``, with its date."""
     candidates = build_tags_newest_first(tags)
     if not candidates:
         raise ResolutionError(f"{repo}: no b<digits> tags found")
     with tempfile.TemporaryDirectory(prefix="pipeline-tags-") as tmp:
         scratch = Path(tmp) / "tags.git"
-        _init_scratch(scratch, repo)
+        _init_scratch(scratch, repo, environ=environ)
         start, size = 0, 1
         while start < len(candidates):
             batch = candidates[start : start + size]
-            times = _tag_times(scratch, repo, batch)
+            times = _tag_times(scratch, repo, batch, environ=environ)
             for name in batch:
                 if name not in times:
                     raise SourceError(f"{repo}: cannot read the date of tag {name}")
@@ -304,7 +230,8 @@ def resolve_source(
     *,
     now: datetime,
     tag: str | None = None,
-    git_url_template: str | None = None,
+    git_url_template: str,
+    environ: Mapping[str, str],
 ) -> SourceSpec:
     """Which tag (and mix set) this run builds.
 
@@ -316,9 +243,9 @@ def resolve_source(
         raise ValueError("now must be timezone-aware")
     wanted = tag or cfg.tag
     check_pins(cfg.mix, "source.mix")
-    tags = ls_remote_tags(cfg.repo)
+    tags = ls_remote_tags(cfg.repo, environ=environ)
     if wanted == "latest":
-        base_tag, when = latest_tag(cfg.repo, tags, now=now, min_age_hours=cfg.min_age_hours)
+        base_tag, when = latest_tag(cfg.repo, tags, now=now, min_age_hours=cfg.min_age_hours, environ=environ)
         base_date: str | None = when.strftime("%Y-%m-%dT%H:%M:%SZ")
     else:
         if wanted not in tags:
@@ -326,11 +253,11 @@ def resolve_source(
             hint = f" (newest: {newest[0]})" if newest else ""
             raise ResolutionError(f"tag {wanted!r} not found in {cfg.repo}{hint}")
         base_tag, base_date = wanted, None
-    template = git_url_template or default_git_url_template()
+    template = git_url_template
     for repo in dict.fromkeys(pin.repo for pin in cfg.mix):
         url = git_url(repo, template)
         # HEAD only: proves the repository answers without listing every branch.
-        _git(["ls-remote", url, "HEAD"], what=f"mix pin repo {repo} not found at {url}")
+        _git(["ls-remote", url, "HEAD"], what=f"mix pin repo {repo} not found at {url}", base=environ)
     base_commit = tags[base_tag]
     return SourceSpec(
         repo=cfg.repo,
@@ -346,31 +273,31 @@ def resolve_source(
 # Checkout and mix
 
 
-def _prepare_clone(dest: Path, url: str) -> None:
+def _prepare_clone(dest: Path, url: str, *, environ: Mapping[str, str]) -> None:
     """Make ``dest`` a git repository whose origin is ``url`` (re-using one that already is)."""
     if (dest / ".git").exists():
-        current = _git(["config", "--get", "remote.origin.url"], cwd=dest, what="", check=False).stdout.strip()
+        current = _git(["config", "--get", "remote.origin.url"], cwd=dest, what="", check=False, base=environ).stdout.strip()
         if current != url:
             raise SourceError(f"{dest}: already a clone of {current or 'an unknown repository'}, not of {url}")
         return
     if dest.exists() and any(dest.iterdir()):
         raise SourceError(f"{dest}: exists and is not a git clone; choose an empty folder")
     dest.mkdir(parents=True, exist_ok=True)
-    _git(["init", "--quiet", str(dest)], what=f"cannot create a repository in {dest}")
-    _git(["remote", "add", "origin", url], cwd=dest, what=f"cannot add origin to {dest}")
+    _git(["init", "--quiet", str(dest)], what=f"cannot create a repository in {dest}", base=environ)
+    _git(["remote", "add", "origin", url], cwd=dest, what=f"cannot add origin to {dest}", base=environ)
     # Same bytes in the tree on every OS: no line-ending conversion.
-    _git(["config", "core.autocrlf", "false"], cwd=dest, what=f"cannot configure {dest}")
+    _git(["config", "core.autocrlf", "false"], cwd=dest, what=f"cannot configure {dest}", base=environ)
 
 
-def _local_commit(dest: Path, rev: str) -> str | None:
-    proc = _git(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], cwd=dest, what="", check=False)
+def _local_commit(dest: Path, rev: str, *, environ: Mapping[str, str]) -> str | None:
+    proc = _git(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], cwd=dest, what="", check=False, base=environ)
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def _fetch_base(dest: Path, spec: SourceSpec) -> str:
+def _fetch_base(dest: Path, spec: SourceSpec, *, environ: Mapping[str, str]) -> str:
     ref = f"refs/tags/{spec.base_tag}"
-    have = _local_commit(dest, ref)
-    shallow = _git(["rev-parse", "--is-shallow-repository"], cwd=dest, what="").stdout.strip() == "true"
+    have = _local_commit(dest, ref, environ=environ)
+    shallow = _git(["rev-parse", "--is-shallow-repository"], cwd=dest, what="", base=environ).stdout.strip() == "true"
     # Merging needs the true merge base, so a mix needs the full history; a
     # plain tag build needs only its commit.
     up_to_date = have is not None and (spec.base_commit in (None, have)) and not (spec.mix and shallow)
@@ -380,8 +307,9 @@ def _fetch_base(dest: Path, spec: SourceSpec) -> str:
             ["fetch", "--quiet", "--no-tags", *depth, "origin", f"+{ref}:{ref}"],
             cwd=dest,
             what=f"cannot fetch tag {spec.base_tag} from {spec.repo}",
+            base=environ,
         )
-        have = _local_commit(dest, ref)
+        have = _local_commit(dest, ref, environ=environ)
     if have is None:
         raise SourceError(f"tag {spec.base_tag} of {spec.repo} is not a commit")
     if spec.base_commit is not None and have != spec.base_commit:
@@ -391,11 +319,11 @@ def _fetch_base(dest: Path, spec: SourceSpec) -> str:
     return have
 
 
-def _fetch_pin(dest: Path, pin: MixPin, template: str) -> None:
-    if _local_commit(dest, pin.sha) == pin.sha:
+def _fetch_pin(dest: Path, pin: MixPin, template: str, *, environ: Mapping[str, str]) -> None:
+    if _local_commit(dest, pin.sha, environ=environ) == pin.sha:
         return
     url = git_url(pin.repo, template)
-    first = _git(["fetch", "--quiet", "--no-tags", url, pin.sha], cwd=dest, what="", check=False)
+    first = _git(["fetch", "--quiet", "--no-tags", url, pin.sha], cwd=dest, what="", check=False, base=environ)
     if first.returncode != 0:
         # Some servers only serve advertised refs: try the pull request's head.
         _git(
@@ -403,17 +331,18 @@ def _fetch_pin(dest: Path, pin: MixPin, template: str) -> None:
             cwd=dest,
             what="",
             check=False,
+            base=environ,
         )
-    if _local_commit(dest, pin.sha) != pin.sha:
+    if _local_commit(dest, pin.sha, environ=environ) != pin.sha:
         raise SourceError(
             f"mix pin {pin.repo}#{pin.number}: commit {pin.sha} not found at {url} ({_last_message(first)})"
         )
     # Keep the pinned commit reachable so a later gc in a re-used clone keeps it.
-    _git(["update-ref", f"refs/pipeline/pins/{pin.sha}", pin.sha], cwd=dest, what="cannot record the pin")
+    _git(["update-ref", f"refs/pipeline/pins/{pin.sha}", pin.sha], cwd=dest, what="cannot record the pin", base=environ)
 
 
-def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str) -> None:
-    base_time = int(_git(["show", "-s", "--format=%ct", base_commit], cwd=dest, what="cannot read the base commit").stdout)
+def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str, *, environ: Mapping[str, str]) -> None:
+    base_time = int(_git(["show", "-s", "--format=%ct", base_commit], cwd=dest, what="cannot read the base commit", base=environ).stdout)
     settings = ("merge.log=false", "rerere.enabled=false", "commit.gpgsign=false", "merge.renormalize=false",
                 "core.autocrlf=false", f"core.hooksPath={os.devnull}")  # fmt: skip
     fixed = [arg for setting in settings for arg in ("-c", setting)]
@@ -426,11 +355,12 @@ def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str) -> None:
             env=merge_identity_env(base_time, index),
             isolated=True,
             check=False,
+            base=environ,
         )
         if proc.returncode == 0:
             continue
-        conflicts = _git(["diff", "--name-only", "--diff-filter=U"], cwd=dest, what="", check=False).stdout.split()
-        _git(["merge", "--abort"], cwd=dest, what="", check=False)
+        conflicts = _git(["diff", "--name-only", "--diff-filter=U"], cwd=dest, what="", check=False, base=environ).stdout.split()
+        _git(["merge", "--abort"], cwd=dest, what="", check=False, base=environ)
         onto = spec.base_tag + "".join(f" + #{p.number}" for p in spec.mix[:index])
         if conflicts:
             raise SourceError(
@@ -439,24 +369,24 @@ def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str) -> None:
         raise SourceError(f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}) cannot be merged onto {onto}: {_last_message(proc)}")
 
 
-def checkout_source(spec: SourceSpec, dest: Path, *, git_url_template: str | None = None) -> str:
+def checkout_source(spec: SourceSpec, dest: Path, *, git_url_template: str, environ: Mapping[str, str]) -> str:
     """Make ``dest`` a clean working tree at ``spec``'s deterministic commit; return its SHA.
 
     ``dest`` belongs to the pipeline: an existing clone of the same repository
     is re-used (fetching only what is missing), then forcibly checked out and
     cleaned of untracked and ignored files, so nothing stale leaks into a build.
     """
-    template = git_url_template or default_git_url_template()
+    template = git_url_template
     check_pins(spec.mix, "source.mix")
     dest = dest.resolve()
-    _prepare_clone(dest, _fetch_location(spec.repo))
-    base_commit = _fetch_base(dest, spec)
+    _prepare_clone(dest, _fetch_location(spec.repo), environ=environ)
+    base_commit = _fetch_base(dest, spec, environ=environ)
     for pin in spec.mix:
-        _fetch_pin(dest, pin, template)
-    _git(["checkout", "--quiet", "--force", "--detach", base_commit], cwd=dest, what=f"cannot check out {spec.base_tag}")
-    _git(["clean", "--quiet", "-ffdx"], cwd=dest, what=f"cannot clean {dest}")
-    _merge_pins(dest, spec, base_commit)
-    head = _git(["rev-parse", "HEAD"], cwd=dest, what="cannot read HEAD").stdout.strip()
+        _fetch_pin(dest, pin, template, environ=environ)
+    _git(["checkout", "--quiet", "--force", "--detach", base_commit], cwd=dest, what=f"cannot check out {spec.base_tag}", base=environ)
+    _git(["clean", "--quiet", "-ffdx"], cwd=dest, what=f"cannot clean {dest}", base=environ)
+    _merge_pins(dest, spec, base_commit, environ=environ)
+    head = _git(["rev-parse", "HEAD"], cwd=dest, what="cannot read HEAD", base=environ).stdout.strip()
     if spec.commit is not None and head != spec.commit:
         raise SourceError(
             f"{dest}: checked out {head[:12]} for {spec.tag}, but the run expected {spec.commit[:12]}"
@@ -464,16 +394,17 @@ def checkout_source(spec: SourceSpec, dest: Path, *, git_url_template: str | Non
     return head
 
 
-def describe_checkout(path: Path) -> CheckoutInfo:
+def describe_checkout(path: Path, *, environ: Mapping[str, str]) -> CheckoutInfo:
     """Commit, tag and dirtiness of a source folder given with ``--source`` (no git: all unknown)."""
-    head = _git(["rev-parse", "HEAD"], cwd=path, what="", check=False)
+    head = _git(["rev-parse", "HEAD"], cwd=path, what="", check=False, base=environ)
     if head.returncode != 0:
         return CheckoutInfo(commit=None, tag=None, dirty=False)
-    exact = _git(["describe", "--tags", "--exact-match", "HEAD"], cwd=path, what="", check=False)
+    exact = _git(["describe", "--tags", "--exact-match", "HEAD"], cwd=path, what="", check=False, base=environ)
     described = exact if exact.returncode == 0 else _git(
-        ["describe", "--tags", "--always"], cwd=path, what="", check=False
+        ["describe", "--tags", "--always"], cwd=path, what="", check=False,
+        base=environ,
     )
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd=path, what="", check=False)
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd=path, what="", check=False, base=environ)
     return CheckoutInfo(
         commit=head.stdout.strip(),
         tag=(described.stdout.strip() or None) if described.returncode == 0 else None,
@@ -489,27 +420,3 @@ def folder_tag(info: CheckoutInfo, explicit: str | None = None) -> str:
     """
     base = explicit or info.tag or (f"g{info.commit[:7]}" if info.commit else "local")
     return f"{base}-dirty" if info.dirty and not explicit else base
-
-
-def source_for_run(matrix: Matrix, options: LegOptions, *, git_url_template: str | None = None) -> SourceSpec:
-    """The source a leg run builds: the run's resolution's when it has one, else resolved now.
-
-    Like the ROCm build, the source comes from the resolution named by
-    ``options.resolved`` or ``PIPELINE_RESOLVED`` so every leg of a run builds
-    the same commit; a resolution file is never read unless it is named.
-    """
-    from pipeline.resolve import named_resolution
-    from pipeline.timeutil import effective_now
-
-    if named := named_resolution(options):
-        resolution, where = named
-        if resolution.source is not None:
-            spec = SourceSpec.from_json(resolution.source, where=f"{where}: source")
-            if options.tag and options.tag not in ("latest", spec.base_tag):
-                raise ResolutionError(
-                    f"--tag {options.tag} contradicts the run's resolution ({where}): it builds {spec.base_tag}"
-                )
-            return spec
-    return resolve_source(
-        matrix.source, now=effective_now(options.now), tag=options.tag, git_url_template=git_url_template
-    )

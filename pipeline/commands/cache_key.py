@@ -7,17 +7,9 @@ import json
 from typing import Any
 
 from pipeline import github
-from pipeline.cachekey import (
-    cache_key,
-    check_tag,
-    key_toolchain,
-    restore_keys,
-    run_tag,
-    toolchain_cache_key,
-    toolchain_identity,
-)
-from pipeline.config import load_matrix
-from pipeline.options import LegOptions
+from pipeline import settings as S
+from pipeline.cachekey import cache_key, check_run_tag, restore_keys, toolchain_cache_key
+from pipeline.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -32,51 +24,42 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("leg", metavar="LEG", help="a leg of the matrix")
-    p.add_argument("--tag", help="the run's tag, e.g. b10327 or b10327-mix-1a2b3c4 (default: the resolution's)")
+    p.add_argument(
+        "--tag", dest="run_tag",
+        help="the run's tag, e.g. b10327 or b10327-mix-1a2b3c4 (default: the resolution's)",
+    )
     p.add_argument(
         "--toolchain",
         metavar="VERSION",
         help="the toolchain identity or version (default: the resolved ROCm version, or the detected compiler)",
     )
-    p.add_argument(
-        "--resolved",
-        metavar="FILE_OR_JSON",
-        help="the run's resolution (default: $PIPELINE_RESOLVED)",
-    )
+    S.add_flag(p, S.RESOLVED)
     p.add_argument("--json", action="store_true", help='print {"key": ..., "restore_keys": [...]}')
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, reads_resolution=True)
 
 
-def run(args: argparse.Namespace) -> int:
-    from pipeline.ccache import default_cache_dir
-    from pipeline.rocm.install import download_cache_dir
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    from pipeline.ccache import leg_cache_dir
+    from pipeline.leg_keys import given_toolchain, run_tag, toolchain_identity
+    from pipeline.toolchain.profiles import profile_of
 
-    matrix = load_matrix(args.matrix)
-    leg = matrix.leg(args.leg)
-    options = LegOptions(tag=check_tag(args.tag) if args.tag else None, resolved=args.resolved)
-    tag = run_tag(matrix, options)
-    if args.toolchain:
-        # A bare ROCm version names the same toolchain the resolution would.
-        given = args.toolchain
-        if leg.backend == "rocm" and not given.startswith("rocm-"):
-            given = f"rocm-{given}"
-        toolchain = key_toolchain(given)
-    else:
-        toolchain = toolchain_identity(matrix, leg.name, options)
+    leg = inputs.require_matrix().leg(args.leg)
+    tag = check_run_tag(args.run_tag) if args.run_tag else run_tag(inputs)
+    toolchain = given_toolchain(leg, args.toolchain) if args.toolchain else toolchain_identity(inputs, leg)
     key = cache_key(leg.name, toolchain, tag)
     restore = restore_keys(leg.name, toolchain)
     outputs = {
         "key": key,
         "restore-keys": "\n".join(restore),
-        "ccache-dir": str(default_cache_dir(leg.name).resolve()),
+        "ccache-dir": str((inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)).resolve()),
         "toolchain": toolchain,
     }
     # Only a downloaded toolchain is worth an Actions cache of its own.
-    if leg.backend == "rocm":
+    if profile_of(leg).downloads_toolchain:
         outputs["toolchain-key"] = toolchain_cache_key(leg.name, toolchain)
-        outputs["toolchain-dir"] = str(download_cache_dir().resolve())
+        outputs["toolchain-dir"] = str(inputs.download_cache.resolve())
     for name, value in outputs.items():
-        github.set_output(name, value)
+        github.set_output(name, value, env=inputs.environ)
     if args.json:
         data: dict[str, Any] = {"key": key, "restore_keys": restore, "toolchain": toolchain}
         if "toolchain-key" in outputs:

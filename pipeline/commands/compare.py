@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.bundle import Comparison, compare
+from pipeline.inputs import RunInputs
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,7 +32,7 @@ def register(sub: Any) -> None:
     p.add_argument("a", metavar="A", type=Path, help="a bundle, folder or manifest.json")
     p.add_argument("b", metavar="B", type=Path, help="a bundle, folder or manifest.json")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, needs_matrix=False)
 
 
 def _size(value: int | None) -> str:
@@ -62,7 +63,7 @@ def print_comparison(console: Console, result: Comparison) -> None:
     console.print(f"[{style}]{result.summary}[/] ({verdict})", highlight=False)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     result = compare(args.a, args.b)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))

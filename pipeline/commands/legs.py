@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from pipeline.config import load_matrix
+from pipeline.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -15,8 +15,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    matrix = inputs.require_matrix()
     if args.json:
         print(json.dumps(list(matrix.legs)))
     else:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pipeline import github
-from pipeline.config import Matrix, load_matrix
+from pipeline import settings as S
+from pipeline.config import Matrix
 from pipeline.errors import UsageError
-
-LEGS_ENV = "PIPELINE_LEGS"
+from pipeline.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -27,12 +26,7 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("--github", action="store_true", help="the strategy.matrix form ({'include': [...]})")
-    p.add_argument(
-        "--legs",
-        default=os.environ.get(LEGS_ENV, ""),
-        metavar="LIST",
-        help=f"only these legs, comma- or space-separated (default: ${LEGS_ENV}, else all)",
-    )
+    S.add_flag(p, S.LEGS)
     p.add_argument(
         "--resolved",
         type=Path,
@@ -42,9 +36,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def select_legs(matrix: Matrix, text: str) -> list[str]:
-    """The legs named in ``text`` (matrix order), all when empty; unknown names fail."""
-    wanted = [name for name in re.split(r"[\s,]+", text.strip()) if name]
+def select_legs(matrix: Matrix, wanted: Sequence[str]) -> list[str]:
+    """The legs named in ``wanted`` (matrix order), all when empty; unknown names fail."""
     for name in wanted:
         matrix.leg(name)
     return [name for name in matrix.legs if not wanted or name in wanted]
@@ -61,9 +54,9 @@ def github_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
     return {"include": include}
 
 
-def run(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    legs = select_legs(matrix, args.legs)
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    matrix = inputs.require_matrix()
+    legs = select_legs(matrix, S.pick(S.LEGS, flag=args.legs, environ=inputs.environ, default=()).value)
     if not legs:
         raise UsageError(f"no legs selected from {matrix.path}")
     if not args.github:
@@ -71,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     text = json.dumps(github_matrix(matrix, legs), separators=(",", ":"))
     print(text)
-    github.set_output("matrix", text)
+    github.set_output("matrix", text, env=inputs.environ)
     if args.resolved:
-        github.set_output("resolved", _compact_resolution(args.resolved))
+        github.set_output("resolved", _compact_resolution(args.resolved), env=inputs.environ)
     return 0
 
 

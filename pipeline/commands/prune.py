@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from pipeline import github
-from pipeline.config import load_matrix
+from pipeline import settings as S
 from pipeline.errors import UsageError
 from pipeline.fsutil import human_bytes
+from pipeline.inputs import RunInputs
 from pipeline.prune import PrunePlan, PruneResult, apply_plan, plan_prune, summary_markdown
 
 
@@ -25,42 +25,32 @@ def register(sub: Any) -> None:
             "delete the rest. Keys it did not mint are never touched. Token: $GITHUB_TOKEN or $GH_TOKEN."
         ),
     )
-    p.add_argument(
-        "--repo",
-        metavar="OWNER/NAME",
-        default=os.environ.get("GITHUB_REPOSITORY"),
-        help="the repository (default: $GITHUB_REPOSITORY)",
-    )
-    p.add_argument(
-        "--api-url",
-        metavar="URL",
-        default=os.environ.get("GITHUB_API_URL") or github.DEFAULT_API_URL,
-        help="REST API root (default: $GITHUB_API_URL, else the public API)",
-    )
+    S.add_flag(p, S.GITHUB_REPOSITORY)
+    S.add_flag(p, S.GITHUB_API_URL)
     p.add_argument("--keep", type=int, metavar="N", help="caches kept per (ref, leg) (default: matrix.toml github.keep)")
     p.add_argument("--apply", action="store_true", help="delete; without it nothing is deleted")
     p.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
-    matrix = load_matrix(args.matrix)
-    if not args.repo:
-        raise UsageError("no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
+    matrix = inputs.require_matrix()
+    repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
+    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=github.DEFAULT_API_URL).value
+    if not repo:
+        raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     keep = args.keep if args.keep is not None else matrix.github.keep
     if keep < 1:
         raise UsageError(f"--keep must be at least 1, got {keep}")
     # Every check that can fail without the network comes before the first request.
-    token = github.token_from_env()
-    from pipeline.retry import default_backoff  # the one PIPELINE_HTTP_BACKOFF knob
-
-    client = github.CachesClient(args.repo, token, api_url=args.api_url, backoff=default_backoff())
+    token = github.token_from_env(inputs.environ)
+    client = github.CachesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
     console = Console(stderr=args.json)
 
     stream = sys.stderr if args.json else None  # with --json, stdout carries only the JSON
-    with github.group(f"list caches of {client.repo}", stream=stream), console.status("listing caches...") as status:
+    with github.group(f"list caches of {client.repo}", stream=stream, env=inputs.environ), console.status("listing caches...") as status:
         entries = client.list_caches(
             on_page=lambda page, n: status.update(f"listing caches: page {page}, {n} so far")
         )
@@ -71,16 +61,16 @@ def run(args: argparse.Namespace) -> int:
         warn_fraction=matrix.github.cache_warn_fraction,
     )
     for warning in plan.warnings():
-        github.annotate("warning", warning, stream=stream)
+        github.annotate("warning", warning, stream=stream, env=inputs.environ)
 
     result: PruneResult | None = None
     if args.apply and plan.to_delete:
-        result = _apply(plan, client, console, stream)
+        result = _apply(plan, client, console, stream, inputs)
     elif args.apply:
         result = PruneResult()
 
     _show(plan, result, console)
-    github.append_summary(summary_markdown(plan, result))
+    github.append_summary(summary_markdown(plan, result), env=inputs.environ)
     if args.json:
         print(json.dumps({"apply": args.apply, "plan": plan.to_json(), "result": result.to_json() if result else None}, indent=2))
     if result and result.error:
@@ -88,12 +78,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _apply(plan: PrunePlan, client: github.CachesClient, console: Any, stream: Any) -> PruneResult:
+def _apply(
+    plan: PrunePlan, client: github.CachesClient, console: Any, stream: Any, inputs: RunInputs
+) -> PruneResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     todo = plan.to_delete
     with (
-        github.group(f"delete {len(todo)} caches", stream=stream),
+        github.group(f"delete {len(todo)} caches", stream=stream, env=inputs.environ),
         Progress(TextColumn("deleting caches"), BarColumn(), MofNCompleteColumn(), console=console) as progress,
     ):
         task = progress.add_task("delete", total=len(todo))

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pipeline import github
+from pipeline import settings as S
 from pipeline.errors import PipelineError, UsageError
 from pipeline.fsutil import atomic_write_text
+from pipeline.inputs import RunInputs
 from pipeline.record import RECORD_NAME, LegRecord
-
-DEFAULT_OUT = Path("out")
 
 _EPILOG = """\
 The cache alarm: a leg whose ccache hit rate is under [report] hit_rate_warning
@@ -45,13 +44,7 @@ def register(sub: Any) -> None:
         type=Path,
         help=f"record files, or leg folders holding {RECORD_NAME} (default: OUT/*/{RECORD_NAME})",
     )
-    p.add_argument(
-        "--out",
-        metavar="DIR",
-        type=Path,
-        default=DEFAULT_OUT,
-        help="the run's output folder: where records are found and reports written (default: out)",
-    )
+    S.add_flag(p, S.OUT, help="the run's output folder: where records are found and reports written")
     p.add_argument(
         "--previous",
         metavar="DIR",
@@ -66,7 +59,7 @@ def register(sub: Any) -> None:
         type=float,
         help="alarm threshold 0..1 (default: [report] hit_rate_warning from the matrix)",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, needs_matrix=False)
 
 
 def find_records(paths: list[Path], out: Path) -> list[Path]:
@@ -98,39 +91,38 @@ def read_previous(folder: Path) -> dict[str, LegRecord]:
     return previous
 
 
-def _threshold(args: argparse.Namespace) -> float:
+def _threshold(args: argparse.Namespace, inputs: RunInputs) -> float:
     if args.hit_rate_warning is not None:
         if not 0 <= args.hit_rate_warning <= 1:
             raise UsageError(f"--hit-rate-warning {args.hit_rate_warning}: expected a rate between 0 and 1")
         return float(args.hit_rate_warning)
-    from pipeline.config import load_matrix
-
-    return load_matrix(args.matrix).report.hit_rate_warning
+    return inputs.require_matrix().report.hit_rate_warning
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
     from pipeline import report
 
-    threshold = _threshold(args)
-    records = [LegRecord.read(p) for p in find_records(args.records, args.out)]
+    threshold = _threshold(args, inputs)
+    out = inputs.out
+    records = [LegRecord.read(p) for p in find_records(args.records, out)]
     previous = read_previous(args.previous) if args.previous else {}
     rows = report.leg_rows(records, previous, threshold)
-    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    generated = inputs.started.strftime("%Y-%m-%d %H:%M UTC")
 
     markdown = report.render_markdown(rows, threshold=threshold)
-    html_path: Path = args.html or args.out / "report.html"
-    md_path: Path = args.markdown or args.out / "report.md"
+    html_path: Path = args.html or out / "report.html"
+    md_path: Path = args.markdown or out / "report.md"
     atomic_write_text(html_path, report.render_html(records, rows, generated=generated, threshold=threshold))
     atomic_write_text(md_path, markdown)
 
     console = Console()
-    if github.in_actions():
-        github.append_summary(markdown)
+    if inputs.in_actions:
+        github.append_summary(markdown, env=inputs.environ)
         console.print(report.console_table(rows))
         for warning in report.warnings_of(rows):
-            github.annotate("warning", warning, title="ccache hit rate")
+            github.annotate("warning", warning, title="ccache hit rate", env=inputs.environ)
     else:
         report.print_report(console, rows)
     console.print(f"report: {html_path} and {md_path}", highlight=False)

@@ -2,44 +2,34 @@
 
 With ``--leg`` or ``--os``/``--family`` it answers for one leg; with neither it
 resolves every ROCm leg of the matrix once, with one ``now``, and writes the
-run's resolution file that leg jobs read through ``PIPELINE_RESOLVED``.
+run's resolution file that leg jobs read (``--resolved`` or its environment variable).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import MATRIX_ENV, Matrix, load_matrix, matrix_path
+from pipeline import settings as S
 from pipeline.errors import UsageError
-from pipeline.resolve import (
-    DEFAULT_RESOLVED_PATH,
-    Fetch,
-    Resolution,
-    ResolvedRocm,
-    effective_index_url,
-    effective_policy,
-    load_entries,
-    resolve_from_entries,
-    resolve_run,
-    write_resolution,
-)
+from pipeline.inputs import RunInputs
+from pipeline.names import OSES
+from pipeline.resolution import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
+from pipeline.resolve import resolve_run
 from pipeline.rocm.index import IndexEntry, fetch_index
-from pipeline.rocm.versions import OSES
-from pipeline.timeutil import effective_now, format_utc
+from pipeline.rocm.resolver import Fetch, load_entries, resolve_from_entries
+from pipeline.timeutil import format_utc
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 _EPILOG = """\
-Overrides, strongest first: the flag, then the environment
-(PIPELINE_ROCM_VERSION, PIPELINE_ROCM_INDEX_URL, PIPELINE_NOW), then matrix.toml.
+Overrides, strongest first: the flag, then the environment, then matrix.toml
+(see `python -m pipeline settings`).
 Policies: weekly (the newest build dated on or before the Saturday before the
 most recent Sunday in San Francisco), latest, or an explicit version such as
 10.1.0a20260807. Builds published after --now are ignored.
@@ -48,20 +38,9 @@ most recent Sunday in San Francisco), latest, or an explicit version such as
 
 def add_resolution_options(p: argparse.ArgumentParser) -> None:
     """--rocm-version, --now, --index-url: shared by resolve and replay."""
-    p.add_argument(
-        "--rocm-version",
-        metavar="POLICY",
-        help="weekly, latest or a version like 10.1.0a20260807 "
-        "(default: $PIPELINE_ROCM_VERSION, else matrix.toml's)",
-    )
-    p.add_argument(
-        "--now", metavar="ISO", help="the run's moment, ISO-8601; naive is UTC (default: $PIPELINE_NOW, else now)"
-    )
-    p.add_argument(
-        "--index-url",
-        metavar="URL",
-        help="TheRock index, HTML or S3 XML (default: $PIPELINE_ROCM_INDEX_URL, else matrix.toml's)",
-    )
+    S.add_flag(p, S.ROCM_VERSION)
+    S.add_flag(p, S.NOW)
+    S.add_flag(p, S.INDEX_URL)
 
 
 def register(sub: Any) -> None:
@@ -81,31 +60,44 @@ def register(sub: Any) -> None:
         "--write",
         metavar="PATH",
         type=Path,
-        help=f"where the run's resolution goes (default: {DEFAULT_RESOLVED_PATH}; whole-run mode only)",
+        help="where the run's resolution goes (default: <out>/resolved.json; whole-run mode only)",
     )
-    p.add_argument(
-        "--tag",
-        metavar="TAG",
-        help="llama.cpp tag of the run, b<digits> or latest (whole-run mode; default: $PIPELINE_TAG, "
-        "else matrix.toml's)",
-    )
+    S.add_flag(p, S.OUT)
+    S.add_flag(p, S.TAG, help="llama.cpp tag of the run, b<digits> or latest (whole-run mode)")
     p.add_argument(
         "--no-source",
         action="store_true",
         help="whole-run mode: resolve the ROCm builds only, not the source tag (no git access)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=run)
+    p.add_argument(
+        "--for-build",
+        nargs=argparse.REMAINDER,
+        metavar="BUILD_ARGS",
+        help="last: the arguments of a `build` run; the run settings among them (--now, --rocm-version, "
+        "--index-url, --tag, --out) apply, and --source means --no-source (what a Nox leg session passes)",
+    )
+    p.set_defaults(func=run, needs_matrix=False)
 
 
-def optional_matrix(explicit: str | None) -> Matrix | None:
-    """The matrix, or None when none was named and ./matrix.toml does not exist."""
-    if explicit is None and not os.environ.get(MATRIX_ENV) and not matrix_path(None).exists():
-        return None
-    return load_matrix(explicit)
+def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) -> argparse.Namespace:
+    """``args`` with the run settings a leg's build arguments carry (``--for-build``)."""
+    from pipeline.commands.build import add_build_arguments
+
+    parser = argparse.ArgumentParser(prog="resolve --for-build", add_help=False)
+    add_build_arguments(parser)
+    # The leg name is the build's positional argument; a placeholder when the session gives none.
+    build, _unknown = parser.parse_known_args(["-", *build_args])
+    merged = argparse.Namespace(**vars(args))
+    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name):
+        if getattr(build, name, None) is not None:
+            setattr(merged, name, getattr(build, name))
+    if build.source is not None:
+        merged.no_source = True
+    return merged
 
 
-def fetch_with_status(console: Console) -> Fetch:
+def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
     """A fetch function that shows pages and entries read while the index loads."""
 
     def fetch(url: str) -> Sequence[IndexEntry]:
@@ -114,14 +106,19 @@ def fetch_with_status(console: Console) -> Fetch:
             def on_page(pages: int, entries: int) -> None:
                 status.update(f"reading the ROCm index {url}: {pages} page(s), {entries} entries")
 
-            return fetch_index(url, on_page=on_page)
+            return fetch_index(url, on_page=on_page, backoff=inputs.http_backoff)
 
     return fetch
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
+    if args.for_build is not None:
+        from pipeline.inputs import read_inputs
+
+        args = settings_from_build_args(args, [a for a in args.for_build if a != "--"])
+        inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False)
     err = Console(stderr=True)
     single = args.leg is not None or args.os_name is not None or args.family is not None
     if args.leg is not None and (args.os_name is not None or args.family is not None):
@@ -131,20 +128,17 @@ def run(args: argparse.Namespace) -> int:
     if single and (args.write is not None or args.tag is not None or args.no_source):
         raise UsageError("resolve: --write, --tag and --no-source are for the whole run (without --leg/--os/--family)")
 
-    now = effective_now(args.now)
+    now = inputs.now
     if single:
-        matrix = load_matrix(args.matrix) if args.leg is not None else optional_matrix(args.matrix)
         if args.leg is not None:
-            assert matrix is not None
-            leg = matrix.leg(args.leg)
+            leg = inputs.require_matrix().leg(args.leg)
             if leg.backend != "rocm" or leg.family is None:
                 raise UsageError(f"leg {leg.name!r} is a {leg.backend} leg: only rocm legs resolve a ROCm build")
             os_name, family = leg.os, leg.family
         else:
             os_name, family = args.os_name, args.family
-        policy = effective_policy(matrix, args.rocm_version)
-        url = effective_index_url(matrix, args.index_url)
-        entries = load_entries(url, policy, fetch_with_status(err))
+        policy, url = inputs.rocm_policy, inputs.index_url
+        entries = load_entries(url, policy, fetch_with_status(err, inputs))
         resolved = resolve_from_entries(entries, os_name, family, policy=policy, now=now, index_url=url)
         if args.json:
             print(json.dumps(resolved.to_json(), indent=2))
@@ -152,21 +146,10 @@ def run(args: argparse.Namespace) -> int:
             print_one(Console(), resolved, now)
         return 0
 
-    matrix = load_matrix(args.matrix)
-    tag = args.tag or os.environ.get("PIPELINE_TAG") or None
-    if tag is not None and tag != "latest" and not re.fullmatch(r"b\d+", tag):
-        raise UsageError(f"--tag {tag!r}: expected 'latest' or a tag like 'b10327'")
+    matrix = inputs.require_matrix()
     with err.status(f"resolving the run's inputs ({matrix.source.repo})"):
-        resolution = resolve_run(
-            matrix,
-            now=now,
-            policy=args.rocm_version,
-            index_url=args.index_url,
-            fetch=fetch_with_status(err),
-            source=not args.no_source,
-            source_tag=tag,
-        )
-    target = args.write if args.write is not None else DEFAULT_RESOLVED_PATH
+        resolution = resolve_run(inputs, fetch=fetch_with_status(err, inputs), source=not args.no_source)
+    target = args.write if args.write is not None else inputs.out / DEFAULT_RESOLVED_PATH.name
     write_resolution(target, resolution)
     if args.json:
         print(json.dumps(resolution.to_json(), indent=2, sort_keys=True))
@@ -218,5 +201,5 @@ def print_run(console: Console, resolution: Resolution) -> None:
     console.print(table)
     if resolution.source:
         src = resolution.source
-        console.print(f"source: {src.get('repo')} tag [green]{src.get('tag')}[/] (base {src.get('base_tag')} "
-                      f"at {str(src.get('base_commit'))[:12]})", highlight=False)
+        console.print(f"source: {src.repo} tag [green]{src.tag}[/] (base {src.base_tag} "
+                      f"at {str(src.base_commit)[:12]})", highlight=False)

@@ -10,6 +10,7 @@ from typing import Any
 from pipeline import ninjalog
 from pipeline.errors import UsageError
 from pipeline.fsutil import atomic_write_json
+from pipeline.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -30,10 +31,10 @@ def register(sub: Any) -> None:
         type=Path,
         help="also write a Chrome trace JSON (open it in Perfetto or chrome://tracing)",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, needs_matrix=False)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     build_dir: Path = args.build_dir
     if not build_dir.is_dir():
         raise UsageError(f"BUILD_DIR {build_dir}: no such directory")

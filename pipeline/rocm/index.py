@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pipeline.errors import IndexFormatError, NetworkError, UsageError
-from pipeline.retry import RetriesExhausted, Retryable, call_with_retries, default_backoff, retry_after
+from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 from pipeline.rocm.versions import RocmBuild, parse_tarball, parse_tarball_name
 
 if TYPE_CHECKING:
@@ -474,14 +474,14 @@ def fetch_index(
 
     Retries connection errors, truncated transfers, 5xx and 429 ``retries``
     times with exponential backoff starting at ``backoff`` seconds (default:
-    ``PIPELINE_HTTP_BACKOFF`` or 1); raises NetworkError when the host stays
+    the run's HTTP backoff setting, else 1); raises NetworkError when the host stays
     unreachable or answers another 4xx, IndexFormatError when the page is not an
     index. ``on_page(pages, entries)`` is called after each page (progress).
     """
     scheme = urlsplit(url).scheme
     if scheme not in ("http", "https", "file"):
         raise UsageError(f"index URL {url!r}: expected an http(s):// or file:// URL")
-    wait = default_backoff() if backoff is None else backoff
+    wait = DEFAULT_BACKOFF if backoff is None else backoff
     own_session = None
     if scheme != "file" and session is None:
         import requests

@@ -8,15 +8,16 @@ restores caches that can never hit).
 
 from __future__ import annotations
 
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
+from pipeline.names import safe_identity
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+__all__ = ["Toolchain", "safe_identity", "version_output"]
+
 
 
 def version_output(tool: Path) -> str:
@@ -27,11 +28,6 @@ def version_output(tool: Path) -> str:
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         raise ToolchainError(f"{tool}: cannot run '--version': {exc}") from None
-
-
-def safe_identity(text: str) -> str:
-    """Squash ``text`` into characters safe in a cache key and a file name."""
-    return _UNSAFE.sub("_", text).strip("_") or "unknown"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -82,10 +82,10 @@ def cmake_value(args: tuple[str, ...], name: str) -> str:
     raise ToolchainError(f"the host toolchain sets no {name}")
 
 
-def cuda_toolchain(leg: Leg, base_env: Mapping[str, str] | None = None) -> Toolchain:
+def cuda_toolchain(leg: Leg, environ: Mapping[str, str]) -> Toolchain:
     """nvcc + the host compiler; the identity carries both versions."""
-    env = os.environ if base_env is None else base_env
-    host = host_toolchain()
+    env = environ
+    host = host_toolchain(environ)
     nvcc = find_nvcc(env)
     version = nvcc_version(nvcc)
     root = cuda_root_of(nvcc)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+
+from pipeline import settings
 
 from pipeline.errors import ToolchainError
 from pipeline.toolchain import Toolchain, safe_identity, version_output
@@ -13,9 +15,9 @@ from pipeline.toolchain import Toolchain, safe_identity, version_output
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 
 
-def find_compiler(env_var: str, candidates: tuple[str, ...]) -> Path:
+def find_compiler(env_var: str, candidates: tuple[str, ...], environ: Mapping[str, str]) -> Path:
     """The compiler named by ``env_var`` (CC/CXX), else the first candidate on PATH."""
-    named = os.environ.get(env_var)
+    named = environ.get(env_var)
     for name in ([named] if named else []) + list(candidates):
         found = shutil.which(name)
         if found:
@@ -40,10 +42,10 @@ def compiler_version(compiler: Path) -> tuple[str, str]:
     return family, match.group(1) if match else "unknown"
 
 
-def host_toolchain() -> Toolchain:
+def host_toolchain(environ: Mapping[str, str]) -> Toolchain:
     """The CPU leg: CC/CXX or cc/c++ from PATH, identified by family and version."""
-    cc = find_compiler("CC", ("cc", "gcc", "clang"))
-    cxx = find_compiler("CXX", ("c++", "g++", "clang++"))
+    cc = find_compiler(settings.CC, ("cc", "gcc", "clang"), environ)
+    cxx = find_compiler(settings.CXX, ("c++", "g++", "clang++"), environ)
     cc_family, cc_version = compiler_version(cc)
     cxx_family, cxx_version = compiler_version(cxx)
     return Toolchain(

@@ -27,17 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
-from pipeline.config import Leg, Matrix
+from pipeline.config import Leg
 from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.fsutil import file_digest
-from pipeline.options import LegOptions
+from pipeline.names import rocm_identity
 from pipeline.toolchain import Toolchain, safe_identity
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.resolve import ResolvedRocm
-    from pipeline.rocm.install import Downloaded
+    from pipeline.installer.download import Downloaded
+    from pipeline.resolution import ResolvedRocm
+    from pipeline.toolchain.profiles import ToolchainRequest
 
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.
 CLANG_DIRS = ("llvm/bin", "lib/llvm/bin")
@@ -251,7 +252,7 @@ def rocm_toolchain(
     *,
     version: str | None,
     details: Mapping[str, str] | None = None,
-    base_env: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
 ) -> Toolchain:
     """The toolchain of the ROCm install at ``root`` for ``leg`` (its OS and targets).
 
@@ -276,7 +277,7 @@ def rocm_toolchain(
         # A Windows leg prepared on Linux (or the reverse) cannot run its clang.
         clang_ver = "unknown"
     if version:
-        identity = safe_identity(f"rocm-{version}")
+        identity = safe_identity(rocm_identity(version))
     else:
         fingerprint = install_fingerprint(clang, find_device_lib_dir(root, clang_dir))
         identity = derived_identity(clang_ver, fingerprint)
@@ -299,7 +300,7 @@ def rocm_toolchain(
         identity=identity,
         compilers=compilers,
         details=info,
-        env=rocm_env(layout, os.environ if base_env is None else base_env),
+        env=rocm_env(layout, environ),
         cmake_args=hip_cmake_args(layout, leg.targets),
         launcher_languages=launcher_languages(leg.os),
     )
@@ -339,20 +340,19 @@ def parse_sha256sum(text: str, *, file_name: str, where: str) -> str:
     return found.pop()
 
 
-def _fetch_checksum(resolved: ResolvedRocm) -> tuple[str, Downloaded]:
+def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[str, Downloaded]:
     """The digest the index publishes for ``resolved``'s tarball, and the cached checksum file.
 
-    Fetched through the download cache (same retries, backoff and
-    ``PIPELINE_HTTP_BACKOFF`` as the tarball), so a later run reads it from
-    disk. A checksum the index lists but that cannot be had is an error, never
-    a reason to skip the check.
+    Fetched through the download cache (same retries and backoff as the
+    tarball), so a later run reads it from disk. A checksum the index lists
+    but that cannot be had is an error, never a reason to skip the check.
     """
-    from pipeline.rocm.install import download
+    from pipeline.installer.download import download
 
     url = resolved.sha256_url
     assert url is not None
     try:
-        got = download(url)
+        got = download(url, cache_dir=request.download_cache, backoff_seconds=request.http_backoff)
     except NetworkError as err:
         # download's message leads with "download of <url>"; say it once.
         reason = err.message.replace(f"download of {url} ", "", 1)
@@ -375,28 +375,34 @@ def _fetch_checksum(resolved: ResolvedRocm) -> tuple[str, Downloaded]:
         raise
 
 
-def prepare_rocm(leg: Leg, matrix: Matrix, options: LegOptions, console: Console) -> Toolchain:
-    """``--rocm-path``: that install; otherwise resolve, download and install TheRock's build.
+def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
+    """``--rocm-path``: that install; otherwise download and install the run's resolved TheRock build.
 
     When the index lists a ``.sha256sum`` beside the tarball, the tarball (or
     the complete install's recorded digest) must match it.
     """
-    if options.rocm_path is not None:
-        return _existing_install(options.rocm_path, leg, options)
-    from pipeline.resolve import rocm_for_leg
-    from pipeline.rocm.install import file_name_of, install_archive
+    leg = request.leg
+    if request.rocm_path is not None:
+        return _existing_install(request.rocm_path, request)
+    from pipeline.installer.download import file_name_of
+    from pipeline.installer.install import install_archive
 
-    resolved = rocm_for_leg(matrix, leg, options)
+    resolved = request.rocm
+    if resolved is None:
+        raise ToolchainError(f"leg {leg.name}: no ROCm build was resolved for it")
     digest: str | None = None
     checksum: Downloaded | None = None
     if resolved.sha256_url is not None:
-        digest, checksum = _fetch_checksum(resolved)
+        digest, checksum = _fetch_checksum(resolved, request)
     try:
         installed = install_archive(
             resolved.url,
-            f"rocm-{resolved.version}-{resolved.os}-{resolved.family}",
+            f"{resolved.identity}-{resolved.os}-{resolved.family}",
             sha256=digest,
             console=console,
+            root_dir=request.toolchain_dir,
+            cache_dir=request.download_cache,
+            backoff_seconds=request.http_backoff,
         )
     except ToolchainError as err:
         if checksum is None:
@@ -425,18 +431,17 @@ def prepare_rocm(leg: Leg, matrix: Matrix, options: LegOptions, console: Console
         details["sha256_url"] = resolved.sha256_url
     if resolved.published is not None:
         details["published"] = resolved.published.isoformat()
-    return rocm_toolchain(installed.root, leg, version=resolved.version, details=details)
+    return rocm_toolchain(installed.root, leg, version=resolved.version, details=details, environ=request.environ)
 
 
-def _existing_install(path: Path, leg: Leg, options: LegOptions) -> Toolchain:
+def _existing_install(path: Path, request: ToolchainRequest) -> Toolchain:
     from pipeline.rocm.versions import is_version
 
     if not path.is_dir():
         raise UsageError(f"--rocm-path {path}: no such directory")
     root = path.resolve()
     # An explicit --rocm-version names this install's version; a policy does not.
-    if options.rocm_version and is_version(options.rocm_version):
-        version: str | None = options.rocm_version
-    else:
-        version = installed_version(root)
-    return rocm_toolchain(root, leg, version=version, details={"source": "rocm-path"})
+    asked = request.rocm_version
+    version = asked if asked and is_version(asked) else installed_version(root)
+    return rocm_toolchain(root, request.leg, version=version, details={"source": "rocm-path"},
+                          environ=request.environ)

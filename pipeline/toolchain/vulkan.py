@@ -75,10 +75,10 @@ def parse_header_version(text: str) -> str:
     return f"{complete.group(1)}.{complete.group(2)}.{patch.group(1)}"
 
 
-def vulkan_toolchain(leg: Leg, base_env: Mapping[str, str] | None = None) -> Toolchain:
+def vulkan_toolchain(leg: Leg, environ: Mapping[str, str]) -> Toolchain:
     """The host compiler plus glslc and the Vulkan headers, all three in the identity."""
-    env = os.environ if base_env is None else base_env
-    host = host_toolchain()
+    env = environ
+    host = host_toolchain(environ)
     glslc = find_glslc(env)
     shaderc = glslc_version(glslc)
     header = find_vulkan_header(env)

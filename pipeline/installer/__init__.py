@@ -1,0 +1,1 @@
+"""One installer for every toolchain archive: download (verified, cached), safe extraction, atomic install."""

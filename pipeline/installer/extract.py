@@ -1,0 +1,219 @@
+"""Safe, atomic extraction of a toolchain or bundle archive.
+
+Every member is checked before it is written (no absolute path, no ``..``,
+no device, no link leaving the root), on top of tarfile's ``data`` filter.
+The archive is unpacked into a hidden staging folder beside the target and
+renamed into place with a marker inside, so an interrupted or refused
+extraction leaves no partial install. The member-name rules
+(:func:`name_problem`) are the ones bundles are written and read with too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import time
+import zipfile
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import ToolchainError
+from pipeline.fsutil import atomic_write_json
+
+# Written inside the install as the last step before it is renamed into place.
+MARKER = ".pipeline-install.json"
+# Folder names that are the top of an install's layout, never a wrapper folder
+# to strip: an archive holding only "lib/" is flat, not wrapped in "lib".
+LAYOUT_DIRS = frozenset({"bin", "lib", "lib64", "llvm", "include", "share", "libexec", "etc", "amdgcn"})
+_DRIVE = re.compile(r"^[A-Za-z]:")
+CHUNK = 1024 * 1024
+
+
+
+def name_problem(name: str) -> str | None:
+    """Why an archive member name is unsafe to extract, or None when it is fine."""
+    if not name or "\x00" in name:
+        return "empty or NUL in name"
+    if name.startswith(("/", "\\")) or _DRIVE.match(name):
+        return "absolute path"
+    parts = re.split(r"[/\\]", name)
+    if ".." in parts:
+        return "'..' in path"
+    return None
+
+
+def link_problem(name: str, linkname: str, *, hard: bool) -> str | None:
+    """Why a link member is unsafe: absolute, or pointing outside the install root.
+
+    A symbolic link is relative to its own folder; a hard link's target is a
+    member name, relative to the archive root.
+    """
+    if not linkname:
+        return "link without a target"
+    if linkname.startswith(("/", "\\")) or _DRIVE.match(linkname):
+        return f"link to absolute path {linkname!r}"
+    base = "" if hard else posixpath.dirname(_strip_dot(name))
+    resolved = posixpath.normpath(posixpath.join(base, linkname.replace("\\", "/")))
+    if resolved == ".." or resolved.startswith("../"):
+        return f"link {linkname!r} points outside the install"
+    return None
+
+
+def _strip_dot(name: str) -> str:
+    while name.startswith("./"):
+        name = name[2:]
+    return name
+
+
+def tar_member_problem(member: tarfile.TarInfo) -> str | None:
+    """Why a tar member must be refused, or None."""
+    if problem := name_problem(member.name):
+        return problem
+    if member.ischr() or member.isblk():
+        return "device file"
+    if member.isfifo():
+        return "FIFO"
+    if member.issym() or member.islnk():
+        return link_problem(member.name, member.linkname, hard=member.islnk())
+    if not (member.isreg() or member.isdir()):
+        return "unsupported member type"
+    return None
+
+
+def zip_member_problem(info: zipfile.ZipInfo) -> str | None:
+    """Why a zip member must be refused, or None (zip symlinks are refused outright)."""
+    if problem := name_problem(info.filename):
+        return problem
+    mode = info.external_attr >> 16
+    if mode and stat.S_ISLNK(mode):
+        return "symbolic link in a zip archive"
+    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "special file"
+    return None
+
+
+# --------------------------------------------------------------------------
+# Extraction
+
+
+def _refused(archive: Path, member: str, problem: str) -> ToolchainError:
+    return ToolchainError(f"{archive.name}: refused member {member!r}: {problem}; nothing was installed")
+
+
+def _extract_tar(archive: Path, dest: Path) -> None:
+    def guard(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        if problem := tar_member_problem(member):
+            raise _refused(archive, member.name, problem)
+        try:
+            # The second layer: the data filter resolves links against the
+            # files already extracted (a link through an earlier link).
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError as exc:
+            raise _refused(archive, member.name, str(exc)) from None
+
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            tar.errorlevel = 1
+            tar.extractall(dest, filter=guard)
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
+        raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
+
+
+def _extract_zip(archive: Path, dest: Path) -> None:
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            infos = zf.infolist()
+            for info in infos:
+                if problem := zip_member_problem(info):
+                    raise _refused(archive, info.filename, problem)
+            for info in infos:
+                rel = _strip_dot(info.filename.replace("\\", "/"))
+                target = dest / rel
+                if info.is_dir() or not rel:
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, target.open("wb") as out:
+                    shutil.copyfileobj(src, out, CHUNK)
+                mode = info.external_attr >> 16
+                if mode & 0o100:
+                    target.chmod(0o755)
+                stamp = time.mktime((*info.date_time, 0, 0, -1))
+                os.utime(target, (stamp, stamp))
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
+
+
+def content_root(staging: Path) -> Path:
+    """The folder that holds the install: a single wrapper folder, or the staging folder itself."""
+    entries = [p for p in staging.iterdir() if p.name != MARKER]
+    if len(entries) == 1:
+        only = entries[0]
+        if only.is_dir() and not only.is_symlink() and only.name not in LAYOUT_DIRS:
+            return only
+    return staging
+
+
+def extract_archive(archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None) -> Path:
+    """Unpack ``archive`` (tar.* or zip) so that ``target`` appears complete or not at all.
+
+    ``target`` must not exist. ``marker`` is written inside the install just
+    before the final rename, so a folder with a marker is always complete.
+    """
+    if target.exists() or target.is_symlink():
+        raise ToolchainError(f"{target}: already exists; remove it before installing again")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
+    try:
+        if zipfile.is_zipfile(archive):
+            _extract_zip(archive, staging)
+        else:
+            _extract_tar(archive, staging)
+        root = content_root(staging)
+        if marker is not None:
+            atomic_write_json(root / MARKER, dict(marker))
+        try:
+            root.rename(target)
+        except OSError as exc:
+            raise ToolchainError(f"cannot move the install into {target}: {exc.strerror}") from None
+    finally:
+        if staging.exists():
+            _remove_tree(staging)
+    return target
+
+
+def _remove_tree(path: Path) -> None:
+    def make_writable(func: Any, p: str, _exc: object) -> None:
+        # A read-only folder inside an archive must not make cleanup fail.
+        with contextlib.suppress(OSError):
+            Path(p).parent.chmod(0o755)
+            Path(p).chmod(0o755)
+            func(p)
+
+    shutil.rmtree(path, onerror=make_writable)
+
+
+def remove_install(target: Path) -> None:
+    """Delete an install so it is never seen half-deleted: rename it aside, then remove."""
+    if not target.exists() and not target.is_symlink():
+        return
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+        return
+    trash = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".trash"))
+    target.rename(trash / "old")
+    _remove_tree(trash)
+
+
+# --------------------------------------------------------------------------
+# Install
+
+

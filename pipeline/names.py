@@ -1,0 +1,64 @@
+"""The names the pipeline shares between modules, each defined once (pure, standard library only).
+
+``config`` (read by the noxfile before any virtualenv exists), the TheRock
+index parser, the source resolver, the cache keys and the bundles all check
+the same kinds of names; one definition each keeps them from disagreeing.
+"""
+
+from __future__ import annotations
+
+import re
+
+OSES = ("linux", "windows")
+BACKENDS = ("cpu", "cuda", "rocm", "vulkan")
+# ROCm toolchain policies that are rules; anything else must be an explicit version.
+POLICIES = ("weekly", "latest")
+
+# A leg name is the session, the cache-key component, the record folder and the
+# GitHub matrix entry: letters, digits, '.', '_' and '-', starting with a
+# letter or digit, no '--' (reserved as a separator in cache keys).
+LEG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._]|-(?!-))*$")
+LEG_NAME_MAX = 64
+
+# TheRock's name for a GPU family, as its index spells it: "gfx110X-all",
+# "gfx1151", "gfx94X-dcgpu". Every '-'-separated part after the first starts
+# with a letter, so the family/version split in a tarball name is unambiguous.
+FAMILY_PATTERN = r"gfx[0-9A-Za-z]+(?:-[A-Za-z][0-9A-Za-z]*)*"
+FAMILY = re.compile(FAMILY_PATTERN)
+# One GPU target, as the compiler takes it: "gfx1100".
+GPU_TARGET = re.compile(r"^gfx[0-9a-f]+$")
+
+# A TheRock version: X.Y.Z + a|rc + YYYYMMDD.
+ROCM_VERSION_PATTERN = r"\d+\.\d+\.\d+(?:a|rc)\d{8}"
+ROCM_VERSION = re.compile(ROCM_VERSION_PATTERN)
+ROCM_VERSION_EXAMPLE = "10.1.0a20260807"
+
+# llama.cpp's release tags, and what a run may ask for.
+BUILD_TAG = re.compile(r"^b(\d+)$")
+UPSTREAM_TAG = re.compile(r"^(latest|b\d+)$")
+# The tag of a run's bundle: a build tag, or a build tag with a mix suffix.
+RUN_TAG = re.compile(r"^b\d+(?:-mix-[0-9a-f]{7,40})?$")
+# Any tag that names a file (a --source build's own tag): safe in a file name.
+SAFE_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+SAFE_TAG_MAX = 100
+
+COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
+GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def safe_identity(text: str) -> str:
+    """Squash ``text`` into characters safe in a cache key and a file name."""
+    return _UNSAFE.sub("_", text).strip("_") or "unknown"
+
+
+def rocm_identity(version: str) -> str:
+    """The toolchain identity of a TheRock build: ``rocm-<version>`` (records, cache keys, installs)."""
+    return f"rocm-{version}"
+
+
+def is_family(text: str) -> bool:
+    """Whether ``text`` is shaped like a TheRock family name."""
+    return FAMILY.fullmatch(text) is not None

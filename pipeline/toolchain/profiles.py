@@ -1,0 +1,99 @@
+"""One profile per backend behind one small interface, picked from a table.
+
+A profile turns a :class:`ToolchainRequest` (the leg, the run's resolved
+ROCm build when it has one, where toolchains are cached, the environment)
+into a :class:`~pipeline.toolchain.Toolchain`. What differs between Linux
+and Windows lives inside each backend's module, never in the caller.
+Adding a backend: a module under ``pipeline/toolchain/``, a profile here,
+its name in :data:`pipeline.names.BACKENDS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.config import Leg
+from pipeline.errors import ToolchainError
+from pipeline.toolchain import Toolchain
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.resolution import ResolvedRocm
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolchainRequest:
+    """What a profile needs to find or install one leg's toolchain."""
+
+    leg: Leg
+    # The environment of the run (compilers and SDKs are found through it).
+    environ: Mapping[str, str]
+    # A ROCm leg's build, resolved by the run (None for other backends, or with rocm_path).
+    rocm: ResolvedRocm | None = None
+    # An existing ROCm install to use instead of downloading one, and the version asked for.
+    rocm_path: Path | None = None
+    rocm_version: str | None = None
+    download_cache: Path
+    toolchain_dir: Path
+    http_backoff: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendProfile:
+    """How one backend gets its toolchain."""
+
+    name: str
+    # Whether its toolchain is downloaded (then worth an Actions cache of its own).
+    downloads_toolchain: bool
+    prepare: Callable[[ToolchainRequest, Console], Toolchain]
+
+
+def _cpu(request: ToolchainRequest, console: Console) -> Toolchain:
+    from pipeline.toolchain.host import host_toolchain
+
+    return host_toolchain(request.environ)
+
+
+def _rocm(request: ToolchainRequest, console: Console) -> Toolchain:
+    from pipeline.toolchain.rocm import prepare_rocm
+
+    return prepare_rocm(request, console)
+
+
+def _cuda(request: ToolchainRequest, console: Console) -> Toolchain:
+    from pipeline.toolchain.cuda import cuda_toolchain
+
+    return cuda_toolchain(request.leg, request.environ)
+
+
+def _vulkan(request: ToolchainRequest, console: Console) -> Toolchain:
+    from pipeline.toolchain.vulkan import vulkan_toolchain
+
+    return vulkan_toolchain(request.leg, request.environ)
+
+
+PROFILES: dict[str, BackendProfile] = {
+    p.name: p
+    for p in (
+        BackendProfile(name="cpu", downloads_toolchain=False, prepare=_cpu),
+        BackendProfile(name="rocm", downloads_toolchain=True, prepare=_rocm),
+        BackendProfile(name="cuda", downloads_toolchain=False, prepare=_cuda),
+        BackendProfile(name="vulkan", downloads_toolchain=False, prepare=_vulkan),
+    )
+}
+
+
+def profile_of(leg: Leg) -> BackendProfile:
+    try:
+        return PROFILES[leg.backend]
+    except KeyError:
+        raise ToolchainError(f"leg {leg.name!r}: the {leg.backend} toolchain is not supported") from None
+
+
+def prepare_toolchain(request: ToolchainRequest, console: Console) -> Toolchain:
+    """Find (or install) the toolchain that builds ``request.leg``."""
+    return profile_of(request.leg).prepare(request, console)
