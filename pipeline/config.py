@@ -24,7 +24,8 @@ DEFAULT_MATRIX = "matrix.toml"
 
 BACKENDS = ("cpu", "cuda", "rocm", "vulkan")
 OSES = ("linux", "windows")
-POLICIES = ("weekly", "latest")
+# Kept equal to pipeline.rocm.policy.POLICIES (a test checks): this module stays stdlib-only.
+POLICIES = ("weekly-stable", "weekly", "latest")
 COMPILER_CHECKS = ("content", "mtime")
 
 DEFAULT_SOURCE_REPO = "https://github.com/ggml-org/llama.cpp"
@@ -64,7 +65,7 @@ class SourceConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class RocmConfig:
-    policy: str = "weekly"
+    policy: str = "weekly-stable"
     index_url: str = DEFAULT_ROCM_INDEX
 
 
@@ -283,7 +284,7 @@ def _nonempty(v: str) -> str | None:
 def _policy_check(v: str) -> str | None:
     if v in POLICIES or _ROCM_VERSION.match(v):
         return None
-    return "'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
+    return "'weekly-stable', 'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
 
 
 def _url_check(v: str) -> str | None:

@@ -33,7 +33,7 @@ from pipeline.errors import NetworkError, ResolutionError, UsageError
 from pipeline.fsutil import atomic_write_json
 from pipeline.options import LegOptions
 from pipeline.rocm.index import IndexEntry, builds_for, families_in, fetch_index, tarball_base, tarball_url
-from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy, select_build
+from pipeline.rocm.policy import DEFAULT_POLICY, cutoff_for, is_explicit, parse_policy, select_build
 from pipeline.rocm.versions import OSES, RocmBuild, is_family, tarball_name, version_date
 from pipeline.timeutil import effective_now, format_utc, parse_now
 
@@ -69,7 +69,8 @@ def _parse_date(value: Any, where: str) -> date | None:
 class ResolvedRocm:
     """The ROCm build one leg of a run uses."""
 
-    # "weekly", "latest" or the explicit version asked for.
+    # The rule that chose the build ("weekly-stable", "weekly", "latest") or the
+    # explicit version asked for: replay answers an old run with that run's rule.
     policy: str
     # The newest build date the policy accepted; None for latest/explicit.
     cutoff: date | None
@@ -207,7 +208,7 @@ def effective_policy(matrix: Matrix | None, flag: str | None = None) -> str:
     env = os.environ.get(POLICY_ENV)
     if env:
         return parse_policy(env, where=POLICY_ENV)
-    return matrix.rocm.policy if matrix is not None else "weekly"
+    return matrix.rocm.policy if matrix is not None else DEFAULT_POLICY
 
 
 def _check_url(url: str, where: str) -> str:

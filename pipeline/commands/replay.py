@@ -3,15 +3,20 @@
 For each day of the last N weeks (at the same time of day as ``--now``), the
 cutoff and the version each ROCm leg takes, from one fetch of the index.
 Builds published after a day's moment are ignored, so each row answers what
-that day's run saw. Under the weekly policy the rows of a Sunday-to-Saturday
-week (San Francisco time) share one cutoff and one version.
+that day's run saw. Under the weekly policies the rows of a Sunday-to-Saturday
+week (San Francisco time) share one cutoff; under ``weekly-stable`` they also
+share one version, whatever the publish times.
+
+Old nightlies ran the rule their resolution records (``rocm_policy``), not
+today's default: ``--resolution FILE`` replays with that rule (and, unless
+``--now`` says otherwise, up to that run's moment), ``--policy`` names a rule.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -19,9 +24,16 @@ from typing import TYPE_CHECKING, Any
 from pipeline.commands.resolve import add_resolution_options, fetch_with_status
 from pipeline.config import Leg, load_matrix
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.resolve import effective_index_url, effective_policy, load_entries, resolve_from_entries
+from pipeline.resolve import (
+    Resolution,
+    effective_index_url,
+    effective_policy,
+    load_entries,
+    load_resolution,
+    resolve_from_entries,
+)
 from pipeline.rocm.index import builds_for
-from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, is_explicit, select_build
+from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, is_explicit, parse_policy, select_build
 from pipeline.rocm.versions import RocmBuild
 from pipeline.timeutil import effective_now, format_utc
 
@@ -36,12 +48,15 @@ class ReplayRow:
     """One day's run: its moment, the cutoff and each leg's version (None: nothing matched)."""
 
     moment: datetime
+    # The rule (or explicit version) the row was resolved with.
+    policy: str
     cutoff: str | None
     versions: dict[str, str | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "policy": self.policy,
             "moment": format_utc(self.moment),
             "date": self.moment.astimezone(WEEK_ZONE).date().isoformat(),
             "cutoff": self.cutoff,
@@ -81,12 +96,35 @@ def replay_rows(
         rows.append(
             ReplayRow(
                 moment=moment,
+                policy=policy,
                 cutoff=cutoff.strftime("%Y%m%d") if cutoff else None,
                 versions=versions,
                 errors=errors,
             )
         )
     return rows
+
+
+def replay_policy(
+    *,
+    flag: str | None,
+    rocm_version: str | None,
+    recorded: Resolution | None,
+    fallback: Callable[[], str],
+) -> str:
+    """The rule a replay uses: ``--policy``, else the one the old run's resolution
+    recorded, else ``fallback()`` (``--rocm-version``, environment, matrix.toml).
+
+    An old nightly ran the rule of its day: ``weekly`` resolutions replay under
+    ``weekly`` even after the default became ``weekly-stable``.
+    """
+    if flag and rocm_version and flag.strip() != rocm_version.strip():
+        raise UsageError(f"--policy {flag} and --rocm-version {rocm_version} disagree: give one of them")
+    if flag:
+        return parse_policy(flag, where="--policy")
+    if recorded is not None:
+        return parse_policy(recorded.rocm_policy, where="--resolution: rocm_policy")
+    return fallback()
 
 
 def register(sub: Any) -> None:
@@ -98,6 +136,18 @@ def register(sub: Any) -> None:
     p.add_argument("--weeks", type=int, default=4, metavar="N", help="how many weeks back (default: 4)")
     p.add_argument("--leg", metavar="LEG", help="only this ROCm leg (default: every ROCm leg)")
     add_resolution_options(p)
+    p.add_argument(
+        "--policy",
+        metavar="RULE",
+        help="the rule to replay: weekly-stable, weekly, latest or a version "
+        "(default: the --resolution's rule, else as --rocm-version)",
+    )
+    p.add_argument(
+        "--resolution",
+        metavar="FILE",
+        help="an old run's resolution (path or inline JSON): replay the rule it recorded, "
+        "up to its moment unless --now, from its index unless --index-url",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON array, one object per day")
     p.set_defaults(func=run)
 
@@ -117,9 +167,15 @@ def run(args: argparse.Namespace) -> int:
         legs = [leg for leg in matrix.legs.values() if leg.needs_resolution]
         if not legs:
             raise UsageError(f"{matrix.path}: no rocm legs to replay")
-    now = effective_now(args.now)
-    policy = effective_policy(matrix, args.rocm_version)
-    url = effective_index_url(matrix, args.index_url)
+    recorded = load_resolution(args.resolution, where="--resolution") if args.resolution else None
+    policy = replay_policy(
+        flag=args.policy,
+        rocm_version=args.rocm_version,
+        recorded=recorded,
+        fallback=lambda: effective_policy(matrix, args.rocm_version),
+    )
+    now = effective_now(args.now if args.now or recorded is None else recorded.now)
+    url = effective_index_url(matrix, args.index_url or (recorded.index_url if recorded else None))
     entries = load_entries(url, policy, fetch_with_status(Console(stderr=True)))
     builds: dict[str, Sequence[RocmBuild]] | None = None
     if entries is not None:

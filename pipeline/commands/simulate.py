@@ -21,9 +21,11 @@ each week (Sunday to Saturday, San Francisco time), the runs that build cold
 (their toolchain differs from the previous run's; the window's first run is
 not counted) and the split weeks (more than one toolchain).
 
-Policies: weekly, latest, an explicit version, and weekly-sunday, the
-rejected variant whose cutoff is the most recent Sunday itself (for
-comparison). Default: {", ".join(sim.DEFAULT_POLICIES)}.
+Policies: weekly-stable (the matrix default: never splits a week), weekly
+(the original job's rule: a late Saturday publish can split a week), latest,
+an explicit version, and weekly-sunday, the rejected variant whose cutoff is
+the most recent Sunday itself (for comparison).
+Default: {", ".join(sim.DEFAULT_POLICIES)}.
 """
 
 
@@ -54,7 +56,8 @@ def register(sub: Any) -> None:
         dest="policies",
         action="append",
         metavar="POLICY",
-        help="weekly, latest, weekly-sunday or a version; repeat for several (default: all three rules)",
+        help="weekly-stable, weekly, latest, weekly-sunday or a version; repeat for several "
+        "(default: every rule)",
     )
     p.add_argument(
         "--index-url", metavar="URL", help="TheRock index (default: [rocm] index_url of the matrix)"

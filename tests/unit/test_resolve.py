@@ -31,7 +31,7 @@ NOW = datetime(2026, 8, 12, 18, tzinfo=UTC)  # weekly cutoff 2026-08-08
 
 MATRIX = parse_matrix(
     {
-        "rocm": {"index_url": INDEX},
+        "rocm": {"index_url": INDEX, "policy": "weekly"},
         "legs": {
             "rocm-linux": {"backend": "rocm", "os": "linux", "family": "gfx110X-all", "targets": ["gfx1100"]},
             "rocm-win": {"backend": "rocm", "os": "windows", "family": "gfx1151", "targets": ["gfx1151"]},
@@ -144,7 +144,7 @@ def test_overrides_flag_then_env_then_matrix(monkeypatch: pytest.MonkeyPatch) ->
     assert effective_policy(MATRIX, "10.1.0a20260807") == "10.1.0a20260807"
     assert effective_index_url(MATRIX, "file:///tmp/idx.html") == "file:///tmp/idx.html"
     monkeypatch.setenv("PIPELINE_ROCM_VERSION", "newest")
-    with pytest.raises(UsageError, match=r"^PIPELINE_ROCM_VERSION: expected 'weekly', 'latest'"):
+    with pytest.raises(UsageError, match=r"^PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"):
         effective_policy(MATRIX)
     with pytest.raises(UsageError, match=r"^--index-url: expected an http"):
         effective_index_url(MATRIX, "ftp://x/")

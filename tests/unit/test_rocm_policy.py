@@ -140,7 +140,7 @@ def test_policies() -> None:
     assert cutoff_for("10.1.0a20260807", now) is None
     assert parse_policy(" latest ", where="x") == "latest"
     for bad in ("weekly-sunday", "newest", "10.1.0", ""):
-        with pytest.raises(UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly', 'latest'"):
+        with pytest.raises(UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"):
             parse_policy(bad, where="PIPELINE_ROCM_VERSION")
     with pytest.raises(UsageError):
         cutoff_for("weekly-sunday", now)
