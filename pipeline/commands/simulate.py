@@ -150,7 +150,8 @@ def _print(console: Any, results: dict[str, sim.PolicyResult], *, title: str) ->
     weeks = Table(title="Toolchains per week (Sunday, San Francisco)", header_style="bold")
     weeks.add_column("Week of")
     for name in results:
-        weeks.add_column(name)
+        # Fold, never elide: a split week's two versions are the point of the table.
+        weeks.add_column(name, overflow="fold")
     by_policy = {name: dict(result.weeks()) for name, result in results.items()}
     sundays = sorted({d for w in by_policy.values() for d in w})
     for sunday in sundays:
