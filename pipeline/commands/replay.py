@@ -111,6 +111,7 @@ def replay_policy(
     rocm_version: str | None,
     recorded: Resolution | None,
     fallback: Callable[[], str],
+    recorded_where: str = "--resolution",
 ) -> str:
     """The rule a replay uses: ``--policy``, else the one the old run's resolution
     recorded, else ``fallback()`` (``--rocm-version``, environment, matrix.toml).
@@ -123,8 +124,13 @@ def replay_policy(
     if flag:
         return parse_policy(flag, where="--policy")
     if recorded is not None:
-        return parse_policy(recorded.rocm_policy, where="--resolution: rocm_policy")
+        return parse_policy(recorded.rocm_policy, where=f"{recorded_where}: rocm_policy")
     return fallback()
+
+
+def _resolution_name(value: str) -> str:
+    """How messages name ``--resolution``'s value: the file, or that it was inline JSON."""
+    return "--resolution (inline JSON)" if value.lstrip().startswith("{") else f"--resolution {value}"
 
 
 def register(sub: Any) -> None:
@@ -173,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         rocm_version=args.rocm_version,
         recorded=recorded,
         fallback=lambda: effective_policy(matrix, args.rocm_version),
+        recorded_where=_resolution_name(args.resolution or ""),
     )
     now = effective_now(args.now if args.now or recorded is None else recorded.now)
     url = effective_index_url(matrix, args.index_url or (recorded.index_url if recorded else None))

@@ -425,3 +425,65 @@ def test_replay_bad_weeks(tmp_path: Path) -> None:
 def test_entries_type_is_public() -> None:
     # The benchmark and the simulator build entries by hand.
     assert IndexEntry("a", None).published is None
+
+
+# Saturday 08-08's builds were published Sunday 20:00Z, after Sunday's 09:17Z nightly.
+LATE_SATURDAY_INDEX = [
+    (n, datetime(2026, 8, 9, 20, tzinfo=UTC) if "20260808" in n else t)
+    for n, t in nightlies("linux", "gfx110X-all", "10.1.0", date(2026, 7, 20), 30)
+    + nightlies("windows", "gfx1151", "10.1.0", date(2026, 7, 20), 30)
+]
+MONDAY_RUN_ISO = "2026-08-10T09:17:00Z"
+
+
+def _versions_by_day(rows: list[dict]) -> dict[str, str]:
+    return {row["date"]: row["versions"]["rocm-linux"] for row in rows}
+
+
+def test_replay_of_an_old_weekly_nightly_uses_the_rule_its_resolution_recorded(
+    http_server: LocalServer, tmp_path: Path
+) -> None:
+    url = html_route(http_server, entries=LATE_SATURDAY_INDEX)
+    # The old nightly ran the original weekly rule on Monday and recorded it.
+    write_matrix(tmp_path, url, policy="weekly")
+    proc = cli(tmp_path, "resolve", "--now", MONDAY_RUN_ISO, "--no-source", "--write", "old.json")
+    assert proc.returncode == 0, proc.stderr
+    old = json.loads((tmp_path / "old.json").read_text())
+    assert old["rocm_policy"] == "weekly" and old["legs"]["rocm-linux"]["version"] == "10.1.0a20260808"
+
+    # Today's matrix says weekly-stable; the replay still answers with the old run's rule.
+    write_matrix(tmp_path, url, policy="weekly-stable")
+    proc = cli(tmp_path, "replay", "--weeks", "1", "--resolution", "old.json", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert {row["policy"] for row in rows} == {"weekly"}
+    assert rows[-1]["moment"] == MONDAY_RUN_ISO
+    by_day = _versions_by_day(rows)
+    assert by_day["2026-08-10"] == old["legs"]["rocm-linux"]["version"]
+    assert by_day["2026-08-09"] == "10.1.0a20260807"  # the week weekly split
+    # --policy names the same rule by hand.
+    proc = cli(tmp_path, "replay", "--weeks", "1", "--now", MONDAY_RUN_ISO, "--policy", "weekly", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == rows
+
+    # Without them, the matrix's weekly-stable: Friday's build for the whole week.
+    proc = cli(tmp_path, "replay", "--weeks", "1", "--now", MONDAY_RUN_ISO, "--json")
+    assert proc.returncode == 0, proc.stderr
+    stable = json.loads(proc.stdout)
+    assert {row["policy"] for row in stable} == {"weekly-stable"}
+    assert _versions_by_day(stable)["2026-08-09"] == _versions_by_day(stable)["2026-08-10"] == "10.1.0a20260807"
+
+
+def test_replay_rule_conflicts_and_bad_resolutions_are_usage_errors(tmp_path: Path) -> None:
+    write_matrix(tmp_path, "http://127.0.0.1:9/")
+    proc = cli(tmp_path, "replay", "--policy", "weekly", "--rocm-version", "latest")
+    assert proc.returncode == 2
+    assert "--policy weekly and --rocm-version latest disagree" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = cli(tmp_path, "replay", "--policy", "weekly_stable")
+    assert proc.returncode == 2 and "--policy: expected 'weekly-stable', 'weekly', 'latest'" in proc.stderr
+    proc = cli(tmp_path, "replay", "--resolution", "missing.json")
+    assert proc.returncode == 2 and "--resolution: neither a resolution file nor inline JSON" in proc.stderr
+    (tmp_path / "bad.json").write_text('{"now": "2026-08-10T09:17:00Z", "rocm_policy": "monthly", "legs": {}}')
+    proc = cli(tmp_path, "replay", "--resolution", "bad.json")
+    assert proc.returncode == 2 and "--resolution bad.json: rocm_policy: expected 'weekly-stable'" in proc.stderr
