@@ -17,7 +17,7 @@ class LegOptions:
     tag: str | None = None
     # ccache directory; None: $CCACHE_DIR, else a per-leg default.
     cache_dir: Path | None = None
-    # ROCm: policy/version override ("weekly", "latest", "10.1.0a20260807").
+    # ROCm: policy/version override ("weekly-stable", "weekly", "latest", "10.1.0a20260807").
     rocm_version: str | None = None
     # The run's moment (aware, UTC); None: now.
     now: datetime | None = None

@@ -150,7 +150,8 @@ class Resolution:
 
     now: datetime
     rocm_policy: str
-    # The weekly cutoff of ``now`` (None for latest/explicit).
+    # The weekly cutoff of ``now`` (None for latest/explicit); ``rocm_policy`` says
+    # whether builds published after the week began were also excluded.
     cutoff: date | None
     legs: dict[str, ResolvedRocm] = field(default_factory=dict)
     # The run's llama.cpp source (tag, commit, ...), filled by the source resolver.

@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--rocm-version",
         metavar="POLICY",
-        help="weekly, latest or an explicit version (default: $PIPELINE_ROCM_VERSION, else matrix.toml's)",
+        help="weekly-stable, weekly, latest or an explicit version (default: $PIPELINE_ROCM_VERSION, else matrix.toml's)",
     )
     p.add_argument("--now", metavar="ISO", help="the run's moment, ISO-8601 (default: $PIPELINE_NOW, else now)")
     p.add_argument("--index-url", metavar="URL", help="TheRock index URL (default: $PIPELINE_ROCM_INDEX_URL, else matrix.toml's)")

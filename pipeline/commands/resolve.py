@@ -40,9 +40,10 @@ if TYPE_CHECKING:
 _EPILOG = """\
 Overrides, strongest first: the flag, then the environment
 (PIPELINE_ROCM_VERSION, PIPELINE_ROCM_INDEX_URL, PIPELINE_NOW), then matrix.toml.
-Policies: weekly (the newest build dated on or before the Saturday before the
-most recent Sunday in San Francisco), latest, or an explicit version such as
-10.1.0a20260807. Builds published after --now are ignored.
+Policies: weekly-stable (the newest build dated on or before the Saturday
+before the most recent Sunday in San Francisco and published before that
+Sunday began), weekly (the same cutoff, published by --now), latest, or an
+explicit version such as 10.1.0a20260807. Builds published after --now are ignored.
 """
 
 
@@ -51,7 +52,7 @@ def add_resolution_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rocm-version",
         metavar="POLICY",
-        help="weekly, latest or a version like 10.1.0a20260807 "
+        help="weekly-stable, weekly, latest or a version like 10.1.0a20260807 "
         "(default: $PIPELINE_ROCM_VERSION, else matrix.toml's)",
     )
     p.add_argument(
