@@ -18,28 +18,26 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.config import Leg, Matrix, load_matrix  # noqa: E402
 from pipeline.errors import ConfigError  # noqa: E402
+from pipeline.settings import MATRIX as MATRIX_SETTING  # noqa: E402
+from pipeline.settings import OUT as OUT_SETTING  # noqa: E402
+from pipeline.settings import RESOLVED  # noqa: E402
 
 nox.options.reuse_venv = "yes"
 nox.options.sessions = ["tests", "lint"]
 nox.needs_version = ">=2024.3.2"
 
 try:
-    MATRIX: Matrix = load_matrix(os.environ.get("PIPELINE_MATRIX") or ROOT / "matrix.toml")
+    MATRIX: Matrix = load_matrix(os.environ.get(MATRIX_SETTING.env_var) or ROOT / "matrix.toml")
 except ConfigError as err:
     print(f"error: {err}", file=sys.stderr)
     sys.exit(err.exit_code)
 
 HOST_OS = "windows" if sys.platform == "win32" else "linux" if sys.platform.startswith("linux") else sys.platform
-# Output folder of every session (PIPELINE_OUT moves it; `--out` after `--` still wins).
-OUT = Path(os.environ.get("PIPELINE_OUT") or "out")
-DEFAULT_RESOLUTION = OUT / "resolved.json"
-_OUT_ARGS = ["--out", str(OUT)] if os.environ.get("PIPELINE_OUT") else []
-# Set by `resolve` when it ran in this nox invocation; a file left by an
-# earlier run is never picked up by a standalone leg.
-_THIS_RUN: dict[str, str] = {}
-# The options of `python -m pipeline resolve` that a leg's arguments may carry.
-_RESOLVE_FLAGS = ("--rocm-version", "--now", "--index-url", "--tag")
-_RESOLVE_SWITCHES = ("--json", "--no-source")
+# The run's resolution, when `resolve` ran in this nox invocation (a leg's dependency):
+# a file left by an earlier run is never picked up by a standalone leg.
+_RESOLVED_THIS_RUN: list[str] = []
+# Where `resolve` writes the run's resolution (the pipeline itself honours the same variable for --out).
+OUT = Path(os.environ.get(OUT_SETTING.env_var) or "out")
 
 
 def _install(session: nox.Session, extras: str = "") -> None:
@@ -51,54 +49,25 @@ def _install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".{extras}")
 
 
-def _resolve_args(posargs: list[str]) -> list[str]:
-    """The subset of a leg's arguments that also steer the run's resolution."""
-    # A leg built from a given tree needs no source resolution (and no network).
-    picked: list[str] = ["--no-source"] if any(a.split("=", 1)[0] == "--source" for a in posargs) else []
-    args = iter(posargs)
-    for arg in args:
-        flag = arg.split("=", 1)[0]
-        if arg in _RESOLVE_SWITCHES:
-            picked.append(arg)
-        elif flag in _RESOLVE_FLAGS:
-            picked.append(arg)
-            if "=" not in arg:
-                picked.append(next(args, ""))
-    return picked
-
-
-def _flag_values(args: list[str], flag: str) -> list[str]:
-    """Every value given to ``flag`` in ``args`` (as ``--flag V`` or ``--flag=V``)."""
-    values: list[str] = []
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            values.append(args[i + 1])
-        elif arg.startswith(flag + "="):
-            values.append(arg.split("=", 1)[1])
-    return values
-
-
-def _resolution_env() -> dict[str, str]:
-    return {"PIPELINE_RESOLVED": _THIS_RUN["resolved"]} if "resolved" in _THIS_RUN else {}
+def _resolve_run(session: nox.Session) -> str:
+    """Resolve the run once; the pipeline reads its own settings out of the leg's arguments."""
+    target = (OUT / "resolved.json").resolve()
+    session.run("python", "-m", "pipeline", "resolve", "--write", str(target), "--for-build", *session.posargs)
+    return str(target)
 
 
 @nox.session
 def resolve(session: nox.Session) -> None:
-    """Resolve the run's inputs (ROCm toolchain per leg) once; writes out/resolved.json."""
+    """Resolve the run's inputs (ROCm toolchain per leg, source tag) once; writes out/resolved.json."""
     _install(session)
-    # As a leg's dependency this session sees the leg's arguments: keep ours.
-    session.run(
-        "python", "-m", "pipeline", "resolve", "--write", str(DEFAULT_RESOLUTION),
-        *_resolve_args(list(session.posargs)),
-    )
-    _THIS_RUN["resolved"] = str(DEFAULT_RESOLUTION.resolve())
+    _RESOLVED_THIS_RUN[:] = [_resolve_run(session)]
 
 
 def _register_leg(leg: Leg) -> None:
     def leg_session(session: nox.Session) -> None:
         _install(session)
-        env = _resolution_env() if leg.needs_resolution else {}
-        session.run("python", "-m", "pipeline", "build", leg.name, *_OUT_ARGS, *session.posargs, env=env)
+        env = {RESOLVED.env_var: _RESOLVED_THIS_RUN[0]} if leg.needs_resolution and _RESOLVED_THIS_RUN else {}
+        session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)
 
     leg_session.__doc__ = f"Build the {leg.name} bundle ({leg.backend}, {leg.os})."
     nox.session(name=leg.name, requires=["resolve"] if leg.needs_resolution else [])(leg_session)
@@ -116,18 +85,11 @@ def nightly(session: nox.Session) -> None:
     for leg in MATRIX.legs.values():
         if leg.os != HOST_OS:
             session.log(f"skipping {leg.name}: it builds on {leg.os}, this machine runs {HOST_OS}")
-    env: dict[str, str] = {}
-    if any(leg.needs_resolution for leg in runnable):
-        session.run(
-            "python", "-m", "pipeline", "resolve", "--write", str(DEFAULT_RESOLUTION),
-            *_resolve_args(list(session.posargs)),
-        )
-        env["PIPELINE_RESOLVED"] = str(DEFAULT_RESOLUTION.resolve())
+    env = {RESOLVED.env_var: _resolve_run(session)} if any(leg.needs_resolution for leg in runnable) else {}
     for leg in runnable:
-        session.run("python", "-m", "pipeline", "build", leg.name, *_OUT_ARGS, *session.posargs, env=env)
-    # The report reads the records where the legs wrote them.
-    picked = _flag_values(list(session.posargs), "--out")
-    session.run("python", "-m", "pipeline", "report", *(["--out", picked[-1]] if picked else _OUT_ARGS))
+        session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)
+    # The report reads the records where the legs wrote them (the legs' --out, if any).
+    session.run("python", "-m", "pipeline", "report", "--for-build", *session.posargs)
 
 
 @nox.session
@@ -139,10 +101,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff and mypy --strict."""
+    """ruff, mypy --strict and the import contracts (the layers of ARCHITECTURE.md)."""
     _install(session, "[lint]")
     session.run("ruff", "check", "pipeline", "tests", "scripts", "noxfile.py")
     session.run("mypy")
+    session.run("lint-imports")
 
 
 @nox.session

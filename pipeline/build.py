@@ -266,7 +266,8 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
 
 def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Console) -> Toolchain:
     """The leg's toolchain; a ROCm leg takes the run's resolved build (resolved here when the run has none)."""
-    from pipeline.toolchain.profiles import ToolchainRequest, prepare_toolchain
+    from pipeline.toolchain import ToolchainRequest
+    from pipeline.toolchain.profiles import prepare_toolchain
 
     rocm = None
     if leg.needs_resolution and options.rocm_path is None:

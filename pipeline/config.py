@@ -65,7 +65,7 @@ class SourceConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class RocmConfig:
-    policy: str = "weekly"
+    policy: str = "weekly-stable"
     index_url: str = DEFAULT_ROCM_INDEX
 
 
@@ -283,7 +283,7 @@ def _nonempty(v: str) -> str | None:
 def _policy_check(v: str) -> str | None:
     if v in POLICIES or ROCM_VERSION.fullmatch(v):
         return None
-    return "'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
+    return "'weekly-stable', 'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
 
 
 def _url_check(v: str) -> str | None:

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
+from pipeline.names import human_bytes as human_bytes
+
 
 @contextmanager
 def atomic_output(path: Path) -> Iterator[BinaryIO]:
@@ -64,12 +66,3 @@ def file_digest(path: Path) -> tuple[int, str]:
     """(size, sha256 hex) of a file (symlinks followed), streamed."""
     with path.open("rb") as fh:
         return stream_digest(fh)
-
-
-def human_bytes(n: float) -> str:
-    """``512 B``, ``1.5 KiB`` ... ``12.0 GiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")

@@ -19,13 +19,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from pipeline import settings
+from pipeline.caches import PER_PAGE as PER_PAGE
+from pipeline.caches import CacheEntry as CacheEntry
 from pipeline.errors import GitHubError, NetworkError, UsageError
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_ENVS = settings.GITHUB_TOKEN.env
-PER_PAGE = 100
 # A rate-limit reset further away than this fails the command instead of
 # holding a runner idle (GitHub's primary limit resets hourly).
 DEFAULT_MAX_WAIT = 120.0
@@ -67,7 +66,7 @@ def format_file_command(name: str, value: str, delimiter: str) -> str:
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
-def _append_file_command(env_var: str, name: str, value: str, env: Mapping[str, str] | None) -> bool:
+def _append_file_command(env_var: str, name: str, value: str, env: Mapping[str, str]) -> bool:
     path = env.get(env_var)
     if not path:
         return False
@@ -163,61 +162,6 @@ def group(title: str, *, env: Mapping[str, str], stream: TextIO | None = None) -
 
 # --------------------------------------------------------------------------
 # Caches: data
-
-
-@dataclass(frozen=True, kw_only=True)
-class CacheEntry:
-    """One Actions cache as the REST API lists it."""
-
-    id: int
-    ref: str
-    key: str
-    version: str
-    created_at: datetime
-    last_accessed_at: datetime | None
-    size_in_bytes: int
-
-    @classmethod
-    def from_api(cls, item: Any, *, where: str) -> CacheEntry:
-        """Validate one item of ``actions_caches``; GitHubError names what is wrong."""
-        if not isinstance(item, dict):
-            raise GitHubError(f"{where}: a cache entry is not an object")
-        try:
-            ident, ref, key = item["id"], item["ref"], item["key"]
-            size = item.get("size_in_bytes", 0)
-            created = _parse_time(item["created_at"])
-            accessed = _parse_time(item["last_accessed_at"]) if item.get("last_accessed_at") else None
-        except (KeyError, TypeError, ValueError) as exc:
-            raise GitHubError(f"{where}: malformed cache entry {str(item.get('id', '?'))!r}: {exc}") from None
-        if not isinstance(ident, int) or isinstance(ident, bool) or not isinstance(key, str):
-            raise GitHubError(f"{where}: malformed cache entry: 'id' must be an integer, 'key' a string")
-        if not isinstance(ref, str) or not isinstance(size, int) or size < 0:
-            raise GitHubError(f"{where}: malformed cache entry {ident}: bad 'ref' or 'size_in_bytes'")
-        return cls(
-            id=ident,
-            ref=ref,
-            key=key,
-            version=str(item.get("version", "")),
-            created_at=created,
-            last_accessed_at=accessed,
-            size_in_bytes=size,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "ref": self.ref,
-            "key": self.key,
-            "created_at": self.created_at.isoformat(),
-            "size_in_bytes": self.size_in_bytes,
-        }
-
-
-def _parse_time(value: Any) -> datetime:
-    if not isinstance(value, str):
-        raise ValueError(f"expected an ISO-8601 time, got {value!r}")
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def token_from_env(env: Mapping[str, str]) -> str:

@@ -18,18 +18,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from pipeline import settings as S
 from pipeline.config import DEFAULT_ROCM_INDEX, Matrix, load_matrix
 from pipeline.errors import ConfigError, UsageError
-from pipeline.names import SAFE_TAG, SAFE_TAG_MAX
+from pipeline.names import DEFAULT_POLICY, SAFE_TAG, SAFE_TAG_MAX
 from pipeline.resolution import Resolution, load_resolution
 from pipeline.timeutil import utc_now
 
 DEFAULT_MATRIX = Path("matrix.toml")
 DEFAULT_OUT = Path("out")
-DEFAULT_POLICY = "weekly"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +58,8 @@ class RunInputs:
     toolchain_dir: Path
     git_url_template: str
     http_backoff: float
+    # Where the run's moment, policy and index came from: a flag, a variable, a matrix key or "default".
+    origins: Mapping[str, str]
     # A read-only copy of the environment: the base of every child process's, GitHub's file commands.
     environ: Mapping[str, str]
 
@@ -72,6 +72,11 @@ class RunInputs:
     def in_actions(self) -> bool:
         """Whether this runs on GitHub Actions."""
         return self.environ.get(S.GITHUB_ACTIONS) == "true"
+
+    def given(self, setting: S.Setting) -> bool:
+        """Whether ``setting`` was given for this run (by its flag or its environment variable)."""
+        where = self.origins.get(setting.name, "default")
+        return where == setting.flag or where in setting.env
 
     @property
     def rocm_policy_overridden(self) -> bool:
@@ -98,7 +103,7 @@ def default_cache_home(environ: Mapping[str, str]) -> Path:
 
 def check_bundle_tag(tag: str, where: str) -> str:
     """A ``--source`` build's own tag names its bundle file: it must be safe there."""
-    if not SAFE_TAG.match(tag) or len(tag) > SAFE_TAG_MAX:
+    if not SAFE_TAG.fullmatch(tag) or len(tag) > SAFE_TAG_MAX:
         raise UsageError(f"{where} {tag!r}: expected letters, digits, '.', '_', '+' and '-' (it names the bundle)")
     return tag
 
@@ -111,6 +116,7 @@ def read_inputs(
     need_matrix: bool = True,
     with_resolution: bool = True,
     any_tag: bool = False,
+    matrix: Matrix | None = None,
 ) -> RunInputs:
     """The run's inputs from parsed arguments (any subset of the settings' flags), environment and clock.
 
@@ -122,8 +128,9 @@ def read_inputs(
     started = clock()
 
     matrix_path = Path(S.pick(S.MATRIX, flag=_flag(args, S.MATRIX), environ=env, default=str(DEFAULT_MATRIX)).value)
-    matrix: Matrix | None = None
-    if need_matrix or matrix_path.exists():
+    if matrix is not None:
+        matrix_path = matrix.path
+    elif need_matrix or matrix_path.exists():
         matrix = load_matrix(matrix_path)
 
     now_picked = S.pick(S.NOW, flag=_flag(args, S.NOW), environ=env)
@@ -165,18 +172,14 @@ def read_inputs(
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
         git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env, default=DEFAULT_GIT_URL_TEMPLATE).value,
         http_backoff=S.pick(S.HTTP_BACKOFF, environ=env, default=DEFAULT_BACKOFF).value,
+        origins=MappingProxyType({
+            S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
+            S.ROCM_VERSION.name: policy.where,
+            S.INDEX_URL.name: index_url.where,
+        }),
         environ=env,
     )
 
 
 DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
 DEFAULT_BACKOFF = 1.0
-
-
-def inputs_for_tests(**overrides: Any) -> RunInputs:
-    """A RunInputs without reading this process's environment: a clean environment plus ``overrides``."""
-    environ = {S.MATRIX.env_var: "/nonexistent/matrix.toml", **overrides.pop("environ", {})}
-    base = read_inputs(None, environ=environ, need_matrix=False, clock=overrides.pop("clock", utc_now))
-    from dataclasses import replace
-
-    return replace(base, **overrides)

@@ -23,7 +23,8 @@ def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
         from pipeline.resolve import rocm_for_leg
 
         return key_toolchain(rocm_identity(rocm_for_leg(inputs, leg).version))
-    from pipeline.toolchain.profiles import ToolchainRequest, prepare_toolchain
+    from pipeline.toolchain import ToolchainRequest
+    from pipeline.toolchain.profiles import prepare_toolchain
 
     request = ToolchainRequest(
         leg=leg, environ=inputs.environ, download_cache=inputs.download_cache,

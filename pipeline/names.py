@@ -8,11 +8,16 @@ the same kinds of names; one definition each keeps them from disagreeing.
 from __future__ import annotations
 
 import re
+from datetime import date
 
 OSES = ("linux", "windows")
 BACKENDS = ("cpu", "cuda", "rocm", "vulkan")
 # ROCm toolchain policies that are rules; anything else must be an explicit version.
-POLICIES = ("weekly", "latest")
+WEEKLY_STABLE = "weekly-stable"
+POLICIES = (WEEKLY_STABLE, "weekly", "latest")
+# What matrix.toml's [rocm] policy means when it says nothing.
+DEFAULT_POLICY = WEEKLY_STABLE
+POLICY_CHOICES = ", ".join(f"'{p}'" for p in POLICIES)
 
 # A leg name is the session, the cache-key component, the record folder and the
 # GitHub matrix entry: letters, digits, '.', '_' and '-', starting with a
@@ -62,3 +67,41 @@ def rocm_identity(version: str) -> str:
 def is_family(text: str) -> bool:
     """Whether ``text`` is shaped like a TheRock family name."""
     return FAMILY.fullmatch(text) is not None
+
+
+def rocm_version_date(version: str) -> date:
+    """The build date at the end of a TheRock version (ValueError when it is not one)."""
+    if not ROCM_VERSION.fullmatch(version):
+        raise ValueError(f"not a TheRock version: {version!r}")
+    digits = version[-8:]
+    return date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+
+
+def human_bytes(n: float) -> str:
+    """``512 B``, ``1.5 KiB`` ... ``12.0 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def parse_policy(text: str, *, where: str) -> str:
+    """A policy name or a TheRock version; anything else is a UsageError naming ``where``."""
+    from pipeline.errors import UsageError
+
+    value = text.strip()
+    if value in POLICIES:
+        return value
+    try:
+        rocm_version_date(value)
+        return value
+    except ValueError:
+        raise UsageError(
+            f"{where}: expected {POLICY_CHOICES} or a version like {ROCM_VERSION_EXAMPLE!r}, got {text!r}"
+        ) from None
+
+
+def is_explicit(policy: str) -> bool:
+    """Whether ``policy`` names one version rather than a rule."""
+    return policy not in POLICIES

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.cachekey import MalformedKeyError, parse_key
+from pipeline.caches import PER_PAGE, CacheEntry
 from pipeline.errors import PipelineError, UsageError
-from pipeline.fsutil import human_bytes
-from pipeline.github import PER_PAGE, CacheEntry
+from pipeline.names import human_bytes
 
 
 @dataclass(frozen=True, kw_only=True)

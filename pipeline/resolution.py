@@ -20,8 +20,8 @@ from pipeline.config import MixPin
 from pipeline.errors import SourceError, UsageError
 from pipeline.fsutil import atomic_write_json
 from pipeline.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
-from pipeline.names import COMMIT_SHA, rocm_identity
-from pipeline.rocm.versions import version_date
+from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date
+from pipeline.settings import RESOLVED
 from pipeline.timeutil import format_utc, parse_now
 
 DEFAULT_RESOLVED_PATH = Path("out") / "resolved.json"
@@ -167,7 +167,7 @@ class ResolvedRocm:
             raise UsageError(f"{where}.sha256_url: expected an http(s):// or file:// URL or null, got {sha256_url!r}")
         version = text("version")
         try:
-            version_date(version)
+            rocm_version_date(version)
         except ValueError:
             raise UsageError(f"{where}.version: not a TheRock version: {version!r}") from None
         return cls(
@@ -245,7 +245,7 @@ def write_resolution(path: str | Path, resolution: Resolution) -> None:
     atomic_write_json(Path(path), resolution.to_json())
 
 
-def load_resolution(value: str, *, where: str) -> Resolution:
+def load_resolution(value: str, *, where: str = RESOLVED.env_var) -> Resolution:
     """A resolution from a file path or inline JSON (as ``PIPELINE_RESOLVED`` carries it)."""
     text = value.strip()
     if text.startswith("{"):

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pipeline.errors import UsageError
-from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG
+from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy
 
 Parse = Callable[[str, str], Any]
 
@@ -77,8 +77,6 @@ def parse_url(text: str, where: str) -> str:
 
 
 def parse_policy_text(text: str, where: str) -> str:
-    from pipeline.rocm.policy import parse_policy
-
     return parse_policy(text, where=where)
 
 
@@ -89,10 +87,10 @@ def parse_moment_text(text: str, where: str) -> Any:
 
 
 def parse_run_tag(text: str, where: str) -> str:
-    value = text.strip()
-    if not UPSTREAM_TAG.match(value):
+    # Not stripped: a tag names files, and "b12 " is not "b12".
+    if not UPSTREAM_TAG.fullmatch(text):
         raise UsageError(f"{where} {text!r}: expected 'latest' or a llama.cpp tag like 'b10327'")
-    return value
+    return text
 
 
 def parse_backoff(text: str, where: str) -> float:
@@ -125,8 +123,8 @@ NOW = Setting(
 )
 ROCM_VERSION = Setting(
     name="rocm_version", flag="--rocm-version", env=("PIPELINE_ROCM_VERSION",), matrix_key="rocm.policy",
-    parse=parse_policy_text, metavar="POLICY", default="weekly",
-    help=f"ROCm toolchain policy: weekly, latest or a version like {ROCM_VERSION_EXAMPLE}",
+    parse=parse_policy_text, metavar="POLICY", default="weekly-stable",
+    help=f"ROCm toolchain policy: weekly-stable, weekly, latest or a version like {ROCM_VERSION_EXAMPLE}",
 )
 INDEX_URL = Setting(
     name="index_url", flag="--index-url", env=("PIPELINE_ROCM_INDEX_URL",), matrix_key="rocm.index_url",

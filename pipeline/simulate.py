@@ -17,10 +17,12 @@ Per policy the simulation tells:
 * ``split_weeks``: the weeks (named by their Sunday) that used more than one
   toolchain: a week that pays for two cold builds.
 
-Besides the user policies (``weekly``, ``latest``, an explicit version) it
-knows ``weekly-sunday``: the rejected variant whose cutoff is the most recent
+Besides the user policies (``weekly-stable``, ``weekly``, ``latest``, an
+explicit version) it knows ``weekly-sunday``: the rejected variant whose cutoff is the most recent
 Sunday itself. It takes a build that may not be published yet at Sunday's
-run and switches on Monday; the simulation shows those split weeks.
+run and switches on Monday; the simulation shows those split weeks. ``weekly``
+splits a week the same way when the Saturday build is published after
+Sunday's run; ``weekly-stable`` never does.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.rocm.policy import POLICIES, local_week_start, select_build, sunday_cutoff
+from pipeline.names import POLICIES
+from pipeline.rocm.policy import local_week_start, select_build, sunday_cutoff
 from pipeline.rocm.versions import RocmBuild, is_version
 
 SUNDAY_VARIANT = "weekly-sunday"
-DEFAULT_POLICIES = ("weekly", SUNDAY_VARIANT, "latest")
+DEFAULT_POLICIES = ("weekly-stable", "weekly", SUNDAY_VARIANT, "latest")
 # Ten years of nightly runs; anything longer is a typo in a date.
 MAX_DAYS = 3660
 
@@ -132,7 +135,7 @@ def parse_cron(text: str) -> time:
 
 
 def check_policy(policy: str) -> str:
-    """A policy the simulator knows: weekly, latest, weekly-sunday or an explicit version."""
+    """A policy the simulator knows: a user policy, weekly-sunday or an explicit version."""
     if policy in POLICIES or policy == SUNDAY_VARIANT or is_version(policy):
         return policy
     known = ", ".join((*POLICIES, SUNDAY_VARIANT))

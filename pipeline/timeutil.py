@@ -1,17 +1,15 @@
-"""The run's moment: ``--now`` / ``PIPELINE_NOW`` as an aware UTC datetime.
+"""The run's moment as an aware UTC datetime: parsing, formatting, and the one clock read.
 
 Everything that depends on time takes the moment as a parameter; only
-:func:`utc_now` reads the clock.
+:func:`utc_now` reads the clock, and only :mod:`pipeline.inputs` calls it.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 
 from pipeline.errors import UsageError
 
-NOW_ENV = "PIPELINE_NOW"
 EXAMPLE = "2026-08-07T12:00:00Z"
 
 
@@ -40,15 +38,3 @@ def parse_now(text: str, *, where: str = "--now") -> datetime:
 def format_utc(moment: datetime) -> str:
     """``2026-08-07T12:00:00Z`` (microseconds kept when there are any)."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def effective_now(flag: str | datetime | None = None) -> datetime:
-    """The run's moment: the flag, else ``PIPELINE_NOW``, else the clock."""
-    if isinstance(flag, datetime):
-        return flag.astimezone(UTC) if flag.tzinfo else flag.replace(tzinfo=UTC)
-    if flag:
-        return parse_now(flag, where="--now")
-    env = os.environ.get(NOW_ENV)
-    if env:
-        return parse_now(env, where=NOW_ENV)
-    return utc_now()

@@ -377,14 +377,14 @@ def _time(fn: Callable[[], Any], repeat: int, modules: Sequence[ModuleType]) -> 
 
 
 def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
-    import pipeline.resolve
+    import pipeline.rocm.resolver
     import pipeline.rocm.index
     import pipeline.rocm.policy
     import pipeline.rocm.versions
-    from pipeline.resolve import resolve_from_entries
+    from pipeline.rocm.resolver import resolve_from_entries
     from pipeline.rocm.index import parse_html_index
 
-    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.resolve)
+    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.rocm.resolver)
     now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
     page = index_page(entries, now.date())
     url = "https://index.invalid/tarball-multi-arch/"

@@ -3,27 +3,35 @@
 For each day of the last N weeks (at the same time of day as ``--now``), the
 cutoff and the version each ROCm leg takes, from one fetch of the index.
 Builds published after a day's moment are ignored, so each row answers what
-that day's run saw. Under the weekly policy the rows of a Sunday-to-Saturday
-week (San Francisco time) share one cutoff and one version.
+that day's run saw. Under the weekly policies the rows of a Sunday-to-Saturday
+week (San Francisco time) share one cutoff; under ``weekly-stable`` they also
+share one version, whatever the publish times.
+
+Old nightlies ran the rule their resolution records (``rocm_policy``), not
+today's default: ``--resolution FILE`` replays with that rule (and, unless
+``--now`` says otherwise, up to that run's moment), ``--policy`` names a rule.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pipeline.commands.resolve import add_resolution_options, fetch_with_status
-from pipeline.config import Leg, load_matrix
+from pipeline import settings as S
+from pipeline.commands.common import add_resolution_options, fetch_with_status
+from pipeline.config import Leg
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.resolve import effective_index_url, effective_policy, load_entries, resolve_from_entries
+from pipeline.inputs import RunInputs
+from pipeline.resolution import Resolution, load_resolution
 from pipeline.rocm.index import builds_for
-from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, is_explicit, select_build
+from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, is_explicit, parse_policy, select_build
+from pipeline.rocm.resolver import load_entries, resolve_from_entries
 from pipeline.rocm.versions import RocmBuild
-from pipeline.timeutil import effective_now, format_utc
+from pipeline.timeutil import format_utc
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,12 +44,15 @@ class ReplayRow:
     """One day's run: its moment, the cutoff and each leg's version (None: nothing matched)."""
 
     moment: datetime
+    # The rule (or explicit version) the row was resolved with.
+    policy: str
     cutoff: str | None
     versions: dict[str, str | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "policy": self.policy,
             "moment": format_utc(self.moment),
             "date": self.moment.astimezone(WEEK_ZONE).date().isoformat(),
             "cutoff": self.cutoff,
@@ -81,12 +92,41 @@ def replay_rows(
         rows.append(
             ReplayRow(
                 moment=moment,
+                policy=policy,
                 cutoff=cutoff.strftime("%Y%m%d") if cutoff else None,
                 versions=versions,
                 errors=errors,
             )
         )
     return rows
+
+
+def replay_policy(
+    *,
+    flag: str | None,
+    rocm_version: str | None,
+    recorded: Resolution | None,
+    fallback: Callable[[], str],
+    recorded_where: str = "--resolution",
+) -> str:
+    """The rule a replay uses: ``--policy``, else the one the old run's resolution
+    recorded, else ``fallback()`` (``--rocm-version``, environment, matrix.toml).
+
+    An old nightly ran the rule of its day: ``weekly`` resolutions replay under
+    ``weekly`` even after the default became ``weekly-stable``.
+    """
+    if flag and rocm_version and flag.strip() != rocm_version.strip():
+        raise UsageError(f"--policy {flag} and --rocm-version {rocm_version} disagree: give one of them")
+    if flag:
+        return parse_policy(flag, where="--policy")
+    if recorded is not None:
+        return parse_policy(recorded.rocm_policy, where=f"{recorded_where}: rocm_policy")
+    return fallback()
+
+
+def _resolution_name(value: str) -> str:
+    """How messages name ``--resolution``'s value: the file, or that it was inline JSON."""
+    return "--resolution (inline JSON)" if value.lstrip().startswith("{") else f"--resolution {value}"
 
 
 def register(sub: Any) -> None:
@@ -98,16 +138,28 @@ def register(sub: Any) -> None:
     p.add_argument("--weeks", type=int, default=4, metavar="N", help="how many weeks back (default: 4)")
     p.add_argument("--leg", metavar="LEG", help="only this ROCm leg (default: every ROCm leg)")
     add_resolution_options(p)
+    p.add_argument(
+        "--policy",
+        metavar="RULE",
+        help="the rule to replay: weekly-stable, weekly, latest or a version "
+        "(default: the --resolution's rule, else as --rocm-version)",
+    )
+    p.add_argument(
+        "--resolution",
+        metavar="FILE",
+        help="an old run's resolution (path or inline JSON): replay the rule it recorded, "
+        "up to its moment unless --now, from its index unless --index-url",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON array, one object per day")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
     if not 1 <= args.weeks <= MAX_WEEKS:
         raise UsageError(f"--weeks: expected 1 to {MAX_WEEKS}, got {args.weeks}")
-    matrix = load_matrix(args.matrix)
+    matrix = inputs.require_matrix()
     if args.leg is not None:
         leg = matrix.leg(args.leg)
         if not leg.needs_resolution:
@@ -117,10 +169,19 @@ def run(args: argparse.Namespace) -> int:
         legs = [leg for leg in matrix.legs.values() if leg.needs_resolution]
         if not legs:
             raise UsageError(f"{matrix.path}: no rocm legs to replay")
-    now = effective_now(args.now)
-    policy = effective_policy(matrix, args.rocm_version)
-    url = effective_index_url(matrix, args.index_url)
-    entries = load_entries(url, policy, fetch_with_status(Console(stderr=True)))
+    recorded = load_resolution(args.resolution, where="--resolution") if args.resolution else None
+    policy = replay_policy(
+        flag=args.policy,
+        rocm_version=args.rocm_version,
+        recorded=recorded,
+        fallback=lambda: inputs.rocm_policy,
+        recorded_where=_resolution_name(args.resolution or ""),
+    )
+    now = inputs.now if inputs.given(S.NOW) or recorded is None else recorded.now
+    url = inputs.index_url
+    if not inputs.given(S.INDEX_URL) and recorded is not None and recorded.index_url:
+        url = recorded.index_url
+    entries = load_entries(url, policy, fetch_with_status(Console(stderr=True), inputs))
     builds: dict[str, Sequence[RocmBuild]] | None = None
     if entries is not None:
         builds = {}

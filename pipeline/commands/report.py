@@ -8,6 +8,7 @@ from typing import Any
 
 from pipeline import github
 from pipeline import settings as S
+from pipeline.commands.common import add_for_build, settings_from_build_args
 from pipeline.errors import PipelineError, UsageError
 from pipeline.fsutil import atomic_write_text
 from pipeline.inputs import RunInputs
@@ -59,6 +60,7 @@ def register(sub: Any) -> None:
         type=float,
         help="alarm threshold 0..1 (default: [report] hit_rate_warning from the matrix)",
     )
+    add_for_build(p)
     p.set_defaults(func=run, needs_matrix=False)
 
 
@@ -104,6 +106,12 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     from pipeline import report
 
+    if args.for_build is not None:
+        from pipeline.inputs import read_inputs
+
+        args = settings_from_build_args(args, args.for_build)
+        inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False,
+                             with_resolution=False)
     threshold = _threshold(args, inputs)
     out = inputs.out
     records = [LegRecord.read(p) for p in find_records(args.records, out)]

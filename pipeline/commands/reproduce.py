@@ -15,9 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipeline import settings as S
 from pipeline.bundle import Comparison, compare_sides, load_side, read_manifest
-from pipeline.config import Leg, Matrix, load_matrix
+from pipeline.config import Leg, Matrix
 from pipeline.errors import BundleError, SourceError
+from pipeline.inputs import RunInputs
+from pipeline.resolution import SourceSpec
 
 DEFAULT_OUT = Path("out") / "reproduce"
 # How the source was obtained (a clone with a mix, or a folder) need not match:
@@ -44,7 +47,7 @@ def register(sub: Any) -> None:
     p.add_argument("bundle", metavar="BUNDLE_OR_MANIFEST", type=Path, help="a bundle or its manifest.json")
     p.add_argument("--source", type=Path, metavar="DIR", help="an existing checkout at the manifest's commit")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default: {DEFAULT_OUT})")
-    p.add_argument("--cache-dir", type=Path, metavar="DIR", help="ccache directory (default: as for build)")
+    S.add_flag(p, S.CACHE_DIR)
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run)
 
@@ -74,10 +77,8 @@ def recorded_source_dir(manifest: dict[str, Any]) -> str | None:
     return None
 
 
-def spec_from_manifest(manifest: dict[str, Any], matrix: Matrix, where: str) -> Any:
+def spec_from_manifest(manifest: dict[str, Any], matrix: Matrix, where: str) -> SourceSpec:
     """The SourceSpec that checks out the manifest's commit."""
-    from pipeline.source import SourceSpec
-
     src = manifest.get("source")
     if not isinstance(src, dict) or not src.get("commit"):
         raise BundleError(f"{where}: the manifest records no source commit; pass --source DIR")
@@ -97,21 +98,21 @@ def material_differences(result: Comparison) -> list[str]:
     return [d for d in result.manifest_differences if d not in _SOURCE_PROVENANCE]
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    from dataclasses import replace
+
     from rich.console import Console
 
-    from pipeline.build import leg_dir, run_leg
-    from pipeline.bundle import make_bundle
-    from pipeline.commands.compare import print_comparison
+    from pipeline.build import run_leg
+    from pipeline.commands.common import print_comparison
     from pipeline.options import LegOptions
     from pipeline.source import checkout_source, describe_checkout
-    from pipeline.toolchain.registry import prepare_toolchain
 
     console = Console(stderr=args.json)
     original = args.bundle
     manifest = read_manifest(original)
     where = str(original)
-    matrix = load_matrix(args.matrix)
+    matrix = inputs.require_matrix()
     leg = manifest_leg(manifest, matrix, where)
     recorded = manifest.get("source") or {}
     commit = recorded.get("commit")
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.source is not None:
         source = args.source.resolve()
-        head = describe_checkout(source).commit
+        head = describe_checkout(source, environ=inputs.environ).commit
         if commit and head != commit:
             raise SourceError(f"--source {args.source} is at {head or 'no git commit'}, the bundle was built from {commit}")
         # The folder is at the recorded commit: the recorded provenance holds.
@@ -129,34 +130,24 @@ def run(args: argparse.Namespace) -> int:
         spec = spec_from_manifest(manifest, matrix, where)
         source = out / (recorded_source_dir(manifest) or "src/llama.cpp")
         with console.status(f"checking out {spec.tag} at {str(commit)[:12]}"):
-            head = checkout_source(spec, source)
+            head = checkout_source(spec, source, git_url_template=inputs.git_url_template, environ=inputs.environ)
         provenance = spec.to_json()
 
     toolchain_info = manifest.get("toolchain") or {}
-    options = LegOptions(
-        source=source,
-        out=out,
-        tag=tag,
-        cache_dir=args.cache_dir,
-        rocm_version=toolchain_info.get("version") if leg.backend == "rocm" else None,
-        no_bundle=True,
+    # The bundle's own inputs replace the run's: its tag, its output folder, its ROCm version.
+    rebuild_inputs = replace(inputs, out=out, tag=tag, resolution=None, resolution_where=None)
+    if leg.needs_resolution and toolchain_info.get("version"):
+        rebuild_inputs = replace(
+            rebuild_inputs, rocm_policy=str(toolchain_info["version"]), rocm_policy_where=f"{where}: toolchain.version"
+        )
+    run = run_leg(
+        rebuild_inputs, leg, LegOptions(source=source), console,
+        provenance={**provenance, "commit": head},
     )
-    record = run_leg(matrix, leg, options, console)
-    # The same toolchain the build used (resolved and installed already: cached).
-    toolchain = prepare_toolchain(leg, matrix, options, console)
-    record.source = {**record.source, **provenance, "commit": head}
-    rebuilt = make_bundle(
-        leg=leg,
-        record=record,
-        build_dir=leg_dir(out, leg.name) / "build",
-        out_dir=out,
-        toolchain=toolchain,
-        tag=tag,
-        commit=head,
-    )
-    console.print(f"rebuilt {rebuilt}", highlight=False)
+    assert run.bundle is not None
+    console.print(f"rebuilt {run.bundle}", highlight=False)
 
-    result = compare_sides(load_side(original), load_side(rebuilt))
+    result = compare_sides(load_side(original), load_side(run.bundle))
     result.manifest_differences = material_differences(result)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))

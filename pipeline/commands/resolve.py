@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline import settings as S
+from pipeline.commands.common import (
+    add_for_build,
+    add_resolution_options,
+    fetch_with_status,
+    settings_from_build_args,
+)
 from pipeline.errors import UsageError
 from pipeline.inputs import RunInputs
 from pipeline.names import OSES
 from pipeline.resolution import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
 from pipeline.resolve import resolve_run
-from pipeline.rocm.index import IndexEntry, fetch_index
-from pipeline.rocm.resolver import Fetch, load_entries, resolve_from_entries
+from pipeline.rocm.resolver import load_entries, resolve_from_entries
 from pipeline.timeutil import format_utc
 
 if TYPE_CHECKING:
@@ -30,17 +34,11 @@ if TYPE_CHECKING:
 _EPILOG = """\
 Overrides, strongest first: the flag, then the environment, then matrix.toml
 (see `python -m pipeline settings`).
-Policies: weekly (the newest build dated on or before the Saturday before the
-most recent Sunday in San Francisco), latest, or an explicit version such as
-10.1.0a20260807. Builds published after --now are ignored.
+Policies: weekly-stable (the newest build dated on or before the Saturday
+before the most recent Sunday in San Francisco and published before that
+Sunday began), weekly (the same cutoff, published by --now), latest, or an
+explicit version such as 10.1.0a20260807. Builds published after --now are ignored.
 """
-
-
-def add_resolution_options(p: argparse.ArgumentParser) -> None:
-    """--rocm-version, --now, --index-url: shared by resolve and replay."""
-    S.add_flag(p, S.ROCM_VERSION)
-    S.add_flag(p, S.NOW)
-    S.add_flag(p, S.INDEX_URL)
 
 
 def register(sub: Any) -> None:
@@ -70,45 +68,8 @@ def register(sub: Any) -> None:
         help="whole-run mode: resolve the ROCm builds only, not the source tag (no git access)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument(
-        "--for-build",
-        nargs=argparse.REMAINDER,
-        metavar="BUILD_ARGS",
-        help="last: the arguments of a `build` run; the run settings among them (--now, --rocm-version, "
-        "--index-url, --tag, --out) apply, and --source means --no-source (what a Nox leg session passes)",
-    )
+    add_for_build(p, "--source means --no-source")
     p.set_defaults(func=run, needs_matrix=False)
-
-
-def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) -> argparse.Namespace:
-    """``args`` with the run settings a leg's build arguments carry (``--for-build``)."""
-    from pipeline.commands.build import add_build_arguments
-
-    parser = argparse.ArgumentParser(prog="resolve --for-build", add_help=False)
-    add_build_arguments(parser)
-    # The leg name is the build's positional argument; a placeholder when the session gives none.
-    build, _unknown = parser.parse_known_args(["-", *build_args])
-    merged = argparse.Namespace(**vars(args))
-    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name):
-        if getattr(build, name, None) is not None:
-            setattr(merged, name, getattr(build, name))
-    if build.source is not None:
-        merged.no_source = True
-    return merged
-
-
-def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
-    """A fetch function that shows pages and entries read while the index loads."""
-
-    def fetch(url: str) -> Sequence[IndexEntry]:
-        with console.status(f"reading the ROCm index {url}") as status:
-
-            def on_page(pages: int, entries: int) -> None:
-                status.update(f"reading the ROCm index {url}: {pages} page(s), {entries} entries")
-
-            return fetch_index(url, on_page=on_page, backoff=inputs.http_backoff)
-
-    return fetch
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
@@ -117,7 +78,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if args.for_build is not None:
         from pipeline.inputs import read_inputs
 
-        args = settings_from_build_args(args, [a for a in args.for_build if a != "--"])
+        args = settings_from_build_args(args, args.for_build)
         inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False)
     err = Console(stderr=True)
     single = args.leg is not None or args.os_name is not None or args.family is not None

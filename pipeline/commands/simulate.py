@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
+from pipeline import settings as S
 from pipeline import simulate as sim
 from pipeline.errors import UsageError
+from pipeline.inputs import RunInputs
+from pipeline.names import OSES
 
 # The nightly workflow's schedule (.github/workflows/nightly.yml: "17 9 * * *").
 DEFAULT_CRON = "09:17Z"
@@ -21,9 +24,11 @@ each week (Sunday to Saturday, San Francisco time), the runs that build cold
 (their toolchain differs from the previous run's; the window's first run is
 not counted) and the split weeks (more than one toolchain).
 
-Policies: weekly, latest, an explicit version, and weekly-sunday, the
-rejected variant whose cutoff is the most recent Sunday itself (for
-comparison). Default: {", ".join(sim.DEFAULT_POLICIES)}.
+Policies: weekly-stable (the matrix default: never splits a week), weekly
+(the original job's rule: a late Saturday publish can split a week), latest,
+an explicit version, and weekly-sunday, the rejected variant whose cutoff is
+the most recent Sunday itself (for comparison).
+Default: {", ".join(sim.DEFAULT_POLICIES)}.
 """
 
 
@@ -54,25 +59,23 @@ def register(sub: Any) -> None:
         dest="policies",
         action="append",
         metavar="POLICY",
-        help="weekly, latest, weekly-sunday or a version; repeat for several (default: all three rules)",
+        help="weekly-stable, weekly, latest, weekly-sunday or a version; repeat for several "
+        "(default: every rule)",
     )
-    p.add_argument(
-        "--index-url", metavar="URL", help="TheRock index (default: [rocm] index_url of the matrix)"
-    )
-    p.add_argument("--os", choices=("linux", "windows"), help="tarball OS (default: the first ROCm leg's)")
+    S.add_flag(p, S.INDEX_URL)
+    p.add_argument("--os", choices=OSES, help="tarball OS (default: the first ROCm leg's)")
     p.add_argument("--family", help="TheRock GPU family, e.g. gfx110X-all (default: the first ROCm leg's)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, needs_matrix=False)
 
 
-def _defaults(args: argparse.Namespace) -> tuple[str, str, str]:
+def _defaults(args: argparse.Namespace, inputs: RunInputs) -> tuple[str, str, str]:
     """Index URL, os and family: the flags, else the matrix."""
-    index_url, os_name, family = args.index_url, args.os, args.family
+    index_url = inputs.index_url if inputs.given(S.INDEX_URL) else None
+    os_name, family = args.os, args.family
     if index_url and family:
         return index_url, os_name or "linux", family
-    from pipeline.config import load_matrix
-
-    matrix = load_matrix(args.matrix)
+    matrix = inputs.require_matrix()
     index_url = index_url or matrix.rocm.index_url
     if not family:
         rocm = [leg for leg in matrix.legs.values() if leg.backend == "rocm" and leg.family]
@@ -84,21 +87,22 @@ def _defaults(args: argparse.Namespace) -> tuple[str, str, str]:
     return index_url, os_name or "linux", family
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
     from pipeline.rocm.index import builds_for, fetch_index
 
     cron = sim.parse_cron(args.cron)
     policies = [sim.check_policy(p) for p in (args.policies or sim.DEFAULT_POLICIES)]
-    end = args.end or datetime.now(UTC).date()
+    end = args.end or inputs.now.date()
     sim.run_moments(args.start, end, cron)  # validate the window before any download
-    index_url, os_name, family = _defaults(args)
+    index_url, os_name, family = _defaults(args, inputs)
 
     err = Console(stderr=True)
     with err.status(f"reading {index_url}") as status:
         entries = fetch_index(
             index_url,
+            backoff=inputs.http_backoff,
             on_page=lambda pages, n: status.update(f"reading {index_url}: {n} entries, {pages} page(s)"),
         )
     builds = builds_for(entries, index_url, os_name, family)
@@ -147,7 +151,8 @@ def _print(console: Any, results: dict[str, sim.PolicyResult], *, title: str) ->
     weeks = Table(title="Toolchains per week (Sunday, San Francisco)", header_style="bold")
     weeks.add_column("Week of")
     for name in results:
-        weeks.add_column(name)
+        # Fold, never elide: a split week's two versions are the point of the table.
+        weeks.add_column(name, overflow="fold")
     by_policy = {name: dict(result.weeks()) for name, result in results.items()}
     sundays = sorted({d for w in by_policy.values() for d in w})
     for sunday in sundays:

@@ -1,4 +1,4 @@
-"""Which build a run takes: weekly, latest or an explicit version (pure).
+"""Which build a run takes: weekly-stable, weekly, latest or an explicit version (pure).
 
 ``now`` is always a parameter. Builds the index says were published after
 ``now`` did not exist for that run and are ignored, so replaying a past date
@@ -7,20 +7,32 @@ answers what that run saw.
 The weekly cutoff is the Saturday before the most recent Sunday in San
 Francisco time: every day from Sunday to Saturday maps to one cutoff, so one
 toolchain (and one warm ccache) serves a whole week.
+
+``weekly`` (the original release job's rule) looks at the builds published by
+the run's moment, so a Saturday build published after Sunday's run but before
+Monday's splits the week. ``weekly-stable`` also requires the build to have
+been published before the week began (Sunday 00:00 in San Francisco): every
+run of the week comes after that moment, so all of them see one set of builds
+and pick the same one, whatever the publish times.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.rocm.versions import VERSION_EXAMPLE, RocmBuild, is_version, version_line, version_sort_key
+from pipeline.names import DEFAULT_POLICY as DEFAULT_POLICY
+from pipeline.names import POLICIES as POLICIES
+from pipeline.names import POLICY_CHOICES, is_explicit, parse_policy
+from pipeline.names import WEEKLY_STABLE as WEEKLY_STABLE
+
+__all__ = ["DEFAULT_POLICY", "POLICIES", "WEEKLY_STABLE", "is_explicit", "parse_policy"]
+from pipeline.rocm.versions import RocmBuild, is_version, version_line, version_sort_key
 
 # The week turns over when Sunday begins in San Francisco (DST included).
 WEEK_ZONE = ZoneInfo("America/Los_Angeles")
-POLICIES = ("weekly", "latest")
 NEAREST_SHOWN = 5
 
 
@@ -37,6 +49,12 @@ def local_week_start(now: datetime) -> date:
     return local - timedelta(days=(local.weekday() + 1) % 7)
 
 
+def week_start_moment(now: datetime) -> datetime:
+    """The instant the week of ``now`` began: its Sunday's 00:00 in San Francisco (aware)."""
+    # DST changes at 02:00, so midnight exists exactly once on every Sunday.
+    return datetime.combine(local_week_start(now), time(0), tzinfo=WEEK_ZONE)
+
+
 def weekly_cutoff(now: datetime) -> date:
     """The Saturday before the most recent Sunday in America/Los_Angeles."""
     return local_week_start(now) - timedelta(days=1)
@@ -51,30 +69,29 @@ def sunday_cutoff(now: datetime) -> date:
     return local_week_start(now)
 
 
-def parse_policy(text: str, *, where: str) -> str:
-    """'weekly', 'latest' or a version; anything else is a UsageError naming ``where``."""
-    value = text.strip()
-    if value in POLICIES or is_version(value):
-        return value
-    raise UsageError(
-        f"{where}: expected 'weekly', 'latest' or a version like {VERSION_EXAMPLE!r}, got {text!r}"
-    )
-
-
-def is_explicit(policy: str) -> bool:
-    """Whether ``policy`` names one version rather than a rule."""
-    return policy not in POLICIES
-
-
 def cutoff_for(policy: str, now: datetime) -> date | None:
     """The newest build date ``policy`` accepts at ``now``; None when it has no cutoff."""
-    if policy == "weekly":
+    if policy in ("weekly", WEEKLY_STABLE):
         return weekly_cutoff(now)
     if policy == "latest":
         return None
     if is_version(policy):
         return None
-    raise UsageError(f"unknown ROCm policy {policy!r}: expected 'weekly', 'latest' or a version")
+    raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_CHOICES} or a version")
+
+
+def published_before(policy: str, now: datetime) -> datetime | None:
+    """The moment a build must have been published before for ``policy`` at ``now``; None: any time."""
+    return week_start_moment(now) if policy == WEEKLY_STABLE else None
+
+
+def published_by(builds: Iterable[RocmBuild], bound: datetime) -> list[RocmBuild]:
+    """The builds published strictly before ``bound``.
+
+    A build without a publish time is kept: the cutoff alone (a date before the
+    week began) decides for it, the same way for every run of the week.
+    """
+    return [b for b in builds if b.published is None or b.published < bound]
 
 
 def visible_builds(builds: Iterable[RocmBuild], now: datetime) -> list[RocmBuild]:
@@ -128,6 +145,7 @@ def select_build(
     """The build ``policy`` takes at ``now`` among ``builds`` (one os and family).
 
     ``weekly`` takes the newest build dated on or before the weekly cutoff,
+    ``weekly-stable`` the same among builds published before the week began,
     ``latest`` the newest, a version exactly that build. ``cutoff``, when
     given, replaces the policy's own cutoff for a non-explicit policy (a
     simulator can try other rules with it). Raises ResolutionError when
@@ -138,7 +156,7 @@ def select_build(
     when = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if is_explicit(policy):
         if not is_version(policy):
-            raise UsageError(f"unknown ROCm policy {policy!r}: expected 'weekly', 'latest' or a version")
+            raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_CHOICES} or a version")
         for build in seen:
             if build.version == policy:
                 return build
@@ -153,11 +171,15 @@ def select_build(
         raise ResolutionError(f"ROCm {_what(every)}{policy} is not in the index; nearest available: {listing}")
     if cutoff is None:
         cutoff = cutoff_for(policy, now)
+    bound = published_before(policy, now)
+    if bound is not None:
+        seen = published_by(seen, bound)
     chosen = newest(seen, cutoff)
     if chosen is not None:
         return chosen
     if not seen:
-        raise ResolutionError(f"no ROCm {_what(every)}build was published by {when}")
+        by = f"before the week began ({bound.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ})" if bound else f"by {when}"
+        raise ResolutionError(f"no ROCm {_what(every)}build was published {by}")
     oldest = min(seen, key=lambda b: b.sort_key)
     assert cutoff is not None  # without a cutoff a non-empty list always has a newest
     raise ResolutionError(

@@ -9,14 +9,19 @@ restores caches that can never hit).
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pipeline.config import Leg
 from pipeline.errors import ToolchainError
 from pipeline.names import safe_identity
 
-__all__ = ["Toolchain", "safe_identity", "version_output"]
+if TYPE_CHECKING:
+    from pipeline.resolution import ResolvedRocm
+
+__all__ = ["Toolchain", "ToolchainRequest", "safe_identity", "version_output"]
 
 
 
@@ -56,3 +61,20 @@ class Toolchain:
             "compilers": dict(sorted(self.compilers.items())),
             "details": dict(sorted(self.details.items())),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolchainRequest:
+    """What a profile needs to find or install one leg's toolchain."""
+
+    leg: Leg
+    # The environment of the run (compilers and SDKs are found through it).
+    environ: Mapping[str, str]
+    # A ROCm leg's build, resolved by the run (None for other backends, or with rocm_path).
+    rocm: ResolvedRocm | None = None
+    # An existing ROCm install to use instead of downloading one, and the version asked for.
+    rocm_path: Path | None = None
+    rocm_version: str | None = None
+    download_cache: Path
+    toolchain_dir: Path
+    http_backoff: float = 1.0

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline import settings
-
 from pipeline.errors import ToolchainError
 from pipeline.toolchain import Toolchain, safe_identity, version_output
 

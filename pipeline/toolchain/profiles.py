@@ -10,36 +10,17 @@ its name in :data:`pipeline.names.BACKENDS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.config import Leg
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain
+from pipeline.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.resolution import ResolvedRocm
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolchainRequest:
-    """What a profile needs to find or install one leg's toolchain."""
-
-    leg: Leg
-    # The environment of the run (compilers and SDKs are found through it).
-    environ: Mapping[str, str]
-    # A ROCm leg's build, resolved by the run (None for other backends, or with rocm_path).
-    rocm: ResolvedRocm | None = None
-    # An existing ROCm install to use instead of downloading one, and the version asked for.
-    rocm_path: Path | None = None
-    rocm_version: str | None = None
-    download_cache: Path
-    toolchain_dir: Path
-    http_backoff: float = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)

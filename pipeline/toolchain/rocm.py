@@ -31,14 +31,13 @@ from pipeline.config import Leg
 from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.fsutil import file_digest
 from pipeline.names import rocm_identity
-from pipeline.toolchain import Toolchain, safe_identity
+from pipeline.toolchain import Toolchain, ToolchainRequest, safe_identity
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from pipeline.installer.download import Downloaded
     from pipeline.resolution import ResolvedRocm
-    from pipeline.toolchain.profiles import ToolchainRequest
 
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.
 CLANG_DIRS = ("llvm/bin", "lib/llvm/bin")

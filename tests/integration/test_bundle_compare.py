@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import tarfile
 import textwrap
@@ -25,10 +26,12 @@ from pipeline.bundle import compare, make_bundle, read_manifest
 from pipeline.config import MixPin, SourceConfig, load_matrix
 from pipeline.options import LegOptions
 from pipeline.record import LegRecord
-from pipeline.source import SourceSpec, checkout_source, resolve_source
+from pipeline.resolution import SourceSpec
+from pipeline.source import checkout_source, resolve_source
 from pipeline.toolchain.host import host_toolchain
 from tests.integration.conftest import run_pipeline
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
+from tests.support.inputs import leg_inputs
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +116,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
     matrix.write_text(MATRIX.format(repo=up))
     template = f"file://{root}/gh/{{repo}}"
     spec = resolve_source(
-        SourceConfig(repo=str(up), tag="b1", min_age_hours=0, mix=tuple(pins)), now=NOW, git_url_template=template
+        SourceConfig(repo=str(up), tag="b1", min_age_hours=0, mix=tuple(pins)), now=NOW, git_url_template=template,
+        environ=os.environ,
     )
     return Setup(root=root, matrix=matrix, template=template, spec=spec, cache=root / "ccache")
 
@@ -123,16 +127,16 @@ def build_in(setup: Setup, workspace: Path, spec: SourceSpec | None = None) -> t
     spec = spec or setup.spec
     out = workspace / "out"
     src = out / "src" / "llama.cpp"
-    commit = checkout_source(spec, src, git_url_template=setup.template)
+    commit = checkout_source(spec, src, git_url_template=setup.template, environ=os.environ)
     matrix = load_matrix(setup.matrix)
     leg = matrix.leg("cpu")
-    options = LegOptions(source=src, out=out, tag=spec.tag, cache_dir=setup.cache, no_bundle=True, now=NOW)
-    record = run_leg(matrix, leg, options, Console(file=io.StringIO()))
+    inputs = leg_inputs(matrix, out=out, tag=spec.tag, cache_dir=setup.cache, now=NOW)
+    record = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO())).record
     # What the pipeline records for a checkout it made: the spec, at its commit.
     record.source = {**record.source, **spec.to_json(), "commit": commit}
     bundle = make_bundle(
         leg=leg, record=record, build_dir=out / "cpu" / "build", out_dir=out,
-        toolchain=host_toolchain(), tag=spec.tag, commit=commit,
+        toolchain=host_toolchain(os.environ), tag=spec.tag, commit=commit,
     )  # fmt: skip
     return record, bundle, commit
 
@@ -179,13 +183,13 @@ def test_a_new_merge_commit_misses_one_object_and_changes_one_file(setup: Setup,
     minted = git(src, "rev-parse", "HEAD")
     assert minted != commit_a
     leg = load_matrix(setup.matrix).leg("cpu")
-    options = LegOptions(source=src, out=ws / "out", tag=setup.spec.tag, cache_dir=setup.cache, no_bundle=True)
-    rebuilt = run_leg(load_matrix(setup.matrix), leg, options, Console(file=io.StringIO()))
+    inputs = leg_inputs(load_matrix(setup.matrix), out=ws / "out", tag=setup.spec.tag, cache_dir=setup.cache)
+    rebuilt = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO())).record
     assert (rebuilt.ccache["misses"], rebuilt.ccache["hits"]) == (1, COMPILATIONS - 1)
     rebuilt.source = {**rebuilt.source, **setup.spec.to_json(), "commit": commit_a}
     other = make_bundle(
         leg=leg, record=rebuilt, build_dir=ws / "out" / "cpu" / "build", out_dir=ws / "elsewhere",
-        toolchain=host_toolchain(), tag=setup.spec.tag, commit=commit_a,
+        toolchain=host_toolchain(os.environ), tag=setup.spec.tag, commit=commit_a,
     )  # fmt: skip
     result = compare(bundle_a, other)
     assert [d[0] for d in result.differing] == ["bin/libmixcore.so"]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
 from pipeline.cachekey import parse_key
-from pipeline.resolve import Resolution, ResolvedRocm
+from pipeline.resolution import Resolution, ResolvedRocm
 from pipeline.toolchain.host import host_toolchain
 from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.actions_files import read_file_commands
@@ -34,9 +35,10 @@ def resolution(source: dict[str, object] | None) -> str:
     )
     res = Resolution(
         now=datetime(2026, 8, 4, 9, 17, tzinfo=UTC), rocm_policy="weekly", cutoff=date(2026, 8, 1),
-        legs={ROCM: build}, source=source,
+        legs={ROCM: build},
     )
-    return json.dumps(res.to_json())
+    # The source as a resolution file carries it (JSON), checked by whoever reads the file.
+    return json.dumps({**res.to_json(), "source": source})
 
 
 def actions_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -46,7 +48,7 @@ def actions_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def test_cpu_key_carries_the_real_compiler(tmp_path: Path) -> None:
     proc = run_pipeline(["--matrix", MATRIX, "cache-key", "cpu", "--tag", "b10327"], env=actions_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    identity = host_toolchain().identity
+    identity = host_toolchain(os.environ).identity
     outputs = read_file_commands(tmp_path / "output")
     assert outputs["key"] == f"llama-ccache--cpu--{identity}--b10327"
     assert outputs["restore-keys"] == f"llama-ccache--cpu--{identity}--"
@@ -55,15 +57,30 @@ def test_cpu_key_carries_the_real_compiler(tmp_path: Path) -> None:
     assert "toolchain-key" not in outputs  # nothing downloaded, nothing to cache
 
 
+# The resolution's source is typed: its tag must be the one its base tag and mix set give
+# (b10327 + this pin -> b10327-mix-cec6aa7, computed once and pinned here).
+MIX_SOURCE = {
+    "repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b10327", "tag": "b10327-mix-cec6aa7",
+    "mix": [{"repo": "ggml-org/llama.cpp", "number": 12345, "sha": "0123456789abcdef0123456789abcdef01234567"}],
+}
+
+
+def test_a_resolution_whose_source_tag_does_not_match_its_mix_is_refused(tmp_path: Path) -> None:
+    env = {"PIPELINE_RESOLVED": resolution({**MIX_SOURCE, "tag": "b10327-mix-1a2b3c4"})}
+    proc = run_pipeline(["--matrix", MATRIX, "cache-key", ROCM, "--json"], env=env)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "does not match its base tag and mix set" in proc.stderr
+
+
 def test_rocm_key_from_the_resolution_with_a_mix_tag(tmp_path: Path) -> None:
-    env = actions_env(tmp_path, PIPELINE_RESOLVED=resolution({"tag": "b10327-mix-1a2b3c4", "base_tag": "b10327"}))
+    env = actions_env(tmp_path, PIPELINE_RESOLVED=resolution(MIX_SOURCE))
     proc = run_pipeline(["--matrix", MATRIX, "cache-key", ROCM, "--json"], env=env)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["key"] == f"llama-ccache--{ROCM}--rocm-{VERSION}--b10327-mix-1a2b3c4"
+    assert data["key"] == f"llama-ccache--{ROCM}--rocm-{VERSION}--b10327-mix-cec6aa7"
     assert data["restore_keys"] == [f"llama-ccache--{ROCM}--rocm-{VERSION}--"]
     parts = parse_key(data["key"])
-    assert parts is not None and (parts.leg, parts.toolchain, parts.tag) == (ROCM, f"rocm-{VERSION}", "b10327-mix-1a2b3c4")
+    assert parts is not None and (parts.leg, parts.toolchain, parts.tag) == (ROCM, f"rocm-{VERSION}", "b10327-mix-cec6aa7")
     outputs = read_file_commands(tmp_path / "output")
     assert outputs["toolchain-key"] == f"llama-toolchain--{ROCM}--rocm-{VERSION}"
     assert outputs["toolchain-dir"]

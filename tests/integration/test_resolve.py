@@ -10,22 +10,39 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from pipeline import resolve
 from pipeline.config import load_matrix
 from pipeline.errors import IndexFormatError, NetworkError
-from pipeline.options import LegOptions
-from pipeline.resolve import resolve_build, resolve_run, rocm_for_leg
 from pipeline.rocm.index import IndexEntry, fetch_index
+from pipeline.rocm.resolver import resolve_build
 from tests.integration.conftest import run_pipeline
 from tests.support.httpserver import LocalServer, Response
+from tests.support.inputs import make_inputs
 from tests.support.therock_index import S3Listing, html_page, name, nightlies, s3_page
+
+
+def LegOptions() -> dict[str, Any]:
+    return {}
+
+
+def rocm_for_leg(matrix: Any, leg: str, flags: dict[str, Any]) -> Any:
+    """What a `build LEG` run in this process's environment, at this moment, takes."""
+    return resolve.rocm_for_leg(make_inputs(matrix, now=datetime.now(UTC), environ=dict(os.environ), **flags), leg)
+
+
+def resolve_run(matrix: Any, *, now: datetime, fetch: Any = None) -> Any:
+    return resolve.resolve_run(make_inputs(matrix, now=now, environ=dict(os.environ)), fetch=fetch)
+
 
 pytestmark = pytest.mark.integration
 
@@ -331,7 +348,7 @@ ERRORS = {
     "malformed now": (["--leg", "rocm-linux", "--now", "last tuesday"], None, 2,
                       "--now: not an ISO-8601 moment: 'last tuesday'"),
     "malformed version": (["--leg", "rocm-linux", "--rocm-version", "10.1"], None, 2,
-                          "--rocm-version: expected 'weekly', 'latest' or a version"),
+                          "--rocm-version: expected 'weekly-stable', 'weekly', 'latest' or a version"),
     "missing version": (["--leg", "rocm-linux", "--rocm-version", "10.1.0a20260808"], None, 6,
                         "10.1.0a20260808 is not in the index; nearest available: "),
     "empty for the cutoff": (["--leg", "rocm-linux", "--now", "2026-07-10T12:00:00Z"], None, 6,
@@ -425,3 +442,65 @@ def test_replay_bad_weeks(tmp_path: Path) -> None:
 def test_entries_type_is_public() -> None:
     # The benchmark and the simulator build entries by hand.
     assert IndexEntry("a", None).published is None
+
+
+# Saturday 08-08's builds were published Sunday 20:00Z, after Sunday's 09:17Z nightly.
+LATE_SATURDAY_INDEX = [
+    (n, datetime(2026, 8, 9, 20, tzinfo=UTC) if "20260808" in n else t)
+    for n, t in nightlies("linux", "gfx110X-all", "10.1.0", date(2026, 7, 20), 30)
+    + nightlies("windows", "gfx1151", "10.1.0", date(2026, 7, 20), 30)
+]
+MONDAY_RUN_ISO = "2026-08-10T09:17:00Z"
+
+
+def _versions_by_day(rows: list[dict]) -> dict[str, str]:
+    return {row["date"]: row["versions"]["rocm-linux"] for row in rows}
+
+
+def test_replay_of_an_old_weekly_nightly_uses_the_rule_its_resolution_recorded(
+    http_server: LocalServer, tmp_path: Path
+) -> None:
+    url = html_route(http_server, entries=LATE_SATURDAY_INDEX)
+    # The old nightly ran the original weekly rule on Monday and recorded it.
+    write_matrix(tmp_path, url, policy="weekly")
+    proc = cli(tmp_path, "resolve", "--now", MONDAY_RUN_ISO, "--no-source", "--write", "old.json")
+    assert proc.returncode == 0, proc.stderr
+    old = json.loads((tmp_path / "old.json").read_text())
+    assert old["rocm_policy"] == "weekly" and old["legs"]["rocm-linux"]["version"] == "10.1.0a20260808"
+
+    # Today's matrix says weekly-stable; the replay still answers with the old run's rule.
+    write_matrix(tmp_path, url, policy="weekly-stable")
+    proc = cli(tmp_path, "replay", "--weeks", "1", "--resolution", "old.json", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert {row["policy"] for row in rows} == {"weekly"}
+    assert rows[-1]["moment"] == MONDAY_RUN_ISO
+    by_day = _versions_by_day(rows)
+    assert by_day["2026-08-10"] == old["legs"]["rocm-linux"]["version"]
+    assert by_day["2026-08-09"] == "10.1.0a20260807"  # the week weekly split
+    # --policy names the same rule by hand.
+    proc = cli(tmp_path, "replay", "--weeks", "1", "--now", MONDAY_RUN_ISO, "--policy", "weekly", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == rows
+
+    # Without them, the matrix's weekly-stable: Friday's build for the whole week.
+    proc = cli(tmp_path, "replay", "--weeks", "1", "--now", MONDAY_RUN_ISO, "--json")
+    assert proc.returncode == 0, proc.stderr
+    stable = json.loads(proc.stdout)
+    assert {row["policy"] for row in stable} == {"weekly-stable"}
+    assert _versions_by_day(stable)["2026-08-09"] == _versions_by_day(stable)["2026-08-10"] == "10.1.0a20260807"
+
+
+def test_replay_rule_conflicts_and_bad_resolutions_are_usage_errors(tmp_path: Path) -> None:
+    write_matrix(tmp_path, "http://127.0.0.1:9/")
+    proc = cli(tmp_path, "replay", "--policy", "weekly", "--rocm-version", "latest")
+    assert proc.returncode == 2
+    assert "--policy weekly and --rocm-version latest disagree" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = cli(tmp_path, "replay", "--policy", "weekly_stable")
+    assert proc.returncode == 2 and "--policy: expected 'weekly-stable', 'weekly', 'latest'" in proc.stderr
+    proc = cli(tmp_path, "replay", "--resolution", "missing.json")
+    assert proc.returncode == 2 and "--resolution: neither a resolution file nor inline JSON" in proc.stderr
+    (tmp_path / "bad.json").write_text('{"now": "2026-08-10T09:17:00Z", "rocm_policy": "monthly", "legs": {}}')
+    proc = cli(tmp_path, "replay", "--resolution", "bad.json")
+    assert proc.returncode == 2 and "--resolution bad.json: rocm_policy: expected 'weekly-stable'" in proc.stderr

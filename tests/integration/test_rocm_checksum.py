@@ -18,10 +18,8 @@ from rich.console import Console
 
 from pipeline.config import Matrix, load_matrix
 from pipeline.errors import ToolchainError
-from pipeline.options import LegOptions
-from pipeline.rocm.install import MARKER, download_cache_dir, toolchains_dir
+from pipeline.installer.extract import MARKER
 from pipeline.toolchain import Toolchain
-from pipeline.toolchain.registry import prepare_toolchain
 from tests.integration.conftest import run_pipeline
 from tests.integration.test_rocm_leg import (
     FAMILY,
@@ -36,6 +34,7 @@ from tests.integration.test_rocm_leg import (
     tarball_name,
 )
 from tests.support.httpserver import LocalServer, Response
+from tests.support.inputs import download_cache_dir, prepare_leg_toolchain, toolchains_dir
 from tests.support.projects import write_cpp_project
 
 NAME = tarball_name("linux", FAMILY, VERSION)
@@ -58,8 +57,7 @@ def _matrix(tmp_path: Path, index_url: str) -> Matrix:
 
 
 def _prepare(matrix: Matrix) -> Toolchain:
-    options = LegOptions(now=datetime(2025, 1, 8, 12, tzinfo=UTC))
-    return prepare_toolchain(matrix.leg(LEG), matrix, options, Console(file=io.StringIO(), width=200))
+    return prepare_leg_toolchain(matrix, LEG, Console(file=io.StringIO(), width=200), now=datetime(2025, 1, 8, 12, tzinfo=UTC))
 
 
 def _nothing_installed() -> None:

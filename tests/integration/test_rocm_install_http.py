@@ -11,7 +11,8 @@ import pytest
 from rich.console import Console
 
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.rocm.install import download, install_archive
+from pipeline.installer.download import download
+from pipeline.installer.install import install_archive
 from tests.support.archives import make_tar, therock_members
 from tests.support.httpserver import LocalServer, Response
 

@@ -26,11 +26,11 @@ import pytest
 from rich.console import Console
 
 from pipeline.config import load_matrix
-from pipeline.options import LegOptions
-from pipeline.rocm.install import install_archive, remove_install, toolchains_dir
-from pipeline.toolchain.registry import prepare_toolchain
+from pipeline.installer.extract import remove_install
+from pipeline.installer.install import install_archive
 from tests.integration.conftest import build_leg, run_pipeline
 from tests.support.httpserver import LocalServer, Response
+from tests.support.inputs import download_cache_dir, prepare_leg_toolchain, toolchains_dir
 from tests.support.projects import write_cpp_project, write_matrix
 from tests.support.therock_index import html_page
 
@@ -182,7 +182,7 @@ def test_reinstalled_toolchain_hits_only_with_content_check(
     # new mtimes, as a reinstall from wheels gives them (tar restores its own).
     archive_mtime = clang.stat().st_mtime
     remove_install(root)
-    again = install_archive(tc["details"]["url"], root.name, root_dir=root.parent)
+    again = install_archive(tc["details"]["url"], root.name, root_dir=root.parent, cache_dir=download_cache_dir())
     assert not again.reused and again.download_reused
     assert clang.stat().st_mtime == archive_mtime
     stamp = time.time() - 3600
@@ -215,8 +215,7 @@ def test_windows_leg_resolves_installs_and_configures_on_linux(
     index_url = serve_index(http_server, {name: buf.read_bytes()})
     matrix = load_matrix(rocm_matrix(tmp_path / "matrix.toml", index_url, "content"))
     leg = matrix.leg("rocm-windows-gfx1151")
-    options = LegOptions(now=datetime(2025, 1, 8, 12, tzinfo=UTC))
-    toolchain = prepare_toolchain(leg, matrix, options, Console(file=io.StringIO()))
+    toolchain = prepare_leg_toolchain(matrix, leg.name, Console(file=io.StringIO()), now=datetime(2025, 1, 8, 12, tzinfo=UTC))
 
     root = toolchains_dir() / f"rocm-{VERSION}-windows-gfx1151"
     assert (root / "lib/llvm/bin/clang.exe").is_file()  # the wrapper folder was stripped

@@ -16,14 +16,15 @@ SUNDAY = date(2026, 8, 9)
 INDEX_PATH = "/tarball-multi-arch/"
 
 
-def index_page(first: date, last: date, late_sunday: datetime) -> bytes:
-    """An index like TheRock's: nightly tarballs of two families, checksums, one late publish."""
+def index_page(first: date, last: date, late_sunday: datetime, late_day: date = SUNDAY) -> bytes:
+    """An index like TheRock's: nightly tarballs of two families, checksums, one late publish
+    (``late_day``'s build, out at ``late_sunday``)."""
     files: list[dict[str, object]] = []
     day = first
     while day <= last:
         published = (
             late_sunday
-            if day == SUNDAY
+            if day == late_day
             else datetime.combine(day, datetime.min.time(), UTC) + timedelta(hours=8)
         )
         version = f"7.10.0a{day:%Y%m%d}"
@@ -70,7 +71,9 @@ def test_simulate_json_shows_the_week_the_saturday_cutoff_avoids_splitting(
     assert doc["builds"] == 29
     policies = doc["policies"]
     assert isinstance(policies, dict)
-    assert list(policies) == ["weekly", "weekly-sunday", "latest"]
+    assert list(policies) == ["weekly-stable", "weekly", "weekly-sunday", "latest"]
+    # Saturday's build was on time: weekly-stable and weekly agree run for run.
+    assert policies["weekly-stable"]["runs"] == policies["weekly"]["runs"]
 
     weekly, sunday = policies["weekly"], policies["weekly-sunday"]
     week = {w["sunday"]: w for w in weekly["weeks"]}["2026-08-09"]
@@ -146,3 +149,38 @@ def test_simulate_bad_window_fails_before_any_download(
     assert main(args) == 2
     assert "--to 2026-08-01 is before --from 2026-08-10" in capsys.readouterr().err
     assert http_server.hits(INDEX_PATH) == 0
+
+
+def test_simulate_a_late_saturday_publish_splits_only_weekly(
+    http_server: LocalServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Saturday 08-08's build is out Sunday 18:00Z, after the 12:00Z Sunday run.
+    monkeypatch.setenv("PIPELINE_HTTP_BACKOFF", "0")
+    late = datetime(2026, 8, 9, 18, 0, tzinfo=UTC)
+    body = index_page(SUNDAY - timedelta(days=14), SUNDAY + timedelta(days=14), late, late_day=date(2026, 8, 8))
+    http_server.route(INDEX_PATH, Response(200, body, {"Content-Type": "text/html; charset=utf-8"}))
+    args = ["simulate", "--from", "2026-08-02", "--to", "2026-08-22", "--cron", "12:00Z", "--family", "gfx1151"]
+    doc = run_json([*args, "--index-url", http_server.url(INDEX_PATH), "--json"], capsys)
+    policies = doc["policies"]
+    assert isinstance(policies, dict)
+    stable, weekly = policies["weekly-stable"], policies["weekly"]
+    assert stable["split_weeks"] == [] and weekly["split_weeks"] == ["2026-08-09"]
+    assert {w["sunday"]: w["toolchains"] for w in stable["weeks"]}["2026-08-09"] == ["7.10.0a20260807"]
+    assert {w["sunday"]: w["toolchains"] for w in weekly["weeks"]}["2026-08-09"] == [
+        "7.10.0a20260807",
+        "7.10.0a20260808",
+    ]
+    assert stable["cold_run_dates"] == ["2026-08-09", "2026-08-16"]
+    assert weekly["cold_run_dates"] == ["2026-08-09", "2026-08-10", "2026-08-16"]
+
+    # The console table shows both side by side, the split week in weekly's column only.
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main([*args, "--index-url", http_server.url(INDEX_PATH)]) == 0
+    out = capsys.readouterr().out
+    assert "weekly-stable" in out
+    assert out.count("7.10.0a20260807, 7.10.0a20260808") == 1
+    # On a narrow terminal the versions fold onto more lines but are never cut short.
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main([*args, "--index-url", http_server.url(INDEX_PATH)]) == 0
+    narrow = capsys.readouterr().out
+    assert "…" not in narrow and "7.10.0a2026080" in narrow

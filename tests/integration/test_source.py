@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pipeline import source as _source
 from pipeline.config import MixPin, SourceConfig
 from pipeline.errors import ResolutionError, SourceError
 from pipeline.mix import MIX_AUTHOR_EMAIL, MIX_AUTHOR_NAME
-from pipeline.source import SourceSpec, checkout_source, describe_checkout, resolve_source
+from pipeline.resolution import SourceSpec
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
+
+GITHUB_TEMPLATE = "https://github.com/{repo}"
+
+
+# The source functions take the run's environment and git URL template; these tests run in this process's.
+def resolve_source(*args: Any, git_url_template: str = GITHUB_TEMPLATE, **kwargs: Any) -> SourceSpec:
+    return _source.resolve_source(*args, git_url_template=git_url_template, environ=os.environ, **kwargs)
+
+
+def checkout_source(*args: Any, git_url_template: str = GITHUB_TEMPLATE, **kwargs: Any) -> str:
+    return _source.checkout_source(*args, git_url_template=git_url_template, environ=os.environ, **kwargs)
+
+
+def describe_checkout(path: Path) -> Any:
+    return _source.describe_checkout(path, environ=os.environ)
 
 pytestmark = pytest.mark.integration
 
@@ -220,10 +238,20 @@ def test_url_template_from_environment(forge: Forge, tmp_path: Path, monkeypatch
 def test_the_run_resolution_carries_the_source_to_every_leg(
     forge: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from pipeline import resolve
     from pipeline.config import parse_matrix
-    from pipeline.options import LegOptions
-    from pipeline.resolve import resolve_run, write_resolution
-    from pipeline.source import source_for_run
+    from pipeline.resolution import write_resolution
+    from tests.support.inputs import make_inputs
+
+    def resolve_run(matrix: Any, *, now: datetime, source: bool) -> Any:
+        return resolve.resolve_run(make_inputs(matrix, now=now, environ=dict(os.environ)), source=source)
+
+    def source_for_run(matrix: Any, options: dict[str, Any]) -> SourceSpec:
+        now = options.pop("now", NOW)
+        return resolve.source_for_run(make_inputs(matrix, now=now, environ=dict(os.environ), **options))
+
+    def LegOptions(**flags: Any) -> dict[str, Any]:
+        return flags
 
     monkeypatch.setenv("PIPELINE_GIT_URL_TEMPLATE", forge.template)
     pr1 = forge.prs["pr1"]
@@ -235,14 +263,14 @@ def test_the_run_resolution_carries_the_source_to_every_leg(
         tmp_path / "matrix.toml",
     )
     resolution = resolve_run(matrix, now=NOW, source=True)
-    assert resolution.source is not None and resolution.source["base_tag"] == "b101"
+    assert resolution.source is not None and resolution.source.base_tag == "b101"
     path = tmp_path / "resolved.json"
     write_resolution(path, resolution)
 
     # Two days later b102 is old enough, yet a leg still builds what the run resolved.
     spec = source_for_run(matrix, LegOptions(resolved=str(path), now=NOW + timedelta(days=2)))
-    assert spec == SourceSpec.from_json(resolution.source)
-    assert spec.tag == resolution.source["tag"] and spec.tag.startswith("b101-mix-")
+    assert spec == resolution.source
+    assert spec.tag == resolution.source.tag and spec.tag.startswith("b101-mix-")
     # Without a resolution, the leg resolves on its own at its moment.
     assert source_for_run(matrix, LegOptions(now=NOW + timedelta(days=2))).base_tag == "b102"
     with pytest.raises(ResolutionError, match=r"--tag b100 contradicts the run's resolution"):

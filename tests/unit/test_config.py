@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.config import load_matrix, parse_matrix
 from pipeline.errors import ConfigError
+from pipeline.inputs import read_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"legs": {"cpu": {"backend": "cpu"}}}
@@ -37,7 +38,8 @@ def test_project_matrix_declares_the_five_legs() -> None:
 
 def test_defaults() -> None:
     m = parse_matrix(BASE, Path("m.toml"))
-    assert m.rocm.policy == "weekly"
+    # The week-stable rule is the default (issue 16); 'weekly' must be asked for.
+    assert m.rocm.policy == "weekly-stable"
     assert m.source.tag == "latest"
     assert m.leg("cpu").os == "linux"
 
@@ -102,4 +104,29 @@ def test_matrix_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     f = tmp_path / "other.toml"
     f.write_text('[legs.only]\nbackend = "cpu"\n')
     monkeypatch.setenv("PIPELINE_MATRIX", str(f))
-    assert list(load_matrix().legs) == ["only"]
+    # The run's inputs pick the matrix file (flag > environment > ./matrix.toml).
+    assert list(read_inputs(None).require_matrix().legs) == ["only"]
+
+
+def test_project_matrix_uses_the_week_stable_policy() -> None:
+    assert load_matrix(ROOT / "matrix.toml").rocm.policy == "weekly-stable"
+
+
+@pytest.mark.parametrize("policy", ["weekly-stable", "weekly", "latest", "10.1.0a20260807"])
+def test_every_policy_name_is_accepted(policy: str) -> None:
+    assert parse_matrix({**BASE, "rocm": {"policy": policy}}, Path("m.toml")).rocm.policy == policy
+
+
+@pytest.mark.parametrize("policy", ["weekly_stable", "Weekly-Stable", "weekly-sunday", "stable"])
+def test_near_policy_names_are_rejected_naming_the_key_and_the_choices(policy: str) -> None:
+    message = _err({**BASE, "rocm": {"policy": policy}})
+    assert "rocm.policy" in message and "'weekly-stable', 'weekly', 'latest'" in message
+    assert message.endswith(f"got {policy!r}")
+
+
+def test_config_and_policy_module_know_the_same_rules() -> None:
+    # config stays stdlib-only (noxfile imports it before any venv), so it keeps its own tuple.
+    from pipeline.config import POLICIES as CONFIG_POLICIES
+    from pipeline.rocm.policy import POLICIES
+
+    assert CONFIG_POLICIES == POLICIES == ("weekly-stable", "weekly", "latest")

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pipeline import resolve
+from pipeline import settings as S
 from pipeline.config import parse_matrix
 from pipeline.errors import IndexFormatError, NetworkError, ResolutionError, UsageError
-from pipeline.options import LegOptions
-from pipeline.resolve import (
-    Resolution,
-    ResolvedRocm,
-    effective_index_url,
-    effective_policy,
-    load_resolution,
-    resolve_rocm,
-    resolve_run,
-    rocm_for_leg,
-    write_resolution,
-)
+from pipeline.resolution import Resolution, ResolvedRocm, SourceSpec, load_resolution, write_resolution
 from pipeline.rocm.index import IndexEntry, parse_html_index
+from tests.support.inputs import make_inputs
 from tests.support.therock_index import html_page, nightlies
 
 INDEX = "http://127.0.0.1:9/idx/"
@@ -31,7 +26,7 @@ NOW = datetime(2026, 8, 12, 18, tzinfo=UTC)  # weekly cutoff 2026-08-08
 
 MATRIX = parse_matrix(
     {
-        "rocm": {"index_url": INDEX},
+        "rocm": {"index_url": INDEX, "policy": "weekly"},
         "legs": {
             "rocm-linux": {"backend": "rocm", "os": "linux", "family": "gfx110X-all", "targets": ["gfx1100"]},
             "rocm-win": {"backend": "rocm", "os": "windows", "family": "gfx1151", "targets": ["gfx1151"]},
@@ -60,6 +55,42 @@ class FakeIndex:
         if self.fail:
             raise NetworkError(f"{url}: failed after 6 attempts: [Errno 111] Connection refused")
         return self.entries
+
+
+@dataclass(frozen=True, kw_only=True)
+class LegOptions:
+    """A leg run's flags, as `build` takes them (the run's inputs are built from them and the environment)."""
+
+    rocm_version: str | None = None
+    resolved: str | None = None
+    now: datetime | None = None
+
+
+def _inputs(matrix: Any, now: datetime | None = None, *, with_resolution: bool = True, **flags: Any) -> Any:
+    # The environment as the test left it (monkeypatch), read once like the CLI does.
+    return make_inputs(matrix, now=now or NOW, environ=dict(os.environ), with_resolution=with_resolution, **flags)
+
+
+def effective_policy(matrix: Any, flag: str | None = None) -> str:
+    return str(S.pick(S.ROCM_VERSION, flag=flag, environ=os.environ, matrix=matrix.rocm.policy).value)
+
+
+def effective_index_url(matrix: Any, flag: str | None = None) -> str:
+    return str(S.pick(S.INDEX_URL, flag=flag, environ=os.environ, matrix=matrix.rocm.index_url).value)
+
+
+def resolve_rocm(matrix: Any, leg: str, *, now: datetime, policy: str | None = None, fetch: Any = None) -> ResolvedRocm:
+    # `resolve` takes no resolution: it makes one.
+    return resolve.resolve_rocm(_inputs(matrix, now, with_resolution=False, rocm_version=policy), leg, fetch=fetch)
+
+
+def resolve_run(matrix: Any, *, now: datetime, fetch: Any = None) -> Resolution:
+    return resolve.resolve_run(_inputs(matrix, now, with_resolution=False), fetch=fetch)
+
+
+def rocm_for_leg(matrix: Any, leg: str, options: LegOptions) -> ResolvedRocm:
+    flags = {"rocm_version": options.rocm_version, "resolved": options.resolved}
+    return resolve.rocm_for_leg(_inputs(matrix, options.now, **flags), leg)
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +175,7 @@ def test_overrides_flag_then_env_then_matrix(monkeypatch: pytest.MonkeyPatch) ->
     assert effective_policy(MATRIX, "10.1.0a20260807") == "10.1.0a20260807"
     assert effective_index_url(MATRIX, "file:///tmp/idx.html") == "file:///tmp/idx.html"
     monkeypatch.setenv("PIPELINE_ROCM_VERSION", "newest")
-    with pytest.raises(UsageError, match=r"^PIPELINE_ROCM_VERSION: expected 'weekly', 'latest'"):
+    with pytest.raises(UsageError, match=r"^PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"):
         effective_policy(MATRIX)
     with pytest.raises(UsageError, match=r"^--index-url: expected an http"):
         effective_index_url(MATRIX, "ftp://x/")
@@ -152,7 +183,7 @@ def test_overrides_flag_then_env_then_matrix(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_resolution_round_trips_through_a_file_and_inline_json(tmp_path: Path) -> None:
     res = resolve_run(MATRIX, now=NOW, fetch=FakeIndex())
-    res.source = {"tag": "b10327", "commit": "0" * 40}
+    res.source = SourceSpec(repo="https://example.invalid/llama.cpp", base_tag="b10327", commit="0" * 40)
     path = tmp_path / "out" / "resolved.json"
     write_resolution(path, res)
     assert sorted(p.name for p in path.parent.iterdir()) == ["resolved.json"]  # no temp file left

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from pipeline import settings as S
 from pipeline.errors import UsageError
-from pipeline.retry import RetriesExhausted, Retryable, call_with_retries, default_backoff, retry_after
+from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 
 def _failing(outcomes: list[BaseException | str]):
@@ -66,6 +69,11 @@ def test_retry_after_forms() -> None:
     assert retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40.0) == 60.0
     assert retry_after("soon", 0.0) is None
     assert retry_after(None, 0.0) is None
+
+
+def default_backoff() -> float:
+    """The run's backoff setting, read from this process's environment as the CLI reads it."""
+    return float(S.pick(S.HTTP_BACKOFF, environ=os.environ, default=DEFAULT_BACKOFF).value)
 
 
 def test_backoff_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,16 +15,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ToolchainError
-from pipeline.rocm import install
-from pipeline.rocm.install import (
-    MARKER,
-    cached_download,
-    content_root,
-    extract_archive,
-    install_archive,
-    link_problem,
-    name_problem,
-)
+from pipeline.installer import download as install
+from pipeline.installer.download import cached_download
+from pipeline.installer.extract import MARKER, content_root, extract_archive, link_problem, name_problem
+from pipeline.installer.install import install_archive
 from tests.support.archives import (
     make_tar,
     make_zip,
@@ -34,6 +28,7 @@ from tests.support.archives import (
     tar_symlink,
     therock_members,
 )
+from tests.support.inputs import make_inputs
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -263,18 +258,15 @@ def test_download_cache_needs_its_sidecar(tmp_path: Path) -> None:
     assert cached_download(archive.as_uri(), downloads) is None
 
 
-def test_cache_locations_follow_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PIPELINE_CACHE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv(install.DOWNLOAD_CACHE_ENV, raising=False)
-    monkeypatch.delenv(install.TOOLCHAIN_DIR_ENV, raising=False)
-    assert install.download_cache_dir() == tmp_path / "home" / "downloads"
-    assert install.toolchains_dir() == tmp_path / "home" / "toolchains"
-    monkeypatch.setenv(install.DOWNLOAD_CACHE_ENV, str(tmp_path / "dl"))
-    monkeypatch.setenv(install.TOOLCHAIN_DIR_ENV, str(tmp_path / "tc"))
-    assert install.download_cache_dir() == tmp_path / "dl"
-    assert install.toolchains_dir() == tmp_path / "tc"
+def test_cache_locations_follow_the_environment(tmp_path: Path) -> None:
+    home = {"PIPELINE_CACHE_HOME": str(tmp_path / "home")}
+    assert make_inputs(environ=home).download_cache == tmp_path / "home" / "downloads"
+    assert make_inputs(environ=home).toolchain_dir == tmp_path / "home" / "toolchains"
+    moved = {**home, "PIPELINE_DOWNLOAD_CACHE": str(tmp_path / "dl"), "PIPELINE_TOOLCHAIN_DIR": str(tmp_path / "tc")}
+    assert make_inputs(environ=moved).download_cache == tmp_path / "dl"
+    assert make_inputs(environ=moved).toolchain_dir == tmp_path / "tc"
 
 
 def test_unsafe_install_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ToolchainError, match="unsafe install folder name"):
-        install_archive("file:///x/a.tar.gz", "../up", root_dir=tmp_path)
+        install_archive("file:///x/a.tar.gz", "../up", root_dir=tmp_path, cache_dir=tmp_path / "dl")

@@ -1,4 +1,5 @@
-"""Weekly cutoff properties (across both DST changes) and build selection."""
+"""Weekly cutoff properties (across both DST changes), build selection, and weekly-stable's
+one-build-per-week property over any publishing history."""
 
 from __future__ import annotations
 
@@ -6,17 +7,21 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import ResolutionError, UsageError
 from pipeline.rocm.policy import (
+    DEFAULT_POLICY,
+    POLICIES,
     cutoff_for,
     nearest_versions,
     parse_policy,
+    published_before,
     select_build,
     sunday_cutoff,
     visible_builds,
+    week_start_moment,
     weekly_cutoff,
 )
 from pipeline.rocm.versions import RocmBuild, tarball_name, version_date
@@ -140,7 +145,7 @@ def test_policies() -> None:
     assert cutoff_for("10.1.0a20260807", now) is None
     assert parse_policy(" latest ", where="x") == "latest"
     for bad in ("weekly-sunday", "newest", "10.1.0", ""):
-        with pytest.raises(UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly', 'latest'"):
+        with pytest.raises(UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"):
             parse_policy(bad, where="PIPELINE_ROCM_VERSION")
     with pytest.raises(UsageError):
         cutoff_for("weekly-sunday", now)
@@ -265,3 +270,162 @@ def test_selection_is_the_newest_eligible(
     chosen = select_build(builds, policy=policy, now=now)
     assert chosen in eligible
     assert all(b.sort_key <= chosen.sort_key for b in eligible)
+
+
+# --------------------------------------------------------------------------
+# weekly-stable: one build for every run of a week, whatever the publish times
+
+
+def test_week_start_moment_is_sunday_midnight_in_san_francisco() -> None:
+    # Summer (PDT, UTC-7) and winter (PST, UTC-8); the DST Sundays themselves.
+    assert week_start_moment(datetime(2026, 8, 12, 18, tzinfo=UTC)) == datetime(2026, 8, 9, 7, tzinfo=UTC)
+    assert week_start_moment(datetime(2026, 12, 2, 3, tzinfo=UTC)) == datetime(2026, 11, 29, 8, tzinfo=UTC)
+    assert week_start_moment(datetime(2026, 3, 8, 12, tzinfo=UTC)) == datetime(2026, 3, 8, 8, tzinfo=UTC)
+    assert week_start_moment(datetime(2026, 11, 1, 12, tzinfo=UTC)) == datetime(2026, 11, 1, 7, tzinfo=UTC)
+    # 07:59Z on Sunday 08-09 is still Saturday evening in San Francisco: the week before.
+    assert week_start_moment(datetime(2026, 8, 9, 6, 59, tzinfo=UTC)) == datetime(2026, 8, 2, 7, tzinfo=UTC)
+
+
+def test_policy_names() -> None:
+    assert POLICIES == ("weekly-stable", "weekly", "latest") and DEFAULT_POLICY == "weekly-stable"
+    assert parse_policy("weekly-stable", where="x") == "weekly-stable"
+    assert cutoff_for("weekly-stable", NOW) == cutoff_for("weekly", NOW) == date(2026, 8, 8)
+    assert published_before("weekly-stable", NOW) == datetime(2026, 8, 9, 7, tzinfo=UTC)
+    assert published_before("weekly", NOW) is None and published_before("latest", NOW) is None
+
+
+# Friday 08-07 on time; Saturday 08-08 published Sunday 20:00Z, after Sunday's 09:17Z run.
+LATE_SATURDAY = [
+    *series("10.1.0", date(2026, 8, 1), 7),
+    build("10.1.0a20260808", datetime(2026, 8, 9, 20, tzinfo=UTC)),
+    *series("10.1.0", date(2026, 8, 9), 7),
+]
+SUNDAY_RUN = datetime(2026, 8, 9, 9, 17, tzinfo=UTC)
+MONDAY_RUN = datetime(2026, 8, 10, 9, 17, tzinfo=UTC)
+
+
+def test_a_late_saturday_build_splits_weekly_but_not_weekly_stable() -> None:
+    assert select_build(LATE_SATURDAY, policy="weekly", now=SUNDAY_RUN).version == "10.1.0a20260807"
+    assert select_build(LATE_SATURDAY, policy="weekly", now=MONDAY_RUN).version == "10.1.0a20260808"
+    for run in (SUNDAY_RUN, MONDAY_RUN, datetime(2026, 8, 16, 6, 59, tzinfo=UTC)):  # ... to Saturday night
+        assert select_build(LATE_SATURDAY, policy="weekly-stable", now=run).version == "10.1.0a20260807"
+    # The next week began after the late publish: it takes 08-15's build like weekly.
+    assert select_build(LATE_SATURDAY, policy="weekly-stable", now=datetime(2026, 8, 16, 7, tzinfo=UTC)).version == (
+        "10.1.0a20260815"
+    )
+
+
+def test_published_exactly_when_the_week_began_is_too_late() -> None:
+    week_start = datetime(2026, 8, 9, 7, tzinfo=UTC)
+    on_the_dot = [*series("10.1.0", date(2026, 8, 1), 7), build("10.1.0a20260808", week_start)]
+    assert select_build(on_the_dot, policy="weekly-stable", now=NOW).version == "10.1.0a20260807"
+    just_before = [*on_the_dot[:-1], build("10.1.0a20260808", week_start - timedelta(seconds=1))]
+    assert select_build(just_before, policy="weekly-stable", now=NOW).version == "10.1.0a20260808"
+
+
+def test_weekly_stable_keeps_builds_without_a_publish_time_by_their_date() -> None:
+    undated = [b.__class__(**{**b.__dict__, "published": None}) for b in series("10.1.0", date(2026, 8, 5), 8)]
+    assert select_build(undated, policy="weekly-stable", now=NOW).version == "10.1.0a20260808"
+
+
+def test_weekly_stable_with_nothing_published_before_the_week_says_so() -> None:
+    only_late = [build("10.1.0a20260807", datetime(2026, 8, 10, tzinfo=UTC))]
+    with pytest.raises(ResolutionError, match=r"^no ROCm linux gfx110X-all build was published before the "
+                       r"week began \(2026-08-09T07:00:00Z\)$"):
+        select_build(only_late, policy="weekly-stable", now=NOW)
+    # weekly would take it on Wednesday: the difference is the publish time alone.
+    assert select_build(only_late, policy="weekly", now=NOW).version == "10.1.0a20260807"
+
+
+LINES = ["7.15.0", "10.1.0", "10.2.0rc"]
+# Histories start near both DST changes (and anywhere), so weeks cross them.
+HISTORY_STARTS = st.one_of(
+    st.sampled_from(DST_SUNDAYS[30:50]).map(lambda d: d - timedelta(days=20)),
+    st.dates(min_value=date(2020, 1, 1), max_value=date(2040, 1, 1)),
+)
+# Publish delay after the build date's midnight UTC: on time, late, very late
+# (up to three weeks), or unknown (None).
+DELAYS = st.one_of(
+    st.integers(0, 36 * 60),
+    st.integers(36 * 60, 21 * 24 * 60),
+    st.none(),
+)
+HISTORIES = st.lists(
+    st.tuples(st.integers(0, 55), st.sampled_from(LINES), DELAYS), max_size=60
+)
+
+
+def _history(start: date, spec: list[tuple[int, str, int | None]]) -> list[RocmBuild]:
+    builds: list[RocmBuild] = []
+    for day, line, delay in spec:
+        when = start + timedelta(days=day)
+        version = f"{line}{when:%Y%m%d}" if line.endswith("rc") else f"{line}a{when:%Y%m%d}"
+        published = None if delay is None else datetime.combine(when, time(0), UTC) + timedelta(minutes=delay)
+        built = build(version, published or datetime.combine(when, time(0), UTC))
+        builds.append(built if published is not None else built.__class__(**{**built.__dict__, "published": None}))
+    return builds
+
+
+def _pick(builds: list[RocmBuild], policy: str, now: datetime) -> RocmBuild | None:
+    try:
+        return select_build(builds, policy=policy, now=now)
+    except ResolutionError:
+        return None
+
+
+def _version(build: RocmBuild | None) -> str | None:
+    return None if build is None else build.version
+
+
+def _week_moment(sunday: date, fraction: float) -> datetime:
+    """A moment ``fraction`` of the way through the SF week that begins on ``sunday``."""
+    begin, end = sf_midnight(sunday), sf_midnight(sunday + timedelta(days=7))
+    span = (end - begin) // timedelta(microseconds=1)  # 167, 168 or 169 hours
+    moment = begin + timedelta(microseconds=min(int(span * fraction), span - 1))
+    assert begin <= moment < end
+    return moment
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    HISTORY_STARTS,
+    HISTORIES,
+    st.integers(0, 9),
+    st.floats(min_value=0, max_value=1, exclude_max=True),
+    st.floats(min_value=0, max_value=1, exclude_max=True),
+)
+@example(date(2026, 7, 27), [(12, "10.1.0", 40 * 60), (11, "10.1.0", 60)], 2, 0.0, 0.2)  # the late Saturday
+@example(date(2026, 2, 16), [(19, "10.1.0", 33 * 60), (18, "7.15.0", 0)], 3, 0.0, 0.99)  # DST starts that Sunday
+def test_weekly_stable_picks_one_build_for_every_run_of_a_week(
+    start: date, spec: list[tuple[int, str, int | None]], week: int, first: float, second: float
+) -> None:
+    builds = _history(start, spec)
+    sunday = _sunday_of(start) + timedelta(days=7 * week)
+    a, b = _week_moment(sunday, first), _week_moment(sunday, second)
+    assert _version(_pick(builds, "weekly-stable", a)) == _version(_pick(builds, "weekly-stable", b))
+
+
+@settings(max_examples=300, deadline=None)
+@given(HISTORY_STARTS, HISTORIES, st.integers(0, 9), st.floats(min_value=0, max_value=1, exclude_max=True))
+def test_weekly_stable_never_picks_an_unpublished_build_and_takes_the_newest_eligible(
+    start: date, spec: list[tuple[int, str, int | None]], week: int, fraction: float
+) -> None:
+    builds = _history(start, spec)
+    sunday = _sunday_of(start) + timedelta(days=7 * week)
+    now = _week_moment(sunday, fraction)
+    saturday = sunday - timedelta(days=1)
+    # The rule written out from the issue, independently of the policy module.
+    eligible = [
+        x for x in builds
+        if x.date <= saturday and (x.published is None or x.published < sf_midnight(sunday))
+    ]
+    picked = _pick(builds, "weekly-stable", now)
+    if not eligible:
+        assert picked is None
+        return
+    assert picked is not None and picked in eligible
+    if picked.published is not None:
+        assert picked.published <= now
+    else:
+        assert picked.date < now.astimezone(UTC).date()
+    assert max(x.sort_key for x in eligible) == picked.sort_key

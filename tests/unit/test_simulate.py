@@ -167,6 +167,7 @@ def test_parse_cron_rejects(text: str) -> None:
 
 def test_check_policy() -> None:
     assert check_policy("weekly-sunday") == "weekly-sunday"
+    assert check_policy("weekly-stable") == "weekly-stable"
     assert check_policy("10.1.0a20260807") == "10.1.0a20260807"
     with pytest.raises(UsageError, match="--policy 'monthly'"):
         check_policy("monthly")
@@ -201,6 +202,50 @@ def test_weekly_never_splits_a_week_when_builds_are_out_within_30_hours(
     start = first + timedelta(days=7)
     result = simulate_policy(
         builds, "weekly", run_moments(start, start + timedelta(days=80), time(cron_hour, tzinfo=UTC))
+    )
+    assert result.split_weeks() == []
+    assert all(len(versions) <= 1 for _, versions in result.weeks())
+
+
+def test_a_late_saturday_publish_splits_weekly_but_never_weekly_stable() -> None:
+    # Saturday 08-08's build comes out Sunday 18:00Z, after Sunday's 12:00Z run:
+    # the original job's failure. Two weeks before and after it publish on time.
+    saturday = SUNDAY - timedelta(days=1)
+    builds = nightly(SUNDAY - timedelta(days=21), SUNDAY + timedelta(days=20), late={saturday: at(SUNDAY, 18)})
+    results = simulate(builds, start=SUNDAY - timedelta(days=7), end=SUNDAY + timedelta(days=13), cron=CRON)
+    assert list(results) == ["weekly-stable", "weekly", SUNDAY_VARIANT, "latest"]
+
+    weekly, stable = results["weekly"], results["weekly-stable"]
+    assert weekly.split_weeks() == [SUNDAY]
+    assert dict(weekly.weeks())[SUNDAY] == ["7.10.0a20260807", "7.10.0a20260808"]
+    assert stable.split_weeks() == []
+    # Every run of that week takes Friday's build: the price of never splitting.
+    assert dict(stable.weeks())[SUNDAY] == ["7.10.0a20260807"]
+    assert dict(stable.weeks())[SUNDAY + timedelta(days=7)] == ["7.10.0a20260815"]
+    # One cold run per week turn for weekly-stable; weekly pays one more on Monday.
+    assert [r.day for r in stable.cold_runs()] == [SUNDAY, SUNDAY + timedelta(days=7)]
+    assert [r.day for r in weekly.cold_runs()] == [SUNDAY, SUNDAY + timedelta(days=1), SUNDAY + timedelta(days=7)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    present=st.lists(st.booleans(), min_size=70, max_size=70),
+    lag_minutes=st.lists(st.integers(0, 10 * 24 * 60), min_size=70, max_size=70),
+    cron_hour=st.integers(0, 23),
+)
+def test_weekly_stable_never_splits_a_week_whatever_the_lateness(
+    present: list[bool], lag_minutes: list[int], cron_hour: int
+) -> None:
+    # Publishes up to ten days late, gaps, a window across the March DST change.
+    first = date(2026, 1, 25)
+    builds = [
+        build(first + timedelta(days=i), at(first + timedelta(days=i), 0) + timedelta(minutes=lag))
+        for i, (keep, lag) in enumerate(zip(present, lag_minutes, strict=True))
+        if keep
+    ]
+    start = first + timedelta(days=7)
+    result = simulate_policy(
+        builds, "weekly-stable", run_moments(start, start + timedelta(days=80), time(cron_hour, tzinfo=UTC))
     )
     assert result.split_weeks() == []
     assert all(len(versions) <= 1 for _, versions in result.weeks())

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from pipeline.config import MixPin
 from pipeline.errors import SourceError
+from pipeline.resolution import SourceSpec
 from pipeline.source import (
     CheckoutInfo,
-    SourceSpec,
     build_tags_newest_first,
     folder_tag,
     git_url,

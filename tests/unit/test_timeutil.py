@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 from datetime import UTC, datetime
 
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.timeutil import effective_now, format_utc, parse_now
+from pipeline.inputs import read_inputs
+from pipeline.timeutil import format_utc, parse_now
 
 NOON = datetime(2026, 8, 7, 12, tzinfo=UTC)
 
@@ -35,6 +38,12 @@ def test_malformed_now(text: str) -> None:
 
 def test_format_utc() -> None:
     assert format_utc(parse_now("2026-08-07T05:00:00-07:00")) == "2026-08-07T12:00:00Z"
+
+
+def effective_now(flag: str | datetime | None) -> datetime:
+    """The run's moment as the CLI fixes it: --now, else PIPELINE_NOW, else the clock."""
+    text = flag.isoformat() if isinstance(flag, datetime) else flag
+    return read_inputs(argparse.Namespace(now=text), environ=dict(os.environ), need_matrix=False).now
 
 
 def test_effective_now_precedence(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,118 @@
+"""What several commands share: argument groups, the index fetch with progress, the comparison table.
+
+Commands never import each other; what two of them need lives here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline import settings as S
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.bundle import Comparison
+    from pipeline.inputs import RunInputs
+    from pipeline.rocm.index import IndexEntry
+    from pipeline.rocm.resolver import Fetch
+
+
+def add_build_arguments(p: argparse.ArgumentParser) -> None:
+    """The build's arguments: also what `resolve --for-build` reads a leg's run settings from."""
+    p.add_argument("leg", metavar="LEG", help="a leg name from matrix.toml")
+    p.add_argument("--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning")
+    S.add_flag(p, S.OUT)
+    S.add_flag(
+        p, S.TAG,
+        help="llama.cpp tag, b<digits> or latest: what to check out without --source (the run's resolution "
+        "wins); with --source, the bundle's tag (default there: git describe)",
+    )
+    S.add_flag(p, S.CACHE_DIR)
+    S.add_flag(p, S.ROCM_VERSION)
+    S.add_flag(p, S.NOW)
+    S.add_flag(p, S.INDEX_URL)
+    p.add_argument("--rocm-path", type=Path, metavar="DIR", help="use this ROCm install instead of downloading one")
+    S.add_flag(p, S.RESOLVED)
+    S.add_flag(p, S.REMOTE_CACHE)
+    p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
+
+
+def add_for_build(p: argparse.ArgumentParser, extra: str = "") -> None:
+    """``--for-build BUILD_ARGS...``: take the run settings from a leg's build arguments (Nox sessions)."""
+    p.add_argument(
+        "--for-build",
+        nargs=argparse.REMAINDER,
+        metavar="BUILD_ARGS",
+        help="last: the arguments of a `build` run; the run settings among them (--now, --rocm-version, "
+        f"--index-url, --tag, --out) apply{'; ' + extra if extra else ''} (what a Nox session passes on)",
+    )
+
+
+def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) -> argparse.Namespace:
+    """``args`` with the run settings a leg's build arguments carry (``--for-build``)."""
+    parser = argparse.ArgumentParser(prog="resolve --for-build", add_help=False)
+    add_build_arguments(parser)
+    # The leg name is the build's positional argument; a placeholder when the session gives none.
+    build, _unknown = parser.parse_known_args(["-", *[a for a in build_args if a != "--"]])
+    merged = argparse.Namespace(**vars(args))
+    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name):
+        if getattr(build, name, None) is not None:
+            setattr(merged, name, getattr(build, name))
+    if build.source is not None and hasattr(merged, "no_source"):
+        merged.no_source = True
+    return merged
+
+
+def add_resolution_options(p: argparse.ArgumentParser) -> None:
+    """--rocm-version, --now, --index-url: shared by resolve and replay."""
+    S.add_flag(p, S.ROCM_VERSION)
+    S.add_flag(p, S.NOW)
+    S.add_flag(p, S.INDEX_URL)
+
+
+def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
+    """A fetch function that shows pages and entries read while the index loads."""
+
+    from pipeline.rocm.index import fetch_index
+
+    def fetch(url: str) -> Sequence[IndexEntry]:
+        with console.status(f"reading the ROCm index {url}") as status:
+
+            def on_page(pages: int, entries: int) -> None:
+                status.update(f"reading the ROCm index {url}: {pages} page(s), {entries} entries")
+
+            return fetch_index(url, on_page=on_page, backoff=inputs.http_backoff)
+
+    return fetch
+
+
+def _size(value: int | None) -> str:
+    return "symlink" if value is None else f"{value:,}"
+
+
+def print_comparison(console: Console, result: Comparison) -> None:
+    """Differences first, then the summary line."""
+    from rich.table import Table
+
+    console.print(f"A: {result.a}", highlight=False)
+    console.print(f"B: {result.b}", highlight=False)
+    if result.differing:
+        table = Table(title="differing files", title_justify="left")
+        table.add_column("file")
+        table.add_column("size in A", justify="right")
+        table.add_column("size in B", justify="right")
+        for path, size_a, size_b in result.differing:
+            table.add_row(path, _size(size_a), _size(size_b))
+        console.print(table)
+    for label, names in (("only in A", result.only_a), ("only in B", result.only_b)):
+        for name in names:
+            console.print(f"{label}: {name}", highlight=False)
+    if result.manifest_differences:
+        console.print(f"manifest inputs differ: {', '.join(result.manifest_differences)}", highlight=False)
+    style = "green" if result.same else "red"
+    verdict = "identical" if result.same else "different"
+    console.print(f"[{style}]{result.summary}[/] ({verdict})", highlight=False)

@@ -1,0 +1,56 @@
+"""The layer contracts of pyproject.toml hold, and a wrong import breaks them (real lint-imports)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "lint-imports"
+    if not exe.is_file():
+        pytest.fail(f"lint-imports not found beside {sys.executable}: install the project's [test] extra")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run([str(exe), "--config", str(tree / "pyproject.toml"), "--no-cache"],
+                          cwd=tree, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "pipeline", tmp_path / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_the_project_keeps_its_contracts(tree: Path) -> None:
+    proc = lint_imports(tree)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Contracts: 4 kept, 0 broken." in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # The pure core reaching for the console.
+        ("mix.py", "import rich.console  # noqa\n", "The pure core does no I/O"),
+        # A core module importing the leg steps above it.
+        ("cachekey.py", "import pipeline.build  # noqa\n", "Layers: CLI > commands"),
+        # One command importing another.
+        ("commands/legs.py", "import pipeline.commands.build  # noqa\n", "No command imports another"),
+        # A cycle: resolution (edge) <- rocm.resolver, and now resolution -> rocm.
+        ("resolution.py", "import pipeline.rocm.resolver  # noqa\n", "No import cycles"),
+    ],
+)
+def test_a_wrong_import_breaks_a_contract(tree: Path, module: str, line: str, broken: str) -> None:
+    path = tree / "pipeline" / module
+    path.write_text(path.read_text(encoding="utf-8") + line, encoding="utf-8")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0
+    assert any(broken in ln and "BROKEN" in ln for ln in proc.stdout.splitlines()), proc.stdout

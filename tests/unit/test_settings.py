@@ -1,0 +1,147 @@
+"""The settings table: one precedence rule (flag > environment > matrix.toml > default) for every input."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from pipeline import settings as S
+from pipeline.errors import UsageError
+from pipeline.inputs import read_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+VALUES = {
+    "matrix": ("a.toml", "b.toml", None),
+    "now": ("2026-08-07T12:00:00Z", "2026-01-01T00:00:00Z", None),
+    "rocm_version": ("latest", "10.1.0a20260807", "weekly"),
+    "index_url": ("http://127.0.0.1:1/flag/", "http://127.0.0.1:2/env/", "http://127.0.0.1:3/matrix/"),
+    "tag": ("b1", "b2", "latest"),
+    "resolved": ("flag.json", "env.json", None),
+    "out": ("flag-out", "env-out", None),
+    "cache_dir": ("flag-cache", "env-cache", None),
+    "remote_cache": ("redis://127.0.0.1:1", None, "redis://127.0.0.1:3"),
+    "legs": ("cpu", "cuda vulkan", None),
+    "cache_home": (None, "/env/home", None),
+    "download_cache": (None, "/env/dl", None),
+    "toolchain_dir": (None, "/env/tc", None),
+    "git_url_template": (None, "file:///env/{repo}", None),
+    "http_backoff": (None, "0.5", None),
+    "github_token": (None, "env-token", None),
+    "repo": ("o/flag", "o/env", None),
+    "api_url": ("http://127.0.0.1:1/api", "http://127.0.0.1:2/api", None),
+}
+
+
+def test_every_setting_has_a_case_and_one_name() -> None:
+    assert sorted(VALUES) == sorted(s.name for s in S.SETTINGS)
+    flags = [s.flag for s in S.SETTINGS if s.flag]
+    envs = [v for s in S.SETTINGS for v in s.env]
+    assert len(flags) == len(set(flags)) and len(envs) == len(set(envs))
+
+
+@pytest.mark.parametrize("setting", S.SETTINGS, ids=lambda s: s.name)
+def test_flag_beats_environment_beats_matrix_beats_default(setting: S.Setting) -> None:
+    flag, env, matrix = VALUES[setting.name]
+    environ = {setting.env[0]: env} if setting.env and env is not None else {}
+    parse = setting.parse
+    if flag is not None and setting.flag:
+        got = S.pick(setting, flag=flag, environ=environ, matrix=matrix, default="D")
+        assert (got.value, got.where) == (parse(flag, setting.flag), setting.flag)
+    if env is not None and setting.env:
+        got = S.pick(setting, environ=environ, matrix=matrix, default="D")
+        assert (got.value, got.where) == (parse(env, setting.env[0]), setting.env[0])
+    if matrix is not None:
+        got = S.pick(setting, environ={}, matrix=matrix, default="D")
+        assert got.value == matrix and setting.matrix_key and setting.matrix_key in got.where
+    assert S.pick(setting, environ={}, default="D") == S.Picked("D", "default")
+    # An empty flag or variable counts as not given.
+    assert S.pick(setting, flag="" if setting.flag else None,
+                  environ={v: "" for v in setting.env}, default="D").value == "D"
+
+
+def test_a_second_variable_is_read_when_the_first_is_unset() -> None:
+    assert S.pick(S.GITHUB_TOKEN, environ={"GH_TOKEN": "two"}).value == "two"
+    assert S.pick(S.GITHUB_TOKEN, environ={"GITHUB_TOKEN": "one", "GH_TOKEN": "two"}).value == "one"
+
+
+@pytest.mark.parametrize(
+    ("setting", "text", "message"),
+    [
+        (S.ROCM_VERSION, "newest", r"^PIPELINE_ROCM_VERSION: expected 'weekly-stable'"),
+        (S.INDEX_URL, "ftp://x/", r"^PIPELINE_ROCM_INDEX_URL: expected an http\(s\):// or file:// URL"),
+        (S.INDEX_URL, "http://[::1", r"^PIPELINE_ROCM_INDEX_URL: malformed URL"),
+        (S.NOW, "soon", r"^PIPELINE_NOW: not an ISO-8601 moment"),
+        (S.TAG, "v1.0", r"^PIPELINE_TAG 'v1.0': expected 'latest'"),
+        (S.HTTP_BACKOFF, "fast", r"^PIPELINE_HTTP_BACKOFF: expected seconds"),
+        (S.HTTP_BACKOFF, "nan", r"^PIPELINE_HTTP_BACKOFF: expected seconds"),
+    ],
+)
+def test_a_bad_variable_is_named(setting: S.Setting, text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        S.pick(setting, environ={setting.env[0]: text})
+
+
+def test_run_inputs_apply_the_rule_with_the_matrix(tmp_path: Path) -> None:
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text('[rocm]\npolicy = "latest"\nindex_url = "http://127.0.0.1:3/m/"\n[legs.cpu]\nbackend = "cpu"\n')
+    env = {"PIPELINE_MATRIX": str(matrix)}
+    base = read_inputs(argparse.Namespace(), environ=env)
+    assert (base.rocm_policy, base.index_url) == ("latest", "http://127.0.0.1:3/m/")
+    assert not base.rocm_policy_overridden
+    by_env = read_inputs(argparse.Namespace(), environ={**env, "PIPELINE_ROCM_VERSION": "weekly"})
+    assert by_env.rocm_policy == "weekly" and by_env.rocm_policy_overridden
+    by_flag = read_inputs(argparse.Namespace(rocm_version="10.1.0a20260807"),
+                          environ={**env, "PIPELINE_ROCM_VERSION": "weekly"})
+    assert by_flag.rocm_policy == "10.1.0a20260807" and by_flag.rocm_policy_where == "--rocm-version"
+
+
+def test_the_clock_is_read_once_and_a_replayed_now_wins() -> None:
+    from datetime import UTC, datetime
+
+    reads: list[int] = []
+
+    def clock() -> datetime:
+        reads.append(1)
+        return datetime(2026, 11, 30, 17, tzinfo=UTC)
+
+    inputs = read_inputs(argparse.Namespace(now="2026-08-07T12:00:00Z"), environ={}, clock=clock, need_matrix=False)
+    assert reads == [1]
+    assert inputs.now == datetime(2026, 8, 7, 12, tzinfo=UTC)
+    assert inputs.started == datetime(2026, 11, 30, 17, tzinfo=UTC)
+
+
+def test_the_readme_table_is_the_generated_one() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- settings-table -->\n(.*?)<!-- /settings-table -->", readme, re.S)
+    assert match, "README.md has no settings table between the markers"
+    assert match.group(1) == S.markdown_table()
+
+
+def test_environment_variable_names_live_in_the_settings_table_only() -> None:
+    """No module below the CLI names a variable it reads: they are declared in settings.py."""
+    # CCACHE_DIR is also what the pipeline hands ccache in its children's environment.
+    names = {v for s in S.SETTINGS for v in s.env} - {"CCACHE_DIR"}
+    offenders = []
+    for path in sorted((ROOT / "pipeline").rglob("*.py")):
+        if path.name in ("settings.py",):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for name in names:
+            if re.search(rf"['\"]{name}['\"]", text):
+                offenders.append(f"{path.relative_to(ROOT)}: {name}")
+    assert offenders == []
+
+
+def test_only_the_inputs_module_reads_the_environment_and_the_clock() -> None:
+    readers = []
+    for path in sorted((ROOT / "pipeline").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"os\.environ|os\.getenv|datetime\.now\(|utc_now\(\)", text):
+            readers.append(rel)
+    # inputs builds the run's inputs; cli reports an error before they exist; timeutil defines utc_now.
+    assert readers == ["pipeline/cli.py", "pipeline/inputs.py", "pipeline/timeutil.py"]
