@@ -84,7 +84,7 @@ def hit_rate_of(ccache: Mapping[str, Any]) -> float | None:
     return None
 
 
-def toolchain_identity(toolchain: Any) -> str | None:
+def record_toolchain_identity(toolchain: Any) -> str | None:
     """The identity string of a record's toolchain section (or of a bare identity string)."""
     if isinstance(toolchain, str):
         return toolchain or None
@@ -100,12 +100,12 @@ def toolchain_changed(record: LegRecord, previous: LegRecord | None) -> bool | N
     The record's ``ccache.previous_toolchain`` (identity string or toolchain
     section) wins; else the previous run's record of the same leg.
     """
-    current = toolchain_identity(record.toolchain)
+    current = record_toolchain_identity(record.toolchain)
     if current is None:
         return None
-    before = toolchain_identity(record.ccache.get("previous_toolchain"))
+    before = record_toolchain_identity(record.ccache.get("previous_toolchain"))
     if before is None and previous is not None:
-        before = toolchain_identity(previous.toolchain)
+        before = record_toolchain_identity(previous.toolchain)
     if before is None:
         return None
     return before != current
@@ -123,7 +123,7 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
     class_seconds = {
         k: float(v.get("seconds", 0.0)) for k, v in classes.items() if k in CLASSES and isinstance(v, Mapping)
     }
-    identity = toolchain_identity(record.toolchain) or "unknown"
+    identity = record_toolchain_identity(record.toolchain) or "unknown"
     warning = None
     if rate is not None and rate < threshold and changed is False:
         warning = (
@@ -384,190 +384,14 @@ def render_html(
         "rows": "\n".join(body),
         "alarms": alarms,
         "data": _json_for_script(data),
-        "script": _SCRIPT,
+        "script": _asset("report.js"),
     }
     # One pass, so that a "{{...}}" inside the data is never expanded.
-    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _PAGE)
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _asset("report.html"))
 
 
-_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Build report</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; background: #fff; }
-h1 { font-size: 1.4rem; margin-bottom: 0.2rem; }
-.generated { color: #666; margin-top: 0; }
-table.summary { border-collapse: collapse; margin: 1rem 0; font-size: 0.9rem; }
-table.summary th, table.summary td { border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: left; }
-table.summary th { background: #f0f0f0; }
-tr.warn td { background: #fff4d6; }
-tr.failed td { background: #fde2e2; }
-ul.alarms { color: #8a5a00; }
-section.leg { border-top: 1px solid #ddd; padding-top: 0.5rem; margin-top: 1rem; }
-section.leg h2 { font-size: 1.1rem; margin: 0.3rem 0; }
-.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
-.chart h3 { font-size: 0.85rem; font-weight: 600; margin: 0.2rem 0; color: #444; }
-.chart svg text { font-size: 11px; fill: #333; }
-.note { color: #777; font-size: 0.85rem; }
-</style>
-</head>
-<body data-charts="0">
-<h1>Build report</h1>
-<p class="generated">Generated {{generated}}</p>
-<table class="summary">
-<thead><tr>{{head}}</tr></thead>
-<tbody>
-{{rows}}
-</tbody>
-</table>
-{{alarms}}
-<div id="legs"></div>
-<noscript><p class="note">The charts need JavaScript; the table above has the numbers.</p></noscript>
-<script type="application/json" id="report-data">{{data}}</script>
-<script>
-{{script}}
-</script>
-</body>
-</html>
-"""
+def _asset(name: str) -> str:
+    """The page's template and script: package data, kept as plain HTML and JavaScript files."""
+    from importlib.resources import files
 
-# Draws with createElementNS and textContent only: output names are data, never markup.
-_SCRIPT = r"""
-(function () {
-  "use strict";
-  var NS = "http://www.w3.org/2000/svg";
-  var data = JSON.parse(document.getElementById("report-data").textContent);
-  var CLASSES = ["device", "host", "link", "other"];
-  var rendered = 0;
-
-  function el(name, attrs, parent) {
-    var node = document.createElementNS(NS, name);
-    for (var k in attrs) { node.setAttribute(k, attrs[k]); }
-    if (parent) { parent.appendChild(node); }
-    return node;
-  }
-  function text(parent, x, y, s, anchor) {
-    var t = el("text", {x: x, y: y, "text-anchor": anchor || "start"}, parent);
-    t.textContent = s;
-    return t;
-  }
-  function tip(node, s) { el("title", {}, node).textContent = s; }
-  function secs(s) {
-    if (s < 60) { return (s < 10 ? s.toFixed(1) : Math.round(s)) + "s"; }
-    var m = Math.floor(s / 60), r = Math.round(s % 60);
-    return m < 60 ? m + "m " + (r < 10 ? "0" : "") + r + "s" : Math.floor(m / 60) + "h " + (m % 60) + "m";
-  }
-  function chart(parent, title, kind) {
-    var box = document.createElement("div");
-    box.className = "chart";
-    var h = document.createElement("h3");
-    h.textContent = title;
-    box.appendChild(h);
-    parent.appendChild(box);
-    return {box: box, kind: kind};
-  }
-  function note(c, s) {
-    var p = document.createElement("p");
-    p.className = "note";
-    p.textContent = s;
-    c.box.appendChild(p);
-  }
-  function stacked(c, parts, width, label) {
-    var svg = el("svg", {width: width, height: 46, "class": "chart-" + c.kind, role: "img"}, c.box);
-    var total = parts.reduce(function (a, p) { return a + p.value; }, 0);
-    var x = 0;
-    parts.forEach(function (p) {
-      if (!total || !p.value) { return; }
-      var w = p.value / total * width;
-      var r = el("rect", {x: x, y: 0, width: w, height: 22, fill: p.colour, "class": "seg seg-" + p.name}, svg);
-      tip(r, p.name + ": " + p.text);
-      x += w;
-    });
-    if (!total) { el("rect", {x: 0, y: 0, width: width, height: 22, fill: "#eee"}, svg); }
-    text(svg, 0, 38, label);
-    rendered += 1;
-    return svg;
-  }
-
-  function hitChart(parent, leg) {
-    var c = chart(parent, "ccache hit rate", "hit");
-    var parts = [
-      {name: "hits", value: leg.hits, colour: "#2e8b57", text: String(leg.hits)},
-      {name: "misses", value: leg.misses, colour: "#c0392b", text: String(leg.misses)},
-      {name: "uncacheable", value: leg.uncacheable, colour: "#bbbbbb", text: String(leg.uncacheable)}
-    ];
-    var rate = leg.hit_rate === null ? "no compilations" : (leg.hit_rate * 100).toFixed(1) + "% hits";
-    stacked(c, parts, 260, rate + " (" + leg.hits + " hits, " + leg.misses + " misses)");
-  }
-
-  function splitChart(parent, leg) {
-    var c = chart(parent, "Time by step class (summed)", "split");
-    if (!leg.classes) { note(c, "no Ninja timings"); return; }
-    var parts = CLASSES.map(function (k) {
-      return {name: k, value: leg.classes[k], colour: data.colours[k], text: secs(leg.classes[k])};
-    });
-    var compile = leg.classes.device + leg.classes.host;
-    var label = "device " + secs(leg.classes.device) + ", host " + secs(leg.classes.host) +
-      (compile ? " (" + Math.round(leg.classes.device / compile * 100) + "% device)" : "");
-    stacked(c, parts, 320, label);
-  }
-
-  function timelineChart(parent, leg) {
-    var c = chart(parent, "Timeline of build steps", "timeline");
-    if (!leg.timeline.length) { note(c, "no Ninja timings"); return; }
-    var end = 0, lanes = 0;
-    leg.timeline.forEach(function (t) { end = Math.max(end, t[1]); lanes = Math.max(lanes, t[4] + 1); });
-    var width = 720, row = Math.max(3, Math.min(14, Math.floor(240 / lanes))), top = 4;
-    var height = top + lanes * row + 34;
-    var svg = el("svg", {width: width + 20, height: height, "class": "chart-timeline", role: "img"}, c.box);
-    var scale = end ? width / end : 0;
-    leg.timeline.forEach(function (t) {
-      var r = el("rect", {
-        x: 10 + t[0] * scale, y: top + t[4] * row,
-        width: Math.max(1, (t[1] - t[0]) * scale), height: Math.max(1, row - 1),
-        fill: data.colours[t[2]] || "#999", stroke: "#fff", "stroke-width": 0.5, "class": "step step-" + t[2]
-      }, svg);
-      tip(r, t[3] + " (" + t[2] + ", " + secs((t[1] - t[0]) / 1000) + ")");
-    });
-    var axisY = top + lanes * row + 14;
-    el("line", {x1: 10, x2: 10 + width, y1: axisY - 10, y2: axisY - 10, stroke: "#999"}, svg);
-    text(svg, 10, axisY + 4, "0s");
-    text(svg, 10 + width, axisY + 4, secs(end / 1000), "end");
-    var lx = 120;
-    CLASSES.forEach(function (k) {
-      el("rect", {x: lx, y: axisY - 5, width: 10, height: 10, fill: data.colours[k]}, svg);
-      text(svg, lx + 14, axisY + 4, k);
-      lx += 70;
-    });
-    if (leg.timeline_truncated) { note(c, "only the longest steps are shown"); }
-    rendered += 1;
-  }
-
-  var root = document.getElementById("legs");
-  data.legs.forEach(function (leg) {
-    var section = document.createElement("section");
-    section.className = "leg";
-    section.setAttribute("data-leg", leg.leg);
-    var h = document.createElement("h2");
-    h.textContent = leg.leg + (leg.status === "success" ? "" : " (" + leg.status + ")");
-    section.appendChild(h);
-    if (leg.warning) {
-      var w = document.createElement("p");
-      w.className = "note";
-      w.textContent = "\u26a0 " + leg.warning;
-      section.appendChild(w);
-    }
-    var charts = document.createElement("div");
-    charts.className = "charts";
-    section.appendChild(charts);
-    hitChart(charts, leg);
-    splitChart(charts, leg);
-    timelineChart(charts, leg);
-    root.appendChild(section);
-  });
-  document.body.setAttribute("data-charts", String(rendered));
-})();
-"""
+    return files("pipeline").joinpath("assets", name).read_text(encoding="utf-8")

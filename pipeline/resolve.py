@@ -13,7 +13,7 @@ from pipeline.config import Leg, Matrix
 from pipeline.errors import ResolutionError, UsageError
 from pipeline.inputs import RunInputs
 from pipeline.resolution import Resolution, ResolvedRocm, SourceSpec
-from pipeline.rocm.index import fetch_index
+from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
 from pipeline.rocm.resolver import Fetch, entry_names, load_entries, resolve_build, resolve_from_entries
 

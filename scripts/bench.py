@@ -377,12 +377,12 @@ def _time(fn: Callable[[], Any], repeat: int, modules: Sequence[ModuleType]) -> 
 
 
 def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
-    import pipeline.rocm.resolver
     import pipeline.rocm.index
     import pipeline.rocm.policy
+    import pipeline.rocm.resolver
     import pipeline.rocm.versions
-    from pipeline.rocm.resolver import resolve_from_entries
     from pipeline.rocm.index import parse_html_index
+    from pipeline.rocm.resolver import resolve_from_entries
 
     modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.rocm.resolver)
     now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)

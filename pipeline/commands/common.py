@@ -57,13 +57,18 @@ def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) ->
     parser = argparse.ArgumentParser(prog="resolve --for-build", add_help=False)
     add_build_arguments(parser)
     # The leg name is the build's positional argument; a placeholder when the session gives none.
-    build, _unknown = parser.parse_known_args(["-", *[a for a in build_args if a != "--"]])
+    build, unknown = parser.parse_known_args(["-", *[a for a in build_args if a != "--"]])
     merged = argparse.Namespace(**vars(args))
     for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name):
         if getattr(build, name, None) is not None:
             setattr(merged, name, getattr(build, name))
     if build.source is not None and hasattr(merged, "no_source"):
         merged.no_source = True
+    # The receiving command's own switches may ride along (`nox -s resolve -- --no-source --json`).
+    for switch in ("--no-source", "--json"):
+        dest = switch[2:].replace("-", "_")
+        if switch in unknown and hasattr(merged, dest):
+            setattr(merged, dest, True)
     return merged
 
 
@@ -77,7 +82,7 @@ def add_resolution_options(p: argparse.ArgumentParser) -> None:
 def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
     """A fetch function that shows pages and entries read while the index loads."""
 
-    from pipeline.rocm.index import fetch_index
+    from pipeline.rocm.index_fetch import fetch_index
 
     def fetch(url: str) -> Sequence[IndexEntry]:
         with console.status(f"reading the ROCm index {url}") as status:

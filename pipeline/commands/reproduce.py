@@ -22,7 +22,7 @@ from pipeline.errors import BundleError, SourceError
 from pipeline.inputs import RunInputs
 from pipeline.resolution import SourceSpec
 
-DEFAULT_OUT = Path("out") / "reproduce"
+REPRODUCE_OUT = Path("out") / "reproduce"
 # How the source was obtained (a clone with a mix, or a folder) need not match:
 # the commit names the tree, and it is compared.
 _SOURCE_PROVENANCE = ("source.repo", "source.base_tag", "source.base_commit", "source.mix", "source.mix_hash")
@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("bundle", metavar="BUNDLE_OR_MANIFEST", type=Path, help="a bundle or its manifest.json")
     p.add_argument("--source", type=Path, metavar="DIR", help="an existing checkout at the manifest's commit")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default: {DEFAULT_OUT})")
+    p.add_argument("--out", type=Path, default=REPRODUCE_OUT, metavar="DIR", help=f"output folder (default: {REPRODUCE_OUT})")
     S.add_flag(p, S.CACHE_DIR)
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run)

@@ -90,7 +90,8 @@ def _defaults(args: argparse.Namespace, inputs: RunInputs) -> tuple[str, str, st
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
-    from pipeline.rocm.index import builds_for, fetch_index
+    from pipeline.rocm.index import builds_for
+    from pipeline.rocm.index_fetch import fetch_index
 
     cron = sim.parse_cron(args.cron)
     policies = [sim.check_policy(p) for p in (args.policies or sim.DEFAULT_POLICIES)]

@@ -18,7 +18,8 @@ from urllib.parse import unquote
 from pipeline.errors import NetworkError, ResolutionError, UsageError
 from pipeline.names import OSES, is_family
 from pipeline.resolution import ResolvedRocm
-from pipeline.rocm.index import IndexEntry, builds_for, families_in, fetch_index, tarball_base, tarball_url
+from pipeline.rocm.index import IndexEntry, builds_for, families_in, tarball_base, tarball_url
+from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy, select_build
 from pipeline.rocm.versions import RocmBuild, tarball_name
 

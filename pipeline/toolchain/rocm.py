@@ -4,7 +4,7 @@ One code path for both operating systems: the OS is a parameter, so the
 Windows leg's environment and CMake arguments are produced (and tested) on
 Linux too. Paths are ``PurePath`` flavours of the leg's OS for that reason.
 
-Facts (DESIGN.md): TheRock's compilers live under ``llvm/bin`` or
+Facts (TheRock's layout, checked against its tarballs): TheRock's compilers live under ``llvm/bin`` or
 ``lib/llvm/bin``. Linux needs ROCM_PATH, HIP_PATH, HIP_PLATFORM=amd,
 HIP_CLANG_PATH, HIP_DEVICE_LIB_PATH, PATH and LD_LIBRARY_PATH; Windows needs
 HIP_PATH and PATH, with clang.exe from ``lib\\llvm\\bin``. CMake on Windows
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.
 CLANG_DIRS = ("llvm/bin", "lib/llvm/bin")
-# TheRock's device libraries (DESIGN.md); other layouts are searched too.
+# TheRock's device libraries; other layouts are searched too.
 THEROCK_DEVICE_LIBS = "lib/llvm/amdgcn/bitcode"
 _LLVM_VERSIONED = re.compile(r"^llvm-(\d+)$")
 # One line of sha256sum's output: the digest, then "  name" (text) or " *name" (binary) mode.
@@ -204,7 +204,7 @@ def derived_identity(clang_version: str, fingerprint: str) -> str:
     """The identity of an install without a version: clang's version and a content hash.
 
     ``clang --version`` alone is not enough: ROCm's clang prints the same
-    string for different builds (DESIGN.md).
+    string for different builds.
     """
     return safe_identity(f"rocm-clang{clang_version}-{fingerprint[:12]}")
 

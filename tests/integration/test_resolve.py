@@ -23,7 +23,8 @@ import pytest
 from pipeline import resolve
 from pipeline.config import load_matrix
 from pipeline.errors import IndexFormatError, NetworkError
-from pipeline.rocm.index import IndexEntry, fetch_index
+from pipeline.rocm.index import IndexEntry
+from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.resolver import resolve_build
 from tests.integration.conftest import run_pipeline
 from tests.support.httpserver import LocalServer, Response

@@ -18,16 +18,20 @@ from pipeline.mix import MIX_AUTHOR_EMAIL, MIX_AUTHOR_NAME
 from pipeline.resolution import SourceSpec
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 
-GITHUB_TEMPLATE = "https://github.com/{repo}"
+def _template() -> str:
+    """The git URL template as the CLI would fix it from this process's environment."""
+    from tests.support.inputs import make_inputs
+
+    return make_inputs(environ=dict(os.environ), with_resolution=False).git_url_template
 
 
 # The source functions take the run's environment and git URL template; these tests run in this process's.
-def resolve_source(*args: Any, git_url_template: str = GITHUB_TEMPLATE, **kwargs: Any) -> SourceSpec:
-    return _source.resolve_source(*args, git_url_template=git_url_template, environ=os.environ, **kwargs)
+def resolve_source(*args: Any, git_url_template: str | None = None, **kwargs: Any) -> SourceSpec:
+    return _source.resolve_source(*args, git_url_template=git_url_template or _template(), environ=os.environ, **kwargs)
 
 
-def checkout_source(*args: Any, git_url_template: str = GITHUB_TEMPLATE, **kwargs: Any) -> str:
-    return _source.checkout_source(*args, git_url_template=git_url_template, environ=os.environ, **kwargs)
+def checkout_source(*args: Any, git_url_template: str | None = None, **kwargs: Any) -> str:
+    return _source.checkout_source(*args, git_url_template=git_url_template or _template(), environ=os.environ, **kwargs)
 
 
 def describe_checkout(path: Path) -> Any:

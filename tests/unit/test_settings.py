@@ -60,7 +60,7 @@ def test_flag_beats_environment_beats_matrix_beats_default(setting: S.Setting) -
     assert S.pick(setting, environ={}, default="D") == S.Picked("D", "default")
     # An empty flag or variable counts as not given.
     assert S.pick(setting, flag="" if setting.flag else None,
-                  environ={v: "" for v in setting.env}, default="D").value == "D"
+                  environ=dict.fromkeys(setting.env, ""), default="D").value == "D"
 
 
 def test_a_second_variable_is_read_when_the_first_is_unset() -> None:
