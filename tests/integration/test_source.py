@@ -18,6 +18,7 @@ from pipeline.mix import MIX_AUTHOR_EMAIL, MIX_AUTHOR_NAME
 from pipeline.resolution import SourceSpec
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 
+
 def _template() -> str:
     """The git URL template as the CLI would fix it from this process's environment."""
     from tests.support.inputs import make_inputs
