@@ -28,15 +28,16 @@ Sunday's run; ``weekly-stable`` never does.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from pipeline.errors import ResolutionError, UsageError
 from pipeline.names import POLICIES
-from pipeline.rocm.policy import local_week_start, select_build, sunday_cutoff
+from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, local_week_start, select_build, sunday_cutoff
 from pipeline.rocm.versions import RocmBuild, is_version
+from pipeline.timeutil import format_utc
 
 SUNDAY_VARIANT = "weekly-sunday"
 DEFAULT_POLICIES = ("weekly-stable", "weekly", SUNDAY_VARIANT, "latest")
@@ -188,3 +189,71 @@ def simulate(
     """Every policy replayed over the same daily runs, keyed by policy, in the given order."""
     moments = run_moments(start, end, cron)
     return {p: simulate_policy(builds, p, moments) for p in dict.fromkeys(policies)}
+
+
+# --------------------------------------------------------------------------
+# Replay of the last weeks (``python -m pipeline replay``), on the same day-by-day loop
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayRow:
+    """One day's run: its moment, the cutoff and each leg's version (None: nothing matched)."""
+
+    moment: datetime
+    # The rule (or explicit version) the row was resolved with.
+    policy: str
+    cutoff: str | None
+    versions: dict[str, str | None] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "moment": format_utc(self.moment),
+            "date": self.moment.astimezone(WEEK_ZONE).date().isoformat(),
+            "cutoff": self.cutoff,
+            "versions": self.versions,
+            "errors": self.errors,
+        }
+
+
+def replay_moments(now: datetime, weeks: int) -> list[datetime]:
+    """One moment per day of the last ``weeks`` weeks, oldest first, ending at ``now``."""
+    return [now - timedelta(days=k) for k in reversed(range(7 * weeks))]
+
+
+def replay_rows(
+    builds: Mapping[str, Sequence[RocmBuild]] | None,
+    legs: Sequence[str],
+    *,
+    policy: str,
+    moments: Sequence[datetime],
+) -> list[ReplayRow]:
+    """What each moment resolves to, leg by leg, with the simulator's day-by-day loop (pure).
+
+    ``builds`` None: the index was unreachable and an explicit version stands for itself.
+    """
+    runs = {leg: simulate_policy(builds[leg], policy, moments).runs for leg in legs} if builds is not None else {}
+    rows = []
+    for k, moment in enumerate(moments):
+        cutoff = cutoff_for(policy, moment)
+        versions: dict[str, str | None] = {}
+        errors: dict[str, str] = {}
+        for leg in legs:
+            if builds is None:
+                versions[leg] = policy
+                continue
+            run = runs[leg][k]
+            versions[leg] = run.version
+            if run.error:
+                errors[leg] = run.error
+        rows.append(
+            ReplayRow(
+                moment=moment,
+                policy=policy,
+                cutoff=cutoff.strftime("%Y%m%d") if cutoff else None,
+                versions=versions,
+                errors=errors,
+            )
+        )
+    return rows

@@ -16,89 +16,26 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pipeline import settings as S
 from pipeline.commands.common import add_resolution_options, fetch_with_status
 from pipeline.config import Leg
-from pipeline.errors import ResolutionError, UsageError
+from pipeline.errors import UsageError
 from pipeline.inputs import RunInputs
 from pipeline.resolution import Resolution, load_resolution
 from pipeline.rocm.index import builds_for
-from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, is_explicit, parse_policy, select_build
+from pipeline.rocm.policy import WEEK_ZONE, is_explicit, parse_policy
 from pipeline.rocm.resolver import load_entries, resolve_from_entries
 from pipeline.rocm.versions import RocmBuild
+from pipeline.simulate import ReplayRow, replay_moments, replay_rows
 from pipeline.timeutil import format_utc
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 MAX_WEEKS = 520
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReplayRow:
-    """One day's run: its moment, the cutoff and each leg's version (None: nothing matched)."""
-
-    moment: datetime
-    # The rule (or explicit version) the row was resolved with.
-    policy: str
-    cutoff: str | None
-    versions: dict[str, str | None] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy,
-            "moment": format_utc(self.moment),
-            "date": self.moment.astimezone(WEEK_ZONE).date().isoformat(),
-            "cutoff": self.cutoff,
-            "versions": self.versions,
-            "errors": self.errors,
-        }
-
-
-def replay_moments(now: datetime, weeks: int) -> list[datetime]:
-    """One moment per day of the last ``weeks`` weeks, oldest first, ending at ``now``."""
-    return [now - timedelta(days=k) for k in reversed(range(7 * weeks))]
-
-
-def replay_rows(
-    builds: Mapping[str, Sequence[RocmBuild]] | None,
-    legs: Sequence[str],
-    *,
-    policy: str,
-    moments: Sequence[datetime],
-) -> list[ReplayRow]:
-    """What each moment resolves to (pure). ``builds`` None: the index was unreachable
-    and an explicit version stands for itself."""
-    rows = []
-    for moment in moments:
-        cutoff = cutoff_for(policy, moment)
-        versions: dict[str, str | None] = {}
-        errors: dict[str, str] = {}
-        for leg in legs:
-            if builds is None:
-                versions[leg] = policy
-                continue
-            try:
-                versions[leg] = select_build(builds[leg], policy=policy, now=moment, cutoff=cutoff).version
-            except ResolutionError as err:
-                versions[leg] = None
-                errors[leg] = err.message
-        rows.append(
-            ReplayRow(
-                moment=moment,
-                policy=policy,
-                cutoff=cutoff.strftime("%Y%m%d") if cutoff else None,
-                versions=versions,
-                errors=errors,
-            )
-        )
-    return rows
 
 
 def replay_policy(
