@@ -18,6 +18,7 @@ from pipeline.errors import PipelineError
 
 # Order is the order of `--help`.
 COMMANDS = (
+    "alert",
     "build",
     "cache-key",
     "cache-save",
@@ -25,6 +26,8 @@ COMMANDS = (
     "legs",
     "matrix",
     "prune",
+    "publish",
+    "release-exists",
     "replay",
     "report",
     "reproduce",
