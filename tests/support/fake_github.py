@@ -45,6 +45,8 @@ class Seen:
     query: dict[str, list[str]]
     authorization: str | None
     status: int
+    # True for a request to the uploads host.
+    uploads: bool = False
 
 
 class FakeGitHub:
@@ -89,8 +91,10 @@ class FakeGitHub:
                 length = int(self.headers.get("Content-Length") or 0)
                 data = self.rfile.read(length) if length else b""
                 uploads = self.server is outer._uploads
+                # A client that died mid-body: GitHub keeps such an asset in the "starter" state.
                 status, body, headers = outer._handle(
-                    self.command, self.path, self.headers.get("Authorization"), data, uploads=uploads
+                    self.command, self.path, self.headers.get("Authorization"), data, uploads=uploads,
+                    partial=len(data) < length,
                 )
                 self._reply(status, body, headers)
                 if uploads and status == 201 and outer.on_upload:
@@ -165,18 +169,19 @@ class FakeGitHub:
     # -- the server side
 
     def _handle(
-        self, method: str, raw_path: str, auth: str | None, data: bytes = b"", *, uploads: bool = False
+        self, method: str, raw_path: str, auth: str | None, data: bytes = b"", *, uploads: bool = False,
+        partial: bool = False,
     ) -> tuple[int, bytes, dict[str, str]]:
         parts = urlsplit(raw_path)
         query = parse_qs(parts.query)
         with self._lock:
-            status, body, headers = self._route(method, parts.path, parts.query, query, auth, data, uploads)
-            self.requests.append(Seen(method, parts.path, query, auth, status))
+            status, body, headers = self._route(method, parts.path, parts.query, query, auth, data, uploads, partial)
+            self.requests.append(Seen(method, parts.path, query, auth, status, uploads))
         return status, body, headers
 
     def _route(
         self, method: str, path: str, raw_query: str, query: dict[str, list[str]], auth: str | None,
-        data: bytes = b"", uploads: bool = False,
+        data: bytes = b"", uploads: bool = False, partial: bool = False,
     ) -> tuple[int, bytes, dict[str, str]]:
         target = f"{path}?{raw_query}" if raw_query else path
         for fault in self.faults:
@@ -186,7 +191,7 @@ class FakeGitHub:
         if auth != f"Bearer {self.token}":
             return 401, _json({"message": "Bad credentials", "status": "401"}), {}
         if uploads:
-            return self._upload(method, path, query, data)
+            return self._upload(method, path, query, data, partial)
         repo = f"/repos/{self.repo}"
         if path.startswith(f"{repo}/releases"):
             return self._releases(method, path[len(repo):], query, data)
@@ -292,7 +297,7 @@ class FakeGitHub:
         return 404, _json({"message": "Not Found"}), {}
 
     def _upload(
-        self, method: str, path: str, query: dict[str, list[str]], data: bytes
+        self, method: str, path: str, query: dict[str, list[str]], data: bytes, partial: bool = False
     ) -> tuple[int, bytes, dict[str, str]]:
         m = re.fullmatch(rf"/repos/{re.escape(self.repo)}/releases/(\d+)/assets", path)
         release = next((r for r in self.releases if m and r["id"] == int(m.group(1))), None)
@@ -302,6 +307,9 @@ class FakeGitHub:
         if any(a["name"] == name for a in release["assets"]):
             errors = [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]
             return 422, _json({"message": "Validation Failed", "errors": errors}), {}
+        if partial:
+            self._store_asset(release, name, data, state="starter")
+            return 400, _json({"message": "incomplete body"}), {}
         asset = self._store_asset(release, name, data)
         self.uploads_done += 1
         return 201, _json(asset), {}
