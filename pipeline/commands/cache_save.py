@@ -21,7 +21,7 @@ from typing import Any
 from pipeline import github
 from pipeline.config import load_matrix
 from pipeline.errors import ToolchainError
-from pipeline.record import RECORD_NAME, LegRecord
+from pipeline.save_stats import save_inputs
 
 
 def register(sub: Any) -> None:
@@ -109,14 +109,14 @@ def run(args: argparse.Namespace) -> int:
 
     matrix = load_matrix(args.matrix)
     leg = matrix.leg(args.leg)
-    record = LegRecord.read(args.out / leg.name / RECORD_NAME)
-    recorded_dir = record.ccache.get("cache_dir")
-    cache_dir = Path(recorded_dir) if isinstance(recorded_dir, str) and recorded_dir else default_cache_dir(leg.name)
+    # A failed or timed-out build still has statistics: the record's, else its stats log.
+    inputs = save_inputs(args.out / leg.name)
+    cache_dir = Path(inputs.cache_dir) if inputs.cache_dir else default_cache_dir(leg.name)
 
     # With --json, stdout carries only the JSON.
     with github.group(f"ccache eviction ({leg.name})", stream=sys.stderr if args.json else None):
         evicted = evict(cache_dir, matrix.ccache.evict_older_than_days)
-    decision = decide_save(record.ccache, matrix.ccache.save_min_new_entries)
+    decision = decide_save(inputs.ccache, matrix.ccache.save_min_new_entries)
     github.set_output("save", "true" if decision.save else "false")
     if args.json:
         print(
@@ -134,5 +134,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         if evicted:
             print(evicted)
-        print(f"{leg.name}: {'save' if decision.save else 'do not save'} the cache: {decision.reason}")
+        print(f"{leg.name}: {'save' if decision.save else 'do not save'} the cache: {decision.reason} "
+              f"(from {inputs.origin})")  # fmt: skip
     return 0
