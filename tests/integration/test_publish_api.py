@@ -297,3 +297,21 @@ def test_alert_opens_one_issue_comments_then_closes_on_success(tmp_path: Path) -
         assert issue["state"] == "closed" and gh.issues[0]["state"] == "open"
         quiet = alert(gh, "success")
         assert "nothing to do" in quiet.stdout and len(gh.issues) == 2
+
+
+def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> None:
+    make_run(tmp_path / "out", legs=("cpu",))
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
+         "-s", "publish", "--", "--out", str(tmp_path / "out"), "--legs", "cpu"],
+        cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT), "PIPELINE_MATRIX": str(MATRIX)},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "release b7000: not looked up (no token or repository" in proc.stdout
+    assert "dry run: would upload 2, keep 0" in proc.stdout
+    sums = (tmp_path / "out" / "release" / "SHA256SUMS").read_text()
+    check = subprocess.run(["sha256sum", "-c", str(tmp_path / "out" / "release" / "SHA256SUMS")],
+                           cwd=tmp_path / "out" / "dist", capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0 and sums.count("\n") == 1
