@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from pipeline.bundle import bundle_name
+from pipeline.config import load_matrix
 from pipeline.errors import GitHubError, PublishError
 from pipeline.github_releases import ReleasesClient
 from pipeline.publishing import apply_release
@@ -33,7 +36,7 @@ def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] =
     """A run's output folder as the workflow downloads it: records in OUT/<leg>/, bundles in OUT/dist/."""
     bundles: dict[str, Path] = {}
     for i, leg in enumerate(legs):
-        name = f"llama-{TAG}-bin-linux-{leg}-x64.tar.gz"
+        name = bundle_name(load_matrix(MATRIX).leg(leg), TAG)
         record: dict[str, Any] = {
             "leg": leg,
             "backend": leg.split("-")[0],
@@ -203,8 +206,8 @@ def test_a_differing_asset_is_refused_unless_replace(tmp_path: Path) -> None:
 
 def test_already_exists_on_upload_keeps_an_identical_asset(tmp_path: Path) -> None:
     bundles = make_run(tmp_path / "out", legs=("cpu",))
-    (name, path), = bundles.items()
-    asset = LocalAsset(name=name, sha256=__import__("hashlib").sha256(path.read_bytes()).hexdigest(),
+    ((name, path),) = bundles.items()
+    asset = LocalAsset(name=name, sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
                        size=path.stat().st_size, path=str(path))  # fmt: skip
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         gh.add_release(TAG, draft=True, assets={name: path.read_bytes()})
