@@ -220,14 +220,14 @@ def _parse_time(value: Any) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def token_from_env(env: Mapping[str, str] | None = None) -> str:
-    """The API token from GITHUB_TOKEN or GH_TOKEN; GitHubError when neither is set."""
+def token_from_env(env: Mapping[str, str] | None = None, *, permission: str = "actions: write") -> str:
+    """The API token from GITHUB_TOKEN or GH_TOKEN; GitHubError (naming ``permission``) when neither is set."""
     source = env if env is not None else os.environ
     for name in TOKEN_ENVS:
         if value := source.get(name, "").strip():
             return value
     raise GitHubError(
-        "no GitHub token: set GITHUB_TOKEN or GH_TOKEN (on Actions: a token with 'actions: write')"
+        f"no GitHub token: set GITHUB_TOKEN or GH_TOKEN (on Actions: a token with '{permission}')"
     )
 
 

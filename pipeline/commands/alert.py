@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     expected = expected_legs(args.legs, os.environ.get(LEGS_ENV), list(matrix.legs))
     failed, record_tag = failed_legs(expected, args.out) if args.status == "failure" else ([], None)
-    token = github.token_from_env()
+    token = github.token_from_env(permission="issues: write")
     from pipeline.github_releases import ReleasesClient
     from pipeline.retry import default_backoff
 

@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {args.out}: no such folder")
 
     # Everything that can fail without the network comes before the first request.
+    token = _token(required=args.apply)
     results = read_results(args.out)
     coverage = check_coverage(expected, results, bundles_present(args.out, results), set(args.allow_missing))
     if not coverage.ok:
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     notes = release_notes(tag, coverage)
     assets = release_files(args.out, coverage.present, notes)
 
-    client, release, remote = _remote_state(args, tag)
+    client, release, remote = _remote_state(args, tag, token)
     plan = plan_uploads(assets, remote, replace=args.replace)
     _print_plan(tag, release, plan, coverage.allowed_missing, offline=client is None, apply=args.apply)
     if not args.apply:
@@ -106,15 +107,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _remote_state(args: argparse.Namespace, tag: str) -> tuple[ReleasesClient | None, Release | None, list[Any]]:
-    """The client, the release for ``tag`` and its assets; offline (all None) for a dry run without token."""
+def _token(*, required: bool) -> str | None:
+    """The token; a dry run may go without (then it plans offline)."""
     try:
-        token = github.token_from_env()
+        return github.token_from_env(permission=ReleasesClient.permission)
     except GitHubError:
-        if args.apply:
+        if required:
             raise
-        return None, None, []
-    if not args.repo:
+        return None
+
+
+def _remote_state(
+    args: argparse.Namespace, tag: str, token: str | None
+) -> tuple[ReleasesClient | None, Release | None, list[Any]]:
+    """The client, the release for ``tag`` and its assets; offline (all None) for a dry run without token."""
+    if token is None or not args.repo:
         return None, None, []
     from pipeline.retry import default_backoff
 

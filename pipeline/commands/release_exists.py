@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise UsageError("no tag: pass --tag TAG or --resolved PATH")
     force = is_forced(args.force, os.environ.get(FORCE_ENV))
-    token = github.token_from_env()
+    token = github.token_from_env(permission="contents: read")
     from pipeline.github_releases import ReleasesClient
     from pipeline.retry import default_backoff
 
