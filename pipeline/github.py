@@ -5,9 +5,12 @@ The Actions half writes ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and
 groups); outside Actions it degrades to plain console lines, so every command
 runs the same on a laptop.
 
-The REST half lists and deletes Actions caches. The token comes from
+The REST half: :class:`RestClient`, the one transport (token headers, the
+shared retry policy, one-line errors), and on it the Actions caches client
+(releases and issues: :mod:`pipeline.github_releases`). The token comes from
 ``GITHUB_TOKEN`` or ``GH_TOKEN``; it lives only in the session's headers and
-never appears in a message, a repr or a log line.
+never appears in a message, a repr or a log line: error lines are redacted,
+also when a server echoes the token back.
 """
 
 from __future__ import annotations
