@@ -177,6 +177,8 @@ def test_publish_runs_once_per_tag_and_builds_are_skipped_when_the_release_exist
     assert "if: needs.resolve.outputs.build == 'true'" in job_text("build")
     assert "PIPELINE_FORCE: ${{ inputs.force }}" in job_text("resolve")
     assert "needs.resolve.outputs.build == 'true'" in publish
+    # The jobs that read the builds' records do not run (and fail) when nothing was built.
+    assert "needs.resolve.outputs.build == 'true'" in job_text("summary")
 
 
 def test_inputs_reach_steps_only_through_env() -> None:
