@@ -1,4 +1,4 @@
-"""Nox sessions: one per leg of matrix.toml, plus resolve, nightly, tests, lint, report, prune, bench.
+"""Nox sessions: one per leg of matrix.toml, plus resolve, nightly, tests, lint, report, prune, publish, bench.
 
 Thin on purpose: every session installs the project into its virtualenv (so
 ccache, CMake and Ninja come pinned from PyPI) and calls ``python -m pipeline``.
@@ -120,6 +120,13 @@ def prune(session: nox.Session) -> None:
     """Plan (and with --apply, do) the pruning of old GitHub Actions caches."""
     _install(session)
     session.run("python", "-m", "pipeline", "prune", *session.posargs)
+
+
+@nox.session
+def publish(session: nox.Session) -> None:
+    """Plan (and with --apply, do) the GitHub release of the run's bundles."""
+    _install(session)
+    session.run("python", "-m", "pipeline", "publish", *session.posargs)
 
 
 @nox.session

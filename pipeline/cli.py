@@ -22,6 +22,7 @@ from pipeline.settings import MATRIX, add_flag
 
 # Order is the order of `--help`.
 COMMANDS = (
+    "alert",
     "build",
     "cache-key",
     "cache-save",
@@ -29,6 +30,8 @@ COMMANDS = (
     "legs",
     "matrix",
     "prune",
+    "publish",
+    "release-exists",
     "replay",
     "report",
     "reproduce",

@@ -82,3 +82,9 @@ class BundleError(PipelineError):
     """A bundle or manifest is corrupt, foreign or missing."""
 
     exit_code = 9
+
+
+class PublishError(PipelineError):
+    """The run cannot be published as it is: a missing leg, a conflicting asset, mixed tags."""
+
+    exit_code = 10

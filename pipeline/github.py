@@ -5,9 +5,12 @@ The Actions half writes ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and
 groups); outside Actions it degrades to plain console lines, so every command
 runs the same on a laptop.
 
-The REST half lists and deletes Actions caches. The token comes from
+The REST half: :class:`RestClient`, the one transport (token headers, the
+shared retry policy, one-line errors), and on it the Actions caches client
+(releases and issues: :mod:`pipeline.github_releases`). The token comes from
 ``GITHUB_TOKEN`` or ``GH_TOKEN``; it lives only in the session's headers and
-never appears in a message, a repr or a log line.
+never appears in a message, a repr or a log line: error lines are redacted,
+also when a server echoes the token back.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -26,7 +29,7 @@ from urllib.parse import urlsplit
 from pipeline import settings
 from pipeline.caches import PER_PAGE as PER_PAGE
 from pipeline.caches import CacheEntry as CacheEntry
-from pipeline.errors import GitHubError, NetworkError, UsageError
+from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 if TYPE_CHECKING:
@@ -164,13 +167,13 @@ def group(title: str, *, env: Mapping[str, str], stream: TextIO | None = None) -
 # Caches: data
 
 
-def token_from_env(env: Mapping[str, str]) -> str:
-    """The API token from GITHUB_TOKEN or GH_TOKEN; GitHubError when neither is set."""
+def token_from_env(env: Mapping[str, str], *, permission: str = "actions: write") -> str:
+    """The API token from GITHUB_TOKEN or GH_TOKEN; GitHubError (naming ``permission``) when neither is set."""
     for name in TOKEN_ENVS:
         if value := env.get(name, "").strip():
             return value
     raise GitHubError(
-        f"no GitHub token: set {' or '.join(TOKEN_ENVS)} (on Actions: a token with 'actions: write')"
+        f"no GitHub token: set {' or '.join(TOKEN_ENVS)} (on Actions: a token with '{permission}')"
     )
 
 
@@ -198,8 +201,16 @@ def retry_after_seconds(headers: Mapping[str, str], now: float) -> float | None:
     return None
 
 
-class CachesClient:
-    """List and delete a repository's Actions caches, with bounded retries."""
+class RestClient:
+    """The GitHub REST transport: token headers, bounded retries, one-line errors.
+
+    Every error message passes through :meth:`redact`, so the token never
+    reaches a log line, even when a server echoes it in an error body.
+    """
+
+    # Named in a 403's hint: the permission the command needs.
+    permission = "actions: write"
+    user_agent = "llama-pipeline"
 
     def __init__(
         self,
@@ -231,18 +242,112 @@ class CachesClient:
         self._sleep = sleep
         self._clock = clock
         self.requests_made = 0
+        self._secret = token
         self._session = session or requests.Session()
         self._session.headers.update(
             {
                 "Accept": "application/vnd.github+json",
                 "Authorization": f"Bearer {token}",
                 "X-GitHub-Api-Version": "2022-11-28",
-                "User-Agent": "llama-pipeline-prune",
+                "User-Agent": self.user_agent,
             }
         )
 
     def __repr__(self) -> str:  # never the headers: they hold the token
-        return f"CachesClient(repo={self.repo!r}, api_url={self.api_url!r})"
+        return f"{type(self).__name__}(repo={self.repo!r}, api_url={self.api_url!r})"
+
+    def redact(self, text: str) -> str:
+        """``text`` with the token replaced by ``***``."""
+        return redact_token(text, self._secret)
+
+    # -- internals
+
+    def _path(self, url: str) -> str:
+        parts = urlsplit(url)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+
+    def _next_url(self, resp: requests.Response, where: str) -> str | None:
+        nxt = resp.links.get("next", {}).get("url")
+        if not nxt:
+            return None
+        parts = urlsplit(nxt)
+        # The token goes with every request: never follow a link to another host.
+        if (parts.scheme, parts.netloc) != self._origin:
+            raise GitHubError(f"{where}: the next page points to another host ({parts.netloc}); refused")
+        return str(nxt)
+
+    def _request(
+        self, method: str, url: str, *, accept: Collection[int] = (), **send: Any
+    ) -> requests.Response:
+        """One call with retries; a status in ``accept`` is returned instead of raised.
+
+        ``send`` goes to ``requests`` (``json=``, ``headers=``; ``body=`` is a
+        callable returning a fresh body per attempt, e.g. an opened file).
+        """
+        try:
+            return call_with_retries(
+                self._send, method, url, frozenset(accept), send,
+                attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
+            )  # fmt: skip
+        except RetriesExhausted as err:
+            # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
+            cls = NetworkError if err.last.wait is None else GitHubError
+            raise cls(
+                self.redact(f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}")
+            ) from None
+        except PipelineError as err:
+            err.message = self.redact(err.message)
+            raise
+
+    def _send(
+        self, method: str, url: str, accept: frozenset[int], send: Mapping[str, Any]
+    ) -> requests.Response:
+        import requests
+
+        where = f"{method} {self._path(url)}"
+        self.requests_made += 1
+        kwargs = dict(send)
+        body = kwargs.pop("body", None)
+        try:
+            if body is not None:
+                with body() as data:
+                    resp = self._session.request(method, url, timeout=self.timeout, data=data, **kwargs)
+            else:
+                resp = self._session.request(method, url, timeout=self.timeout, **kwargs)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise Retryable(self.redact(_one_line(exc))) from None
+        except requests.RequestException as exc:
+            raise NetworkError(f"{where}: {_one_line(exc)}") from None
+        status = resp.status_code
+        if status < 300 or status in accept:
+            return resp
+        if status >= 500:
+            raise Retryable(f"HTTP {status} {resp.reason}")
+        if status in (403, 429):
+            wait = retry_after_seconds(resp.headers, self._clock())
+            limited = status == 429 or wait is not None
+            if limited:
+                wait = 1.0 if wait is None else wait
+                if wait > self.max_wait:
+                    raise GitHubError(
+                        f"{where}: rate limited for {wait:.0f} s more (over the {self.max_wait:.0f} s "
+                        "this command waits); run it again later"
+                    )
+                raise Retryable(f"HTTP {status} rate limited", wait)
+        raise GitHubError(
+            f"{where}: HTTP {status} {resp.reason}{_hint(status, self.repo, self.permission)}{_api_message(resp)}"
+        )
+
+
+def redact_token(text: str, token: str) -> str:
+    """``text`` without ``token`` (and without its Bearer header form)."""
+    return text.replace(token, "***") if token else text
+
+
+class CachesClient(RestClient):
+    """List and delete a repository's Actions caches, with bounded retries."""
+
+    user_agent = "llama-pipeline-prune"
 
     @property
     def caches_url(self) -> str:
@@ -279,71 +384,15 @@ class CachesClient:
 
     def delete_cache(self, cache_id: int) -> bool:
         """Delete one cache by id; False when it was already gone (404)."""
-        resp = self._request("DELETE", f"{self.caches_url}/{cache_id}", missing_ok=True)
+        resp = self._request("DELETE", f"{self.caches_url}/{cache_id}", accept=(404,))
         return resp.status_code != 404
 
-    # -- internals
 
-    def _path(self, url: str) -> str:
-        parts = urlsplit(url)
-        return parts.path + (f"?{parts.query}" if parts.query else "")
-
-    def _next_url(self, resp: requests.Response, where: str) -> str | None:
-        nxt = resp.links.get("next", {}).get("url")
-        if not nxt:
-            return None
-        parts = urlsplit(nxt)
-        # The token goes with every request: never follow a link to another host.
-        if (parts.scheme, parts.netloc) != self._origin:
-            raise GitHubError(f"{where}: the next page points to another host ({parts.netloc}); refused")
-        return str(nxt)
-
-    def _request(self, method: str, url: str, *, missing_ok: bool = False) -> requests.Response:
-        try:
-            return call_with_retries(
-                self._send, method, url, missing_ok,
-                attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
-            )  # fmt: skip
-        except RetriesExhausted as err:
-            # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
-            cls = NetworkError if err.last.wait is None else GitHubError
-            raise cls(f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}") from None
-
-    def _send(self, method: str, url: str, missing_ok: bool) -> requests.Response:
-        import requests
-
-        where = f"{method} {self._path(url)}"
-        self.requests_made += 1
-        try:
-            resp = self._session.request(method, url, timeout=self.timeout)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise Retryable(_one_line(exc)) from None
-        except requests.RequestException as exc:
-            raise NetworkError(f"{where}: {_one_line(exc)}") from None
-        status = resp.status_code
-        if status < 300 or (missing_ok and status == 404):
-            return resp
-        if status >= 500:
-            raise Retryable(f"HTTP {status} {resp.reason}")
-        if status in (403, 429):
-            wait = retry_after_seconds(resp.headers, self._clock())
-            limited = status == 429 or wait is not None
-            if limited:
-                wait = 1.0 if wait is None else wait
-                if wait > self.max_wait:
-                    raise GitHubError(
-                        f"{where}: rate limited for {wait:.0f} s more (over the {self.max_wait:.0f} s "
-                        "this command waits); run it again later"
-                    )
-                raise Retryable(f"HTTP {status} rate limited", wait)
-        raise GitHubError(f"{where}: HTTP {status} {resp.reason}{_hint(status, self.repo)}{_api_message(resp)}")
-
-
-def _hint(status: int, repo: str) -> str:
+def _hint(status: int, repo: str, permission: str = "actions: write") -> str:
     if status == 401:
         return ": the token is missing, expired or invalid"
     if status == 403:
-        return f": the token may lack 'actions: write' on {repo}"
+        return f": the token may lack '{permission}' on {repo}"
     if status == 404:
         return f": no repository {repo}, or the token cannot see it"
     return ""

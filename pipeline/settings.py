@@ -188,10 +188,19 @@ GITHUB_API_URL = Setting(
     default="https://api.github.com", help="GitHub REST API root (GitHub Enterprise, tests)",
 )
 
+NIGHTLY_STATUS = Setting(
+    name="status", flag="--status", env=("PIPELINE_NIGHTLY_STATUS",), parse=parse_text, metavar="STATUS",
+    default="none", help="how the nightly ended: success or failure (alert)",
+)
+FORCE = Setting(
+    name="force", env=("PIPELINE_FORCE",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
+    default="false", help="build even when the release for the tag exists (release-exists --force)",
+)
+
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
-    GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL,
+    GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE,
 )
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.
@@ -199,6 +208,7 @@ GITHUB_ACTIONS = "GITHUB_ACTIONS"
 GITHUB_OUTPUT = "GITHUB_OUTPUT"
 GITHUB_ENV = "GITHUB_ENV"
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
 CC, CXX = "CC", "CXX"
 CUDA_PATH = "CUDA_PATH"
 XDG_CACHE_HOME = "XDG_CACHE_HOME"

@@ -11,7 +11,6 @@ from typing import Any
 from pipeline import github
 from pipeline import settings as S
 from pipeline.inputs import RunInputs
-from pipeline.record import RECORD_NAME, LegRecord
 
 
 def register(sub: Any) -> None:
@@ -33,20 +32,21 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.cache_save import decide_save, evict
     from pipeline.ccache import leg_cache_dir
+    from pipeline.save_stats import save_inputs
 
     matrix = inputs.require_matrix()
     leg = matrix.leg(args.leg)
-    record = LegRecord.read(inputs.out / leg.name / RECORD_NAME)
-    recorded_dir = record.ccache.get("cache_dir")
-    if isinstance(recorded_dir, str) and recorded_dir:
-        cache_dir = Path(recorded_dir)
+    # A failed or timed-out build still has statistics: the record's, else its stats log.
+    stats = save_inputs(inputs.out / leg.name)
+    if stats.cache_dir:
+        cache_dir = Path(stats.cache_dir)
     else:
         cache_dir = inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)
 
     # With --json, stdout carries only the JSON.
     with github.group(f"ccache eviction ({leg.name})", stream=sys.stderr if args.json else None, env=inputs.environ):
         evicted = evict(cache_dir, matrix.ccache.evict_older_than_days, inputs.environ)
-    decision = decide_save(record.ccache, matrix.ccache.save_min_new_entries)
+    decision = decide_save(stats.ccache, matrix.ccache.save_min_new_entries)
     github.set_output("save", "true" if decision.save else "false", env=inputs.environ)
     if args.json:
         print(
@@ -64,5 +64,6 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     else:
         if evicted:
             print(evicted)
-        print(f"{leg.name}: {'save' if decision.save else 'do not save'} the cache: {decision.reason}")
+        print(f"{leg.name}: {'save' if decision.save else 'do not save'} the cache: {decision.reason} "
+              f"(from {stats.origin})")  # fmt: skip
     return 0

@@ -72,6 +72,34 @@ def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) ->
     return merged
 
 
+def add_github_options(p: argparse.ArgumentParser) -> None:
+    """--repo and --api-url (prune, publish, alert, release-exists)."""
+    S.add_flag(p, S.GITHUB_REPOSITORY)
+    S.add_flag(p, S.GITHUB_API_URL)
+
+
+def github_target(args: argparse.Namespace, inputs: RunInputs) -> tuple[str | None, str]:
+    """The repository and API root: flag, else environment, else (for the API) the public one."""
+    from pipeline.github import DEFAULT_API_URL
+
+    repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
+    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=DEFAULT_API_URL).value
+    return repo, api_url
+
+
+def expected_legs(args: argparse.Namespace, inputs: RunInputs) -> list[str]:
+    """The legs a run should have built: --legs, else its variable, else every leg of the matrix."""
+    from pipeline.errors import UsageError
+
+    all_legs = list(inputs.require_matrix().legs)
+    legs = list(S.pick(S.LEGS, flag=args.legs, environ=inputs.environ, default=()).value)
+    if not legs:
+        return all_legs
+    if unknown := [leg for leg in legs if leg not in all_legs]:
+        raise UsageError(f"--legs: no leg {', '.join(unknown)} in the matrix (legs: {', '.join(all_legs)})")
+    return legs
+
+
 def add_resolution_options(p: argparse.ArgumentParser) -> None:
     """--rocm-version, --now, --index-url: shared by resolve and replay."""
     S.add_flag(p, S.ROCM_VERSION)

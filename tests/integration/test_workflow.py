@@ -106,6 +106,9 @@ def test_the_build_job_drives_nox_and_the_cache_commands() -> None:
     assert "python -m pipeline matrix --github --resolved out/resolved.json" in values
     assert "nox -s prune -- --apply" in values
     assert "python -m pipeline report" in values
+    assert "nox -s publish -- --apply" in values
+    assert "python -m pipeline alert --apply" in values
+    assert "python -m pipeline release-exists --resolved out/resolved.json" in values
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
@@ -130,13 +133,52 @@ def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
     assert re.search(r"^permissions: \{\}$", text, re.MULTILINE)
     jobs = re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE)
     jobs = [j for j in jobs if j.strip()]
-    assert [j.split(":", 1)[0] for j in jobs] == ["resolve", "build", "summary", "prune"]
+    assert [j.split(":", 1)[0] for j in jobs] == ["resolve", "build", "summary", "publish", "alert", "prune"]
+    special = {
+        "prune": {"contents": "read", "actions": "write"},
+        # The only job that may write the repository's contents (the release) ...
+        "publish": {"contents": "write"},
+        # ... and the only one that may touch issues.
+        "alert": {"contents": "read", "issues": "write"},
+    }
     for job in jobs:
+        name = job.split(":", 1)[0]
         perms = re.search(r"^    permissions:\n((?:      .*\n)+)", job, re.MULTILINE)
-        assert perms, f"job {job.split(':', 1)[0]} has no permissions block"
+        assert perms, f"job {name} has no permissions block"
         granted = {m.group(1): m.group(2) for m in re.finditer(r"^      (\w[\w-]*): (\w+)", perms.group(1), re.MULTILINE)}
-        expected = {"contents": "read", "actions": "write"} if job.startswith("prune") else {"contents": "read"}
-        assert granted == expected
+        assert granted == special.get(name, {"contents": "read"}), name
+
+
+def job_text(name: str) -> str:
+    text = WORKFLOW.read_text(encoding="utf-8").split("\njobs:\n", 1)[1]
+    return next(j for j in re.split(r"^  (?=[a-z][\w-]*:$)", text, flags=re.MULTILINE) if j.split(":", 1)[0] == name)
+
+
+def step_if(job: str, step_name: str) -> str:
+    match = re.search(r"- name: " + re.escape(step_name) + r"\n(?:        .*\n)*?        if: (.*)\n", job_text(job))
+    assert match, f"{job}: step {step_name!r} has no if"
+    return match.group(1)
+
+
+def test_the_cache_is_decided_and_saved_also_after_a_failed_or_timed_out_build() -> None:
+    assert step_if("build", "Evict stale entries, decide whether to save").startswith("always()")
+    assert step_if("build", "Save ccache").startswith("always() && steps.decide.outputs.save == 'true'")
+    build = job_text("build")
+    step_limit = int(re.search(r"- name: Build\n(?:        .*\n)*?        timeout-minutes: (\d+)", build).group(1))
+    job_limit = int(re.search(r"^    timeout-minutes: (\d+)", build, re.MULTILINE).group(1))
+    assert step_limit < job_limit  # a timed-out build still leaves the job time to save
+
+
+def test_publish_runs_once_per_tag_and_builds_are_skipped_when_the_release_exists() -> None:
+    publish = job_text("publish")
+    assert "group: publish-${{ needs.resolve.outputs.tag }}" in publish
+    assert "cancel-in-progress: false" in publish
+    assert "inputs.publish" in publish
+    assert "if: needs.resolve.outputs.build == 'true'" in job_text("build")
+    assert "PIPELINE_FORCE: ${{ inputs.force }}" in job_text("resolve")
+    assert "needs.resolve.outputs.build == 'true'" in publish
+    # The jobs that read the builds' records do not run (and fail) when nothing was built.
+    assert "needs.resolve.outputs.build == 'true'" in job_text("summary")
 
 
 def test_inputs_reach_steps_only_through_env() -> None:

@@ -1,17 +1,26 @@
-"""A fake GitHub Actions caches API over real HTTP on 127.0.0.1.
+"""A fake GitHub API (Actions caches, releases, issues) over real HTTP on 127.0.0.1.
 
 It speaks the real protocol: ``GET /repos/{o}/{r}/actions/caches`` with
 ``per_page``/``page`` and a ``Link`` header, ``DELETE .../caches/{id}``,
 bearer-token auth (401), unknown repositories (404), and scripted faults
 (5xx, 429 with ``Retry-After``, rate-limit 403s, malformed bodies) that fire
 a given number of times on matching requests.
+
+Releases as GitHub has them: ``GET .../releases/tags/{tag}`` sees published
+releases only (drafts are listed by ``GET .../releases``), a second release
+for a tag answers 422 ``already_exists``, assets are uploaded to a second
+server (GitHub's separate uploads host) named by the release's
+``upload_url`` template and carry a ``digest``; a duplicate name answers 422
+``already_exists``. Issues: list by label and state, create, comment, close.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,6 +45,8 @@ class Seen:
     query: dict[str, list[str]]
     authorization: str | None
     status: int
+    # True for a request to the uploads host.
+    uploads: bool = False
 
 
 class FakeGitHub:
@@ -50,6 +61,14 @@ class FakeGitHub:
         self.deleted: list[int] = []
         self.faults: list[Fault] = []
         self.requests: list[Seen] = []
+        self.releases: list[dict[str, Any]] = []
+        # Asset bytes by asset id (the test reads back what was uploaded).
+        self.asset_bytes: dict[int, bytes] = {}
+        self.issues: list[dict[str, Any]] = []
+        # Called after each finished upload with the number of uploads so far (a test's crash hook).
+        self.on_upload: Callable[[int], None] | None = None
+        self.uploads_done = 0
+        self._next_id = 1000
         self._lock = threading.Lock()
         outer = self
 
@@ -69,14 +88,27 @@ class FakeGitHub:
                 self.wfile.write(body)
 
             def _serve(self) -> None:
-                status, body, headers = outer._handle(self.command, self.path, self.headers.get("Authorization"))
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else b""
+                uploads = self.server is outer._uploads
+                # A client that died mid-body: GitHub keeps such an asset in the "starter" state.
+                status, body, headers = outer._handle(
+                    self.command, self.path, self.headers.get("Authorization"), data, uploads=uploads,
+                    partial=len(data) < length,
+                )
                 self._reply(status, body, headers)
+                if uploads and status == 201 and outer.on_upload:
+                    outer.on_upload(outer.uploads_done)
 
-            do_GET = do_DELETE = do_POST = _serve
+            do_GET = do_DELETE = do_POST = do_PATCH = _serve
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # GitHub uploads assets to another host than the API's: so does the fake.
+        self._uploads = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._uploads.daemon_threads = True
+        self._uploads_thread = threading.Thread(target=self._uploads.serve_forever, daemon=True)
 
     # -- test API
 
@@ -84,6 +116,30 @@ class FakeGitHub:
     def api_url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def uploads_url(self) -> str:
+        host, port = self._uploads.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def add_release(self, tag: str, *, draft: bool = False, assets: dict[str, bytes] | None = None) -> dict[str, Any]:
+        """A release already on the repository (with ``assets``: name -> bytes, all uploaded)."""
+        with self._lock:
+            release = self._new_release({"tag_name": tag, "name": tag, "body": "", "draft": draft})
+            for name, data in (assets or {}).items():
+                self._store_asset(release, name, data)
+        return release
+
+    def release(self, tag: str) -> dict[str, Any] | None:
+        return next((r for r in self.releases if r["tag_name"] == tag), None)
+
+    def asset_names(self, tag: str) -> list[str]:
+        release = self.release(tag)
+        return sorted(a["name"] for a in release["assets"]) if release else []
+
+    def add_issue(self, title: str, labels: list[str], *, state: str = "open") -> int:
+        with self._lock:
+            return self._new_issue({"title": title, "body": "", "labels": labels}, state=state)["number"]
 
     def add_cache(
         self, ident: int, key: str, *, ref: str = "refs/heads/main", created_at: str, size: int = 1000
@@ -112,16 +168,20 @@ class FakeGitHub:
 
     # -- the server side
 
-    def _handle(self, method: str, raw_path: str, auth: str | None) -> tuple[int, bytes, dict[str, str]]:
+    def _handle(
+        self, method: str, raw_path: str, auth: str | None, data: bytes = b"", *, uploads: bool = False,
+        partial: bool = False,
+    ) -> tuple[int, bytes, dict[str, str]]:
         parts = urlsplit(raw_path)
         query = parse_qs(parts.query)
         with self._lock:
-            status, body, headers = self._route(method, parts.path, parts.query, query, auth)
-            self.requests.append(Seen(method, parts.path, query, auth, status))
+            status, body, headers = self._route(method, parts.path, parts.query, query, auth, data, uploads, partial)
+            self.requests.append(Seen(method, parts.path, query, auth, status, uploads))
         return status, body, headers
 
     def _route(
-        self, method: str, path: str, raw_query: str, query: dict[str, list[str]], auth: str | None
+        self, method: str, path: str, raw_query: str, query: dict[str, list[str]], auth: str | None,
+        data: bytes = b"", uploads: bool = False, partial: bool = False,
     ) -> tuple[int, bytes, dict[str, str]]:
         target = f"{path}?{raw_query}" if raw_query else path
         for fault in self.faults:
@@ -130,6 +190,13 @@ class FakeGitHub:
                 return fault.status, fault.body, fault.headers
         if auth != f"Bearer {self.token}":
             return 401, _json({"message": "Bad credentials", "status": "401"}), {}
+        if uploads:
+            return self._upload(method, path, query, data, partial)
+        repo = f"/repos/{self.repo}"
+        if path.startswith(f"{repo}/releases"):
+            return self._releases(method, path[len(repo):], query, data)
+        if path.startswith(f"{repo}/issues"):
+            return self._issues(method, path[len(repo):], query, data)
         base = f"/repos/{self.repo}/actions/caches"
         if method == "GET" and path == base:
             return self._list(base, query)
@@ -159,13 +226,143 @@ class FakeGitHub:
         headers = {"Link": ", ".join(links)} if links else {}
         return 200, _json({"total_count": total, "actions_caches": items}), headers
 
+    # -- releases
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _release_json(self, release: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in release.items() if k != "assets"} | {"assets": release["assets"]}
+
+    def _new_release(self, body: dict[str, Any]) -> dict[str, Any]:
+        ident = self._new_id()
+        release = {
+            "id": ident,
+            "tag_name": body["tag_name"],
+            "name": body.get("name") or body["tag_name"],
+            "body": body.get("body", ""),
+            "draft": bool(body.get("draft", False)),
+            "html_url": f"https://github.invalid/{self.repo}/releases/tag/{body['tag_name']}",
+            "upload_url": f"{self.uploads_url}/repos/{self.repo}/releases/{ident}/assets{{?name,label}}",
+            "assets": [],
+        }
+        self.releases.append(release)
+        return release
+
+    def _store_asset(self, release: dict[str, Any], name: str, data: bytes, state: str = "uploaded") -> dict[str, Any]:
+        ident = self._new_id()
+        asset = {
+            "id": ident,
+            "name": name,
+            "size": len(data),
+            "state": state,
+            "digest": f"sha256:{hashlib.sha256(data).hexdigest()}",
+            "content_type": "application/octet-stream",
+        }
+        release["assets"].append(asset)
+        self.asset_bytes[ident] = data
+        return asset
+
+    def _releases(
+        self, method: str, path: str, query: dict[str, list[str]], data: bytes
+    ) -> tuple[int, bytes, dict[str, str]]:
+        if method == "GET" and (m := re.fullmatch(r"/releases/tags/(.+)", path)):
+            found = next((r for r in self.releases if r["tag_name"] == m.group(1) and not r["draft"]), None)
+            return (200, _json(self._release_json(found)), {}) if found else (404, _json({"message": "Not Found"}), {})
+        if method == "GET" and path == "/releases":
+            return 200, _json([self._release_json(r) for r in reversed(self.releases)]), {}
+        if method == "POST" and path == "/releases":
+            body = json.loads(data or b"{}")
+            if any(r["tag_name"] == body.get("tag_name") for r in self.releases):
+                errors = [{"resource": "Release", "code": "already_exists", "field": "tag_name"}]
+                return 422, _json({"message": "Validation Failed", "errors": errors}), {}
+            return 201, _json(self._release_json(self._new_release(body))), {}
+        if m := re.fullmatch(r"/releases/(\d+)(/assets)?", path):
+            release = next((r for r in self.releases if r["id"] == int(m.group(1))), None)
+            if release is None:
+                return 404, _json({"message": "Not Found"}), {}
+            if method == "GET" and m.group(2):
+                return 200, _json(release["assets"]), {}
+            if method == "PATCH" and not m.group(2):
+                release.update({k: v for k, v in json.loads(data or b"{}").items() if k in ("draft", "body", "name")})
+                return 200, _json(self._release_json(release)), {}
+        if method == "DELETE" and (m := re.fullmatch(r"/releases/assets/(\d+)", path)):
+            for release in self.releases:
+                for i, asset in enumerate(release["assets"]):
+                    if asset["id"] == int(m.group(1)):
+                        del release["assets"][i]
+                        return 204, b"", {}
+            return 404, _json({"message": "Not Found"}), {}
+        return 404, _json({"message": "Not Found"}), {}
+
+    def _upload(
+        self, method: str, path: str, query: dict[str, list[str]], data: bytes, partial: bool = False
+    ) -> tuple[int, bytes, dict[str, str]]:
+        m = re.fullmatch(rf"/repos/{re.escape(self.repo)}/releases/(\d+)/assets", path)
+        release = next((r for r in self.releases if m and r["id"] == int(m.group(1))), None)
+        if method != "POST" or release is None or "name" not in query:
+            return 404, _json({"message": "Not Found"}), {}
+        name = query["name"][0]
+        if any(a["name"] == name for a in release["assets"]):
+            errors = [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]
+            return 422, _json({"message": "Validation Failed", "errors": errors}), {}
+        if partial:
+            self._store_asset(release, name, data, state="starter")
+            return 400, _json({"message": "incomplete body"}), {}
+        asset = self._store_asset(release, name, data)
+        self.uploads_done += 1
+        return 201, _json(asset), {}
+
+    # -- issues
+
+    def _new_issue(self, body: dict[str, Any], state: str = "open") -> dict[str, Any]:
+        issue = {
+            "number": len(self.issues) + 1,
+            "title": body.get("title", ""),
+            "body": body.get("body", ""),
+            "state": state,
+            "labels": [{"name": n} for n in body.get("labels", [])],
+            "comments": [],
+        }
+        self.issues.append(issue)
+        return issue
+
+    def _issues(
+        self, method: str, path: str, query: dict[str, list[str]], data: bytes
+    ) -> tuple[int, bytes, dict[str, str]]:
+        if path == "/issues" and method == "GET":
+            state = query.get("state", ["open"])[0]
+            wanted = set(query.get("labels", [""])[0].split(",")) - {""}
+            found = [
+                i for i in self.issues
+                if (state == "all" or i["state"] == state) and wanted <= {lb["name"] for lb in i["labels"]}
+            ]
+            return 200, _json(found), {}
+        if path == "/issues" and method == "POST":
+            return 201, _json(self._new_issue(json.loads(data or b"{}"))), {}
+        m = re.fullmatch(r"/issues/(\d+)(/comments)?", path)
+        issue = self.issues[int(m.group(1)) - 1] if m and 0 < int(m.group(1)) <= len(self.issues) else None
+        if issue is None:
+            return 404, _json({"message": "Not Found"}), {}
+        body = json.loads(data or b"{}")
+        if method == "POST" and m and m.group(2):
+            issue["comments"].append(body.get("body", ""))
+            return 201, _json({"id": self._new_id(), "body": body.get("body", "")}), {}
+        if method == "PATCH" and m and not m.group(2):
+            issue.update({k: v for k, v in body.items() if k in ("state", "title", "body")})
+            return 200, _json(issue), {}
+        return 404, _json({"message": "Not Found"}), {}
+
     def __enter__(self) -> FakeGitHub:
         self._thread.start()
+        self._uploads_thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        for server in (self._server, self._uploads):
+            server.shutdown()
+            server.server_close()
 
 
 def _json(obj: Any) -> bytes:

@@ -33,6 +33,8 @@ VALUES = {
     "github_token": (None, "env-token", None),
     "repo": ("o/flag", "o/env", None),
     "api_url": ("http://127.0.0.1:1/api", "http://127.0.0.1:2/api", None),
+    "status": ("failure", "success", None),
+    "force": (None, "true", None),
 }
 
 

@@ -1,0 +1,68 @@
+"""What the nightly's alert does: open, comment, close or nothing. Pure, no I/O.
+
+One issue carries the alert label while the nightly is broken: the first
+failure opens it, later failures comment on it (no pile of duplicates), and
+the first success closes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pipeline.errors import UsageError
+
+DEFAULT_LABEL = "nightly-failure"
+STATUSES = ("success", "failure")
+
+AlertAction = Literal["open", "comment", "close", "none"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertPlan:
+    action: AlertAction
+    # The open alert issue this acts on (comment, close), if any.
+    issue: int | None
+    title: str
+    body: str
+
+
+def check_status(value: str) -> str:
+    """``success`` or ``failure``, else a UsageError naming the choices."""
+    if value not in STATUSES:
+        raise UsageError(f"--status: expected one of {', '.join(STATUSES)}, got {value!r}")
+    return value
+
+
+def failure_text(tag: str | None, failed: Sequence[tuple[str, str]], run_url: str | None) -> str:
+    """The markdown naming the failed legs (and why) and linking the run."""
+    head = f"The nightly{f' for `{tag}`' if tag else ''} failed"
+    lines = [f"{head}{f' ([run]({run_url}))' if run_url else ''}.", ""]
+    if failed:
+        lines.append("Failed legs:")
+        lines += [f"- `{leg}`: {why}" for leg, why in failed]
+    else:
+        lines.append("No leg failed: a job around the builds did (see the run).")
+    return "\n".join(lines) + "\n"
+
+
+def plan_alert(
+    status: str,
+    open_issue: int | None,
+    *,
+    tag: str | None,
+    failed: Sequence[tuple[str, str]],
+    run_url: str | None,
+) -> AlertPlan:
+    """The one action for this nightly's ``status`` given the open alert issue (None: none open)."""
+    check_status(status)
+    title = "Nightly build failing"
+    if status == "failure":
+        body = failure_text(tag, failed, run_url)
+        return AlertPlan(action="comment" if open_issue else "open", issue=open_issue, title=title, body=body)
+    if open_issue is None:
+        return AlertPlan(action="none", issue=None, title=title, body="")
+    fixed = f"The nightly{f' for `{tag}`' if tag else ''} succeeded"
+    body = f"{fixed}{f' ([run]({run_url}))' if run_url else ''}: closing.\n"
+    return AlertPlan(action="close", issue=open_issue, title=title, body=body)

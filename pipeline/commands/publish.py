@@ -1,0 +1,125 @@
+"""``python -m pipeline publish``: the run's bundles as one GitHub release (dry run unless --apply)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pipeline import github
+from pipeline import settings as S
+from pipeline.commands.common import add_github_options, expected_legs, github_target
+from pipeline.errors import GitHubError, PublishError, UsageError
+from pipeline.github_releases import Release, ReleasesClient
+from pipeline.inputs import RunInputs
+from pipeline.release_inputs import bundles_present, read_results, release_files
+from pipeline.release_plan import UploadPlan, check_coverage, plan_uploads, release_notes, run_tag
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "publish",
+        help="publish the run's bundles as a GitHub release (dry run unless --apply)",
+        description=(
+            "Check that every expected leg made its bundle, write SHA256SUMS and the notes under "
+            "OUT/release/, then create (or find) the draft release for the run's tag, upload what is "
+            "not there yet and publish it. A rerun resumes: assets already uploaded with the same "
+            "sha256 are kept. Token: $GITHUB_TOKEN or $GH_TOKEN."
+        ),
+    )
+    add_github_options(p)
+    S.add_flag(p, S.OUT, help="the run's output folder: OUT/*/record.json and the bundles")
+    p.add_argument("--tag", help="the release's tag (default: the llama.cpp tag the records name)")
+    S.add_flag(p, S.LEGS, help="the legs expected")
+    p.add_argument("--allow-missing", action="append", default=[], metavar="LEG",
+                   help="publish even though LEG failed or made no bundle (repeatable)")  # fmt: skip
+    p.add_argument("--replace", action="store_true", help="overwrite assets that differ from this run's")
+    p.add_argument("--apply", action="store_true", help="create, upload and publish; without it nothing changes")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    expected = expected_legs(args, inputs)
+    repo, api_url = github_target(args, inputs)
+    out = inputs.out
+    if unknown := sorted(set(args.allow_missing) - set(expected)):
+        raise UsageError(f"--allow-missing: {', '.join(unknown)} is not an expected leg ({', '.join(expected)})")
+    if args.apply and not repo:
+        raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
+    if not out.is_dir():
+        raise UsageError(f"--out {out}: no such folder")
+
+    # Everything that can fail without the network comes before the first request.
+    token = _token(inputs, required=args.apply)
+    results = read_results(out)
+    coverage = check_coverage(expected, results, bundles_present(out, results), set(args.allow_missing))
+    if not coverage.ok:
+        raise PublishError(coverage.problem())
+    if not coverage.present:
+        raise PublishError("no leg to publish")
+    tag = args.tag or run_tag(coverage.present)
+    notes = release_notes(tag, coverage)
+    assets = release_files(out, coverage.present, notes)
+
+    client, release, remote = _remote_state(repo, api_url, tag, token, inputs)
+    plan = plan_uploads(assets, remote, replace=args.replace)
+    _print_plan(tag, release, plan, coverage.allowed_missing, offline=client is None, apply=args.apply)
+    if not args.apply:
+        from pipeline.publishing import refuse_conflicts
+
+        refuse_conflicts(plan, tag)
+        return 0
+    assert client is not None
+    from pipeline.publishing import apply_release
+
+    outcome = apply_release(
+        client, tag=tag, name=f"llama.cpp {tag}", notes=notes, release=release, plan=plan,
+        on_step=lambda action, name: print(f"  {action} {name}", flush=True),
+    )  # fmt: skip
+    url = outcome.release.html_url if outcome.release else ""
+    print(f"release {tag}: {len(outcome.uploaded)} uploaded, {len(outcome.kept)} kept"
+          f"{', published' if outcome.published else ', already live'} {url}")  # fmt: skip
+    github.set_output("release-url", url, env=inputs.environ)
+    return 0
+
+
+def _token(inputs: RunInputs, *, required: bool) -> str | None:
+    """The token; a dry run may go without (then it plans offline)."""
+    try:
+        return github.token_from_env(inputs.environ, permission=ReleasesClient.permission)
+    except GitHubError:
+        if required:
+            raise
+        return None
+
+
+def _remote_state(
+    repo: str | None, api_url: str, tag: str, token: str | None, inputs: RunInputs
+) -> tuple[ReleasesClient | None, Release | None, list[Any]]:
+    """The client, the release for ``tag`` and its assets; offline (all None) for a dry run without token."""
+    if token is None or not repo:
+        return None, None, []
+    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
+    release = client.find_release(tag)
+    return client, release, client.list_assets(release) if release else []
+
+
+def _print_plan(
+    tag: str, release: Release | None, plan: UploadPlan, allowed: Any, *, offline: bool, apply: bool
+) -> None:
+    if offline:
+        state = "not looked up (no token or repository: planned as if there were no release)"
+    elif release is None:
+        state = "none yet: a draft will be created"
+    else:
+        state = "draft" if release.draft else "published"
+    print(f"release {tag}: {state}")
+    width = max((len(s.name) for s in plan.steps), default=0)
+    for step in plan.steps:
+        print(f"  {step.action:<9} {step.name:<{width}}  {step.local.size:>12} B  {step.reason}")
+    for name in plan.extra:
+        print(f"  {'leave':<9} {name:<{width}}  (on the release, not made by this run)")
+    for leg, why in allowed:
+        print(f"  missing   {leg}: {why} (allowed)")
+    if not apply:
+        print(f"dry run: would upload {plan.count('upload') + plan.count('reupload') + plan.count('replace')}, "
+              f"keep {plan.count('keep')} (pass --apply to publish)")  # fmt: skip

@@ -1,0 +1,84 @@
+"""``python -m pipeline release-exists``: is the run's release already published? Then there is nothing to build.
+
+Sets the step outputs ``exists`` and ``build`` (``build=false`` when the
+release exists and the run is not forced), so the workflow skips the build
+jobs of a tag that is already out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline import github
+from pipeline import settings as S
+from pipeline.commands.common import add_github_options, github_target
+from pipeline.errors import UsageError
+from pipeline.inputs import RunInputs
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "release-exists",
+        help="say whether the release for the run's tag is already published (step outputs exists, build)",
+        description="Looks up the published release for the tag (from --tag, else the resolution file's "
+        "source tag). build=false when it exists, unless --force. Token: $GITHUB_TOKEN or $GH_TOKEN.",
+    )
+    add_github_options(p)
+    p.add_argument("--tag", help="the release's tag")
+    p.add_argument("--resolved", type=Path, metavar="PATH", help="take the tag from this resolution file's source")
+    p.add_argument("--force", action="store_true", default=None,
+                   help=f"build even when the release exists (default: ${S.FORCE.env_var}=true)")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def tag_from_resolution(path: Path) -> str:
+    """The llama.cpp tag a resolution file names; UsageError naming the file otherwise."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"--resolved {path}: not a readable resolution: {exc}") from None
+    source = data.get("source") if isinstance(data, dict) else None
+    tag = source.get("tag") if isinstance(source, dict) else None
+    if not isinstance(tag, str) or not tag:
+        raise UsageError(f"--resolved {path}: no source tag in it (resolved with --no-source?): pass --tag")
+    return tag
+
+
+def is_forced(flag: bool | None, environ: Any) -> bool:
+    """The flag, else the environment's ``true``/``1``/``yes``."""
+    if flag is not None:
+        return flag
+    return bool(S.pick(S.FORCE, environ=environ, default=False).value)
+
+
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    repo, api_url = github_target(args, inputs)
+    if not repo:
+        raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
+    if args.tag:
+        tag = args.tag
+    elif args.resolved:
+        tag = tag_from_resolution(args.resolved)
+    else:
+        raise UsageError("no tag: pass --tag TAG or --resolved PATH")
+    force = is_forced(args.force, inputs.environ)
+    token = github.token_from_env(inputs.environ, permission="contents: read")
+    from pipeline.github_releases import ReleasesClient
+
+    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
+    release = client.published_release(tag)
+    build = release is None or force
+    github.set_output("exists", "true" if release else "false", env=inputs.environ)
+    github.set_output("build", "true" if build else "false", env=inputs.environ)
+    github.set_output("tag", tag, env=inputs.environ)
+    if release is None:
+        print(f"release {tag}: not published yet: build")
+    elif force:
+        print(f"release {tag}: already published ({release.html_url}), rebuilding anyway (forced)")
+    else:
+        github.annotate("notice", f"release {tag} is already published ({release.html_url}): nothing to build",
+                        env=inputs.environ)
+    return 0

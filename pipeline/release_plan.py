@@ -1,0 +1,308 @@
+"""What a nightly release holds and how to get there: pure, no I/O.
+
+From the legs' records (plain JSON objects) this module decides whether the
+run may be published (coverage), renders ``SHA256SUMS`` and the release
+notes, and plans the uploads against what the release already holds, so a
+rerun after a crash resumes instead of starting over:
+
+- an asset already there with the same sha256 is kept;
+- one left half-uploaded (GitHub's ``starter`` state) is uploaded again;
+- one that differs is a conflict unless ``replace`` (then deleted and uploaded).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pipeline.errors import PublishError
+
+SUMS_NAME = "SHA256SUMS"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+Action = Literal["upload", "keep", "reupload", "replace", "conflict"]
+
+
+# --------------------------------------------------------------------------
+# Legs
+
+
+@dataclass(frozen=True, kw_only=True)
+class LegResult:
+    """What the release needs from one leg's record."""
+
+    leg: str
+    status: str
+    # The bundle's path relative to the run's output folder, if the leg made one.
+    bundle: str | None
+    toolchain: str
+    hit_rate: float | None
+    wall_seconds: float
+    # None: the bundle was not checked; else whether the check passed, and what it said.
+    check_ok: bool | None = None
+    check_text: str = "not checked"
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def bundle_name(self) -> str | None:
+        return self.bundle.rsplit("/", 1)[-1] if self.bundle else None
+
+
+def _bundle_check(value: Any) -> tuple[bool | None, str]:
+    """A record's ``bundle_check`` (absent: not checked) as (passed?, one line)."""
+    if value is None:
+        return None, "not checked"
+    if isinstance(value, bool):
+        return value, "passed" if value else "failed"
+    if isinstance(value, str):
+        return value.strip().lower() in ("ok", "pass", "passed", "success"), value
+    if isinstance(value, Mapping):
+        ok_value = value.get("ok", value.get("passed"))
+        status = value.get("status")
+        if not isinstance(ok_value, bool) and isinstance(status, str):
+            ok_value = status.lower() in ("ok", "pass", "passed", "success")
+        ok = ok_value if isinstance(ok_value, bool) else None
+        detail = value.get("summary") or value.get("message") or value.get("problems")
+        if isinstance(detail, list):
+            detail = "; ".join(str(d) for d in detail[:3])
+        head = "not checked" if ok is None else "passed" if ok else "failed"
+        return ok, f"{head}: {detail}" if detail else head
+    return None, "not checked"
+
+
+def leg_result(data: Mapping[str, Any], *, where: str) -> LegResult:
+    """A record's JSON object -> LegResult; PublishError naming ``where`` when malformed."""
+    leg = data.get("leg")
+    if not isinstance(leg, str) or not leg:
+        raise PublishError(f"{where}: not a leg record (no 'leg')")
+    bundle = data.get("bundle")
+    toolchain = data.get("toolchain") if isinstance(data.get("toolchain"), Mapping) else {}
+    ccache = data.get("ccache") if isinstance(data.get("ccache"), Mapping) else {}
+    hit_rate = ccache.get("hit_rate") if isinstance(ccache, Mapping) else None
+    wall = data.get("wall_seconds", 0.0)
+    source = data.get("source")
+    ok, text = _bundle_check(data.get("bundle_check"))
+    return LegResult(
+        leg=leg,
+        status=str(data.get("status", "success")),
+        bundle=bundle if isinstance(bundle, str) and bundle else None,
+        toolchain=str(toolchain.get("identity", "?")) if isinstance(toolchain, Mapping) else "?",
+        hit_rate=float(hit_rate) if isinstance(hit_rate, (int, float)) and not isinstance(hit_rate, bool) else None,
+        wall_seconds=float(wall) if isinstance(wall, (int, float)) else 0.0,
+        check_ok=ok,
+        check_text=text,
+        source=source if isinstance(source, Mapping) else {},
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Coverage:
+    """The expected legs split into publishable ones and the missing (with why)."""
+
+    present: tuple[LegResult, ...]
+    # (leg, why) for legs that block publishing, and for those --allow-missing let through.
+    missing: tuple[tuple[str, str], ...]
+    allowed_missing: tuple[tuple[str, str], ...]
+    # Records of legs that were not expected: left out of the release.
+    unexpected: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+    def problem(self) -> str:
+        """One line naming every blocking leg and why."""
+        legs = "; ".join(f"{leg}: {why}" for leg, why in self.missing)
+        return f"{len(self.missing)} expected leg(s) cannot be published: {legs} (pass --allow-missing LEG to publish without)"
+
+
+def _why_missing(result: LegResult | None, bundles_present: Set[str]) -> str | None:
+    if result is None:
+        return "no record"
+    if result.status != "success":
+        return f"the leg {result.status}"
+    if result.bundle is None:
+        return "its record names no bundle"
+    if result.bundle not in bundles_present:
+        return f"bundle {result.bundle} is not in the output folder"
+    if result.check_ok is False:
+        return f"bundle check {result.check_text}"
+    return None
+
+
+def check_coverage(
+    expected: Sequence[str],
+    results: Mapping[str, LegResult],
+    bundles_present: Set[str],
+    allow_missing: Set[str] = frozenset(),
+) -> Coverage:
+    """Which expected legs can be published; ``bundles_present``: bundle paths that exist."""
+    present: list[LegResult] = []
+    missing: list[tuple[str, str]] = []
+    allowed: list[tuple[str, str]] = []
+    for leg in expected:
+        why = _why_missing(results.get(leg), bundles_present)
+        if why is None:
+            present.append(results[leg])
+        elif leg in allow_missing:
+            allowed.append((leg, why))
+        else:
+            missing.append((leg, why))
+    unexpected = tuple(sorted(set(results) - set(expected)))
+    return Coverage(present=tuple(present), missing=tuple(missing), allowed_missing=tuple(allowed), unexpected=unexpected)
+
+
+def run_tag(results: Sequence[LegResult]) -> str:
+    """The one llama.cpp tag every published leg built; PublishError when they differ or none says."""
+    tags = {str(r.source.get("tag")) for r in results if r.source.get("tag")}
+    if not tags:
+        raise PublishError("no record names its source tag: pass --tag TAG")
+    if len(tags) > 1:
+        raise PublishError(f"the legs built different tags ({', '.join(sorted(tags))}): one release holds one tag")
+    return tags.pop()
+
+
+# --------------------------------------------------------------------------
+# Files of the release
+
+
+def sha256sums_text(assets: Sequence[tuple[str, str]]) -> str:
+    """``sha256sum`` format (two spaces, by name) for (name, sha256) pairs; ``sha256sum -c`` reads it."""
+    for name, digest in assets:
+        if not _SHA256.match(digest) or "\n" in name or "/" in name:
+            raise PublishError(f"{SUMS_NAME}: bad entry {name!r} {digest!r}")
+    return "".join(f"{digest}  {name}\n" for name, digest in sorted(assets))
+
+
+def _duration(seconds: float) -> str:
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def release_notes(tag: str, coverage: Coverage) -> str:
+    """The release body: source (tag, commit, mix pull requests), then one row per leg."""
+    source: Mapping[str, Any] = coverage.present[0].source if coverage.present else {}
+    commit = source.get("commit")
+    lines = [f"llama.cpp prebuilt bundles for `{tag}`.", ""]
+    base = source.get("base_tag")
+    lines.append(f"- llama.cpp tag: `{base or tag}`" + (f", commit `{commit}`" if commit else ""))
+    base_commit = source.get("base_commit")
+    if base_commit and base_commit != commit:
+        lines.append(f"- base commit: `{base_commit}`")
+    mix = source.get("mix") or []
+    if mix:
+        lines.append("- merged pull requests (in order):")
+        for pin in mix:
+            if isinstance(pin, Mapping):
+                lines.append(f"  - {pin.get('repo')}#{pin.get('number')} at `{pin.get('sha')}`")
+    else:
+        lines.append("- merged pull requests: none")
+    lines += ["", "| leg | bundle | toolchain | ccache hit rate | wall time | bundle check |",
+              "|---|---|---|---:|---:|---|"]  # fmt: skip
+    for r in coverage.present:
+        rate = f"{r.hit_rate:.1%}" if r.hit_rate is not None else "-"
+        lines.append(
+            f"| {_cell(r.leg)} | `{_cell(r.bundle_name or '-')}` | {_cell(r.toolchain)} | {rate} "
+            f"| {_duration(r.wall_seconds)} | {_cell(r.check_text)} |"
+        )
+    for leg, why in coverage.allowed_missing:
+        lines.append(f"| {_cell(leg)} | missing | - | - | - | {_cell(why)} |")
+    lines += ["", f"Verify a download with `sha256sum -c {SUMS_NAME} --ignore-missing`."]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
+# Uploads
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalAsset:
+    name: str
+    sha256: str
+    size: int
+    # Where the bytes are (opaque here: the command opens it).
+    path: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoteAsset:
+    id: int
+    name: str
+    size: int
+    # "uploaded", or "starter" for an upload that never finished.
+    state: str = "uploaded"
+    # None when the server gives no digest (older GitHub Enterprise).
+    sha256: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssetStep:
+    action: Action
+    name: str
+    local: LocalAsset
+    remote: RemoteAsset | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadPlan:
+    steps: tuple[AssetStep, ...]
+    # Assets on the release that this run does not have: left alone.
+    extra: tuple[str, ...] = ()
+
+    @property
+    def conflicts(self) -> tuple[AssetStep, ...]:
+        return tuple(s for s in self.steps if s.action == "conflict")
+
+    def count(self, action: Action) -> int:
+        return sum(1 for s in self.steps if s.action == action)
+
+
+def _compare(local: LocalAsset, remote: RemoteAsset, replace: bool) -> AssetStep:
+    if remote.state != "uploaded":
+        return AssetStep(action="reupload", name=local.name, local=local, remote=remote,
+                         reason=f"left {remote.state!r} by an interrupted upload")  # fmt: skip
+    if remote.sha256 is not None:
+        same = remote.sha256 == local.sha256
+        differs = f"sha256 {remote.sha256[:12]}... there, {local.sha256[:12]}... here"
+    else:
+        # No digest from the server: the size is all there is to compare.
+        same = remote.size == local.size
+        differs = f"{remote.size} bytes there, {local.size} here (the server gives no digest)"
+    if same:
+        return AssetStep(action="keep", name=local.name, local=local, remote=remote, reason="same sha256"
+                         if remote.sha256 else "same size (the server gives no digest)")  # fmt: skip
+    action: Action = "replace" if replace else "conflict"
+    return AssetStep(action=action, name=local.name, local=local, remote=remote, reason=differs)
+
+
+def plan_uploads(local: Sequence[LocalAsset], remote: Sequence[RemoteAsset], *, replace: bool = False) -> UploadPlan:
+    """One step per local asset, in order, with ``SHA256SUMS`` last (it vouches for the rest)."""
+    by_name = {r.name: r for r in remote}
+    ordered = sorted(local, key=lambda a: (a.name == SUMS_NAME, a.name))
+    steps = []
+    for asset in ordered:
+        there = by_name.get(asset.name)
+        if there is None:
+            steps.append(AssetStep(action="upload", name=asset.name, local=asset, reason="not on the release"))
+        else:
+            steps.append(_compare(asset, there, replace))
+    extra = tuple(sorted(set(by_name) - {a.name for a in local}))
+    return UploadPlan(steps=tuple(steps), extra=extra)
+
+
+def parse_digest(value: Any) -> str | None:
+    """GitHub's asset ``digest`` (``sha256:<hex>``) -> the hex, else None."""
+    if isinstance(value, str) and value.startswith("sha256:") and _SHA256.match(value[7:]):
+        return value[7:]
+    return None

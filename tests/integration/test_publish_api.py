@@ -1,0 +1,320 @@
+"""`publish`, `alert` and `release-exists` against the fake GitHub (API and uploads hosts) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.bundle import bundle_name
+from pipeline.config import load_matrix
+from pipeline.errors import GitHubError, PublishError
+from pipeline.github_releases import ReleasesClient
+from pipeline.publishing import apply_release
+from pipeline.release_plan import LocalAsset, UploadPlan, plan_uploads
+from tests.integration.conftest import ROOT, run_pipeline
+from tests.support.fake_github import FakeGitHub
+
+pytestmark = pytest.mark.integration
+
+REPO = "octo/llama"
+TOKEN = "ghs_publish_secret_0123456789"
+TAG = "b7000"
+LEGS = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X")
+MATRIX = ROOT / "matrix.toml"
+
+
+def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS) -> dict[str, Path]:
+    """A run's output folder as the workflow downloads it: records in OUT/<leg>/, bundles in OUT/dist/."""
+    bundles: dict[str, Path] = {}
+    for i, leg in enumerate(legs):
+        name = bundle_name(load_matrix(MATRIX).leg(leg), TAG)
+        record: dict[str, Any] = {
+            "leg": leg,
+            "backend": leg.split("-")[0],
+            "os": "linux",
+            "started": "2026-08-10T09:17:00+00:00",
+            "status": "failed" if leg in failed else "success",
+            "wall_seconds": 100.0 + i,
+            "source": {"tag": TAG, "base_tag": TAG, "commit": "0c1e570" + "0" * 33, "mix": []},
+            "toolchain": {"identity": f"{leg}-toolchain"},
+            "ccache": {"hit_rate": 0.25 * i},
+            "bundle": None if leg in failed else f"dist/{name}",
+        }
+        (out / leg).mkdir(parents=True)
+        (out / leg / "record.json").write_text(json.dumps(record))
+        if leg in failed:
+            continue
+        payload = out / "payload" / leg / "bin" / "llama-cli"
+        payload.parent.mkdir(parents=True)
+        payload.write_bytes(os.urandom(4096) + leg.encode())
+        (out / "dist").mkdir(exist_ok=True)
+        with tarfile.open(out / "dist" / name, "w:gz") as tar:
+            tar.add(payload, arcname=f"bin/llama-cli-{leg}")
+        bundles[name] = out / "dist" / name
+    return bundles
+
+
+def env_for(gh: FakeGitHub, **extra: str) -> dict[str, str]:
+    return {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_LEGS": ",".join(LEGS), **extra}
+
+
+def publish(gh: FakeGitHub, out: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return run_pipeline(
+        ["--matrix", str(MATRIX), "publish", "--repo", REPO, "--api-url", gh.api_url, "--out", str(out), *args],
+        env=env_for(gh, **env),
+    )
+
+
+def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path) -> None:
+    release = gh.release(TAG)
+    assert release is not None and release["draft"] is False
+    assert [r["tag_name"] for r in gh.releases] == [TAG]  # never a second release for one tag
+    assert gh.asset_names(TAG) == sorted([*bundles, "SHA256SUMS"])
+    by_name = {a["name"]: a for a in release["assets"]}
+    assert all(a["state"] == "uploaded" for a in by_name.values())
+    check = tmp / "check"
+    check.mkdir()
+    for name, asset in by_name.items():
+        (check / name).write_bytes(gh.asset_bytes[asset["id"]])
+    for name, path in bundles.items():
+        assert (check / name).read_bytes() == path.read_bytes()
+    # The real sha256sum vouches for SHA256SUMS and every uploaded bundle.
+    proc = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=check, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": OK") == len(bundles)
+
+
+def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
+    make_run(tmp_path / "out")
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out")
+        assert proc.returncode == 0, proc.stderr
+        assert gh.releases == []
+        assert {r.method for r in gh.requests} == {"GET"}
+    assert "release b7000: none yet: a draft will be created" in proc.stdout
+    assert "dry run: would upload 5, keep 0 (pass --apply to publish)" in proc.stdout
+    assert proc.stdout.index("llama-b7000-bin-linux-vulkan") < proc.stdout.index("SHA256SUMS")
+
+
+def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out")
+    outputs = tmp_path / "gh-output"
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply", GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(outputs))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert_release_complete(gh, bundles, tmp_path)
+        uploads = [r for r in gh.requests if r.method == "POST" and r.path.endswith("/assets")]
+        assert len(uploads) == 5 and all(r.uploads for r in uploads)
+        assert not any(r.uploads for r in gh.requests if r not in uploads)
+        release = gh.release(TAG)
+        assert release is not None
+        assert "| cuda | `llama-b7000-bin-linux-cuda-x64.tar.gz` | cuda-toolkit" not in release["body"]
+        assert "| cuda | `llama-b7000-bin-linux-cuda-x64.tar.gz` | cuda-toolchain | 25.0% | 1m 41s | not checked |" in release["body"]
+
+        before = len(gh.requests)
+        again = publish(gh, tmp_path / "out", "--apply")
+        assert again.returncode == 0, again.stderr
+        assert not [r for r in gh.requests[before:] if r.method != "GET"]
+        assert "5 kept, already live" in again.stdout
+    assert "release-url<<" in outputs.read_text()
+
+
+def test_a_5xx_and_a_429_in_the_middle_of_the_uploads_are_retried(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out")
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.fault("POST", r"/assets\?name=llama-b7000-bin-linux-cuda", 502)
+        gh.fault("POST", r"/assets\?name=llama-b7000-bin-linux-rocm", 429, headers={"Retry-After": "0"})
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert_release_complete(gh, bundles, tmp_path)
+        statuses = [r.status for r in gh.requests if r.uploads]
+        assert statuses.count(502) == 1 and statuses.count(429) == 1 and statuses.count(201) == 5
+
+
+def test_a_crash_after_half_the_assets_then_a_resume(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out")
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline", "--matrix", str(MATRIX), "publish", "--repo", REPO,
+             "--api-url", gh.api_url, "--out", str(tmp_path / "out"), "--apply"],
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env_for(gh)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+        def crash(done: int) -> None:
+            if done == 2:
+                os.kill(proc.pid, signal.SIGKILL)
+
+        gh.on_upload = crash
+        proc.communicate(timeout=120)
+        gh.on_upload = None
+        assert proc.returncode == -signal.SIGKILL
+        release = gh.release(TAG)
+        assert release is not None and release["draft"] is True  # a draft, never half a live release
+        kept_before = {a["name"] for a in release["assets"] if a["state"] == "uploaded"}
+        assert len(kept_before) >= 2 and "SHA256SUMS" not in kept_before
+
+        resume = publish(gh, tmp_path / "out", "--apply")
+        assert resume.returncode == 0, resume.stdout + resume.stderr
+        assert_release_complete(gh, bundles, tmp_path)
+        for name in kept_before:
+            assert f"keep      {name}" in resume.stdout
+        # Every asset uploaded once, the ones kept were not sent again.
+        assert gh.uploads_done == 5
+
+
+def test_the_coverage_gate_blocks_a_failed_leg_unless_allowed(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out", failed=("cuda",))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert proc.returncode == PublishError.exit_code
+        assert proc.stderr.strip().splitlines() == [
+            "error: 1 expected leg(s) cannot be published: cuda: the leg failed "
+            "(pass --allow-missing LEG to publish without)"
+        ]
+        assert gh.requests == []  # refused before any request
+
+        allowed = publish(gh, tmp_path / "out", "--apply", "--allow-missing", "cuda")
+        assert allowed.returncode == 0, allowed.stderr
+        assert_release_complete(gh, bundles, tmp_path)
+        release = gh.release(TAG)
+        assert release is not None and "| cuda | missing | - | - | - | the leg failed |" in release["body"]
+
+
+def test_a_differing_asset_is_refused_unless_replace(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out")
+    cpu = "llama-b7000-bin-linux-cpu-x64.tar.gz"
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.add_release(TAG, draft=True, assets={cpu: b"another build"})
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert proc.returncode == PublishError.exit_code
+        assert f"release b7000 already holds different assets: {cpu} (sha256 " in proc.stderr
+        assert gh.uploads_done == 0
+        replaced = publish(gh, tmp_path / "out", "--apply", "--replace")
+        assert replaced.returncode == 0, replaced.stderr
+        assert_release_complete(gh, bundles, tmp_path)
+
+
+def test_already_exists_on_upload_keeps_an_identical_asset(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out", legs=("cpu",))
+    ((name, path),) = bundles.items()
+    asset = LocalAsset(name=name, sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                       size=path.stat().st_size, path=str(path))  # fmt: skip
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.add_release(TAG, draft=True, assets={name: path.read_bytes()})
+        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, backoff=0)
+        release = client.find_release(TAG)
+        # A plan made before a parallel upload landed: the upload answers 422 already_exists.
+        stale: UploadPlan = plan_uploads([asset], [])
+        outcome = apply_release(client, tag=TAG, name=TAG, notes="n", release=release, plan=stale)
+        assert outcome.kept == [name] and outcome.uploaded == []
+        assert [r.status for r in gh.requests if r.uploads] == [422]
+        assert gh.release(TAG)["draft"] is False  # type: ignore[index]
+
+
+def test_an_existing_release_skips_the_run_unless_forced(tmp_path: Path) -> None:
+    resolved = tmp_path / "resolved.json"
+    resolved.write_text(json.dumps({"source": {"tag": TAG}}))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        def ask(*extra: str, **env: str) -> dict[str, str]:
+            outputs = tmp_path / f"out-{len(gh.requests)}"
+            proc = run_pipeline(
+                ["release-exists", "--repo", REPO, "--api-url", gh.api_url, "--resolved", str(resolved), *extra],
+                env=env_for(gh, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(outputs), **env),
+            )
+            assert proc.returncode == 0, proc.stderr
+            text = outputs.read_text()
+            return {k: text.split(f"{k}<<", 1)[1].split("\n")[1] for k in ("exists", "build")}
+
+        assert ask() == {"exists": "false", "build": "true"}
+        gh.add_release(TAG, draft=True)  # a crashed run's draft is not a release: build (publish resumes)
+        assert ask() == {"exists": "false", "build": "true"}
+        gh.releases[0]["draft"] = False
+        assert ask() == {"exists": "true", "build": "false"}
+        assert ask("--force") == {"exists": "true", "build": "true"}
+        assert ask(PIPELINE_FORCE="true") == {"exists": "true", "build": "true"}
+
+
+def test_the_token_is_never_printed_even_when_the_server_echoes_it(tmp_path: Path) -> None:
+    make_run(tmp_path / "out")
+    echo = json.dumps({"message": f"Bad credentials: Bearer {TOKEN}"}).encode()
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.fault("POST", r"/releases$", 401, body=echo)
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert proc.returncode == GitHubError.exit_code
+        assert TOKEN not in proc.stdout + proc.stderr
+        assert "Bad credentials: Bearer ***" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+        gh.fault("GET", r"/issues", 403, body=echo)
+        alert = run_pipeline(
+            ["--matrix", str(MATRIX), "alert", "--repo", REPO, "--api-url", gh.api_url, "--status", "failure",
+             "--out", str(tmp_path / "out")],
+            env=env_for(gh),
+        )  # fmt: skip
+        assert alert.returncode == GitHubError.exit_code
+        assert TOKEN not in alert.stdout + alert.stderr and "***" in alert.stderr
+
+    client = ReleasesClient(REPO, TOKEN, api_url="http://127.0.0.1:9", attempts=1)
+    assert TOKEN not in repr(client)
+
+
+def test_alert_opens_one_issue_comments_then_closes_on_success(tmp_path: Path) -> None:
+    make_run(tmp_path / "out", failed=("cuda",), legs=("cpu", "cuda"))
+
+    def alert(gh: FakeGitHub, status: str) -> subprocess.CompletedProcess[str]:
+        return run_pipeline(
+            ["--matrix", str(MATRIX), "alert", "--repo", REPO, "--api-url", gh.api_url, "--status", status,
+             "--out", str(tmp_path / "out"), "--apply"],
+            env=env_for(gh, PIPELINE_LEGS="cpu,cuda,vulkan", GITHUB_SERVER_URL="https://github.com",
+                        GITHUB_REPOSITORY=REPO, GITHUB_RUN_ID="77"),
+        )  # fmt: skip
+
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.add_issue("unrelated", ["bug"])
+        first = alert(gh, "failure")
+        assert first.returncode == 0, first.stderr
+        assert len(gh.issues) == 2
+        issue = gh.issues[1]
+        assert issue["labels"] == [{"name": "nightly-failure"}]
+        assert issue["body"] == (
+            f"The nightly for `{TAG}` failed ([run](https://github.com/{REPO}/actions/runs/77)).\n\n"
+            "Failed legs:\n"
+            "- `cuda`: the build failed\n"
+            "- `vulkan`: no record: the job failed before writing one, timed out or was skipped\n"
+        )
+        second = alert(gh, "failure")
+        assert second.returncode == 0 and len(gh.issues) == 2  # one issue, a comment on it
+        assert len(issue["comments"]) == 1 and "`cuda`" in issue["comments"][0]
+        fixed = alert(gh, "success")
+        assert fixed.returncode == 0, fixed.stderr
+        assert issue["state"] == "closed" and gh.issues[0]["state"] == "open"
+        quiet = alert(gh, "success")
+        assert "nothing to do" in quiet.stdout and len(gh.issues) == 2
+
+
+def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> None:
+    make_run(tmp_path / "out", legs=("cpu",))
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
+         "-s", "publish", "--", "--out", str(tmp_path / "out"), "--legs", "cpu"],
+        cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT), "PIPELINE_MATRIX": str(MATRIX)},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "release b7000: not looked up (no token or repository" in proc.stdout
+    assert "dry run: would upload 2, keep 0" in proc.stdout
+    sums = (tmp_path / "out" / "release" / "SHA256SUMS").read_text()
+    check = subprocess.run(["sha256sum", "-c", str(tmp_path / "out" / "release" / "SHA256SUMS")],
+                           cwd=tmp_path / "out" / "dist", capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0 and sums.count("\n") == 1
