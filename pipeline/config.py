@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.errors import ConfigError
+from pipeline.toolchain_pins import ToolchainPins, parse_toolchain_pins
 
 MATRIX_ENV = "PIPELINE_MATRIX"
 DEFAULT_MATRIX = "matrix.toml"
@@ -121,6 +122,8 @@ class Matrix:
     github: GitHubConfig
     cmake_args: tuple[str, ...]
     legs: Mapping[str, Leg] = field(default_factory=dict)
+    # [toolchains]: pinned CUDA wheels and SDK archives (issue 17).
+    toolchains: ToolchainPins = field(default_factory=ToolchainPins)
 
     def leg(self, name: str) -> Leg:
         """The leg called ``name``, or a ConfigError with a "did you mean"."""
@@ -196,6 +199,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     cm = root.table("cmake")
     cmake_args = cm.str_list("args")
     cm.done()
+    toolchains = parse_toolchain_pins(root.table("toolchains").data, path)
     legs_t = root.table("legs", required=True)
     legs: dict[str, Leg] = {}
     for name in legs_t.names():
@@ -213,6 +217,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         github=github,
         cmake_args=tuple(cmake_args),
         legs=legs,
+        toolchains=toolchains,
     )
 
 

@@ -25,6 +25,9 @@ class LegOptions:
     index_url: str | None = None
     # An existing ROCm install to use instead of downloading one.
     rocm_path: Path | None = None
+    # An existing CUDA install / Vulkan SDK instead of matrix.toml's pinned one (issue 17).
+    cuda_path: Path | None = None
+    vulkan_sdk: Path | None = None
     # The run's resolution: a path or inline JSON ($PIPELINE_RESOLVED).
     resolved: str | None = None
     # ccache remote storage URL (redis:// or http://).

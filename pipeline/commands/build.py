@@ -42,6 +42,8 @@ def register(sub: Any) -> None:
     p.add_argument("--now", metavar="ISO", help="the run's moment, ISO-8601 (default: $PIPELINE_NOW, else now)")
     p.add_argument("--index-url", metavar="URL", help="TheRock index URL (default: $PIPELINE_ROCM_INDEX_URL, else matrix.toml's)")
     p.add_argument("--rocm-path", type=Path, metavar="DIR", help="use this ROCm install instead of downloading one")
+    p.add_argument("--cuda-path", type=Path, metavar="DIR", help="use this CUDA install instead of the pinned wheels")
+    p.add_argument("--vulkan-sdk", type=Path, metavar="DIR", help="use this Vulkan SDK instead of the pinned archive")
     p.add_argument(
         "--resolved",
         metavar="PATH_OR_JSON",
@@ -80,6 +82,8 @@ def options_from_args(args: argparse.Namespace) -> LegOptions:
         now=parse_now(now_text) if now_text else None,
         index_url=args.index_url or os.environ.get("PIPELINE_ROCM_INDEX_URL") or None,
         rocm_path=args.rocm_path,
+        cuda_path=args.cuda_path,
+        vulkan_sdk=args.vulkan_sdk,
         # None: PIPELINE_RESOLVED is read where it is used, so messages can name it.
         resolved=args.resolved,
         remote_cache=args.remote_cache,

@@ -19,12 +19,21 @@ def prepare_toolchain(leg: Leg, matrix: Matrix, options: LegOptions, console: Co
         from pipeline.toolchain.rocm import prepare_rocm
 
         return prepare_rocm(leg, matrix, options, console)
-    if leg.backend == "cuda":
-        from pipeline.toolchain.cuda import cuda_toolchain
+    if leg.backend in ("cuda", "vulkan"):
+        # Pinned toolchains (issue 17): installed into the toolchain cache unless a path flag names one.
+        import os
+        import sys
 
-        return cuda_toolchain(leg)
-    if leg.backend == "vulkan":
-        from pipeline.toolchain.vulkan import vulkan_toolchain
+        from pipeline.rocm.install import download_cache_dir, toolchains_dir
 
-        return vulkan_toolchain(leg)
+        env, root_dir, cache_dir = os.environ, toolchains_dir(), download_cache_dir()
+        if leg.backend == "cuda":
+            from pipeline.toolchain.cuda_wheels import prepare_cuda
+
+            return prepare_cuda(leg, matrix.toolchains.cuda, cuda_path=options.cuda_path, python=sys.executable,
+                                env=env, root_dir=root_dir, cache_dir=cache_dir, console=console)  # fmt: skip
+        from pipeline.toolchain.vulkan_sdk import prepare_vulkan
+
+        return prepare_vulkan(leg, matrix.toolchains.vulkan.get(leg.os), sdk_path=options.vulkan_sdk,
+                              env=env, root_dir=root_dir, cache_dir=cache_dir, console=console)  # fmt: skip
     raise ToolchainError(f"leg {leg.name!r}: the {leg.backend} toolchain is not supported")
