@@ -64,12 +64,13 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
     )
     env = clean_env(tmp_path)
     started = time.monotonic()
-    proc = run_pipeline(
+    first = run_pipeline(
         ["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(project),
          "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env=env, check=True,
     )  # fmt: skip
     print(f"cuda wheel leg: {time.monotonic() - started:.1f}s")
+    assert "cuda: installed CUDA" in first.stdout.replace("\n", " ")
     pinned = re.search(r'\[toolchains\.cuda\]\s*(?:#[^\n]*\n)*\s*version = "([^"]+)"', pins_of_repo_matrix())
     assert pinned is not None
     version = pinned.group(1)
