@@ -162,7 +162,15 @@ def toolchain_identity(matrix: Matrix, leg: str, options: LegOptions) -> str:
     """
     spec = matrix.leg(leg)
     if spec.backend == "rocm":
-        return key_toolchain(f"rocm-{resolved_rocm_version(matrix, leg, options)}")
+        import os
+
+        identity = f"rocm-{resolved_rocm_version(matrix, leg, options)}"
+        if spec.os == "windows" and os.name == "nt":
+            # The MSVC toolset is in every object of a Windows leg (issue 17): key on it too.
+            from pipeline.toolchain.msvc import capture_msvc
+
+            identity += f"-{capture_msvc(os.environ).identity}"
+        return key_toolchain(identity)
     from rich.console import Console
 
     from pipeline.toolchain.registry import prepare_toolchain

@@ -18,7 +18,8 @@ def prepare_toolchain(leg: Leg, matrix: Matrix, options: LegOptions, console: Co
     if leg.backend == "rocm":
         from pipeline.toolchain.rocm import prepare_rocm
 
-        return prepare_rocm(leg, matrix, options, console)
+        toolchain = prepare_rocm(leg, matrix, options, console)
+        return _with_msvc_on_windows(leg, toolchain)
     if leg.backend in ("cuda", "vulkan"):
         # Pinned toolchains (issue 17): installed into the toolchain cache unless a path flag names one.
         import os
@@ -37,3 +38,14 @@ def prepare_toolchain(leg: Leg, matrix: Matrix, options: LegOptions, console: Co
         return prepare_vulkan(leg, matrix.toolchains.vulkan.get(leg.os), sdk_path=options.vulkan_sdk,
                               env=env, root_dir=root_dir, cache_dir=cache_dir, console=console)  # fmt: skip
     raise ToolchainError(f"leg {leg.name!r}: the {leg.backend} toolchain is not supported")
+
+
+def _with_msvc_on_windows(leg: Leg, toolchain: Toolchain) -> Toolchain:
+    """A Windows leg on Windows links with MSVC: vcvarsall's environment, its version in the identity."""
+    import os
+
+    if leg.os != "windows" or os.name != "nt":
+        return toolchain
+    from pipeline.toolchain.msvc import capture_msvc, with_msvc
+
+    return with_msvc(toolchain, capture_msvc(os.environ), os.environ)
