@@ -49,7 +49,7 @@ def test_vswhere_answer_names_the_installation_and_vcvarsall() -> None:
 
 
 def test_vswhere_finding_nothing_is_a_clear_error() -> None:
-    with pytest.raises(ToolchainError, match="vswhere found no Visual Studio with Microsoft.VisualStudio.Component.VC"):
+    with pytest.raises(ToolchainError, match=r"vswhere found no Visual Studio with Microsoft\.VisualStudio\.Component\.VC"):
         parse_vswhere("\r\n")
 
 
