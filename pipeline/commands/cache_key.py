@@ -71,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
         "ccache-dir": str(default_cache_dir(leg.name).resolve()),
         "toolchain": toolchain,
     }
-    # Only a downloaded toolchain is worth an Actions cache of its own.
-    if leg.backend == "rocm":
+    # Only a downloaded toolchain is worth an Actions cache of its own, and only when
+    # it cannot push every leg's ccache out of the repository's budget (issue 17).
+    if leg.backend == "rocm" and _archives_fit(matrix, options):
         outputs["toolchain-key"] = toolchain_cache_key(leg.name, toolchain)
         outputs["toolchain-dir"] = str(download_cache_dir().resolve())
     for name, value in outputs.items():
@@ -86,3 +87,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"key:          {key}")
         print(f"restore-keys: {', '.join(restore)}")
     return 0
+
+
+def _archives_fit(matrix: Any, options: LegOptions) -> bool:
+    import sys
+
+    from pipeline.archive_budget import archive_decision
+
+    decision = archive_decision(matrix, options)
+    print(decision.reason, file=sys.stderr)
+    return decision.cache_archives
