@@ -100,3 +100,72 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
         env=env, check=True,
     )  # fmt: skip
     assert f"cuda: reused CUDA {version} from 7 wheels" in again.stdout.replace("\n", " ")
+
+
+def cuda_matrix(ws: Path, pins: str) -> Path:
+    path = ws / "matrix.toml"
+    path.write_text(
+        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n' + pins
+        + '\n[legs.cuda]\nbackend = "cuda"\nos = "linux"\ncuda_architectures = ["75"]\n'
+    )
+    return path
+
+
+def test_cuda_path_uses_that_install_and_fetches_no_wheel(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    project = write_cuda_project(ws / "project")
+    # Pins no index can serve: touching them would fail the build.
+    pins = ('[toolchains.cuda]\nversion = "13.2.86"\n[[toolchains.cuda.wheels]]\nname = "not-a-real-wheel"\n'
+            f'version = "1.0"\nsha256.linux = "{"0" * 64}"\n')  # fmt: skip
+    matrix = cuda_matrix(ws, pins)
+    env = {**clean_env(tmp_path), "PIP_NO_INDEX": "1"}
+    run_pipeline(
+        ["--matrix", str(matrix), "build", "cuda", "--source", str(project), "--out", str(ws / "out"),
+         "--cache-dir", str(tmp_path / "ccache"), "--no-bundle", "--cuda-path", "/usr/local/cuda"],
+        env=env, check=True,
+    )  # fmt: skip
+    tc = json.loads((ws / "out" / "cuda" / "record.json").read_text())["toolchain"]
+    assert tc["details"]["source"] == "cuda-path"
+    assert tc["compilers"]["CUDA"].endswith("(/usr/local/cuda/bin/nvcc)")
+    assert not (tmp_path / "toolchains").exists()
+
+
+def test_a_bad_cuda_path_is_one_clear_error(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    project = write_cuda_project(ws / "project")
+    matrix = cuda_matrix(ws, "")
+    proc = run_pipeline(["--matrix", str(matrix), "build", "cuda", "--source", str(project), "--out",
+                         str(ws / "out"), "--cuda-path", str(tmp_path / "nowhere"), "--no-bundle"])  # fmt: skip
+    assert proc.returncode == 7
+    assert f"--cuda-path {tmp_path / 'nowhere'}: no bin/nvcc there" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_a_wheel_that_does_not_match_its_pin_installs_nothing(tmp_path: Path) -> None:
+    """pip serves the wheel from a local folder (PIP_FIND_LINKS): the real pip, no network."""
+    import zipfile
+
+    links = tmp_path / "links"
+    links.mkdir()
+    with zipfile.ZipFile(links / "fake_cuda-1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("nvidia/cu13/bin/nvcc", "#!/bin/sh\n")
+        zf.writestr("fake_cuda-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: fake-cuda\nVersion: 1.0\n")
+        zf.writestr("fake_cuda-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr("fake_cuda-1.0.dist-info/RECORD", "")
+    ws = tmp_path / "ws"
+    project = write_cuda_project(ws / "project")
+    wrong = "1" * 64
+    pins = ('[toolchains.cuda]\nversion = "13.2.86"\n[[toolchains.cuda.wheels]]\nname = "fake-cuda"\n'
+            f'version = "1.0"\nsha256.linux = "{wrong}"\n')  # fmt: skip
+    matrix = cuda_matrix(ws, pins)
+    env = {**clean_env(tmp_path), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links),
+           "PIPELINE_DOWNLOAD_CACHE": str(tmp_path / "downloads")}  # fmt: skip
+    proc = run_pipeline(["--matrix", str(matrix), "build", "cuda", "--source", str(project), "--out",
+                         str(ws / "out"), "--no-bundle"], env=env)  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 7, out
+    assert f"sha256 mismatch for fake-cuda==1.0 (fake_cuda-1.0-py3-none-any.whl): expected {wrong}" in out
+    assert "Traceback" not in out
+    # Nothing installed, nothing cached that could vouch for the wrong file later.
+    assert not list((tmp_path / "toolchains").glob("cuda-*"))
+    assert not list((tmp_path / "downloads").rglob("*.whl"))
