@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pipeline.cuda_layout import install_folder, unversioned_links, wheel_tree
@@ -42,3 +44,29 @@ def test_tree_and_folder_names() -> None:
     assert install_folder("13.2.86", "linux") == "cuda-13.2.86-linux"
     with pytest.raises(ValueError):
         wheel_tree("x.y")
+
+
+def test_pip_download_line_is_exact_binary_only_and_without_dependencies() -> None:
+    from pipeline.toolchain.cuda_wheels import pip_download_command
+
+    cmd = pip_download_command("/py", "nvidia-cuda-nvcc==13.2.86", Path("/d"))
+    assert cmd == ["/py", "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                   "--disable-pip-version-check", "-d", "/d", "nvidia-cuda-nvcc==13.2.86"]  # fmt: skip
+    # Fetching Windows wheels from Linux (e.g. to prime a cache) names the platform.
+    assert pip_download_command("/py", "x==1", Path("/d"), "win_amd64")[-3:] == ["--platform", "win_amd64", "x==1"]
+
+
+def test_links_are_made_in_the_lib_folder_and_a_missing_library_is_named(tmp_path: Path) -> None:
+    from pipeline.errors import ToolchainError
+    from pipeline.toolchain.cuda_wheels import link_unversioned
+
+    for name in WHEEL_LIB:
+        (tmp_path / name).write_bytes(b"")
+    made = link_unversioned(tmp_path)
+    assert len(made) == 4
+    assert (tmp_path / "libcublasLt.so").is_symlink()
+    assert str((tmp_path / "libcublasLt.so").readlink()) == "libcublasLt.so.13"
+    (tmp_path / "libnvrtc.so").unlink()
+    (tmp_path / "libnvrtc.so.13").unlink()
+    with pytest.raises(ToolchainError, match=r"the pinned wheels hold no libnvrtc\.so\.\*"):
+        link_unversioned(tmp_path)
