@@ -16,7 +16,7 @@ from pipeline.cachekey import (
     toolchain_cache_key,
     toolchain_identity,
 )
-from pipeline.config import load_matrix
+from pipeline.config import Matrix, load_matrix
 from pipeline.options import LegOptions
 
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _archives_fit(matrix: Any, options: LegOptions) -> bool:
+def _archives_fit(matrix: Matrix, options: LegOptions) -> bool:
     import sys
 
     from pipeline.archive_budget import archive_decision
