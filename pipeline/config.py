@@ -31,6 +31,7 @@ from pipeline.names import (
     UPSTREAM_TAG,
     is_family,
 )
+from pipeline.toolchain_pins import ToolchainPins, parse_toolchain_pins
 
 DEFAULT_MATRIX = "matrix.toml"
 
@@ -122,6 +123,8 @@ class Matrix:
     github: GitHubConfig
     cmake_args: tuple[str, ...]
     legs: Mapping[str, Leg] = field(default_factory=dict)
+    # [toolchains]: pinned CUDA wheels and SDK archives.
+    toolchains: ToolchainPins = field(default_factory=ToolchainPins)
 
     def leg(self, name: str) -> Leg:
         """The leg called ``name``, or a ConfigError with a "did you mean"."""
@@ -196,6 +199,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     cm = root.table("cmake")
     cmake_args = cm.str_list("args")
     cm.done()
+    toolchains = parse_toolchain_pins(root.table("toolchains").data, path)
     legs_t = root.table("legs", required=True)
     legs: dict[str, Leg] = {}
     for name in legs_t.names():
@@ -213,6 +217,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         github=github,
         cmake_args=tuple(cmake_args),
         legs=legs,
+        toolchains=toolchains,
     )
 
 

@@ -7,6 +7,8 @@ of a run agrees without installing anything; other backends report theirs.
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 
 from pipeline import settings as S
@@ -22,13 +24,20 @@ def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
     if leg.needs_resolution:
         from pipeline.resolve import rocm_for_leg
 
-        return key_toolchain(rocm_identity(rocm_for_leg(inputs, leg).version))
+        identity = rocm_identity(rocm_for_leg(inputs, leg).version)
+        if leg.os == "windows" and sys.platform == "win32":
+            # The MSVC toolset is in every object of a Windows leg: key on it too.
+            from pipeline.toolchain.msvc import capture_msvc
+
+            identity += f"-{capture_msvc(inputs.environ).identity}"
+        return key_toolchain(identity)
     from pipeline.toolchain import ToolchainRequest
     from pipeline.toolchain.profiles import prepare_toolchain
 
     request = ToolchainRequest(
         leg=leg, environ=inputs.environ, download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir, http_backoff=inputs.http_backoff,
+        pins=inputs.require_matrix().toolchains,
     )
     return key_toolchain(prepare_toolchain(request, Console(stderr=True)).identity)
 

@@ -12,6 +12,9 @@ class LegOptions:
     source: Path | None = None
     # An existing ROCm install to use instead of downloading one.
     rocm_path: Path | None = None
+    # An existing CUDA install / Vulkan SDK instead of matrix.toml's pinned one.
+    cuda_path: Path | None = None
+    vulkan_sdk: Path | None = None
     # ccache remote storage URL (redis:// or http://); None: matrix.toml's, "" turns it off.
     remote_cache: str | None = None
     # Skip packaging the bundle.

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.cache_budget import CacheBudget, budget_by_kind
 from pipeline.cachekey import MalformedKeyError, parse_key
 from pipeline.caches import PER_PAGE, CacheEntry
 from pipeline.errors import PipelineError, UsageError
@@ -78,6 +79,15 @@ class PrunePlan:
         """True when the repository's caches use at least the warn fraction of the limit."""
         return self.total_bytes >= self.warn_fraction * self.limit_bytes
 
+    @property
+    def budget(self) -> CacheBudget:
+        """The caches by kind (ccache, toolchain, other), now and after this plan (issue 17)."""
+        ours = [(g.kind, e.size_in_bytes, deleted) for g in self.groups
+                for entries, deleted in ((g.keep, False), (g.delete, True)) for e in entries]  # fmt: skip
+        return budget_by_kind(ours, limit_bytes=self.limit_bytes, warn_fraction=self.warn_fraction,
+                              other_count=self.total_count - len(ours),
+                              other_bytes=self.total_bytes - sum(size for _, size, _ in ours))  # fmt: skip
+
     def warnings(self) -> list[str]:
         """One line per thing a maintainer should look at."""
         lines = [
@@ -90,7 +100,7 @@ class PrunePlan:
                 f"({self.total_bytes / self.limit_bytes:.0%}, warning from {self.warn_fraction:.0%}); "
                 f"{human_bytes(self.bytes_after)} after pruning"
             )
-        return lines
+        return lines + self.budget.warnings()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +115,7 @@ class PrunePlan:
             "bytes_after": self.bytes_after,
             "limit_bytes": self.limit_bytes,
             "near_limit": self.near_limit,
+            "budget": self.budget.to_json(),
             "warnings": self.warnings(),
         }
 
@@ -262,7 +273,7 @@ def summary_markdown(plan: PrunePlan, result: PruneResult | None) -> str:
     freed = result.bytes_freed if result else plan.bytes_freed
     verb = "Freed" if applied else "Would free"
     count = len(result.deleted) if result else len(plan.to_delete)
-    lines += ["", f"**{verb} {human_bytes(freed)}** ({count} caches)."]
+    lines += ["", f"**{verb} {human_bytes(freed)}** ({count} caches).", "", *plan.budget.markdown_rows()]
     if result and result.error:
         lines.append(f"\n:x: stopped at cache {result.failed.id if result.failed else '?'}: {result.error}")
     for warning in plan.warnings():

@@ -28,7 +28,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     leg = inputs.require_matrix().leg(args.leg)
     options = LegOptions(
-        source=args.source, rocm_path=args.rocm_path, remote_cache=args.remote_cache, no_bundle=args.no_bundle
+        source=args.source, rocm_path=args.rocm_path, cuda_path=args.cuda_path, vulkan_sdk=args.vulkan_sdk,
+        remote_cache=args.remote_cache, no_bundle=args.no_bundle,
     )
     run_leg(inputs, leg, options, Console(stderr=False))
     return 0

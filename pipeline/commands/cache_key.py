@@ -54,8 +54,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         "ccache-dir": str((inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)).resolve()),
         "toolchain": toolchain,
     }
-    # Only a downloaded toolchain is worth an Actions cache of its own.
-    if profile_of(leg).downloads_toolchain:
+    # Only a downloaded toolchain is worth an Actions cache of its own, and only when
+    # it cannot push every leg's ccache out of the repository's budget.
+    if profile_of(leg).downloads_toolchain and leg.needs_resolution and _archives_fit(inputs):
         outputs["toolchain-key"] = toolchain_cache_key(leg.name, toolchain)
         outputs["toolchain-dir"] = str(inputs.download_cache.resolve())
     for name, value in outputs.items():
@@ -69,3 +70,13 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         print(f"key:          {key}")
         print(f"restore-keys: {', '.join(restore)}")
     return 0
+
+
+def _archives_fit(inputs: RunInputs) -> bool:
+    import sys
+
+    from pipeline.archive_budget import archive_decision
+
+    decision = archive_decision(inputs)
+    print(decision.reason, file=sys.stderr)
+    return decision.cache_archives

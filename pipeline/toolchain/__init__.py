@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.config import Leg
 from pipeline.errors import ToolchainError
 from pipeline.names import safe_identity
+from pipeline.toolchain_pins import ToolchainPins
 
 if TYPE_CHECKING:
     from pipeline.resolution import ResolvedRocm
@@ -75,6 +76,11 @@ class ToolchainRequest:
     # An existing ROCm install to use instead of downloading one, and the version asked for.
     rocm_path: Path | None = None
     rocm_version: str | None = None
+    # An existing CUDA install / Vulkan SDK instead of matrix.toml's pinned one.
+    cuda_path: Path | None = None
+    vulkan_sdk: Path | None = None
+    # matrix.toml's [toolchains] pins (CUDA wheels, SDK archives); None: use what the system has.
+    pins: ToolchainPins | None = None
     download_cache: Path
     toolchain_dir: Path
     http_backoff: float = 1.0

@@ -82,13 +82,18 @@ def cmake_value(args: tuple[str, ...], name: str) -> str:
     raise ToolchainError(f"the host toolchain sets no {name}")
 
 
-def cuda_toolchain(leg: Leg, environ: Mapping[str, str]) -> Toolchain:
-    """nvcc + the host compiler; the identity carries both versions."""
+def cuda_toolchain(
+    leg: Leg, environ: Mapping[str, str], *, root: Path | None = None, source: str = "system"
+) -> Toolchain:
+    """nvcc + the host compiler; the identity carries both versions.
+
+    ``root``: a toolkit given by ``--cuda-path`` or installed from wheels; None finds a system one.
+    """
     env = environ
     host = host_toolchain(environ)
-    nvcc = find_nvcc(env)
+    nvcc = (root / "bin" / ("nvcc.exe" if os.name == "nt" else "nvcc")) if root is not None else find_nvcc(env)
     version = nvcc_version(nvcc)
-    root = cuda_root_of(nvcc)
+    root = root if root is not None else cuda_root_of(nvcc)
     host_cxx = Path(cmake_value(host.cmake_args, "CMAKE_CXX_COMPILER"))
     return Toolchain(
         kind="cuda",
@@ -99,8 +104,14 @@ def cuda_toolchain(leg: Leg, environ: Mapping[str, str]) -> Toolchain:
             "cuda_root": str(root),
             "host_compiler": host.identity,
             "architectures": ";".join(leg.cuda_architectures),
+            "source": source,
         },
         env=cuda_env(root, env),
-        cmake_args=(*host.cmake_args, *cuda_cmake_args(nvcc, host_cxx, leg.cuda_architectures)),
+        cmake_args=(
+            *host.cmake_args,
+            *cuda_cmake_args(nvcc, host_cxx, leg.cuda_architectures),
+            # FindCUDAToolkit looks here first, not beside a system nvcc.
+            f"-DCUDAToolkit_ROOT={root.as_posix()}",
+        ),
         launcher_languages=("CUDA",),
     )

@@ -42,19 +42,42 @@ def _cpu(request: ToolchainRequest, console: Console) -> Toolchain:
 def _rocm(request: ToolchainRequest, console: Console) -> Toolchain:
     from pipeline.toolchain.rocm import prepare_rocm
 
-    return prepare_rocm(request, console)
+    return _with_msvc_on_windows(request, prepare_rocm(request, console))
 
 
 def _cuda(request: ToolchainRequest, console: Console) -> Toolchain:
-    from pipeline.toolchain.cuda import cuda_toolchain
+    """``--cuda-path``, else matrix.toml's pinned wheels, else a system CUDA."""
+    import sys
 
-    return cuda_toolchain(request.leg, request.environ)
+    from pipeline.toolchain.cuda_wheels import prepare_cuda
+
+    return prepare_cuda(
+        request.leg, request.pins.cuda if request.pins else None, cuda_path=request.cuda_path,
+        python=sys.executable, env=request.environ, root_dir=request.toolchain_dir,
+        cache_dir=request.download_cache, console=console,
+    )
 
 
 def _vulkan(request: ToolchainRequest, console: Console) -> Toolchain:
-    from pipeline.toolchain.vulkan import vulkan_toolchain
+    """``--vulkan-sdk``, else matrix.toml's pinned SDK for the leg's OS, else glslc and headers of the system."""
+    from pipeline.toolchain.vulkan_sdk import prepare_vulkan
 
-    return vulkan_toolchain(request.leg, request.environ)
+    pin = request.pins.vulkan.get(request.leg.os) if request.pins else None
+    return prepare_vulkan(
+        request.leg, pin, sdk_path=request.vulkan_sdk, env=request.environ,
+        root_dir=request.toolchain_dir, cache_dir=request.download_cache, console=console,
+    )
+
+
+def _with_msvc_on_windows(request: ToolchainRequest, toolchain: Toolchain) -> Toolchain:
+    """A Windows leg built on Windows links with MSVC: vcvarsall's environment, its version in the identity."""
+    import sys
+
+    if request.leg.os != "windows" or sys.platform != "win32":
+        return toolchain
+    from pipeline.toolchain.msvc import capture_msvc, with_msvc
+
+    return with_msvc(toolchain, capture_msvc(request.environ), request.environ)
 
 
 PROFILES: dict[str, BackendProfile] = {

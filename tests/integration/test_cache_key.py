@@ -14,6 +14,7 @@ from pipeline.resolution import Resolution, ResolvedRocm
 from pipeline.toolchain.host import host_toolchain
 from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.actions_files import read_file_commands
+from tests.support.httpserver import LocalServer, Response
 
 pytestmark = pytest.mark.integration
 
@@ -22,13 +23,13 @@ ROCM = "rocm-linux-gfx110X"
 VERSION = "10.1.0a20260801"
 
 
-def resolution(source: dict[str, object] | None) -> str:
+def resolution(source: dict[str, object] | None, url: str = f"http://127.0.0.1:9/therock-dist-linux-gfx110X-all-{VERSION}.tar.gz") -> str:
     build = ResolvedRocm(
         policy="weekly",
         cutoff=date(2026, 8, 1),
         version=VERSION,
         file=f"therock-dist-linux-gfx110X-all-{VERSION}.tar.gz",
-        url=f"http://127.0.0.1:9/therock-dist-linux-gfx110X-all-{VERSION}.tar.gz",
+        url=url,
         published=datetime(2026, 8, 1, 9, 0, tzinfo=UTC),
         os="linux",
         family="gfx110X-all",
@@ -82,8 +83,31 @@ def test_rocm_key_from_the_resolution_with_a_mix_tag(tmp_path: Path) -> None:
     parts = parse_key(data["key"])
     assert parts is not None and (parts.leg, parts.toolchain, parts.tag) == (ROCM, f"rocm-{VERSION}", "b10327-mix-cec6aa7")
     outputs = read_file_commands(tmp_path / "output")
-    assert outputs["toolchain-key"] == f"llama-toolchain--{ROCM}--rocm-{VERSION}"
-    assert outputs["toolchain-dir"]
+    # matrix.toml's five legs at [ccache] max_size alone fill the 10 GiB: the archive stays out.
+    assert "toolchain-key" not in outputs
+    assert "of ccache ([ccache] max_size for every leg) alone exceed the 10.0 GiB limit" in proc.stderr
+
+
+@pytest.mark.parametrize(("limit", "cached"), [(10_000_000, True), (3_500, False)])
+def test_the_archive_is_cached_only_when_every_ccache_and_archive_fit(tmp_path: Path, limit: int, cached: bool) -> None:
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(
+        f'[ccache]\nmax_size = "1k"\n[github]\ncache_limit_bytes = {limit}\n'
+        f'[legs.{ROCM}]\nbackend = "rocm"\nfamily = "gfx110X-all"\ntargets = ["gfx1100"]\n'
+    )
+    with LocalServer() as srv:
+        path = f"/therock-dist-linux-gfx110X-all-{VERSION}.tar.gz"
+        # The HEAD answer's Content-Length is the archive's size: 3000 bytes.
+        srv.route(path, Response(body=b"x" * 3000), method="HEAD")
+        env = actions_env(tmp_path, PIPELINE_RESOLVED=resolution({"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b1", "tag": "b1"}, url=srv.url(path)))
+        proc = run_pipeline(["--matrix", str(matrix), "cache-key", ROCM], env=env, check=True)
+        assert srv.hits(path, method="HEAD") == 1
+        assert srv.hits(path) == 0  # sized, never downloaded
+    outputs = read_file_commands(tmp_path / "output")
+    # 1000 B of ccache + 3000 B of archive against the limit.
+    assert ("toolchain-key" in outputs) is cached
+    verdict = "fit in" if cached else "exceed"
+    assert f"1000 B of ccache + 2.9 KiB of toolchain archives {verdict} the" in proc.stderr
 
 
 def test_explicit_version_and_resolution_agree(tmp_path: Path) -> None:

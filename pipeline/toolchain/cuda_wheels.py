@@ -1,0 +1,133 @@
+"""The CUDA toolkit from pinned wheels, installed into the toolchain cache.
+
+The wheels come through ``pip download --no-deps --only-binary :all:`` (pip
+knows the package index and its mirrors; nothing here names a host), each
+checked against its pinned sha256, then installed as one tree by the one
+archive installer (:mod:`pipeline.installer.archive_set`). A wheel is a zip,
+so the same safe extractor that unpacks TheRock unpacks it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.config import Leg
+from pipeline.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree
+from pipeline.errors import NetworkError, ToolchainError
+from pipeline.fsutil import file_digest
+from pipeline.installer.archive_set import ArchiveRef, install_archive_set
+from pipeline.toolchain import Toolchain
+from pipeline.toolchain.cuda import cuda_toolchain
+from pipeline.toolchain_pins import CudaPins
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def pip_download_command(python: str, requirement: str, dest: Path, platform: str | None = None) -> list[str]:
+    """The one ``pip download`` line for one pinned wheel: exact version, no deps, binary only."""
+    cmd = [python, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
+           "-d", str(dest), requirement]  # fmt: skip
+    if platform:
+        cmd[-1:-1] = ["--platform", platform]
+    return cmd
+
+
+def fetch_wheel(requirement: str, sha256: str, cache_dir: Path, *, python: str, platform: str | None = None) -> Path:
+    """A verified wheel for ``requirement`` in ``<cache_dir>/wheels/<sha256>/`` (downloaded once)."""
+    folder = cache_dir / "wheels" / sha256.lower()
+    cached = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    if len(cached) == 1 and file_digest(cached[0])[1] == sha256.lower():
+        return cached[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".pip-") as tmp:
+        cmd = pip_download_command(python, requirement, Path(tmp), platform)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise NetworkError(f"pip download {requirement}: cannot run pip: {exc}") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise NetworkError(f"pip download {requirement} failed (exit {proc.returncode}): {last}")
+        got = sorted(Path(tmp).glob("*.whl"))
+        if len(got) != 1:
+            raise ToolchainError(f"pip download {requirement}: expected one wheel, got {[p.name for p in got]}")
+        digest = file_digest(got[0])[1]
+        if digest != sha256.lower():
+            raise ToolchainError(
+                f"sha256 mismatch for {requirement} ({got[0].name}): expected {sha256.lower()}, got {digest}"
+            )
+        for old in cached:
+            old.unlink(missing_ok=True)
+        final = folder / got[0].name
+        got[0].replace(final)
+    return final
+
+
+def link_unversioned(lib_dir: Path) -> dict[str, str]:
+    """Add the unversioned ``lib*.so`` links FindCUDAToolkit looks for; the links made."""
+    links = unversioned_links(p.name for p in lib_dir.iterdir()) if lib_dir.is_dir() else {}
+    missing = [lib for lib in UNVERSIONED_LIBS if f"lib{lib}.so" not in links and not (lib_dir / f"lib{lib}.so").exists()]
+    if missing:
+        raise ToolchainError(f"{lib_dir}: the pinned wheels hold no {', '.join('lib' + m + '.so.*' for m in missing)}")
+    for plain, versioned in links.items():
+        (lib_dir / plain).symlink_to(versioned)
+    return links
+
+
+def install_cuda_wheels(
+    pins: CudaPins,
+    os_name: str,
+    *,
+    root_dir: Path,
+    cache_dir: Path,
+    python: str,
+    console: Console | None = None,
+) -> Path:
+    """Install the pinned wheels for ``os_name``; the toolkit tree (``.../nvidia/cu13``)."""
+    pairs = pins.wheels_for(os_name)
+    if not pairs:
+        raise ToolchainError(f"[toolchains.cuda] pins no {os_name} sha256 for every wheel: cannot install CUDA {pins.version}")
+    refs = [ArchiveRef(label=wheel.requirement, sha256=sha) for wheel, sha in pairs]
+    tree = wheel_tree(pins.version)
+
+    def fetch(ref: ArchiveRef) -> Path:
+        if console is not None:
+            console.print(f"cuda: wheel {ref.label}", highlight=False)
+        return fetch_wheel(ref.label, ref.sha256, cache_dir, python=python)
+
+    def finish(root: Path) -> None:
+        if os_name != "windows":
+            link_unversioned(root / tree / "lib")
+
+    installed = install_archive_set(refs, root_dir / install_folder(pins.version, os_name), fetch=fetch, finish=finish)
+    if console is not None:
+        state = "reused" if installed.reused else "installed"
+        console.print(f"cuda: {state} CUDA {pins.version} from {len(refs)} wheels at {installed.root}", highlight=False)
+    return installed.root / tree
+
+
+def prepare_cuda(
+    leg: Leg,
+    pins: CudaPins | None,
+    *,
+    cuda_path: Path | None,
+    env: Mapping[str, str],
+    root_dir: Path,
+    cache_dir: Path,
+    python: str,
+    console: Console | None = None,
+) -> Toolchain:
+    """``--cuda-path`` wins; else the pinned wheels; else a system CUDA (CUDA_PATH, /usr/local/cuda, PATH)."""
+    if cuda_path is not None:
+        if not (cuda_path / "bin" / ("nvcc.exe" if leg.os == "windows" else "nvcc")).is_file():
+            raise ToolchainError(f"--cuda-path {cuda_path}: no bin/nvcc there")
+        return cuda_toolchain(leg, env, root=cuda_path, source="cuda-path")
+    if pins is None:
+        return cuda_toolchain(leg, env)
+    tree = install_cuda_wheels(pins, leg.os, root_dir=root_dir, cache_dir=cache_dir, python=python, console=console)
+    return cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")

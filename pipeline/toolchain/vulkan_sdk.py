@@ -1,0 +1,65 @@
+"""The Vulkan SDK from a pinned archive, installed into the toolchain cache.
+
+``[toolchains.vulkan.<os>]`` names the SDK archive, its sha256 and the SDK
+folder inside it (LunarG's Linux tarball holds ``<version>/x86_64/{bin,include,lib}``;
+the installer drops the single top folder, so ``root = "x86_64"``). The
+archive goes through the one installer (download verified and cached, safe
+extraction, atomic install); the leg then sees it as ``VULKAN_SDK``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.config import Leg
+from pipeline.errors import ToolchainError
+from pipeline.installer.archive_set import ArchiveRef, install_archive_set
+from pipeline.installer.download import download
+from pipeline.toolchain import Toolchain
+from pipeline.toolchain.vulkan import vulkan_toolchain
+from pipeline.toolchain_pins import SdkPin
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def install_vulkan_sdk(
+    pin: SdkPin, os_name: str, *, root_dir: Path, cache_dir: Path, console: Console | None = None
+) -> Path:
+    """Install the pinned SDK archive; the SDK folder (the one holding ``bin/glslc``)."""
+
+    def fetch(ref: ArchiveRef) -> Path:
+        return download(ref.label, cache_dir=cache_dir, sha256=ref.sha256, console=console).path
+
+    ref = ArchiveRef(label=pin.url, sha256=pin.sha256)
+    installed = install_archive_set([ref], root_dir / f"vulkan-sdk-{pin.version}-{os_name}", fetch=fetch)
+    sdk = installed.root / pin.root if pin.root else installed.root
+    glslc = sdk / "bin" / ("glslc.exe" if os_name == "windows" else "glslc")
+    if not glslc.is_file():
+        raise ToolchainError(f"{pin.url}: the installed SDK has no {glslc.relative_to(installed.root)} (check [toolchains.vulkan.{os_name}].root)")
+    if console is not None:
+        state = "reused" if installed.reused else "installed"
+        console.print(f"vulkan: {state} SDK {pin.version} at {sdk}", highlight=False)
+    return sdk
+
+
+def prepare_vulkan(
+    leg: Leg,
+    pin: SdkPin | None,
+    *,
+    sdk_path: Path | None,
+    env: Mapping[str, str],
+    root_dir: Path,
+    cache_dir: Path,
+    console: Console | None = None,
+) -> Toolchain:
+    """``--vulkan-sdk`` wins; else the pinned SDK; else glslc and headers from the system."""
+    if sdk_path is not None:
+        sdk = sdk_path
+    elif pin is not None:
+        sdk = install_vulkan_sdk(pin, leg.os, root_dir=root_dir, cache_dir=cache_dir, console=console)
+    else:
+        return vulkan_toolchain(leg, env)
+    return vulkan_toolchain(leg, {**env, "VULKAN_SDK": str(sdk)})

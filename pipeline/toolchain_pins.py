@@ -1,0 +1,171 @@
+"""Pinned toolchain archives: ``[toolchains.*]`` of matrix.toml as frozen data.
+
+Pure: no I/O (it sits outside pipeline.toolchain, whose package runs tools). ``config.py`` hands the raw ``[toolchains]`` table here, so the
+pins are validated with the rest of the file, before any work starts, and
+every error names the file and the dotted key.
+
+    [toolchains.cuda]
+    version = "13.2.86"                 # the toolkit's version: install folder and identity
+    [[toolchains.cuda.wheels]]
+    name = "nvidia-cuda-nvcc"
+    version = "13.2.86"
+    sha256 = { linux = "...", windows = "..." }
+
+    [toolchains.vulkan.linux]
+    url = "https://.../vulkansdk-linux-x86_64-1.4.328.1.tar.xz"
+    sha256 = "..."
+    version = "1.4.328.1"
+    root = "x86_64"                     # the SDK folder inside the archive's top folder
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import ConfigError
+
+OSES = ("linux", "windows")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# A PyPI project name (PEP 508) and an exact version: nothing pip could widen.
+_WHEEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_VERSION = re.compile(r"^\d+(?:\.\d+)+$")
+_REL = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelPin:
+    """One wheel of a toolkit: exact name, version and per-OS sha256."""
+
+    name: str
+    version: str
+    sha256: Mapping[str, str]
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaPins:
+    """The CUDA toolkit as pinned wheels (NVIDIA's ``nvidia-*`` 13.x wheels)."""
+
+    version: str
+    wheels: tuple[WheelPin, ...]
+
+    def wheels_for(self, os_name: str) -> tuple[tuple[WheelPin, str], ...]:
+        """(wheel, sha256) for ``os_name``; empty when the pins do not cover that OS."""
+        if not all(os_name in w.sha256 for w in self.wheels):
+            return ()
+        return tuple((w, w.sha256[os_name]) for w in self.wheels)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SdkPin:
+    """One SDK archive for one OS: where, what it hashes to, and where the SDK sits inside."""
+
+    url: str
+    sha256: str
+    version: str
+    # Relative folder of the SDK inside the installed tree ("" = the tree itself).
+    root: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolchainPins:
+    """Everything under ``[toolchains]``; absent parts mean "find it on the system"."""
+
+    cuda: CudaPins | None = None
+    vulkan: Mapping[str, SdkPin] = field(default_factory=dict)
+
+
+def _fail(path: Path, key: str, expected: str, value: Any = None) -> ConfigError:
+    got = "" if value is None else f", got {value!r}"
+    return ConfigError(f"{path}: {key}: expected {expected}{got}")
+
+
+def _table(data: Any, path: Path, key: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _fail(path, key, "a table", data)
+    return dict(data)
+
+
+def _unknown(data: Mapping[str, Any], path: Path, key: str) -> None:
+    for name in data:
+        raise ConfigError(f"{path}: {key}.{name}: unknown key")
+
+
+def _string(data: dict[str, Any], path: Path, key: str, name: str, pattern: re.Pattern[str], what: str) -> str:
+    value = data.pop(name, None)
+    if value is None:
+        raise ConfigError(f"{path}: {key}.{name}: required key is missing")
+    if not isinstance(value, str) or not pattern.match(value):
+        raise _fail(path, f"{key}.{name}", what, value)
+    return value
+
+
+def _sha(value: Any, path: Path, key: str) -> str:
+    if not isinstance(value, str) or not _SHA256.match(value.lower()):
+        raise _fail(path, key, "a sha256 (64 hex digits)", value)
+    return value.lower()
+
+
+def parse_cuda_pins(data: Any, path: Path) -> CudaPins:
+    """``[toolchains.cuda]`` -> :class:`CudaPins`."""
+    key = "toolchains.cuda"
+    t = _table(data, path, key)
+    version = _string(t, path, key, "version", _VERSION, "a version such as '13.2.86'")
+    raw = t.pop("wheels", None)
+    if not isinstance(raw, list) or not raw:
+        raise _fail(path, f"{key}.wheels", "a non-empty array of tables", raw)
+    wheels: list[WheelPin] = []
+    for i, item in enumerate(raw):
+        where = f"{key}.wheels[{i}]"
+        w = _table(item, path, where)
+        name = _string(w, path, where, "name", _WHEEL_NAME, "a package name")
+        wversion = _string(w, path, where, "version", _VERSION, "an exact version such as '13.2.86'")
+        shas = _table(w.pop("sha256", None), path, f"{where}.sha256")
+        hashes = {os_name: _sha(shas.pop(os_name), path, f"{where}.sha256.{os_name}")
+                  for os_name in OSES if os_name in shas}  # fmt: skip
+        _unknown(shas, path, f"{where}.sha256")
+        if not hashes:
+            raise _fail(path, f"{where}.sha256", "a sha256 for 'linux' and/or 'windows'")
+        _unknown(w, path, where)
+        if any(p.name.lower() == name.lower() for p in wheels):
+            raise ConfigError(f"{path}: {where}.name: {name!r} is listed twice")
+        wheels.append(WheelPin(name=name, version=wversion, sha256=hashes))
+    _unknown(t, path, key)
+    return CudaPins(version=version, wheels=tuple(wheels))
+
+
+def parse_sdk_pin(data: Any, path: Path, key: str) -> SdkPin:
+    """``[toolchains.vulkan.<os>]`` -> :class:`SdkPin`."""
+    t = _table(data, path, key)
+    url = t.pop("url", None)
+    if not isinstance(url, str) or not re.match(r"^(https?|file)://\S+$", url):
+        raise _fail(path, f"{key}.url", "an http(s):// or file:// URL", url)
+    sha = _sha(t.pop("sha256", None), path, f"{key}.sha256")
+    version = _string(t, path, key, "version", _VERSION, "a version such as '1.4.328.1'")
+    root = t.pop("root", "")
+    if not isinstance(root, str) or (root and (not _REL.match(root) or ".." in root.split("/"))):
+        raise _fail(path, f"{key}.root", "a relative folder such as 'x86_64'", root)
+    _unknown(t, path, key)
+    return SdkPin(url=url, sha256=sha, version=version, root=root)
+
+
+def parse_toolchain_pins(data: Any, path: Path) -> ToolchainPins:
+    """The whole ``[toolchains]`` table (``{}`` when absent)."""
+    t = _table(data if data is not None else {}, path, "toolchains")
+    cuda = parse_cuda_pins(t.pop("cuda"), path) if "cuda" in t else None
+    vulkan: dict[str, SdkPin] = {}
+    if "vulkan" in t:
+        v = _table(t.pop("vulkan"), path, "toolchains.vulkan")
+        for os_name in OSES:
+            if os_name in v:
+                vulkan[os_name] = parse_sdk_pin(v.pop(os_name), path, f"toolchains.vulkan.{os_name}")
+        _unknown(v, path, "toolchains.vulkan")
+    _unknown(t, path, "toolchains")
+    return ToolchainPins(cuda=cuda, vulkan=vulkan)
