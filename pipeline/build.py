@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pipeline.ccache import CcacheSetup, remote_spec, setup_ccache, workspace_of
 from pipeline.config import Leg, Matrix
-from pipeline.errors import BuildError, SourceError, ToolchainError, UsageError
+from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.options import LegOptions
 from pipeline.record import RECORD_NAME, LegRecord
 from pipeline.toolchain import Toolchain
@@ -262,6 +262,15 @@ def run_leg(matrix: Matrix, leg: Leg, options: LegOptions, console: Console) -> 
             )
         record.bundle = bundle.relative_to(out).as_posix()
         console.print(f"{leg.name}: bundle {bundle}")
+        from pipeline.bundle_check import check_built_bundle
+
+        check = check_built_bundle(bundle, leg, scratch=work / "check")
+        record.bundle_check = check.to_json()
+        console.print(f"{leg.name}: {check.summary}", highlight=False)
+        if not check.ok:
+            _fail_check(record, work, clock)
+            more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
+            raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
     show_record(record, console)
@@ -322,6 +331,12 @@ def _swap_cache_owner(cache_dir: Path, identity: str) -> str | None:
 
     atomic_write_text(marker, identity + "\n")
     return previous
+
+
+def _fail_check(record: LegRecord, work: Path, clock: float) -> None:
+    record.status = "failed"
+    record.wall_seconds = round(time.monotonic() - clock, 3)
+    record.write(work / RECORD_NAME)
 
 
 def _timings(build: Path) -> dict[str, object] | None:

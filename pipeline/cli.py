@@ -21,6 +21,7 @@ COMMANDS = (
     "build",
     "cache-key",
     "cache-save",
+    "check-bundle",
     "compare",
     "legs",
     "matrix",
