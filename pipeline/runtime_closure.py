@@ -264,8 +264,8 @@ def complete_runtime(
             folders = walker.needs_from.get(rel, set())
             if not folders and not info.search_paths:
                 continue  # needs nothing from the bundle and names no folder: left as built
-            own = rel.rsplit("/", 1)[0]
-            wanted = origin_runpath(own, folders) if folders else ""
+            # At least $ORIGIN, as the release job sets on every file: a RUNPATH is never removed.
+            wanted = origin_runpath(rel.rsplit("/", 1)[0], folders)
             if wanted == ":".join(info.runpath) and not info.rpath:
                 continue
             patchelf = patchelf or find_patchelf()
@@ -275,10 +275,9 @@ def complete_runtime(
 
 
 def set_runpath(patchelf: Path, path: Path, runpath: str) -> None:
-    """Set ``path``'s DT_RUNPATH to ``runpath`` (removing DT_RPATH), or remove both when empty."""
-    args = ["--set-rpath", runpath] if runpath else ["--remove-rpath"]
+    """Set ``path``'s DT_RUNPATH to ``runpath`` (a DT_RPATH becomes a DT_RUNPATH)."""
     try:
-        subprocess.run([str(patchelf), *args, str(path)], check=True, capture_output=True, text=True, timeout=120)
+        subprocess.run([str(patchelf), "--set-rpath", runpath, str(path)], check=True, capture_output=True, text=True, timeout=120)
     except subprocess.CalledProcessError as exc:
         raise BundleError(f"{path.name}: patchelf failed: {exc.stderr.strip() or exc.returncode}") from None
     except (OSError, subprocess.TimeoutExpired) as exc:
