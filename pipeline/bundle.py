@@ -1,6 +1,8 @@
 """Bundles: a leg's programs and shared libraries, a manifest, and comparing two bundles.
 
-What goes in (the selection rule), from the build directory, top level only:
+What goes in (the selection rule), from the build directory, top level only
+(then the runtime closure and the licenses are added, see
+:mod:`pipeline.bundle_stage` and :mod:`pipeline.runtime_closure`):
 
 - ``bin/``: shared libraries (``*.so``, ``*.so.N...``, ``*.dll``, ``*.dylib``),
   ``*.exe``, and files with an executable bit, except build by-products
@@ -27,11 +29,11 @@ from pipeline.archive import Entry, archive_kind, read_members, write_tar_gz, wr
 from pipeline.bundle_names import render_name
 from pipeline.bundle_stage import (
     STAGE_DIR,
+    archive_entries,
     fresh_stage,
     stage_file,
     stage_licenses,
     staged_files,
-    staged_folders,
     toolchain_root,
 )
 from pipeline.config import Leg
@@ -251,20 +253,9 @@ def make_bundle(
     )
     source = record.source.get("path")
     stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)
-    origins = {c.path: c.origin for c in closure.copied}
-    files: list[dict[str, Any]] = []
-    entries: list[Entry] = []
-    staged = staged_files(stage, symlinks=not zipped)
-    for sf in staged:
-        came_from = {"from_toolchain": origins[sf.relpath]} if sf.relpath in origins else {}
-        if sf.link is not None:
-            files.append({"path": sf.relpath, "symlink": sf.link, **came_from})
-            entries.append(Entry(name=sf.relpath, mode=0o777, link=sf.link))
-        else:
-            size, digest = file_digest(sf.path)
-            files.append({"path": sf.relpath, "size": size, "sha256": digest, **came_from})
-            top_level = sf.relpath.count("/") == 1 and sf.relpath.split("/")[0] in ("bin", "lib")
-            entries.append(Entry(name=sf.relpath, mode=PROGRAM_MODE if top_level else MANIFEST_MODE, path=sf.path))
+    files, entries = archive_entries(
+        staged_files(stage, symlinks=not zipped), {c.path: c.origin for c in closure.copied}
+    )
     manifest = build_manifest(
         name=name,
         leg=leg,
@@ -279,7 +270,6 @@ def make_bundle(
     # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
     manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
     entries.append(Entry(name=MANIFEST_NAME, mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
-    entries.extend(Entry(name=f"{d}/", mode=0o755, is_dir=True) for d in staged_folders(staged))
     target = out_dir / DIST_DIR / name
     (write_zip if zipped else write_tar_gz)(target, entries)
     return target

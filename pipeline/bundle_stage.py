@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import Any
+
+from pipeline.archive import Entry
+from pipeline.fsutil import file_digest
 
 LICENSE_NAME = "LICENSE"
 LICENSES_DIR = "licenses"
 STAGE_DIR = "bundle"
+PAYLOAD_FOLDERS = ("bin", "lib")
 # Toolchain details and environment variables naming the toolchain's root folder, in order.
 _ROOT_DETAILS = ("root", "cuda_root")
 _ROOT_ENV = ("ROCM_PATH", "HIP_PATH", "CUDA_PATH")
@@ -101,6 +106,32 @@ def staged_files(stage: Path, *, symlinks: bool) -> list[StagedFile]:
             link = str(full.readlink()) if full.is_symlink() and symlinks else None
             found.append(StagedFile(relpath=rel, path=full, link=link))
     return sorted(found, key=lambda f: f.relpath)
+
+
+def archive_entries(
+    staged: Sequence[StagedFile], origins: Mapping[str, str]
+) -> tuple[list[dict[str, Any]], list[Entry]]:
+    """The manifest's file list and the archive entries (folders included) of the staged files.
+
+    ``origins`` maps a bundle path to where it came from in the toolchain
+    (``from_toolchain`` in the manifest). Programs and libraries at the top of
+    ``bin/`` and ``lib/`` are executable; licenses and data files are not.
+    """
+    files: list[dict[str, Any]] = []
+    entries: list[Entry] = []
+    for sf in staged:
+        came_from = {"from_toolchain": origins[sf.relpath]} if sf.relpath in origins else {}
+        if sf.link is not None:
+            files.append({"path": sf.relpath, "symlink": sf.link, **came_from})
+            entries.append(Entry(name=sf.relpath, mode=0o777, link=sf.link))
+            continue
+        size, digest = file_digest(sf.path)
+        files.append({"path": sf.relpath, "size": size, "sha256": digest, **came_from})
+        folder, _, name = sf.relpath.partition("/")
+        program = folder in PAYLOAD_FOLDERS and "/" not in name
+        entries.append(Entry(name=sf.relpath, mode=0o755 if program else 0o644, path=sf.path))
+    entries.extend(Entry(name=f"{d}/", mode=0o755, is_dir=True) for d in staged_folders(staged))
+    return files, entries
 
 
 def staged_folders(files: Sequence[StagedFile]) -> list[str]:

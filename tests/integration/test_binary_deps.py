@@ -128,3 +128,19 @@ def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -
     assert [(c.path, c.origin) for c in closure.copied] == [("bin/amdhip64_7.dll", "bin/amdhip64_7.dll")]
     assert closure.runpaths == ()  # Windows finds DLLs beside the program
     assert check_tree(root, os_name="windows", glibc_max=None).problems == ()
+
+
+def test_check_bundle_refuses_what_is_not_a_bundle(tmp_path: Path) -> None:
+    from tests.integration.conftest import run_pipeline
+
+    not_bundle = tmp_path / "notes.txt"
+    not_bundle.write_text("hello\n")
+    for path, code, words in ((tmp_path / "missing.tar.gz", 9, "no such bundle"),
+                              (not_bundle, 9, "not a bundle")):
+        proc = run_pipeline(["check-bundle", str(path)])
+        assert proc.returncode == code, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert str(path) in proc.stderr and words in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    proc = run_pipeline(["check-bundle", str(not_bundle), "--glibc-max", "two"])
+    assert proc.returncode == 2 and "--glibc-max two: expected a glibc version like '2.35'" in proc.stderr
