@@ -144,3 +144,25 @@ def test_check_bundle_refuses_what_is_not_a_bundle(tmp_path: Path) -> None:
         assert len(proc.stderr.strip().splitlines()) == 1
     proc = run_pipeline(["check-bundle", str(not_bundle), "--glibc-max", "two"])
     assert proc.returncode == 2 and "--glibc-max two: expected a glibc version like '2.35'" in proc.stderr
+
+
+def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Path) -> None:
+    import json
+
+    from tests.integration.conftest import run_pipeline
+    from tests.support.projects import write_cpp_project, write_matrix
+
+    ws = tmp_path / "ws"
+    write_cpp_project(ws / "project", units=1)
+    (ws / "project" / "LICENSE").unlink()
+    write_matrix(ws / "matrix.toml")
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
+                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b5"])
+    assert proc.returncode == 9, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "cpu: llama-b5-bin-ubuntu-x64.tar.gz fails check-bundle: LICENSE: missing" in proc.stderr
+    record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
+    assert record["status"] == "failed"
+    assert record["bundle_check"]["ok"] is False
+    assert [p["kind"] for p in record["bundle_check"]["problems"]] == ["license"]
+    assert record["bundle_check"]["smoke_skipped"] == "no bin/llama-* programs"

@@ -178,6 +178,9 @@ def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[P
     assert "Traceback" not in proc.stderr
     assert "error: bin/llama-hipdemo: needs libamdhip64.so.7: neither in the bundle" in proc.stdout
     assert "error: bin/librocblas.so.4.5.0: needs libamdhip64.so.7" in proc.stdout
+    # The smoke test fails the way a clean machine would: the loader's own words.
+    assert re.search(r"error: bin/llama-hipdemo: --version exited 127: .*libamdhip64\.so\.7: cannot open shared object file",
+                     proc.stdout), proc.stdout
 
     # An absolute RUNPATH put back into the toolchain's folder.
     absolute = unpack(bundle, tmp_path / "absolute")

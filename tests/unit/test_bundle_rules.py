@@ -128,3 +128,20 @@ def test_report_line_of_a_bundle_check() -> None:
     assert bundle_check_line("rocm", failed) == (
         "rocm: check-bundle failed (2 problems): bin/x: needs liby.so.1: neither in the bundle (and 1 more)"
     )
+
+
+def test_report_renders_each_legs_bundle_check() -> None:
+    from pipeline.record import LegRecord
+    from pipeline.report import leg_rows, render_markdown
+
+    ok = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-01-01T00:00:00+00:00",
+                   bundle_check={"ok": True, "summary": "check-bundle passed: 4 binaries", "problems": []})
+    bad = LegRecord(leg="vulkan", backend="vulkan", os="linux", started="2026-01-01T00:00:00+00:00",
+                    bundle_check={"ok": False, "summary": "check-bundle failed (1 problems)",
+                                  "problems": [{"file": "LICENSE", "message": "missing"}]})
+    none = LegRecord(leg="cuda", backend="cuda", os="linux", started="2026-01-01T00:00:00+00:00")
+    text = render_markdown(leg_rows([ok, bad, none], {}, 0.9), threshold=0.9)
+    assert text.endswith(
+        "**Bundle checks:**\n\n- cpu: check-bundle passed: 4 binaries\n"
+        "- vulkan: check-bundle failed (1 problems): LICENSE: missing\n"
+    )
