@@ -29,7 +29,7 @@ from pipeline.ccache import (
     workspace_of,
 )
 from pipeline.config import Leg, Matrix
-from pipeline.errors import BuildError, SourceError, ToolchainError, UsageError
+from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.record import RECORD_NAME, LegRecord
@@ -248,7 +248,11 @@ def run_leg(
                    {**base_env, **ccache.env(with_stats_log=True)}, ccache, previous_toolchain, inputs)
 
     record.timings = _timings(build)
-    bundle = None if options.no_bundle else bundle_step(leg, record, build, out, toolchain, source, console)
+    bundle = None
+    if not options.no_bundle:
+        bundle = bundle_step(leg, record, build, out, toolchain, source, console)
+        if options.check_bundle:
+            check_step(leg, record, bundle, work, clock, console)
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
     show_record(record, console)
@@ -349,6 +353,21 @@ def bundle_step(
     record.bundle = bundle.relative_to(out).as_posix()
     console.print(f"{leg.name}: bundle {bundle}")
     return bundle
+
+
+def check_step(leg: Leg, record: LegRecord, bundle: Path, work: Path, clock: float, console: Console) -> None:
+    """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg."""
+    from pipeline.bundle_check import check_built_bundle
+
+    check = check_built_bundle(bundle, leg, scratch=work / "check")
+    record.bundle_check = check.to_json()
+    console.print(f"{leg.name}: {check.summary}", highlight=False)
+    if not check.ok:
+        record.status = "failed"
+        record.wall_seconds = round(time.monotonic() - clock, 3)
+        record.write(work / RECORD_NAME)
+        more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
+        raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
 
 
 def _warn(record: LegRecord, console: Console, message: str, inputs: RunInputs) -> None:

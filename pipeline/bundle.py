@@ -1,6 +1,8 @@
 """Bundles: a leg's programs and shared libraries, a manifest, and comparing two bundles.
 
-What goes in (the selection rule), from the build directory, top level only:
+What goes in (the selection rule), from the build directory, top level only
+(then the runtime closure and the licenses are added, see
+:mod:`pipeline.bundle_stage` and :mod:`pipeline.runtime_closure`):
 
 - ``bin/``: shared libraries (``*.so``, ``*.so.N...``, ``*.dll``, ``*.dylib``),
   ``*.exe``, and files with an executable bit, except build by-products
@@ -24,10 +26,21 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from pipeline.archive import Entry, archive_kind, read_members, write_tar_gz, write_zip
+from pipeline.bundle_names import render_name
+from pipeline.bundle_stage import (
+    STAGE_DIR,
+    archive_entries,
+    fresh_stage,
+    stage_file,
+    stage_licenses,
+    staged_files,
+    toolchain_root,
+)
 from pipeline.config import Leg
 from pipeline.errors import BundleError
 from pipeline.fsutil import file_digest
 from pipeline.record import LegRecord
+from pipeline.runtime_closure import complete_runtime
 from pipeline.toolchain import Toolchain
 
 FORMAT = "llama-pipeline-bundle"
@@ -50,10 +63,10 @@ TOOLCHAIN_KEYS = ("version", "url", "sha256")
 
 
 def bundle_name(leg: Leg, tag: str) -> str:
-    """``llama-<tag>-bin-<os>-<backend>[-<family>]-x64.tar.gz`` (``.zip`` for Windows legs)."""
-    family = f"-{leg.family}" if leg.family else ""
-    ext = "zip" if leg.os == "windows" else "tar.gz"
-    return f"llama-{tag}-bin-{leg.os}-{leg.backend}{family}-x64.{ext}"
+    """The leg's name template (upstream's style by default) filled in: see :mod:`pipeline.bundle_names`."""
+    return render_name(
+        leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os, family=leg.family
+    )
 
 
 def is_payload(relpath: str, *, executable: bool) -> bool:
@@ -136,6 +149,7 @@ def build_manifest(
             "family": leg.family,
             "targets": list(leg.targets),
             "cuda_architectures": list(leg.cuda_architectures),
+            **({"glibc_max": leg.glibc_max} if leg.os == "linux" else {}),
         },
         "tag": tag,
         "source": source_manifest(source, tag=tag, commit=commit),
@@ -227,16 +241,21 @@ def make_bundle(
     payload = collect_payload(build_dir, symlinks=not zipped)
     if not payload:
         raise BundleError(f"{build_dir}: nothing to bundle: no programs or shared libraries in bin/ or lib/")
-    files: list[dict[str, Any]] = []
-    entries: list[Entry] = []
+    stage = fresh_stage(out_dir / leg.name / STAGE_DIR)
     for pf in payload:
-        if pf.link is not None:
-            files.append({"path": pf.relpath, "symlink": pf.link})
-            entries.append(Entry(name=pf.relpath, mode=0o777, link=pf.link))
-        else:
-            size, digest = file_digest(pf.path)
-            files.append({"path": pf.relpath, "size": size, "sha256": digest})
-            entries.append(Entry(name=pf.relpath, mode=PROGRAM_MODE, path=pf.path))
+        stage_file(stage, pf.relpath, pf.path, pf.link)
+    closure = complete_runtime(
+        stage,
+        os_name=leg.os,
+        backend=leg.backend,
+        targets=leg.targets,
+        toolchain_root=toolchain_root(toolchain.details, toolchain.env),
+    )
+    source = record.source.get("path")
+    stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)
+    files, entries = archive_entries(
+        staged_files(stage, symlinks=not zipped), {c.path: c.origin for c in closure.copied}
+    )
     manifest = build_manifest(
         name=name,
         leg=leg,
@@ -248,8 +267,9 @@ def make_bundle(
         roots=_roots(build_dir, out_dir, record, toolchain),
         files=files,
     )
+    # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
+    manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
     entries.append(Entry(name=MANIFEST_NAME, mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
-    entries.extend(Entry(name=f"{d}/", mode=0o755, is_dir=True) for d in sorted({pf.relpath.split("/")[0] for pf in payload}))
     target = out_dir / DIST_DIR / name
     (write_zip if zipped else write_tar_gz)(target, entries)
     return target

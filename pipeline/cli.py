@@ -26,6 +26,7 @@ COMMANDS = (
     "build",
     "cache-key",
     "cache-save",
+    "check-bundle",
     "compare",
     "legs",
     "matrix",

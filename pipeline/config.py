@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pipeline.bundle_names import glibc_problem, template_problem
 from pipeline.errors import ConfigError
 from pipeline.names import (
     BACKENDS,
@@ -106,6 +107,10 @@ class Leg:
     family: str | None = None
     targets: tuple[str, ...] = ()
     cuda_architectures: tuple[str, ...] = ()
+    # The bundle's name template (pipeline.bundle_names); None: upstream's style.
+    bundle_name: str | None = None
+    # The newest GLIBC_x.y a Linux bundle may require (check-bundle); Ubuntu 22.04's by default.
+    glibc_max: str = "2.35"
 
     @property
     def needs_resolution(self) -> bool:
@@ -259,6 +264,8 @@ def _parse_leg(name: str, legs_t: _Table) -> Leg:
         family=t.optional_str("family", check=_family_check),
         targets=tuple(t.str_list("targets", check=_target_check)),
         cuda_architectures=tuple(t.str_list("cuda_architectures")),
+        bundle_name=t.optional_str("bundle_name", check=template_problem),
+        glibc_max=t.string("glibc_max", Leg.glibc_max, check=glibc_problem),
     )
     t.done()
     if backend == "rocm":

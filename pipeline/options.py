@@ -19,3 +19,5 @@ class LegOptions:
     remote_cache: str | None = None
     # Skip packaging the bundle.
     no_bundle: bool = False
+    # Run check-bundle on the new bundle (a reproduction compares instead: its original was checked).
+    check_bundle: bool = True

@@ -40,6 +40,8 @@ class LegRecord:
     timings: dict[str, Any] | None = None
     # Path of the bundle this run produced, relative to the output folder.
     bundle: str | None = None
+    # check-bundle's verdict on that bundle (pipeline.bundle_check.BundleCheck.to_json()).
+    bundle_check: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.ninjalog import CLASSES, Step, assign_lanes
 from pipeline.record import LegRecord
+from pipeline.report_bundle import bundle_check_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,6 +56,8 @@ class LegRow:
     # Summed step seconds per class (device, host, link, other); empty without timings.
     class_seconds: Mapping[str, float]
     warning: str | None = None
+    # check-bundle's verdict on the leg's bundle, one line (pipeline.report_bundle).
+    bundle_check: str | None = None
 
     @property
     def device_share(self) -> float | None:
@@ -144,6 +147,7 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
         toolchain_changed=changed,
         class_seconds=class_seconds,
         warning=warning,
+        bundle_check=bundle_check_line(record.leg, record.bundle_check),
     )
 
 
@@ -250,6 +254,8 @@ def render_markdown(rows: Sequence[LegRow], *, threshold: float) -> str:
         lines.append("")
         lines.extend(f"- {_md_escape(w)}" for w in warnings)
         lines.append("")
+    if checks := [r.bundle_check for r in rows if r.bundle_check]:
+        lines.extend(["**Bundle checks:**", "", *(f"- {_md_escape(c)}" for c in checks), ""])
     return "\n".join(lines)
 
 
@@ -274,6 +280,9 @@ def print_report(console: Console, rows: Sequence[LegRow]) -> None:
     console.print(console_table(rows))
     for warning in warnings_of(rows):
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    for row in rows:
+        if row.bundle_check:
+            console.print(row.bundle_check, style=None if "passed" in row.bundle_check else "red", highlight=False)
 
 
 def print_timings(console: Console, summary: Mapping[str, Any], *, title: str) -> None:

@@ -157,7 +157,7 @@ def test_same_mix_inputs_give_the_same_commit_full_hits_and_identical_bundles(tw
     assert result.same, result.to_json()
     assert result.summary == "2 of 2 files identical"
     assert bundle_a.read_bytes() == bundle_b.read_bytes()
-    assert bundle_a.name == bundle_b.name == f"llama-{cold.source['tag']}-bin-linux-cpu-x64.tar.gz"
+    assert bundle_a.name == bundle_b.name == f"llama-{cold.source['tag']}-bin-ubuntu-x64.tar.gz"
 
 
 def test_the_commit_is_baked_in(setup: Setup, two_builds: tuple) -> None:

@@ -91,7 +91,7 @@ def test_build_packages_a_bundle_with_a_manifest(tmp_path: Path) -> None:
         check=True,
     )
     record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
-    assert record["bundle"] == "dist/llama-b4242-bin-linux-cpu-x64.tar.gz", proc.stdout
+    assert record["bundle"] == "dist/llama-b4242-bin-ubuntu-x64.tar.gz", proc.stdout
     bundle = ws / "out" / record["bundle"]
     import tarfile
 

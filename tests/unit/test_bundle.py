@@ -109,8 +109,8 @@ def bundle(root: Path, *, leg: Leg = CPU, variant: bytes = b"v1", tag: str = "b1
 
 
 def test_bundle_names() -> None:
-    assert bundle_name(CPU, "b100") == "llama-b100-bin-linux-cpu-x64.tar.gz"
-    assert bundle_name(ROCM_WIN, "b100-mix-abc1234") == "llama-b100-mix-abc1234-bin-windows-rocm-gfx1151-x64.zip"
+    assert bundle_name(CPU, "b100") == "llama-b100-bin-ubuntu-x64.tar.gz"
+    assert bundle_name(ROCM_WIN, "b100-mix-abc1234") == "llama-b100-mix-abc1234-bin-win-hip-gfx1151-x64.zip"
 
 
 @pytest.mark.parametrize(
@@ -165,7 +165,7 @@ def test_portable_cmake_args_drop_launchers_keep_compilers() -> None:
 
 def test_bundle_holds_the_selected_files_and_a_manifest(tmp_path: Path) -> None:
     path = bundle(tmp_path)
-    assert path == tmp_path / "dist" / "llama-b100-bin-linux-cpu-x64.tar.gz"
+    assert path == tmp_path / "dist" / "llama-b100-bin-ubuntu-x64.tar.gz"
     with tarfile.open(path) as tar:
         members = tar.getmembers()
     names = [m.name for m in members]

@@ -1,0 +1,70 @@
+"""``python -m pipeline check-bundle BUNDLE``: would this bundle run on a clean machine?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pipeline.bundle_names import glibc_problem
+from pipeline.errors import UsageError
+from pipeline.inputs import RunInputs
+
+_EPILOG = """\
+The bundle is unpacked into an empty temporary folder. It fails (exit 1),
+naming the file and the library, when a program or library needs a library
+that is neither in the bundle nor on the OS's base-system allowlist, when a
+RUNPATH/RPATH names an absolute (build-machine) folder, when it requires a
+GLIBC_x.y above the leg's floor (glibc_max in matrix.toml, recorded in the
+manifest; default 2.35), or when LICENSE is missing. Then each bin/llama-*
+program runs with --version in a scrubbed environment (no LD_LIBRARY_PATH,
+no toolchain on PATH, HOME elsewhere), unless --no-smoke or the bundle is
+for another OS. Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
+"""
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "check-bundle",
+        help="check that a bundle carries its runtime and runs on a clean machine",
+        description="Check a bundle: needed libraries, RUNPATHs, glibc floor, LICENSE, and a --version smoke test.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bundle", metavar="BUNDLE", type=Path, help="a bundle (.tar.gz or .zip)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--no-smoke", action="store_true", help="skip running the programs (a bundle for another OS)")
+    p.add_argument("--glibc-max", metavar="X.Y", help="the glibc floor instead of the manifest's (e.g. 2.35)")
+    p.set_defaults(func=run, needs_matrix=False)
+
+
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    from pipeline.bundle_check import check_bundle, host_os
+
+    if args.glibc_max and (bad := glibc_problem(args.glibc_max)):
+        raise UsageError(f"--glibc-max {args.glibc_max}: expected {bad}")
+    scratch = Path(tempfile.mkdtemp(prefix="check-bundle-"))
+    try:
+        result = check_bundle(
+            args.bundle, scratch=scratch / "work", host_os=host_os(), glibc_max=args.glibc_max,
+            smoke=not args.no_smoke,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        for problem in result.problems:
+            print(f"error: {problem.line}")
+        for smoke in result.smoke:
+            print(f"{smoke.program} --version: exit {smoke.exit_code}")
+        if result.smoke_skipped:
+            print(f"smoke test skipped: {result.smoke_skipped}")
+        if result.glibc_required:
+            print(f"highest glibc required: {result.glibc_required} ({result.glibc_required_by}); "
+                  f"floor {result.glibc_max}")
+        print(f"{args.bundle}: {result.summary}")
+    return 0 if result.ok else 1

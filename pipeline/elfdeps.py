@@ -1,0 +1,114 @@
+"""What an ELF file needs at run time, read with pyelftools (no hand parsing).
+
+Reading only: DT_NEEDED, DT_SONAME, DT_RUNPATH / DT_RPATH and the symbol
+versions required from each library (``GLIBC_2.34`` ...). No subprocess, no
+network: the runtime closure and ``check-bundle`` build on this.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
+
+from pipeline.errors import BundleError
+
+ELF_MAGIC = b"\x7fELF"
+_DYNAMIC_STRINGS = {"DT_NEEDED": "needed", "DT_SONAME": "soname", "DT_RUNPATH": "runpath", "DT_RPATH": "rpath"}
+_GLIBC = re.compile(r"^GLIBC_(\d+(?:\.\d+)*)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElfInfo:
+    """The dynamic-linking facts of one ELF file."""
+
+    needed: tuple[str, ...] = ()
+    soname: str | None = None
+    # Each split on ':'; an empty tuple when the tag is absent.
+    runpath: tuple[str, ...] = ()
+    rpath: tuple[str, ...] = ()
+    # Version names required from each needed library, e.g. {"libc.so.6": ("GLIBC_2.34",)}.
+    version_needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def search_paths(self) -> tuple[str, ...]:
+        """The paths the loader tries: RUNPATH when present (then RPATH is ignored), else RPATH."""
+        return self.runpath or self.rpath
+
+    @property
+    def glibc_versions(self) -> tuple[tuple[int, ...], ...]:
+        """Every ``GLIBC_x.y`` required, as sorted version tuples."""
+        found = {
+            tuple(int(p) for p in m.group(1).split("."))
+            for _, names in self.version_needs
+            for name in names
+            if (m := _GLIBC.match(name))
+        }
+        return tuple(sorted(found))
+
+
+def is_elf(path: Path) -> bool:
+    """True when ``path`` is a regular file starting with the ELF magic."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(p for p in value.split(":") if p)
+
+
+def read_elf(path: Path) -> ElfInfo:
+    """The dynamic section and version needs of ``path``; BundleError when it is no readable ELF."""
+    try:
+        with path.open("rb") as fh:
+            elf = ELFFile(fh)
+            needed: list[str] = []
+            soname: str | None = None
+            runpath: tuple[str, ...] = ()
+            rpath: tuple[str, ...] = ()
+            needs: list[tuple[str, tuple[str, ...]]] = []
+            for section in elf.iter_sections():
+                if isinstance(section, DynamicSection):
+                    for tag in section.iter_tags():
+                        # pyelftools names the decoded string after the tag (tag.needed, tag.runpath...).
+                        attr = _DYNAMIC_STRINGS.get(tag.entry.d_tag)
+                        if attr is None:
+                            continue
+                        value = str(getattr(tag, attr))
+                        if attr == "needed":
+                            needed.append(value)
+                        elif attr == "soname":
+                            soname = value
+                        elif attr == "runpath":
+                            runpath = _split(value)
+                        else:
+                            rpath = _split(value)
+                elif isinstance(section, GNUVerNeedSection):
+                    for verneed, aux in section.iter_versions():
+                        needs.append((str(verneed.name), tuple(str(a.name) for a in aux)))
+    except (ELFError, OSError, ValueError) as exc:
+        raise BundleError(f"{path}: not a readable ELF file: {exc}") from None
+    return ElfInfo(
+        needed=tuple(needed), soname=soname, runpath=runpath, rpath=rpath, version_needs=tuple(needs)
+    )
+
+
+def version_text(version: tuple[int, ...]) -> str:
+    return ".".join(str(p) for p in version)
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``"2.35"`` -> ``(2, 35)``; ValueError on anything else."""
+    if not re.match(r"^\d+(?:\.\d+)*$", text):
+        raise ValueError(f"not a version like '2.35': {text!r}")
+    return tuple(int(p) for p in text.split("."))

@@ -1,0 +1,168 @@
+"""ELF and PE dependency reading against binutils' own readers, on files built here.
+
+The expected values come from ``readelf``/``objdump`` (and mingw's objdump for
+PE files made by ``x86_64-w64-mingw32-gcc``), never from the code under test.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pipeline.bundle_check import check_tree
+from pipeline.elfdeps import read_elf, version_text
+from pipeline.pedeps import read_pe_imports
+from pipeline.runtime_closure import complete_runtime
+
+MINGW = "x86_64-w64-mingw32-gcc"
+
+
+def readelf_dynamic(path: Path) -> dict[str, list[str]]:
+    out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    found: dict[str, list[str]] = {}
+    for tag, value in re.findall(r"\((NEEDED|SONAME|RUNPATH|RPATH)\)\s+[^\[]*\[(.*)\]", out):
+        found.setdefault(tag, []).append(value)
+    return found
+
+
+def objdump_max_glibc(path: Path) -> str:
+    out = subprocess.run(["objdump", "-T", str(path)], capture_output=True, text=True, check=True).stdout
+    versions = {tuple(int(p) for p in v.split(".")) for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", out)}
+    return ".".join(str(p) for p in max(versions))
+
+
+def gcc(*args: str) -> None:
+    subprocess.run(["gcc", *args], check=True)
+
+
+@pytest.fixture
+def elf_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """A library with a SONAME and a program that links it with an absolute RUNPATH."""
+    lib_dir = tmp_path / "tc" / "lib"
+    lib_dir.mkdir(parents=True)
+    (tmp_path / "lib.c").write_text("#include <math.h>\ndouble demo_root(double x) { return sqrt(x); }\n")
+    gcc("-shared", "-fPIC", "-Wl,-soname,libdemo.so.2", "-o", str(lib_dir / "libdemo.so.2"), str(tmp_path / "lib.c"), "-lm")
+    (lib_dir / "libdemo.so").symlink_to("libdemo.so.2")  # the link-time name
+    (tmp_path / "main.c").write_text(
+        "#include <stdio.h>\n#include <string.h>\ndouble demo_root(double);\n"
+        "int main(void) { char b[8]; strncpy(b, \"x\", 8); printf(\"%g %s\\n\", demo_root(4.0), b); return 0; }\n"
+    )
+    program = tmp_path / "bin" / "llama-demo"
+    program.parent.mkdir()
+    gcc("-o", str(program), str(tmp_path / "main.c"), f"-L{lib_dir}", "-ldemo", "-Wl,--enable-new-dtags",
+        f"-Wl,-rpath,{lib_dir}")
+    return program, lib_dir / "libdemo.so.2"
+
+
+def test_elf_facts_match_readelf(elf_pair: tuple[Path, Path]) -> None:
+    program, library = elf_pair
+    for path in (program, library):
+        info, expected = read_elf(path), readelf_dynamic(path)
+        assert list(info.needed) == expected["NEEDED"]
+        assert info.soname == (expected["SONAME"][0] if "SONAME" in expected else None)
+        assert ":".join(info.runpath) == (expected["RUNPATH"][0] if "RUNPATH" in expected else "")
+        assert version_text(info.glibc_versions[-1]) == objdump_max_glibc(path)
+    assert read_elf(program).search_paths == (str(library.parent),)
+
+
+def test_check_tree_names_each_problem(elf_pair: tuple[Path, Path], tmp_path: Path) -> None:
+    program, library = elf_pair
+    root = tmp_path / "bundle"
+    (root / "bin").mkdir(parents=True)
+    shutil.copy2(program, root / "bin" / "llama-demo")
+    highest = objdump_max_glibc(program)
+    below = f"2.{int(highest.split('.')[1]) - 1}"
+    result = check_tree(root, os_name="linux", glibc_max=below)
+    lines = [p.line for p in result.problems]
+    assert lines == [
+        f"bin/llama-demo: absolute or build-machine RUNPATH/RPATH entry '{library.parent}' (want $ORIGIN-relative)",
+        "bin/llama-demo: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist",
+        f"bin/llama-demo: requires GLIBC_{highest}, above the leg's floor glibc_max = {below}",
+        "LICENSE: missing: every bundle carries llama.cpp's LICENSE",
+    ]
+    assert (result.glibc_required, result.glibc_required_by) == (highest, "bin/llama-demo")
+
+    # The closure fixes what it can: the library copied in, $ORIGIN set. The floor and LICENSE remain.
+    closure = complete_runtime(root, os_name="linux", backend="rocm", targets=(), toolchain_root=library.parent.parent)
+    assert [(c.path, c.origin) for c in closure.copied] == [("bin/libdemo.so.2", "lib/libdemo.so.2")]
+    assert closure.runpaths == (("bin/llama-demo", "$ORIGIN"),)
+    assert readelf_dynamic(root / "bin" / "llama-demo")["RUNPATH"] == ["$ORIGIN"]
+    (root / "LICENSE").write_text("MIT\n")
+    assert check_tree(root, os_name="linux", glibc_max=highest).problems == ()
+
+
+needs_mingw = pytest.mark.skipif(shutil.which(MINGW) is None, reason=f"{MINGW} not installed (.ci/run installs gcc-mingw-w64-x86-64)")
+
+
+@needs_mingw
+def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -> None:
+    tc_bin = tmp_path / "therock" / "bin"
+    tc_bin.mkdir(parents=True)
+    (tmp_path / "hip.c").write_text("__declspec(dllexport) int hip_version(void) { return 7; }\n")
+    subprocess.run([MINGW, "-shared", "-o", str(tc_bin / "amdhip64_7.dll"), str(tmp_path / "hip.c")], check=True)
+    (tmp_path / "main.c").write_text(
+        "#include <windows.h>\n#include <stdio.h>\n__declspec(dllimport) int hip_version(void);\n"
+        "int main(void) { printf(\"%d %lu\\n\", hip_version(), GetCurrentProcessId()); return 0; }\n"
+    )
+    root = tmp_path / "bundle"
+    (root / "bin").mkdir(parents=True)
+    exe = root / "bin" / "llama-cli.exe"
+    subprocess.run([MINGW, "-o", str(exe), str(tmp_path / "main.c"), str(tc_bin / "amdhip64_7.dll")], check=True)
+
+    dump = subprocess.run(["x86_64-w64-mingw32-objdump", "-p", str(exe)], capture_output=True, text=True, check=True)
+    expected = re.findall(r"DLL Name: (\S+)", dump.stdout)
+    assert list(read_pe_imports(exe)) == expected
+    assert "amdhip64_7.dll" in expected and "KERNEL32.dll" in expected
+
+    (root / "LICENSE").write_text("MIT\n")
+    before = check_tree(root, os_name="windows", glibc_max=None)
+    assert [p.line for p in before.problems] == [
+        "bin/llama-cli.exe: needs amdhip64_7.dll: neither in the bundle nor on the windows base-system allowlist"
+    ]
+    closure = complete_runtime(root, os_name="windows", backend="rocm", targets=("gfx1151",),
+                               toolchain_root=tmp_path / "therock")
+    assert [(c.path, c.origin) for c in closure.copied] == [("bin/amdhip64_7.dll", "bin/amdhip64_7.dll")]
+    assert closure.runpaths == ()  # Windows finds DLLs beside the program
+    assert check_tree(root, os_name="windows", glibc_max=None).problems == ()
+
+
+def test_check_bundle_refuses_what_is_not_a_bundle(tmp_path: Path) -> None:
+    from tests.integration.conftest import run_pipeline
+
+    not_bundle = tmp_path / "notes.txt"
+    not_bundle.write_text("hello\n")
+    for path, code, words in ((tmp_path / "missing.tar.gz", 9, "no such bundle"),
+                              (not_bundle, 9, "not a bundle")):
+        proc = run_pipeline(["check-bundle", str(path)])
+        assert proc.returncode == code, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert str(path) in proc.stderr and words in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    proc = run_pipeline(["check-bundle", str(not_bundle), "--glibc-max", "two"])
+    assert proc.returncode == 2 and "--glibc-max two: expected a glibc version like '2.35'" in proc.stderr
+
+
+def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Path) -> None:
+    import json
+
+    from tests.integration.conftest import run_pipeline
+    from tests.support.projects import write_cpp_project, write_matrix
+
+    ws = tmp_path / "ws"
+    write_cpp_project(ws / "project", units=1)
+    (ws / "project" / "LICENSE").unlink()
+    write_matrix(ws / "matrix.toml")
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
+                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b5"])
+    assert proc.returncode == 9, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "cpu: llama-b5-bin-ubuntu-x64.tar.gz fails check-bundle: LICENSE: missing" in proc.stderr
+    record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
+    assert record["status"] == "failed"
+    assert record["bundle_check"]["ok"] is False
+    assert [p["kind"] for p in record["bundle_check"]["problems"]] == ["license"]
+    assert record["bundle_check"]["smoke_skipped"] == "no bin/llama-* programs"

@@ -1,0 +1,198 @@
+"""Issue 14, part 6: a ROCm bundle proven portable.
+
+A TheRock-shaped toolchain carries real runtime libraries (built here with
+gcc, with SONAMEs and symlink chains) that the leg's program links. Built
+through ``python -m pipeline build``, the bundle must ship the libraries and
+their links, the leg's rocBLAS kernels only, a ``$ORIGIN`` RUNPATH, pass
+``check-bundle``, and its program must run from the unpacked bundle in a
+scrubbed environment after the toolchain folder is deleted. Then the two
+ways a bundle breaks are put back, and ``check-bundle`` names them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pipeline.runtime_closure import find_patchelf
+from pipeline.smoke import scrubbed_env
+from tests.integration.conftest import run_pipeline
+from tests.integration.test_rocm_leg import FAMILY, LEG, NOW, VERSION, debian_llvm, serve_index, tarball_name
+from tests.support.httpserver import LocalServer
+from tests.support.inputs import toolchains_dir
+from tests.support.projects import write_matrix
+from tests.support.runtime_libs import EXPECTED_VERSION, build_runtime, write_hip_project
+
+TAG = "b4711"
+
+
+def readelf_runpath(path: Path) -> str | None:
+    """The RUNPATH as binutils' readelf prints it: the expected value comes from outside the pipeline."""
+    out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"\((?:RUNPATH|RPATH)\)\s+Library (?:runpath|rpath): \[(.*)\]", out)
+    return match.group(1) if match else None
+
+
+def make_therock_with_runtime(tmp: Path) -> bytes:
+    """TheRock's shape: clang under lib/llvm/bin and the runtime libraries under lib/."""
+    tree = tmp / "therock-tree"
+    build_runtime(tree)
+    llvm = debian_llvm()
+    resource = next((llvm / "lib" / "clang").iterdir())
+    dest = tmp / "therock.tar.gz"
+    with tarfile.open(dest, "w:gz") as tar:
+        tar.add(llvm / "bin" / "clang", arcname="./lib/llvm/bin/clang")
+        info = tarfile.TarInfo("./lib/llvm/bin/clang++")
+        info.type, info.linkname = tarfile.SYMTYPE, "clang"
+        tar.addfile(info)
+        for header in sorted((resource / "include").glob("*.h")):
+            tar.add(header, arcname=f"./lib/llvm/lib/clang/{resource.name}/include/{header.name}")
+        tar.add(tree / "lib", arcname="./lib", recursive=True)
+    return dest.read_bytes()
+
+
+def rocm_leg_matrix(path: Path, index_url: str) -> Path:
+    return write_matrix(path, extra=f"""
+[rocm]
+policy = "weekly"
+index_url = "{index_url}"
+
+[legs.{LEG}]
+backend = "rocm"
+os = "linux"
+family = "{FAMILY}"
+targets = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
+""")
+
+
+def unpack(bundle: Path, dest: Path) -> Path:
+    with tarfile.open(bundle) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def repack(folder: Path, dest: Path) -> Path:
+    with tarfile.open(dest, "w:gz") as tar:
+        for item in sorted(folder.iterdir()):
+            tar.add(item, arcname=item.name)
+    return dest
+
+
+def check_bundle(bundle: Path) -> subprocess.CompletedProcess[str]:
+    return run_pipeline(["check-bundle", str(bundle)])
+
+
+@pytest.fixture
+def built(http_server: LocalServer, tmp_path: Path) -> tuple[Path, dict]:
+    name = tarball_name("linux", FAMILY, VERSION)
+    index_url = serve_index(http_server, {name: make_therock_with_runtime(tmp_path)})
+    ws = tmp_path / "ws"
+    write_hip_project(ws / "project")
+    rocm_leg_matrix(ws / "matrix.toml", index_url)
+    run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--tag", TAG, "--now", NOW],
+        check=True,
+    )
+    record = json.loads((ws / "out" / LEG / "record.json").read_text())
+    return ws, record
+
+
+def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tuple[Path, dict], tmp_path: Path) -> None:
+    ws, record = built
+    root = Path(record["toolchain"]["details"]["root"])
+    assert root.parent == toolchains_dir()
+    # Without the closure the program would only run here: CMake put the toolchain's folder in its RUNPATH.
+    assert readelf_runpath(ws / "out" / LEG / "build" / "bin" / "llama-hipdemo") == str(root / "lib")
+
+    bundle = ws / "out" / record["bundle"]
+    assert bundle.name == f"llama-{TAG}-bin-ubuntu-rocm-{FAMILY}-x64.tar.gz"
+    check = record["bundle_check"]
+    assert check["ok"] is True, check["problems"]
+    assert [(r["program"], r["exit_code"], r["output"]) for r in check["smoke"]] == [
+        ("bin/llama-hipdemo", 0, EXPECTED_VERSION)
+    ]
+    assert check["glibc_max"] == "2.35"
+
+    with tarfile.open(bundle) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    for base, major, full in (("libamdhip64", "7", "7.1.0"), ("libhsa-runtime64", "1", "1.15.0"),
+                              ("librocblas", "4", "4.5.0")):
+        assert members[f"bin/{base}.so.{full}"].isfile()
+        link = members[f"bin/{base}.so.{major}"]
+        assert link.issym() and link.linkname == f"{base}.so.{full}"
+        # The unversioned development link is not what any program needs.
+        assert f"bin/{base}.so" not in members
+    kernels = sorted(n.removeprefix("bin/rocblas/library/") for n in members if n.startswith("bin/rocblas/library/")
+                     and members[n].isfile())
+    # gfx110X targets only, plus the file that names no target.
+    assert kernels == ["Kernels.so-000-gfx1100.hsaco", "TensileLibrary_fallback.dat", "TensileLibrary_lazy_gfx1100.dat"]
+    assert members["LICENSE"].isfile() and members["licenses/LICENSE-thirdparty"].isfile()
+
+    manifest = json.loads(tar_member(bundle, "manifest.json"))
+    came_from = {f["path"]: f["from_toolchain"] for f in manifest["files"] if "from_toolchain" in f}
+    assert came_from["bin/libamdhip64.so.7.1.0"] == "lib/libamdhip64.so.7.1.0"
+    assert came_from["bin/libamdhip64.so.7"] == "lib/libamdhip64.so.7"
+    assert came_from["bin/rocblas/library/Kernels.so-000-gfx1100.hsaco"] == "lib/rocblas/library/Kernels.so-000-gfx1100.hsaco"
+    assert str(root) not in json.dumps(manifest) and str(tmp_path) not in json.dumps(manifest)
+
+    # The toolchain is gone; the bundle runs on its own, from elsewhere, with nothing of the build's environment.
+    shutil.rmtree(root)
+    here = unpack(bundle, tmp_path / "clean" / "unpacked")
+    program = here / "bin" / "llama-hipdemo"
+    assert readelf_runpath(program) == "$ORIGIN"
+    for lib in ("libamdhip64.so.7.1.0", "librocblas.so.4.5.0", "libhsa-runtime64.so.1.15.0"):
+        assert readelf_runpath(here / "bin" / lib) == "$ORIGIN"
+    home = tmp_path / "clean" / "home"
+    home.mkdir()
+    ran = subprocess.run([str(program), "--version"], env=scrubbed_env(home), cwd=home, capture_output=True, text=True)
+    assert (ran.returncode, ran.stdout.strip()) == (0, EXPECTED_VERSION), ran.stderr
+    proc = check_bundle(bundle)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check-bundle passed" in proc.stdout
+
+
+def tar_member(bundle: Path, name: str) -> bytes:
+    with tarfile.open(bundle) as tar:
+        fh = tar.extractfile(name)
+        assert fh is not None
+        return fh.read()
+
+
+def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[Path, dict], tmp_path: Path) -> None:
+    ws, record = built
+    bundle = ws / "out" / record["bundle"]
+
+    # A library removed: the program and librocblas both needed it.
+    missing = unpack(bundle, tmp_path / "missing")
+    for link_or_file in (missing / "bin").glob("libamdhip64.so*"):
+        link_or_file.unlink()
+    proc = check_bundle(repack(missing, tmp_path / "missing.tar.gz"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "error: bin/llama-hipdemo: needs libamdhip64.so.7: neither in the bundle" in proc.stdout
+    assert "error: bin/librocblas.so.4.5.0: needs libamdhip64.so.7" in proc.stdout
+    # The smoke test fails the way a clean machine would: the loader's own words.
+    assert re.search(r"error: bin/llama-hipdemo: --version exited 127: .*libamdhip64\.so\.7: cannot open shared object file",
+                     proc.stdout), proc.stdout
+
+    # An absolute RUNPATH put back into the toolchain's folder.
+    absolute = unpack(bundle, tmp_path / "absolute")
+    toolchain_lib = str(Path(record["toolchain"]["details"]["root"]) / "lib")
+    subprocess.run([str(find_patchelf()), "--set-rpath", toolchain_lib, str(absolute / "bin" / "llama-hipdemo")],
+                   check=True)
+    proc = check_bundle(repack(absolute, tmp_path / "absolute.tar.gz"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"error: bin/llama-hipdemo: absolute or build-machine RUNPATH/RPATH entry '{toolchain_lib}'" in proc.stdout
+    # With $ORIGIN gone the program's libraries are in the bundle but out of its reach: named too.
+    assert "error: bin/llama-hipdemo: needs libamdhip64.so.7: it is in the bundle (bin/libamdhip64.so.7)" in proc.stdout
+    data = json.loads(run_pipeline(["check-bundle", str(tmp_path / "absolute.tar.gz"), "--json"]).stdout)
+    assert data["ok"] is False
+    assert {(p["file"], p["kind"]) for p in data["problems"]} >= {("bin/llama-hipdemo", "runpath"),
+                                                                   ("bin/llama-hipdemo", "library")}
