@@ -241,6 +241,9 @@ def test_no_workspace_path_is_left_in_the_bundle(real_tree: RealTree, tmp_path: 
     for rel in names:
         data = (files / rel).read_bytes()
         assert not [n for n in needles if n in data], f"{rel} names the build folder"
+    # GGML_ASSERT's __FILE__: the path inside the tree, mapped from ../../src/llama.cpp/ggml/src/ggml.c.
+    base = next(n for n in names if n.startswith("bin/libggml-base.so"))
+    assert b"./ggml/src/ggml.c\x00" in (files / base).read_bytes()
 
 
 def test_the_bundled_program_runs_from_the_extracted_bundle(real_tree: RealTree, tmp_path: Path) -> None:
