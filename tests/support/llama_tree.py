@@ -8,8 +8,8 @@ commit, 0c1e570 (dated 2026-10-01 02:11 UTC). It has no ``b<digits>`` tag, so
 
 - ``upstream``: a parentless copy of that commit (same tree, author, dates
   and message; see :func:`_root_copy`) tagged ``b7000`` (a lightweight tag:
-  its date is the commit's), plus one newer commit tagged ``b7001`` that is too young for
-  ``min_age_hours`` at the test's moment;
+  its date is the commit's), plus one newer commit tagged ``b7001`` that is
+  too young for ``min_age_hours`` at the test's moment;
 - ``gh/ggml-org/llama.cpp``: a fork with one pull-request commit on top of
   ``b7000``, also reachable as ``refs/pull/<N>/head``.
 
@@ -27,7 +27,7 @@ import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from tests.support.gitrepos import git
@@ -38,8 +38,6 @@ SDIST_NAME = f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
 TREE_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 # Its tree (the files the build sees), read with `git rev-parse 0c1e570^{tree}`.
 TREE_SHA = "b2da53584951ec8aa40680229509a6646a637560"
-# The real commit's committer date: the base tag's date (lightweight tag).
-TREE_DATE = datetime(2026, 10, 1, 2, 11, 48, tzinfo=UTC)
 BASE_TAG = "b7000"
 YOUNG_TAG = "b7001"
 PR_NUMBER = 4242
