@@ -32,6 +32,7 @@ from pipeline.config import Leg, Matrix
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
+from pipeline.prefixmap import prefix_map_flags, with_prefix_map
 from pipeline.record import RECORD_NAME, LegRecord
 from pipeline.toolchain import Toolchain
 
@@ -74,7 +75,7 @@ def cmake_arguments(
         f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache.executable}"
         for lang in ("C", "CXX", *toolchain.launcher_languages)
     ]
-    return [
+    args = [
         "-G",
         "Ninja",
         "-S",
@@ -86,6 +87,9 @@ def cmake_arguments(
         *toolchain.cmake_args,
         *launchers,
     ]
+    # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
+    maps = prefix_map_flags(ccache.base_dir, source, build)
+    return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps)
 
 
 def run_logged(

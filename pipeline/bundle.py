@@ -102,8 +102,10 @@ def portable_text(text: str, roots: Mapping[str, str]) -> str:
 
 
 def portable_cmake_args(args: Sequence[str], roots: Mapping[str, str]) -> list[str]:
-    """The CMake arguments as inputs: launchers and the make program dropped, roots replaced."""
-    return [portable_text(a, roots) for a in args if not _DROPPED_ARGS.match(a)]
+    """The CMake arguments as inputs: launchers, the make program and prefix maps dropped, roots replaced."""
+    from pipeline.prefixmap import strip_prefix_maps
+
+    return [portable_text(a, roots) for a in strip_prefix_maps(args) if not _DROPPED_ARGS.match(a)]
 
 
 def _is_remote_url(repo: str) -> bool:

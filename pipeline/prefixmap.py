@@ -1,0 +1,122 @@
+"""Map the build's folders out of compiled files, so a bundle does not depend on where it was built.
+
+A release engineer reproduces a nightly in another folder than the runner's.
+Whatever path reaches the compiler ends up in the objects: ``__FILE__``
+(llama.cpp's ``GGML_ASSERT`` messages), ``__builtin_FILE()``, and the debug
+info's ``DW_AT_comp_dir`` (the compiler's working directory, always
+absolute). GCC's and Clang's ``-ffile-prefix-map=OLD=NEW`` rewrites all of
+them. Three maps, in this order:
+
+1. the workspace (ccache's ``base_dir``) -> ``.``: any other path under it;
+2. the source tree -> ``.``, absolute and as seen from the build directory:
+   ccache's base_dir rewriting hands the compiler *relative* paths
+   (``../../src/llama.cpp/ggml/src/ggml.c``), which depend on where the
+   source sits relative to the build directory (``--source`` anywhere); both
+   spellings become ``./ggml/src/ggml.c``;
+3. the build directory -> ``.``: ``DW_AT_comp_dir``.
+
+GCC takes the last matching map and Clang the longest, so the more specific
+maps come later (a build directory inside the source tree is mapped by its
+own entry under both). ccache keeps hitting across folders although the
+maps name them: it leaves the OLD half of a prefix map out of its hash
+(checked with the pinned ccache 4.14: tests/integration/test_prefix_map.py).
+
+The maps are the pipeline's own, like the ccache launcher, and name folders
+of the machine: :func:`strip_prefix_maps` takes them out of the CMake
+arguments a bundle's manifest records. Pure: every path is a parameter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import PurePath
+
+FLAG = "-ffile-prefix-map="
+# Languages whose compiler takes GCC-style flags directly (the HIP compiler is clang).
+_DIRECT = ("C", "CXX", "HIP", "OBJC", "OBJCXX")
+# nvcc hands host-compiler flags on through -Xcompiler.
+_THROUGH_NVCC = ("CUDA",)
+_NVCC_FLAG = "-Xcompiler=" + FLAG
+_FLAGS_ARG = re.compile(r"^(-DCMAKE_[A-Za-z]+_FLAGS(?::[A-Z]+)?=)(.*)$", re.DOTALL)
+
+
+def _spellings(path: str, windows: bool) -> list[str]:
+    # CMake hands Windows compilers forward slashes; the working directory has backslashes.
+    return list(dict.fromkeys([path, path.replace("\\", "/")] if windows else [path]))
+
+
+def _relative(target: PurePath, start: PurePath) -> str | None:
+    """``target`` as seen from ``start`` (``../../src``), in their own flavour; None across drives."""
+    if target.anchor != start.anchor:
+        return None
+    common = 0
+    for a, b in zip(target.parts, start.parts, strict=False):
+        if a != b:
+            break
+        common += 1
+    parts = [".."] * (len(start.parts) - common) + list(target.parts[common:])
+    return str(type(target)(*parts)) if parts else None
+
+
+def prefix_map_flags(workspace: PurePath, source: PurePath, build: PurePath) -> list[str]:
+    """The ``-ffile-prefix-map`` flags for a build of ``source`` in ``build`` under ``workspace``.
+
+    A filesystem root is never mapped (it would rewrite system header paths too).
+    """
+    windows = "\\" in str(workspace) or bool(workspace.drive)
+    maps: list[str] = []
+    for folder in (workspace, source):
+        if folder.parent != folder:
+            maps.extend(_spellings(str(folder), windows))
+    relative = _relative(source, build)
+    if relative:
+        maps.extend(_spellings(relative, windows))
+    if build.parent != build:
+        maps.extend(_spellings(str(build), windows))
+    return [f"{FLAG}{old}=." for old in dict.fromkeys(maps)]
+
+
+def _language_flags(lang: str, flags: Sequence[str]) -> str:
+    if lang in _THROUGH_NVCC:
+        return " ".join(f"-Xcompiler={flag}" for flag in flags)
+    return " ".join(flags)
+
+
+def with_prefix_map(args: Sequence[str], languages: Sequence[str], flags: Sequence[str]) -> list[str]:
+    """``args`` with ``flags`` added to ``CMAKE_<LANG>_FLAGS`` of each language.
+
+    A ``-DCMAKE_<LANG>_FLAGS[:TYPE]=...`` already in ``args`` keeps its flags,
+    with the maps appended to its last occurrence (CMake takes the last one);
+    otherwise one is added at the end. Languages whose compiler takes no
+    GCC-style flags are left as they are.
+    """
+    result = list(args)
+    if not flags:
+        return result
+    for lang in dict.fromkeys(languages):
+        if lang not in _DIRECT and lang not in _THROUGH_NVCC:
+            continue
+        extra = _language_flags(lang, flags)
+        pattern = re.compile(rf"^-DCMAKE_{lang}_FLAGS(?::[A-Z]+)?=")
+        hits = [i for i, arg in enumerate(result) if pattern.match(arg)]
+        if hits:
+            current = result[hits[-1]]
+            result[hits[-1]] = current + extra if current.endswith("=") else f"{current} {extra}"
+        else:
+            result.append(f"-DCMAKE_{lang}_FLAGS={extra}")
+    return result
+
+
+def strip_prefix_maps(args: Sequence[str]) -> list[str]:
+    """``args`` without any prefix map; a flags argument left empty is dropped."""
+    result: list[str] = []
+    for arg in args:
+        match = _FLAGS_ARG.match(arg)
+        if not match or (FLAG not in arg):
+            result.append(arg)
+            continue
+        kept = [t for t in match.group(2).split() if not t.startswith((FLAG, _NVCC_FLAG))]
+        if kept:
+            result.append(match.group(1) + " ".join(kept))
+    return result

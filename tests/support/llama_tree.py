@@ -1,0 +1,174 @@
+"""The real llama.cpp tree for end-to-end tests, fetched once and kept between runs.
+
+llama-cpp-python's source distribution (0.3.36) vendors llama.cpp under
+``vendor/llama.cpp`` with its git metadata: a ``.git`` file pointing into the
+sdist's ``.git/modules/vendor/llama.cpp``, a shallow repository holding one
+commit, 0c1e570 (dated 2026-10-01 02:11 UTC). It has no ``b<digits>`` tag, so
+:func:`make_forge` builds a local "GitHub" around it:
+
+- ``upstream``: a parentless copy of that commit (same tree, author, dates
+  and message; see :func:`_root_copy`) tagged ``b7000`` (a lightweight tag:
+  its date is the commit's), plus one newer commit tagged ``b7001`` that is
+  too young for ``min_age_hours`` at the test's moment;
+- ``gh/ggml-org/llama.cpp``: a fork with one pull-request commit on top of
+  ``b7000``, also reachable as ``refs/pull/<N>/head``.
+
+The sdist is downloaded with pip once into the test cache
+(``$PIPELINE_TEST_CACHE``, else ``~/.cache/llama-pipeline-tests``); a rerun on
+the same machine finds it there and asks no registry.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from tests.support.gitrepos import git
+
+SDIST_PROJECT = "llama-cpp-python"
+SDIST_VERSION = "0.3.36"
+SDIST_NAME = f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
+TREE_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+# Its tree (the files the build sees), read with `git rev-parse 0c1e570^{tree}`.
+TREE_SHA = "b2da53584951ec8aa40680229509a6646a637560"
+BASE_TAG = "b7000"
+YOUNG_TAG = "b7001"
+PR_NUMBER = 4242
+PR_REPO = "ggml-org/llama.cpp"
+CACHE_ENV = "PIPELINE_TEST_CACHE"
+
+_TOP = f"llama_cpp_python-{SDIST_VERSION}/"
+_TREE = _TOP + "vendor/llama.cpp/"
+_GITDIR = _TOP + ".git/modules/vendor/llama.cpp/"
+
+
+def e2e_cache_root() -> Path:
+    """Where end-to-end tests keep what outlives a run: ``$PIPELINE_TEST_CACHE`` or ``~/.cache/...``."""
+    explicit = os.environ.get(CACHE_ENV)
+    return Path(explicit) if explicit else Path.home() / ".cache" / "llama-pipeline-tests"
+
+
+def fetch_sdist(cache: Path) -> Path:
+    """The sdist in ``cache/sdist/``, downloaded with pip when it is not there yet."""
+    target = cache / "sdist" / SDIST_NAME
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+             f"{SDIST_PROJECT}=={SDIST_VERSION}", "-d", tmp],
+            capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        got = Path(tmp) / SDIST_NAME
+        if proc.returncode != 0 or not got.is_file():
+            raise AssertionError(f"pip download of {SDIST_PROJECT}=={SDIST_VERSION} failed:\n{proc.stderr[-2000:]}")
+        # Renamed into place only when complete: an interrupted download is never taken as the sdist.
+        got.replace(target)
+    return target
+
+
+def extract_tree(sdist: Path, dest: Path) -> Path:
+    """Unpack ``vendor/llama.cpp`` and its git directory from ``sdist`` into ``dest``; return the tree."""
+    with tarfile.open(sdist) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith((_TREE, _GITDIR))]
+        tar.extractall(dest, members=members, filter="tar")
+    tree = dest / _TREE
+    head = git(tree, "rev-parse", "HEAD")
+    if head != TREE_COMMIT:
+        raise AssertionError(f"{sdist}: vendored llama.cpp is at {head}, expected {TREE_COMMIT}")
+    return tree
+
+
+@dataclass(frozen=True)
+class Forge:
+    """The local upstream, the fork holding the pull request, and the pinned PR commit."""
+
+    upstream: Path
+    # PIPELINE_GIT_URL_TEMPLATE for the fork: file://<gh>/{repo}
+    template: str
+    # The base tag's commit: a parentless copy of the vendored commit (see _root_copy).
+    base_sha: str
+    pr_sha: str
+    young_sha: str
+
+
+def _root_copy(tree: Path, staging: Path) -> str:
+    """A parentless commit with the vendored commit's tree, author, dates and message; its SHA.
+
+    The vendored repository is shallow, and git will not fetch from a shallow
+    repository into a fresh clone without ``--update-shallow`` (which the
+    pipeline, cloning real GitHub, rightly never passes). The copy has the
+    same files, so the build is the same; only the SHA differs from 0c1e570,
+    and it is the same on every run (every input of the commit is copied).
+    """
+    staging.mkdir(parents=True)
+    git(staging, "init", "--quiet", "--bare")
+    git(staging, "fetch", "--quiet", "--update-shallow", str(tree), f"{TREE_COMMIT}:refs/heads/vendored")
+    fields = git(staging, "show", "-s", "--format=%an%n%ae%n%ad%n%cn%n%ce%n%cd", "--date=raw", TREE_COMMIT).splitlines()
+    message = git(staging, "show", "-s", "--format=%B", TREE_COMMIT)
+    names = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+             "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE")  # fmt: skip
+    env = {**os.environ, **dict(zip(names, fields, strict=True)), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    proc = subprocess.run(
+        ["git", "commit-tree", f"{TREE_COMMIT}^{{tree}}", "-m", message],
+        cwd=staging, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    sha = proc.stdout.strip()
+    git(staging, "update-ref", "refs/heads/master", sha)
+    return sha
+
+
+def make_forge(tree: Path, root: Path, *, young_at: datetime, pr_at: datetime) -> Forge:
+    """A local upstream and fork around the real tree (see the module docstring)."""
+    staging = root / "staging.git"
+    base_sha = _root_copy(tree, staging)
+    upstream = root / "upstream"
+    upstream.mkdir(parents=True)
+    git(upstream, "init", "--quiet", "--initial-branch=master")
+    git(upstream, "config", "uploadpack.allowReachableSHA1InWant", "true")
+    git(upstream, "fetch", "--quiet", str(staging), "master:refs/heads/base")
+    git(upstream, "checkout", "--quiet", "-B", "master", "base")
+    git(upstream, "tag", BASE_TAG, base_sha)
+    # A newer upstream build that is too young to be picked by `latest`.
+    notes = upstream / "docs" / "e2e-young-tag.md"
+    notes.write_text("A commit made by the end-to-end test: the too-young tag.\n")
+    git(upstream, "add", "docs/e2e-young-tag.md")
+    git(upstream, "commit", "--quiet", "-m", "too young to build", when=young_at)
+    young_sha = git(upstream, "rev-parse", "HEAD")
+    git(upstream, "tag", YOUNG_TAG, young_sha)
+
+    gh = root / "gh"
+    fork = gh / PR_REPO
+    fork.parent.mkdir(parents=True)
+    git(fork.parent, "clone", "--quiet", "--no-local", str(upstream), str(fork))
+    git(fork, "config", "uploadpack.allowReachableSHA1InWant", "true")
+    git(fork, "checkout", "--quiet", "-b", f"pr{PR_NUMBER}", BASE_TAG)
+    # The pull request: a real source change in a compiled file, so the mix is in the build.
+    source = fork / "tools" / "gguf-split" / "gguf-split.cpp"
+    text = source.read_text(encoding="utf-8")
+    marker = "    printf(\"  --version               show version and build info\\n\");\n"
+    if marker not in text:
+        raise AssertionError(f"{source}: the usage line the pull request edits is gone")
+    source.write_text(text.replace(marker, marker + "    printf(\"  (built with the e2e mix)\\n\");\n"), encoding="utf-8")
+    git(fork, "commit", "--quiet", "-am", f"PR {PR_NUMBER}: note the mix in the usage text", when=pr_at)
+    pr_sha = git(fork, "rev-parse", "HEAD")
+    git(fork, "update-ref", f"refs/pull/{PR_NUMBER}/head", pr_sha)
+    shutil.rmtree(staging)
+    return Forge(upstream=upstream, template=f"file://{gh}/{{repo}}", base_sha=base_sha, pr_sha=pr_sha, young_sha=young_sha)
+
+
+def prepared_forge(root: Path, *, young_at: datetime, pr_at: datetime) -> Forge:
+    """Download (once), extract into ``root`` and build the forge; the extracted copy is removed."""
+    sdist = fetch_sdist(e2e_cache_root())
+    tree = extract_tree(sdist, root / "sdist")
+    forge = make_forge(tree, root / "forge", young_at=young_at, pr_at=pr_at)
+    shutil.rmtree(root / "sdist")
+    return forge

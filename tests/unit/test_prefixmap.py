@@ -1,0 +1,102 @@
+"""The prefix maps added to every compiler's flags, and kept out of manifests (pure)."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath, PureWindowsPath
+
+from pipeline.prefixmap import prefix_map_flags, strip_prefix_maps, with_prefix_map
+
+WS = PurePosixPath("/home/runner/work/out")
+SRC = WS / "src" / "llama.cpp"
+BUILD = WS / "cpu" / "build"
+MAPS = [
+    "-ffile-prefix-map=/home/runner/work/out=.",
+    "-ffile-prefix-map=/home/runner/work/out/src/llama.cpp=.",
+    "-ffile-prefix-map=../../src/llama.cpp=.",
+    "-ffile-prefix-map=/home/runner/work/out/cpu/build=.",
+]
+
+
+def test_workspace_source_both_ways_then_build() -> None:
+    assert prefix_map_flags(WS, SRC, BUILD) == MAPS
+
+
+def test_a_source_that_holds_the_build_folder() -> None:
+    # `--source .` with out/ inside the tree: the workspace is the source itself.
+    src = PurePosixPath("/w/llama.cpp")
+    assert prefix_map_flags(src, src, src / "out" / "cpu" / "build") == [
+        "-ffile-prefix-map=/w/llama.cpp=.",
+        "-ffile-prefix-map=../../..=.",
+        "-ffile-prefix-map=/w/llama.cpp/out/cpu/build=.",
+    ]
+
+
+def test_a_root_workspace_is_not_mapped() -> None:
+    # Mapping "/" would rewrite system header paths too.
+    flags = prefix_map_flags(PurePosixPath("/"), PurePosixPath("/src"), PurePosixPath("/out/b"))
+    assert flags == ["-ffile-prefix-map=/src=.", "-ffile-prefix-map=../../src=.", "-ffile-prefix-map=/out/b=."]
+
+
+def test_windows_maps_both_spellings() -> None:
+    ws = PureWindowsPath(r"D:\a\out")
+    flags = prefix_map_flags(ws, ws / "src", ws / "b")
+    assert flags == [
+        r"-ffile-prefix-map=D:\a\out=.",
+        "-ffile-prefix-map=D:/a/out=.",
+        r"-ffile-prefix-map=D:\a\out\src=.",
+        "-ffile-prefix-map=D:/a/out/src=.",
+        r"-ffile-prefix-map=..\src=.",
+        "-ffile-prefix-map=../src=.",
+        r"-ffile-prefix-map=D:\a\out\b=.",
+        "-ffile-prefix-map=D:/a/out/b=.",
+    ]
+    # Another drive has no relative spelling.
+    assert prefix_map_flags(ws, PureWindowsPath("E:/src"), ws / "b")[2:5] == [
+        r"-ffile-prefix-map=E:\src=.",
+        "-ffile-prefix-map=E:/src=.",
+        r"-ffile-prefix-map=D:\a\out\b=.",
+    ]
+
+
+def test_each_language_gets_its_flags_variable() -> None:
+    flags = ["-ffile-prefix-map=/w=."]
+    args = with_prefix_map(["-G", "Ninja", "-DGGML_HIP=ON"], ["C", "CXX", "HIP"], flags)
+    assert args == [
+        "-G",
+        "Ninja",
+        "-DGGML_HIP=ON",
+        "-DCMAKE_C_FLAGS=-ffile-prefix-map=/w=.",
+        "-DCMAKE_CXX_FLAGS=-ffile-prefix-map=/w=.",
+        "-DCMAKE_HIP_FLAGS=-ffile-prefix-map=/w=.",
+    ]
+
+
+def test_nvcc_gets_the_flags_for_its_host_compiler() -> None:
+    flags = ["-ffile-prefix-map=/w=.", "-ffile-prefix-map=/w/b=."]
+    assert with_prefix_map([], ["CUDA"], flags) == [
+        "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=/w=. -Xcompiler=-ffile-prefix-map=/w/b=."
+    ]
+
+
+def test_flags_already_given_are_kept_and_the_last_one_extended() -> None:
+    args = ["-DCMAKE_CXX_FLAGS=-O1", "-DX=1", "-DCMAKE_CXX_FLAGS:STRING=-Wall -g", "-DCMAKE_C_FLAGS="]
+    assert with_prefix_map(args, ["C", "CXX"], ["-ffile-prefix-map=/w=."]) == [
+        "-DCMAKE_CXX_FLAGS=-O1",
+        "-DX=1",
+        "-DCMAKE_CXX_FLAGS:STRING=-Wall -g -ffile-prefix-map=/w=.",
+        "-DCMAKE_C_FLAGS=-ffile-prefix-map=/w=.",
+    ]
+
+
+def test_no_flags_or_unknown_languages_change_nothing() -> None:
+    assert with_prefix_map(["-G", "Ninja"], ["C"], []) == ["-G", "Ninja"]
+    assert with_prefix_map([], ["Fortran", "C", "C"], ["-ffile-prefix-map=/w=."]) == [
+        "-DCMAKE_C_FLAGS=-ffile-prefix-map=/w=."
+    ]
+
+
+def test_strip_undoes_with() -> None:
+    base = ["-G", "Ninja", "-DCMAKE_CXX_FLAGS=-Wall -g", "-DCMAKE_CUDA_ARCHITECTURES=75"]
+    mapped = with_prefix_map(base, ["C", "CXX", "CUDA"], MAPS)
+    assert mapped != base
+    assert strip_prefix_maps(mapped) == base
