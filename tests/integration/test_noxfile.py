@@ -129,3 +129,37 @@ def test_nightly_builds_what_this_os_can_and_says_why_it_skips_the_rest(tmp_path
     assert json.loads((out / "cpu" / "record.json").read_text())["status"] == "success"
     assert not (out / "cpu-windows").exists()
     assert (out / "report.html").is_file()
+
+
+def test_leg_session_installs_once_then_starts_without_reinstalling(tmp_path: Path) -> None:
+    """A real virtualenv (uv where installed): the first run installs the project, the
+    second on the unchanged checkout does not, and neither prints a warning."""
+    matrix = write_matrix(tmp_path / "m.toml")
+    write_cpp_project(tmp_path / "proj", units=2)
+    args = ["--envdir", str(tmp_path / "envs"), "-s", "cpu", "--", "--source", str(tmp_path / "proj"),
+            "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-bundle"]
+    env = {**os.environ, "PIPELINE_MATRIX": str(matrix)}
+    env.pop("PYTHONPATH", None)  # the session's venv must find the project by its own install
+    runs = [
+        subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=900)
+        for _ in range(2)
+    ]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "warning" not in (proc.stdout + proc.stderr).lower(), proc.stderr
+    assert "pip install -e ." in runs[0].stderr
+    assert "pip install" not in runs[1].stderr
+    assert "not reinstalled" in runs[1].stderr
+
+
+def test_install_fingerprint_follows_pyproject_and_extras(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from noxfile import install_fingerprint
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    first = install_fingerprint(tmp_path, "")
+    assert install_fingerprint(tmp_path, "") == first
+    assert install_fingerprint(tmp_path, "[test]") != first
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["rich"]\n')
+    assert install_fingerprint(tmp_path, "") != first
