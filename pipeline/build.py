@@ -388,7 +388,7 @@ def _warn(record: LegRecord, console: Console, message: str, inputs: RunInputs) 
 
 
 def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Console) -> SourceTree:
-    """The tree to build: ``--source``, else the run's source checked out under ``<out>/src``."""
+    """The tree to build: ``--source``, else the run's source archive, else the source checked out under ``<out>/src``."""
     from pipeline.source import checkout_source, describe_checkout, folder_tag
 
     if options.source is not None:
@@ -399,6 +399,15 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Cons
         return SourceTree(
             path=path, info={"path": str(path), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag=tag
         )
+    if inputs.source_archive is not None:
+        from pipeline.source_archive import unpack_source_archive
+
+        with console.status(f"extracting {inputs.source_archive.name}"):
+            path, manifest = unpack_source_archive(inputs.source_archive, out / "src" / "archive")
+        check_cmake_project(path)
+        record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
+                       "archive": manifest.archive, "archive_sha256": manifest.sha256}
+        return SourceTree(path=path, info=record_info, tag=manifest.tag)
     from pipeline.resolve import source_for_run
 
     matrix = inputs.require_matrix()

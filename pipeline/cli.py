@@ -39,6 +39,7 @@ COMMANDS = (
     "resolve",
     "settings",
     "simulate",
+    "source",
     "timings",
 )
 

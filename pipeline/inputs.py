@@ -51,6 +51,8 @@ class RunInputs:
     resolution: Resolution | None
     resolution_where: str | None
     out: Path
+    # The run's source archive (`source` made it once; legs extract it instead of cloning), if named.
+    source_archive: Path | None = None
     # An explicit ccache directory for every leg of this process (--cache-dir / CCACHE_DIR).
     cache_dir: Path | None
     cache_home: Path
@@ -154,6 +156,7 @@ def read_inputs(
 
     cache_home = Path(S.pick(S.CACHE_HOME, environ=env, default=default_cache_home(env)).value)
     cache_dir = S.pick(S.CACHE_DIR, flag=_flag(args, S.CACHE_DIR), environ=env).value
+    source_archive = S.pick(S.SOURCE_ARCHIVE, flag=_flag(args, S.SOURCE_ARCHIVE), environ=env).value
     return RunInputs(
         now=now,
         started=started,
@@ -167,6 +170,7 @@ def read_inputs(
         resolution_where=resolved.where if resolution is not None else None,
         out=Path(S.pick(S.OUT, flag=_flag(args, S.OUT), environ=env, default=str(DEFAULT_OUT)).value),
         cache_dir=Path(cache_dir) if cache_dir else None,
+        source_archive=Path(source_archive) if source_archive else None,
         cache_home=cache_home,
         download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),

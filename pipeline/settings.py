@@ -139,6 +139,11 @@ RESOLVED = Setting(
     name="resolved", flag="--resolved", env=("PIPELINE_RESOLVED",), parse=parse_text, metavar="PATH_OR_JSON",
     default="none (resolve now)", help="the run's resolution from `resolve`: a file or inline JSON",
 )
+SOURCE_ARCHIVE = Setting(
+    name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE",), parse=parse_text, metavar="PATH",
+    default="none (check out the source)",
+    help="the run's source archive from `source` (its manifest beside it): legs extract it instead of cloning",
+)
 OUT = Setting(
     name="out", flag="--out", env=("PIPELINE_OUT",), parse=parse_text, metavar="DIR",
     default="out", help="output folder: records, bundles, the resolution, reports",
@@ -198,7 +203,7 @@ FORCE = Setting(
 )
 
 SETTINGS: tuple[Setting, ...] = (
-    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
+    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
     GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE,
 )

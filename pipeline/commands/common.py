@@ -39,6 +39,7 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cuda-path", type=Path, metavar="DIR", help="use this CUDA install instead of the pinned wheels")
     p.add_argument("--vulkan-sdk", type=Path, metavar="DIR", help="use this Vulkan SDK instead of the pinned archive")
     S.add_flag(p, S.RESOLVED)
+    S.add_flag(p, S.SOURCE_ARCHIVE)
     S.add_flag(p, S.REMOTE_CACHE)
     p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
 

@@ -21,6 +21,7 @@ VALUES = {
     "index_url": ("http://127.0.0.1:1/flag/", "http://127.0.0.1:2/env/", "http://127.0.0.1:3/matrix/"),
     "tag": ("b1", "b2", "latest"),
     "resolved": ("flag.json", "env.json", None),
+    "source_archive": ("flag.tar.gz", "env.tar.gz", None),
     "out": ("flag-out", "env-out", None),
     "cache_dir": ("flag-cache", "env-cache", None),
     "remote_cache": ("redis://127.0.0.1:1", None, "redis://127.0.0.1:3"),

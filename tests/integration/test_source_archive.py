@@ -1,0 +1,129 @@
+"""The source fetched once per run: `source` writes one archive, legs build from it (real git, real builds)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT
+from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
+from tests.support.projects import write_cpp_project
+
+pytestmark = pytest.mark.integration
+
+NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
+NOW_TEXT = "2026-03-14T12:00:00Z"
+UNITS = 2
+
+MATRIX = """\
+[source]
+repo = "{upstream}"
+tag = "b1"
+min_age_hours = 0
+
+[[source.mix]]
+repo = "acme/demo"
+number = 7
+sha = "{pin}"
+
+[ccache]
+compiler_check = "content"
+
+[cmake]
+args = ["-DCMAKE_BUILD_TYPE=Release"]
+
+[legs.cpu]
+backend = "cpu"
+os = "linux"
+"""
+
+
+def _pipeline(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def forge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    root = tmp_path_factory.mktemp("srcforge")
+    project = write_cpp_project(root / "gen", units=UNITS)
+    files = {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()}
+    up = init_repo(root / "upstream")
+    commit_files(up, files, "demo", when=NOW - timedelta(days=3))
+    tag(up, "b1", when=NOW - timedelta(days=3))
+    fork = clone(up, root / "gh" / "acme" / "demo")
+    git(fork, "checkout", "--quiet", "-b", "pr7", "b1")
+    pin = commit_files(fork, {"PR7.txt": "merged by the mix\n"}, "PR 7", when=NOW - timedelta(days=2))
+    matrix = root / "matrix.toml"
+    matrix.write_text(MATRIX.format(upstream=up, pin=pin))
+    env = {"PIPELINE_MATRIX": str(matrix), "PIPELINE_GIT_URL_TEMPLATE": f"file://{root}/gh/{{repo}}",
+           "PIPELINE_NOW": NOW_TEXT}
+    return {"root": root, "env": env}
+
+
+def _source(forge: dict[str, object], out: Path) -> dict[str, object]:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = _pipeline(["source", "--out", str(out)], forge["env"], out.parent)  # type: ignore[arg-type]
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_source_archive_is_deterministic_and_its_manifest_names_it(forge: dict[str, object], tmp_path: Path) -> None:
+    first = _source(forge, tmp_path / "a" / "out")
+    second = _source(forge, tmp_path / "b" / "out")
+    a, b = Path(str(first["path"])), Path(str(second["path"]))
+    assert a.read_bytes() == b.read_bytes()
+    assert first["sha256"] == hashlib.sha256(a.read_bytes()).hexdigest() == second["sha256"]
+    assert first["size"] == a.stat().st_size
+    assert a.name == "llama.cpp-b1-mix-" + str(first["tag"]).split("-mix-")[1] + ".tar.gz"
+    source = first["source"]
+    assert isinstance(source, dict)
+    assert [p["number"] for p in source["mix"]] == [7]
+    assert source["fetched_bytes"] > 0
+    with tarfile.open(a) as tar:
+        names = tar.getnames()
+    assert "llama.cpp/CMakeLists.txt" in names and "llama.cpp/PR7.txt" in names
+    # The commit is the mix's merge commit, the same in both runs (fixed identity and dates).
+    assert first["commit"] == second["commit"]
+    merged = git(tmp_path / "a" / "out" / "src" / "llama.cpp", "rev-parse", "HEAD").strip()
+    assert first["commit"] == merged
+
+
+def test_leg_builds_from_the_archive_without_cloning(forge: dict[str, object], tmp_path: Path) -> None:
+    made = _source(forge, tmp_path / "parent" / "out")
+    archive = Path(str(made["path"]))
+    leg_out = tmp_path / "leg" / "out"
+    env = {**forge["env"], "PIPELINE_SOURCE": str(archive),  # type: ignore[dict-item]
+           # Any clone would fail: the leg must not fetch.
+           "PIPELINE_GIT_URL_TEMPLATE": "file:///nonexistent/{repo}"}
+    env["PIPELINE_MATRIX"] = str(Path(str(forge["env"]["PIPELINE_MATRIX"])))  # type: ignore[index]
+    proc = _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+                     env, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads((leg_out / "cpu" / "record.json").read_text())
+    assert record["source"]["commit"] == made["commit"]
+    assert record["source"]["archive_sha256"] == made["sha256"]
+    assert record["ccache"]["misses"] == UNITS + 1
+    assert not (leg_out / "src" / "llama.cpp").exists()
+
+
+def test_a_tampered_archive_is_one_clear_error(forge: dict[str, object], tmp_path: Path) -> None:
+    made = _source(forge, tmp_path / "out")
+    archive = Path(str(made["path"]))
+    data = bytearray(archive.read_bytes())
+    data[-20] ^= 0xFF
+    archive.write_bytes(bytes(data))
+    proc = _pipeline(["build", "cpu", "--source-archive", str(archive), "--out", str(tmp_path / "leg"),
+                      "--no-bundle"], forge["env"], tmp_path)  # type: ignore[arg-type]
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert any(f"source archive {archive}: sha256" in ln and "does not match its manifest" in ln for ln in lines), proc.stderr
