@@ -37,6 +37,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
+    from pipeline.github import set_output
     from pipeline.resolve import source_for_run
     from pipeline.source import checkout_source
     from pipeline.source_archive import git_objects_bytes, write_source_archive
@@ -59,5 +60,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     )
     console.print(f"{spec.tag} ({commit[:12]}): fetched {fetched / 1e6:.1f} MB in {fetch_seconds:.1f} s; "
                   f"{archive} ({manifest.size / 1e6:.1f} MB, sha256 {manifest.sha256[:16]}...)", highlight=False)
+    # In Actions: the archive's file name for the legs (the `source` artifact keeps the folder's files).
+    set_output("archive", archive.name, env=inputs.environ)
     print(json.dumps({**manifest.to_json(), "path": str(archive)}, indent=2))
     return 0

@@ -71,9 +71,15 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 def _source(forge: dict[str, object], out: Path) -> dict[str, object]:
     out.parent.mkdir(parents=True, exist_ok=True)
-    proc = _pipeline(["source", "--out", str(out)], forge["env"], out.parent)  # type: ignore[arg-type]
+    outputs = out.parent / "github-output"
+    env = {**forge["env"], "GITHUB_OUTPUT": str(outputs)}  # type: ignore[dict-item]
+    proc = _pipeline(["source", "--out", str(out)], env, out.parent)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+    made: dict[str, object] = json.loads(proc.stdout)
+    # The workflow's legs find the archive by this output (the artifact keeps the file name).
+    lines = outputs.read_text().splitlines()
+    assert lines[0].startswith("archive<<") and lines[1] == Path(str(made["path"])).name
+    return made
 
 
 def test_source_archive_is_deterministic_and_its_manifest_names_it(forge: dict[str, object], tmp_path: Path) -> None:

@@ -187,3 +187,15 @@ def test_inputs_reach_steps_only_through_env() -> None:
         pattern = r"^\s*([\w-]+): \$\{\{ inputs\." + name + r" \}\}$"
         uses_of_input = re.findall(pattern, text, re.MULTILINE)
         assert uses_of_input and all(var.startswith("PIPELINE_") for var in uses_of_input), name
+
+
+def test_the_source_is_made_once_and_handed_to_every_leg() -> None:
+    text = WORKFLOW.read_text()
+    assert "python -m pipeline source --resolved out/resolved.json" in run_values()
+    resolve_job = text.split("\n  build:\n")[0]
+    build_job = text.split("\n  build:\n")[1].split("\n  summary:\n")[0]
+    assert "name: source\n          path: out/source/" in resolve_job
+    assert "source: ${{ steps.source.outputs.archive }}" in resolve_job
+    assert "PIPELINE_SOURCE: out/source/${{ needs.resolve.outputs.source }}" in build_job
+    # Downloaded before the build step runs.
+    assert build_job.index("name: source\n          path: out/source") < build_job.index('nox -s "$SESSION"')
