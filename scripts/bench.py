@@ -23,7 +23,11 @@ In one run, on one machine:
    (``functools.lru_cache``) are cleared before every timed run: a real
    ``resolve`` runs once per process.
 
-Bundling is left out (``--no-bundle``): raw cmake + ninja has no bundle to
+6. Unless ``--quick``: the real llama.cpp tree (scripts/bench_real_tree.py):
+   cold, warm and raw, the pipeline with and without its bundle, the Nox
+   session, packaging throughput and the compiler check per mode.
+
+For the generated project, bundling is left out (``--no-bundle``): raw cmake + ninja has no bundle to
 compare with. Timings are medians; the figures are printed against the
 targets and written to ``--json-out`` (default
 ``bench-results/bench-<date>.json``). Targets are printed, never asserted.
@@ -612,6 +616,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json-out", type=Path, help="results file (default bench-results/bench-<date>.json)")
     p.add_argument("--workdir", type=Path, help="where to build (default: a temporary folder, removed afterwards)")
     p.add_argument("--keep", action="store_true", help="keep the work folder (logs, builds, caches)")
+    p.add_argument("--quick", action="store_true",
+                   help="the generated project only, without the real llama.cpp tree (minutes cold; smoke tests)")
     args = p.parse_args(argv)
     for name in ("units", "repeat", "cold_repeat", "index_entries", "caches", "micro_repeat"):
         if getattr(args, name) < 1:
@@ -654,6 +660,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("bench: resolver and prune plan")
         resolver = bench_resolver(args.index_entries, args.micro_repeat)
         prune = bench_prune(args.caches, args.micro_repeat)
+        real: dict[str, Any] | None = None
+        if not args.quick:
+            from bench_real_tree import bench_real_tree
+
+            real = bench_real_tree(work, bench.env, bench._run, args.repeat, say)
         machine["load_average_end"] = _load()
         result: dict[str, Any] = {
             "format": FORMAT,
@@ -674,9 +685,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "prune": _check(prune["median_s"], TARGET_PRUNE_S),
             },
             "json_out": str(json_out),
+            **({"real_tree": real} if real is not None else {}),
         }
         atomic_write_json(json_out, result)
         print_report(result)
+        if real is not None:
+            from bench_real_tree import print_real_tree
+
+            print_real_tree(real)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)

@@ -25,7 +25,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--units", str(UNITS), "--repeat", "1",
          "--index-entries", "500", "--caches", "300", "--micro-repeat", "1",
-         "--json-out", str(out), "--workdir", str(work)],
+         "--json-out", str(out), "--workdir", str(work), "--quick"],
         cwd=tmp_path, env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -62,3 +62,5 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert "targets" in proc.stdout and "warm / cold" in proc.stdout
     # An explicit --workdir is the caller's: kept, with the logs of every step.
     assert any((work / "logs").iterdir())
+    # --quick leaves the real llama.cpp tree out.
+    assert "real_tree" not in result

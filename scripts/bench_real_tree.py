@@ -1,0 +1,285 @@
+"""The benchmark on the real llama.cpp tree (issue 15, part 4), called by scripts/bench.py.
+
+The tree is llama.cpp 0c1e570 from llama-cpp-python 0.3.36's sdist, fetched
+as the end-to-end test fetches it (tests/support/llama_tree.py, kept in the
+test cache); the leg is the reduced cpu leg of tests/integration/test_real_tree.py
+(its matrix, formatted with placeholder source values: the tree is passed with
+``--source``). Measured, warm runs interleaved so the machine's load hits each
+kind alike:
+
+- cold: ``python -m pipeline build cpu`` with an empty ccache (bundle included);
+- raw: ``cmake -G Ninja`` + ``ninja`` + ccache with the pipeline's arguments and cache;
+- pipeline without bundle (``--no-bundle``), pipeline (with bundle);
+- the Nox session ``nox -s cpu`` in a real virtualenv (installed once before timing);
+- packaging throughput of the staged payload: ``tar | gzip -6`` against the
+  pipeline's writer, cold and with an unchanged payload;
+- the compiler check per mode on a TheRock-sized (200 MB) compiler.
+
+Hooks for work landing in parallel (issue 15, parts 2 and 3) are marked HOOK:
+they are used when present and reported as absent otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+LEG = "cpu"
+# Targets of issue 15: printed as ratios, never asserted.
+TARGET_BUNDLE_OVER_RAW_S = 1.0
+TARGET_NOX_OVER_PIPELINE_S = 1.0
+TARGET_UNCHANGED_SPEEDUP = 5.0
+# A statically linked LLVM clang of TheRock is 100-200 MB.
+BIG_COMPILER_BYTES = 200 * 1024 * 1024
+
+
+def _median(values: Sequence[float]) -> float:
+    return round(statistics.median(values), 3)
+
+
+class RealTreeBench:
+    """One workspace: the tree, the matrix, the caches and the timed commands."""
+
+    def __init__(self, work: Path, env: dict[str, str], run: Callable[..., float]) -> None:
+        from tests.integration.test_real_tree import MATRIX, ONE_TOOL
+        from tests.support.llama_tree import e2e_cache_root, extract_tree, fetch_sdist
+
+        self.work = work / "real"
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.tree = extract_tree(fetch_sdist(e2e_cache_root()), self.work / "sdist")
+        self.matrix = self.work / "matrix.toml"
+        self.matrix.write_text(MATRIX.format(
+            upstream="https://example.invalid/llama.cpp.git", min_age=6, pr_repo="ggml-org/llama.cpp",
+            pr_number=1, pr_sha="0" * 40, one_tool=ONE_TOOL,
+        ))  # fmt: skip
+        self.cache = self.work / "ccache"
+        self.out = self.work / "out"
+        self.env = {**env, "PIPELINE_MATRIX": str(self.matrix)}
+        self._run = run
+
+    def _build_args(self, *extra: str) -> list[str]:
+        return ["--source", str(self.tree), "--out", str(self.out), "--cache-dir", str(self.cache), *extra]
+
+    def pipeline(self, kind: str, *, bundle: bool) -> tuple[float, dict[str, Any]]:
+        wall = self._run([sys.executable, "-m", "pipeline", "build", LEG,
+                          *self._build_args(*(() if bundle else ("--no-bundle",)))], f"real-{kind}", self.env)
+        record: dict[str, Any] = json.loads((self.out / LEG / "record.json").read_text(encoding="utf-8"))
+        return wall, record
+
+    def nox_session(self, kind: str) -> float:
+        """``nox -s cpu`` as a user runs it: a real venv under the workspace (uv where installed)."""
+        env = {k: v for k, v in self.env.items() if k != "PYTHONPATH"}
+        return self._run([sys.executable, "-m", "nox", "-f", str(Path(__file__).resolve().parents[1] / "noxfile.py"),
+                          "--envdir", str(self.work / "nox-envs"), "-s", LEG, "--", *self._build_args()],
+                         f"real-{kind}", env)
+
+    def raw(self, record: dict[str, Any]) -> float:
+        """The same configure and build with cmake + ninja + ccache only (same cache, same depth)."""
+        from pipeline.build import find_tool
+        from pipeline.ccache import CcacheSetup, find_ccache
+
+        cc = record["ccache"]
+        build = self.out / "raw" / "build"
+        shutil.rmtree(build, ignore_errors=True)
+        build.parent.mkdir(parents=True, exist_ok=True)
+        args = list(record["cmake_args"])
+        args[args.index("-B") + 1] = str(build)
+        setup = CcacheSetup(executable=find_ccache(), version=cc["version"], cache_dir=Path(cc["cache_dir"]),
+                            base_dir=Path(cc["base_dir"]), compiler_check=cc["compiler_check"], max_size="5G",
+                            stats_log=self.work / "raw-stats.log")
+        env = {**self.env, **setup.env(with_stats_log=False)}
+        cmake, ninja = find_tool("cmake"), find_tool("ninja")
+        started = time.perf_counter()
+        self._run([str(cmake), *args, f"-DCMAKE_MAKE_PROGRAM={ninja}"], "real-raw-configure", env)
+        self._run([str(ninja), "-C", str(build)], "real-raw-build", env)
+        return time.perf_counter() - started
+
+
+def packaging(stage: Path, scratch: Path, repeat: int) -> dict[str, Any]:
+    """MB/s of the staged payload: ``tar | gzip -6`` against the pipeline's writer, cold and unchanged."""
+    from pipeline import archive
+    from pipeline.bundle_stage import archive_entries, staged_files
+
+    payload = sum(p.stat().st_size for p in stage.rglob("*") if p.is_file() and not p.is_symlink())
+    scratch.mkdir(parents=True, exist_ok=True)
+
+    def timed(fn: Callable[[], object]) -> float:
+        started = time.perf_counter()
+        fn()
+        return time.perf_counter() - started
+
+    def tar_gzip() -> None:
+        with (scratch / "ref.tar.gz").open("wb") as fh:
+            tar = subprocess.Popen(["tar", "-C", str(stage), "-cf", "-", "."], stdout=subprocess.PIPE)
+            subprocess.run(["gzip", "-6"], stdin=tar.stdout, stdout=fh, check=True)
+            if tar.stdout:
+                tar.stdout.close()
+            tar.wait()
+
+    reference = _median([timed(tar_gzip) for _ in range(repeat)])
+    _, entries = archive_entries(staged_files(stage, symlinks=True), {})
+    # HOOK (issue 15, part 2): a packaging cache reused by content hash. Used when write_tar_gz takes one.
+    params = inspect.signature(archive.write_tar_gz).parameters
+    cache_param = next((n for n in ("cache", "cache_dir", "member_cache") if n in params), None)
+    target = scratch / "pipeline.tar.gz"
+    if cache_param:
+        cache = scratch / "pack-cache"
+        shutil.rmtree(cache, ignore_errors=True)
+        cold = timed(lambda: archive.write_tar_gz(target, entries, **{cache_param: cache}))
+        unchanged = _median([timed(lambda: archive.write_tar_gz(target, entries, **{cache_param: cache}))
+                             for _ in range(repeat)])
+    else:
+        cold = _median([timed(lambda: archive.write_tar_gz(target, entries)) for _ in range(repeat)])
+        unchanged = cold  # no packaging cache yet: an unchanged payload costs what a cold one does
+    mb = payload / 1e6
+    return {
+        "payload_mb": round(mb, 1),
+        "tar_gzip6_s": reference, "tar_gzip6_mb_s": round(mb / reference, 1),
+        "pipeline_cold_s": round(cold, 3), "pipeline_cold_mb_s": round(mb / cold, 1),
+        "pipeline_unchanged_s": round(unchanged, 3), "pipeline_unchanged_mb_s": round(mb / unchanged, 1),
+        "unchanged_speedup": round(cold / unchanged, 2),
+        "packaging_cache": cache_param or "absent (HOOK: issue 15 part 2 not merged)",
+        "archive_mb": round(target.stat().st_size / 1e6, 2),
+        "reference_archive_mb": round((scratch / "ref.tar.gz").stat().st_size / 1e6, 2),
+    }
+
+
+def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, Any]:
+    """Warm ccache calls through a 200 MB compiler per ``compiler_check`` mode.
+
+    The compiler is a shell script that execs the host g++, padded to
+    TheRock's size after the exec line (never read, always hashed by ``content``).
+    """
+    from pipeline.ccache import find_ccache
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    cxx = shutil.which("g++") or "g++"
+    big = scratch / "clang++"
+    with big.open("wb") as fh:
+        fh.write(f'#!/bin/sh\nexec {cxx} "$@"\n'.encode())
+        chunk = b"#" * (1 << 20) + b"\n"
+        for _ in range(BIG_COMPILER_BYTES // len(chunk)):
+            fh.write(chunk)
+    big.chmod(0o755)
+    digest = hashlib.sha256(big.read_bytes()).hexdigest()
+    version = subprocess.run([str(big), "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    (scratch / "unit.cpp").write_text("int f(int x) { return x * 2; }\n")
+    # HOOK (issue 15, part 3): the `toolchain` mode's check string, from the pipeline when it has one.
+    try:
+        from pipeline.ccache import toolchain_compiler_check  # type: ignore[attr-defined]
+
+        toolchain_mode = str(toolchain_compiler_check(archive_sha256=digest, version=version))
+        toolchain_source = "pipeline.ccache.toolchain_compiler_check"
+    except ImportError:
+        toolchain_mode = f"string:{digest}:{version}"
+        toolchain_source = "absent (HOOK: issue 15 part 3 not merged): string:<sha256>:<--version> by hand"
+    results: dict[str, Any] = {"compiler_mb": BIG_COMPILER_BYTES // (1024 * 1024), "calls": calls,
+                               "toolchain_check_from": toolchain_source}
+    ccache = str(find_ccache())
+    for mode, check in (("content", "content"), ("toolchain", toolchain_mode)):
+        cache = scratch / f"cache-{mode}"
+        run_env = {**env, "CCACHE_DIR": str(cache), "CCACHE_COMPILERCHECK": check}
+        cmd = [ccache, str(big), "-c", str(scratch / "unit.cpp"), "-o", str(scratch / "unit.o")]
+        subprocess.run(cmd, env=run_env, check=True)  # the miss that fills the cache
+        started = time.perf_counter()
+        for _ in range(calls):
+            subprocess.run(cmd, env=run_env, check=True)
+        results[f"{mode}_s"] = round(time.perf_counter() - started, 3)
+    results["content_over_toolchain"] = round(results["content_s"] / results["toolchain_s"], 2)
+    big.unlink()
+    return results
+
+
+def bench_real_tree(work: Path, env: dict[str, str], run: Callable[..., float], repeat: int,
+                    say: Callable[[str], None]) -> dict[str, Any]:
+    """Every real-tree figure of the benchmark, with the targets as ratios."""
+    rt = RealTreeBench(work, env, run)
+    say(f"bench: real tree {rt.tree} (cold build: minutes)")
+    cold_s, record = rt.pipeline("cold", bundle=True)
+    compilations = record["ccache"]["misses"] + record["ccache"]["hits"]
+    say(f"bench: real tree cold {cold_s:.0f} s, {record['ccache']['misses']} misses")
+    # The Nox session's venv is created and installed once, outside the timing (as on a second night).
+    rt.nox_session("nox-install")
+    raws: list[float] = []
+    no_bundle: list[float] = []
+    bundled: list[float] = []
+    nox: list[float] = []
+    hits: list[int] = []
+    for i in range(repeat):
+        wall, rec = rt.pipeline("warm-no-bundle", bundle=False)
+        no_bundle.append(wall)
+        hits.append(rec["ccache"]["hits"])
+        raws.append(rt.raw(rec))
+        bundled.append(rt.pipeline("warm-bundle", bundle=True)[0])
+        nox.append(rt.nox_session("warm-nox"))
+        say(f"bench: real tree warm {i + 1}/{repeat}: raw {raws[-1]:.2f} s, --no-bundle {no_bundle[-1]:.2f} s, "
+            f"pipeline {bundled[-1]:.2f} s, nox {nox[-1]:.2f} s")
+    builds = {"cold_s": round(cold_s, 2), "raw_s": _median(raws), "pipeline_no_bundle_s": _median(no_bundle),
+              "pipeline_s": _median(bundled), "nox_s": _median(nox), "compilations": compilations,
+              "warm_hits": min(hits), "runs": {"raw": raws, "no_bundle": no_bundle, "pipeline": bundled, "nox": nox}}
+    say("bench: packaging and the compiler check")
+    pack = packaging(rt.out / LEG / "bundle", rt.work / "pack", repeat)
+    check = compiler_check(rt.work / "compiler", 100, env)
+    targets = {
+        "bundle_over_raw_s": {"value": round(builds["pipeline_s"] - builds["raw_s"], 2),
+                              "target": TARGET_BUNDLE_OVER_RAW_S},
+        "nox_over_pipeline_s": {"value": round(builds["nox_s"] - builds["pipeline_s"], 2),
+                                "target": TARGET_NOX_OVER_PIPELINE_S},
+        "unchanged_packaging_speedup": {"value": pack["unchanged_speedup"], "target": TARGET_UNCHANGED_SPEEDUP},
+    }
+    for name, t in targets.items():
+        t["met"] = t["value"] >= t["target"] if name == "unchanged_packaging_speedup" else t["value"] <= t["target"]
+    return {"tree": "llama.cpp 0c1e570 (llama-cpp-python 0.3.36 sdist), reduced cpu leg",
+            "builds": builds, "packaging": pack, "compiler_check": check, "targets": targets,
+            "load_average": list(os.getloadavg())}
+
+
+def print_real_tree(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    b, p, c = result["builds"], result["packaging"], result["compiler_check"]
+    raw = b["raw_s"]
+    table = Table(title=f"real tree: {result['tree']}, {b['compilations']} compilations, warm "
+                  f"{b['warm_hits']}/{b['compilations']} hits (median wall seconds)", title_justify="left")
+    for col in ("command", "wall", "vs raw"):
+        table.add_column(col, justify="left" if col == "command" else "right")
+    for label, key in (("raw cmake -G Ninja + ninja + ccache", "raw_s"),
+                       ("python -m pipeline build cpu --no-bundle", "pipeline_no_bundle_s"),
+                       ("python -m pipeline build cpu", "pipeline_s"), ("nox -s cpu", "nox_s")):
+        table.add_row(label, f"{b[key]:.2f}", f"{b[key] / raw:.2f}")
+    table.add_row("cold: python -m pipeline build cpu (empty ccache)", f"{b['cold_s']:.1f}", f"{b['cold_s'] / raw:.1f}")
+    console.print(table)
+    console.print(
+        f"packaging {p['payload_mb']} MB payload: tar | gzip -6 {p['tar_gzip6_s']:.2f} s ({p['tar_gzip6_mb_s']} MB/s); "
+        f"pipeline cold {p['pipeline_cold_s']:.2f} s ({p['pipeline_cold_mb_s']} MB/s), unchanged "
+        f"{p['pipeline_unchanged_s']:.2f} s ({p['pipeline_unchanged_mb_s']} MB/s); packaging cache: {p['packaging_cache']}",
+        highlight=False,
+    )
+    console.print(
+        f"compiler check, {c['calls']} warm calls through a {c['compiler_mb']} MB compiler: content {c['content_s']:.2f} s, "
+        f"toolchain {c['toolchain_s']:.2f} s ({c['content_over_toolchain']}x); toolchain check from {c['toolchain_check_from']}",
+        highlight=False,
+    )
+    targets = Table(title="real-tree targets", title_justify="left")
+    for col in ("figure", "value", "target", ""):
+        targets.add_column(col, justify="left" if col == "figure" else "right")
+    labels = {"bundle_over_raw_s": ("pipeline (with bundle) over raw, warm", "s", "<="),
+              "nox_over_pipeline_s": ("nox -s cpu over the pipeline", "s", "<="),
+              "unchanged_packaging_speedup": ("packaging: cold / unchanged payload", "x", ">=")}
+    for name, t in result["targets"].items():
+        label, unit, op = labels[name]
+        targets.add_row(label, f"{t['value']:+.2f} {unit}" if unit == "s" else f"{t['value']:.2f}{unit}",
+                        f"{op} {t['target']}{unit if unit == 'x' else ' s'}", "[green]met[/]" if t["met"] else "[red]MISSED[/]")
+    console.print(targets)
