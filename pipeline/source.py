@@ -299,10 +299,13 @@ def _fetch_base(dest: Path, spec: SourceSpec, *, environ: Mapping[str, str]) -> 
     have = _local_commit(dest, ref, environ=environ)
     shallow = _git(["rev-parse", "--is-shallow-repository"], cwd=dest, what="", base=environ).stdout.strip() == "true"
     # Merging needs the true merge base, so a mix needs the full history; a
-    # plain tag build needs only its commit.
+    # plain tag build needs only its commit. The history comes blobless
+    # (a partial clone): commits and trees only, and checkout and merge fetch
+    # the blobs they touch from origin (a server without filters sends all).
     up_to_date = have is not None and (spec.base_commit in (None, have)) and not (spec.mix and shallow)
     if not up_to_date:
-        depth = ["--unshallow"] if spec.mix and shallow else [] if spec.mix else ["--depth=1"]
+        blobless = ["--filter=blob:none"] if spec.mix else []
+        depth = ["--unshallow", *blobless] if spec.mix and shallow else blobless if spec.mix else ["--depth=1"]
         _git(
             ["fetch", "--quiet", "--no-tags", *depth, "origin", f"+{ref}:{ref}"],
             cwd=dest,
@@ -342,7 +345,7 @@ def _fetch_pin(dest: Path, pin: MixPin, template: str, *, environ: Mapping[str, 
 
 
 def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str, *, environ: Mapping[str, str]) -> None:
-    base_time = int(_git(["show", "-s", "--format=%ct", base_commit], cwd=dest, what="cannot read the base commit", base=environ).stdout)
+    base_time = int(_git(["log", "-1", "--no-walk", "--format=%ct", base_commit], cwd=dest, what="cannot read the base commit", base=environ).stdout)
     settings = ("merge.log=false", "rerere.enabled=false", "commit.gpgsign=false", "merge.renormalize=false",
                 "core.autocrlf=false", f"core.hooksPath={os.devnull}")  # fmt: skip
     fixed = [arg for setting in settings for arg in ("-c", setting)]

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.integration
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 NOW_TEXT = "2026-03-14T12:00:00Z"
 UNITS = 2
+# Random hex text: compresses to about half, still far above the rest of the history.
+OLD_BLOB_BYTES = 3_000_000
 
 MATRIX = """\
 [source]
@@ -57,8 +59,13 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     project = write_cpp_project(root / "gen", units=UNITS)
     files = {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()}
     up = init_repo(root / "upstream")
+    # History the build never needs: a blobless clone does not download this file.
+    commit_files(up, {"old.bin": os.urandom(OLD_BLOB_BYTES // 2).hex()}, "old", when=NOW - timedelta(days=4))
+    git(up, "rm", "--quiet", "old.bin")
     commit_files(up, files, "demo", when=NOW - timedelta(days=3))
     tag(up, "b1", when=NOW - timedelta(days=3))
+    # As GitHub does: the server honours --filter, so the mix's history comes blobless.
+    git(up, "config", "uploadpack.allowFilter", "true")
     fork = clone(up, root / "gh" / "acme" / "demo")
     git(fork, "checkout", "--quiet", "-b", "pr7", "b1")
     pin = commit_files(fork, {"PR7.txt": "merged by the mix\n"}, "PR 7", when=NOW - timedelta(days=2))
@@ -93,14 +100,17 @@ def test_source_archive_is_deterministic_and_its_manifest_names_it(forge: dict[s
     source = first["source"]
     assert isinstance(source, dict)
     assert [p["number"] for p in source["mix"]] == [7]
-    assert source["fetched_bytes"] > 0
+    # The fetch is in the manifest; the deleted 3 MB file's blob (about 1.5 MB packed) was never fetched.
+    assert 0 < source["fetched_bytes"] < OLD_BLOB_BYTES // 4
     with tarfile.open(a) as tar:
         names = tar.getnames()
     assert "llama.cpp/CMakeLists.txt" in names and "llama.cpp/PR7.txt" in names
     # The commit is the mix's merge commit, the same in both runs (fixed identity and dates).
     assert first["commit"] == second["commit"]
-    merged = git(tmp_path / "a" / "out" / "src" / "llama.cpp", "rev-parse", "HEAD").strip()
-    assert first["commit"] == merged
+    checkout = tmp_path / "a" / "out" / "src" / "llama.cpp"
+    assert first["commit"] == git(checkout, "rev-parse", "HEAD").strip()
+    # A blobless partial clone: origin is a promisor remote that serves blobs on demand.
+    assert git(checkout, "config", "remote.origin.partialclonefilter").strip() == "blob:none"
 
 
 def test_leg_builds_from_the_archive_without_cloning(forge: dict[str, object], tmp_path: Path) -> None:
