@@ -281,3 +281,33 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(real_tree: RealTree
     )  # fmt: skip
     assert "(identical)" in proc.stdout, proc.stdout
     assert (ws / "out" / "dist" / real_tree.runner.bundle.name).read_bytes() == real_tree.runner.bundle.read_bytes()
+
+
+def test_the_source_archive_of_the_real_tree_is_made_once_and_deterministic(tmp_path: Path) -> None:
+    """`source` on the real tree's forge, twice in two folders: identical archives holding the merged tree."""
+    forge = prepared_forge(tmp_path, young_at=NOW - timedelta(hours=2), pr_at=NOW - timedelta(hours=7))
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(
+        MATRIX.format(upstream=forge.upstream, min_age=MIN_AGE_HOURS, pr_repo=PR_REPO, pr_number=PR_NUMBER,
+                      pr_sha=forge.pr_sha, one_tool=ONE_TOOL)
+    )  # fmt: skip
+    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(tmp_path / "cache-home")}
+    made = []
+    for name in ("runner", "elsewhere"):
+        ws = tmp_path / name
+        ws.mkdir()
+        proc = pipeline(["--matrix", str(matrix), "source", "--out", "out", "--now", NOW.isoformat()], cwd=ws, env=env)
+        made.append(json.loads(proc.stdout))
+    first, second = made
+    assert Path(first["path"]).read_bytes() == Path(second["path"]).read_bytes()
+    assert first["tag"] == expected_tag(forge)
+    merge = first["commit"]
+    checkout = tmp_path / "runner" / "out" / "src" / "llama.cpp"
+    assert git(checkout, "rev-parse", "HEAD^1") == forge.base_sha
+    assert git(checkout, "rev-parse", "HEAD^2") == forge.pr_sha
+    # Every file of the merge commit, and nothing else, under llama.cpp/ (git's own listing is the reference).
+    files = set(git(checkout, "ls-tree", "-r", "--name-only", merge).splitlines())
+    with tarfile.open(first["path"]) as tar:
+        archived = {m.name.removeprefix("llama.cpp/") for m in tar.getmembers() if m.isfile() or m.issym()}
+    assert archived == files
+    assert first["source"]["fetched_bytes"] > 0
