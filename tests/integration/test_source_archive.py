@@ -143,3 +143,14 @@ def test_a_tampered_archive_is_one_clear_error(forge: dict[str, object], tmp_pat
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert any(f"source archive {archive}: sha256" in ln and "does not match its manifest" in ln for ln in lines), proc.stderr
+
+
+def test_an_archive_without_its_manifest_is_one_clear_error(forge: dict[str, object], tmp_path: Path) -> None:
+    made = _source(forge, tmp_path / "out")
+    archive = Path(str(made["path"]))
+    Path(str(archive) + ".json").unlink()
+    proc = _pipeline(["build", "cpu", "--out", str(tmp_path / "leg"), "--no-bundle"],
+                     {**forge["env"], "PIPELINE_SOURCE": str(archive)}, tmp_path)  # type: ignore[dict-item]
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"error: source archive {archive}: its manifest {archive.name}.json is missing" in proc.stderr
