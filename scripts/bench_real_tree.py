@@ -164,7 +164,8 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
 
     scratch.mkdir(parents=True, exist_ok=True)
     cxx = shutil.which("g++") or "g++"
-    big = scratch / "clang++"
+    # Not named clang++: ccache would add clang's flags to what is g++ underneath.
+    big = scratch / "therock-sized-c++"
     with big.open("wb") as fh:
         fh.write(f'#!/bin/sh\nexec {cxx} "$@"\n'.encode())
         chunk = b"#" * (1 << 20) + b"\n"
@@ -188,7 +189,7 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
     ccache = str(find_ccache())
     for mode, check in (("content", "content"), ("toolchain", toolchain_mode)):
         cache = scratch / f"cache-{mode}"
-        run_env = {**env, "CCACHE_DIR": str(cache), "CCACHE_COMPILERCHECK": check}
+        run_env = {**env, "CCACHE_DIR": str(cache), "CCACHE_COMPILERCHECK": check, "CCACHE_COMPILERTYPE": "gcc"}
         cmd = [ccache, str(big), "-c", str(scratch / "unit.cpp"), "-o", str(scratch / "unit.o")]
         subprocess.run(cmd, env=run_env, check=True)  # the miss that fills the cache
         started = time.perf_counter()
