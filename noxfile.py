@@ -166,6 +166,7 @@ def publish(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """The benchmark: cold vs warm vs raw builds, resolver and prune plan timings."""
-    _install(session)
+    """The benchmark: cold vs warm vs raw builds, the real llama.cpp tree, resolver and prune plan timings."""
+    # [test]: the real tree comes from the end-to-end test's support code (tests/), which imports pytest.
+    _install(session, "[test]")
     session.run("python", "scripts/bench.py", *session.posargs)
