@@ -409,6 +409,7 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Cons
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
         return SourceTree(path=path, info=record_info, tag=manifest.tag)
     from pipeline.resolve import source_for_run
+    from pipeline.source_archive import git_objects_bytes
 
     matrix = inputs.require_matrix()
     # A fixed place under <out>: the clone is re-used and the configure line stays the same.
@@ -416,12 +417,16 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Cons
     try:
         with console.status(f"resolving the source ({matrix.source.repo})"):
             spec = source_for_run(inputs)
+        before = git_objects_bytes(path)
         with console.status(f"checking out {spec.tag} into {path}"):
             commit = checkout_source(spec, path, git_url_template=inputs.git_url_template, environ=inputs.environ)
     except SourceError as err:
         raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
     check_cmake_project(path)
-    return SourceTree(path=path, info={**spec.to_json(), "commit": commit, "path": str(path)}, tag=spec.tag)
+    # What this leg's clone fetched (a re-used clone fetches only what it lacks).
+    fetched = max(0, git_objects_bytes(path) - before)
+    return SourceTree(path=path, info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
+                      tag=spec.tag)
 
 
 def _timings(build: Path) -> dict[str, object] | None:
