@@ -154,3 +154,14 @@ def test_an_archive_without_its_manifest_is_one_clear_error(forge: dict[str, obj
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"error: source archive {archive}: its manifest {archive.name}.json is missing" in proc.stderr
+
+
+def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(forge: dict[str, object], tmp_path: Path) -> None:
+    leg_out = tmp_path / "out"
+    proc = _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+                     forge["env"], tmp_path)  # type: ignore[arg-type]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads((leg_out / "cpu" / "record.json").read_text())
+    # The deleted 3 MB file of the history is not fetched; the rest is.
+    assert 0 < record["source"]["fetched_bytes"] < OLD_BLOB_BYTES // 4
+    assert [p["number"] for p in record["source"]["mix"]] == [7]
