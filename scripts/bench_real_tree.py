@@ -22,6 +22,7 @@ they are used when present and reported as absent otherwise.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -173,24 +174,29 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
             fh.write(chunk)
     big.chmod(0o755)
     digest = hashlib.sha256(big.read_bytes()).hexdigest()
-    version = subprocess.run([str(big), "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    version_text = subprocess.run([str(big), "--version"], capture_output=True, text=True, check=True).stdout
     (scratch / "unit.cpp").write_text("int f(int x) { return x * 2; }\n")
-    # HOOK (issue 15, part 3): the `toolchain` mode's check string, from the pipeline when it has one.
+    # HOOK (issue 15, part 3): the `toolchain` mode's value is string:<archive sha256>+<sha256 of the
+    # compilers' --version and NUL> (as pipeline.compiler_check.resolve_compiler_check makes it), and its
+    # timing function is used when that module exists; imported by name so this file type-checks without it.
+    versions = hashlib.sha256(version_text.encode() + bytes(1)).hexdigest()
+    toolchain_mode = f"string:{digest}+{versions}"
     try:
-        from pipeline.ccache import toolchain_compiler_check  # type: ignore[attr-defined]
-
-        toolchain_mode = str(toolchain_compiler_check(archive_sha256=digest, version=version))
-        toolchain_source = "pipeline.ccache.toolchain_compiler_check"
-    except ImportError:
-        toolchain_mode = f"string:{digest}:{version}"
-        toolchain_source = "absent (HOOK: issue 15 part 3 not merged): string:<sha256>:<--version> by hand"
+        timer: Callable[..., float] | None = importlib.import_module("pipeline.compiler_check").time_compiler_check
+        timed_by = "pipeline.compiler_check.time_compiler_check"
+    except (ImportError, AttributeError):
+        timer, timed_by = None, "absent (HOOK: issue 15 part 3 not merged): timed here"
     results: dict[str, Any] = {"compiler_mb": BIG_COMPILER_BYTES // (1024 * 1024), "calls": calls,
-                               "toolchain_check_from": toolchain_source}
-    ccache = str(find_ccache())
+                               "toolchain_check_from": timed_by}
+    ccache = find_ccache()
     for mode, check in (("content", "content"), ("toolchain", toolchain_mode)):
-        cache = scratch / f"cache-{mode}"
-        run_env = {**env, "CCACHE_DIR": str(cache), "CCACHE_COMPILERCHECK": check, "CCACHE_COMPILERTYPE": "gcc"}
-        cmd = [ccache, str(big), "-c", str(scratch / "unit.cpp"), "-o", str(scratch / "unit.o")]
+        work = scratch / f"work-{mode}"
+        run_env = {**env, "CCACHE_COMPILERTYPE": "gcc"}
+        if timer is not None:
+            results[f"{mode}_s"] = round(timer(ccache, big, check, calls=calls, work=work, env=run_env), 3)
+            continue
+        run_env.update({"CCACHE_DIR": str(work / "ccache"), "CCACHE_COMPILERCHECK": check})
+        cmd = [str(ccache), str(big), "-c", str(scratch / "unit.cpp"), "-o", str(scratch / "unit.o")]
         subprocess.run(cmd, env=run_env, check=True)  # the miss that fills the cache
         started = time.perf_counter()
         for _ in range(calls):
