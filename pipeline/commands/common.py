@@ -15,7 +15,7 @@ from pipeline import settings as S
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.bundle import Comparison
+    from pipeline.bundle_compare import Comparison
     from pipeline.inputs import RunInputs
     from pipeline.rocm.index import IndexEntry
     from pipeline.rocm.resolver import Fetch

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import settings as S
-from pipeline.bundle import Comparison, compare_sides, load_side, read_manifest
+from pipeline.bundle import read_manifest
+from pipeline.bundle_compare import Comparison, compare_sides, load_side
 from pipeline.config import Leg, Matrix
 from pipeline.errors import BundleError, SourceError
 from pipeline.inputs import RunInputs
