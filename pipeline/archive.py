@@ -22,6 +22,7 @@ from typing import IO, BinaryIO
 
 from pipeline.errors import BundleError
 from pipeline.fsutil import atomic_output, stream_digest
+from pipeline.names import member_name_problem
 
 # 1980-01-01T00:00:00Z: the earliest moment a zip can store, used for tar too.
 FIXED_MTIME = 315532800
@@ -119,10 +120,9 @@ def write_zip(path: Path, entries: Sequence[Entry]) -> None:
 
 
 def _safe_name(archive: Path, name: str) -> str:
-    clean = name.replace("\\", "/")
-    if clean.startswith("/") or ".." in clean.split("/") or (len(clean) > 1 and clean[1] == ":"):
-        raise BundleError(f"{archive}: foreign archive: unsafe member name {name!r}")
-    return clean.removeprefix("./")
+    if problem := member_name_problem(name):
+        raise BundleError(f"{archive}: foreign archive: unsafe member name {name!r} ({problem})")
+    return name.replace("\\", "/").removeprefix("./")
 
 
 def archive_kind(path: Path) -> str | None:

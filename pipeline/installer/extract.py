@@ -27,27 +27,18 @@ from typing import Any
 
 from pipeline.errors import ToolchainError
 from pipeline.fsutil import atomic_write_json
+from pipeline.names import member_name_problem
 
 # Written inside the install as the last step before it is renamed into place.
 MARKER = ".pipeline-install.json"
+# The one rule for member names, shared with the bundles (pipeline.names).
+name_problem = member_name_problem
 # Folder names that are the top of an install's layout, never a wrapper folder
 # to strip: an archive holding only "lib/" is flat, not wrapped in "lib".
 LAYOUT_DIRS = frozenset({"bin", "lib", "lib64", "llvm", "include", "share", "libexec", "etc", "amdgcn"})
 _DRIVE = re.compile(r"^[A-Za-z]:")
 CHUNK = 1024 * 1024
 
-
-
-def name_problem(name: str) -> str | None:
-    """Why an archive member name is unsafe to extract, or None when it is fine."""
-    if not name or "\x00" in name:
-        return "empty or NUL in name"
-    if name.startswith(("/", "\\")) or _DRIVE.match(name):
-        return "absolute path"
-    parts = re.split(r"[/\\]", name)
-    if ".." in parts:
-        return "'..' in path"
-    return None
 
 
 def link_problem(name: str, linkname: str, *, hard: bool) -> str | None:
