@@ -223,7 +223,8 @@ def test_already_exists_on_upload_keeps_an_identical_asset(tmp_path: Path) -> No
 
 def test_an_existing_release_skips_the_run_unless_forced(tmp_path: Path) -> None:
     resolved = tmp_path / "resolved.json"
-    resolved.write_text(json.dumps({"source": {"tag": TAG}}))
+    # A whole resolution, as `resolve` writes it (it is validated when read).
+    resolved.write_text('''{"format": 1, "now": "2026-08-10T09:17:00Z", "rocm_policy": "weekly", "cutoff": "20260808", "index_url": null, "legs": {}, "source": {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b7000", "base_commit": null, "base_date": null, "tag": "b7000", "mix": [], "mix_hash": null, "commit": null}}''')
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         def ask(*extra: str, **env: str) -> dict[str, str]:
             outputs = tmp_path / f"out-{len(gh.requests)}"
