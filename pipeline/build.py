@@ -28,12 +28,13 @@ from pipeline.ccache import (
     setup_ccache,
     workspace_of,
 )
+from pipeline.children import group_kwargs, stop_group
 from pipeline.config import Leg, Matrix
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.prefixmap import prefix_map_flags, with_prefix_map
-from pipeline.record import RECORD_NAME, LegRecord
+from pipeline.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain import Toolchain
 
 # Ninja's status line, forced to a known shape so progress can be read from it.
@@ -115,15 +116,22 @@ def run_logged(
             text=True,
             errors="replace",
             bufsize=1,
+            # Its own group: Ctrl-C or SIGTERM to the pipeline stops the whole tree (no orphan Ninja).
+            **group_kwargs(),
         )
     except OSError as exc:
         raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
     assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        tail.append(line.rstrip("\n"))
-        if on_line:
-            on_line(line)
+    try:
+        for line in proc.stdout:
+            log.write(line)
+            tail.append(line.rstrip("\n"))
+            if on_line:
+                on_line(line)
+    except BaseException:
+        stop_group(proc)
+        log.write(f"--- {cmd[0]} stopped: the pipeline was interrupted ---\n")
+        raise
     return proc.wait(), tail
 
 
@@ -214,9 +222,46 @@ def run_leg(
     clock = time.monotonic()
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
-    build = work / "build"
     check_remote_spec(matrix, options)
+    from pipeline.locks import hold
 
+    work.mkdir(parents=True, exist_ok=True)
+    with hold(leg_lock(work), what=f"the output folder {work}", since=inputs.started,
+              wait_seconds=inputs.wait_lock):
+        record = LegRecord(
+            leg=leg.name,
+            backend=leg.backend,
+            os=leg.os,
+            # The real moment, even when replaying an earlier --now.
+            started=inputs.started.isoformat(timespec="seconds"),
+            status="running",
+        )
+        # Before any work: an earlier run's success must not stand beside this run's half-built tree.
+        record.write(work / RECORD_NAME)
+        # Nor an earlier run's ccache statistics (cache-save reads this log when there is no finished record).
+        (work / "ccache-stats.log").unlink(missing_ok=True)
+        try:
+            return _run_leg_locked(inputs, leg, options, console, record, out=out, work=work, clock=clock,
+                                   provenance=provenance)
+        except KeyboardInterrupt:
+            record.status = "interrupted"
+            record.wall_seconds = round(time.monotonic() - clock, 3)
+            record.write(work / RECORD_NAME)
+            raise
+        except BaseException:
+            if record.status == "running":
+                record.status = "failed"
+                record.wall_seconds = round(time.monotonic() - clock, 3)
+                record.write(work / RECORD_NAME)
+            raise
+
+
+def _run_leg_locked(
+    inputs: RunInputs, leg: Leg, options: LegOptions, console: Console, record: LegRecord, *,
+    out: Path, work: Path, clock: float, provenance: Mapping[str, Any] | None,
+) -> LegRun:
+    matrix = inputs.require_matrix()
+    build = work / "build"
     source = source_step(inputs, options, out, console)
     toolchain = toolchain_step(inputs, leg, options, console)
     ccache = ccache_step(inputs, leg, options, workspace=workspace_of(source.path, build), work=work)
@@ -226,16 +271,9 @@ def run_leg(
 
     cmake, ninja = find_tool("cmake"), find_tool("ninja")
     args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build)
-    record = LegRecord(
-        leg=leg.name,
-        backend=leg.backend,
-        os=leg.os,
-        # The real moment, even when replaying an earlier --now.
-        started=inputs.started.isoformat(timespec="seconds"),
-        source={**source.info, **(provenance or {})},
-        cmake_args=args,
-        toolchain=toolchain.to_record(),
-    )
+    record.source = {**source.info, **(provenance or {})}
+    record.cmake_args = args
+    record.toolchain = toolchain.to_record()
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         _warn(record, console, warning, inputs)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
@@ -257,6 +295,7 @@ def run_leg(
         bundle = bundle_step(leg, record, build, out, toolchain, source, console)
         if options.check_bundle:
             check_step(leg, record, bundle, work, clock, console)
+    record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
     show_record(record, console)
@@ -294,6 +333,8 @@ def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Co
         download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir,
         http_backoff=inputs.http_backoff,
+        wait_lock=inputs.wait_lock,
+        started=inputs.started,
     )
     return prepare_toolchain(request, console)
 
