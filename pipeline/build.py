@@ -223,6 +223,9 @@ def run_leg(
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
     check_remote_spec(matrix, options)
+    if options.source is not None:
+        # A wrong --source is the user's typo: refused before anything is written.
+        check_cmake_project(options.source)
     from pipeline.locks import hold
 
     work.mkdir(parents=True, exist_ok=True)
