@@ -149,12 +149,16 @@ def _download_locked(
             if own_session:
                 http.close()
     try:
+        final = cache_dir / file_name_of(url)
         if sha256 is not None and digest.lower() != sha256.lower():
             raise ToolchainError(f"sha256 mismatch for {url}: expected {sha256.lower()}, got {digest}")
         if verify is not None:
-            verify(path)
+            try:
+                verify(path)
+            except ToolchainError as err:
+                raise ToolchainError(err.message.replace(path.name, final.name),
+                                     hint="not kept: the next run downloads it again") from None
         fix_mode(path)
-        final = cache_dir / file_name_of(url)
         # An older sidecar must never vouch for the new file.
         _sidecar(final).unlink(missing_ok=True)
         path.replace(final)

@@ -216,26 +216,35 @@ def remove_install(target: Path) -> None:
     _remove_tree(trash)
 
 
-def check_archive(archive: Path) -> None:
+def check_archive(archive: Path, *, name: str | None = None) -> None:
     """Read every member of ``archive`` to its end; ToolchainError when it is not a whole archive.
 
     A truncated tarball, an HTML page served under the tarball's name or a
     zip with a bad CRC all fail here, before the download is trusted.
+    ``name`` is what the message calls the file (default: its own name).
     """
+    shown = name or archive.name
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf:
                 if (bad := zf.testzip()) is not None:
-                    raise ToolchainError(f"{archive.name}: corrupt archive: member {bad!r} fails its CRC")
+                    raise ToolchainError(f"{shown}: corrupt archive: member {bad!r} fails its CRC")
             return
-        with tarfile.open(archive, "r:*") as tar:
+        try:
+            tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with block below
+        except tarfile.ReadError:
+            with archive.open("rb") as fh:
+                head = fh.read(40)
+            what = "empty" if not head else f"starts with {head.decode('ascii', 'replace')!r}"
+            raise ToolchainError(f"{shown}: corrupt or unreadable archive: not a tar or zip archive ({what})") from None
+        with tar:
             for member in tar:
                 if member.isreg() and (fh := tar.extractfile(member)) is not None:
                     with fh:
                         while fh.read(CHUNK):
                             pass
     except (tarfile.TarError, EOFError, zlib.error, zipfile.BadZipFile, OSError) as exc:
-        raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
+        raise ToolchainError(f"{shown}: corrupt or unreadable archive: {exc}") from None
 
 
 def remove_stale(folder: Path, prefix: str, suffixes: tuple[str, ...]) -> list[Path]:

@@ -102,7 +102,10 @@ def listing(folder: Path) -> list[str]:
 
 
 def top_level(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(".lock")) if folder.exists() else []
+    """The names in ``folder`` but lock files and their holder notes (a SIGKILLed holder cannot remove its note)."""
+    if not folder.exists():
+        return []
+    return sorted(p.name for p in folder.iterdir() if not p.name.endswith((".lock", ".lock.holder.json")))
 
 
 # --------------------------------------------------------------------------
@@ -392,7 +395,7 @@ def test_kill_during_download(rocm_ws: tuple[Path, TarballServer], tmp_path: Pat
         assert record_of(ws / "out", LEG)["status"] == "interrupted"
     else:
         # Nothing ran: the .part stays, the record still says running (and reads as interrupted).
-        assert [p.name.endswith(".part") for p in downloads.iterdir() if not p.name.endswith(".lock")] == [True]
+        assert [name.endswith(".part") for name in top_level(downloads)] == [True]
         assert record_of(ws / "out", LEG)["status"] == "running"
     # Never trusted: no sidecar, no install.
     assert not (downloads / (TARBALL + ".json")).exists()
