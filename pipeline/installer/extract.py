@@ -233,15 +233,15 @@ def check_archive(archive: Path, *, name: str | None = None) -> None:
         try:
             tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with block below
         except tarfile.ReadError:
-            with archive.open("rb") as fh:
-                head = fh.read(40)
+            with archive.open("rb") as start:
+                head = start.read(40)
             what = "empty" if not head else f"starts with {head.decode('ascii', 'replace')!r}"
             raise ToolchainError(f"{shown}: corrupt or unreadable archive: not a tar or zip archive ({what})") from None
         with tar:
             for member in tar:
-                if member.isreg() and (fh := tar.extractfile(member)) is not None:
-                    with fh:
-                        while fh.read(CHUNK):
+                if member.isreg() and (data := tar.extractfile(member)) is not None:
+                    with data:
+                        while data.read(CHUNK):
                             pass
     except (tarfile.TarError, EOFError, zlib.error, zipfile.BadZipFile, OSError) as exc:
         raise ToolchainError(f"{shown}: corrupt or unreadable archive: {exc}") from None
