@@ -97,6 +97,7 @@ def test_holder_without_a_note_is_described_as_such(tmp_path: Path) -> None:
 
 
 def _record(folder: Path, status: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "record.json"
     LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-01-02T03:04:05+00:00", status=status).write(path)
     return path
@@ -234,3 +235,19 @@ def test_downloads_are_readable_by_others(tmp_path: Path) -> None:
     got = download(served.as_uri(), cache_dir=tmp_path / "cache", verify=check_archive)
     assert mode(got.path) == 0o644
     assert mode(got.path.with_name("t.tar.gz.json")) == 0o644
+
+
+# --------------------------------------------------------------------------
+# publish reads records the same way
+
+
+def test_publish_sees_a_dead_runs_record_as_interrupted_and_a_live_one_as_running(tmp_path: Path) -> None:
+    from pipeline.release_inputs import read_results
+    from pipeline.release_plan import check_coverage
+
+    _record(tmp_path / "cpu", "running")
+    results = read_results(tmp_path)
+    assert results["cpu"].status == "interrupted"
+    assert check_coverage(["cpu"], results, set()).missing == (("cpu", "the leg interrupted"),)
+    with hold(leg_lock(tmp_path / "cpu"), what="x", since=SINCE):
+        assert read_results(tmp_path)["cpu"].status == "running"
