@@ -251,3 +251,13 @@ def test_publish_sees_a_dead_runs_record_as_interrupted_and_a_live_one_as_runnin
     assert check_coverage(["cpu"], results, set()).missing == (("cpu", "the leg interrupted"),)
     with hold(leg_lock(tmp_path / "cpu"), what="x", since=SINCE):
         assert read_results(tmp_path)["cpu"].status == "running"
+
+
+@pytest.mark.usefixtures("umask_022")
+@pytest.mark.parametrize("suffix", ["tar.gz", "zip"])
+def test_bundles_are_readable_by_others(tmp_path: Path, suffix: str) -> None:
+    from pipeline.archive import Entry, write_tar_gz, write_zip
+
+    bundle = tmp_path / "dist" / f"llama-b1-bin-ubuntu-x64.{suffix}"
+    (write_tar_gz if suffix == "tar.gz" else write_zip)(bundle, [Entry(name="llama/README", data=b"x")])
+    assert mode(bundle) == 0o644
