@@ -1,7 +1,9 @@
 """One leg: source tree -> CMake configure -> Ninja build -> record.
 
 The build directory is fresh every run (``<out>/<leg>/build``): a warm run
-is warm because of ccache, never because of a stale tree. The full log of
+is warm because of ccache, never because of a stale tree. One run at a time
+writes a leg's folder (an OS lock), and its record always says how the run
+stands: running, success, failed or interrupted. The full log of
 both steps goes to ``<out>/<leg>/build.log``.
 """
 
@@ -9,10 +11,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -28,7 +29,7 @@ from pipeline.ccache import (
     setup_ccache,
     workspace_of,
 )
-from pipeline.children import group_kwargs, stop_group
+from pipeline.children import run_logged
 from pipeline.config import Leg, Matrix
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.inputs import RunInputs
@@ -40,7 +41,6 @@ from pipeline.toolchain import Toolchain
 # Ninja's status line, forced to a known shape so progress can be read from it.
 NINJA_STATUS = "[%f/%t] "
 _STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
-TAIL_LINES = 25
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -91,48 +91,6 @@ def cmake_arguments(
     # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
     maps = prefix_map_flags(ccache.base_dir, source, build)
     return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps)
-
-
-def run_logged(
-    cmd: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    log: IO[str],
-    cwd: Path | None = None,
-    on_line: Callable[[str], None] | None = None,
-) -> tuple[int, deque[str]]:
-    """Run ``cmd``, copying its output to ``log``; returns (exit code, last lines)."""
-    log.write(f"$ {' '.join(cmd)}\n")
-    log.flush()
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    try:
-        proc = subprocess.Popen(
-            list(cmd),
-            cwd=cwd,
-            env=dict(env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            bufsize=1,
-            # Its own group: Ctrl-C or SIGTERM to the pipeline stops the whole tree (no orphan Ninja).
-            **group_kwargs(),
-        )
-    except OSError as exc:
-        raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
-    assert proc.stdout is not None
-    try:
-        for line in proc.stdout:
-            log.write(line)
-            tail.append(line.rstrip("\n"))
-            if on_line:
-                on_line(line)
-    except BaseException:
-        stop_group(proc)
-        log.write(f"--- {cmd[0]} stopped: the pipeline was interrupted ---\n")
-        raise
-    return proc.wait(), tail
 
 
 class NinjaProgress:
@@ -214,6 +172,10 @@ def run_leg(
 ) -> LegRun:
     """Build one leg: source, toolchain, ccache, configure, build, record, bundle.
 
+    One run at a time: the leg's output folder is locked for the whole run
+    (BusyError naming the holder, or a wait of ``--wait-lock``). The record
+    says ``running`` before any work and ends ``success``, ``failed`` or
+    ``interrupted`` (Ctrl-C, SIGTERM: the child process tree is stopped first).
     Raises BuildError when CMake or Ninja fails (the record says ``failed``).
     ``provenance``: what the record's source says beyond the tree itself (a
     reproduction names the original's repository, tag and mix).

@@ -15,8 +15,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pipeline.errors import ToolchainError
 
 # How long a group gets to stop after the polite signal before it is killed.
 GRACE_SECONDS = 10.0
@@ -39,12 +43,15 @@ def stop_group(proc: subprocess.Popen[Any], grace: float = GRACE_SECONDS) -> Non
     # The child's pid is its group's id (start_new_session); the group may outlive the child.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace)
-    # Whatever is left of the group (the leader, or a member that ignored SIGTERM) goes now.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    finally:
+        # Whatever is left of the group (the leader, or a member that ignored SIGTERM) goes now,
+        # also when a second Ctrl-C cuts the grace period short.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def run_child(
@@ -71,3 +78,49 @@ def run_child(
     if check:
         result.check_returncode()
     return result
+
+
+# Lines of a failed step's output shown on screen (the whole output is in the log).
+TAIL_LINES = 25
+
+
+def run_logged(
+    cmd: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    log: IO[str],
+    cwd: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> tuple[int, deque[str]]:
+    """Run ``cmd``, copying its output to ``log``; returns (exit code, last lines)."""
+    log.write(f"$ {' '.join(cmd)}\n")
+    log.flush()
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    try:
+        proc = subprocess.Popen(
+            list(cmd),
+            cwd=cwd,
+            env=dict(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            bufsize=1,
+            # Its own group: Ctrl-C or SIGTERM to the pipeline stops the whole tree (no orphan Ninja).
+            **group_kwargs(),
+        )
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            log.write(line)
+            tail.append(line.rstrip("\n"))
+            if on_line:
+                on_line(line)
+    except BaseException:
+        stop_group(proc)
+        log.write(f"--- {cmd[0]} stopped: the pipeline was interrupted ---\n")
+        raise
+    return proc.wait(), tail
