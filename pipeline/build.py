@@ -1,7 +1,9 @@
 """One leg: source tree -> CMake configure -> Ninja build -> record.
 
 The build directory is fresh every run (``<out>/<leg>/build``): a warm run
-is warm because of ccache, never because of a stale tree. The full log of
+is warm because of ccache, never because of a stale tree. One run at a time
+writes a leg's folder (an OS lock), and its record always says how the run
+stands: running, success, failed or interrupted. The full log of
 both steps goes to ``<out>/<leg>/build.log``.
 """
 
@@ -9,10 +11,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -28,18 +29,18 @@ from pipeline.ccache import (
     setup_ccache,
     workspace_of,
 )
+from pipeline.children import run_logged
 from pipeline.config import Leg, Matrix
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.prefixmap import prefix_map_flags, with_prefix_map
-from pipeline.record import RECORD_NAME, LegRecord
+from pipeline.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain import Toolchain
 
 # Ninja's status line, forced to a known shape so progress can be read from it.
 NINJA_STATUS = "[%f/%t] "
 _STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
-TAIL_LINES = 25
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -90,41 +91,6 @@ def cmake_arguments(
     # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
     maps = prefix_map_flags(ccache.base_dir, source, build)
     return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps)
-
-
-def run_logged(
-    cmd: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    log: IO[str],
-    cwd: Path | None = None,
-    on_line: Callable[[str], None] | None = None,
-) -> tuple[int, deque[str]]:
-    """Run ``cmd``, copying its output to ``log``; returns (exit code, last lines)."""
-    log.write(f"$ {' '.join(cmd)}\n")
-    log.flush()
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    try:
-        proc = subprocess.Popen(
-            list(cmd),
-            cwd=cwd,
-            env=dict(env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            bufsize=1,
-        )
-    except OSError as exc:
-        raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        tail.append(line.rstrip("\n"))
-        if on_line:
-            on_line(line)
-    return proc.wait(), tail
 
 
 class NinjaProgress:
@@ -206,6 +172,10 @@ def run_leg(
 ) -> LegRun:
     """Build one leg: source, toolchain, ccache, configure, build, record, bundle.
 
+    One run at a time: the leg's output folder is locked for the whole run
+    (BusyError naming the holder, or a wait of ``--wait-lock``). The record
+    says ``running`` before any work and ends ``success``, ``failed`` or
+    ``interrupted`` (Ctrl-C, SIGTERM: the child process tree is stopped first).
     Raises BuildError when CMake or Ninja fails (the record says ``failed``).
     ``provenance``: what the record's source says beyond the tree itself (a
     reproduction names the original's repository, tag and mix).
@@ -214,9 +184,49 @@ def run_leg(
     clock = time.monotonic()
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
-    build = work / "build"
     check_remote_spec(matrix, options)
+    if options.source is not None:
+        # A wrong --source is the user's typo: refused before anything is written.
+        check_cmake_project(options.source)
+    from pipeline.locks import hold
 
+    work.mkdir(parents=True, exist_ok=True)
+    with hold(leg_lock(work), what=f"the output folder {work}", since=inputs.started,
+              wait_seconds=inputs.wait_lock):
+        record = LegRecord(
+            leg=leg.name,
+            backend=leg.backend,
+            os=leg.os,
+            # The real moment, even when replaying an earlier --now.
+            started=inputs.started.isoformat(timespec="seconds"),
+            status="running",
+        )
+        # Before any work: an earlier run's success must not stand beside this run's half-built tree.
+        record.write(work / RECORD_NAME)
+        # Nor an earlier run's ccache statistics (cache-save reads this log when there is no finished record).
+        (work / "ccache-stats.log").unlink(missing_ok=True)
+        try:
+            return _run_leg_locked(inputs, leg, options, console, record, out=out, work=work, clock=clock,
+                                   provenance=provenance)
+        except KeyboardInterrupt:
+            record.status = "interrupted"
+            record.wall_seconds = round(time.monotonic() - clock, 3)
+            record.write(work / RECORD_NAME)
+            raise
+        except BaseException:
+            if record.status == "running":
+                record.status = "failed"
+                record.wall_seconds = round(time.monotonic() - clock, 3)
+                record.write(work / RECORD_NAME)
+            raise
+
+
+def _run_leg_locked(
+    inputs: RunInputs, leg: Leg, options: LegOptions, console: Console, record: LegRecord, *,
+    out: Path, work: Path, clock: float, provenance: Mapping[str, Any] | None,
+) -> LegRun:
+    matrix = inputs.require_matrix()
+    build = work / "build"
     source = source_step(inputs, options, out, console)
     toolchain = toolchain_step(inputs, leg, options, console)
     ccache = ccache_step(inputs, leg, options, workspace=workspace_of(source.path, build), work=work)
@@ -226,16 +236,9 @@ def run_leg(
 
     cmake, ninja = find_tool("cmake"), find_tool("ninja")
     args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build)
-    record = LegRecord(
-        leg=leg.name,
-        backend=leg.backend,
-        os=leg.os,
-        # The real moment, even when replaying an earlier --now.
-        started=inputs.started.isoformat(timespec="seconds"),
-        source={**source.info, **(provenance or {})},
-        cmake_args=args,
-        toolchain=toolchain.to_record(),
-    )
+    record.source = {**source.info, **(provenance or {})}
+    record.cmake_args = args
+    record.toolchain = toolchain.to_record()
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         _warn(record, console, warning, inputs)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
@@ -257,6 +260,7 @@ def run_leg(
         bundle = bundle_step(leg, record, build, out, toolchain, source, console)
         if options.check_bundle:
             check_step(leg, record, bundle, work, clock, console)
+    record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
     show_record(record, console)
@@ -294,6 +298,8 @@ def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Co
         download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir,
         http_backoff=inputs.http_backoff,
+        wait_lock=inputs.wait_lock,
+        started=inputs.started,
     )
     return prepare_toolchain(request, console)
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from pipeline import __version__
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, Terminated
 from pipeline.settings import MATRIX, add_flag
 
 # Order is the order of `--help`.
@@ -80,8 +80,22 @@ def report_error(err: PipelineError) -> None:
     annotate("error", str(err).replace("\n", " "), stream=sys.stderr, env=os.environ)
 
 
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def on_sigterm() -> None:
+    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt): children are stopped, records say so."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    on_sigterm()
     parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
     try:
@@ -98,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as err:
         report_error(err)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        # 128 + the signal's number: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
+        terminated = isinstance(exc, Terminated)
+        print(f"error: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): child processes stopped",
+              file=sys.stderr)
+        return Terminated.exit_code if terminated else 130

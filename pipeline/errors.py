@@ -88,3 +88,19 @@ class PublishError(PipelineError):
     """The run cannot be published as it is: a missing leg, a conflicting asset, mixed tags."""
 
     exit_code = 10
+
+
+class BusyError(PipelineError):
+    """Another live run holds the lock of a leg's output folder or of a toolchain install."""
+
+    exit_code = 11
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so that ``finally`` blocks run and records say ``interrupted``.
+
+    A KeyboardInterrupt, so every place that handles Ctrl-C handles SIGTERM
+    the same way; only the exit code differs (128 + the signal's number).
+    """
+
+    exit_code = 143

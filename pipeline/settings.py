@@ -103,11 +103,23 @@ def parse_backoff(text: str, where: str) -> float:
     return value
 
 
+def parse_wait(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 <= value <= MAX_WAIT_LOCK:
+        raise UsageError(f"{where}: expected seconds between 0 and {MAX_WAIT_LOCK:g}, got {text!r}")
+    return value
+
+
 def parse_legs(text: str, where: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.replace(",", " ").split() if part.strip())
 
 
 MAX_BACKOFF = 60.0
+# A day: longer than any build, short enough that a typo does not wait forever.
+MAX_WAIT_LOCK = 86400.0
 
 
 # --------------------------------------------------------------------------
@@ -196,11 +208,17 @@ FORCE = Setting(
     name="force", env=("PIPELINE_FORCE",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
     default="false", help="build even when the release for the tag exists (release-exists --force)",
 )
+WAIT_LOCK = Setting(
+    name="wait_lock", flag="--wait-lock", env=("PIPELINE_WAIT_LOCK",), parse=parse_wait, metavar="SECONDS",
+    default="0 (fail at once)",
+    help="how long to wait for another run holding the leg's output folder or a toolchain install",
+)
 
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
     GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE,
+    WAIT_LOCK,
 )
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.

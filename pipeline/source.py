@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pipeline.children import run_child
 from pipeline.config import MixPin, SourceConfig
 from pipeline.errors import ResolutionError, SourceError
 from pipeline.mix import (
@@ -125,7 +126,7 @@ def _git(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git args``; on failure raise SourceError naming ``what`` and git's last message."""
     try:
-        proc = subprocess.run(
+        proc = run_child(
             ["git", *args],
             cwd=cwd,
             env=_git_env(base, env, isolated=isolated),

@@ -41,6 +41,7 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     S.add_flag(p, S.RESOLVED)
     S.add_flag(p, S.REMOTE_CACHE)
     p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
+    S.add_flag(p, S.WAIT_LOCK)
 
 
 def add_for_build(p: argparse.ArgumentParser, extra: str = "") -> None:

@@ -35,6 +35,7 @@ VALUES = {
     "api_url": ("http://127.0.0.1:1/api", "http://127.0.0.1:2/api", None),
     "status": ("failure", "success", None),
     "force": (None, "true", None),
+    "wait_lock": ("30", "5", None),
 }
 
 
