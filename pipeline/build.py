@@ -254,7 +254,8 @@ def run_leg(
     record.timings = _timings(build)
     bundle = None
     if not options.no_bundle:
-        bundle = bundle_step(leg, record, build, out, toolchain, source, console)
+        bundle = bundle_step(leg, record, build, out, toolchain, source, console,
+                             pack_cache=inputs.cache_home / "pack")
         if options.check_bundle:
             check_step(leg, record, bundle, work, clock, console)
     record.wall_seconds = round(time.monotonic() - clock, 3)
@@ -345,17 +346,24 @@ def build_step(
 
 def bundle_step(
     leg: Leg, record: LegRecord, build: Path, out: Path, toolchain: Toolchain, source: SourceTree,
-    console: Console,
+    console: Console, *, pack_cache: Path | None,
 ) -> Path:
-    from pipeline.bundle import make_bundle
+    """Package the bundle; compressed members unchanged since the last run come from ``pack_cache``."""
+    from pipeline.bundle import package_bundle
+    from pipeline.fsutil import human_bytes
 
     with console.status(f"{leg.name}: packaging the bundle"):
-        bundle = make_bundle(
+        bundle, stats = package_bundle(
             leg=leg, record=record, build_dir=build, out_dir=out, toolchain=toolchain,
-            tag=source.tag, commit=record.source.get("commit"),
+            tag=source.tag, commit=record.source.get("commit"), pack_cache=pack_cache,
         )
     record.bundle = bundle.relative_to(out).as_posix()
-    console.print(f"{leg.name}: bundle {bundle}")
+    record.phases["package"] = round(stats.seconds, 3)
+    console.print(
+        f"{leg.name}: bundle {bundle} ({human_bytes(stats.bytes_out)} from {human_bytes(stats.bytes_in)}, "
+        f"{stats.reused}/{stats.members} members reused, {stats.seconds:.1f}s)",
+        highlight=False,
+    )
     return bundle
 
 
