@@ -7,7 +7,6 @@ both steps goes to ``<out>/<leg>/build.log``.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import time
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipeline.ccache import (
     CcacheSetup,
@@ -33,12 +31,10 @@ from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError
 from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.progress import NINJA_STATUS, NinjaProgress
 from pipeline.record import RECORD_NAME, LegRecord
 from pipeline.toolchain import Toolchain
 
-# Ninja's status line, forced to a known shape so progress can be read from it.
-NINJA_STATUS = "[%f/%t] "
-_STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
 TAIL_LINES = 25
 
 
@@ -125,56 +121,6 @@ def run_logged(
         if on_line:
             on_line(line)
     return proc.wait(), tail
-
-
-class NinjaProgress:
-    """Turns Ninja's ``[n/total]`` lines into a live bar (or sparse lines off a terminal)."""
-
-    def __init__(self, console: Console, leg: str) -> None:
-        self.console = console
-        self.leg = leg
-        self.failed: list[str] = []
-        self._last_decile = -1
-        self._progress: Progress | None = None
-        self._task = None
-        if console.is_terminal:
-            self._progress = Progress(
-                TextColumn(f"[bold]{leg}[/] building"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[step]}", style="dim"),
-                console=console,
-                transient=True,
-            )
-
-    def __enter__(self) -> NinjaProgress:
-        if self._progress:
-            self._progress.start()
-            self._task = self._progress.add_task("build", total=None, step="")  # type: ignore[assignment]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress:
-            self._progress.stop()
-
-    def line(self, line: str) -> None:
-        if line.startswith("FAILED: "):
-            # Ninja 1.12+ writes "FAILED: [code=1] <outputs>".
-            self.failed.append(re.sub(r"^\[code=-?\d+\]\s*", "", line[len("FAILED: ") :].strip()))
-            return
-        match = _STATUS.match(line)
-        if not match:
-            return
-        done, total = int(match.group(1)), int(match.group(2))
-        step = line[match.end() :].strip()
-        if self._progress and self._task is not None:
-            self._progress.update(self._task, completed=done, total=total, step=step[-60:])
-        elif total:
-            decile = done * 10 // total
-            if decile != self._last_decile:
-                self._last_decile = decile
-                self.console.print(f"{self.leg}: [{done}/{total}] {step[-80:]}")
 
 
 @dataclass(frozen=True, kw_only=True)
