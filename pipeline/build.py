@@ -165,7 +165,7 @@ def run_leg(
 
     source = source_step(inputs, options, out, console)
     toolchain = toolchain_step(inputs, leg, options, console)
-    ccache = ccache_step(inputs, leg, options, workspace=workspace_of(source.path, build), work=work)
+    ccache = ccache_step(inputs, leg, options, toolchain, workspace=workspace_of(source.path, build), work=work)
     if build.exists():
         shutil.rmtree(build)
     build.mkdir(parents=True)
@@ -184,6 +184,8 @@ def run_leg(
     )
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         _warn(record, console, warning, inputs)
+    if ccache.check_note:
+        console.print(f"{leg.name}: {ccache.check_note}", highlight=False)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
     console.print(
@@ -245,14 +247,22 @@ def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Co
     return prepare_toolchain(request, console)
 
 
-def ccache_step(inputs: RunInputs, leg: Leg, options: LegOptions, *, workspace: Path, work: Path) -> CcacheSetup:
+def ccache_step(
+    inputs: RunInputs, leg: Leg, options: LegOptions, toolchain: Toolchain, *, workspace: Path, work: Path
+) -> CcacheSetup:
+    from pipeline.compiler_check import resolve_compiler_check
+
+    config = inputs.require_matrix().ccache
+    check = resolve_compiler_check(config.compiler_check, toolchain)
     return setup_ccache(
-        inputs.require_matrix().ccache,
+        config,
         leg=leg.name,
         workspace=workspace,
         stats_log=work / "ccache-stats.log",
         cache_dir=inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name),
         remote=options.remote_cache,
+        check_value=check.value if check.value != check.mode else None,
+        check_note=check.note,
     )
 
 
