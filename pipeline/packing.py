@@ -46,6 +46,7 @@ class Deflated:
     data: bytes
     size: int
     crc32: int
+    # "" when no cache asked for it.
     sha256: str
     reused: bool
 
@@ -130,14 +131,31 @@ def _file_chunks(path: Path) -> Iterator[bytes]:
 
 
 def deflate_file(path: Path, level: int, cache: PackCache | None) -> Deflated:
-    """``path``'s content as raw deflate, from the cache when it holds the same content."""
+    """``path``'s content as raw deflate, from the cache when it holds the same content.
+
+    Without a cache the file is read once (size and crc32 while compressing;
+    no sha256, which only the cache needs).
+    """
+    if cache is None:
+        return _deflate_uncached(path, level)
     size, crc, sha = _digest(path)
     if cache is not None and (hit := cache.get(sha, level)) is not None:
         return Deflated(data=hit, size=size, crc32=crc, sha256=sha, reused=True)
     data = _deflate_chunks(_file_chunks(path), level)
-    if cache is not None:
-        cache.put(sha, level, data)
+    cache.put(sha, level, data)
     return Deflated(data=data, size=size, crc32=crc, sha256=sha, reused=False)
+
+
+def _deflate_uncached(path: Path, level: int) -> Deflated:
+    comp = zlib.compressobj(level, zlib.DEFLATED, -15, 9)
+    parts = []
+    crc = size = 0
+    for chunk in _file_chunks(path):
+        crc = zlib.crc32(chunk, crc)
+        size += len(chunk)
+        parts.append(comp.compress(chunk))
+    parts.append(comp.flush())
+    return Deflated(data=b"".join(parts), size=size, crc32=crc, sha256="", reused=False)
 
 
 def gzip_member(raw: bytes, crc32: int, size: int) -> bytes:
