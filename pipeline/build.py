@@ -190,7 +190,7 @@ def run_leg(
     base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
-        f"(compiler_check={ccache.compiler_check}, cache {ccache.cache_dir})"
+        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
     )
     with (work / "build.log").open("w", encoding="utf-8") as log:
         configure_step(record, work, clock, console, log,
@@ -210,6 +210,13 @@ def run_leg(
     record.write(work / RECORD_NAME)
     show_record(record, console)
     return LegRun(toolchain=toolchain, build_dir=build, record=record, bundle=bundle)
+
+
+def _check_detail(ccache: CcacheSetup) -> str:
+    """`` -> string:1a2b3c4d...`` when the toolchain mode hands ccache something else than its name."""
+    if ccache.check_value is None:
+        return ""
+    return f" -> {ccache.check_value[:15]}..." if len(ccache.check_value) > 18 else f" -> {ccache.check_value}"
 
 
 def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
