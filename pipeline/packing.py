@@ -18,9 +18,11 @@ members between them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
+import tempfile
 import time
 import zlib
 from collections import deque
@@ -29,14 +31,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.fsutil import atomic_write_bytes
-
 DEFAULT_LEVEL = 6
 # Smaller files compress in the glue: a member of their own costs 18 bytes and a cache file.
 MEMBER_MIN = 32 * 1024
 _CHUNK = 1 << 20
 # A gzip member header: deflate, no flags, mtime 0, no extra flags, OS "unknown" (as Python's gzip).
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+# After each cached stream: the content's size and crc32.
+_TRAILER = struct.Struct("<QI")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,7 +82,12 @@ class PackStats:
 
 
 class PackCache:
-    """Raw deflate streams by (content sha256, level), under one folder; a missing folder is made."""
+    """Raw deflate streams by (content sha256, level), under one folder; a missing folder is made.
+
+    Each file ends with the content's size and crc32: a stream cut short (a
+    crash between write and rename, a full disk) fails that check and is
+    compressed again, never copied into a bundle.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -88,15 +95,31 @@ class PackCache:
     def path(self, sha256: str, level: int) -> Path:
         return self.root / sha256[:2] / f"{sha256}-{level}.deflate"
 
-    def get(self, sha256: str, level: int) -> bytes | None:
+    def get(self, sha256: str, level: int, *, size: int, crc32: int) -> bytes | None:
+        path = self.path(sha256, level)
         try:
-            return self.path(sha256, level).read_bytes()
+            blob = path.read_bytes()
         except OSError:
             return None
+        if len(blob) < _TRAILER.size or _TRAILER.unpack(blob[-_TRAILER.size :]) != (size, crc32):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # last use, for whoever prunes the folder
+        return blob[: -_TRAILER.size]
 
-    def put(self, sha256: str, level: int, data: bytes) -> None:
-        # Atomic: a run killed mid-write never leaves a truncated stream to be reused.
-        atomic_write_bytes(self.path(sha256, level), data)
+    def put(self, sha256: str, level: int, data: bytes, *, size: int, crc32: int) -> None:
+        path = self.path(sha256, level)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Renamed into place, so readers never see half a file; no fsync: the trailer catches a torn one.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.write(_TRAILER.pack(size, crc32))
+            Path(tmp).replace(path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def _digest(path: Path) -> tuple[int, int, str]:
@@ -139,10 +162,10 @@ def deflate_file(path: Path, level: int, cache: PackCache | None) -> Deflated:
     if cache is None:
         return _deflate_uncached(path, level)
     size, crc, sha = _digest(path)
-    if cache is not None and (hit := cache.get(sha, level)) is not None:
+    if (hit := cache.get(sha, level, size=size, crc32=crc)) is not None:
         return Deflated(data=hit, size=size, crc32=crc, sha256=sha, reused=True)
     data = _deflate_chunks(_file_chunks(path), level)
-    cache.put(sha, level, data)
+    cache.put(sha, level, data, size=size, crc32=crc)
     return Deflated(data=data, size=size, crc32=crc, sha256=sha, reused=False)
 
 

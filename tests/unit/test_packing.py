@@ -7,6 +7,7 @@ import hashlib
 import io
 import os
 import random
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -138,8 +139,11 @@ def test_the_level_is_part_of_the_cache_key(tmp_path: Path) -> None:
     sha = hashlib.sha256((folder / "lib" / "libggml.so.0").read_bytes()).hexdigest()
     stored = PackCache(cache)
     assert stored.path(sha, 6).is_file() and stored.path(sha, 9).is_file()
-    # The cached stream is plain raw deflate of the content at that level.
-    assert zlib.decompress(stored.path(sha, 9).read_bytes(), -15) == (folder / "lib" / "libggml.so.0").read_bytes()
+    # The cached stream is plain raw deflate of the content at that level, then its size and crc32.
+    content = (folder / "lib" / "libggml.so.0").read_bytes()
+    inflate = zlib.decompressobj(-15)
+    assert inflate.decompress(stored.path(sha, 9).read_bytes()) == content
+    assert inflate.unused_data == struct.pack("<QI", len(content), zlib.crc32(content))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -171,9 +175,23 @@ def test_zip64_end_records_when_the_count_overflows(tmp_path: Path) -> None:
         assert zf.infolist()[-1].filename == f"d{count - 1:05}/"
 
 
-def test_cache_put_is_atomic_and_readable(tmp_path: Path) -> None:
+def test_cache_entries_are_checked_against_size_and_crc(tmp_path: Path) -> None:
     cache = PackCache(tmp_path / "pack")
-    cache.put("ab" + "0" * 62, 6, b"stream")
-    assert cache.get("ab" + "0" * 62, 6) == b"stream"
-    assert cache.get("cd" + "0" * 62, 6) is None
-    assert [p.name for p in (tmp_path / "pack" / "ab").iterdir()] == ["ab" + "0" * 62 + "-6.deflate"]
+    sha = "ab" + "0" * 62
+    cache.put(sha, 6, b"stream", size=100, crc32=7)
+    assert cache.get(sha, 6, size=100, crc32=7) == b"stream"
+    assert cache.get(sha, 6, size=100, crc32=8) is None
+    assert cache.get("cd" + "0" * 62, 6, size=100, crc32=7) is None
+    assert [p.name for p in (tmp_path / "pack" / "ab").iterdir()] == [f"{sha}-6.deflate"]
+
+
+def test_a_torn_cache_entry_is_compressed_again(tmp_path: Path) -> None:
+    folder = _payload(tmp_path)
+    cache = tmp_path / "pack"
+    package_folder(folder, tmp_path / "a.tar.gz", cache=cache)
+    for entry in cache.rglob("*.deflate"):  # as after a crash between write and rename
+        entry.write_bytes(entry.read_bytes()[: len(entry.read_bytes()) // 2])
+    again = package_folder(folder, tmp_path / "b.tar.gz", cache=cache)
+    assert again.reused == 0
+    assert (tmp_path / "b.tar.gz").read_bytes() == (tmp_path / "a.tar.gz").read_bytes()
+    assert package_folder(folder, tmp_path / "c.tar.gz", cache=cache).reused == 2
