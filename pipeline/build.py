@@ -9,7 +9,6 @@ both steps goes to ``<out>/<leg>/build.log``.
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 from collections import deque
@@ -19,7 +18,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipeline.ccache import (
     CcacheSetup,
@@ -35,12 +33,9 @@ from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError
 from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.progress import NINJA_STATUS, NinjaProgress
 from pipeline.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain import Toolchain
-
-# Ninja's status line, forced to a known shape so progress can be read from it.
-NINJA_STATUS = "[%f/%t] "
-_STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -93,54 +88,6 @@ def cmake_arguments(
     return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps)
 
 
-class NinjaProgress:
-    """Turns Ninja's ``[n/total]`` lines into a live bar (or sparse lines off a terminal)."""
-
-    def __init__(self, console: Console, leg: str) -> None:
-        self.console = console
-        self.leg = leg
-        self.failed: list[str] = []
-        self._last_decile = -1
-        self._progress: Progress | None = None
-        self._task = None
-        if console.is_terminal:
-            self._progress = Progress(
-                TextColumn(f"[bold]{leg}[/] building"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[step]}", style="dim"),
-                console=console,
-                transient=True,
-            )
-
-    def __enter__(self) -> NinjaProgress:
-        if self._progress:
-            self._progress.start()
-            self._task = self._progress.add_task("build", total=None, step="")  # type: ignore[assignment]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress:
-            self._progress.stop()
-
-    def line(self, line: str) -> None:
-        if line.startswith("FAILED: "):
-            # Ninja 1.12+ writes "FAILED: [code=1] <outputs>".
-            self.failed.append(re.sub(r"^\[code=-?\d+\]\s*", "", line[len("FAILED: ") :].strip()))
-            return
-        match = _STATUS.match(line)
-        if not match:
-            return
-        done, total = int(match.group(1)), int(match.group(2))
-        step = line[match.end() :].strip()
-        if self._progress and self._task is not None:
-            self._progress.update(self._task, completed=done, total=total, step=step[-60:])
-        elif total:
-            decile = done * 10 // total
-            if decile != self._last_decile:
-                self._last_decile = decile
-                self.console.print(f"{self.leg}: [{done}/{total}] {step[-80:]}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,7 +176,7 @@ def _run_leg_locked(
     build = work / "build"
     source = source_step(inputs, options, out, console)
     toolchain = toolchain_step(inputs, leg, options, console)
-    ccache = ccache_step(inputs, leg, options, workspace=workspace_of(source.path, build), work=work)
+    ccache = ccache_step(inputs, leg, options, toolchain, workspace=workspace_of(source.path, build), work=work)
     if build.exists():
         shutil.rmtree(build)
     build.mkdir(parents=True)
@@ -241,11 +188,13 @@ def _run_leg_locked(
     record.toolchain = toolchain.to_record()
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         _warn(record, console, warning, inputs)
+    if ccache.check_note:
+        console.print(f"{leg.name}: {ccache.check_note}", highlight=False)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
-        f"(compiler_check={ccache.compiler_check}, cache {ccache.cache_dir})"
+        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
     )
     with (work / "build.log").open("w", encoding="utf-8") as log:
         configure_step(record, work, clock, console, log,
@@ -257,7 +206,8 @@ def _run_leg_locked(
     record.timings = _timings(build)
     bundle = None
     if not options.no_bundle:
-        bundle = bundle_step(leg, record, build, out, toolchain, source, console)
+        bundle = bundle_step(leg, record, build, out, toolchain, source, console,
+                             pack_cache=inputs.cache_home / "pack")
         if options.check_bundle:
             check_step(leg, record, bundle, work, clock, console)
     record.status = "success"
@@ -265,6 +215,13 @@ def _run_leg_locked(
     record.write(work / RECORD_NAME)
     show_record(record, console)
     return LegRun(toolchain=toolchain, build_dir=build, record=record, bundle=bundle)
+
+
+def _check_detail(ccache: CcacheSetup) -> str:
+    """`` -> string:1a2b3c4d...`` when the toolchain mode hands ccache something else than its name."""
+    if ccache.check_value is None:
+        return ""
+    return f" -> {ccache.check_value[:15]}..." if len(ccache.check_value) > 18 else f" -> {ccache.check_value}"
 
 
 def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
@@ -304,14 +261,22 @@ def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Co
     return prepare_toolchain(request, console)
 
 
-def ccache_step(inputs: RunInputs, leg: Leg, options: LegOptions, *, workspace: Path, work: Path) -> CcacheSetup:
+def ccache_step(
+    inputs: RunInputs, leg: Leg, options: LegOptions, toolchain: Toolchain, *, workspace: Path, work: Path
+) -> CcacheSetup:
+    from pipeline.compiler_check import resolve_compiler_check
+
+    config = inputs.require_matrix().ccache
+    check = resolve_compiler_check(config.compiler_check, toolchain)
     return setup_ccache(
-        inputs.require_matrix().ccache,
+        config,
         leg=leg.name,
         workspace=workspace,
         stats_log=work / "ccache-stats.log",
         cache_dir=inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name),
         remote=options.remote_cache,
+        check_value=check.value if check.value != check.mode else None,
+        check_note=check.note,
     )
 
 
@@ -351,17 +316,24 @@ def build_step(
 
 def bundle_step(
     leg: Leg, record: LegRecord, build: Path, out: Path, toolchain: Toolchain, source: SourceTree,
-    console: Console,
+    console: Console, *, pack_cache: Path | None,
 ) -> Path:
-    from pipeline.bundle import make_bundle
+    """Package the bundle; compressed members unchanged since the last run come from ``pack_cache``."""
+    from pipeline.bundle import package_bundle
+    from pipeline.fsutil import human_bytes
 
     with console.status(f"{leg.name}: packaging the bundle"):
-        bundle = make_bundle(
+        bundle, stats = package_bundle(
             leg=leg, record=record, build_dir=build, out_dir=out, toolchain=toolchain,
-            tag=source.tag, commit=record.source.get("commit"),
+            tag=source.tag, commit=record.source.get("commit"), pack_cache=pack_cache,
         )
     record.bundle = bundle.relative_to(out).as_posix()
-    console.print(f"{leg.name}: bundle {bundle}")
+    record.phases["package"] = round(stats.seconds, 3)
+    console.print(
+        f"{leg.name}: bundle {bundle} ({human_bytes(stats.bytes_out)} from {human_bytes(stats.bytes_in)}, "
+        f"{stats.reused}/{stats.members} members reused, {stats.seconds:.1f}s)",
+        highlight=False,
+    )
     return bundle
 
 

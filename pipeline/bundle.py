@@ -38,6 +38,7 @@ from pipeline.bundle_stage import (
 )
 from pipeline.config import Leg
 from pipeline.errors import BundleError
+from pipeline.packing import PackStats
 from pipeline.record import LegRecord
 from pipeline.runtime_closure import complete_runtime
 from pipeline.toolchain import Toolchain
@@ -235,8 +236,31 @@ def make_bundle(
     toolchain: Toolchain,
     tag: str,
     commit: str | None,
+    pack_cache: Path | None = None,
 ) -> Path:
-    """Package a successful build into ``<out>/dist/<bundle_name>``; return its path."""
+    """Package a successful build (see :func:`package_bundle`); return the bundle's path."""
+    return package_bundle(
+        leg=leg, record=record, build_dir=build_dir, out_dir=out_dir, toolchain=toolchain, tag=tag,
+        commit=commit, pack_cache=pack_cache,
+    )[0]
+
+
+def package_bundle(
+    *,
+    leg: Leg,
+    record: LegRecord,
+    build_dir: Path,
+    out_dir: Path,
+    toolchain: Toolchain,
+    tag: str,
+    commit: str | None,
+    pack_cache: Path | None = None,
+) -> tuple[Path, PackStats]:
+    """Package a successful build into ``<out>/dist/<bundle_name>``; return its path and the packaging's figures.
+
+    ``pack_cache``: the packaging cache (compressed members by content), so
+    files unchanged since the last run are not compressed again.
+    """
     name = bundle_name(leg, tag)
     zipped = name.endswith(".zip")
     payload = collect_payload(build_dir, symlinks=not zipped)
@@ -272,8 +296,8 @@ def make_bundle(
     manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
     entries.append(Entry(name=MANIFEST_NAME, mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
     target = out_dir / DIST_DIR / name
-    (write_zip if zipped else write_tar_gz)(target, entries)
-    return target
+    stats = (write_zip if zipped else write_tar_gz)(target, entries, cache=pack_cache)
+    return target, stats
 
 
 # --------------------------------------------------------------------------

@@ -36,7 +36,8 @@ from pipeline.toolchain_pins import ToolchainPins, parse_toolchain_pins
 
 DEFAULT_MATRIX = "matrix.toml"
 
-COMPILER_CHECKS = ("content", "mtime")
+# "toolchain": a string: check for toolchains installed from a verified archive (pipeline.compiler_check).
+COMPILER_CHECKS = ("content", "mtime", "toolchain")
 
 DEFAULT_SOURCE_REPO = "https://github.com/ggml-org/llama.cpp"
 DEFAULT_ROCM_INDEX = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
