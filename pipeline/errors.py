@@ -88,3 +88,17 @@ class PublishError(PipelineError):
     """The run cannot be published as it is: a missing leg, a conflicting asset, mixed tags."""
 
     exit_code = 10
+
+
+# Not a class: an OSError (a path that cannot be written or read) escaping a
+# command becomes one line at the CLI boundary with this code.
+OS_ERROR_EXIT = 11
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an ``OSError``: the path(s) it names and the reason, e.g. ``out/x: Permission denied``."""
+    reason = exc.strerror or type(exc).__name__
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    if not paths:
+        return f"{reason} ({exc})" if str(exc) and str(exc) != reason else reason
+    return f"{' -> '.join(paths)}: {reason}"

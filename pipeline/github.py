@@ -225,6 +225,8 @@ class RestClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         session: requests.Session | None = None,
+        budget: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         import requests
 
@@ -241,6 +243,9 @@ class RestClient:
         self.timeout = timeout
         self._sleep = sleep
         self._clock = clock
+        # The user's cap on one request's retries, and where a retry's wait line goes.
+        self.budget = budget
+        self._on_wait = on_wait
         self.requests_made = 0
         self._secret = token
         self._session = session or requests.Session()
@@ -255,6 +260,10 @@ class RestClient:
 
     def __repr__(self) -> str:  # never the headers: they hold the token
         return f"{type(self).__name__}(repo={self.repo!r}, api_url={self.api_url!r})"
+
+    def _say_wait(self, line: str) -> None:
+        if self._on_wait is not None:
+            self._on_wait(self.redact(line))
 
     def redact(self, text: str) -> str:
         """``text`` with the token replaced by ``***``."""
@@ -288,6 +297,7 @@ class RestClient:
             return call_with_retries(
                 self._send, method, url, frozenset(accept), send,
                 attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
+                budget=self.budget, on_wait=self._say_wait, what=f"{method} {self._path(url)}", clock=self._clock,
             )  # fmt: skip
         except RetriesExhausted as err:
             # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
