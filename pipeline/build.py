@@ -34,6 +34,7 @@ from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.prefixmap import prefix_map_flags, with_prefix_map
 from pipeline.record import RECORD_NAME, LegRecord
+from pipeline.redaction import redact_command, secrets_in
 from pipeline.toolchain import Toolchain
 
 # Ninja's status line, forced to a known shape so progress can be read from it.
@@ -101,7 +102,8 @@ def run_logged(
     on_line: Callable[[str], None] | None = None,
 ) -> tuple[int, deque[str]]:
     """Run ``cmd``, copying its output to ``log``; returns (exit code, last lines)."""
-    log.write(f"$ {' '.join(cmd)}\n")
+    # A command line can carry a remote-cache password or a token: the log gets it masked.
+    log.write(f"$ {redact_command(cmd, secrets_in(env))}\n")
     log.flush()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     try:

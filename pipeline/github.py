@@ -30,6 +30,7 @@ from pipeline import settings
 from pipeline.caches import PER_PAGE as PER_PAGE
 from pipeline.caches import CacheEntry as CacheEntry
 from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
+from pipeline.redaction import redact
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 if TYPE_CHECKING:
@@ -350,8 +351,8 @@ class RestClient:
 
 
 def redact_token(text: str, token: str) -> str:
-    """``text`` without ``token`` (and without its Bearer header form)."""
-    return text.replace(token, "***") if token else text
+    """``text`` without ``token``, URL credentials or auth headers (:func:`pipeline.redaction.redact`)."""
+    return redact(text, (token,))
 
 
 class CachesClient(RestClient):

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from pipeline.errors import UsageError
+from pipeline.redaction import redact_url
 
 SCHEMES = ("redis", "http")
 DEFAULT_PORTS = {"redis": 6379, "http": 80}
@@ -114,12 +115,8 @@ class RemoteCheck:
 
 
 def redact(url: str) -> str:
-    """``url`` with any user name and password replaced by ``***``."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"***@{host}").geturl()
+    """``url`` with any user name and password replaced by ``***`` (the one rule of :mod:`pipeline.redaction`)."""
+    return redact_url(url)
 
 
 def redact_spec(spec: str) -> str:

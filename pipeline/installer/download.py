@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.fsutil import atomic_write_json, human_bytes
+from pipeline.redaction import redact
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
 
 if TYPE_CHECKING:
@@ -118,7 +119,9 @@ def download(
                 attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0),
             )  # fmt: skip
         except RetriesExhausted as err:
-            raise NetworkError(f"download of {url} failed after {attempts} attempts: {err.last.reason}") from None
+            raise NetworkError(
+                redact(f"download of {url} failed after {err.attempts_text}: {err.last.reason}")
+            ) from None
         finally:
             if own_session:
                 http.close()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pipeline.errors import IndexFormatError, NetworkError, UsageError
+from pipeline.redaction import redact
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 from pipeline.rocm.index import (
     IndexEntry,
@@ -96,10 +97,10 @@ def _get_text(
     try:
         return call_with_retries(
             _get_once, session, url, timeout, attempts=retries + 1, backoff=backoff, max_wait=MAX_WAIT, jitter=True,
-            budget=budget, on_wait=on_wait, what=f"GET {url}",
+            budget=budget, on_wait=on_wait, what=redact(f"GET {url}"),
         )
     except RetriesExhausted as err:
-        raise NetworkError(f"{url}: failed after {err.attempts_text}: {err.last.reason}") from None
+        raise NetworkError(redact(f"{url}: failed after {err.attempts_text}: {err.last.reason}")) from None
 
 
 def _read_file_url(url: str) -> str:
