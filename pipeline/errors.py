@@ -98,7 +98,12 @@ OS_ERROR_EXIT = 11
 def describe_os_error(exc: OSError) -> str:
     """One line for an ``OSError``: the path(s) it names and the reason, e.g. ``out/x: Permission denied``."""
     reason = exc.strerror or type(exc).__name__
-    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
-    if not paths:
+    if isinstance(exc, FileExistsError):
+        # mkdir(exist_ok=True) raises it only when a file stands where a folder is needed.
+        reason = "exists and is not a folder"
+    if exc.filename2 is not None:
+        # A rename or copy: the destination is the path the user named.
+        return f"{exc.filename2}: {reason}"
+    if exc.filename is None:
         return f"{reason} ({exc})" if str(exc) and str(exc) != reason else reason
-    return f"{' -> '.join(paths)}: {reason}"
+    return f"{exc.filename}: {reason}"
