@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from pipeline.settings import GITHUB_TOKEN
+
 MASK = "***"
 
 # Variables whose values are secrets wherever they appear (a child's command line, a log).
-SECRET_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_CACHE_URL")
+# The token settings are declared once, in pipeline.settings; Actions' own runtime token is added.
+SECRET_VARIABLES = (*GITHUB_TOKEN.env, "ACTIONS_RUNTIME_TOKEN")
 
 # A secret shorter than this is not searched for: masking every "a" would make messages unreadable,
 # and no real token is this short.

@@ -416,6 +416,8 @@ def _safe_described(tag: str | None) -> str | None:
     """A tag found by ``git describe`` under the rule ``--tag`` obeys: it names files (``rel/v1`` -> ``rel_v1``)."""
     if tag is None or (SAFE_TAG.fullmatch(tag) and len(tag) <= SAFE_TAG_MAX):
         return tag
+    if not any(c.isalnum() for c in tag):
+        return None  # nothing to keep: the commit names the bundle instead
     squashed = safe_identity(tag)[:SAFE_TAG_MAX]
     return squashed if SAFE_TAG.fullmatch(squashed) else None
 
