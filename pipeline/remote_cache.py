@@ -157,7 +157,10 @@ def _backend(url: str, properties: list[str], where: str) -> RemoteBackend:
         raise UsageError(
             f"{where}: {shown}: unsupported remote cache scheme {scheme!r} (expected redis:// or http://)"
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket
+        raise UsageError(f"{where}: {shown}: malformed URL") from None
     if not url.lower().startswith(f"{scheme}://") or not parts.hostname:
         tail = "[/DB]" if scheme == "redis" else "[/PATH]"
         raise UsageError(f"{where}: {shown}: expected {scheme}://HOST[:PORT]{tail}")

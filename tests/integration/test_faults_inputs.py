@@ -110,6 +110,8 @@ CASES: dict[str, Case] = {
                                                setup=_matrix_with('\n[rocm]\nindex_url = "http://[::1"\n')),
     "malformed IPv6 --index-url": Case(["resolve", "--os", "linux", "--family", "gfx1151", "--index-url", "http://[::1"],
                                        USAGE, ("--index-url", "malformed URL")),
+    "malformed IPv6 --remote-cache": Case([*BUILD, "--out", "out", "--remote-cache", "http://u:pw@[::1"], USAGE,
+                                          ("--remote-cache", "malformed URL", "http://***@[::1"), absent=("out",)),
     "--now in year 1": Case(["resolve", "--os", "linux", "--family", "gfx1151", "--now", "0001-01-01T00:00:00+01:00"],
                             USAGE, ("--now", "outside")),
     "--now in year 9999": Case(["resolve", "--os", "linux", "--family", "gfx1151", "--now", "9999-12-31T23:00:00-05:00"],
