@@ -89,6 +89,7 @@ def download(
     attempts: int = 5,
     backoff_seconds: float = DEFAULT_BACKOFF,
     timeout_seconds: float = 60.0,
+    retry_budget: float | None = None,
 ) -> Downloaded:
     """Fetch ``url`` into the download cache (or reuse the cached copy).
 
@@ -96,6 +97,8 @@ def download(
     ``Content-Length``) are retried ``attempts`` times with exponential
     backoff; then NetworkError. A sha256 mismatch is a ToolchainError and is
     not retried. The cache only ever holds complete, verified files.
+    Each retry's wait is said on ``console``; ``retry_budget`` caps the
+    seconds the retries of this download take.
     """
     import requests
 
@@ -116,7 +119,9 @@ def download(
         try:
             path, size, digest = call_with_retries(
                 _fetch_once, http, url, cache_dir, console, timeout_seconds,
-                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0),
+                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0), budget=retry_budget,
+                what=redact(f"GET {url}"),
+                on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
             )  # fmt: skip
         except RetriesExhausted as err:
             raise NetworkError(
