@@ -296,6 +296,7 @@ def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Co
         download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir,
         http_backoff=inputs.http_backoff,
+        http_retry_budget=inputs.http_retry_budget,
     )
     return prepare_toolchain(request, console)
 

@@ -58,6 +58,7 @@ def install_archive(
     session: requests.Session | None = None,
     attempts: int = 5,
     backoff_seconds: float = DEFAULT_BACKOFF,
+    retry_budget: float | None = None,
 ) -> Installed:
     """Install the archive at ``url`` as ``<root_dir>/<name>``, reusing a complete install.
 
@@ -96,6 +97,7 @@ def install_archive(
         session=session,
         attempts=attempts,
         backoff_seconds=backoff_seconds,
+        retry_budget=retry_budget,
     )
     remove_install(target)
     status = console.status(f"installing {archive_name}") if console is not None else contextlib.nullcontext()

@@ -84,3 +84,5 @@ class ToolchainRequest:
     download_cache: Path
     toolchain_dir: Path
     http_backoff: float = 1.0
+    # PIPELINE_HTTP_RETRY_BUDGET: most seconds one download spends on its retries (None: no cap).
+    http_retry_budget: float | None = None
