@@ -181,3 +181,18 @@ def test_a_ninja_step_ending_before_it_starts_is_skipped_with_a_line(workspace: 
     summary = json.loads(proc.stdout)
     assert summary["wall_seconds"] >= 0
     assert "Traceback" not in proc.stderr
+
+
+def test_a_described_tag_with_a_slash_never_becomes_a_bundle_path(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from pipeline.source import describe_checkout, folder_tag
+    from tests.support.gitrepos import commit_files, init_repo, tag
+
+    when = datetime(2026, 8, 7, 12, tzinfo=UTC)
+    repo = init_repo(tmp_path / "src")
+    commit_files(repo, {"CMakeLists.txt": "project(x)\n"}, "first", when=when)
+    tag(repo, "rel/v1", when=when)
+    info = describe_checkout(repo, environ=dict(os.environ))
+    assert info.tag == "rel/v1"  # what git itself says
+    assert folder_tag(info) == "rel_v1"
