@@ -137,6 +137,10 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
             f"{record.leg}: ccache hit rate {rate:.0%} is under {threshold:.0%} although the toolchain "
             f"({identity}) did not change: something broke the cache"
         )
+    bad_counts = [key for key in ("hits", "misses", "uncacheable") if key in cc and _int(cc[key]) is None]
+    if bad_counts and warning is None:
+        # A corrupt record's count is shown as unknown, and said so, never turned into a 250% hit rate.
+        warning = f"{record.leg}: the record's ccache {', '.join(bad_counts)} is not a count of 0 or more: shown as unknown"
     return LegRow(
         leg=record.leg,
         backend=record.backend,

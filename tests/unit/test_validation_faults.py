@@ -87,3 +87,14 @@ def test_os_errors_read_as_path_and_reason() -> None:
     assert describe_os_error(FileExistsError(errno.EEXIST, "File exists", "out")) == "out: exists and is not a folder"
     moved = OSError(errno.EBUSY, "Device or resource busy", "/t/.x.tmp", None, "/t/dest")
     assert describe_os_error(moved) == "/t/dest: Device or resource busy"
+
+
+def test_a_record_with_a_negative_count_is_shown_as_unknown_and_says_so() -> None:
+    from pipeline.record import LegRecord
+    from pipeline.report import leg_row
+
+    rec = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-08-09T06:00:00Z",
+                    ccache={"hits": -150, "misses": 10})
+    row = leg_row(rec, None, 0.9)
+    assert row.hits is None and row.misses == 10 and row.hit_rate is None
+    assert row.warning == "cpu: the record's ccache hits is not a count of 0 or more: shown as unknown"
