@@ -257,6 +257,7 @@ def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Co
         http_backoff=inputs.http_backoff,
         wait_lock=inputs.wait_lock,
         started=inputs.started,
+        http_retry_budget=inputs.http_retry_budget,
     )
     return prepare_toolchain(request, console)
 

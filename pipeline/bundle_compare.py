@@ -113,6 +113,9 @@ def _load_folder(path: Path) -> Side:
             rel = PurePath(os.path.relpath(full, path)).as_posix()
             if full.is_symlink():
                 side.files[rel] = Digest(link=str(full.readlink()))
+            elif not full.is_file():
+                # Reading a FIFO blocks until a writer comes, a device may never end: refuse, naming it.
+                raise BundleError(f"{full}: not a regular file (a FIFO, socket or device); compare reads files only")
             else:
                 size, digest = file_digest(full)
                 side.files[rel] = Digest(size=size, sha256=digest)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import ToolchainError
+from pipeline.redaction import redact_command, secrets_in
 
 # How long a group gets to stop after the polite signal before it is killed.
 GRACE_SECONDS = 10.0
@@ -93,7 +94,8 @@ def run_logged(
     on_line: Callable[[str], None] | None = None,
 ) -> tuple[int, deque[str]]:
     """Run ``cmd``, copying its output to ``log``; returns (exit code, last lines)."""
-    log.write(f"$ {' '.join(cmd)}\n")
+    # A command line can carry a remote-cache password or a token: the log gets it masked.
+    log.write(f"$ {redact_command(cmd, secrets_in(env))}\n")
     log.flush()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     try:

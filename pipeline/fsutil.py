@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -48,6 +49,9 @@ def atomic_output(path: Path) -> Iterator[BinaryIO]:
 
     Readers see the old file or the new one, never half of one.
     """
+    if path.is_dir():
+        # Else the rename fails late with a temp file's name and "Device or resource busy".
+        raise IsADirectoryError(errno.EISDIR, "is a folder, expected a file path", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

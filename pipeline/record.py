@@ -26,6 +26,8 @@ STATUSES = ("running", "success", "failed", "interrupted")
 def leg_lock(work: Path) -> Path:
     """The lock of a leg's output folder: one run at a time writes it."""
     return work / LOCK_NAME
+# The fields without a default: a record lacking one cannot be rendered or compared.
+REQUIRED_FIELDS = ("leg", "backend", "os", "started")
 
 
 @dataclass(kw_only=True)
@@ -74,8 +76,12 @@ class LegRecord:
             raise PipelineError(f"{path}: no such record") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise PipelineError(f"{path}: not a readable record: {exc}") from None
-        if not isinstance(data, dict) or "leg" not in data or "started" not in data:
-            raise PipelineError(f"{path}: not a leg record (no 'leg' or 'started')")
+        if not isinstance(data, dict):
+            raise PipelineError(f"{path}: bad record: not a JSON object")
+        # Every renderer relies on these; a record without them is refused here, naming the file.
+        missing = [key for key in REQUIRED_FIELDS if not isinstance(data.get(key), str) or not data[key]]
+        if missing:
+            raise PipelineError(f"{path}: bad record: missing or empty {', '.join(repr(k) for k in missing)}")
         record = cls.from_json(data)
         if record.status == "running" and not is_held(leg_lock(path.parent)):
             # The run that wrote it died (killed, power lost) without ending its record.

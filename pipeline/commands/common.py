@@ -121,7 +121,10 @@ def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
             def on_page(pages: int, entries: int) -> None:
                 status.update(f"reading the ROCm index {url}: {pages} page(s), {entries} entries")
 
-            return fetch_index(url, on_page=on_page, backoff=inputs.http_backoff)
+            return fetch_index(
+                url, on_page=on_page, backoff=inputs.http_backoff, budget=inputs.http_retry_budget,
+                on_wait=lambda line: console.print(line, highlight=False, markup=False),
+            )
 
     return fetch
 

@@ -16,6 +16,7 @@ from pipeline.commands.common import add_github_options, github_target
 from pipeline.errors import UsageError
 from pipeline.inputs import RunInputs
 from pipeline.resolution import Resolution
+from pipeline.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -61,7 +62,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     token = github.token_from_env(inputs.environ, permission="contents: read")
     from pipeline.github_releases import ReleasesClient
 
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
+    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
+        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
     release = client.published_release(tag)
     build = release is None or force
     github.set_output("exists", "true" if release else "false", env=inputs.environ)

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.fsutil import atomic_write_json, fix_mode, human_bytes
+from pipeline.redaction import redact
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def download(
     verify: Callable[[Path], None] | None = None,
     wait_lock: float = 0.0,
     since: datetime | None = None,
+    retry_budget: float | None = None,
 ) -> Downloaded:
     """Fetch ``url`` into the download cache (or reuse the cached copy).
 
@@ -101,7 +103,9 @@ def download(
     not retried. ``verify`` (e.g. a full read of an archive) must pass too
     before the sidecar is written: the cache only ever holds complete,
     verified files. One process at a time fetches a given file (a lock beside
-    it), and that one removes the ``.part`` files dead runs left.
+    it), and that one removes the ``.part`` files dead runs left. Each
+    retry's wait is said on ``console``; ``retry_budget`` caps the seconds
+    the retries of this download take.
     """
     if (hit := cached_download(url, cache_dir, sha256)) is not None:
         if console is not None:
@@ -120,12 +124,13 @@ def download(
         # Under the lock, every .part of this name is a dead run's.
         remove_stale(cache_dir, f".{name}.", (".part",))
         return _download_locked(url, cache_dir, sha256, console, session, attempts, backoff_seconds,
-                                timeout_seconds, verify)
+                                timeout_seconds, verify, retry_budget)
 
 
 def _download_locked(
     url: str, cache_dir: Path, sha256: str | None, console: Console | None, session: requests.Session | None,
     attempts: int, backoff_seconds: float, timeout_seconds: float, verify: Callable[[Path], None] | None,
+    retry_budget: float | None,
 ) -> Downloaded:
     import requests
 
@@ -141,10 +146,14 @@ def _download_locked(
         try:
             path, size, digest = call_with_retries(
                 _fetch_once, http, url, cache_dir, console, timeout_seconds,
-                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0),
+                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0), budget=retry_budget,
+                what=redact(f"GET {url}"),
+                on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
             )  # fmt: skip
         except RetriesExhausted as err:
-            raise NetworkError(f"download of {url} failed after {attempts} attempts: {err.last.reason}") from None
+            raise NetworkError(
+                redact(f"download of {url} failed after {err.attempts_text}: {err.last.reason}")
+            ) from None
         finally:
             if own_session:
                 http.close()

@@ -76,6 +76,7 @@ def install_archive(
     check: Check | None = None,
     wait_lock: float = 0.0,
     since: datetime | None = None,
+    retry_budget: float | None = None,
 ) -> Installed:
     """Install the archive at ``url`` as ``<root_dir>/<name>``, reusing a complete install.
 
@@ -121,6 +122,7 @@ def install_archive(
             session=session,
             attempts=attempts,
             backoff_seconds=backoff_seconds,
+            retry_budget=retry_budget,
             verify=check_archive,
             wait_lock=wait_lock,
             since=since,

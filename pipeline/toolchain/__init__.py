@@ -89,3 +89,5 @@ class ToolchainRequest:
     wait_lock: float = 0.0
     # This run's start, written beside a lock this run holds.
     started: datetime | None = None
+    # PIPELINE_HTTP_RETRY_BUDGET: most seconds one download spends on its retries (None: no cap).
+    http_retry_budget: float | None = None

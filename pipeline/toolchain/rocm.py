@@ -351,7 +351,8 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     url = resolved.sha256_url
     assert url is not None
     try:
-        got = download(url, cache_dir=request.download_cache, backoff_seconds=request.http_backoff)
+        got = download(url, cache_dir=request.download_cache, backoff_seconds=request.http_backoff,
+                       retry_budget=request.http_retry_budget)
     except NetworkError as err:
         # download's message leads with "download of <url>"; say it once.
         reason = err.message.replace(f"download of {url} ", "", 1)
@@ -424,6 +425,7 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
             check=install_check(leg.os),
             wait_lock=request.wait_lock,
             since=request.started,
+            retry_budget=request.http_retry_budget,
         )
     except ToolchainError as err:
         if checksum is None:

@@ -233,7 +233,7 @@ def test_second_run_of_a_leg_is_refused_naming_the_first_then_waits_with_wait_lo
     build_before = sorted(p.name for p in (ws / "out" / "cpu" / "build").iterdir())
 
     second = run_pipeline(cpu_args(ws))
-    assert second.returncode == 11
+    assert second.returncode == 12
     assert "Traceback" not in second.stderr
     lines = [line for line in second.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, second.stderr

@@ -135,3 +135,24 @@ def test_progress_off_a_terminal_prints_sparse_lines(http_server: LocalServer, t
     # Intermediate lines with size and speed (a CI log has no live bar), then the summary.
     assert any(line.startswith(f"download {NAME}: ") and " of 3.0 MiB, " in line and "/s)" in line for line in lines)
     assert lines[-1].startswith(f"downloaded {NAME}: 3.0 MiB in ")
+
+
+def test_each_retry_wait_of_a_download_is_said_on_the_console(
+    http_server: LocalServer, tarball: bytes, tmp_path: Path
+) -> None:
+    http_server.route(PATH, Response(503, b"busy"), Response(503, b"busy"), Response(200, tarball))
+    out = io.StringIO()
+    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=0,
+                   console=Console(file=out, width=300))
+    assert got.size == len(tarball)
+    waits = [line for line in out.getvalue().splitlines() if "retrying in" in line]
+    assert [w.split("; ")[1].split(" failed")[0] for w in waits] == ["attempt 1 of 5", "attempt 2 of 5"]
+    assert all(w.startswith(f"GET {http_server.url(PATH)}: HTTP 503") for w in waits)
+
+
+def test_a_download_retry_budget_ends_the_retries(http_server: LocalServer, tmp_path: Path) -> None:
+    http_server.route(PATH, *[Response(503, b"busy")] * 5)
+    with pytest.raises(NetworkError, match=r"after 1 attempt \(the retry budget of 0\.5 s is spent"):
+        download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=1, retry_budget=0.5)
+    assert http_server.hits(PATH) == 1
+    assert _contents(tmp_path / "dl") == []

@@ -70,7 +70,7 @@ def test_a_held_lock_refuses_a_second_holder_naming_the_first(tmp_path: Path) ->
         message = str(err.value)
         assert message.startswith(f"the output folder out/cpu is in use by pid {os.getpid()} (python -m pipeline")
         assert "since 2026-01-02T03:04:05+00:00" in message and "--wait-lock SECONDS" in message
-        assert err.value.exit_code == 11
+        assert err.value.exit_code == 12
     # Released: free again, the holder note gone.
     assert not is_held(lock)
     assert not (tmp_path / "out" / "cpu" / ".lock.holder.json").exists()
