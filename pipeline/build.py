@@ -1,24 +1,23 @@
 """One leg: source tree -> CMake configure -> Ninja build -> record.
 
 The build directory is fresh every run (``<out>/<leg>/build``): a warm run
-is warm because of ccache, never because of a stale tree. The full log of
+is warm because of ccache, never because of a stale tree. One run at a time
+writes a leg's folder (an OS lock), and its record always says how the run
+stands: running, success, failed or interrupted. The full log of
 both steps goes to ``<out>/<leg>/build.log``.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipeline.ccache import (
     CcacheSetup,
@@ -28,18 +27,15 @@ from pipeline.ccache import (
     setup_ccache,
     workspace_of,
 )
+from pipeline.children import run_logged
 from pipeline.config import Leg, Matrix
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.inputs import RunInputs
 from pipeline.options import LegOptions
 from pipeline.prefixmap import prefix_map_flags, with_prefix_map
-from pipeline.record import RECORD_NAME, LegRecord
+from pipeline.progress import NINJA_STATUS, NinjaProgress
+from pipeline.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain import Toolchain
-
-# Ninja's status line, forced to a known shape so progress can be read from it.
-NINJA_STATUS = "[%f/%t] "
-_STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
-TAIL_LINES = 25
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -92,89 +88,6 @@ def cmake_arguments(
     return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps)
 
 
-def run_logged(
-    cmd: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    log: IO[str],
-    cwd: Path | None = None,
-    on_line: Callable[[str], None] | None = None,
-) -> tuple[int, deque[str]]:
-    """Run ``cmd``, copying its output to ``log``; returns (exit code, last lines)."""
-    log.write(f"$ {' '.join(cmd)}\n")
-    log.flush()
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    try:
-        proc = subprocess.Popen(
-            list(cmd),
-            cwd=cwd,
-            env=dict(env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            bufsize=1,
-        )
-    except OSError as exc:
-        raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        tail.append(line.rstrip("\n"))
-        if on_line:
-            on_line(line)
-    return proc.wait(), tail
-
-
-class NinjaProgress:
-    """Turns Ninja's ``[n/total]`` lines into a live bar (or sparse lines off a terminal)."""
-
-    def __init__(self, console: Console, leg: str) -> None:
-        self.console = console
-        self.leg = leg
-        self.failed: list[str] = []
-        self._last_decile = -1
-        self._progress: Progress | None = None
-        self._task = None
-        if console.is_terminal:
-            self._progress = Progress(
-                TextColumn(f"[bold]{leg}[/] building"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[step]}", style="dim"),
-                console=console,
-                transient=True,
-            )
-
-    def __enter__(self) -> NinjaProgress:
-        if self._progress:
-            self._progress.start()
-            self._task = self._progress.add_task("build", total=None, step="")  # type: ignore[assignment]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress:
-            self._progress.stop()
-
-    def line(self, line: str) -> None:
-        if line.startswith("FAILED: "):
-            # Ninja 1.12+ writes "FAILED: [code=1] <outputs>".
-            self.failed.append(re.sub(r"^\[code=-?\d+\]\s*", "", line[len("FAILED: ") :].strip()))
-            return
-        match = _STATUS.match(line)
-        if not match:
-            return
-        done, total = int(match.group(1)), int(match.group(2))
-        step = line[match.end() :].strip()
-        if self._progress and self._task is not None:
-            self._progress.update(self._task, completed=done, total=total, step=step[-60:])
-        elif total:
-            decile = done * 10 // total
-            if decile != self._last_decile:
-                self._last_decile = decile
-                self.console.print(f"{self.leg}: [{done}/{total}] {step[-80:]}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,6 +119,10 @@ def run_leg(
 ) -> LegRun:
     """Build one leg: source, toolchain, ccache, configure, build, record, bundle.
 
+    One run at a time: the leg's output folder is locked for the whole run
+    (BusyError naming the holder, or a wait of ``--wait-lock``). The record
+    says ``running`` before any work and ends ``success``, ``failed`` or
+    ``interrupted`` (Ctrl-C, SIGTERM: the child process tree is stopped first).
     Raises BuildError when CMake or Ninja fails (the record says ``failed``).
     ``provenance``: what the record's source says beyond the tree itself (a
     reproduction names the original's repository, tag and mix).
@@ -214,35 +131,70 @@ def run_leg(
     clock = time.monotonic()
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
-    build = work / "build"
     check_remote_spec(matrix, options)
+    if options.source is not None:
+        # A wrong --source is the user's typo: refused before anything is written.
+        check_cmake_project(options.source)
+    from pipeline.locks import hold
 
+    work.mkdir(parents=True, exist_ok=True)
+    with hold(leg_lock(work), what=f"the output folder {work}", since=inputs.started,
+              wait_seconds=inputs.wait_lock):
+        record = LegRecord(
+            leg=leg.name,
+            backend=leg.backend,
+            os=leg.os,
+            # The real moment, even when replaying an earlier --now.
+            started=inputs.started.isoformat(timespec="seconds"),
+            status="running",
+        )
+        # Before any work: an earlier run's success must not stand beside this run's half-built tree.
+        record.write(work / RECORD_NAME)
+        # Nor an earlier run's ccache statistics (cache-save reads this log when there is no finished record).
+        (work / "ccache-stats.log").unlink(missing_ok=True)
+        try:
+            return _run_leg_locked(inputs, leg, options, console, record, out=out, work=work, clock=clock,
+                                   provenance=provenance)
+        except KeyboardInterrupt:
+            record.status = "interrupted"
+            record.wall_seconds = round(time.monotonic() - clock, 3)
+            record.write(work / RECORD_NAME)
+            raise
+        except BaseException:
+            if record.status == "running":
+                record.status = "failed"
+                record.wall_seconds = round(time.monotonic() - clock, 3)
+                record.write(work / RECORD_NAME)
+            raise
+
+
+def _run_leg_locked(
+    inputs: RunInputs, leg: Leg, options: LegOptions, console: Console, record: LegRecord, *,
+    out: Path, work: Path, clock: float, provenance: Mapping[str, Any] | None,
+) -> LegRun:
+    matrix = inputs.require_matrix()
+    build = work / "build"
     source = source_step(inputs, options, out, console)
     toolchain = toolchain_step(inputs, leg, options, console)
-    ccache = ccache_step(inputs, leg, options, workspace=workspace_of(source.path, build), work=work)
+    ccache = ccache_step(inputs, leg, options, toolchain, workspace=workspace_of(source.path, build), work=work)
     if build.exists():
         shutil.rmtree(build)
     build.mkdir(parents=True)
 
     cmake, ninja = find_tool("cmake"), find_tool("ninja")
     args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build)
-    record = LegRecord(
-        leg=leg.name,
-        backend=leg.backend,
-        os=leg.os,
-        # The real moment, even when replaying an earlier --now.
-        started=inputs.started.isoformat(timespec="seconds"),
-        source={**source.info, **(provenance or {})},
-        cmake_args=args,
-        toolchain=toolchain.to_record(),
-    )
+    record.source = {**source.info, **(provenance or {})}
+    record.cmake_args = args
+    record.toolchain = toolchain.to_record()
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         _warn(record, console, warning, inputs)
+    if ccache.check_note:
+        console.print(f"{leg.name}: {ccache.check_note}", highlight=False)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
-        f"(compiler_check={ccache.compiler_check}, cache {ccache.cache_dir})"
+        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
     )
     with (work / "build.log").open("w", encoding="utf-8") as log:
         configure_step(record, work, clock, console, log,
@@ -254,13 +206,22 @@ def run_leg(
     record.timings = _timings(build)
     bundle = None
     if not options.no_bundle:
-        bundle = bundle_step(leg, record, build, out, toolchain, source, console)
+        bundle = bundle_step(leg, record, build, out, toolchain, source, console,
+                             pack_cache=inputs.cache_home / "pack")
         if options.check_bundle:
             check_step(leg, record, bundle, work, clock, console)
+    record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
     show_record(record, console)
     return LegRun(toolchain=toolchain, build_dir=build, record=record, bundle=bundle)
+
+
+def _check_detail(ccache: CcacheSetup) -> str:
+    """`` -> string:1a2b3c4d...`` when the toolchain mode hands ccache something else than its name."""
+    if ccache.check_value is None:
+        return ""
+    return f" -> {ccache.check_value[:15]}..." if len(ccache.check_value) > 18 else f" -> {ccache.check_value}"
 
 
 def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
@@ -294,18 +255,29 @@ def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Co
         download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir,
         http_backoff=inputs.http_backoff,
+        wait_lock=inputs.wait_lock,
+        started=inputs.started,
+        http_retry_budget=inputs.http_retry_budget,
     )
     return prepare_toolchain(request, console)
 
 
-def ccache_step(inputs: RunInputs, leg: Leg, options: LegOptions, *, workspace: Path, work: Path) -> CcacheSetup:
+def ccache_step(
+    inputs: RunInputs, leg: Leg, options: LegOptions, toolchain: Toolchain, *, workspace: Path, work: Path
+) -> CcacheSetup:
+    from pipeline.compiler_check import resolve_compiler_check
+
+    config = inputs.require_matrix().ccache
+    check = resolve_compiler_check(config.compiler_check, toolchain)
     return setup_ccache(
-        inputs.require_matrix().ccache,
+        config,
         leg=leg.name,
         workspace=workspace,
         stats_log=work / "ccache-stats.log",
         cache_dir=inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name),
         remote=options.remote_cache,
+        check_value=check.value if check.value != check.mode else None,
+        check_note=check.note,
     )
 
 
@@ -345,17 +317,24 @@ def build_step(
 
 def bundle_step(
     leg: Leg, record: LegRecord, build: Path, out: Path, toolchain: Toolchain, source: SourceTree,
-    console: Console,
+    console: Console, *, pack_cache: Path | None,
 ) -> Path:
-    from pipeline.bundle import make_bundle
+    """Package the bundle; compressed members unchanged since the last run come from ``pack_cache``."""
+    from pipeline.bundle import package_bundle
+    from pipeline.fsutil import human_bytes
 
     with console.status(f"{leg.name}: packaging the bundle"):
-        bundle = make_bundle(
+        bundle, stats = package_bundle(
             leg=leg, record=record, build_dir=build, out_dir=out, toolchain=toolchain,
-            tag=source.tag, commit=record.source.get("commit"),
+            tag=source.tag, commit=record.source.get("commit"), pack_cache=pack_cache,
         )
     record.bundle = bundle.relative_to(out).as_posix()
-    console.print(f"{leg.name}: bundle {bundle}")
+    record.phases["package"] = round(stats.seconds, 3)
+    console.print(
+        f"{leg.name}: bundle {bundle} ({human_bytes(stats.bytes_out)} from {human_bytes(stats.bytes_in)}, "
+        f"{stats.reused}/{stats.members} members reused, {stats.seconds:.1f}s)",
+        highlight=False,
+    )
     return bundle
 
 

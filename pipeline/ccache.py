@@ -3,7 +3,9 @@
 Why each setting:
 - ``compiler_check=content``: the default ``mtime`` misses on every run once
   the toolchain is re-extracted; ``%compiler% --version`` is unsafe because
-  ROCm's clang prints the same string for different builds.
+  ROCm's clang prints the same string for different builds. The
+  ``toolchain`` mode adds the verified archive's sha256 to that string
+  (``pipeline.compiler_check``), which is as strict and much cheaper.
 - ``hash_dir=false`` and ``base_dir`` at the workspace (the common ancestor
   of the source tree and the build directory): with ``base_dir`` at the
   source root only, the build directory's paths to the sources stay absolute
@@ -95,13 +97,16 @@ class CcacheSetup:
     remote: str | None = None
     # What the pre-build probe found (None: no remote configured).
     remote_check: RemoteCheck | None = None
+    # What ccache gets when it differs from compiler_check (the "toolchain" mode's string: or its fallback).
+    check_value: str | None = None
+    check_note: str | None = None
 
     def env(self, *, with_stats_log: bool) -> dict[str, str]:
         """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
         env = {
             "CCACHE_DIR": str(self.cache_dir),
             "CCACHE_BASEDIR": str(self.base_dir),
-            "CCACHE_COMPILERCHECK": self.compiler_check,
+            "CCACHE_COMPILERCHECK": self.check_value or self.compiler_check,
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_MAXSIZE": self.max_size,
         }
@@ -135,6 +140,9 @@ class CcacheSetup:
             # Never the credentials a URL may carry: records are published.
             "remote": _redacted(self.remote),
         }
+        if self.check_value is not None:
+            record["compiler_check_value"] = self.check_value
+            record["compiler_check_note"] = self.check_note
         if self.remote_check is not None:
             record.update(self.remote_check.to_record())
         record.update(stats.to_dict())
@@ -165,6 +173,8 @@ def setup_ccache(
     stats_log: Path,
     cache_dir: Path,
     remote: str | None = None,
+    check_value: str | None = None,
+    check_note: str | None = None,
 ) -> CcacheSetup:
     """Settle the ccache settings of a run; starts a fresh stats log and probes the remote cache."""
     exe = find_ccache()
@@ -188,4 +198,6 @@ def setup_ccache(
         stats_log=stats_log,
         remote=remote_check.effective if remote_check else None,
         remote_check=remote_check,
+        check_value=check_value,
+        check_note=check_note,
     )

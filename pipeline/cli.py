@@ -6,7 +6,11 @@ commands that can do without matrix.toml, ``reads_resolution=True`` for those
 that take the run's resolution). Here, once per process, the run's inputs are
 fixed (:func:`pipeline.inputs.read_inputs`) and handed to the command as
 ``run(args, inputs)``. A PipelineError becomes one line on stderr and its exit
-code; anything else is a bug and keeps its traceback.
+code; an ``OSError`` (a path that cannot be written or read, wherever it
+surfaces) becomes one line naming the path and the reason, exit code
+:data:`~pipeline.errors.OS_ERROR_EXIT`. ``--debug`` (or ``PIPELINE_DEBUG=1``)
+prints the traceback behind either. Anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ import sys
 from collections.abc import Sequence
 
 from pipeline import __version__
-from pipeline.errors import PipelineError
-from pipeline.settings import MATRIX, add_flag
+from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_os_error
+from pipeline.settings import DEBUG, MATRIX, add_flag, default_text, pick
 
 # Order is the order of `--help`.
 COMMANDS = (
@@ -48,7 +52,7 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     """The command named in ``argv`` (after the global options), if it is a known one."""
     args = iter(argv)
     for arg in args:
-        if arg == "--matrix":
+        if arg == MATRIX.flag:
             next(args, None)
         elif arg.startswith("-"):
             continue
@@ -65,6 +69,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pipeline {__version__}")
     add_flag(parser, MATRIX)
+    assert DEBUG.flag is not None
+    parser.add_argument(DEBUG.flag, dest=DEBUG.name, action="store_true",
+                        help=f"{DEBUG.help} (default: {default_text(DEBUG)})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in (only,) if only else COMMANDS:
         importlib.import_module(f"pipeline.commands.{name.replace('-', '_')}").register(sub)
@@ -81,10 +88,37 @@ def report_error(err: PipelineError) -> None:
     annotate("error", str(err).replace("\n", " "), stream=sys.stderr, env=os.environ)
 
 
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def on_sigterm() -> None:
+    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt): children are stopped, records say so."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def debug_wanted(args: argparse.Namespace) -> bool:
+    """``--debug`` or ``PIPELINE_DEBUG``: read here, since it must work when the run's inputs cannot be built."""
+    import os
+
+    if getattr(args, DEBUG.name, False):
+        return True
+    try:
+        return bool(pick(DEBUG, environ=os.environ, default=False).value)
+    except PipelineError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    on_sigterm()
     parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
+    debug = debug_wanted(args)
     try:
         from pipeline.inputs import read_inputs
 
@@ -97,8 +131,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return int(args.func(args, inputs) or 0)
     except PipelineError as err:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
         report_error(err)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except OSError as err:
+        # Unwritable outputs, a file where a folder should be, a full disk: the
+        # user's environment, not a bug, wherever in a command it surfaced.
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        report_error(PipelineError(f"{getattr(args, 'command', 'pipeline')}: {describe_os_error(err)}"))
+        return OS_ERROR_EXIT
+    except KeyboardInterrupt as exc:
+        # 128 + the signal's number: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
+        terminated = isinstance(exc, Terminated)
+        print(f"error: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): child processes stopped",
+              file=sys.stderr)
+        return Terminated.exit_code if terminated else 130

@@ -9,6 +9,7 @@ import this module before any virtualenv exists.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import tomllib
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from pipeline.bundle_names import glibc_problem, template_problem
 from pipeline.errors import ConfigError
@@ -36,7 +38,8 @@ from pipeline.toolchain_pins import ToolchainPins, parse_toolchain_pins
 
 DEFAULT_MATRIX = "matrix.toml"
 
-COMPILER_CHECKS = ("content", "mtime")
+# "toolchain": a string: check for toolchains installed from a verified archive (pipeline.compiler_check).
+COMPILER_CHECKS = ("content", "mtime", "toolchain")
 
 DEFAULT_SOURCE_REPO = "https://github.com/ggml-org/llama.cpp"
 DEFAULT_ROCM_INDEX = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
@@ -163,6 +166,8 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
         ) from None
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read matrix file: {exc.strerror}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise ConfigError(f"{p}: starts with a UTF-8 byte order mark (BOM), which TOML does not allow; save it without")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -259,7 +264,7 @@ def _parse_leg(name: str, legs_t: _Table) -> Leg:
         name=name,
         backend=backend,
         os=os_name,
-        runner=t.string("runner", "windows-2022" if os_name == "windows" else "ubuntu-24.04"),
+        runner=t.string("runner", "windows-2022" if os_name == "windows" else "ubuntu-24.04", check=_nonempty),
         cmake_args=tuple(t.str_list("cmake_args")),
         family=t.optional_str("family", check=_family_check),
         targets=tuple(t.str_list("targets", check=_target_check)),
@@ -299,7 +304,13 @@ def _policy_check(v: str) -> str | None:
 
 
 def _url_check(v: str) -> str | None:
-    return None if re.match(r"^(https?|file)://", v) else "an http(s):// or file:// URL"
+    if not re.match(r"^(https?|file)://", v):
+        return "an http(s):// or file:// URL"
+    try:
+        urlsplit(v).port  # noqa: B018 - raises on an unclosed IPv6 bracket or a bad port
+    except ValueError:
+        return "a well-formed URL"
+    return None
 
 
 def _remote_check(v: str) -> str | None:
@@ -338,6 +349,8 @@ def _did_you_mean(word: str, choices: object) -> str:
 
 _T = TypeVar("_T")
 _MISSING: Any = object()
+# Every number of matrix.toml is hours, days or a fraction: past this it is a typo or an overflow waiting.
+MAX_NUMBER = 1e6
 
 
 class _Table:
@@ -418,6 +431,11 @@ class _Table:
         value = self._take(key, default)
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise self._fail(key, "a number", value)
+        # nan slips past every comparison (a nan threshold silently turns an alarm off); inf and
+        # 1e308 overflow later as durations: refuse them here, naming the key.
+        if not math.isfinite(value):
+            raise self._fail(key, "a finite number", value)
+        maximum = MAX_NUMBER if maximum is None else maximum
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
             raise self._fail(key, f"a number {bounds}", value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-# The libraries llama.cpp's CUDA backend links (DESIGN.md): each needs its unversioned name.
+# The libraries llama.cpp's CUDA backend links: FindCUDAToolkit looks each up by its unversioned name.
 UNVERSIONED_LIBS = ("cudart", "cublas", "cublasLt", "nvrtc")
 
 

@@ -88,3 +88,38 @@ class PublishError(PipelineError):
     """The run cannot be published as it is: a missing leg, a conflicting asset, mixed tags."""
 
     exit_code = 10
+
+
+class BusyError(PipelineError):
+    """Another live run holds the lock of a leg's output folder or of a toolchain install."""
+
+    exit_code = 12
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so that ``finally`` blocks run and records say ``interrupted``.
+
+    A KeyboardInterrupt, so every place that handles Ctrl-C handles SIGTERM
+    the same way; only the exit code differs (128 + the signal's number).
+    """
+
+    exit_code = 143
+
+
+# Not a class: an OSError (a path that cannot be written or read) escaping a
+# command becomes one line at the CLI boundary with this code.
+OS_ERROR_EXIT = 11
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an ``OSError``: the path(s) it names and the reason, e.g. ``out/x: Permission denied``."""
+    reason = exc.strerror or type(exc).__name__
+    if isinstance(exc, FileExistsError):
+        # mkdir(exist_ok=True) raises it only when a file stands where a folder is needed.
+        reason = "exists and is not a folder"
+    if exc.filename2 is not None:
+        # A rename or copy: the destination is the path the user named.
+        return f"{exc.filename2}: {reason}"
+    if exc.filename is None:
+        return f"{reason} ({exc})" if str(exc) and str(exc) != reason else reason
+    return f"{exc.filename}: {reason}"

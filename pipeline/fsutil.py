@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -14,15 +15,48 @@ from typing import IO, Any, BinaryIO
 from pipeline.names import human_bytes as human_bytes
 
 
+def current_umask() -> int:
+    """The process's umask (read from /proc on Linux, else set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a plain ``open()`` would give a new file: 0666 less the umask."""
+    return 0o666 & ~current_umask()
+
+
+def dir_mode() -> int:
+    """The mode a plain ``mkdir()`` would give a new folder: 0777 less the umask."""
+    return 0o777 & ~current_umask()
+
+
+def fix_mode(path: Path, *, folder: bool = False) -> None:
+    """Give a file made by mkstemp/mkdtemp (0600/0700) the mode the umask asks for."""
+    path.chmod(dir_mode() if folder else file_mode())
+
+
 @contextmanager
 def atomic_output(path: Path) -> Iterator[BinaryIO]:
     """A temp file beside ``path``, renamed over it only when the block succeeds.
 
     Readers see the old file or the new one, never half of one.
     """
+    if path.is_dir():
+        # Else the rename fails late with a temp file's name and "Device or resource busy".
+        raise IsADirectoryError(errno.EISDIR, "is a folder, expected a file path", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes 0600; a result is as readable as any file this process creates.
+        Path(tmp).chmod(file_mode())
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()

@@ -30,6 +30,7 @@ from pipeline import settings
 from pipeline.caches import PER_PAGE as PER_PAGE
 from pipeline.caches import CacheEntry as CacheEntry
 from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
+from pipeline.redaction import redact
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 if TYPE_CHECKING:
@@ -225,6 +226,8 @@ class RestClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         session: requests.Session | None = None,
+        budget: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         import requests
 
@@ -241,6 +244,9 @@ class RestClient:
         self.timeout = timeout
         self._sleep = sleep
         self._clock = clock
+        # The user's cap on one request's retries, and where a retry's wait line goes.
+        self.budget = budget
+        self._on_wait = on_wait
         self.requests_made = 0
         self._secret = token
         self._session = session or requests.Session()
@@ -255,6 +261,10 @@ class RestClient:
 
     def __repr__(self) -> str:  # never the headers: they hold the token
         return f"{type(self).__name__}(repo={self.repo!r}, api_url={self.api_url!r})"
+
+    def _say_wait(self, line: str) -> None:
+        if self._on_wait is not None:
+            self._on_wait(self.redact(line))
 
     def redact(self, text: str) -> str:
         """``text`` with the token replaced by ``***``."""
@@ -288,6 +298,7 @@ class RestClient:
             return call_with_retries(
                 self._send, method, url, frozenset(accept), send,
                 attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
+                budget=self.budget, on_wait=self._say_wait, what=f"{method} {self._path(url)}", clock=self._clock,
             )  # fmt: skip
         except RetriesExhausted as err:
             # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
@@ -340,8 +351,8 @@ class RestClient:
 
 
 def redact_token(text: str, token: str) -> str:
-    """``text`` without ``token`` (and without its Bearer header form)."""
-    return text.replace(token, "***") if token else text
+    """``text`` without ``token``, URL credentials or auth headers (:func:`pipeline.redaction.redact`)."""
+    return redact(text, (token,))
 
 
 class CachesClient(RestClient):

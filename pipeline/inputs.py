@@ -60,6 +60,10 @@ class RunInputs:
     toolchain_dir: Path
     git_url_template: str
     http_backoff: float
+    # Most seconds one HTTP request may spend waiting between its retries (PIPELINE_HTTP_RETRY_BUDGET).
+    http_retry_budget: float
+    # Seconds to wait for a lock another run holds (0: fail at once, naming the holder).
+    wait_lock: float = 0.0
     # Where the run's moment, policy and index came from: a flag, a variable, a matrix key or "default".
     origins: Mapping[str, str]
     # A read-only copy of the environment: the base of every child process's, GitHub's file commands.
@@ -176,6 +180,8 @@ def read_inputs(
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
         git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env, default=DEFAULT_GIT_URL_TEMPLATE).value,
         http_backoff=S.pick(S.HTTP_BACKOFF, environ=env, default=DEFAULT_BACKOFF).value,
+        http_retry_budget=S.pick(S.HTTP_RETRY_BUDGET, environ=env, default=S.DEFAULT_RETRY_BUDGET).value,
+        wait_lock=S.pick(S.WAIT_LOCK, flag=_flag(args, S.WAIT_LOCK), environ=env, default=0.0).value,
         origins=MappingProxyType({
             S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
             S.ROCM_VERSION.name: policy.where,

@@ -37,6 +37,7 @@ def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
     request = ToolchainRequest(
         leg=leg, environ=inputs.environ, download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir, http_backoff=inputs.http_backoff,
+        http_retry_budget=inputs.http_retry_budget,
         pins=inputs.require_matrix().toolchains,
     )
     return key_toolchain(prepare_toolchain(request, Console(stderr=True)).identity)

@@ -105,3 +105,21 @@ def parse_policy(text: str, *, where: str) -> str:
 def is_explicit(policy: str) -> bool:
     """Whether ``policy`` names one version rather than a rule."""
     return policy not in POLICIES
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def member_name_problem(name: str) -> str | None:
+    """Why an archive member name is unsafe to extract, or None when it is fine.
+
+    One rule for toolchain archives and bundles alike.
+    """
+    if not name or "\x00" in name:
+        return "empty or NUL in name"
+    if name.startswith(("/", "\\")) or _DRIVE.match(name):
+        return "absolute path"
+    parts = re.split(r"[/\\]", name)
+    if ".." in parts:
+        return "'..' in path"
+    return None

@@ -83,7 +83,8 @@ class NinjaLog:
     version: int
     # In the order Ninja finished them.
     steps: tuple[Step, ...]
-    # Lines that were not five tab-separated fields (e.g. a line cut by a killed build).
+    # Lines that were not five tab-separated fields (e.g. a line cut by a killed build),
+    # or whose end precedes their start.
     skipped_lines: int = 0
 
 
@@ -175,9 +176,12 @@ def _parse_line(line: str) -> _Entry | None:
         return None
     start, end, _mtime, output, command_hash = fields
     try:
-        return _Entry(int(start), int(end), output, command_hash)
+        entry = _Entry(int(start), int(end), output, command_hash)
     except ValueError:
         return None
+    # A step that ends before it starts (or before the build) is a corrupt line: counted as skipped,
+    # never a negative duration or wall time.
+    return entry if 0 <= entry.start_ms <= entry.end_ms else None
 
 
 def _group_edges(entries: Iterable[_Entry]) -> list[Step]:

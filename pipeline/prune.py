@@ -81,7 +81,7 @@ class PrunePlan:
 
     @property
     def budget(self) -> CacheBudget:
-        """The caches by kind (ccache, toolchain, other), now and after this plan (issue 17)."""
+        """The caches by kind (ccache, toolchain, other), now and after this plan."""
         ours = [(g.kind, e.size_in_bytes, deleted) for g in self.groups
                 for entries, deleted in ((g.keep, False), (g.delete, True)) for e in entries]  # fmt: skip
         return budget_by_kind(ours, limit_bytes=self.limit_bytes, warn_fraction=self.warn_fraction,

@@ -13,8 +13,21 @@ from typing import Any
 
 from pipeline.errors import PipelineError
 from pipeline.fsutil import atomic_write_json
+from pipeline.locks import is_held
 
 RECORD_NAME = "record.json"
+# Beside the record: the lock a leg run holds on its output folder (pipeline.locks).
+LOCK_NAME = ".lock"
+# What a record's status can say. "running" is written before any work; a
+# "running" record whose run holds no lock any more reads as "interrupted".
+STATUSES = ("running", "success", "failed", "interrupted")
+
+
+def leg_lock(work: Path) -> Path:
+    """The lock of a leg's output folder: one run at a time writes it."""
+    return work / LOCK_NAME
+# The fields without a default: a record lacking one cannot be rendered or compared.
+REQUIRED_FIELDS = ("leg", "backend", "os", "started")
 
 
 @dataclass(kw_only=True)
@@ -25,7 +38,7 @@ class LegRecord:
     # ISO-8601 UTC moment the run started.
     started: str
     wall_seconds: float = 0.0
-    # "success" or "failed"
+    # One of STATUSES.
     status: str = "success"
     # {"path" or "url", "tag", "commit"}
     source: dict[str, Any] = field(default_factory=dict)
@@ -63,6 +76,16 @@ class LegRecord:
             raise PipelineError(f"{path}: no such record") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise PipelineError(f"{path}: not a readable record: {exc}") from None
-        if not isinstance(data, dict) or "leg" not in data or "started" not in data:
-            raise PipelineError(f"{path}: not a leg record (no 'leg' or 'started')")
-        return cls.from_json(data)
+        if not isinstance(data, dict):
+            raise PipelineError(f"{path}: bad record: not a JSON object")
+        # Every renderer relies on these; a record without them is refused here, naming the file.
+        missing = [key for key in REQUIRED_FIELDS if not isinstance(data.get(key), str) or not data[key]]
+        if missing:
+            raise PipelineError(f"{path}: bad record: missing or empty {', '.join(repr(k) for k in missing)}")
+        record = cls.from_json(data)
+        if record.status == "running" and not is_held(leg_lock(path.parent)):
+            # The run that wrote it died (killed, power lost) without ending its record.
+            record.status = "interrupted"
+            record.warnings = [*record.warnings, f"{path}: the run that started at {record.started} "
+                               "is gone without finishing (stale 'running' record)"]
+        return record

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pipeline.errors import PublishError
 from pipeline.fsutil import atomic_write_text, file_digest
-from pipeline.record import RECORD_NAME
+from pipeline.locks import is_held
+from pipeline.record import RECORD_NAME, leg_lock
 from pipeline.release_plan import SUMS_NAME, LegResult, LocalAsset, leg_result, sha256sums_text
 
 RELEASE_DIR = "release"
@@ -31,6 +32,9 @@ def read_results(out: Path) -> dict[str, LegResult]:
             raise PublishError(f"{path}: not a readable record: {exc}") from None
         if not isinstance(data, dict):
             raise PublishError(f"{path}: not a leg record (not a JSON object)")
+        if data.get("status") == "running" and not is_held(leg_lock(path.parent)):
+            # Its run died without ending the record: never a success to publish.
+            data = {**data, "status": "interrupted"}
         result = leg_result(data, where=str(path))
         if result.leg in results:
             raise PublishError(f"{path}: a second record for leg {result.leg}")

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from pipeline.errors import UsageError
+from pipeline.redaction import redact_url
 
 SCHEMES = ("redis", "http")
 DEFAULT_PORTS = {"redis": 6379, "http": 80}
@@ -114,12 +115,8 @@ class RemoteCheck:
 
 
 def redact(url: str) -> str:
-    """``url`` with any user name and password replaced by ``***``."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"***@{host}").geturl()
+    """``url`` with any user name and password replaced by ``***`` (the one rule of :mod:`pipeline.redaction`)."""
+    return redact_url(url)
 
 
 def redact_spec(spec: str) -> str:
@@ -160,7 +157,10 @@ def _backend(url: str, properties: list[str], where: str) -> RemoteBackend:
         raise UsageError(
             f"{where}: {shown}: unsupported remote cache scheme {scheme!r} (expected redis:// or http://)"
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket
+        raise UsageError(f"{where}: {shown}: malformed URL") from None
     if not url.lower().startswith(f"{scheme}://") or not parts.hostname:
         tail = "[/DB]" if scheme == "redis" else "[/PATH]"
         raise UsageError(f"{where}: {shown}: expected {scheme}://HOST[:PORT]{tail}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,7 +73,10 @@ class LegRow:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A count from a record; a negative or non-finite one is a corrupt record's, shown as unknown."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
 
 
 def hit_rate_of(ccache: Mapping[str, Any]) -> float | None:
@@ -81,7 +85,7 @@ def hit_rate_of(ccache: Mapping[str, Any]) -> float | None:
     if hits is not None and misses is not None:
         return hits / (hits + misses) if hits + misses else None
     rate = ccache.get("hit_rate")
-    if isinstance(rate, int | float) and not isinstance(rate, bool):
+    if isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate) and 0 <= rate <= 100:
         # Some tools report percent; a rate is never above 1.
         return float(rate) / 100.0 if rate > 1 else float(rate)
     return None
@@ -133,6 +137,10 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
             f"{record.leg}: ccache hit rate {rate:.0%} is under {threshold:.0%} although the toolchain "
             f"({identity}) did not change: something broke the cache"
         )
+    bad_counts = [key for key in ("hits", "misses", "uncacheable") if key in cc and _int(cc[key]) is None]
+    if bad_counts and warning is None:
+        # A corrupt record's count is shown as unknown, and said so, never turned into a 250% hit rate.
+        warning = f"{record.leg}: the record's ccache {', '.join(bad_counts)} is not a count of 0 or more: shown as unknown"
     return LegRow(
         leg=record.leg,
         backend=record.backend,

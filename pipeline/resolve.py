@@ -13,14 +13,18 @@ from pipeline.config import Leg, Matrix
 from pipeline.errors import ResolutionError, UsageError
 from pipeline.inputs import RunInputs
 from pipeline.resolution import Resolution, ResolvedRocm, SourceSpec
+from pipeline.retry import say_on_stderr
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
 from pipeline.rocm.resolver import Fetch, entry_names, load_entries, resolve_build, resolve_from_entries
 
 
 def index_fetch(inputs: RunInputs) -> Fetch:
-    """Fetch the index with the run's retry backoff."""
-    return lambda url: fetch_index(url, backoff=inputs.http_backoff)
+    """Fetch the index with the run's retry backoff and budget; each retry's wait is said on stderr."""
+    return lambda url: fetch_index(
+        url, backoff=inputs.http_backoff, budget=inputs.http_retry_budget, on_wait=say_on_stderr
+    )
+
 
 
 def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:

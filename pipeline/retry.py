@@ -5,6 +5,11 @@ try (a connection error, 5xx, 429, a truncated body) and anything else for
 what is not; :func:`call_with_retries` waits exponentially between attempts
 (or what the server asked for) and raises :class:`RetriesExhausted` with the
 last reason, which the client turns into its own one-line error.
+
+A long wait says why: before each wait the caller's ``on_wait`` gets one line
+(what failed, attempt n of m, how long), and ``budget`` caps the seconds one
+request may spend on its retries (``PIPELINE_HTTP_RETRY_BUDGET``): a wait that
+would pass it is not started.
 """
 
 from __future__ import annotations
@@ -30,16 +35,35 @@ class Retryable(Exception):
 
 
 class RetriesExhausted(Exception):
-    """Every attempt failed with a Retryable; ``last`` is the final one."""
+    """Every attempt failed with a Retryable; ``last`` is the final one.
 
-    def __init__(self, last: Retryable, attempts: int) -> None:
+    ``budget``: the retry budget (seconds) when it, not the attempt count, ended the retries.
+    """
+
+    def __init__(self, last: Retryable, attempts: int, budget: float | None = None) -> None:
         super().__init__(last.reason)
         self.last = last
         self.attempts = attempts
+        self.budget = budget
 
     @property
     def attempts_text(self) -> str:
-        return f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}"
+        text = f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}"
+        if self.budget is not None:
+            text += f" (the retry budget of {self.budget:g} s is spent; PIPELINE_HTTP_RETRY_BUDGET sets it)"
+        return text
+
+
+def say_on_stderr(line: str) -> None:
+    """An ``on_wait`` for commands: the line on stderr, so stdout (JSON, matrices) stays clean."""
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+def wait_line(what: str, reason: str, attempt: int, attempts: int, seconds: float) -> str:
+    """The line shown before a retry waits: what failed, attempt n of m, how long."""
+    return f"{what}: {reason}; attempt {attempt} of {attempts} failed, retrying in {seconds:.1f} s"
 
 
 def retry_after(value: str | None, now: float) -> float | None:
@@ -69,14 +93,24 @@ def call_with_retries(
     max_wait: float,
     jitter: bool = False,
     sleep: Callable[[float], None] = time.sleep,
+    budget: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    what: str = "request",
+    clock: Callable[[], float] = time.monotonic,
 ) -> _T:
     """``attempt(*args)`` until it returns, raises a non-Retryable, or ``attempts`` are spent.
 
     Waits ``backoff * 2**(n-1)`` seconds after the n-th failure (with
     ``jitter``, a random 50-100% of it, so parallel legs do not retry in
     lockstep), or the failure's own ``wait``; never more than ``max_wait``.
+    With ``budget``, a wait that would take the time since the first attempt
+    (``clock``) past ``budget`` seconds ends the retries instead. ``on_wait``
+    receives :func:`wait_line` (naming ``what``) before each wait.
     """
-    from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+    from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type
+
+    start = clock()
+    over_budget: list[bool] = []
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -87,15 +121,30 @@ def call_with_retries(
             step *= random.uniform(0.5, 1.0)
         return float(min(step, max_wait))
 
+    def stop(state: RetryCallState) -> bool:
+        # tenacity computes the coming wait before asking whether to stop.
+        if state.attempt_number >= max(1, attempts):
+            return True
+        if budget is not None and clock() - start + state.upcoming_sleep > budget:
+            over_budget.append(True)
+            return True
+        return False
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        if on_wait is not None and isinstance(exc, Retryable):
+            on_wait(wait_line(what, exc.reason, state.attempt_number, max(1, attempts), state.upcoming_sleep))
+
     retrying = Retrying(
-        stop=stop_after_attempt(max(1, attempts)),
+        stop=stop,
         wait=wait,
         retry=retry_if_exception_type(Retryable),
         sleep=sleep,
+        before_sleep=before_sleep,
     )
     try:
         return retrying(attempt, *args)
     except RetryError as err:
         last = err.last_attempt.exception()
         assert isinstance(last, Retryable)  # only Retryable failures are retried
-        raise RetriesExhausted(last, err.last_attempt.attempt_number) from None
+        raise RetriesExhausted(last, err.last_attempt.attempt_number, budget if over_budget else None) from None

@@ -103,11 +103,34 @@ def parse_backoff(text: str, where: str) -> float:
     return value
 
 
+def _parse_seconds(text: str, where: str, limit: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 <= value <= limit:
+        raise UsageError(f"{where}: expected seconds between 0 and {limit:g}, got {text!r}")
+    return value
+
+
+def parse_wait(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_WAIT_LOCK)
+
+
+def parse_budget(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_RETRY_BUDGET)
+
+
 def parse_legs(text: str, where: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.replace(",", " ").split() if part.strip())
 
 
 MAX_BACKOFF = 60.0
+# A day: longer than any build, short enough that a typo does not wait forever.
+MAX_WAIT_LOCK = 86400.0
+# A day: past that, a "budget" is a hang by another name.
+MAX_RETRY_BUDGET = 86400.0
+DEFAULT_RETRY_BUDGET = 300.0
 
 
 # --------------------------------------------------------------------------
@@ -201,11 +224,24 @@ FORCE = Setting(
     name="force", env=("PIPELINE_FORCE",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
     default="false", help="build even when the release for the tag exists (release-exists --force)",
 )
+WAIT_LOCK = Setting(
+    name="wait_lock", flag="--wait-lock", env=("PIPELINE_WAIT_LOCK",), parse=parse_wait, metavar="SECONDS",
+    default="0 (fail at once)",
+    help="how long to wait for another run holding the leg's output folder or a toolchain install",
+)
+DEBUG = Setting(
+    name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
+    default="false", help="show the traceback behind an error line (the one-line message stays)",
+)
+HTTP_RETRY_BUDGET = Setting(
+    name="http_retry_budget", env=("PIPELINE_HTTP_RETRY_BUDGET",), parse=parse_budget,
+    default="300", help="most seconds one HTTP request spends waiting between its retries",
+)
 
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
-    GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE,
+    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, DEBUG,
 )
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pipeline.children import run_child
 from pipeline.config import MixPin, SourceConfig
 from pipeline.errors import ResolutionError, SourceError
 from pipeline.mix import (
@@ -29,7 +30,7 @@ from pipeline.mix import (
     merge_identity_env,
     merge_message,
 )
-from pipeline.names import BUILD_TAG
+from pipeline.names import BUILD_TAG, SAFE_TAG, SAFE_TAG_MAX, safe_identity
 from pipeline.resolution import SourceSpec
 
 _PEELED = "^{}"
@@ -125,7 +126,7 @@ def _git(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git args``; on failure raise SourceError naming ``what`` and git's last message."""
     try:
-        proc = subprocess.run(
+        proc = run_child(
             ["git", *args],
             cwd=cwd,
             env=_git_env(base, env, isolated=isolated),
@@ -415,11 +416,22 @@ def describe_checkout(path: Path, *, environ: Mapping[str, str]) -> CheckoutInfo
     )
 
 
+def _safe_described(tag: str | None) -> str | None:
+    """A tag found by ``git describe`` under the rule ``--tag`` obeys: it names files (``rel/v1`` -> ``rel_v1``)."""
+    if tag is None or (SAFE_TAG.fullmatch(tag) and len(tag) <= SAFE_TAG_MAX):
+        return tag
+    if not any(c.isalnum() for c in tag):
+        return None  # nothing to keep: the commit names the bundle instead
+    squashed = safe_identity(tag)[:SAFE_TAG_MAX]
+    return squashed if SAFE_TAG.fullmatch(squashed) else None
+
+
 def folder_tag(info: CheckoutInfo, explicit: str | None = None) -> str:
     """The bundle tag of a ``--source`` build: ``--tag``, else git's description, else ``local``.
 
     A tree with uncommitted changes gets ``-dirty``: its bundle cannot be
     reproduced from the commit alone.
     """
-    base = explicit or info.tag or (f"g{info.commit[:7]}" if info.commit else "local")
+    fallback = f"g{info.commit[:7]}" if info.commit else "local"
+    base = explicit or _safe_described(info.tag) or fallback
     return f"{base}-dirty" if info.dirty and not explicit else base

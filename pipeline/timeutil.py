@@ -18,6 +18,10 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+EARLIEST_MOMENT = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_MOMENT = datetime(2200, 1, 1, tzinfo=UTC)
+
+
 def parse_now(text: str, *, where: str = "--now") -> datetime:
     """ISO-8601 text -> aware UTC datetime. A naive time or a bare date is UTC.
 
@@ -32,6 +36,12 @@ def parse_now(text: str, *, where: str = "--now") -> datetime:
         raise UsageError(f"{where}: not an ISO-8601 moment: {text!r} (e.g. {EXAMPLE!r})") from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         moment = moment.replace(tzinfo=UTC)
+    # Cutoffs and ages are computed from the moment; near year 1 or 9999 they overflow.
+    if not EARLIEST_MOMENT <= moment < LATEST_MOMENT:
+        raise UsageError(
+            f"{where}: {text!r} is outside the moments a run can have "
+            f"({EARLIEST_MOMENT.year} to {LATEST_MOMENT.year - 1})"
+        )
     return moment.astimezone(UTC)
 
 

@@ -13,6 +13,7 @@ from pipeline.commands.common import add_github_options, expected_legs, github_t
 from pipeline.errors import UsageError
 from pipeline.inputs import RunInputs
 from pipeline.release_inputs import read_results
+from pipeline.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -71,7 +72,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     token = github.token_from_env(inputs.environ, permission="issues: write")
     from pipeline.github_releases import ReleasesClient
 
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
+    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
+        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
     open_issue = client.open_issue_with_label(args.label)
     run_url = args.run_url or default_run_url(inputs.environ)
     plan = plan_alert(args.status, open_issue, tag=args.tag or record_tag, failed=failed, run_url=run_url)

@@ -15,7 +15,7 @@ from pipeline import settings as S
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.bundle import Comparison
+    from pipeline.bundle_compare import Comparison
     from pipeline.inputs import RunInputs
     from pipeline.rocm.index import IndexEntry
     from pipeline.rocm.resolver import Fetch
@@ -42,6 +42,7 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     S.add_flag(p, S.SOURCE_ARCHIVE)
     S.add_flag(p, S.REMOTE_CACHE)
     p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
+    S.add_flag(p, S.WAIT_LOCK)
 
 
 def add_for_build(p: argparse.ArgumentParser, extra: str = "") -> None:
@@ -121,7 +122,10 @@ def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
             def on_page(pages: int, entries: int) -> None:
                 status.update(f"reading the ROCm index {url}: {pages} page(s), {entries} entries")
 
-            return fetch_index(url, on_page=on_page, backoff=inputs.http_backoff)
+            return fetch_index(
+                url, on_page=on_page, backoff=inputs.http_backoff, budget=inputs.http_retry_budget,
+                on_wait=lambda line: console.print(line, highlight=False, markup=False),
+            )
 
     return fetch
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.bundle import compare
+from pipeline.bundle_compare import compare
 from pipeline.commands.common import print_comparison
 from pipeline.inputs import RunInputs
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pipeline import github
@@ -27,13 +26,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--github", action="store_true", help="the strategy.matrix form ({'include': [...]})")
     S.add_flag(p, S.LEGS)
-    p.add_argument(
-        "--resolved",
-        type=Path,
-        metavar="FILE",
-        help="also hand this resolution file on as the step output 'resolved' (compact JSON)",
-    )
-    p.set_defaults(func=run)
+    S.add_flag(p, S.RESOLVED, help="the run's resolution, also handed on as the step output 'resolved' (compact JSON)")
+    p.set_defaults(func=run, reads_resolution=True)
 
 
 def select_legs(matrix: Matrix, wanted: Sequence[str]) -> list[str]:
@@ -65,16 +59,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     text = json.dumps(github_matrix(matrix, legs), separators=(",", ":"))
     print(text)
     github.set_output("matrix", text, env=inputs.environ)
-    if args.resolved:
-        github.set_output("resolved", _compact_resolution(args.resolved), env=inputs.environ)
+    if inputs.resolution is not None:
+        compact = json.dumps(inputs.resolution.to_json(), separators=(",", ":"), sort_keys=True)
+        github.set_output("resolved", compact, env=inputs.environ)
     return 0
-
-
-def _compact_resolution(path: Path) -> str:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no resolution file (run `nox -s resolve` first)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: not a readable resolution: {exc}") from None
-    return json.dumps(data, separators=(",", ":"), sort_keys=True)

@@ -13,6 +13,7 @@ from pipeline.errors import UsageError
 from pipeline.fsutil import human_bytes
 from pipeline.inputs import RunInputs
 from pipeline.prune import PrunePlan, PruneResult, apply_plan, plan_prune, summary_markdown
+from pipeline.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError(f"--keep must be at least 1, got {keep}")
     # Every check that can fail without the network comes before the first request.
     token = github.token_from_env(inputs.environ)
-    client = github.CachesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
+    client = github.CachesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
+        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
     console = Console(stderr=args.json)
 
     stream = sys.stderr if args.json else None  # with --json, stdout carries only the JSON

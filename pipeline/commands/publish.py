@@ -13,6 +13,7 @@ from pipeline.github_releases import Release, ReleasesClient
 from pipeline.inputs import RunInputs
 from pipeline.release_inputs import bundles_present, read_results, release_files
 from pipeline.release_plan import UploadPlan, check_coverage, plan_uploads, release_notes, run_tag
+from pipeline.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -98,7 +99,8 @@ def _remote_state(
     """The client, the release for ``tag`` and its assets; offline (all None) for a dry run without token."""
     if token is None or not repo:
         return None, None, []
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
+    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
+        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
     release = client.find_release(tag)
     return client, release, client.list_assets(release) if release else []
 

@@ -8,8 +8,6 @@ jobs of a tag that is already out.
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
 from pipeline import github
@@ -17,6 +15,8 @@ from pipeline import settings as S
 from pipeline.commands.common import add_github_options, github_target
 from pipeline.errors import UsageError
 from pipeline.inputs import RunInputs
+from pipeline.resolution import Resolution
+from pipeline.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -28,23 +28,17 @@ def register(sub: Any) -> None:
     )
     add_github_options(p)
     p.add_argument("--tag", help="the release's tag")
-    p.add_argument("--resolved", type=Path, metavar="PATH", help="take the tag from this resolution file's source")
+    S.add_flag(p, S.RESOLVED, help="the run's resolution: the tag is its source's")
     p.add_argument("--force", action="store_true", default=None,
                    help=f"build even when the release exists (default: ${S.FORCE.env_var}=true)")  # fmt: skip
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, reads_resolution=True)
 
 
-def tag_from_resolution(path: Path) -> str:
-    """The llama.cpp tag a resolution file names; UsageError naming the file otherwise."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"--resolved {path}: not a readable resolution: {exc}") from None
-    source = data.get("source") if isinstance(data, dict) else None
-    tag = source.get("tag") if isinstance(source, dict) else None
-    if not isinstance(tag, str) or not tag:
-        raise UsageError(f"--resolved {path}: no source tag in it (resolved with --no-source?): pass --tag")
-    return tag
+def tag_from_resolution(resolution: Resolution, where: str) -> str:
+    """The llama.cpp tag a resolution names; UsageError naming where it came from otherwise."""
+    if resolution.source is None:
+        raise UsageError(f"{where}: no source tag in it (resolved with --no-source?): pass --tag")
+    return resolution.source.tag
 
 
 def is_forced(flag: bool | None, environ: Any) -> bool:
@@ -60,15 +54,16 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     if args.tag:
         tag = args.tag
-    elif args.resolved:
-        tag = tag_from_resolution(args.resolved)
+    elif inputs.resolution is not None:
+        tag = tag_from_resolution(inputs.resolution, inputs.resolution_where or "--resolved")
     else:
         raise UsageError("no tag: pass --tag TAG or --resolved PATH")
     force = is_forced(args.force, inputs.environ)
     token = github.token_from_env(inputs.environ, permission="contents: read")
     from pipeline.github_releases import ReleasesClient
 
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff)
+    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
+        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
     release = client.published_release(tag)
     build = release is None or force
     github.set_output("exists", "true" if release else "false", env=inputs.environ)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import settings as S
-from pipeline.bundle import Comparison, compare_sides, load_side, read_manifest
+from pipeline.bundle import read_manifest
+from pipeline.bundle_compare import Comparison, compare_sides, load_side
 from pipeline.config import Leg, Matrix
 from pipeline.errors import BundleError, SourceError
 from pipeline.inputs import RunInputs
@@ -48,6 +49,7 @@ def register(sub: Any) -> None:
     p.add_argument("--source", type=Path, metavar="DIR", help="an existing checkout at the manifest's commit")
     p.add_argument("--out", type=Path, default=REPRODUCE_OUT, metavar="DIR", help=f"output folder (default: {REPRODUCE_OUT})")
     S.add_flag(p, S.CACHE_DIR)
+    S.add_flag(p, S.WAIT_LOCK)
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run)
 

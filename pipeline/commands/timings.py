@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError(f"BUILD_DIR {build_dir}: no such directory")
     log = ninjalog.read_log(build_dir / ninjalog.LOG_NAME)
     summary = ninjalog.summarize(log)
+    if log.skipped_lines:
+        # Cut lines (a killed build) and steps ending before they start are left out, not guessed at.
+        print(f"{build_dir / ninjalog.LOG_NAME}: {log.skipped_lines} malformed line(s) skipped", file=sys.stderr)
     if args.trace:
         atomic_write_json(args.trace, ninjalog.chrome_trace(log.steps))
     if args.json:

@@ -17,11 +17,12 @@ import filecmp
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.fsutil import atomic_write_json
-from pipeline.installer.extract import MARKER, extract_archive, name_problem, remove_install
+from pipeline.fsutil import atomic_write_json, fix_mode
+from pipeline.installer.extract import MARKER, extract_archive, name_problem, remove_install, remove_stale
 from pipeline.installer.install import read_marker
 
 
@@ -84,6 +85,9 @@ def install_archive_set(
     fetch: Fetch,
     finish: Finish | None = None,
     force: bool = False,
+    check: Callable[[Path], None] | None = None,
+    wait_lock: float = 0.0,
+    since: datetime | None = None,
 ) -> InstalledSet:
     """Install ``refs`` as one tree at ``target``, reusing a complete install of the same set.
 
@@ -95,28 +99,47 @@ def install_archive_set(
         raise ToolchainError(f"{target.name}: no archives to install")
     if name_problem(target.name) or target.name in (".", ".."):
         raise ToolchainError(f"unsafe install folder name {target.name!r}")
-    if not force and (done := installed_set(target, refs)) is not None:
-        return done
-    files = [(ref, fetch(ref)) for ref in refs]
+    from pipeline.locks import hold
+
     target.parent.mkdir(parents=True, exist_ok=True)
+    with hold(target.parent / f".{target.name}.lock", what=f"the install {target}", since=since,
+              wait_seconds=wait_lock):
+        # Under the lock, every staging folder of this install is a dead run's.
+        remove_stale(target.parent, f".{target.name}.", (".partial", ".trash"))
+        if not force and (done := installed_set(target, refs)) is not None:
+            return done
+        files = [(ref, fetch(ref)) for ref in refs]
+        _stage_and_swap(files, target, finish=finish, check=check,
+                        marker={"archives": _marker_archives(refs)})
+    return InstalledSet(root=target, archives=tuple(refs), reused=False)
+
+
+def _stage_and_swap(
+    files: Sequence[tuple[ArchiveRef, Path]], target: Path, *, finish: Finish | None,
+    check: Callable[[Path], None] | None, marker: dict[str, object],
+) -> None:
+    """Merge the archives beside ``target``, check the tree, then swap it in; the old install stays on failure."""
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
     try:
         tree = staging / "tree"
         tree.mkdir()
+        fix_mode(tree, folder=True)
         for i, (ref, path) in enumerate(files):
             part = extract_archive(path, staging / f"part{i}")
             merge_tree(part, tree, origin=ref.label)
         if finish is not None:
             finish(tree)
-        atomic_write_json(tree / MARKER, {"archives": _marker_archives(refs)})
-        remove_install(target)
+        if check is not None:
+            check(tree)
+        atomic_write_json(tree / MARKER, marker)
+        old = staging / "old"
+        if target.exists() or target.is_symlink():
+            target.rename(old)
         try:
             tree.rename(target)
         except OSError as exc:
-            # Another run on this machine may have installed the same set meanwhile.
-            if (done := installed_set(target, refs)) is not None:
-                return done
+            if old.exists():
+                old.rename(target)
             raise ToolchainError(f"cannot move the install into {target}: {exc.strerror}") from None
     finally:
         remove_install(staging)
-    return InstalledSet(root=target, archives=tuple(refs), reused=False)

@@ -17,12 +17,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
-from pipeline.fsutil import atomic_write_json, human_bytes
+from pipeline.fsutil import atomic_write_json, fix_mode, human_bytes
+from pipeline.redaction import redact
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
 
 if TYPE_CHECKING:
@@ -88,21 +90,50 @@ def download(
     attempts: int = 5,
     backoff_seconds: float = DEFAULT_BACKOFF,
     timeout_seconds: float = 60.0,
+    verify: Callable[[Path], None] | None = None,
+    wait_lock: float = 0.0,
+    since: datetime | None = None,
+    retry_budget: float | None = None,
 ) -> Downloaded:
     """Fetch ``url`` into the download cache (or reuse the cached copy).
 
     Transient failures (connection errors, 5xx, 429, a body shorter than its
     ``Content-Length``) are retried ``attempts`` times with exponential
     backoff; then NetworkError. A sha256 mismatch is a ToolchainError and is
-    not retried. The cache only ever holds complete, verified files.
+    not retried. ``verify`` (e.g. a full read of an archive) must pass too
+    before the sidecar is written: the cache only ever holds complete,
+    verified files. One process at a time fetches a given file (a lock beside
+    it), and that one removes the ``.part`` files dead runs left. Each
+    retry's wait is said on ``console``; ``retry_budget`` caps the seconds
+    the retries of this download take.
     """
-    import requests
-
     if (hit := cached_download(url, cache_dir, sha256)) is not None:
         if console is not None:
             console.print(f"download cache: {hit.path.name} ({human_bytes(hit.size)})", highlight=False)
         return hit
+    from pipeline.installer.extract import remove_stale
+    from pipeline.locks import hold
+
     cache_dir.mkdir(parents=True, exist_ok=True)
+    name = file_name_of(url)
+    with hold(cache_dir / f".{name}.lock", what=f"the download of {name} into {cache_dir}",
+              since=since, wait_seconds=wait_lock):
+        # Another run may have fetched it while this one waited for the lock.
+        if (hit := cached_download(url, cache_dir, sha256)) is not None:
+            return hit
+        # Under the lock, every .part of this name is a dead run's.
+        remove_stale(cache_dir, f".{name}.", (".part",))
+        return _download_locked(url, cache_dir, sha256, console, session, attempts, backoff_seconds,
+                                timeout_seconds, verify, retry_budget)
+
+
+def _download_locked(
+    url: str, cache_dir: Path, sha256: str | None, console: Console | None, session: requests.Session | None,
+    attempts: int, backoff_seconds: float, timeout_seconds: float, verify: Callable[[Path], None] | None,
+    retry_budget: float | None,
+) -> Downloaded:
+    import requests
+
     scheme = urlsplit(url).scheme
     if scheme == "file":
         path, size, digest = _copy_local(url, cache_dir)
@@ -115,17 +146,28 @@ def download(
         try:
             path, size, digest = call_with_retries(
                 _fetch_once, http, url, cache_dir, console, timeout_seconds,
-                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0),
+                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0), budget=retry_budget,
+                what=redact(f"GET {url}"),
+                on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
             )  # fmt: skip
         except RetriesExhausted as err:
-            raise NetworkError(f"download of {url} failed after {attempts} attempts: {err.last.reason}") from None
+            raise NetworkError(
+                redact(f"download of {url} failed after {err.attempts_text}: {err.last.reason}")
+            ) from None
         finally:
             if own_session:
                 http.close()
     try:
+        final = cache_dir / file_name_of(url)
         if sha256 is not None and digest.lower() != sha256.lower():
             raise ToolchainError(f"sha256 mismatch for {url}: expected {sha256.lower()}, got {digest}")
-        final = cache_dir / file_name_of(url)
+        if verify is not None:
+            try:
+                verify(path)
+            except ToolchainError as err:
+                raise ToolchainError(err.message.replace(path.name, final.name),
+                                     hint="not kept: the next run downloads it again") from None
+        fix_mode(path)
         # An older sidecar must never vouch for the new file.
         _sidecar(final).unlink(missing_ok=True)
         path.replace(final)

@@ -26,28 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
-from pipeline.fsutil import atomic_write_json
+from pipeline.fsutil import atomic_write_json, fix_mode
+from pipeline.names import member_name_problem
 
 # Written inside the install as the last step before it is renamed into place.
 MARKER = ".pipeline-install.json"
+# The one rule for member names, shared with the bundles (pipeline.names).
+name_problem = member_name_problem
 # Folder names that are the top of an install's layout, never a wrapper folder
 # to strip: an archive holding only "lib/" is flat, not wrapped in "lib".
 LAYOUT_DIRS = frozenset({"bin", "lib", "lib64", "llvm", "include", "share", "libexec", "etc", "amdgcn"})
 _DRIVE = re.compile(r"^[A-Za-z]:")
 CHUNK = 1024 * 1024
 
-
-
-def name_problem(name: str) -> str | None:
-    """Why an archive member name is unsafe to extract, or None when it is fine."""
-    if not name or "\x00" in name:
-        return "empty or NUL in name"
-    if name.startswith(("/", "\\")) or _DRIVE.match(name):
-        return "absolute path"
-    parts = re.split(r"[/\\]", name)
-    if ".." in parts:
-        return "'..' in path"
-    return None
 
 
 def link_problem(name: str, linkname: str, *, hard: bool) -> str | None:
@@ -178,6 +169,9 @@ def extract_archive(archive: Path, target: Path, *, marker: Mapping[str, Any] | 
         else:
             _extract_tar(archive, staging)
         root = content_root(staging)
+        if root == staging:
+            # mkdtemp made it 0700; an install is as readable as any folder this process makes.
+            fix_mode(root, folder=True)
         if marker is not None:
             atomic_write_json(root / MARKER, dict(marker))
         try:
@@ -213,7 +207,53 @@ def remove_install(target: Path) -> None:
     _remove_tree(trash)
 
 
-# --------------------------------------------------------------------------
-# Install
+def check_archive(archive: Path, *, name: str | None = None) -> None:
+    """Read every member of ``archive`` to its end; ToolchainError when it is not a whole archive.
+
+    A truncated tarball, an HTML page served under the tarball's name or a
+    zip with a bad CRC all fail here, before the download is trusted.
+    ``name`` is what the message calls the file (default: its own name).
+    """
+    shown = name or archive.name
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                if (bad := zf.testzip()) is not None:
+                    raise ToolchainError(f"{shown}: corrupt archive: member {bad!r} fails its CRC")
+            return
+        try:
+            tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with block below
+        except tarfile.ReadError:
+            with archive.open("rb") as start:
+                head = start.read(40)
+            what = "empty" if not head else f"starts with {head.decode('ascii', 'replace')!r}"
+            raise ToolchainError(f"{shown}: corrupt or unreadable archive: not a tar or zip archive ({what})") from None
+        with tar:
+            for member in tar:
+                if member.isreg() and (data := tar.extractfile(member)) is not None:
+                    with data:
+                        while data.read(CHUNK):
+                            pass
+    except (tarfile.TarError, EOFError, zlib.error, zipfile.BadZipFile, OSError) as exc:
+        raise ToolchainError(f"{shown}: corrupt or unreadable archive: {exc}") from None
+
+
+def remove_stale(folder: Path, prefix: str, suffixes: tuple[str, ...]) -> list[Path]:
+    """Remove ``prefix*suffix`` leftovers of dead runs in ``folder``; the caller holds the lock that owns them."""
+    removed = []
+    for leftover in sorted(folder.glob(f"{glob_escape(prefix)}*")):
+        if leftover.name.endswith(suffixes):
+            with contextlib.suppress(OSError):
+                if leftover.is_dir() and not leftover.is_symlink():
+                    _remove_tree(leftover)
+                else:
+                    leftover.unlink()
+                removed.append(leftover)
+    return removed
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with glob's special characters taken literally."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
 
 

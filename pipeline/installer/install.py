@@ -9,18 +9,33 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ToolchainError
+from pipeline.fsutil import atomic_write_json
 from pipeline.installer.download import download, file_name_of
-from pipeline.installer.extract import MARKER, extract_archive, name_problem, remove_install
+from pipeline.installer.extract import (
+    MARKER,
+    check_archive,
+    extract_archive,
+    name_problem,
+    remove_install,
+    remove_stale,
+)
 from pipeline.retry import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
     import requests
     from rich.console import Console
+
+
+# Gets an extracted install before it replaces the working one; raises ToolchainError if unusable.
+Check = Callable[[Path], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,11 +73,17 @@ def install_archive(
     session: requests.Session | None = None,
     attempts: int = 5,
     backoff_seconds: float = DEFAULT_BACKOFF,
+    check: Check | None = None,
+    wait_lock: float = 0.0,
+    since: datetime | None = None,
+    retry_budget: float | None = None,
 ) -> Installed:
     """Install the archive at ``url`` as ``<root_dir>/<name>``, reusing a complete install.
 
     A complete install (its marker names the same archive, and the same
     sha256 when one is known) is reused as is; ``force`` re-installs it.
+    ``check`` gets the extracted tree before it replaces anything (e.g. the
+    compiler runs ``--version``). One run at a time installs a given folder.
     """
     if name_problem(name) or "/" in name or "\\" in name or name in (".", ".."):
         raise ToolchainError(f"unsafe install folder name {name!r}")
@@ -86,31 +107,34 @@ def install_archive(
             download_reused=True,
         )
 
-    if not force and (done := complete()) is not None:
-        return done
-    got = download(
-        url,
-        cache_dir=cache_dir,
-        sha256=sha256,
-        console=console,
-        session=session,
-        attempts=attempts,
-        backoff_seconds=backoff_seconds,
-    )
-    remove_install(target)
-    status = console.status(f"installing {archive_name}") if console is not None else contextlib.nullcontext()
-    try:
+    from pipeline.locks import hold
+
+    with hold(root_dir / f".{name}.lock", what=f"the install {target}", since=since, wait_seconds=wait_lock):
+        # Under the lock, every staging folder of this install is a dead run's.
+        remove_stale(root_dir, f".{name}.", (".partial", ".trash"))
+        if not force and (done := complete()) is not None:
+            return done
+        got = download(
+            url,
+            cache_dir=cache_dir,
+            sha256=sha256,
+            console=console,
+            session=session,
+            attempts=attempts,
+            backoff_seconds=backoff_seconds,
+            retry_budget=retry_budget,
+            verify=check_archive,
+            wait_lock=wait_lock,
+            since=since,
+        )
+        status = console.status(f"installing {archive_name}") if console is not None else contextlib.nullcontext()
         with status:
-            extract_archive(
+            stage_and_swap(
                 got.path,
                 target,
                 marker={"url": url, "archive": archive_name, "sha256": got.sha256, "size": got.size},
+                check=check,
             )
-    except ToolchainError:
-        # Another run on this machine may have installed the same archive meanwhile.
-        if (done := complete()) is not None:
-            return done
-        raise
     return Installed(
         root=target,
         url=url,
@@ -119,3 +143,38 @@ def install_archive(
         reused=False,
         download_reused=got.reused,
     )
+
+
+def stage_and_swap(
+    archive: Path, target: Path, *, marker: dict[str, Any], check: Check | None = None
+) -> None:
+    """Extract ``archive`` beside ``target``, check it, then put it in ``target``'s place.
+
+    The working install at ``target`` is moved aside only once the new one is
+    complete and has passed ``check``, and is put back if the new one cannot
+    be moved in: a failed install never removes the old one.
+    """
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
+    try:
+        new = extract_archive(archive, staging / "new")
+        if check is not None:
+            try:
+                check(new)
+            except ToolchainError as err:
+                # Out of the download cache too: a re-published archive is fetched again next time.
+                archive.with_name(archive.name + ".json").unlink(missing_ok=True)
+                archive.unlink(missing_ok=True)
+                kept = "the working install was kept" if target.exists() else "nothing was installed"
+                raise ToolchainError(f"{archive.name} is not a usable install: {err.message}; {kept}") from None
+        atomic_write_json(new / MARKER, marker)
+        old = staging / "old"
+        if target.exists() or target.is_symlink():
+            target.rename(old)
+        try:
+            new.rename(target)
+        except OSError as exc:
+            if old.exists():
+                old.rename(target)
+            raise ToolchainError(f"cannot move the install into {target}: {exc.strerror}") from None
+    finally:
+        remove_install(staging)

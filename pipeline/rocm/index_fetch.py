@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pipeline.errors import IndexFormatError, NetworkError, UsageError
+from pipeline.redaction import redact
 from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 from pipeline.rocm.index import (
     IndexEntry,
@@ -89,13 +90,17 @@ def _get_once(session: requests.Session, url: str, timeout: float) -> str:
         raise IndexFormatError(f"{url}: the page is not {encoding} text") from None
 
 
-def _get_text(session: requests.Session, url: str, *, timeout: float, retries: int, backoff: float) -> str:
+def _get_text(
+    session: requests.Session, url: str, *, timeout: float, retries: int, backoff: float,
+    budget: float | None = None, on_wait: Callable[[str], None] | None = None,
+) -> str:
     try:
         return call_with_retries(
-            _get_once, session, url, timeout, attempts=retries + 1, backoff=backoff, max_wait=MAX_WAIT, jitter=True
+            _get_once, session, url, timeout, attempts=retries + 1, backoff=backoff, max_wait=MAX_WAIT, jitter=True,
+            budget=budget, on_wait=on_wait, what=redact(f"GET {url}"),
         )
     except RetriesExhausted as err:
-        raise NetworkError(f"{url}: failed after {err.attempts_text}: {err.last.reason}") from None
+        raise NetworkError(redact(f"{url}: failed after {err.attempts_text}: {err.last.reason}")) from None
 
 
 def _read_file_url(url: str) -> str:
@@ -118,6 +123,8 @@ def fetch_index(
     backoff: float | None = None,
     session: requests.Session | None = None,
     on_page: Callable[[int, int], None] | None = None,
+    budget: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> list[IndexEntry]:
     """Every entry of the index at ``url`` (HTML or S3 XML, all pages).
 
@@ -126,6 +133,8 @@ def fetch_index(
     the run's HTTP backoff setting, else 1); raises NetworkError when the host stays
     unreachable or answers another 4xx, IndexFormatError when the page is not an
     index. ``on_page(pages, entries)`` is called after each page (progress).
+    ``budget`` caps the seconds one page's retries take; ``on_wait`` gets a
+    line before each retry's wait (see :func:`pipeline.retry.call_with_retries`).
     """
     scheme = urlsplit(url).scheme
     if scheme not in ("http", "https", "file"):
@@ -145,7 +154,9 @@ def fetch_index(
                 text = _read_file_url(page_url)
             else:
                 assert session is not None
-                text = _get_text(session, page_url, timeout=timeout, retries=retries, backoff=wait)
+                text = _get_text(
+                    session, page_url, timeout=timeout, retries=retries, backoff=wait, budget=budget, on_wait=on_wait
+                )
             if sniff_format(text) == "html":
                 if page_no > 1:
                     raise IndexFormatError(f"{page_url}: page {page_no} of an S3 listing is not XML")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,3 +85,9 @@ class ToolchainRequest:
     download_cache: Path
     toolchain_dir: Path
     http_backoff: float = 1.0
+    # Seconds to wait for another run installing the same toolchain (0: fail at once).
+    wait_lock: float = 0.0
+    # This run's start, written beside a lock this run holds.
+    started: datetime | None = None
+    # PIPELINE_HTTP_RETRY_BUDGET: most seconds one download spends on its retries (None: no cap).
+    http_retry_budget: float | None = None

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.children import run_child
 from pipeline.config import Leg
 from pipeline.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree
 from pipeline.errors import NetworkError, ToolchainError
@@ -47,7 +48,7 @@ def fetch_wheel(requirement: str, sha256: str, cache_dir: Path, *, python: str, 
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".pip-") as tmp:
         cmd = pip_download_command(python, requirement, Path(tmp), platform)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            proc = run_child(cmd, capture_output=True, text=True, timeout=1800)
         except (OSError, subprocess.SubprocessError) as exc:
             raise NetworkError(f"pip download {requirement}: cannot run pip: {exc}") from None
         if proc.returncode != 0:

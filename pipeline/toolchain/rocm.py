@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
@@ -351,7 +351,8 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     url = resolved.sha256_url
     assert url is not None
     try:
-        got = download(url, cache_dir=request.download_cache, backoff_seconds=request.http_backoff)
+        got = download(url, cache_dir=request.download_cache, backoff_seconds=request.http_backoff,
+                       retry_budget=request.http_retry_budget)
     except NetworkError as err:
         # download's message leads with "download of <url>"; say it once.
         reason = err.message.replace(f"download of {url} ", "", 1)
@@ -372,6 +373,25 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
         # A bad copy must not stay cached: the next run fetches it again.
         got.path.unlink(missing_ok=True)
         raise
+
+
+def install_check(os_name: str) -> Callable[[Path], None]:
+    """What a new TheRock install must pass before it replaces the working one: its clang runs.
+
+    A tarball without clang, an empty one, or one whose clang cannot run is
+    refused here, not kept as a complete install that fails every later run.
+    A Windows install checked on another OS can only show that clang is there.
+    """
+    import sys
+
+    from pipeline.toolchain import version_output
+
+    def check(root: Path) -> None:
+        clang = find_clang_dir(root, os_name) / exe(os_name, "clang")
+        if (os_name == "windows") == (sys.platform == "win32"):
+            version_output(clang)
+
+    return check
 
 
 def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
@@ -402,6 +422,10 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
             root_dir=request.toolchain_dir,
             cache_dir=request.download_cache,
             backoff_seconds=request.http_backoff,
+            check=install_check(leg.os),
+            wait_lock=request.wait_lock,
+            since=request.started,
+            retry_budget=request.http_retry_budget,
         )
     except ToolchainError as err:
         if checksum is None:

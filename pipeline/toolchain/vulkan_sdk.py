@@ -17,6 +17,7 @@ from pipeline.config import Leg
 from pipeline.errors import ToolchainError
 from pipeline.installer.archive_set import ArchiveRef, install_archive_set
 from pipeline.installer.download import download
+from pipeline.installer.extract import check_archive
 from pipeline.toolchain import Toolchain
 from pipeline.toolchain.vulkan import vulkan_toolchain
 from pipeline.toolchain_pins import SdkPin
@@ -31,14 +32,24 @@ def install_vulkan_sdk(
     """Install the pinned SDK archive; the SDK folder (the one holding ``bin/glslc``)."""
 
     def fetch(ref: ArchiveRef) -> Path:
-        return download(ref.label, cache_dir=cache_dir, sha256=ref.sha256, console=console).path
+        return download(ref.label, cache_dir=cache_dir, sha256=ref.sha256, console=console,
+                        verify=check_archive).path
+
+    glslc_in_sdk = Path(pin.root or ".") / "bin" / ("glslc.exe" if os_name == "windows" else "glslc")
+
+    def check(tree: Path) -> None:
+        # Before it replaces anything: an SDK without glslc is never kept as a complete install.
+        if not (tree / glslc_in_sdk).is_file():
+            raise ToolchainError(f"{pin.url}: the SDK has no {glslc_in_sdk.as_posix()} "
+                                 f"(check [toolchains.vulkan.{os_name}].root)")
 
     ref = ArchiveRef(label=pin.url, sha256=pin.sha256)
-    installed = install_archive_set([ref], root_dir / f"vulkan-sdk-{pin.version}-{os_name}", fetch=fetch)
+    installed = install_archive_set([ref], root_dir / f"vulkan-sdk-{pin.version}-{os_name}", fetch=fetch,
+                                    check=check)
     sdk = installed.root / pin.root if pin.root else installed.root
-    glslc = sdk / "bin" / ("glslc.exe" if os_name == "windows" else "glslc")
+    glslc = installed.root / glslc_in_sdk
     if not glslc.is_file():
-        raise ToolchainError(f"{pin.url}: the installed SDK has no {glslc.relative_to(installed.root)} (check [toolchains.vulkan.{os_name}].root)")
+        raise ToolchainError(f"{pin.url}: the installed SDK has no {glslc_in_sdk.as_posix()} (check [toolchains.vulkan.{os_name}].root)")
     if console is not None:
         state = "reused" if installed.reused else "installed"
         console.print(f"vulkan: {state} SDK {pin.version} at {sdk}", highlight=False)

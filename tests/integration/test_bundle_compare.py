@@ -22,7 +22,8 @@ import pytest
 from rich.console import Console
 
 from pipeline.build import run_leg
-from pipeline.bundle import compare, make_bundle, read_manifest
+from pipeline.bundle import make_bundle, read_manifest
+from pipeline.bundle_compare import compare
 from pipeline.config import MixPin, SourceConfig, load_matrix
 from pipeline.options import LegOptions
 from pipeline.record import LegRecord

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,8 @@ def test_offline_clone_failure_suggests_source(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert str(tmp_path / "no-such-repo") in lines[0] and "pass --source DIR" in lines[0]
-    assert not (tmp_path / "out" / "cpu" / "record.json").exists()
+    # The record, written as running before the clone, says how the run ended (issue 12).
+    assert json.loads((tmp_path / "out" / "cpu" / "record.json").read_text())["status"] == "failed"
 
 
 @pytest.mark.parametrize(("tag", "with_source"), [("v1.0", False), ("../../etc", True), ("b12 ", False)])

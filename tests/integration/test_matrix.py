@@ -14,11 +14,13 @@ from tests.support.actions_files import read_file_commands
 pytestmark = pytest.mark.integration
 
 MATRIX = ROOT / "matrix.toml"
+RESOLUTION = '''{"format": 1, "now": "2026-08-10T09:17:00Z", "rocm_policy": "weekly", "cutoff": "20260808", "index_url": null, "legs": {}, "source": {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b1", "base_commit": null, "base_date": null, "tag": "b1", "mix": [], "mix_hash": null, "commit": null}}'''
 
 
 def test_one_entry_per_leg_with_its_runner(tmp_path: Path) -> None:
     resolved = tmp_path / "resolved.json"
-    resolved.write_text(json.dumps({"format": 1, "legs": {}, "source": {"tag": "b1"}}, indent=2))
+    # A whole resolution, as `resolve` writes it: it is validated before it is handed on.
+    resolved.write_text(json.dumps(json.loads(RESOLUTION), indent=2))
     env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "output")}
     proc = run_pipeline(["--matrix", str(MATRIX), "matrix", "--github", "--resolved", str(resolved)], env=env)
     assert proc.returncode == 0, proc.stderr

@@ -36,6 +36,8 @@ Built = tuple[dict[str, Any], Path]
 COMPILATIONS = 2
 
 FILES = {
+    # Every bundle carries the tree's LICENSE (check-bundle refuses one without).
+    "LICENSE": "MIT License\n\nwheredemo, a test project.\n",
     "CMakeLists.txt": textwrap.dedent(
         """\
         cmake_minimum_required(VERSION 3.16)
@@ -121,7 +123,7 @@ def test_cold_warm_and_clean_bundles_are_byte_identical(builds: dict[str, Built]
     for other in bundles[1:]:
         proc = run_pipeline(["compare", str(bundles[0]), str(other)])
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "2 of 2 files identical (identical)" in proc.stdout
+        assert "3 of 3 files identical (identical)"  # LICENSE, the library, the program in proc.stdout
         assert other.read_bytes() == bundles[0].read_bytes()
 
 
@@ -155,4 +157,4 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(
          "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "fresh-ccache")],
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 of 2 files identical (identical)" in proc.stdout
+    assert "3 of 3 files identical (identical)"  # LICENSE, the library, the program in proc.stdout

@@ -216,3 +216,17 @@ def test_delete_of_a_vanished_cache_is_not_an_error(gh: FakeGitHub) -> None:
     assert client.delete_cache(101) is True
     assert client.delete_cache(101) is False
     assert gh.deleted == [101]
+
+
+def test_an_echoed_token_is_never_printed_and_a_retry_says_why(gh: FakeGitHub) -> None:
+    # A hostile or buggy server echoes the token in its bodies; one 503 first, then a 403.
+    echo = json.dumps({"message": f"denied for token {TOKEN} (Authorization: Bearer {TOKEN})"}).encode()
+    gh.fault("GET", r"caches", 503, body=echo)
+    gh.fault("GET", r"caches", 403, body=echo)
+    proc = prune(gh, "--apply")
+    assert proc.returncode == GitHubError.exit_code
+    assert TOKEN not in proc.stdout + proc.stderr
+    wait, error = proc.stderr.strip().splitlines()
+    assert wait.startswith("GET ") and "HTTP 503" in wait and "attempt 1 of " in wait and wait.endswith(" s")
+    assert "HTTP 403" in error and "denied for token ***" in error
+    assert gh.deleted == []

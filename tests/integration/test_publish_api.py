@@ -102,7 +102,7 @@ def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
         assert {r.method for r in gh.requests} == {"GET"}
     assert "release b7000: none yet: a draft will be created" in proc.stdout
     assert "dry run: would upload 5, keep 0 (pass --apply to publish)" in proc.stdout
-    assert proc.stdout.index("llama-b7000-bin-linux-vulkan") < proc.stdout.index("SHA256SUMS")
+    assert proc.stdout.index("llama-b7000-bin-ubuntu-vulkan") < proc.stdout.index("SHA256SUMS")
 
 
 def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(tmp_path: Path) -> None:
@@ -117,8 +117,8 @@ def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(
         assert not any(r.uploads for r in gh.requests if r not in uploads)
         release = gh.release(TAG)
         assert release is not None
-        assert "| cuda | `llama-b7000-bin-linux-cuda-x64.tar.gz` | cuda-toolkit" not in release["body"]
-        assert "| cuda | `llama-b7000-bin-linux-cuda-x64.tar.gz` | cuda-toolchain | 25.0% | 1m 41s | not checked |" in release["body"]
+        assert "| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolkit" not in release["body"]
+        assert "| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolchain | 25.0% | 1m 41s | not checked |" in release["body"]
 
         before = len(gh.requests)
         again = publish(gh, tmp_path / "out", "--apply")
@@ -131,8 +131,8 @@ def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(
 def test_a_5xx_and_a_429_in_the_middle_of_the_uploads_are_retried(tmp_path: Path) -> None:
     bundles = make_run(tmp_path / "out")
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
-        gh.fault("POST", r"/assets\?name=llama-b7000-bin-linux-cuda", 502)
-        gh.fault("POST", r"/assets\?name=llama-b7000-bin-linux-rocm", 429, headers={"Retry-After": "0"})
+        gh.fault("POST", r"/assets\?name=llama-b7000-bin-ubuntu-cuda", 502)
+        gh.fault("POST", r"/assets\?name=llama-b7000-bin-ubuntu-rocm", 429, headers={"Retry-After": "0"})
         proc = publish(gh, tmp_path / "out", "--apply")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert_release_complete(gh, bundles, tmp_path)
@@ -192,7 +192,7 @@ def test_the_coverage_gate_blocks_a_failed_leg_unless_allowed(tmp_path: Path) ->
 
 def test_a_differing_asset_is_refused_unless_replace(tmp_path: Path) -> None:
     bundles = make_run(tmp_path / "out")
-    cpu = "llama-b7000-bin-linux-cpu-x64.tar.gz"
+    cpu = "llama-b7000-bin-ubuntu-x64.tar.gz"
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         gh.add_release(TAG, draft=True, assets={cpu: b"another build"})
         proc = publish(gh, tmp_path / "out", "--apply")
@@ -223,7 +223,8 @@ def test_already_exists_on_upload_keeps_an_identical_asset(tmp_path: Path) -> No
 
 def test_an_existing_release_skips_the_run_unless_forced(tmp_path: Path) -> None:
     resolved = tmp_path / "resolved.json"
-    resolved.write_text(json.dumps({"source": {"tag": TAG}}))
+    # A whole resolution, as `resolve` writes it (it is validated when read).
+    resolved.write_text('''{"format": 1, "now": "2026-08-10T09:17:00Z", "rocm_policy": "weekly", "cutoff": "20260808", "index_url": null, "legs": {}, "source": {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b7000", "base_commit": null, "base_date": null, "tag": "b7000", "mix": [], "mix_hash": null, "commit": null}}''')
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         def ask(*extra: str, **env: str) -> dict[str, str]:
             outputs = tmp_path / f"out-{len(gh.requests)}"

@@ -220,7 +220,7 @@ def test_the_build_compiles_the_reduced_leg_and_the_warm_one_hits_everything(rea
 
 def test_bundles_from_two_folders_are_byte_identical(real_tree: RealTree) -> None:
     a, b = real_tree.runner.bundle, real_tree.laptop.bundle
-    assert a.name == b.name == f"llama-{expected_tag(real_tree.forge)}-bin-linux-cpu-x64.tar.gz"
+    assert a.name == b.name == f"llama-{expected_tag(real_tree.forge)}-bin-ubuntu-x64.tar.gz"
     proc = pipeline(["compare", str(a), str(b)], cwd=real_tree.root, env={})
     assert "(identical)" in proc.stdout, proc.stdout
     assert a.read_bytes() == b.read_bytes()
@@ -265,8 +265,19 @@ def test_the_bundled_program_runs_from_the_extracted_bundle(real_tree: RealTree,
     # llama.cpp's build info: the commit that was built is the mix's merge commit.
     assert f"commit {commit[:7]})" in version.stderr, version.stderr
     assert "(built with the e2e mix)" in usage.stdout
-    # TODO(issue 14, part 2): run `python -m pipeline check-bundle` on both bundles once it exists
-    # (another engineer's part); until then the checks above stand in for it.
+
+
+def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:
+    """Every build ran check-bundle on its bundle; the command agrees, smoke run included."""
+    for run in (real_tree.runner, real_tree.laptop):
+        check = run.record["bundle_check"]
+        assert check["ok"] is True and check["problems"] == [], check
+        assert [s["program"] for s in check["smoke"]] == ["bin/llama-gguf-split"], check
+        proc = pipeline(["check-bundle", str(run.bundle), "--json"], cwd=real_tree.root, env={})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        data = json.loads(proc.stdout)
+        assert data["ok"] is True and data["glibc_required"] is not None
+        assert all(s["exit_code"] == 0 for s in data["smoke"]) and data["smoke"], data
 
 
 def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(real_tree: RealTree) -> None:

@@ -394,9 +394,24 @@ def test_cli_unreachable_index(tmp_path: Path) -> None:
     write_matrix(tmp_path, closed_port_url())
     proc = cli(tmp_path, "resolve", "--now", NOW_ISO)
     assert proc.returncode == 4
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-    assert "failed after 6 attempts: [Errno 111] Connection refused" in proc.stderr
+    *waits, error = proc.stderr.strip().splitlines()
+    # Each retry's wait says why (what failed, attempt n of m, how long); then the one error line.
+    assert [w.split("; ")[1].split(" failed")[0] for w in waits] == [f"attempt {n} of 6" for n in range(1, 6)]
+    assert all("Connection refused" in w and w.endswith(" s") for w in waits)
+    assert error.startswith("error: ") and "failed after 6 attempts: [Errno 111] Connection refused" in error
+    assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_retry_budget_ends_the_retries_and_says_so(tmp_path: Path) -> None:
+    # The first wait (0.5-1 s with jitter) already passes a 0.1 s budget: one attempt, no wait.
+    write_matrix(tmp_path, closed_port_url())
+    proc = cli(tmp_path, "resolve", "--now", NOW_ISO,
+               env={"PIPELINE_HTTP_BACKOFF": "1", "PIPELINE_HTTP_RETRY_BUDGET": "0.1"})
+    assert proc.returncode == 4
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "failed after 1 attempt (the retry budget of 0.1 s is spent" in proc.stderr
+    assert "PIPELINE_HTTP_RETRY_BUDGET" in proc.stderr
 
 
 # --------------------------------------------------------------------------

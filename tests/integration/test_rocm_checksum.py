@@ -62,8 +62,10 @@ def _prepare(matrix: Matrix) -> Toolchain:
 
 def _nothing_installed() -> None:
     """No install, no staging folder, and no tarball in the download cache."""
-    assert not toolchains_dir().exists() or not any(toolchains_dir().iterdir())
-    cached = sorted(p.name for p in download_cache_dir().iterdir()) if download_cache_dir().exists() else []
+    # Lock files stay on purpose (an empty file; deleting one would race another run).
+    assert not toolchains_dir().exists() or all(p.name.endswith(".lock") for p in toolchains_dir().iterdir())
+    cached = sorted(p.name for p in download_cache_dir().iterdir()
+                    if not p.name.endswith(".lock")) if download_cache_dir().exists() else []
     assert NAME not in cached and not any(n.endswith(".part") for n in cached), cached
 
 

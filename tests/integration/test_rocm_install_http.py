@@ -13,7 +13,7 @@ from rich.console import Console
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.installer.download import download
 from pipeline.installer.install import install_archive
-from tests.support.archives import make_tar, therock_members
+from tests.support.archives import FAKE_CLANG, make_tar, therock_members
 from tests.support.httpserver import LocalServer, Response
 
 NAME = "therock-dist-linux-gfx110X-all-7.0.0a20250101.tar.gz"
@@ -30,7 +30,8 @@ def _dirs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _contents(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    # Lock files stay on purpose (an empty file; deleting one would race another run).
+    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(".lock")) if folder.exists() else []
 
 
 def test_download_install_then_cache_reuse_makes_no_request(
@@ -42,7 +43,7 @@ def test_download_install_then_cache_reuse_makes_no_request(
     console = Console(file=out, width=200)
     first = install_archive(http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, console=console)
     assert first.sha256 == hashlib.sha256(tarball).hexdigest()
-    assert (first.root / "lib/llvm/bin/clang").read_bytes() == b"#!clang"
+    assert (first.root / "lib/llvm/bin/clang").read_bytes() == FAKE_CLANG
     assert http_server.hits(PATH) == 1
     assert f"downloaded {NAME}" in out.getvalue()
 
@@ -134,3 +135,24 @@ def test_progress_off_a_terminal_prints_sparse_lines(http_server: LocalServer, t
     # Intermediate lines with size and speed (a CI log has no live bar), then the summary.
     assert any(line.startswith(f"download {NAME}: ") and " of 3.0 MiB, " in line and "/s)" in line for line in lines)
     assert lines[-1].startswith(f"downloaded {NAME}: 3.0 MiB in ")
+
+
+def test_each_retry_wait_of_a_download_is_said_on_the_console(
+    http_server: LocalServer, tarball: bytes, tmp_path: Path
+) -> None:
+    http_server.route(PATH, Response(503, b"busy"), Response(503, b"busy"), Response(200, tarball))
+    out = io.StringIO()
+    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=0,
+                   console=Console(file=out, width=300))
+    assert got.size == len(tarball)
+    waits = [line for line in out.getvalue().splitlines() if "retrying in" in line]
+    assert [w.split("; ")[1].split(" failed")[0] for w in waits] == ["attempt 1 of 5", "attempt 2 of 5"]
+    assert all(w.startswith(f"GET {http_server.url(PATH)}: HTTP 503") for w in waits)
+
+
+def test_a_download_retry_budget_ends_the_retries(http_server: LocalServer, tmp_path: Path) -> None:
+    http_server.route(PATH, *[Response(503, b"busy")] * 5)
+    with pytest.raises(NetworkError, match=r"after 1 attempt \(the retry budget of 0\.5 s is spent"):
+        download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=1, retry_budget=0.5)
+    assert http_server.hits(PATH) == 1
+    assert _contents(tmp_path / "dl") == []

@@ -65,11 +65,15 @@ def make_zip(path: Path, members: dict[str, bytes], *, symlink: tuple[str, str] 
     return path
 
 
+# A clang that runs `--version` as a TheRock install's must before it is installed.
+FAKE_CLANG = b"#!/bin/sh\necho 'clang version 20.0.0 (fake TheRock)'\n"
+
+
 def therock_members(prefix: str = "./") -> list[tuple[tarfile.TarInfo, bytes | None]]:
     return [
         tar_dir(prefix or "."),
         tar_dir(f"{prefix}lib/llvm/bin"),
-        tar_file(f"{prefix}lib/llvm/bin/clang", b"#!clang", mode=0o755),
+        tar_file(f"{prefix}lib/llvm/bin/clang", FAKE_CLANG, mode=0o755),
         tar_symlink(f"{prefix}lib/llvm/bin/clang++", "clang"),
         tar_file(f"{prefix}lib/llvm/lib/clang/20/include/stddef.h", b"/* stddef */"),
         tar_symlink(f"{prefix}bin/amdclang", "../lib/llvm/bin/clang"),

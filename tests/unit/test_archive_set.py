@@ -40,7 +40,8 @@ def test_archives_merge_into_one_tree_and_finish_runs_before_sealing(tmp_path: P
     assert (target / "nvidia/cu13/lib/libcudart.so").read_bytes() == b"rt"
     assert sorted(p.name for p in target.iterdir()) == [".pipeline-install.json", "a-1.dist-info", "b-1.dist-info", "nvidia"]
     # Nothing left beside the install (no staging folders).
-    assert [p.name for p in target.parent.iterdir()] == ["cuda-1-linux"]
+    # The install's lock file stays (an empty file: deleting it would race another run).
+    assert sorted(p.name for p in target.parent.iterdir()) == [".cuda-1-linux.lock", "cuda-1-linux"]
 
 
 def test_a_complete_install_of_the_same_set_is_reused_without_fetching(tmp_path: Path) -> None:
@@ -69,7 +70,7 @@ def test_two_archives_disagreeing_on_a_file_install_nothing(tmp_path: Path) -> N
     with pytest.raises(ToolchainError, match=r"b==1: x.h clashes with a different file"):
         install_archive_set(refs(files), target, fetch=lambda r: files[r.label])
     assert not target.exists()
-    assert list((tmp_path / "tc").iterdir()) == []
+    assert [p.name for p in (tmp_path / "tc").iterdir()] == [".t.lock"]
 
 
 def test_an_unsafe_member_in_any_archive_installs_nothing(tmp_path: Path) -> None:

@@ -16,13 +16,13 @@ import pytest
 from pipeline.archive import FIXED_MTIME
 from pipeline.bundle import (
     bundle_name,
-    compare,
     is_payload,
     make_bundle,
     portable_cmake_args,
     portable_text,
     read_manifest,
 )
+from pipeline.bundle_compare import compare
 from pipeline.config import Leg
 from pipeline.errors import BundleError
 from pipeline.record import LegRecord

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from pipeline.config import parse_matrix
 from pipeline.errors import UsageError
 from pipeline.github import redact_token
 from pipeline.publishing import content_type
+from pipeline.resolution import Resolution, SourceSpec
 from tests.support.inputs import make_inputs
 
 LEGS = ["cpu", "cuda", "vulkan"]
@@ -47,16 +48,14 @@ def test_forced_by_the_flag_else_the_environment() -> None:
     assert is_forced(True, "false") and not is_forced(False, "true")
 
 
-def test_tag_from_resolution(tmp_path: Path) -> None:
-    good = tmp_path / "r.json"
-    good.write_text(json.dumps({"source": {"tag": "b7000-mix-abcdef0"}}))
-    assert tag_from_resolution(good) == "b7000-mix-abcdef0"
-    bare = tmp_path / "bare.json"
-    bare.write_text(json.dumps({"source": None}))
+def test_tag_from_resolution() -> None:
+    moment = datetime(2026, 8, 1, tzinfo=UTC)
+    spec = SourceSpec(repo="https://github.com/ggml-org/llama.cpp", base_tag="b7000")
+    good = Resolution(now=moment, rocm_policy="weekly", cutoff=None, source=spec)
+    assert tag_from_resolution(good, "r.json") == "b7000"
+    bare = Resolution(now=moment, rocm_policy="weekly", cutoff=None)
     with pytest.raises(UsageError, match=r"bare.json: no source tag"):
-        tag_from_resolution(bare)
-    with pytest.raises(UsageError, match="not a readable resolution"):
-        tag_from_resolution(tmp_path / "missing.json")
+        tag_from_resolution(bare, "bare.json")
 
 
 def test_run_url_from_the_runner_variables() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.bundle import Comparison
+from pipeline.bundle_compare import Comparison
 from pipeline.commands.reproduce import material_differences, recorded_source_dir, spec_from_manifest
 from pipeline.config import parse_matrix
 from pipeline.errors import BundleError

@@ -84,3 +84,83 @@ def test_backoff_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIPELINE_HTTP_BACKOFF", "fast")
     with pytest.raises(UsageError, match="PIPELINE_HTTP_BACKOFF"):
         default_backoff()
+
+
+class _FakeClock:
+    """A clock that moves only when the code under test sleeps: no wall-clock time in the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_each_wait_is_announced_with_what_attempt_and_how_long() -> None:
+    clock, lines = _FakeClock(), []
+    attempt, _ = _failing([Retryable("HTTP 503 Service Unavailable"), Retryable("read timed out"), "ok"])
+    call_with_retries(attempt, attempts=4, backoff=2.0, max_wait=60.0, sleep=clock.sleep, clock=clock,
+                      on_wait=lines.append, what="GET http://127.0.0.1:1/index")
+    assert lines == [
+        "GET http://127.0.0.1:1/index: HTTP 503 Service Unavailable; attempt 1 of 4 failed, retrying in 2.0 s",
+        "GET http://127.0.0.1:1/index: read timed out; attempt 2 of 4 failed, retrying in 4.0 s",
+    ]
+    assert clock.slept == [2.0, 4.0]
+
+
+def test_budget_stops_before_a_wait_that_would_pass_it() -> None:
+    # Waits 1, 2, 4, 8 ... with a budget of 10 s: 1 + 2 + 4 = 7 s fit, the next 8 s would pass it.
+    clock = _FakeClock()
+    attempt, calls = _failing([Retryable("HTTP 503")] * 10)
+    with pytest.raises(RetriesExhausted) as info:
+        call_with_retries(attempt, attempts=10, backoff=1.0, max_wait=100.0, sleep=clock.sleep, clock=clock,
+                          budget=10.0)
+    assert clock.slept == [1.0, 2.0, 4.0]
+    assert len(calls) == 4
+    assert info.value.budget == 10.0
+    assert "retry budget of 10 s" in info.value.attempts_text
+
+
+def test_budget_counts_the_time_spent_in_attempts_too() -> None:
+    # Each attempt takes 30 s (a hung server until the timeout): the budget of 60 s
+    # allows attempt 1 (30 s) + wait 1 s + attempt 2 (30 s), then no more.
+    clock = _FakeClock()
+
+    def slow_attempt() -> str:
+        clock.now += 30.0
+        raise Retryable("read timed out")
+
+    with pytest.raises(RetriesExhausted) as info:
+        call_with_retries(slow_attempt, attempts=6, backoff=1.0, max_wait=30.0, sleep=clock.sleep, clock=clock,
+                          budget=60.0)
+    assert info.value.attempts == 2
+    assert clock.slept == [1.0]
+
+
+def test_a_huge_retry_after_within_attempts_is_refused_by_the_budget() -> None:
+    clock, lines = _FakeClock(), []
+    attempt, calls = _failing([Retryable("HTTP 429 rate limited", wait=300.0), "ok"])
+    with pytest.raises(RetriesExhausted):
+        call_with_retries(attempt, attempts=3, backoff=1.0, max_wait=300.0, sleep=clock.sleep, clock=clock,
+                          budget=120.0, on_wait=lines.append)
+    assert clock.slept == [] and lines == [] and len(calls) == 1
+
+
+def test_without_budget_attempts_alone_end_the_retries() -> None:
+    clock = _FakeClock()
+    attempt, calls = _failing([Retryable("x")] * 3)
+    with pytest.raises(RetriesExhausted) as info:
+        call_with_retries(attempt, attempts=3, backoff=100.0, max_wait=1000.0, sleep=clock.sleep, clock=clock)
+    assert info.value.budget is None and len(calls) == 3 and clock.slept == [100.0, 200.0]
+
+
+def test_retry_budget_setting_refuses_non_finite_and_negative() -> None:
+    for bad in ("nan", "inf", "-1", "1e308", "soon"):
+        with pytest.raises(UsageError, match="PIPELINE_HTTP_RETRY_BUDGET"):
+            S.pick(S.HTTP_RETRY_BUDGET, environ={"PIPELINE_HTTP_RETRY_BUDGET": bad})
+    assert S.pick(S.HTTP_RETRY_BUDGET, environ={"PIPELINE_HTTP_RETRY_BUDGET": "45"}).value == 45.0

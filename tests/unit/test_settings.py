@@ -36,6 +36,10 @@ VALUES = {
     "api_url": ("http://127.0.0.1:1/api", "http://127.0.0.1:2/api", None),
     "status": ("failure", "success", None),
     "force": (None, "true", None),
+    "wait_lock": ("30", "5", None),
+    "http_retry_budget": (None, "45", None),
+    # --debug is a switch (store_true), read before the run's inputs: only its variable goes through pick.
+    "debug": (None, "1", None),
 }
 
 
