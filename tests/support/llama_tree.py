@@ -63,7 +63,9 @@ def fetch_sdist(cache: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+            # --no-binary for this project only: pip still prepares the sdist's metadata, and with
+            # ":all:" it would build the build backend's own requirements (CMake!) from source.
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", SDIST_PROJECT,
              f"{SDIST_PROJECT}=={SDIST_VERSION}", "-d", tmp],
             capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip
