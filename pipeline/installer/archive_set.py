@@ -22,7 +22,14 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.fsutil import atomic_write_json, fix_mode
-from pipeline.installer.extract import MARKER, extract_archive, name_problem, remove_install, remove_stale
+from pipeline.installer.extract import (
+    MARKER,
+    extract_archive,
+    name_problem,
+    remove_install,
+    remove_stale,
+    swap_into_place,
+)
 from pipeline.installer.install import read_marker
 
 
@@ -132,14 +139,6 @@ def _stage_and_swap(
         if check is not None:
             check(tree)
         atomic_write_json(tree / MARKER, marker)
-        old = staging / "old"
-        if target.exists() or target.is_symlink():
-            target.rename(old)
-        try:
-            tree.rename(target)
-        except OSError as exc:
-            if old.exists():
-                old.rename(target)
-            raise ToolchainError(f"cannot move the install into {target}: {exc.strerror}") from None
+        swap_into_place(tree, target, staging)
     finally:
         remove_install(staging)

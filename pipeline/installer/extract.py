@@ -195,6 +195,23 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, onerror=make_writable)
 
 
+def swap_into_place(new: Path, target: Path, staging: Path) -> None:
+    """Move the finished tree ``new`` to ``target``; the old install (if any) goes aside into ``staging``.
+
+    If the final rename fails, the old install is put back: a working
+    install is never lost to a failed new one.
+    """
+    old = staging / "old"
+    if target.exists() or target.is_symlink():
+        target.rename(old)
+    try:
+        new.rename(target)
+    except OSError as exc:
+        if old.exists():
+            old.rename(target)
+        raise ToolchainError(f"cannot move the install into {target}: {exc.strerror}") from None
+
+
 def remove_install(target: Path) -> None:
     """Delete an install so it is never seen half-deleted: rename it aside, then remove."""
     if not target.exists() and not target.is_symlink():

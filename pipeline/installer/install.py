@@ -26,6 +26,7 @@ from pipeline.installer.extract import (
     name_problem,
     remove_install,
     remove_stale,
+    swap_into_place,
 )
 from pipeline.retry import DEFAULT_BACKOFF
 
@@ -167,14 +168,6 @@ def stage_and_swap(
                 kept = "the working install was kept" if target.exists() else "nothing was installed"
                 raise ToolchainError(f"{archive.name} is not a usable install: {err.message}; {kept}") from None
         atomic_write_json(new / MARKER, marker)
-        old = staging / "old"
-        if target.exists() or target.is_symlink():
-            target.rename(old)
-        try:
-            new.rename(target)
-        except OSError as exc:
-            if old.exists():
-                old.rename(target)
-            raise ToolchainError(f"cannot move the install into {target}: {exc.strerror}") from None
+        swap_into_place(new, target, staging)
     finally:
         remove_install(staging)
