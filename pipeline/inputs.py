@@ -24,6 +24,7 @@ from pipeline.config import DEFAULT_ROCM_INDEX, Matrix, load_matrix
 from pipeline.errors import ConfigError, UsageError
 from pipeline.names import DEFAULT_POLICY, SAFE_TAG, SAFE_TAG_MAX
 from pipeline.resolution import Resolution, load_resolution
+from pipeline.retry import DEFAULT_BACKOFF
 from pipeline.timeutil import utc_now
 
 DEFAULT_MATRIX = Path("matrix.toml")
@@ -88,10 +89,6 @@ class RunInputs:
     def rocm_policy_overridden(self) -> bool:
         """Whether the policy was given for this run (flag or environment), not taken from matrix.toml."""
         return self.rocm_policy_where == S.ROCM_VERSION.flag or self.rocm_policy_where in S.ROCM_VERSION.env
-
-    def github_token(self) -> str | None:
-        picked = S.pick(S.GITHUB_TOKEN, environ=self.environ)
-        return str(picked.value) if picked.value else None
 
 
 def _flag(args: argparse.Namespace | None, setting: S.Setting) -> str | None:
@@ -178,7 +175,7 @@ def read_inputs(
         cache_home=cache_home,
         download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
-        git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env, default=DEFAULT_GIT_URL_TEMPLATE).value,
+        git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env, default=S.DEFAULT_GIT_URL_TEMPLATE).value,
         http_backoff=S.pick(S.HTTP_BACKOFF, environ=env, default=DEFAULT_BACKOFF).value,
         http_retry_budget=S.pick(S.HTTP_RETRY_BUDGET, environ=env, default=S.DEFAULT_RETRY_BUDGET).value,
         wait_lock=S.pick(S.WAIT_LOCK, flag=_flag(args, S.WAIT_LOCK), environ=env, default=0.0).value,
@@ -191,5 +188,3 @@ def read_inputs(
     )
 
 
-DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
-DEFAULT_BACKOFF = 1.0

@@ -126,6 +126,8 @@ def parse_legs(text: str, where: str) -> tuple[str, ...]:
 
 
 MAX_BACKOFF = 60.0
+# Where a mix pin's ``owner/name`` repository is fetched from, unless the setting says otherwise.
+DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
 # A day: longer than any build, short enough that a typo does not wait forever.
 MAX_WAIT_LOCK = 86400.0
 # A day: past that, a "budget" is a hang by another name.
@@ -197,7 +199,7 @@ TOOLCHAIN_DIR = Setting(
 )
 GIT_URL_TEMPLATE = Setting(
     name="git_url_template", env=("PIPELINE_GIT_URL_TEMPLATE",), parse=parse_text,
-    default="https://github.com/{repo}.git", help="where a mix pull request's repository is fetched from",
+    default=DEFAULT_GIT_URL_TEMPLATE, help="where a mix pull request's repository is fetched from",
 )
 HTTP_BACKOFF = Setting(
     name="http_backoff", env=("PIPELINE_HTTP_BACKOFF",), parse=parse_backoff,
