@@ -22,7 +22,7 @@ from types import MappingProxyType
 from pipeline import settings as S
 from pipeline.config import DEFAULT_ROCM_INDEX, Matrix, load_matrix
 from pipeline.errors import ConfigError, UsageError
-from pipeline.names import DEFAULT_POLICY, SAFE_TAG, SAFE_TAG_MAX
+from pipeline.names import DEFAULT_POLICY, is_safe_tag
 from pipeline.resolution import Resolution, load_resolution
 from pipeline.retry import DEFAULT_BACKOFF
 from pipeline.timeutil import utc_now
@@ -106,7 +106,7 @@ def default_cache_home(environ: Mapping[str, str]) -> Path:
 
 def check_bundle_tag(tag: str, where: str) -> str:
     """A ``--source`` build's own tag names its bundle file: it must be safe there."""
-    if not SAFE_TAG.fullmatch(tag) or len(tag) > SAFE_TAG_MAX:
+    if not is_safe_tag(tag):
         raise UsageError(f"{where} {tag!r}: expected letters, digits, '.', '_', '+' and '-' (it names the bundle)")
     return tag
 

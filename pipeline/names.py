@@ -47,6 +47,11 @@ RUN_TAG = re.compile(r"^b\d+(?:-mix-[0-9a-f]{7,40})?$")
 SAFE_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 SAFE_TAG_MAX = 100
 
+def is_safe_tag(tag: str) -> bool:
+    """Whether ``tag`` may name a bundle file (``--tag`` with ``--source``, a tag ``git describe`` found)."""
+    return SAFE_TAG.fullmatch(tag) is not None and len(tag) <= SAFE_TAG_MAX
+
+
 COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
 GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 

@@ -30,7 +30,7 @@ from pipeline.mix import (
     merge_identity_env,
     merge_message,
 )
-from pipeline.names import BUILD_TAG, SAFE_TAG, SAFE_TAG_MAX, safe_identity
+from pipeline.names import BUILD_TAG, SAFE_TAG_MAX, is_safe_tag, safe_identity
 from pipeline.resolution import SourceSpec
 
 _PEELED = "^{}"
@@ -418,12 +418,12 @@ def describe_checkout(path: Path, *, environ: Mapping[str, str]) -> CheckoutInfo
 
 def _safe_described(tag: str | None) -> str | None:
     """A tag found by ``git describe`` under the rule ``--tag`` obeys: it names files (``rel/v1`` -> ``rel_v1``)."""
-    if tag is None or (SAFE_TAG.fullmatch(tag) and len(tag) <= SAFE_TAG_MAX):
+    if tag is None or is_safe_tag(tag):
         return tag
     if not any(c.isalnum() for c in tag):
         return None  # nothing to keep: the commit names the bundle instead
     squashed = safe_identity(tag)[:SAFE_TAG_MAX]
-    return squashed if SAFE_TAG.fullmatch(squashed) else None
+    return squashed if is_safe_tag(squashed) else None
 
 
 def folder_tag(info: CheckoutInfo, explicit: str | None = None) -> str:
