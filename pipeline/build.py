@@ -197,10 +197,10 @@ def _run_leg_locked(
         f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
     )
     with (work / "build.log").open("w", encoding="utf-8") as log:
-        configure_step(record, work, clock, console, log,
+        configure_step(record, work, console, log,
                        [str(cmake), *args, f"-DCMAKE_MAKE_PROGRAM={ninja}"],
                        {**base_env, **ccache.env(with_stats_log=False)})
-        build_step(record, work, clock, console, log, [str(ninja), "-C", str(build)],
+        build_step(record, work, console, log, [str(ninja), "-C", str(build)],
                    {**base_env, **ccache.env(with_stats_log=True)}, ccache, previous_toolchain, inputs)
 
     record.timings = _timings(build)
@@ -209,7 +209,7 @@ def _run_leg_locked(
         bundle = bundle_step(leg, record, build, out, toolchain, source, console,
                              pack_cache=inputs.cache_home / "pack")
         if options.check_bundle:
-            check_step(leg, record, bundle, work, clock, console)
+            check_step(leg, record, bundle, work, console)
     record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
@@ -282,7 +282,7 @@ def ccache_step(
 
 
 def configure_step(
-    record: LegRecord, work: Path, clock: float, console: Console, log: IO[str],
+    record: LegRecord, work: Path, console: Console, log: IO[str],
     cmd: list[str], env: Mapping[str, str],
 ) -> None:
     t0 = time.monotonic()
@@ -290,11 +290,11 @@ def configure_step(
         code, tail = run_logged(cmd, env=env, log=log)
     record.phases["configure"] = round(time.monotonic() - t0, 3)
     if code != 0:
-        _fail(record, work, clock, console, "CMake configure", tail, [])
+        _fail(record, work, console, "CMake configure", tail, [])
 
 
 def build_step(
-    record: LegRecord, work: Path, clock: float, console: Console, log: IO[str],
+    record: LegRecord, work: Path, console: Console, log: IO[str],
     cmd: list[str], env: Mapping[str, str], ccache: CcacheSetup, previous_toolchain: str | None,
     inputs: RunInputs,
 ) -> None:
@@ -312,7 +312,7 @@ def build_step(
         if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
             _warn(record, console, lost, inputs)
     if code != 0:
-        _fail(record, work, clock, console, "Ninja build", tail, progress.failed)
+        _fail(record, work, console, "Ninja build", tail, progress.failed)
 
 
 def bundle_step(
@@ -338,17 +338,15 @@ def bundle_step(
     return bundle
 
 
-def check_step(leg: Leg, record: LegRecord, bundle: Path, work: Path, clock: float, console: Console) -> None:
-    """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg."""
+def check_step(leg: Leg, record: LegRecord, bundle: Path, work: Path, console: Console) -> None:
+    """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
+    (:func:`run_leg` writes the failed record)."""
     from pipeline.bundle_check import check_built_bundle
 
     check = check_built_bundle(bundle, leg, scratch=work / "check")
     record.bundle_check = check.to_json()
     console.print(f"{leg.name}: {check.summary}", highlight=False)
     if not check.ok:
-        record.status = "failed"
-        record.wall_seconds = round(time.monotonic() - clock, 3)
-        record.write(work / RECORD_NAME)
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
         raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
 
@@ -419,15 +417,12 @@ def _timings(build: Path) -> dict[str, object] | None:
 def _fail(
     record: LegRecord,
     work: Path,
-    clock: float,
     console: Console,
     step: str,
     tail: deque[str],
     failed: list[str],
 ) -> None:
-    record.status = "failed"
-    record.wall_seconds = round(time.monotonic() - clock, 3)
-    record.write(work / RECORD_NAME)
+    """Show the log's tail and raise BuildError naming the failed step (:func:`run_leg` writes the failed record)."""
     console.print(f"[red]--- last {len(tail)} lines of {work / 'build.log'} ---[/]", highlight=False)
     for line in tail:
         console.print(line, markup=False, highlight=False)
