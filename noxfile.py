@@ -22,12 +22,12 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.config import Leg, Matrix, load_matrix  # noqa: E402
 from pipeline.errors import ConfigError  # noqa: E402
-from pipeline.fsutil import atomic_write_text  # noqa: E402
-from pipeline.settings import MATRIX as MATRIX_SETTING  # noqa: E402
-from pipeline.settings import OUT as OUT_SETTING  # noqa: E402
-from pipeline.settings import RESOLVED  # noqa: E402
+from pipeline.run.matrix import Leg, Matrix, load_matrix  # noqa: E402
+from pipeline.run.settings import MATRIX as MATRIX_SETTING  # noqa: E402
+from pipeline.run.settings import OUT as OUT_SETTING  # noqa: E402
+from pipeline.run.settings import RESOLVED  # noqa: E402
+from pipeline.util.fsutil import atomic_write_text  # noqa: E402
 
 nox.options.reuse_venv = "yes"
 # uv creates a venv and installs in a fraction of pip's time; virtualenv where uv is missing.

@@ -4,7 +4,7 @@ Each command lives in ``pipeline/commands/<name>.py`` with ``register(sub)``
 adding its sub-parser (``set_defaults(func=run)``; ``needs_matrix=False`` for
 commands that can do without matrix.toml, ``reads_resolution=True`` for those
 that take the run's resolution). Here, once per process, the run's inputs are
-fixed (:func:`pipeline.inputs.read_inputs`) and handed to the command as
+fixed (:func:`pipeline.run.inputs.read_inputs`) and handed to the command as
 ``run(args, inputs)``. A PipelineError becomes one line on stderr and its exit
 code; an ``OSError`` (a path that cannot be written or read, wherever it
 surfaces) becomes one line naming the path and the reason, exit code
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from pipeline import __version__
 from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_os_error
-from pipeline.settings import DEBUG, MATRIX, add_flag, default_text, pick
+from pipeline.run.settings import DEBUG, MATRIX, add_flag, default_text, pick
 
 # Order is the order of `--help`.
 COMMANDS = (
@@ -82,7 +82,7 @@ def report_error(err: PipelineError) -> None:
     """One line on stderr: ``error: ...``, an error annotation on GitHub Actions."""
     import os
 
-    from pipeline.github import annotate
+    from pipeline.github.runner import annotate
 
     # Before the run's inputs exist (a bad flag), GitHub's own variables are read here.
     annotate("error", str(err).replace("\n", " "), stream=sys.stderr, env=os.environ)
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = debug_wanted(args)
     try:
-        from pipeline.inputs import read_inputs
+        from pipeline.run.inputs import read_inputs
 
         inputs = read_inputs(
             args,

@@ -16,7 +16,7 @@ kind alike:
 - the compiler check per mode on a TheRock-sized (200 MB) compiler.
 
 Packaging uses the packaging cache of issue 15 part 2 (``write_tar_gz(cache=...)``);
-the compiler check times with ``pipeline.compiler_check.time_compiler_check``
+the compiler check times with ``pipeline.ccache.compiler_check.time_compiler_check``
 (part 3) when present (HOOK: reported as absent otherwise).
 """
 
@@ -86,8 +86,8 @@ class RealTreeBench:
 
     def raw(self, record: dict[str, Any]) -> float:
         """The same configure and build with cmake + ninja + ccache only (same cache, same depth)."""
-        from pipeline.build import find_tool
-        from pipeline.ccache import CcacheSetup, find_ccache
+        from pipeline.ccache.session import CcacheSetup, find_ccache
+        from pipeline.leg.run import find_tool
 
         cc = record["ccache"]
         build = self.out / "raw" / "build"
@@ -108,8 +108,8 @@ class RealTreeBench:
 
 def packaging(stage: Path, scratch: Path, repeat: int) -> dict[str, Any]:
     """MB/s of the staged payload: ``tar | gzip -6`` against the pipeline's writer, cold and unchanged."""
-    from pipeline import archive
-    from pipeline.bundle_stage import archive_entries, staged_files
+    from pipeline.archives import deterministic as archive
+    from pipeline.bundle.stage import archive_entries, staged_files
 
     payload = sum(p.stat().st_size for p in stage.rglob("*") if p.is_file() and not p.is_symlink())
     scratch.mkdir(parents=True, exist_ok=True)
@@ -142,7 +142,7 @@ def packaging(stage: Path, scratch: Path, repeat: int) -> dict[str, Any]:
         "pipeline_cold_s": round(cold, 3), "pipeline_cold_mb_s": round(mb / cold, 1),
         "pipeline_unchanged_s": round(unchanged, 3), "pipeline_unchanged_mb_s": round(mb / unchanged, 1),
         "unchanged_speedup": round(cold / unchanged, 2),
-        "packaging_cache": "pipeline.archive.write_tar_gz(cache=...)",
+        "packaging_cache": "pipeline.archives.deterministic.write_tar_gz(cache=...)",
         "archive_mb": round(target.stat().st_size / 1e6, 2),
         "reference_archive_mb": round((scratch / "ref.tar.gz").stat().st_size / 1e6, 2),
     }
@@ -154,7 +154,7 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
     The compiler is a shell script that execs the host g++, padded to
     TheRock's size after the exec line (never read, always hashed by ``content``).
     """
-    from pipeline.ccache import find_ccache
+    from pipeline.ccache.session import find_ccache
 
     scratch.mkdir(parents=True, exist_ok=True)
     cxx = shutil.which("g++") or "g++"
@@ -170,13 +170,13 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
     version_text = subprocess.run([str(big), "--version"], capture_output=True, text=True, check=True).stdout
     (scratch / "unit.cpp").write_text("int f(int x) { return x * 2; }\n")
     # HOOK (issue 15, part 3): the `toolchain` mode's value is string:<archive sha256>+<sha256 of the
-    # compilers' --version and NUL> (as pipeline.compiler_check.resolve_compiler_check makes it), and its
+    # compilers' --version and NUL> (as pipeline.ccache.compiler_check.resolve_compiler_check makes it), and its
     # timing function is used when that module exists; imported by name so this file type-checks without it.
     versions = hashlib.sha256(version_text.encode() + bytes(1)).hexdigest()
     toolchain_mode = f"string:{digest}+{versions}"
     try:
-        timer: Callable[..., float] | None = importlib.import_module("pipeline.compiler_check").time_compiler_check
-        timed_by = "pipeline.compiler_check.time_compiler_check"
+        timer: Callable[..., float] | None = importlib.import_module("pipeline.ccache.compiler_check").time_compiler_check
+        timed_by = "pipeline.ccache.compiler_check.time_compiler_check"
     except (ImportError, AttributeError):
         timer, timed_by = None, "absent (HOOK: issue 15 part 3 not merged): timed here"
     results: dict[str, Any] = {"compiler_mb": BIG_COMPILER_BYTES // (1024 * 1024), "calls": calls,

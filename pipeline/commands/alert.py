@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
-from pipeline.alert_plan import DEFAULT_LABEL, STATUSES, check_status, plan_alert
 from pipeline.commands.common import add_github_options, expected_legs, github_target
 from pipeline.errors import UsageError
-from pipeline.inputs import RunInputs
-from pipeline.release_inputs import read_results
-from pipeline.retry import say_on_stderr
+from pipeline.github import rest
+from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_status, plan_alert
+from pipeline.release.collect import read_results
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.util.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -69,8 +69,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     expected = expected_legs(args, inputs)
     failed, record_tag = failed_legs(expected, inputs.out) if args.status == "failure" else ([], None)
-    token = github.token_from_env(inputs.environ, permission="issues: write")
-    from pipeline.github_releases import ReleasesClient
+    token = rest.token_from_env(inputs.environ, permission="issues: write")
+    from pipeline.release.client import ReleasesClient
 
     client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)

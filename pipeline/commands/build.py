@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from pipeline.commands.common import add_build_arguments
-from pipeline.inputs import RunInputs
-from pipeline.options import LegOptions
+from pipeline.leg.options import LegOptions
+from pipeline.run.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
-    from pipeline.build import run_leg
+    from pipeline.leg.run import run_leg
 
     leg = inputs.require_matrix().leg(args.leg)
     options = LegOptions(

@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
-from pipeline.cachekey import cache_key, check_run_tag, restore_keys, toolchain_cache_key
-from pipeline.inputs import RunInputs
+from pipeline.actions_cache.keys import cache_key, check_run_tag, restore_keys, toolchain_cache_key
+from pipeline.github import runner
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -39,8 +39,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.ccache import leg_cache_dir
-    from pipeline.leg_keys import given_toolchain, run_tag, toolchain_identity
+    from pipeline.actions_cache.leg_keys import given_toolchain, run_tag, toolchain_identity
+    from pipeline.ccache.session import leg_cache_dir
     from pipeline.toolchain.profiles import profile_of
 
     leg = inputs.require_matrix().leg(args.leg)
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         outputs["toolchain-key"] = toolchain_cache_key(leg.name, toolchain)
         outputs["toolchain-dir"] = str(inputs.download_cache.resolve())
     for name, value in outputs.items():
-        github.set_output(name, value, env=inputs.environ)
+        runner.set_output(name, value, env=inputs.environ)
     if args.json:
         data: dict[str, Any] = {"key": key, "restore_keys": restore, "toolchain": toolchain}
         if "toolchain-key" in outputs:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 def _archives_fit(inputs: RunInputs) -> bool:
     import sys
 
-    from pipeline.archive_budget import archive_decision
+    from pipeline.actions_cache.archive_budget import archive_decision
 
     decision = archive_decision(inputs)
     print(decision.reason, file=sys.stderr)

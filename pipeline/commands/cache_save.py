@@ -1,4 +1,4 @@
-"""``python -m pipeline cache-save LEG``: trim the leg's ccache and decide whether to upload it (see :mod:`pipeline.cache_save`)."""
+"""``python -m pipeline cache-save LEG``: trim the leg's ccache and decide whether to upload it (see :mod:`pipeline.ccache.save`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
-from pipeline.inputs import RunInputs
+from pipeline.github import runner
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -30,9 +30,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.cache_save import decide_save, evict
-    from pipeline.ccache import leg_cache_dir
-    from pipeline.save_stats import save_inputs
+    from pipeline.ccache.save import decide_save, evict
+    from pipeline.ccache.save_stats import save_inputs
+    from pipeline.ccache.session import leg_cache_dir
 
     matrix = inputs.require_matrix()
     leg = matrix.leg(args.leg)
@@ -44,10 +44,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         cache_dir = inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)
 
     # With --json, stdout carries only the JSON.
-    with github.group(f"ccache eviction ({leg.name})", stream=sys.stderr if args.json else None, env=inputs.environ):
+    with runner.group(f"ccache eviction ({leg.name})", stream=sys.stderr if args.json else None, env=inputs.environ):
         evicted = evict(cache_dir, matrix.ccache.evict_older_than_days, inputs.environ)
     decision = decide_save(stats.ccache, matrix.ccache.save_min_new_entries)
-    github.set_output("save", "true" if decision.save else "false", env=inputs.environ)
+    runner.set_output("save", "true" if decision.save else "false", env=inputs.environ)
     if args.json:
         print(
             json.dumps(

@@ -9,9 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pipeline.bundle_names import glibc_problem
 from pipeline.errors import UsageError
-from pipeline.inputs import RunInputs
+from pipeline.names import glibc_problem
+from pipeline.run.inputs import RunInputs
 
 _EPILOG = """\
 The bundle is unpacked into an empty temporary folder. It fails (exit 1),
@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.bundle_check import check_bundle, host_os
+    from pipeline.bundle.check import check_bundle, host_os
 
     if args.glibc_max and (bad := glibc_problem(args.glibc_max)):
         raise UsageError(f"--glibc-max {args.glibc_max}: expected {bad}")

@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline import settings as S
+from pipeline.run import settings as S
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.bundle_compare import Comparison
-    from pipeline.inputs import RunInputs
+    from pipeline.bundle.compare import Comparison
+    from pipeline.resolution.rocm import Fetch
     from pipeline.rocm.index import IndexEntry
-    from pipeline.rocm.resolver import Fetch
+    from pipeline.run.inputs import RunInputs
 
 
 def add_build_arguments(p: argparse.ArgumentParser) -> None:
@@ -84,7 +84,7 @@ def add_github_options(p: argparse.ArgumentParser) -> None:
 
 def github_target(args: argparse.Namespace, inputs: RunInputs) -> tuple[str | None, str]:
     """The repository and API root: flag, else environment, else (for the API) the public one."""
-    from pipeline.github import DEFAULT_API_URL
+    from pipeline.github.rest import DEFAULT_API_URL
 
     repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
     api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=DEFAULT_API_URL).value

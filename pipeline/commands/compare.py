@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.bundle_compare import compare
+from pipeline.bundle.compare import compare
 from pipeline.commands.common import print_comparison
-from pipeline.inputs import RunInputs
+from pipeline.run.inputs import RunInputs
 
 _EPILOG = """\
 A and B are bundles (.tar.gz or .zip), folders (an unpacked bundle or any

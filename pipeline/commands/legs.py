@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from pipeline.inputs import RunInputs
+from pipeline.run.inputs import RunInputs
 
 
 def register(sub: Any) -> None:

@@ -7,11 +7,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
-from pipeline.config import Matrix
 from pipeline.errors import UsageError
-from pipeline.inputs import RunInputs
+from pipeline.github import runner
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.run.matrix import Matrix
 
 
 def register(sub: Any) -> None:
@@ -58,8 +58,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         return 0
     text = json.dumps(github_matrix(matrix, legs), separators=(",", ":"))
     print(text)
-    github.set_output("matrix", text, env=inputs.environ)
+    runner.set_output("matrix", text, env=inputs.environ)
     if inputs.resolution is not None:
         compact = json.dumps(inputs.resolution.to_json(), separators=(",", ":"), sort_keys=True)
-        github.set_output("resolved", compact, env=inputs.environ)
+        runner.set_output("resolved", compact, env=inputs.environ)
     return 0

@@ -7,13 +7,14 @@ import json
 import sys
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
+from pipeline.actions_cache.client import CachesClient
+from pipeline.actions_cache.prune import PrunePlan, PruneResult, apply_plan, plan_prune, summary_markdown
 from pipeline.errors import UsageError
-from pipeline.fsutil import human_bytes
-from pipeline.inputs import RunInputs
-from pipeline.prune import PrunePlan, PruneResult, apply_plan, plan_prune, summary_markdown
-from pipeline.retry import say_on_stderr
+from pipeline.github import rest, runner
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.util.fsutil import human_bytes
+from pipeline.util.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
     )
     S.add_flag(p, S.GITHUB_REPOSITORY)
     S.add_flag(p, S.GITHUB_API_URL)
-    p.add_argument("--keep", type=int, metavar="N", help="caches kept per (ref, leg) (default: matrix.toml github.keep)")
+    p.add_argument("--keep", type=int, metavar="N", help="caches kept per (ref, leg) (default: matrix.toml [github] keep)")
     p.add_argument("--apply", action="store_true", help="delete; without it nothing is deleted")
     p.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
     p.set_defaults(func=run)
@@ -39,20 +40,20 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     matrix = inputs.require_matrix()
     repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
-    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=github.DEFAULT_API_URL).value
+    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=rest.DEFAULT_API_URL).value
     if not repo:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     keep = args.keep if args.keep is not None else matrix.github.keep
     if keep < 1:
         raise UsageError(f"--keep must be at least 1, got {keep}")
     # Every check that can fail without the network comes before the first request.
-    token = github.token_from_env(inputs.environ)
-    client = github.CachesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
+    token = rest.token_from_env(inputs.environ)
+    client = CachesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)
     console = Console(stderr=args.json)
 
     stream = sys.stderr if args.json else None  # with --json, stdout carries only the JSON
-    with github.group(f"list caches of {client.repo}", stream=stream, env=inputs.environ), console.status("listing caches...") as status:
+    with runner.group(f"list caches of {client.repo}", stream=stream, env=inputs.environ), console.status("listing caches...") as status:
         entries = client.list_caches(
             on_page=lambda page, n: status.update(f"listing caches: page {page}, {n} so far")
         )
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         warn_fraction=matrix.github.cache_warn_fraction,
     )
     for warning in plan.warnings():
-        github.annotate("warning", warning, stream=stream, env=inputs.environ)
+        runner.annotate("warning", warning, stream=stream, env=inputs.environ)
 
     result: PruneResult | None = None
     if args.apply and plan.to_delete:
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         result = PruneResult()
 
     _show(plan, result, console)
-    github.append_summary(summary_markdown(plan, result), env=inputs.environ)
+    runner.append_summary(summary_markdown(plan, result), env=inputs.environ)
     if args.json:
         print(json.dumps({"apply": args.apply, "plan": plan.to_json(), "result": result.to_json() if result else None}, indent=2))
     if result and result.error:
@@ -81,13 +82,13 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
 
 def _apply(
-    plan: PrunePlan, client: github.CachesClient, console: Any, stream: Any, inputs: RunInputs
+    plan: PrunePlan, client: CachesClient, console: Any, stream: Any, inputs: RunInputs
 ) -> PruneResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     todo = plan.to_delete
     with (
-        github.group(f"delete {len(todo)} caches", stream=stream, env=inputs.environ),
+        runner.group(f"delete {len(todo)} caches", stream=stream, env=inputs.environ),
         Progress(TextColumn("deleting caches"), BarColumn(), MofNCompleteColumn(), console=console) as progress,
     ):
         task = progress.add_task("delete", total=len(todo))

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
 from pipeline.commands.common import add_github_options, expected_legs, github_target
 from pipeline.errors import GitHubError, PublishError, UsageError
-from pipeline.github_releases import Release, ReleasesClient
-from pipeline.inputs import RunInputs
-from pipeline.release_inputs import bundles_present, read_results, release_files
-from pipeline.release_plan import UploadPlan, check_coverage, plan_uploads, release_notes, run_tag
-from pipeline.retry import say_on_stderr
+from pipeline.github import rest, runner
+from pipeline.release.client import Release, ReleasesClient
+from pipeline.release.collect import bundles_present, read_results, release_files
+from pipeline.release.plan import UploadPlan, check_coverage, plan_uploads, release_notes, run_tag
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.util.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -65,12 +65,12 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     plan = plan_uploads(assets, remote, replace=args.replace)
     _print_plan(tag, release, plan, coverage.allowed_missing, offline=client is None, apply=args.apply)
     if not args.apply:
-        from pipeline.publishing import refuse_conflicts
+        from pipeline.release.publish import refuse_conflicts
 
         refuse_conflicts(plan, tag)
         return 0
     assert client is not None
-    from pipeline.publishing import apply_release
+    from pipeline.release.publish import apply_release
 
     outcome = apply_release(
         client, tag=tag, name=f"llama.cpp {tag}", notes=notes, release=release, plan=plan,
@@ -79,14 +79,14 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     url = outcome.release.html_url if outcome.release else ""
     print(f"release {tag}: {len(outcome.uploaded)} uploaded, {len(outcome.kept)} kept"
           f"{', published' if outcome.published else ', already live'} {url}")  # fmt: skip
-    github.set_output("release-url", url, env=inputs.environ)
+    runner.set_output("release-url", url, env=inputs.environ)
     return 0
 
 
 def _token(inputs: RunInputs, *, required: bool) -> str | None:
     """The token; a dry run may go without (then it plans offline)."""
     try:
-        return github.token_from_env(inputs.environ, permission=ReleasesClient.permission)
+        return rest.token_from_env(inputs.environ, permission=ReleasesClient.permission)
     except GitHubError:
         if required:
             raise

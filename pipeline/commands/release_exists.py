@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
 from pipeline.commands.common import add_github_options, github_target
 from pipeline.errors import UsageError
-from pipeline.inputs import RunInputs
-from pipeline.resolution import Resolution
-from pipeline.retry import say_on_stderr
+from pipeline.github import rest, runner
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.run.resolution import Resolution
+from pipeline.util.retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -59,21 +59,21 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     else:
         raise UsageError("no tag: pass --tag TAG or --resolved PATH")
     force = is_forced(args.force, inputs.environ)
-    token = github.token_from_env(inputs.environ, permission="contents: read")
-    from pipeline.github_releases import ReleasesClient
+    token = rest.token_from_env(inputs.environ, permission="contents: read")
+    from pipeline.release.client import ReleasesClient
 
     client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)
     release = client.published_release(tag)
     build = release is None or force
-    github.set_output("exists", "true" if release else "false", env=inputs.environ)
-    github.set_output("build", "true" if build else "false", env=inputs.environ)
-    github.set_output("tag", tag, env=inputs.environ)
+    runner.set_output("exists", "true" if release else "false", env=inputs.environ)
+    runner.set_output("build", "true" if build else "false", env=inputs.environ)
+    runner.set_output("tag", tag, env=inputs.environ)
     if release is None:
         print(f"release {tag}: not published yet: build")
     elif force:
         print(f"release {tag}: already published ({release.html_url}), rebuilding anyway (forced)")
     else:
-        github.annotate("notice", f"release {tag} is already published ({release.html_url}): nothing to build",
+        runner.annotate("notice", f"release {tag} is already published ({release.html_url}): nothing to build",
                         env=inputs.environ)
     return 0

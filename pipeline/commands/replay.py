@@ -19,18 +19,18 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pipeline import settings as S
 from pipeline.commands.common import add_resolution_options, fetch_with_status
-from pipeline.config import Leg
 from pipeline.errors import UsageError
-from pipeline.inputs import RunInputs
-from pipeline.resolution import Resolution, load_resolution
+from pipeline.resolution.rocm import load_entries, resolve_from_entries
 from pipeline.rocm.index import builds_for
 from pipeline.rocm.policy import WEEK_ZONE, is_explicit, parse_policy
-from pipeline.rocm.resolver import load_entries, resolve_from_entries
+from pipeline.rocm.simulate import ReplayRow, replay_moments, replay_rows
 from pipeline.rocm.versions import RocmBuild
-from pipeline.simulate import ReplayRow, replay_moments, replay_rows
-from pipeline.timeutil import format_utc
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.run.matrix import Leg
+from pipeline.run.resolution import Resolution, load_resolution
+from pipeline.util.timeutil import format_utc
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -6,13 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline import github
-from pipeline import settings as S
 from pipeline.commands.common import add_for_build, settings_from_build_args
 from pipeline.errors import PipelineError, UsageError
-from pipeline.fsutil import atomic_write_text
-from pipeline.inputs import RunInputs
-from pipeline.record import RECORD_NAME, LegRecord
+from pipeline.github import runner
+from pipeline.results.record import RECORD_NAME, LegRecord
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.util.fsutil import atomic_write_text
 
 _EPILOG = """\
 The cache alarm: a leg whose ccache hit rate is under [report] hit_rate_warning
@@ -104,10 +104,9 @@ def _threshold(args: argparse.Namespace, inputs: RunInputs) -> float:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
-    from pipeline import report
-
+    from pipeline.report import render as report
     if args.for_build is not None:
-        from pipeline.inputs import read_inputs
+        from pipeline.run.inputs import read_inputs
 
         args = settings_from_build_args(args, args.for_build)
         inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False,
@@ -127,10 +126,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     console = Console()
     if inputs.in_actions:
-        github.append_summary(markdown, env=inputs.environ)
+        runner.append_summary(markdown, env=inputs.environ)
         console.print(report.console_table(rows))
         for warning in report.warnings_of(rows):
-            github.annotate("warning", warning, title="ccache hit rate", env=inputs.environ)
+            runner.annotate("warning", warning, title="ccache hit rate", env=inputs.environ)
     else:
         report.print_report(console, rows)
     console.print(f"report: {html_path} and {md_path}", highlight=False)

@@ -15,13 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline import settings as S
-from pipeline.bundle import read_manifest
-from pipeline.bundle_compare import Comparison, compare_sides, load_side
-from pipeline.config import Leg, Matrix
+from pipeline.bundle.compare import Comparison, compare_sides, load_side
+from pipeline.bundle.make import read_manifest
 from pipeline.errors import BundleError, SourceError
-from pipeline.inputs import RunInputs
-from pipeline.resolution import SourceSpec
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.run.matrix import Leg, Matrix
+from pipeline.run.resolution import SourceSpec
 
 REPRODUCE_OUT = Path("out") / "reproduce"
 # How the source was obtained (a clone with a mix, or a folder) need not match:
@@ -105,10 +105,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     from rich.console import Console
 
-    from pipeline.build import run_leg
     from pipeline.commands.common import print_comparison
-    from pipeline.options import LegOptions
-    from pipeline.source import checkout_source, describe_checkout
+    from pipeline.leg.options import LegOptions
+    from pipeline.leg.run import run_leg
+    from pipeline.source.checkout import checkout_source, describe_checkout
 
     console = Console(stderr=args.json)
     original = args.bundle

@@ -13,7 +13,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline import settings as S
 from pipeline.commands.common import (
     add_for_build,
     add_resolution_options,
@@ -21,12 +20,13 @@ from pipeline.commands.common import (
     settings_from_build_args,
 )
 from pipeline.errors import UsageError
-from pipeline.inputs import RunInputs
 from pipeline.names import OSES
-from pipeline.resolution import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
-from pipeline.resolve import resolve_run
-from pipeline.rocm.resolver import load_entries, resolve_from_entries
-from pipeline.timeutil import format_utc
+from pipeline.resolution.resolve import resolve_run
+from pipeline.resolution.rocm import load_entries, resolve_from_entries
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.run.resolution import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
+from pipeline.util.timeutil import format_utc
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
     if args.for_build is not None:
-        from pipeline.inputs import read_inputs
+        from pipeline.run.inputs import read_inputs
 
         args = settings_from_build_args(args, args.for_build)
         inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False)

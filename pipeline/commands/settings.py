@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from pipeline import settings as S
+from pipeline.run import settings as S
 
 if TYPE_CHECKING:
-    from pipeline.inputs import RunInputs
+    from pipeline.run.inputs import RunInputs
 
 
 def register(sub: Any) -> None:

@@ -7,11 +7,11 @@ import json
 from datetime import date
 from typing import Any
 
-from pipeline import settings as S
-from pipeline import simulate as sim
 from pipeline.errors import UsageError
-from pipeline.inputs import RunInputs
 from pipeline.names import OSES
+from pipeline.rocm import simulate as sim
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
 
 # The nightly workflow's schedule (.github/workflows/nightly.yml: "17 9 * * *").
 DEFAULT_CRON = "09:17Z"

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline import settings as S
-from pipeline.inputs import RunInputs
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -37,10 +37,10 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from rich.console import Console
 
-    from pipeline.github import set_output
-    from pipeline.resolve import source_for_run
-    from pipeline.source import checkout_source
-    from pipeline.source_archive import git_objects_bytes, write_source_archive
+    from pipeline.github.runner import set_output
+    from pipeline.resolution.resolve import source_for_run
+    from pipeline.source.archive import git_objects_bytes, write_source_archive
+    from pipeline.source.checkout import checkout_source
 
     console = Console(stderr=True)
     out = inputs.out.resolve()

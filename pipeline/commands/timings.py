@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline import ninjalog
 from pipeline.errors import UsageError
-from pipeline.fsutil import atomic_write_json
-from pipeline.inputs import RunInputs
+from pipeline.results import ninjalog
+from pipeline.run.inputs import RunInputs
+from pipeline.util.fsutil import atomic_write_json
 
 
 def register(sub: Any) -> None:
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     else:
         from rich.console import Console
 
-        from pipeline.report import print_timings
+        from pipeline.report.render import print_timings
 
         print_timings(Console(), summary, title=str(build_dir))
         if args.trace:

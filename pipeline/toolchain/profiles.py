@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pipeline.config import Leg
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain, ToolchainRequest
+from pipeline.run.matrix import Leg
+from pipeline.toolchain.base import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -27,17 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
-from pipeline.config import Leg
 from pipeline.errors import NetworkError, ToolchainError, UsageError
-from pipeline.fsutil import file_digest
 from pipeline.names import rocm_identity
-from pipeline.toolchain import Toolchain, ToolchainRequest, safe_identity
+from pipeline.run.matrix import Leg
+from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
+from pipeline.util.fsutil import file_digest
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.installer.download import Downloaded
-    from pipeline.resolution import ResolvedRocm
+    from pipeline.run.resolution import ResolvedRocm
+    from pipeline.toolchain.installer.download import Downloaded
 
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.
 CLANG_DIRS = ("llvm/bin", "lib/llvm/bin")
@@ -346,7 +346,7 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     tarball), so a later run reads it from disk. A checksum the index lists
     but that cannot be had is an error, never a reason to skip the check.
     """
-    from pipeline.installer.download import download
+    from pipeline.toolchain.installer.download import download
 
     url = resolved.sha256_url
     assert url is not None
@@ -384,7 +384,7 @@ def install_check(os_name: str) -> Callable[[Path], None]:
     """
     import sys
 
-    from pipeline.toolchain import version_output
+    from pipeline.toolchain.base import version_output
 
     def check(root: Path) -> None:
         clang = find_clang_dir(root, os_name) / exe(os_name, "clang")
@@ -403,8 +403,8 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
     leg = request.leg
     if request.rocm_path is not None:
         return _existing_install(request.rocm_path, request)
-    from pipeline.installer.download import file_name_of
-    from pipeline.installer.install import install_archive
+    from pipeline.toolchain.installer.download import file_name_of
+    from pipeline.toolchain.installer.install import install_archive
 
     resolved = request.rocm
     if resolved is None:

@@ -13,9 +13,9 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from pipeline.config import Leg
 from pipeline.errors import ToolchainError
-from pipeline.toolchain import Toolchain, safe_identity, version_output
+from pipeline.run.matrix import Leg
+from pipeline.toolchain.base import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host import host_toolchain
 
 HEADER_DIRS = (Path("/usr/include"), Path("/usr/local/include"))

@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.config import Leg
+from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
-from pipeline.installer.archive_set import ArchiveRef, install_archive_set
-from pipeline.installer.download import download
-from pipeline.installer.extract import check_archive
-from pipeline.toolchain import Toolchain
+from pipeline.run.matrix import Leg
+from pipeline.run.pins import SdkPin
+from pipeline.toolchain.base import Toolchain
+from pipeline.toolchain.installer.archive_set import ArchiveRef, install_archive_set
+from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.vulkan import vulkan_toolchain
-from pipeline.toolchain_pins import SdkPin
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bundle_check import check_tree
-from pipeline.elfdeps import read_elf, version_text
-from pipeline.pedeps import read_pe_imports
-from pipeline.runtime_closure import complete_runtime
+from pipeline.bundle.check import check_tree
+from pipeline.bundle.closure import complete_runtime
+from pipeline.bundle.elfdeps import read_elf, version_text
+from pipeline.bundle.pedeps import read_pe_imports
 
 MINGW = "x86_64-w64-mingw32-gcc"
 

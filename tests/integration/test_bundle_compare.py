@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from pipeline.build import run_leg
-from pipeline.bundle import make_bundle, read_manifest
-from pipeline.bundle_compare import compare
-from pipeline.config import MixPin, SourceConfig, load_matrix
-from pipeline.options import LegOptions
-from pipeline.record import LegRecord
-from pipeline.resolution import SourceSpec
-from pipeline.source import checkout_source, resolve_source
+from pipeline.bundle.compare import compare
+from pipeline.bundle.make import make_bundle, read_manifest
+from pipeline.leg.options import LegOptions
+from pipeline.leg.run import run_leg
+from pipeline.results.record import LegRecord
+from pipeline.run.matrix import MixPin, SourceConfig, load_matrix
+from pipeline.run.resolution import SourceSpec
+from pipeline.source.checkout import checkout_source, resolve_source
 from pipeline.toolchain.host import host_toolchain
 from tests.integration.conftest import run_pipeline
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag

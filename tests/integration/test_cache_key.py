@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cachekey import parse_key
-from pipeline.resolution import Resolution, ResolvedRocm
+from pipeline.actions_cache.keys import parse_key
+from pipeline.run.resolution import Resolution, ResolvedRocm
 from pipeline.toolchain.host import host_toolchain
 from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.actions_files import read_file_commands

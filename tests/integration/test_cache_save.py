@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.ccache import find_ccache
-from pipeline.record import LegRecord
+from pipeline.ccache.session import find_ccache
+from pipeline.results.record import LegRecord
 from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.actions_files import read_file_commands
 

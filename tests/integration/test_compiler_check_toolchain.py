@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.ccache import find_ccache
-from pipeline.compiler_check import time_compiler_check
-from pipeline.installer.extract import remove_install
-from pipeline.installer.install import install_archive
+from pipeline.archives.extract import remove_install
+from pipeline.ccache.compiler_check import time_compiler_check
+from pipeline.ccache.session import find_ccache
+from pipeline.toolchain.installer.install import install_archive
 from tests.integration.conftest import build_leg
 from tests.integration.test_rocm_leg import (
     COMPILATIONS,

@@ -186,7 +186,7 @@ def test_a_ninja_step_ending_before_it_starts_is_skipped_with_a_line(workspace: 
 def test_a_described_tag_with_a_slash_never_becomes_a_bundle_path(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from pipeline.source import describe_checkout, folder_tag
+    from pipeline.source.checkout import describe_checkout, folder_tag
     from tests.support.gitrepos import commit_files, init_repo, tag
 
     when = datetime(2026, 8, 7, 12, tzinfo=UTC)

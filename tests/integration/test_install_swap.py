@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.archives.extract import MARKER
 from pipeline.errors import ToolchainError
-from pipeline.installer.extract import MARKER
-from pipeline.installer.install import install_archive
+from pipeline.toolchain.installer.install import install_archive
 from pipeline.toolchain.rocm import install_check
 from tests.support.archives import FAKE_CLANG, make_tar, tar_dir, tar_file, therock_members
 

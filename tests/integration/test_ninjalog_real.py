@@ -1,4 +1,4 @@
-"""pipeline.ninjalog on logs written by a real Ninja build made here."""
+"""pipeline.results.ninjalog on logs written by a real Ninja build made here."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import ninjalog
 from pipeline.cli import main
+from pipeline.results import ninjalog
 
 pytestmark = pytest.mark.integration
 

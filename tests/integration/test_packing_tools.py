@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.archive import package_folder
+from pipeline.archives.deterministic import package_folder
 
 pytestmark = pytest.mark.integration
 

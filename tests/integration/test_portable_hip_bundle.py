@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.runtime_closure import find_patchelf
-from pipeline.smoke import scrubbed_env
+from pipeline.bundle.closure import find_patchelf
+from pipeline.bundle.smoke import scrubbed_env
 from tests.integration.conftest import run_pipeline
 from tests.integration.test_rocm_leg import FAMILY, LEG, NOW, VERSION, debian_llvm, serve_index, tarball_name
 from tests.support.httpserver import LocalServer

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from pipeline.build import find_tool, run_logged
-from pipeline.progress import NINJA_STATUS, NinjaProgress
+from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
+from pipeline.leg.run import find_tool, run_logged
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cachekey import cache_key, toolchain_cache_key
+from pipeline.actions_cache.client import CachesClient
+from pipeline.actions_cache.keys import cache_key, toolchain_cache_key
 from pipeline.errors import GitHubError
-from pipeline.github import CachesClient
 from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.fake_github import FakeGitHub
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from pipeline.bundle import bundle_name
-from pipeline.config import load_matrix
+from pipeline.bundle.make import bundle_name
 from pipeline.errors import GitHubError, PublishError
-from pipeline.github_releases import ReleasesClient
-from pipeline.publishing import apply_release
-from pipeline.release_plan import LocalAsset, UploadPlan, plan_uploads
+from pipeline.release.client import ReleasesClient
+from pipeline.release.plan import LocalAsset, UploadPlan, plan_uploads
+from pipeline.release.publish import apply_release
+from pipeline.run.matrix import load_matrix
 from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.fake_github import FakeGitHub
 

@@ -181,7 +181,7 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
 
 
 def expected_tag(forge: Forge) -> str:
-    # The mix hash as documented in pipeline/mix.py, computed here independently.
+    # The mix hash as documented in pipeline/run/mix.py, computed here independently.
     line = f"{PR_REPO}#{PR_NUMBER}:{forge.pr_sha}"
     return f"{BASE_TAG}-mix-{hashlib.sha256(line.encode()).hexdigest()[:7]}"
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import ninjalog
 from pipeline.cli import main
-from pipeline.record import LegRecord
+from pipeline.results import ninjalog
+from pipeline.results.record import LegRecord
 
 pytestmark = pytest.mark.integration
 

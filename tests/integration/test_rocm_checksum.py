@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from pipeline.config import Matrix, load_matrix
+from pipeline.archives.extract import MARKER
 from pipeline.errors import ToolchainError
-from pipeline.installer.extract import MARKER
-from pipeline.toolchain import Toolchain
+from pipeline.run.matrix import Matrix, load_matrix
+from pipeline.toolchain.base import Toolchain
 from tests.integration.conftest import run_pipeline
 from tests.integration.test_rocm_leg import (
     FAMILY,

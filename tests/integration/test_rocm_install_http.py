@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.installer.download import download
-from pipeline.installer.install import install_archive
+from pipeline.toolchain.installer.download import download
+from pipeline.toolchain.installer.install import install_archive
 from tests.support.archives import FAKE_CLANG, make_tar, therock_members
 from tests.support.httpserver import LocalServer, Response
 

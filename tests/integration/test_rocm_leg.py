@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from pipeline.config import load_matrix
-from pipeline.installer.extract import remove_install
-from pipeline.installer.install import install_archive
+from pipeline.archives.extract import remove_install
+from pipeline.run.matrix import load_matrix
+from pipeline.toolchain.installer.install import install_archive
 from tests.integration.conftest import build_leg, run_pipeline
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import download_cache_dir, prepare_leg_toolchain, toolchains_dir

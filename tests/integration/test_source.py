@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from pipeline import source as _source
-from pipeline.config import MixPin, SourceConfig
 from pipeline.errors import ResolutionError, SourceError
-from pipeline.mix import MIX_AUTHOR_EMAIL, MIX_AUTHOR_NAME
-from pipeline.resolution import SourceSpec
+from pipeline.run.matrix import MixPin, SourceConfig
+from pipeline.run.mix import MIX_AUTHOR_EMAIL, MIX_AUTHOR_NAME
+from pipeline.run.resolution import SourceSpec
+from pipeline.source import checkout as _source
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 
 
@@ -243,9 +243,8 @@ def test_url_template_from_environment(forge: Forge, tmp_path: Path, monkeypatch
 def test_the_run_resolution_carries_the_source_to_every_leg(
     forge: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipeline import resolve
-    from pipeline.config import parse_matrix
-    from pipeline.resolution import write_resolution
+    from pipeline.run.matrix import parse_matrix
+    from pipeline.run.resolution import resolve, write_resolution
     from tests.support.inputs import make_inputs
 
     def resolve_run(matrix: Any, *, now: datetime, source: bool) -> Any:

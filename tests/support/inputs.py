@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.config import Matrix
-from pipeline.inputs import RunInputs, read_inputs
+from pipeline.run.inputs import RunInputs, read_inputs
+from pipeline.run.matrix import Matrix
 
 A_MOMENT = datetime(2026, 8, 12, 18, tzinfo=UTC)
 
@@ -66,8 +66,8 @@ def prepare_leg_toolchain(matrix: Matrix, leg: str, console: Any, *, now: dateti
     """The toolchain a `build LEG` run prepares (resolving a ROCm leg first), in this process's environment."""
     import os
 
-    from pipeline.build import toolchain_step
-    from pipeline.options import LegOptions
+    from pipeline.leg.options import LegOptions
+    from pipeline.leg.run import toolchain_step
 
     inputs = make_inputs(matrix, now=now, environ=dict(os.environ), **flags)
     return toolchain_step(inputs, matrix.leg(leg), LegOptions(), console)

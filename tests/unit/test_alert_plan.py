@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.alert_plan import plan_alert
 from pipeline.errors import UsageError
+from pipeline.release.alert import plan_alert
 
 RUN = "https://github.com/o/r/actions/runs/42"
 

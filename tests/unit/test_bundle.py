@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.archive import FIXED_MTIME
-from pipeline.bundle import (
+from pipeline.archives.deterministic import FIXED_MTIME
+from pipeline.bundle.compare import compare
+from pipeline.bundle.make import (
     bundle_name,
     is_payload,
     make_bundle,
@@ -22,11 +23,10 @@ from pipeline.bundle import (
     portable_text,
     read_manifest,
 )
-from pipeline.bundle_compare import compare
-from pipeline.config import Leg
 from pipeline.errors import BundleError
-from pipeline.record import LegRecord
-from pipeline.toolchain import Toolchain
+from pipeline.results.record import LegRecord
+from pipeline.run.matrix import Leg
+from pipeline.toolchain.base import Toolchain
 
 CPU = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-24.04")
 ROCM_WIN = Leg(

@@ -6,18 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bundle import bundle_name
-from pipeline.bundle_names import render_name, template_problem
-from pipeline.closure_policy import (
+from pipeline.bundle.closure_policy import (
     is_base_system,
     is_origin_relative,
     keeps_data_file,
     origin_runpath,
     runtime_profile,
 )
-from pipeline.config import load_matrix, parse_matrix
+from pipeline.bundle.make import bundle_name
 from pipeline.errors import ConfigError
-from pipeline.report_bundle import bundle_check_line
+from pipeline.names import render_name, template_problem
+from pipeline.report.bundle_lines import bundle_check_line
+from pipeline.run.matrix import load_matrix, parse_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,8 +131,8 @@ def test_report_line_of_a_bundle_check() -> None:
 
 
 def test_report_renders_each_legs_bundle_check() -> None:
-    from pipeline.record import LegRecord
-    from pipeline.report import leg_rows, render_markdown
+    from pipeline.report.render import leg_rows, render_markdown
+    from pipeline.results.record import LegRecord
 
     ok = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-01-01T00:00:00+00:00",
                    bundle_check={"ok": True, "summary": "check-bundle passed: 4 binaries", "problems": []})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.cache_budget import budget_by_kind, parse_size, toolchain_archives_fit
-from pipeline.cachekey import cache_key, toolchain_cache_key
-from pipeline.prune import plan_prune, summary_markdown
+from pipeline.actions_cache.budget import budget_by_kind, parse_size, toolchain_archives_fit
+from pipeline.actions_cache.keys import cache_key, toolchain_cache_key
+from pipeline.actions_cache.prune import plan_prune, summary_markdown
 from tests.unit.test_prune import entry
 
 GB = 10**9

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.cache_save import decide_save, evict_args, new_entries
+from pipeline.ccache.save import decide_save, evict_args, new_entries
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.compiler_check import resolve_compiler_check, verified_archive_digest
-from pipeline.config import parse_matrix
+from pipeline.ccache.compiler_check import resolve_compiler_check, verified_archive_digest
 from pipeline.errors import ConfigError, ToolchainError
-from pipeline.toolchain import Toolchain
+from pipeline.run.matrix import parse_matrix
+from pipeline.toolchain.base import Toolchain
 
 DIGEST = "ab" * 32
 ROOT = Path("/opt/toolchains/rocm-7.0.0a20250104-linux-gfx110X-all")

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.archives.extract import check_archive, extract_archive, remove_stale
 from pipeline.errors import BusyError, ToolchainError
-from pipeline.fsutil import atomic_write_json, atomic_write_text
-from pipeline.installer.download import download
-from pipeline.installer.extract import check_archive, extract_archive, remove_stale
-from pipeline.locks import describe_holder, hold, is_held
-from pipeline.record import LegRecord, leg_lock
+from pipeline.guard.locks import describe_holder, hold, is_held
+from pipeline.results.record import LegRecord, leg_lock
+from pipeline.toolchain.installer.download import download
+from pipeline.util.fsutil import atomic_write_json, atomic_write_text
 from tests.support.archives import make_tar, make_zip, tar_file, therock_members
 
 SINCE = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -242,8 +242,8 @@ def test_downloads_are_readable_by_others(tmp_path: Path) -> None:
 
 
 def test_publish_sees_a_dead_runs_record_as_interrupted_and_a_live_one_as_running(tmp_path: Path) -> None:
-    from pipeline.release_inputs import read_results
-    from pipeline.release_plan import check_coverage
+    from pipeline.release.collect import read_results
+    from pipeline.release.plan import check_coverage
 
     _record(tmp_path / "cpu", "running")
     results = read_results(tmp_path)
@@ -256,7 +256,7 @@ def test_publish_sees_a_dead_runs_record_as_interrupted_and_a_live_one_as_runnin
 @pytest.mark.usefixtures("umask_022")
 @pytest.mark.parametrize("suffix", ["tar.gz", "zip"])
 def test_bundles_are_readable_by_others(tmp_path: Path, suffix: str) -> None:
-    from pipeline.archive import Entry, write_tar_gz, write_zip
+    from pipeline.archives.deterministic import Entry, write_tar_gz, write_zip
 
     bundle = tmp_path / "dist" / f"llama-b1-bin-ubuntu-x64.{suffix}"
     (write_tar_gz if suffix == "tar.gz" else write_zip)(bundle, [Entry(name="llama/README", data=b"x")])

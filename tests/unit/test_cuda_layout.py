@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cuda_layout import install_folder, unversioned_links, wheel_tree
+from pipeline.toolchain.cuda_layout import install_folder, unversioned_links, wheel_tree
 
 # The lib/ folder of the 13.2 wheels as installed here (nvidia/cu13/lib).
 WHEEL_LIB = [

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.config import MixPin
 from pipeline.errors import SourceError
-from pipeline.mix import (
+from pipeline.run.matrix import MixPin
+from pipeline.run.mix import (
     check_pins,
     merge_identity_env,
     merge_message,

@@ -7,7 +7,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from pipeline.errors import ToolchainError
-from pipeline.msvc_env import (
+from pipeline.toolchain.msvc_env import (
     ENV_MARKER,
     default_vswhere,
     env_diff,
@@ -116,7 +116,7 @@ def test_rocm_folders_stay_in_front_of_msvc_on_path() -> None:
 
 
 def test_msvc_version_goes_into_the_toolchain_identity() -> None:
-    from pipeline.toolchain import Toolchain
+    from pipeline.toolchain.base import Toolchain
     from pipeline.toolchain.msvc import with_msvc
 
     before = parse_set_output(recorded("set-before.txt"))

@@ -1,4 +1,4 @@
-"""pipeline.ninjalog on hand-written logs: versions, restarts, multi-output edges, analysis."""
+"""pipeline.results.ninjalog on hand-written logs: versions, restarts, multi-output edges, analysis."""
 
 from __future__ import annotations
 
@@ -7,9 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import ninjalog
 from pipeline.errors import BuildError
-from pipeline.ninjalog import Step, assign_lanes, classify, classify_edge, critical_path, parse_log, summarize
+from pipeline.results import ninjalog
+from pipeline.results.ninjalog import (
+    Step,
+    assign_lanes,
+    classify,
+    classify_edge,
+    critical_path,
+    parse_log,
+    summarize,
+)
 
 
 def log(version: int, *lines: tuple[int, int, str, str]) -> str:

@@ -17,9 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.archive import Entry, _tar_info, folder_entries, package_folder, write_tar_gz, write_zip
-from pipeline.packing import MEMBER_MIN, PackCache
-from pipeline.zipwriter import ZipWriter
+from pipeline.archives.deterministic import (
+    Entry,
+    _tar_info,
+    folder_entries,
+    package_folder,
+    write_tar_gz,
+    write_zip,
+)
+from pipeline.archives.packing import MEMBER_MIN, PackCache
+from pipeline.archives.zipwriter import ZipWriter
 
 
 def _payload(root: Path, seed: int = 1) -> Path:

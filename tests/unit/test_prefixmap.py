@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath, PureWindowsPath
 
-from pipeline.prefixmap import prefix_map_flags, strip_prefix_maps, with_prefix_map
+from pipeline.toolchain.prefixmap import prefix_map_flags, strip_prefix_maps, with_prefix_map
 
 WS = PurePosixPath("/home/runner/work/out")
 SRC = WS / "src" / "llama.cpp"

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from pipeline.progress import NinjaProgress, elapsed_text
+from pipeline.leg.progress import NinjaProgress, elapsed_text
 
 
 class FakeClock:

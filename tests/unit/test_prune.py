@@ -9,10 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.cachekey import cache_key, toolchain_cache_key
+from pipeline.actions_cache.entries import CacheEntry
+from pipeline.actions_cache.keys import cache_key, toolchain_cache_key
+from pipeline.actions_cache.prune import (
+    api_requests,
+    apply_plan,
+    plan_prune,
+    plan_with_cost,
+    summary_markdown,
+)
 from pipeline.errors import GitHubError, UsageError
-from pipeline.github import CacheEntry
-from pipeline.prune import api_requests, apply_plan, plan_prune, plan_with_cost, summary_markdown
 
 T0 = datetime(2026, 8, 1, 3, 0, tzinfo=UTC)
 

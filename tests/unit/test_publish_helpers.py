@@ -11,11 +11,11 @@ import pytest
 from pipeline.commands import common, release_exists
 from pipeline.commands.alert import default_run_url
 from pipeline.commands.release_exists import tag_from_resolution
-from pipeline.config import parse_matrix
 from pipeline.errors import UsageError
-from pipeline.github import redact_token
-from pipeline.publishing import content_type
-from pipeline.resolution import Resolution, SourceSpec
+from pipeline.github.rest import redact_token
+from pipeline.release.publish import content_type
+from pipeline.run.matrix import parse_matrix
+from pipeline.run.resolution import Resolution, SourceSpec
 from tests.support.inputs import make_inputs
 
 LEGS = ["cpu", "cuda", "vulkan"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.github import RestClient, redact_token
-from pipeline.redaction import MASK, redact, redact_command, redact_url, secrets_in
-from pipeline.remote_cache import redact as redact_remote
+from pipeline.ccache.remote import redact as redact_remote
+from pipeline.github.rest import RestClient, redact_token
+from pipeline.guard.redaction import MASK, redact, redact_command, redact_url, secrets_in
 
 TOKEN = "ghp_0123456789abcdefABCDEF0123456789abcd"
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pipeline.errors import PublishError
-from pipeline.release_plan import (
+from pipeline.release.plan import (
     LocalAsset,
     RemoteAsset,
     check_coverage,

@@ -8,10 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pipeline.ccache import CcacheSetup, remote_spec
-from pipeline.config import CcacheConfig
-from pipeline.errors import UsageError
-from pipeline.remote_cache import (
+from pipeline.ccache.remote import (
     RemoteBackend,
     check_remote,
     parse_remote,
@@ -20,6 +17,9 @@ from pipeline.remote_cache import (
     remote_errors_warning,
     unreachable_warning,
 )
+from pipeline.ccache.session import CcacheSetup, remote_spec
+from pipeline.errors import UsageError
+from pipeline.run.matrix import CcacheConfig
 
 
 def test_redis_url_defaults_to_port_6379() -> None:

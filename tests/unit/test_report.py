@@ -1,4 +1,4 @@
-"""pipeline.report (rows, cache alarm, markdown, HTML, console) and the report command."""
+"""pipeline.report.render (rows, cache alarm, markdown, HTML, console) and the report command."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from pipeline import report
 from pipeline.cli import main
-from pipeline.record import LegRecord
+from pipeline.report import render as report
+from pipeline.results.record import LegRecord
 
 REPO = Path(__file__).resolve().parents[2]
 

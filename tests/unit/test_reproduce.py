@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.bundle_compare import Comparison
+from pipeline.bundle.compare import Comparison
 from pipeline.commands.reproduce import material_differences, recorded_source_dir, spec_from_manifest
-from pipeline.config import parse_matrix
 from pipeline.errors import BundleError
+from pipeline.run.matrix import parse_matrix
 
 MATRIX = parse_matrix(
     {"source": {"repo": "https://example.invalid/llama.cpp"}, "legs": {"cpu": {"backend": "cpu"}}}, Path("m.toml")

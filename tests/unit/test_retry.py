@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from pipeline import settings as S
 from pipeline.errors import UsageError
-from pipeline.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
+from pipeline.run import settings as S
+from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 
 def _failing(outcomes: list[BaseException | str]):

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.archives.extract import MARKER, content_root, extract_archive, link_problem, name_problem
 from pipeline.errors import ToolchainError
-from pipeline.installer import download as install
-from pipeline.installer.download import cached_download
-from pipeline.installer.extract import MARKER, content_root, extract_archive, link_problem, name_problem
-from pipeline.installer.install import install_archive
+from pipeline.toolchain.installer import download as install
+from pipeline.toolchain.installer.download import cached_download
+from pipeline.toolchain.installer.install import install_archive
 from tests.support.archives import (
     FAKE_CLANG,
     make_tar,

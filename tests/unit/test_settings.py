@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import settings as S
 from pipeline.errors import UsageError
-from pipeline.inputs import read_inputs
+from pipeline.run import settings as S
+from pipeline.run.inputs import read_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,4 +151,4 @@ def test_only_the_inputs_module_reads_the_environment_and_the_clock() -> None:
         if re.search(r"os\.environ|os\.getenv|datetime\.now\(|utc_now\(\)", text):
             readers.append(rel)
     # inputs builds the run's inputs; cli reports an error before they exist; timeutil defines utc_now.
-    assert readers == ["pipeline/cli.py", "pipeline/inputs.py", "pipeline/timeutil.py"]
+    assert readers == ["pipeline/cli.py", "pipeline/run/inputs.py", "pipeline/util/timeutil.py"]

@@ -1,4 +1,4 @@
-"""pipeline.simulate: replaying publishing histories under toolchain policies."""
+"""pipeline.rocm.simulate: replaying publishing histories under toolchain policies."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
-from pipeline.rocm.versions import RocmBuild, tarball_name, version_date
-from pipeline.simulate import (
+from pipeline.rocm.simulate import (
     DEFAULT_POLICIES,
     SUNDAY_VARIANT,
     check_policy,
@@ -19,6 +18,7 @@ from pipeline.simulate import (
     simulate,
     simulate_policy,
 )
+from pipeline.rocm.versions import RocmBuild, tarball_name, version_date
 
 FAMILY = "gfx110X-all"
 # A Sunday in summer (PDT, UTC-7): the LA week starts at 07:00Z.

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.config import MixPin
 from pipeline.errors import SourceError
-from pipeline.resolution import SourceSpec
-from pipeline.source import (
+from pipeline.run.matrix import MixPin
+from pipeline.run.resolution import SourceSpec
+from pipeline.source.checkout import (
     CheckoutInfo,
     build_tags_newest_first,
     folder_tag,

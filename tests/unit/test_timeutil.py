@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.inputs import read_inputs
-from pipeline.timeutil import format_utc, parse_now
+from pipeline.run.inputs import read_inputs
+from pipeline.util.timeutil import format_utc, parse_now
 
 NOON = datetime(2026, 8, 7, 12, tzinfo=UTC)
 

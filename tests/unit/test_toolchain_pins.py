@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_matrix, parse_matrix
 from pipeline.errors import ConfigError
-from pipeline.toolchain_pins import parse_toolchain_pins
+from pipeline.run.matrix import load_matrix, parse_matrix
+from pipeline.run.pins import parse_toolchain_pins
 
 ROOT = Path(__file__).resolve().parents[2]
 P = Path("m.toml")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import parse_matrix
 from pipeline.errors import ConfigError, UsageError, describe_os_error
-from pipeline.ninjalog import parse_log
-from pipeline.report import hit_rate_of
-from pipeline.source import CheckoutInfo, folder_tag
-from pipeline.timeutil import parse_now
+from pipeline.report.render import hit_rate_of
+from pipeline.results.ninjalog import parse_log
+from pipeline.run.matrix import parse_matrix
+from pipeline.source.checkout import CheckoutInfo, folder_tag
+from pipeline.util.timeutil import parse_now
 
 LEG = {"legs": {"cpu": {"backend": "cpu", "os": "linux"}}}
 
@@ -90,8 +90,8 @@ def test_os_errors_read_as_path_and_reason() -> None:
 
 
 def test_a_record_with_a_negative_count_is_shown_as_unknown_and_says_so() -> None:
-    from pipeline.record import LegRecord
-    from pipeline.report import leg_row
+    from pipeline.report.render import leg_row
+    from pipeline.results.record import LegRecord
 
     rec = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-08-09T06:00:00Z",
                     ccache={"hits": -150, "misses": 10})

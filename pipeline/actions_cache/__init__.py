@@ -1,0 +1,1 @@
+"""GitHub Actions caches: keys, listed entries, the budget and the pruner."""

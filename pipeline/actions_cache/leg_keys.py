@@ -1,0 +1,66 @@
+"""A leg's cache identity in this run: its toolchain identity and the run's tag.
+
+The I/O side of :mod:`pipeline.actions_cache.keys` (which stays pure): a ROCm leg's
+identity comes from the run's resolution (or is resolved now), so every leg
+of a run agrees without installing anything; other backends report theirs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+from pipeline.actions_cache.keys import check_run_tag, key_toolchain
+from pipeline.errors import UsageError
+from pipeline.names import rocm_identity
+from pipeline.run import settings as S
+from pipeline.run.inputs import RunInputs
+from pipeline.run.matrix import Leg
+
+
+def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
+    """The key-safe toolchain identity of ``leg`` in this run."""
+    if leg.needs_resolution:
+        from pipeline.resolution.resolve import rocm_for_leg
+
+        identity = rocm_identity(rocm_for_leg(inputs, leg).version)
+        if leg.os == "windows" and sys.platform == "win32":
+            # The MSVC toolset is in every object of a Windows leg: key on it too.
+            from pipeline.toolchain.msvc import capture_msvc
+
+            identity += f"-{capture_msvc(inputs.environ).identity}"
+        return key_toolchain(identity)
+    from pipeline.toolchain.base import ToolchainRequest
+    from pipeline.toolchain.profiles import prepare_toolchain
+
+    request = ToolchainRequest(
+        leg=leg, environ=inputs.environ, download_cache=inputs.download_cache,
+        toolchain_dir=inputs.toolchain_dir, http_backoff=inputs.http_backoff,
+        http_retry_budget=inputs.http_retry_budget,
+        pins=inputs.require_matrix().toolchains,
+    )
+    return key_toolchain(prepare_toolchain(request, Console(stderr=True)).identity)
+
+
+def given_toolchain(leg: Leg, given: str) -> str:
+    """``--toolchain``: a bare ROCm version names the same toolchain the resolution would."""
+    if leg.needs_resolution and not given.startswith("rocm-"):
+        given = rocm_identity(given)
+    return key_toolchain(given)
+
+
+def run_tag(inputs: RunInputs) -> str:
+    """The run's tag (``cache-key --tag`` aside): the resolution's, else matrix.toml's explicit tag.
+
+    The resolution's tag carries the mix suffix that a ``PIPELINE_TAG`` base tag lacks.
+    """
+    matrix = inputs.require_matrix()
+    if inputs.resolution is not None and inputs.resolution.source is not None:
+        return check_run_tag(inputs.resolution.source.tag)
+    if matrix.source.tag != "latest":
+        return check_run_tag(matrix.source.tag)
+    raise UsageError(
+        f"no source tag for the cache key: pass --tag, or set {S.RESOLVED.env_var} to a resolution "
+        f"with a source tag ({matrix.path}: source.tag is 'latest')"
+    )

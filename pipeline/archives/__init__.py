@@ -1,0 +1,1 @@
+"""Archives: deterministic tar.gz/zip writing, fast packing, and safe extraction."""

@@ -1,0 +1,1 @@
+"""Bundles: staging, runtime closure, names, check, smoke test and comparison."""

@@ -1,0 +1,257 @@
+"""``check-bundle``: does a bundle run on a clean machine?
+
+The bundle is unpacked into an empty folder, then:
+
+- every ELF of ``bin/`` and ``lib/`` (every ``.exe``/``.dll`` of ``bin/`` for
+  Windows) must find each library it needs in the bundle, through its own
+  ``$ORIGIN``-relative RUNPATH, or on the OS's base-system allowlist;
+- no RUNPATH/RPATH entry may name an absolute (build-machine) folder or leave
+  the bundle;
+- the newest ``GLIBC_x.y`` required must not be above the leg's floor
+  (``glibc_max``; the highest required is reported, as auditwheel does);
+- a LICENSE must be at the top;
+- each main program's ``--version`` must run (:mod:`pipeline.bundle.smoke`), unless
+  the bundle is for another OS.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
+from pipeline.bundle.elfdeps import is_elf, parse_version, read_elf, version_text
+from pipeline.bundle.make import read_manifest
+from pipeline.bundle.pedeps import is_pe, read_pe_imports
+from pipeline.bundle.smoke import SmokeRun, main_programs, run_version
+from pipeline.bundle.stage import LICENSE_NAME
+from pipeline.errors import BundleError, ToolchainError
+from pipeline.run.matrix import Leg
+
+FOLDERS = ("bin", "lib")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One reason the bundle would not run on a clean machine."""
+
+    file: str
+    kind: str  # "library", "runpath", "glibc", "license", "smoke"
+    message: str
+    library: str | None = None
+
+    @property
+    def line(self) -> str:
+        return f"{self.file}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "kind": self.kind, "library": self.library, "message": self.message}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BundleCheck:
+    """The verdict on one bundle; ``to_json`` goes into the leg's record."""
+
+    bundle: str
+    os: str
+    files_checked: int
+    problems: tuple[Problem, ...] = ()
+    glibc_required: str | None = None
+    glibc_required_by: str | None = None
+    glibc_max: str | None = None
+    smoke: tuple[SmokeRun, ...] = ()
+    smoke_skipped: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def summary(self) -> str:
+        verdict = "passed" if self.ok else f"failed ({len(self.problems)} problems)"
+        glibc = f", needs glibc {self.glibc_required}" if self.glibc_required else ""
+        smoke = f", {sum(r.ok for r in self.smoke)}/{len(self.smoke)} programs ran" if self.smoke else ""
+        return f"check-bundle {verdict}: {self.files_checked} binaries{glibc}{smoke}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bundle": self.bundle,
+            "ok": self.ok,
+            "summary": self.summary,
+            "os": self.os,
+            "files_checked": self.files_checked,
+            "problems": [p.to_json() for p in self.problems],
+            "glibc_required": self.glibc_required,
+            "glibc_required_by": self.glibc_required_by,
+            "glibc_max": self.glibc_max,
+            "smoke": [r.to_json() for r in self.smoke],
+            "smoke_skipped": self.smoke_skipped,
+        }
+
+
+@dataclass
+class _TreeFindings:
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+    glibc: tuple[int, ...] | None = None
+    glibc_by: str | None = None
+
+
+def _binaries(root: Path, os_name: str) -> list[str]:
+    found = []
+    for folder in FOLDERS:
+        top = root / folder
+        if not top.is_dir():
+            continue
+        for item in sorted(top.iterdir()):
+            rel = f"{folder}/{item.name}"
+            if os_name == "windows":
+                if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
+                    found.append(rel)
+            elif is_elf(item):
+                found.append(rel)
+    return found
+
+
+def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFindings) -> list[Path]:
+    """The bundle folders a file's RUNPATH reaches; a problem for each entry that is not one."""
+    here = (root / rel).parent
+    dirs = []
+    for entry in entries:
+        if not is_origin_relative(entry):
+            found.problems.append(Problem(
+                file=rel, kind="runpath",
+                message=f"absolute or build-machine RUNPATH/RPATH entry {entry!r} (want $ORIGIN-relative)",
+            ))
+            continue
+        rest = entry.removeprefix("${ORIGIN}").removeprefix("$ORIGIN").lstrip("/")
+        target = Path(os.path.normpath(here / rest))
+        if not target.is_relative_to(root):
+            found.problems.append(Problem(file=rel, kind="runpath", message=f"RUNPATH entry {entry!r} leaves the bundle"))
+            continue
+        dirs.append(target)
+    return dirs
+
+
+def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str]) -> None:
+    info = read_elf(root / rel)
+    dirs = _search_dirs(root, rel, info.search_paths, found)
+    for library in info.needed:
+        if any((d / library).exists() for d in dirs) or is_base_system("linux", library):
+            continue
+        if library in in_bundle:
+            message = f"needs {library}: it is in the bundle ({in_bundle[library]}) but not on its RUNPATH"
+        else:
+            message = f"needs {library}: neither in the bundle nor on the linux base-system allowlist"
+        found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
+    for version in info.glibc_versions[-1:]:
+        if found.glibc is None or version > found.glibc:
+            found.glibc, found.glibc_by = version, rel
+
+
+def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str]) -> None:
+    beside = {p.name.lower() for p in (root / rel).parent.iterdir()}
+    for library in read_pe_imports(root / rel):
+        if library.lower() in beside or is_base_system("windows", library):
+            continue
+        where = in_bundle.get(library.lower())
+        message = (f"needs {library}: it is in the bundle ({where}) but not beside it" if where
+                   else f"needs {library}: neither in the bundle nor on the windows base-system allowlist")
+        found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
+
+
+def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleCheck:
+    """Check an unpacked bundle (no smoke test): libraries, RUNPATHs, glibc floor, LICENSE."""
+    found = _TreeFindings()
+    windows = os_name == "windows"
+    in_bundle = {
+        (p.name.lower() if windows else p.name): f"{folder}/{p.name}"
+        for folder in FOLDERS if (root / folder).is_dir()
+        for p in sorted((root / folder).iterdir())
+    }
+    for rel in _binaries(root, os_name):
+        found.files += 1
+        (_check_pe if windows else _check_elf)(root, rel, found, in_bundle)
+    floor = parse_version(glibc_max) if glibc_max and not windows else None
+    if floor is not None and found.glibc is not None and found.glibc > floor:
+        found.problems.append(Problem(
+            file=found.glibc_by or "?", kind="glibc", library="libc.so.6",
+            message=f"requires GLIBC_{version_text(found.glibc)}, above the leg's floor glibc_max = {glibc_max}",
+        ))
+    if not (root / LICENSE_NAME).is_file():
+        found.problems.append(Problem(file=LICENSE_NAME, kind="license", message="missing: every bundle carries llama.cpp's LICENSE"))
+    return BundleCheck(
+        bundle=str(root),
+        os=os_name,
+        files_checked=found.files,
+        problems=tuple(found.problems),
+        glibc_required=version_text(found.glibc) if found.glibc else None,
+        glibc_required_by=found.glibc_by,
+        glibc_max=None if windows else glibc_max,
+    )
+
+
+def unpack(bundle: Path, dest: Path) -> Path:
+    """Unpack ``bundle`` into the new folder ``dest`` with the install's safe extraction."""
+    from pipeline.archives.extract import extract_archive
+
+    try:
+        return extract_archive(bundle, dest)
+    except ToolchainError as err:
+        raise BundleError(f"{bundle}: cannot unpack: {err.message}") from None
+
+
+def check_bundle(
+    bundle: Path, *, scratch: Path, host_os: str, glibc_max: str | None = None, smoke: bool = True
+) -> BundleCheck:
+    """Unpack ``bundle`` under the empty folder ``scratch`` and check it; the smoke test runs
+    when ``smoke`` and the bundle is for ``host_os``. ``glibc_max`` overrides the manifest's floor.
+    """
+    manifest = read_manifest(bundle)
+    leg = manifest.get("leg") or {}
+    os_name = str(leg.get("os") or "linux")
+    floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    root = unpack(bundle, scratch / "bundle")
+    result = check_tree(root, os_name=os_name, glibc_max=floor)
+    runs: list[SmokeRun] = []
+    skipped: str | None = None
+    if not smoke:
+        skipped = "--no-smoke"
+    elif os_name != host_os:
+        skipped = f"a {os_name} bundle on a {host_os} machine"
+    else:
+        programs = main_programs(root, os_name)
+        runs = [run_version(root, p, scratch / "home") for p in programs]
+        if not programs:
+            skipped = "no bin/llama-* programs"
+    problems = list(result.problems) + [
+        Problem(file=r.program, kind="smoke", message=f"--version exited {r.exit_code}: {r.output.splitlines()[-1] if r.output else ''}")
+        for r in runs if not r.ok
+    ]
+    return BundleCheck(
+        bundle=str(bundle),
+        os=os_name,
+        files_checked=result.files_checked,
+        problems=tuple(problems),
+        glibc_required=result.glibc_required,
+        glibc_required_by=result.glibc_required_by,
+        glibc_max=result.glibc_max,
+        smoke=tuple(runs),
+        smoke_skipped=skipped,
+    )
+
+
+def host_os() -> str:
+    """The OS this process runs on, in matrix.toml's words."""
+    return "windows" if sys.platform == "win32" else "linux"
+
+
+def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path) -> BundleCheck:
+    """The check every build runs on its bundle: the leg's glibc floor, the smoke test on its own OS."""
+    return check_bundle(bundle, scratch=scratch, host_os=host_os(), glibc_max=leg.glibc_max if leg.os == "linux" else None)

@@ -1,0 +1,176 @@
+"""What a bundle may leave to the machine it runs on, and what it must carry: data, no I/O.
+
+A bundle carries every shared library its programs need except the base
+system. The base system is an allowlist per OS, in the spirit of auditwheel's
+manylinux policies: the glibc family, the GCC runtime every distribution
+ships (libstdc++, libgcc_s, libgomp), the Vulkan loader and the GPU driver's
+own libraries (libcuda). Everything else a program needs must be in the
+bundle, copied from the toolchain (:mod:`pipeline.bundle.closure`).
+
+A backend also declares where its toolchain keeps runtime libraries and which
+data folders go with them (rocBLAS and hipBLASLt kernel libraries, filtered
+to the leg's GPU targets).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+# The glibc floor of a Linux leg when matrix.toml names none: Ubuntu 22.04's glibc.
+DEFAULT_GLIBC_MAX = "2.35"
+
+LINUX_BASE_SYSTEM: tuple[str, ...] = (
+    # glibc
+    "libc.so.6",
+    "libm.so.6",
+    "libmvec.so.1",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libutil.so.1",
+    "libresolv.so.2",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+    # The GCC runtime (libgomp: GGML's OpenMP; upstream's Ubuntu bundles rely on it too)
+    "libstdc++.so.6",
+    "libgcc_s.so.1",
+    "libgomp.so.1",
+    # The Vulkan loader: installed with the GPU driver, never shipped by an application
+    "libvulkan.so.1",
+    # The GPU driver's own libraries (the CUDA driver API, NVML)
+    "libcuda.so.1",
+    "libnvidia-ml.so.1",
+)
+
+WINDOWS_BASE_SYSTEM: tuple[str, ...] = (
+    "kernel32.dll",
+    "user32.dll",
+    "gdi32.dll",
+    "advapi32.dll",
+    "shell32.dll",
+    "shlwapi.dll",
+    "ole32.dll",
+    "oleaut32.dll",
+    "ws2_32.dll",
+    "bcrypt.dll",
+    "crypt32.dll",
+    "secur32.dll",
+    "iphlpapi.dll",
+    "psapi.dll",
+    "dbghelp.dll",
+    "winmm.dll",
+    "version.dll",
+    "ntdll.dll",
+    "ucrtbase.dll",
+    "msvcrt.dll",
+    # The Universal CRT's API sets
+    "api-ms-win-*.dll",
+    # The Visual C++ runtime: part of every supported Windows image's redistributable
+    "vcruntime140.dll",
+    "vcruntime140_1.dll",
+    "msvcp140*.dll",
+    "vcomp140.dll",
+    # Drivers
+    "vulkan-1.dll",
+    "nvcuda.dll",
+)
+
+BASE_SYSTEM: dict[str, tuple[str, ...]] = {"linux": LINUX_BASE_SYSTEM, "windows": WINDOWS_BASE_SYSTEM}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataFolder:
+    """A folder of the toolchain that goes beside the libraries (``dest`` under the bundle's library folder)."""
+
+    source: str
+    dest: str
+    # Copied only when a library of this name prefix is in the bundle (the library that reads the folder).
+    owner: str
+    # Keep only the files of the leg's GPU targets (and those naming no target).
+    per_target: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeProfile:
+    """Where one backend's toolchain keeps its runtime, on one OS."""
+
+    # Folders under the toolchain root searched for a needed library, in order.
+    library_dirs: tuple[str, ...] = ()
+    data_folders: tuple[DataFolder, ...] = ()
+
+
+_ROCM_LINUX = RuntimeProfile(
+    library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64"),
+    data_folders=(
+        DataFolder(source="lib/rocblas/library", dest="rocblas/library", owner="librocblas"),
+        DataFolder(source="lib/hipblaslt/library", dest="hipblaslt/library", owner="libhipblaslt"),
+    ),
+)
+_ROCM_WINDOWS = RuntimeProfile(
+    library_dirs=("bin", "lib/llvm/bin"),
+    data_folders=(
+        DataFolder(source="bin/rocblas/library", dest="rocblas/library", owner="rocblas"),
+        DataFolder(source="bin/hipblaslt/library", dest="hipblaslt/library", owner="hipblaslt"),
+    ),
+)
+_CUDA_LINUX = RuntimeProfile(library_dirs=("lib64", "lib", "targets/x86_64-linux/lib"))
+_CUDA_WINDOWS = RuntimeProfile(library_dirs=("bin", "bin/x64"))
+
+PROFILES: dict[tuple[str, str], RuntimeProfile] = {
+    ("rocm", "linux"): _ROCM_LINUX,
+    ("rocm", "windows"): _ROCM_WINDOWS,
+    ("cuda", "linux"): _CUDA_LINUX,
+    ("cuda", "windows"): _CUDA_WINDOWS,
+}
+
+
+def runtime_profile(backend: str, os_name: str) -> RuntimeProfile:
+    """The backend's runtime layout on ``os_name``; an empty profile (nothing to copy) for the others."""
+    return PROFILES.get((backend, os_name), RuntimeProfile())
+
+
+def is_base_system(os_name: str, library: str) -> bool:
+    """Is ``library`` (a DT_NEEDED or DLL name) part of the base system of ``os_name``?
+
+    Windows names are case-insensitive; Linux names are exact.
+    """
+    patterns = BASE_SYSTEM.get(os_name, ())
+    if os_name == "windows":
+        name = library.lower()
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    return library in patterns
+
+
+_GFX = re.compile(r"gfx[0-9a-f]+", re.IGNORECASE)
+
+
+def keeps_data_file(name: str, targets: tuple[str, ...]) -> bool:
+    """Does a kernel-library file belong in a bundle for ``targets``?
+
+    Files naming no GPU target (``TensileLibrary_fallback.dat``) go in every
+    bundle; a file naming targets goes in when one of them is the leg's.
+    """
+    named = {m.group(0).lower() for m in _GFX.finditer(name)}
+    if not named:
+        return True
+    return bool(named & {t.lower() for t in targets})
+
+
+def is_origin_relative(entry: str) -> bool:
+    """A RUNPATH entry the loader resolves inside the bundle: ``$ORIGIN`` or ``${ORIGIN}`` first."""
+    return entry == "$ORIGIN" or entry == "${ORIGIN}" or entry.startswith(("$ORIGIN/", "${ORIGIN}/"))
+
+
+def origin_runpath(own_folder: str, folders: set[str]) -> str:
+    """The RUNPATH of a file in ``own_folder`` that needs libraries from ``folders`` (bundle-relative).
+
+    ``$ORIGIN`` first, then each other folder relative to it, sorted: the same
+    inputs give the same bytes.
+    """
+    entries = ["$ORIGIN"]
+    depth = own_folder.count("/") + 1
+    for folder in sorted(folders - {own_folder}):
+        entries.append("$ORIGIN/" + "../" * depth + folder)
+    return ":".join(entries)

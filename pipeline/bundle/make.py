@@ -1,0 +1,345 @@
+"""Bundles: a leg's programs and shared libraries, a manifest, and comparing two bundles.
+
+What goes in (the selection rule), from the build directory, top level only
+(then the runtime closure and the licenses are added, see
+:mod:`pipeline.bundle.stage` and :mod:`pipeline.bundle.closure`):
+
+- ``bin/``: shared libraries (``*.so``, ``*.so.N...``, ``*.dll``, ``*.dylib``),
+  ``*.exe``, and files with an executable bit, except build by-products
+  (``*.a``, ``*.lib``, ``*.pdb``, ``*.o``, ``*.obj``, ``*.exp``, ``*.ilk``);
+- ``lib/``: shared libraries only.
+
+They keep their ``bin/`` and ``lib/`` paths in the archive, beside
+``manifest.json``. The manifest holds inputs and outputs only, nothing that
+differs between two runs of the same inputs: no times, no cache statistics,
+no absolute paths of the machine (see :func:`portable_text`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.archives.deterministic import Entry, archive_kind, read_members, write_tar_gz, write_zip
+from pipeline.archives.packing import PackStats
+from pipeline.bundle.closure import complete_runtime
+from pipeline.bundle.stage import (
+    STAGE_DIR,
+    archive_entries,
+    fresh_stage,
+    stage_file,
+    stage_licenses,
+    staged_files,
+    toolchain_root,
+)
+from pipeline.errors import BundleError
+from pipeline.names import render_name
+from pipeline.results.record import LegRecord
+from pipeline.run.matrix import Leg
+from pipeline.toolchain.base import Toolchain
+
+FORMAT = "llama-pipeline-bundle"
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+DIST_DIR = "dist"
+PROGRAM_MODE = 0o755
+MANIFEST_MODE = 0o644
+
+_SHARED_LIB = re.compile(r"\.(?:so(?:\.\d+)*|dll|dylib)$", re.IGNORECASE)
+_BY_PRODUCT = re.compile(r"\.(?:a|lib|pdb|o|obj|exp|ilk)$", re.IGNORECASE)
+# CMake arguments that do not change the outputs but name a machine path.
+_DROPPED_ARGS = re.compile(r"^-DCMAKE_(?:[A-Za-z]+_COMPILER_LAUNCHER|MAKE_PROGRAM)(?::[A-Z]+)?=")
+# Toolchain details that are inputs; anything else (a local path, a cache flag) stays in the record.
+TOOLCHAIN_KEYS = ("version", "url", "sha256")
+
+
+# --------------------------------------------------------------------------
+# Pure rules
+
+
+def bundle_name(leg: Leg, tag: str) -> str:
+    """The leg's name template (upstream's style by default) filled in: see :mod:`pipeline.names`."""
+    return render_name(
+        leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os, family=leg.family
+    )
+
+
+def is_payload(relpath: str, *, executable: bool) -> bool:
+    """The selection rule: does ``relpath`` (relative to the build dir, '/'-separated) go in?"""
+    folder, _, name = relpath.partition("/")
+    if not name or "/" in name:
+        return False
+    shared = bool(_SHARED_LIB.search(name))
+    if folder == "lib":
+        return shared
+    if folder == "bin":
+        return shared or name.lower().endswith(".exe") or (executable and not _BY_PRODUCT.search(name))
+    return False
+
+
+def _path_variants(root: str) -> list[str]:
+    variants = {root.rstrip("/\\")}
+    variants.add(root.replace("\\", "/").rstrip("/"))
+    return sorted((v for v in variants if len(v) > 1), key=len, reverse=True)
+
+
+def portable_text(text: str, roots: Mapping[str, str]) -> str:
+    """Replace each root folder in ``text`` by ``<name>``, longest root first.
+
+    A root only matches whole path components: ``/ws/out`` does not match
+    ``/ws/output``. Paths outside the roots (``/usr/bin/gcc``: the compiler's
+    identity) are kept.
+    """
+    pairs = sorted(((v, name) for name, root in roots.items() for v in _path_variants(root)), key=lambda p: -len(p[0]))
+    for value, name in pairs:
+        text = re.sub(re.escape(value) + r"(?=$|[/\\;:,\"'\s])", f"<{name}>", text)
+    return text
+
+
+def portable_cmake_args(args: Sequence[str], roots: Mapping[str, str]) -> list[str]:
+    """The CMake arguments as inputs: launchers, the make program and prefix maps dropped, roots replaced."""
+    from pipeline.toolchain.prefixmap import strip_prefix_maps
+
+    return [portable_text(a, roots) for a in strip_prefix_maps(args) if not _DROPPED_ARGS.match(a)]
+
+
+def _is_remote_url(repo: str) -> bool:
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", repo)) and not repo.startswith("file:")
+
+
+def source_manifest(source: Mapping[str, Any], *, tag: str, commit: str | None) -> dict[str, Any]:
+    """The source part of a manifest from a record's source (a SourceSpec's JSON or a --source folder)."""
+    repo = source.get("repo") or source.get("url")
+    mix = source.get("mix") or []
+    return {
+        # A local path or file:// URL names this machine; reproduce then needs --source.
+        "repo": repo if isinstance(repo, str) and _is_remote_url(repo) else None,
+        "base_tag": source.get("base_tag") or (tag if not mix else None),
+        "base_commit": source.get("base_commit"),
+        "commit": commit,
+        "mix": list(mix),
+        "mix_hash": source.get("mix_hash"),
+    }
+
+
+def build_manifest(
+    *,
+    name: str,
+    leg: Leg,
+    tag: str,
+    source: Mapping[str, Any],
+    commit: str | None,
+    toolchain: Toolchain,
+    cmake_args: Sequence[str],
+    roots: Mapping[str, str],
+    files: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The manifest object: inputs (leg, tag, source, toolchain, flags) and outputs (files)."""
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "leg": {
+            "name": leg.name,
+            "backend": leg.backend,
+            "os": leg.os,
+            "family": leg.family,
+            "targets": list(leg.targets),
+            "cuda_architectures": list(leg.cuda_architectures),
+            **({"glibc_max": leg.glibc_max} if leg.os == "linux" else {}),
+        },
+        "tag": tag,
+        "source": source_manifest(source, tag=tag, commit=commit),
+        "toolchain": {
+            "kind": toolchain.kind,
+            "identity": toolchain.identity,
+            **{k: toolchain.details[k] for k in TOOLCHAIN_KEYS if k in toolchain.details},
+        },
+        "compilers": {lang: portable_text(text, roots) for lang, text in sorted(toolchain.compilers.items())},
+        "cmake_args": portable_cmake_args(cmake_args, roots),
+        "files": sorted((dict(f) for f in files), key=lambda f: str(f["path"])),
+    }
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+# --------------------------------------------------------------------------
+# Making a bundle
+
+
+@dataclass(frozen=True, kw_only=True)
+class PayloadFile:
+    relpath: str
+    path: Path
+    # The target name (same folder) when stored as a symlink.
+    link: str | None = None
+
+
+def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
+    """Apply :func:`is_payload` to ``bin/`` and ``lib/`` of ``build_dir``, sorted.
+
+    A symlink to another selected file of the same folder stays a symlink
+    (tar only, ``symlinks=True``); any other is stored as the file it names.
+    """
+    found: dict[str, PayloadFile] = {}
+    for folder in ("bin", "lib"):
+        top = build_dir / folder
+        if not top.is_dir():
+            continue
+        for item in sorted(top.iterdir()):
+            rel = f"{folder}/{item.name}"
+            if item.is_dir():
+                continue
+            if not item.exists():
+                raise BundleError(f"{item}: dangling symlink in the build")
+            executable = os.access(item, os.X_OK)
+            if is_payload(rel, executable=executable):
+                found[rel] = PayloadFile(relpath=rel, path=item)
+    if symlinks:
+        for rel, pf in list(found.items()):
+            if pf.path.is_symlink():
+                target = str(pf.path.readlink())
+                if "/" not in target and "\\" not in target and f"{rel.split('/')[0]}/{target}" in found:
+                    found[rel] = PayloadFile(relpath=rel, path=pf.path, link=target)
+    return [found[k] for k in sorted(found)]
+
+
+def _roots(build_dir: Path, out_dir: Path, record: LegRecord, toolchain: Toolchain) -> dict[str, str]:
+    out = out_dir.resolve()
+    roots = {"build": str(build_dir.resolve()), "out": str(out)}
+    path = record.source.get("path")
+    # A source inside the output folder reads <out>/..., however it got there
+    # (cloned by the pipeline or given with --source), so a rebuild matches.
+    if isinstance(path, str) and path and not Path(path).resolve().is_relative_to(out):
+        roots["source"] = path
+    for key in ("ROCM_PATH", "HIP_PATH", "CUDA_PATH", "VULKAN_SDK"):
+        value = toolchain.env.get(key)
+        if value and Path(value).is_absolute():
+            roots.setdefault("toolchain", value)
+    roots["home"] = str(Path.home())
+    return roots
+
+
+def make_bundle(
+    *,
+    leg: Leg,
+    record: LegRecord,
+    build_dir: Path,
+    out_dir: Path,
+    toolchain: Toolchain,
+    tag: str,
+    commit: str | None,
+    pack_cache: Path | None = None,
+) -> Path:
+    """Package a successful build (see :func:`package_bundle`); return the bundle's path."""
+    return package_bundle(
+        leg=leg, record=record, build_dir=build_dir, out_dir=out_dir, toolchain=toolchain, tag=tag,
+        commit=commit, pack_cache=pack_cache,
+    )[0]
+
+
+def package_bundle(
+    *,
+    leg: Leg,
+    record: LegRecord,
+    build_dir: Path,
+    out_dir: Path,
+    toolchain: Toolchain,
+    tag: str,
+    commit: str | None,
+    pack_cache: Path | None = None,
+) -> tuple[Path, PackStats]:
+    """Package a successful build into ``<out>/dist/<bundle_name>``; return its path and the packaging's figures.
+
+    ``pack_cache``: the packaging cache (compressed members by content), so
+    files unchanged since the last run are not compressed again.
+    """
+    name = bundle_name(leg, tag)
+    zipped = name.endswith(".zip")
+    payload = collect_payload(build_dir, symlinks=not zipped)
+    if not payload:
+        raise BundleError(f"{build_dir}: nothing to bundle: no programs or shared libraries in bin/ or lib/")
+    stage = fresh_stage(out_dir / leg.name / STAGE_DIR)
+    for pf in payload:
+        stage_file(stage, pf.relpath, pf.path, pf.link)
+    closure = complete_runtime(
+        stage,
+        os_name=leg.os,
+        backend=leg.backend,
+        targets=leg.targets,
+        toolchain_root=toolchain_root(toolchain.details, toolchain.env),
+    )
+    source = record.source.get("path")
+    stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)
+    files, entries = archive_entries(
+        staged_files(stage, symlinks=not zipped), {c.path: c.origin for c in closure.copied}
+    )
+    manifest = build_manifest(
+        name=name,
+        leg=leg,
+        tag=tag,
+        source=record.source,
+        commit=commit,
+        toolchain=toolchain,
+        cmake_args=record.cmake_args,
+        roots=_roots(build_dir, out_dir, record, toolchain),
+        files=files,
+    )
+    # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
+    manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
+    entries.append(Entry(name=MANIFEST_NAME, mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
+    target = out_dir / DIST_DIR / name
+    stats = (write_zip if zipped else write_tar_gz)(target, entries, cache=pack_cache)
+    return target, stats
+
+
+# --------------------------------------------------------------------------
+# Reading
+
+
+def check_manifest(data: Any, where: str) -> dict[str, Any]:
+    """``data`` if it is one of our manifests, else BundleError naming ``where``."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BundleError(f"{where}: foreign manifest: not a {FORMAT} manifest")
+    version = data.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise BundleError(f"{where}: manifest format version {version!r} is not supported (up to {FORMAT_VERSION})")
+    files = data.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in files):
+        raise BundleError(f"{where}: corrupt manifest: 'files' is not a list of file entries")
+    return data
+
+
+def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{where}: corrupt manifest: {exc}") from None
+    return check_manifest(data, where)
+
+
+def read_manifest(bundle_or_manifest: Path) -> dict[str, Any]:
+    """The manifest of a bundle (.tar.gz/.zip), of an unpacked bundle folder, or a manifest.json."""
+    path = bundle_or_manifest
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    if not path.is_file():
+        raise BundleError(f"{bundle_or_manifest}: no such bundle or manifest")
+    if archive_kind(path) is None:
+        try:
+            return parse_manifest(path.read_bytes(), str(path))
+        except BundleError:
+            if path.suffix == ".json":
+                raise
+            raise BundleError(f"{path}: not a bundle (neither a .tar.gz, a .zip nor a manifest.json)") from None
+    for member, data in read_members(path):
+        if member.name == MANIFEST_NAME and data is not None:
+            return parse_manifest(data, f"{path}:{MANIFEST_NAME}")
+    raise BundleError(f"{path}: foreign bundle: no {MANIFEST_NAME} inside")

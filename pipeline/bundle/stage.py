@@ -1,0 +1,143 @@
+"""The bundle's folder before it is packed: payload, runtime closure, licenses.
+
+``make_bundle`` copies the selected build outputs into a staging folder
+(``<out>/<leg>/bundle``), completes their runtime from the toolchain
+(:mod:`pipeline.bundle.closure`), adds llama.cpp's LICENSE (and its
+``licenses/`` folder where the tree has one), then packs the staging folder.
+The build folder itself is never changed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any
+
+from pipeline.archives.deterministic import Entry
+from pipeline.util.fsutil import file_digest
+
+LICENSE_NAME = "LICENSE"
+LICENSES_DIR = "licenses"
+STAGE_DIR = "bundle"
+PAYLOAD_FOLDERS = ("bin", "lib")
+# Toolchain details and environment variables naming the toolchain's root folder, in order.
+_ROOT_DETAILS = ("root", "cuda_root")
+_ROOT_ENV = ("ROCM_PATH", "HIP_PATH", "CUDA_PATH")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StagedFile:
+    """One file of the staging folder: its bundle path, and the symlink target name when a link."""
+
+    relpath: str
+    path: Path
+    link: str | None = None
+
+
+def toolchain_root(details: dict[str, str], env: dict[str, str]) -> Path | None:
+    """The folder a toolchain's runtime libraries are copied from, or None (a system compiler)."""
+    for key in _ROOT_DETAILS:
+        if details.get(key):
+            return Path(details[key])
+    for key in _ROOT_ENV:
+        value = env.get(key)
+        if value and Path(value).is_absolute():
+            return Path(value)
+    return None
+
+
+def fresh_stage(stage: Path) -> Path:
+    """An empty ``stage`` folder (a previous run's is removed)."""
+    if stage.exists() or stage.is_symlink():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    return stage
+
+
+def stage_file(stage: Path, relpath: str, source: Path, link: str | None) -> None:
+    """Copy one payload file (following symlinks) or recreate a kept symlink."""
+    dest = stage / relpath
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if link is not None:
+        dest.symlink_to(link)
+    else:
+        shutil.copyfile(source, dest)
+        dest.chmod(0o755)
+
+
+def stage_licenses(stage: Path, source: Path | None) -> list[str]:
+    """Copy ``LICENSE`` and ``licenses/`` of the source tree into ``stage``; the bundle paths copied.
+
+    A missing LICENSE is not an error here: ``check-bundle`` names it.
+    """
+    if source is None:
+        return []
+    copied: list[str] = []
+    license_file = source / LICENSE_NAME
+    if license_file.is_file():
+        shutil.copyfile(license_file, stage / LICENSE_NAME)
+        copied.append(LICENSE_NAME)
+    folder = source / LICENSES_DIR
+    if folder.is_dir():
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames.sort()
+            for name in sorted(filenames):
+                src = Path(dirpath) / name
+                if not src.is_file():
+                    continue
+                rel = PurePath(LICENSES_DIR, os.path.relpath(src, folder)).as_posix()
+                (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, stage / rel)
+                copied.append(rel)
+    return copied
+
+
+def staged_files(stage: Path, *, symlinks: bool) -> list[StagedFile]:
+    """Every file of ``stage``, sorted; symlinks stay links only with ``symlinks`` (tar bundles)."""
+    found: list[StagedFile] = []
+    for dirpath, dirnames, filenames in os.walk(stage):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = PurePath(os.path.relpath(full, stage)).as_posix()
+            link = str(full.readlink()) if full.is_symlink() and symlinks else None
+            found.append(StagedFile(relpath=rel, path=full, link=link))
+    return sorted(found, key=lambda f: f.relpath)
+
+
+def archive_entries(
+    staged: Sequence[StagedFile], origins: Mapping[str, str]
+) -> tuple[list[dict[str, Any]], list[Entry]]:
+    """The manifest's file list and the archive entries (folders included) of the staged files.
+
+    ``origins`` maps a bundle path to where it came from in the toolchain
+    (``from_toolchain`` in the manifest). Programs and libraries at the top of
+    ``bin/`` and ``lib/`` are executable; licenses and data files are not.
+    """
+    files: list[dict[str, Any]] = []
+    entries: list[Entry] = []
+    for sf in staged:
+        came_from = {"from_toolchain": origins[sf.relpath]} if sf.relpath in origins else {}
+        if sf.link is not None:
+            files.append({"path": sf.relpath, "symlink": sf.link, **came_from})
+            entries.append(Entry(name=sf.relpath, mode=0o777, link=sf.link))
+            continue
+        size, digest = file_digest(sf.path)
+        files.append({"path": sf.relpath, "size": size, "sha256": digest, **came_from})
+        folder, _, name = sf.relpath.partition("/")
+        program = folder in PAYLOAD_FOLDERS and "/" not in name
+        entries.append(Entry(name=sf.relpath, mode=0o755 if program else 0o644, path=sf.path))
+    entries.extend(Entry(name=f"{d}/", mode=0o755, is_dir=True) for d in staged_folders(staged))
+    return files, entries
+
+
+def staged_folders(files: Sequence[StagedFile]) -> list[str]:
+    """Every folder that holds a staged file, parents included, sorted."""
+    folders: set[str] = set()
+    for f in files:
+        parts = f.relpath.split("/")[:-1]
+        folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return sorted(folders)

@@ -1,0 +1,1 @@
+"""ccache for a leg: its settings, compiler check, remote storage, statistics and the save decision."""

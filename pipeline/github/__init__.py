@@ -1,0 +1,1 @@
+"""GitHub: the Actions runner's files and commands, and the REST clients."""

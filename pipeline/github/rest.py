@@ -1,0 +1,256 @@
+"""GitHub's REST API: :class:`RestClient`, the one transport (token headers, the
+shared retry policy, one-line errors). Its clients live with their features:
+Actions caches in :mod:`pipeline.actions_cache.client`, releases and issues in
+:mod:`pipeline.release.client`; the runner's files and commands are
+:mod:`pipeline.github.runner`. The token comes from
+``GITHUB_TOKEN`` or ``GH_TOKEN``; it lives only in the session's headers and
+never appears in a message, a repr or a log line: error lines are redacted,
+also when a server echoes the token back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
+from pipeline.guard.redaction import redact
+from pipeline.run import settings
+from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
+
+if TYPE_CHECKING:
+    import requests
+
+DEFAULT_API_URL = "https://api.github.com"
+TOKEN_ENVS = settings.GITHUB_TOKEN.env
+# A rate-limit reset further away than this fails the command instead of
+# holding a runner idle (GitHub's primary limit resets hourly).
+DEFAULT_MAX_WAIT = 120.0
+DEFAULT_ATTEMPTS = 5
+# A runaway Link chain (a server bug) must not loop forever.
+MAX_PAGES = 10_000
+
+
+
+# --------------------------------------------------------------------------
+# Token and repository
+
+
+def token_from_env(env: Mapping[str, str], *, permission: str = "actions: write") -> str:
+    """The API token from GITHUB_TOKEN or GH_TOKEN; GitHubError (naming ``permission``) when neither is set."""
+    for name in TOKEN_ENVS:
+        if value := env.get(name, "").strip():
+            return value
+    raise GitHubError(
+        f"no GitHub token: set {' or '.join(TOKEN_ENVS)} (on Actions: a token with '{permission}')"
+    )
+
+
+def parse_repo(text: str) -> tuple[str, str]:
+    """``owner/name`` -> (owner, name), else a UsageError."""
+    if not re.match(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", text):
+        raise UsageError(f"bad repository {text!r}: expected OWNER/NAME")
+    owner, name = text.split("/")
+    return owner, name
+
+
+# --------------------------------------------------------------------------
+# The transport
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float) -> float | None:
+    """How long a 403/429 asks to wait: Retry-After, else X-RateLimit-Reset when exhausted."""
+    if value := headers.get("Retry-After"):
+        return retry_after(value, now)
+    if headers.get("X-RateLimit-Remaining") == "0" and (reset := headers.get("X-RateLimit-Reset")):
+        try:
+            return max(0.0, float(reset) - now)
+        except ValueError:
+            return None
+    return None
+
+
+class RestClient:
+    """The GitHub REST transport: token headers, bounded retries, one-line errors.
+
+    Every error message passes through :meth:`redact`, so the token never
+    reaches a log line, even when a server echoes it in an error body.
+    """
+
+    # Named in a 403's hint: the permission the command needs.
+    permission = "actions: write"
+    user_agent = "llama-pipeline"
+
+    def __init__(
+        self,
+        repo: str,
+        token: str,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        attempts: int = DEFAULT_ATTEMPTS,
+        backoff: float = DEFAULT_BACKOFF,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        session: requests.Session | None = None,
+        budget: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        import requests
+
+        owner, name = parse_repo(repo)
+        self.repo = f"{owner}/{name}"
+        self.api_url = api_url.rstrip("/")
+        parts = urlsplit(self.api_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(f"bad API URL {api_url!r}: expected http(s)://HOST[/PATH]")
+        self._origin = (parts.scheme, parts.netloc)
+        self.attempts = max(1, attempts)
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self.timeout = timeout
+        self._sleep = sleep
+        self._clock = clock
+        # The user's cap on one request's retries, and where a retry's wait line goes.
+        self.budget = budget
+        self._on_wait = on_wait
+        self.requests_made = 0
+        self._secret = token
+        self._session = session or requests.Session()
+        self._session.headers.update(
+            {
+                "Accept": "application/vnd.github+json",
+                "Authorization": f"Bearer {token}",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": self.user_agent,
+            }
+        )
+
+    def __repr__(self) -> str:  # never the headers: they hold the token
+        return f"{type(self).__name__}(repo={self.repo!r}, api_url={self.api_url!r})"
+
+    def _say_wait(self, line: str) -> None:
+        if self._on_wait is not None:
+            self._on_wait(self.redact(line))
+
+    def redact(self, text: str) -> str:
+        """``text`` with the token replaced by ``***``."""
+        return redact_token(text, self._secret)
+
+    # -- internals
+
+    def _path(self, url: str) -> str:
+        parts = urlsplit(url)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+
+    def _next_url(self, resp: requests.Response, where: str) -> str | None:
+        nxt = resp.links.get("next", {}).get("url")
+        if not nxt:
+            return None
+        parts = urlsplit(nxt)
+        # The token goes with every request: never follow a link to another host.
+        if (parts.scheme, parts.netloc) != self._origin:
+            raise GitHubError(f"{where}: the next page points to another host ({parts.netloc}); refused")
+        return str(nxt)
+
+    def _request(
+        self, method: str, url: str, *, accept: Collection[int] = (), **send: Any
+    ) -> requests.Response:
+        """One call with retries; a status in ``accept`` is returned instead of raised.
+
+        ``send`` goes to ``requests`` (``json=``, ``headers=``; ``body=`` is a
+        callable returning a fresh body per attempt, e.g. an opened file).
+        """
+        try:
+            return call_with_retries(
+                self._send, method, url, frozenset(accept), send,
+                attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
+                budget=self.budget, on_wait=self._say_wait, what=f"{method} {self._path(url)}", clock=self._clock,
+            )  # fmt: skip
+        except RetriesExhausted as err:
+            # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
+            cls = NetworkError if err.last.wait is None else GitHubError
+            raise cls(
+                self.redact(f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}")
+            ) from None
+        except PipelineError as err:
+            err.message = self.redact(err.message)
+            raise
+
+    def _send(
+        self, method: str, url: str, accept: frozenset[int], send: Mapping[str, Any]
+    ) -> requests.Response:
+        import requests
+
+        where = f"{method} {self._path(url)}"
+        self.requests_made += 1
+        kwargs = dict(send)
+        body = kwargs.pop("body", None)
+        try:
+            if body is not None:
+                with body() as data:
+                    resp = self._session.request(method, url, timeout=self.timeout, data=data, **kwargs)
+            else:
+                resp = self._session.request(method, url, timeout=self.timeout, **kwargs)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise Retryable(self.redact(_one_line(exc))) from None
+        except requests.RequestException as exc:
+            raise NetworkError(f"{where}: {_one_line(exc)}") from None
+        status = resp.status_code
+        if status < 300 or status in accept:
+            return resp
+        if status >= 500:
+            raise Retryable(f"HTTP {status} {resp.reason}")
+        if status in (403, 429):
+            wait = retry_after_seconds(resp.headers, self._clock())
+            limited = status == 429 or wait is not None
+            if limited:
+                wait = 1.0 if wait is None else wait
+                if wait > self.max_wait:
+                    raise GitHubError(
+                        f"{where}: rate limited for {wait:.0f} s more (over the {self.max_wait:.0f} s "
+                        "this command waits); run it again later"
+                    )
+                raise Retryable(f"HTTP {status} rate limited", wait)
+        raise GitHubError(
+            f"{where}: HTTP {status} {resp.reason}{_hint(status, self.repo, self.permission)}{_api_message(resp)}"
+        )
+
+
+def redact_token(text: str, token: str) -> str:
+    """``text`` without ``token``, URL credentials or auth headers (:func:`pipeline.guard.redaction.redact`)."""
+    return redact(text, (token,))
+
+
+def _hint(status: int, repo: str, permission: str = "actions: write") -> str:
+    if status == 401:
+        return ": the token is missing, expired or invalid"
+    if status == 403:
+        return f": the token may lack '{permission}' on {repo}"
+    if status == 404:
+        return f": no repository {repo}, or the token cannot see it"
+    return ""
+
+
+def _api_message(resp: requests.Response) -> str:
+    try:
+        message = resp.json().get("message")
+    except (ValueError, AttributeError):
+        return ""
+    return f" ({_one_line(message)[:200]})" if isinstance(message, str) and message else ""
+
+
+def _json_body(resp: requests.Response, where: str) -> Any:
+    try:
+        return json.loads(resp.content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise GitHubError(f"{where}: malformed JSON from the API: {_one_line(exc)[:200]}") from None
+
+
+def _one_line(exc: object) -> str:
+    return re.sub(r"\s+", " ", str(exc) or type(exc).__name__).strip()

@@ -1,0 +1,128 @@
+"""Child processes in their own process group, stopped as a whole when the pipeline stops.
+
+CMake, Ninja, git and pip start children of their own (compilers, remote
+helpers). Killing only the direct child on Ctrl-C or SIGTERM would leave
+those running as orphans, still writing into the build folder. Each child
+therefore starts a new process group (a new session on POSIX, a new process
+group on Windows), and :func:`stop_group` ends the whole group: first
+politely (Ninja then stops its own jobs), then for good.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pipeline.errors import ToolchainError
+from pipeline.guard.redaction import redact_command, secrets_in
+
+# How long a group gets to stop after the polite signal before it is killed.
+GRACE_SECONDS = 10.0
+
+
+def group_kwargs() -> dict[str, Any]:
+    """Popen arguments that start the child in a process group of its own."""
+    if sys.platform == "win32":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def stop_group(proc: subprocess.Popen[Any], grace: float = GRACE_SECONDS) -> None:
+    """End ``proc`` and every process of its group; returns once ``proc`` is gone."""
+    if sys.platform == "win32":
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        return
+    # The child's pid is its group's id (start_new_session); the group may outlive the child.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    finally:
+        # Whatever is left of the group (the leader, or a member that ignored SIGTERM) goes now,
+        # also when a second Ctrl-C cuts the grace period short.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def run_child(
+    cmd: Sequence[str], *, timeout: float | None = None, input: str | None = None, **kwargs: Any
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run`` in a process group of its own, whose whole group is stopped on any exception.
+
+    Takes ``subprocess.run``'s keyword arguments (``capture_output``,
+    ``text``, ``check``, ``env``, ``cwd``...); a timeout raises
+    ``subprocess.TimeoutExpired`` as ``subprocess.run`` does.
+    """
+    check = kwargs.pop("check", False)
+    if kwargs.pop("capture_output", False):
+        kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    if input is not None:
+        kwargs["stdin"] = subprocess.PIPE
+    proc = subprocess.Popen(list(cmd), **group_kwargs(), **kwargs)
+    try:
+        stdout, stderr = proc.communicate(input, timeout=timeout)
+    except BaseException:
+        stop_group(proc)
+        raise
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    if check:
+        result.check_returncode()
+    return result
+
+
+# Lines of a failed step's output shown on screen (the whole output is in the log).
+TAIL_LINES = 25
+
+
+def run_logged(
+    cmd: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    log: IO[str],
+    cwd: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> tuple[int, deque[str]]:
+    """Run ``cmd``, copying its output to ``log``; returns (exit code, last lines)."""
+    # A command line can carry a remote-cache password or a token: the log gets it masked.
+    log.write(f"$ {redact_command(cmd, secrets_in(env))}\n")
+    log.flush()
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    try:
+        proc = subprocess.Popen(
+            list(cmd),
+            cwd=cwd,
+            env=dict(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            bufsize=1,
+            # Its own group: Ctrl-C or SIGTERM to the pipeline stops the whole tree (no orphan Ninja).
+            **group_kwargs(),
+        )
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            log.write(line)
+            tail.append(line.rstrip("\n"))
+            if on_line:
+                on_line(line)
+    except BaseException:
+        stop_group(proc)
+        log.write(f"--- {cmd[0]} stopped: the pipeline was interrupted ---\n")
+        raise
+    return proc.wait(), tail

@@ -1,0 +1,23 @@
+"""What one leg build is asked to do besides the run's inputs (those are :class:`pipeline.run.inputs.RunInputs`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class LegOptions:
+    # The CMake project to build; None: the run's source (cloned at its tag).
+    source: Path | None = None
+    # An existing ROCm install to use instead of downloading one.
+    rocm_path: Path | None = None
+    # An existing CUDA install / Vulkan SDK instead of matrix.toml's pinned one.
+    cuda_path: Path | None = None
+    vulkan_sdk: Path | None = None
+    # ccache remote storage URL (redis:// or http://); None: matrix.toml's, "" turns it off.
+    remote_cache: str | None = None
+    # Skip packaging the bundle.
+    no_bundle: bool = False
+    # Run check-bundle on the new bundle (a reproduction compares instead: its original was checked).
+    check_bundle: bool = True

@@ -1,0 +1,195 @@
+"""GitHub releases and issues over REST: the I/O edge of ``publish``, ``alert`` and ``release-exists``.
+
+Built on :class:`pipeline.github.rest.RestClient` (token headers, the one retry
+policy, one-line errors with the token redacted). Assets go to the host of
+the release's ``upload_url`` (GitHub's uploads host, not the API's), the URI
+template's ``{?name,label}`` replaced by the asset's name.
+
+``GET /releases/tags/{tag}`` answers published releases only: a draft is
+found by listing the releases, so a rerun finds the draft a crashed run left.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote, urlsplit
+
+from pipeline.errors import GitHubError
+from pipeline.github.rest import MAX_PAGES, RestClient, _json_body
+from pipeline.names import GITHUB_PER_PAGE as PER_PAGE
+from pipeline.release.plan import RemoteAsset, parse_digest
+
+_TEMPLATE = re.compile(r"\{[^}]*\}$")
+
+
+class AssetExists(GitHubError):
+    """The upload answered 422 ``already_exists``: an asset of that name is on the release."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Release:
+    id: int
+    tag: str
+    draft: bool
+    upload_url: str
+    html_url: str
+
+    @classmethod
+    def from_api(cls, data: Any, *, where: str) -> Release:
+        if not isinstance(data, dict):
+            raise GitHubError(f"{where}: a release is not an object")
+        ident, tag, upload = data.get("id"), data.get("tag_name"), data.get("upload_url")
+        if not isinstance(ident, int) or not isinstance(tag, str) or not isinstance(upload, str):
+            raise GitHubError(f"{where}: malformed release: needs an integer 'id', 'tag_name' and 'upload_url'")
+        return cls(id=ident, tag=tag, draft=bool(data.get("draft")), upload_url=upload,
+                   html_url=str(data.get("html_url", "")))  # fmt: skip
+
+
+def _asset(data: Any, where: str) -> RemoteAsset:
+    if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("name"), str):
+        raise GitHubError(f"{where}: malformed asset: needs an integer 'id' and a 'name'")
+    size = data.get("size", 0)
+    return RemoteAsset(id=data["id"], name=data["name"], size=size if isinstance(size, int) else -1,
+                       state=str(data.get("state", "uploaded")), sha256=parse_digest(data.get("digest")))  # fmt: skip
+
+
+def _is_already_exists(resp: Any) -> bool:
+    try:
+        errors = resp.json().get("errors") or []
+    except (ValueError, AttributeError):
+        return False
+    return any(isinstance(e, dict) and e.get("code") == "already_exists" for e in errors)
+
+
+class ReleasesClient(RestClient):
+    """Releases, their assets, and the alert issues of one repository."""
+
+    permission = "contents: write"
+    user_agent = "llama-pipeline-publish"
+
+    @property
+    def repo_url(self) -> str:
+        return f"{self.api_url}/repos/{self.repo}"
+
+    # -- releases
+
+    def published_release(self, tag: str) -> Release | None:
+        """The published release for ``tag``, None when there is none (drafts are not seen)."""
+        url = f"{self.repo_url}/releases/tags/{quote(tag, safe='')}"
+        resp = self._request("GET", url, accept=(404,))
+        if resp.status_code == 404:
+            return None
+        return Release.from_api(_json_body(resp, f"GET {self._path(url)}"), where=f"GET {self._path(url)}")
+
+    def find_release(self, tag: str) -> Release | None:
+        """The release for ``tag``, draft or published; None when there is none."""
+        if found := self.published_release(tag):
+            return found
+        for item in self._pages(f"{self.repo_url}/releases?per_page={PER_PAGE}"):
+            release = Release.from_api(item, where="GET releases")
+            if release.tag == tag:
+                return release
+        return None
+
+    def create_draft(self, tag: str, name: str, body: str) -> Release:
+        """A new draft release; when the tag already has one (422), that one is found and returned."""
+        url = f"{self.repo_url}/releases"
+        resp = self._request("POST", url, json={"tag_name": tag, "name": name, "body": body, "draft": True},
+                             accept=(422,))  # fmt: skip
+        if resp.status_code == 422:
+            # Another run (or an earlier attempt whose answer was lost) made it: never a second one.
+            if _is_already_exists(resp) and (existing := self.find_release(tag)):
+                return existing
+            raise GitHubError(self.redact(f"POST {self._path(url)}: HTTP 422 creating the release for {tag}"))
+        return Release.from_api(_json_body(resp, f"POST {self._path(url)}"), where=f"POST {self._path(url)}")
+
+    def publish(self, release: Release, body: str) -> Release:
+        """Turn the draft live (``draft: false``) with its final notes."""
+        url = f"{self.repo_url}/releases/{release.id}"
+        resp = self._request("PATCH", url, json={"draft": False, "body": body})
+        return Release.from_api(_json_body(resp, f"PATCH {self._path(url)}"), where=f"PATCH {self._path(url)}")
+
+    def list_assets(self, release: Release) -> list[RemoteAsset]:
+        """Every asset of ``release``, all pages."""
+        url = f"{self.repo_url}/releases/{release.id}/assets?per_page={PER_PAGE}"
+        return [_asset(item, "GET assets") for item in self._pages(url)]
+
+    def delete_asset(self, asset_id: int) -> bool:
+        """Delete one asset; False when it was already gone."""
+        resp = self._request("DELETE", f"{self.repo_url}/releases/assets/{asset_id}", accept=(404,))
+        return resp.status_code != 404
+
+    def upload_asset(self, release: Release, name: str, path: Path, content_type: str) -> RemoteAsset:
+        """Upload ``path`` as asset ``name``; AssetExists on GitHub's 422 ``already_exists``."""
+        base = _TEMPLATE.sub("", release.upload_url)
+        if urlsplit(base).scheme not in ("http", "https"):
+            raise GitHubError(f"release {release.tag}: bad upload_url {release.upload_url!r}")
+        url = f"{base}?name={quote(name, safe='')}"
+
+        @contextmanager
+        def body() -> Iterator[IO[bytes]]:
+            # A fresh handle per attempt: a retry sends the file from its start.
+            with path.open("rb") as fh:
+                yield fh
+
+        headers = {"Content-Type": content_type, "Content-Length": str(path.stat().st_size)}
+        resp = self._request("POST", url, body=body, headers=headers, accept=(422,))
+        where = f"POST {self._path(url)}"
+        if resp.status_code == 422:
+            if _is_already_exists(resp):
+                raise AssetExists(f"{where}: an asset named {name} is already on the release")
+            raise GitHubError(self.redact(f"{where}: HTTP 422 uploading {name}"))
+        return _asset(_json_body(resp, where), where)
+
+    # -- issues
+
+    def open_issue_with_label(self, label: str) -> int | None:
+        """The number of the oldest open issue labelled ``label`` (pull requests excluded), or None."""
+        url = f"{self.repo_url}/issues?state=open&labels={quote(label, safe='')}&per_page={PER_PAGE}"
+        numbers = [
+            item["number"]
+            for item in self._pages(url)
+            if isinstance(item, dict) and isinstance(item.get("number"), int) and "pull_request" not in item
+        ]
+        return min(numbers) if numbers else None
+
+    def create_issue(self, title: str, body: str, label: str) -> int:
+        url = f"{self.repo_url}/issues"
+        resp = self._request("POST", url, json={"title": title, "body": body, "labels": [label]})
+        return _number(_json_body(resp, f"POST {self._path(url)}"), f"POST {self._path(url)}")
+
+    def comment(self, number: int, body: str) -> None:
+        self._request("POST", f"{self.repo_url}/issues/{number}/comments", json={"body": body})
+
+    def close_issue(self, number: int) -> None:
+        self._request("PATCH", f"{self.repo_url}/issues/{number}", json={"state": "closed", "state_reason": "completed"})
+
+    # -- internals
+
+    def _pages(self, url: str, on_page: Callable[[int], None] | None = None) -> Iterator[Any]:
+        next_url: str | None = url
+        seen: set[str] = set()
+        while next_url:
+            if next_url in seen or len(seen) >= MAX_PAGES:
+                raise GitHubError(f"GET {self._path(next_url)}: the Link header loops")
+            seen.add(next_url)
+            resp = self._request("GET", next_url)
+            where = f"GET {self._path(next_url)}"
+            items = _json_body(resp, where)
+            if not isinstance(items, list):
+                raise GitHubError(f"{where}: malformed answer: expected a list")
+            yield from items
+            if on_page:
+                on_page(len(seen))
+            next_url = self._next_url(resp, where)
+
+
+def _number(data: Any, where: str) -> int:
+    if not isinstance(data, dict) or not isinstance(data.get("number"), int):
+        raise GitHubError(f"{where}: malformed issue: no integer 'number'")
+    return int(data["number"])

@@ -1,0 +1,76 @@
+"""What a run's output folder holds for its release: leg records, bundles, and the files written for it.
+
+The file-reading half of ``publish`` and ``alert``: records are read as
+plain JSON (fields another issue adds, like ``bundle_check``, come through),
+bundles are hashed, and ``SHA256SUMS`` and the notes are written atomically
+under ``OUT/release/`` so the job can keep them as an artifact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.errors import PublishError
+from pipeline.guard.locks import is_held
+from pipeline.release.plan import SUMS_NAME, LegResult, LocalAsset, leg_result, sha256sums_text
+from pipeline.results.record import RECORD_NAME, leg_lock
+from pipeline.util.fsutil import atomic_write_text, file_digest
+
+RELEASE_DIR = "release"
+NOTES_NAME = "notes.md"
+
+
+def read_results(out: Path) -> dict[str, LegResult]:
+    """Every ``OUT/*/record.json`` by leg; PublishError naming the file when one is unreadable."""
+    results: dict[str, LegResult] = {}
+    for path in sorted(out.glob(f"*/{RECORD_NAME}")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise PublishError(f"{path}: not a readable record: {exc}") from None
+        if not isinstance(data, dict):
+            raise PublishError(f"{path}: not a leg record (not a JSON object)")
+        if data.get("status") == "running" and not is_held(leg_lock(path.parent)):
+            # Its run died without ending the record: never a success to publish.
+            data = {**data, "status": "interrupted"}
+        result = leg_result(data, where=str(path))
+        if result.leg in results:
+            raise PublishError(f"{path}: a second record for leg {result.leg}")
+        results[result.leg] = result
+    return results
+
+
+def bundles_present(out: Path, results: dict[str, LegResult]) -> set[str]:
+    """The records' bundle paths that exist as files under ``out``.
+
+    A bundle is looked for where the record says, then in ``OUT/dist/`` (the
+    workflow downloads every leg's bundle there).
+    """
+    return {r.bundle for r in results.values() if r.bundle and bundle_path(out, r.bundle).is_file()}
+
+
+def bundle_path(out: Path, bundle: str) -> Path:
+    named = out / bundle
+    return named if named.is_file() else out / "dist" / bundle.rsplit("/", 1)[-1]
+
+
+def release_files(out: Path, present: Sequence[LegResult], notes: str) -> list[LocalAsset]:
+    """Hash the bundles, write ``SHA256SUMS`` and the notes under ``OUT/release/``; the assets to upload."""
+    assets: list[LocalAsset] = []
+    for result in present:
+        assert result.bundle is not None and result.bundle_name is not None  # coverage checked it
+        path = bundle_path(out, result.bundle)
+        size, digest = file_digest(path)
+        assets.append(LocalAsset(name=result.bundle_name, sha256=digest, size=size, path=str(path)))
+    names = [a.name for a in assets]
+    if dupes := sorted({n for n in names if names.count(n) > 1} | ({SUMS_NAME} & set(names))):
+        raise PublishError(f"two legs made bundles of one name: {', '.join(dupes)}")
+    folder = out / RELEASE_DIR
+    sums = folder / SUMS_NAME
+    atomic_write_text(sums, sha256sums_text([(a.name, a.sha256) for a in assets]))
+    atomic_write_text(folder / NOTES_NAME, notes)
+    size, digest = file_digest(sums)
+    assets.append(LocalAsset(name=SUMS_NAME, sha256=digest, size=size, path=str(sums)))
+    return assets

@@ -1,0 +1,1 @@
+"""One run's legs side by side: console, markdown and HTML."""

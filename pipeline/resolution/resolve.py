@@ -1,0 +1,136 @@
+"""Resolving a run: the ROCm build of every ROCm leg and the llama.cpp source, once, from the run's inputs.
+
+``resolve_run`` resolves every ROCm leg against one index fetch and the run's
+one ``now`` (and, when asked, the source tag and mix set) into a
+:class:`~pipeline.run.resolution.Resolution`. A leg run takes its build and source
+from the run's resolution when one is named, else resolves on its own
+(:func:`rocm_for_leg`, :func:`source_for_run`).
+"""
+
+from __future__ import annotations
+
+from pipeline.errors import ResolutionError, UsageError
+from pipeline.resolution.rocm import Fetch, entry_names, load_entries, resolve_build, resolve_from_entries
+from pipeline.rocm.index_fetch import fetch_index
+from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
+from pipeline.run.inputs import RunInputs
+from pipeline.run.matrix import Leg, Matrix
+from pipeline.run.resolution import Resolution, ResolvedRocm, SourceSpec
+from pipeline.util.retry import say_on_stderr
+
+
+def index_fetch(inputs: RunInputs) -> Fetch:
+    """Fetch the index with the run's retry backoff and budget; each retry's wait is said on stderr."""
+    return lambda url: fetch_index(
+        url, backoff=inputs.http_backoff, budget=inputs.http_retry_budget, on_wait=say_on_stderr
+    )
+
+
+
+def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:
+    obj = matrix.leg(leg) if isinstance(leg, str) else leg
+    if not obj.needs_resolution or obj.family is None:
+        raise UsageError(f"leg {obj.name!r} is a {obj.backend} leg: only rocm legs resolve a ROCm build")
+    return obj
+
+
+def resolve_rocm(inputs: RunInputs, leg: str | Leg, *, fetch: Fetch | None = None) -> ResolvedRocm:
+    """The ROCm build of one leg at the run's moment, by the run's policy and index."""
+    obj = _rocm_leg(inputs.require_matrix(), leg)
+    assert obj.family is not None
+    return resolve_build(
+        obj.os, obj.family, policy=inputs.rocm_policy, now=inputs.now,
+        index_url=inputs.index_url, fetch=fetch or index_fetch(inputs),
+    )
+
+
+def resolve_run(
+    inputs: RunInputs,
+    *,
+    fetch: Fetch | None = None,
+    source: bool = False,
+) -> Resolution:
+    """Every ROCm leg once, from one index fetch and the run's one ``now``.
+
+    ``source``: also resolve the llama.cpp tag and mix set (``git ls-remote``
+    of matrix.toml's repo; the run's tag overrides matrix.toml's).
+    """
+    matrix = inputs.require_matrix()
+    policy, url, now = inputs.rocm_policy, inputs.index_url, inputs.now
+    rocm_legs = [leg for leg in matrix.legs.values() if leg.needs_resolution]
+    entries = load_entries(url, policy, fetch or index_fetch(inputs)) if rocm_legs else []
+    names = entry_names(entries) if entries else frozenset()
+    legs: dict[str, ResolvedRocm] = {}
+    for leg in rocm_legs:
+        assert leg.family is not None
+        try:
+            legs[leg.name] = resolve_from_entries(
+                entries, leg.os, leg.family, policy=policy, now=now, index_url=url, names=names
+            )
+        except ResolutionError as err:
+            raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None
+    resolution = Resolution(
+        now=now, rocm_policy=policy, cutoff=cutoff_for(policy, now), legs=legs, index_url=url,
+    )
+    if source:
+        from pipeline.source.checkout import resolve_source
+
+        resolution.source = resolve_source(
+            matrix.source, now=now, tag=inputs.tag, git_url_template=inputs.git_url_template, environ=inputs.environ
+        )
+    return resolution
+
+
+def rocm_for_leg(inputs: RunInputs, leg: str | Leg) -> ResolvedRocm:
+    """The ROCm build a leg run uses.
+
+    With a resolution named in the run's inputs the leg takes its entry from
+    it, so every leg of a run agrees; otherwise it resolves on its own. A
+    resolution file is never read unless it is named.
+    """
+    matrix = inputs.require_matrix()
+    obj = _rocm_leg(matrix, leg)
+    if inputs.resolution is None:
+        return resolve_rocm(inputs, obj)
+    resolution, where = inputs.resolution, inputs.resolution_where
+    entry = resolution.legs.get(obj.name)
+    if entry is None:
+        have = ", ".join(sorted(resolution.legs)) or "none"
+        raise ResolutionError(f"{where}: the run's resolution has no leg {obj.name!r} (it has: {have})")
+    if (entry.os, entry.family) != (obj.os, obj.family):
+        raise ResolutionError(
+            f"{where}: leg {obj.name!r} was resolved for {entry.os} {entry.family}, "
+            f"but {matrix.path} says {obj.os} {obj.family}"
+        )
+    if inputs.rocm_policy_overridden:
+        wanted = parse_policy(inputs.rocm_policy, where=inputs.rocm_policy_where)
+        agrees = wanted == entry.version if is_explicit(wanted) else wanted == entry.policy
+        if not agrees:
+            raise UsageError(
+                f"{inputs.rocm_policy_where} {wanted} contradicts the run's resolution ({where}): "
+                f"leg {obj.name} has {entry.policy} -> {entry.version}"
+            )
+    return entry
+
+
+def source_for_run(inputs: RunInputs) -> SourceSpec:
+    """The source a leg run builds: the run's resolution's when it has one, else resolved now.
+
+    Like the ROCm build, the source comes from the named resolution so every
+    leg of a run builds the same commit.
+    """
+    from pipeline.source.checkout import resolve_source
+
+    matrix = inputs.require_matrix()
+    if inputs.resolution is not None and inputs.resolution.source is not None:
+        spec = inputs.resolution.source
+        if inputs.tag and inputs.tag not in ("latest", spec.base_tag):
+            raise ResolutionError(
+                f"--tag {inputs.tag} contradicts the run's resolution ({inputs.resolution_where}): "
+                f"it builds {spec.base_tag}"
+            )
+        return spec
+    return resolve_source(
+        matrix.source, now=inputs.now, tag=inputs.tag,
+        git_url_template=inputs.git_url_template, environ=inputs.environ,
+    )

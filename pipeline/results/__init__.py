@@ -1,0 +1,1 @@
+"""What a leg run produced, as data: its record and where its build time went."""

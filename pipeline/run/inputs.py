@@ -1,0 +1,190 @@
+"""The run's inputs, fixed once per process at the command line.
+
+:class:`RunInputs` is built here, from the parsed arguments, the environment
+and the clock, with the precedence of :mod:`pipeline.run.settings` (flag >
+environment > matrix.toml > default). Everything below the CLI receives it
+as an argument: this is the one module that reads ``os.environ`` and the
+clock, so a leg run alone reads the clock once, and a test or a replay hands
+in any moment and environment it likes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+
+from pipeline.errors import ConfigError, UsageError
+from pipeline.names import DEFAULT_POLICY, is_safe_tag
+from pipeline.run import settings as S
+from pipeline.run.matrix import DEFAULT_ROCM_INDEX, Matrix, load_matrix
+from pipeline.run.resolution import Resolution, load_resolution
+from pipeline.util.retry import DEFAULT_BACKOFF
+from pipeline.util.timeutil import utc_now
+
+DEFAULT_MATRIX = Path("matrix.toml")
+DEFAULT_OUT = Path("out")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInputs:
+    """Everything a run depends on besides matrix.toml's legs, fixed before any work starts."""
+
+    # The run's moment (aware UTC): the clock, or a replayed --now.
+    now: datetime
+    # The real moment this process started (records say when a build ran, even when replaying).
+    started: datetime
+    # The matrix file, and the matrix when the command needs one.
+    matrix_path: Path
+    matrix: Matrix | None
+    # ROCm policy and index, after flag > environment > matrix.toml; where each came from.
+    rocm_policy: str
+    rocm_policy_where: str
+    index_url: str
+    # The run's llama.cpp tag override (flag or environment); None: matrix.toml's / the resolution's.
+    tag: str | None
+    # The run's resolution, when one is named, and where it was named.
+    resolution: Resolution | None
+    resolution_where: str | None
+    out: Path
+    # The run's source archive (`source` made it once; legs extract it instead of cloning), if named.
+    source_archive: Path | None = None
+    # An explicit ccache directory for every leg of this process (--cache-dir / CCACHE_DIR).
+    cache_dir: Path | None
+    cache_home: Path
+    download_cache: Path
+    toolchain_dir: Path
+    git_url_template: str
+    http_backoff: float
+    # Most seconds one HTTP request may spend waiting between its retries (PIPELINE_HTTP_RETRY_BUDGET).
+    http_retry_budget: float
+    # Seconds to wait for a lock another run holds (0: fail at once, naming the holder).
+    wait_lock: float = 0.0
+    # Where the run's moment, policy and index came from: a flag, a variable, a matrix key or "default".
+    origins: Mapping[str, str]
+    # A read-only copy of the environment: the base of every child process's, GitHub's file commands.
+    environ: Mapping[str, str]
+
+    def require_matrix(self) -> Matrix:
+        if self.matrix is None:
+            raise ConfigError(f"{self.matrix_path}: matrix file not found", hint="pass --matrix PATH")
+        return self.matrix
+
+    @property
+    def in_actions(self) -> bool:
+        """Whether this runs on GitHub Actions."""
+        return self.environ.get(S.GITHUB_ACTIONS) == "true"
+
+    def given(self, setting: S.Setting) -> bool:
+        """Whether ``setting`` was given for this run (by its flag or its environment variable)."""
+        where = self.origins.get(setting.name, "default")
+        return where == setting.flag or where in setting.env
+
+    @property
+    def rocm_policy_overridden(self) -> bool:
+        """Whether the policy was given for this run (flag or environment), not taken from matrix.toml."""
+        return self.rocm_policy_where == S.ROCM_VERSION.flag or self.rocm_policy_where in S.ROCM_VERSION.env
+
+
+def _flag(args: argparse.Namespace | None, setting: S.Setting) -> str | None:
+    value = getattr(args, setting.name, None) if args is not None else None
+    return None if value is None else str(value)
+
+
+def default_cache_home(environ: Mapping[str, str]) -> Path:
+    """``~/.cache/llama-pipeline`` (``%LOCALAPPDATA%`` on Windows, ``$XDG_CACHE_HOME`` when set)."""
+    if sys.platform == "win32" and (local := environ.get(S.LOCALAPPDATA)):
+        return Path(local) / "llama-pipeline"
+    base = environ.get(S.XDG_CACHE_HOME) or str(Path.home() / ".cache")
+    return Path(base) / "llama-pipeline"
+
+
+def check_bundle_tag(tag: str, where: str) -> str:
+    """A ``--source`` build's own tag names its bundle file: it must be safe there."""
+    if not is_safe_tag(tag):
+        raise UsageError(f"{where} {tag!r}: expected letters, digits, '.', '_', '+' and '-' (it names the bundle)")
+    return tag
+
+
+def read_inputs(
+    args: argparse.Namespace | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    need_matrix: bool = True,
+    with_resolution: bool = True,
+    any_tag: bool = False,
+    matrix: Matrix | None = None,
+) -> RunInputs:
+    """The run's inputs from parsed arguments (any subset of the settings' flags), environment and clock.
+
+    ``need_matrix``: load and validate matrix.toml (a missing file is an
+    error); otherwise it is loaded only when it exists. ``any_tag``: the tag
+    names a ``--source`` build's bundle, not a tag to check out.
+    """
+    env: Mapping[str, str] = MappingProxyType(dict(os.environ if environ is None else environ))
+    started = clock()
+
+    matrix_path = Path(S.pick(S.MATRIX, flag=_flag(args, S.MATRIX), environ=env, default=str(DEFAULT_MATRIX)).value)
+    if matrix is not None:
+        matrix_path = matrix.path
+    elif need_matrix or matrix_path.exists():
+        matrix = load_matrix(matrix_path)
+
+    now_picked = S.pick(S.NOW, flag=_flag(args, S.NOW), environ=env)
+    now = now_picked.value if now_picked.value is not None else started
+
+    policy = S.pick(S.ROCM_VERSION, flag=_flag(args, S.ROCM_VERSION), environ=env,
+                    matrix=matrix.rocm.policy if matrix else None,
+                    matrix_where=f"{matrix_path} rocm.policy", default=DEFAULT_POLICY)
+    index_url = S.pick(S.INDEX_URL, flag=_flag(args, S.INDEX_URL), environ=env,
+                       matrix=matrix.rocm.index_url if matrix else None, default=DEFAULT_ROCM_INDEX)
+
+    tag_flag = _flag(args, S.TAG)
+    if any_tag and tag_flag is not None:
+        tag: str | None = check_bundle_tag(tag_flag, S.TAG.flag or "--tag")
+    else:
+        tag = S.pick(S.TAG, flag=tag_flag, environ=env).value
+
+    # Read only by the commands that take a resolution: a stale variable must not break `compare`.
+    resolved = S.pick(S.RESOLVED, flag=_flag(args, S.RESOLVED), environ=env) if with_resolution else S.Picked(None, "")
+    resolution = load_resolution(resolved.value, where=resolved.where) if resolved.value else None
+
+    cache_home = Path(S.pick(S.CACHE_HOME, environ=env, default=default_cache_home(env)).value)
+    cache_dir = S.pick(S.CACHE_DIR, flag=_flag(args, S.CACHE_DIR), environ=env).value
+    source_archive = S.pick(S.SOURCE_ARCHIVE, flag=_flag(args, S.SOURCE_ARCHIVE), environ=env).value
+    return RunInputs(
+        now=now,
+        started=started,
+        matrix_path=matrix_path,
+        matrix=matrix,
+        rocm_policy=policy.value,
+        rocm_policy_where=policy.where,
+        index_url=index_url.value,
+        tag=tag,
+        resolution=resolution,
+        resolution_where=resolved.where if resolution is not None else None,
+        out=Path(S.pick(S.OUT, flag=_flag(args, S.OUT), environ=env, default=str(DEFAULT_OUT)).value),
+        cache_dir=Path(cache_dir) if cache_dir else None,
+        source_archive=Path(source_archive) if source_archive else None,
+        cache_home=cache_home,
+        download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
+        toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
+        git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env, default=S.DEFAULT_GIT_URL_TEMPLATE).value,
+        http_backoff=S.pick(S.HTTP_BACKOFF, environ=env, default=DEFAULT_BACKOFF).value,
+        http_retry_budget=S.pick(S.HTTP_RETRY_BUDGET, environ=env, default=S.DEFAULT_RETRY_BUDGET).value,
+        wait_lock=S.pick(S.WAIT_LOCK, flag=_flag(args, S.WAIT_LOCK), environ=env, default=0.0).value,
+        origins=MappingProxyType({
+            S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
+            S.ROCM_VERSION.name: policy.where,
+            S.INDEX_URL.name: index_url.where,
+        }),
+        environ=env,
+    )
+
+

@@ -1,0 +1,459 @@
+"""matrix.toml -> frozen, typed objects.
+
+The file is validated once, before any work starts. Every error names the
+file, the dotted key and what was expected, with "did you mean" for near
+misses. Only the standard library is used here so that ``noxfile.py`` can
+import this module before any virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from pipeline.errors import ConfigError
+from pipeline.names import (
+    BACKENDS,
+    COMMIT_SHA,
+    GITHUB_REPO,
+    GPU_TARGET,
+    LEG_NAME,
+    LEG_NAME_MAX,
+    OSES,
+    POLICIES,
+    ROCM_VERSION,
+    UPSTREAM_TAG,
+    glibc_problem,
+    is_family,
+    template_problem,
+)
+from pipeline.run.pins import ToolchainPins, parse_toolchain_pins
+
+DEFAULT_MATRIX = "matrix.toml"
+
+# "toolchain": a string: check for toolchains installed from a verified archive (pipeline.ccache.compiler_check).
+COMPILER_CHECKS = ("content", "mtime", "toolchain")
+
+DEFAULT_SOURCE_REPO = "https://github.com/ggml-org/llama.cpp"
+DEFAULT_ROCM_INDEX = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
+
+_SIZE = re.compile(r"^\d+(?:\.\d+)?\s*[KMGT]i?B?$|^\d+$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MixPin:
+    """One pull request merged onto the base tag, pinned to an exact commit."""
+
+    repo: str
+    number: int
+    sha: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.repo}#{self.number}:{self.sha}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceConfig:
+    repo: str = DEFAULT_SOURCE_REPO
+    tag: str = "latest"
+    min_age_hours: float = 6.0
+    mix: tuple[MixPin, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmConfig:
+    policy: str = "weekly-stable"
+    index_url: str = DEFAULT_ROCM_INDEX
+
+
+@dataclass(frozen=True, kw_only=True)
+class CcacheConfig:
+    max_size: str = "5G"
+    compiler_check: str = "content"
+    evict_older_than_days: float = 7.0
+    # A run that stored fewer new objects than this need not upload its cache.
+    save_min_new_entries: int = 1
+    remote: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportConfig:
+    # Under this hit rate with an unchanged toolchain, a leg gets a warning.
+    hit_rate_warning: float = 0.9
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitHubConfig:
+    keep: int = 2
+    # GitHub evicts past 10 GB per repository; warn well before.
+    cache_limit_bytes: int = 10 * 1024**3
+    cache_warn_fraction: float = 0.8
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leg:
+    """One bundle to build: the unit of session, cache key and record."""
+
+    name: str
+    backend: str
+    os: str
+    runner: str
+    cmake_args: tuple[str, ...] = ()
+    family: str | None = None
+    targets: tuple[str, ...] = ()
+    cuda_architectures: tuple[str, ...] = ()
+    # The bundle's name template (pipeline.names); None: upstream's style.
+    bundle_name: str | None = None
+    # The newest GLIBC_x.y a Linux bundle may require (check-bundle); Ubuntu 22.04's by default.
+    glibc_max: str = "2.35"
+
+    @property
+    def needs_resolution(self) -> bool:
+        """ROCm legs need the run's resolved toolchain; the others need nothing."""
+        return self.backend == "rocm"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    path: Path
+    source: SourceConfig
+    rocm: RocmConfig
+    ccache: CcacheConfig
+    report: ReportConfig
+    github: GitHubConfig
+    cmake_args: tuple[str, ...]
+    legs: Mapping[str, Leg] = field(default_factory=dict)
+    # [toolchains]: pinned CUDA wheels and SDK archives.
+    toolchains: ToolchainPins = field(default_factory=ToolchainPins)
+
+    def leg(self, name: str) -> Leg:
+        """The leg called ``name``, or a ConfigError with a "did you mean"."""
+        try:
+            return self.legs[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown leg {name!r} in {self.path}: expected one of {', '.join(self.legs)}"
+                + _did_you_mean(name, self.legs)
+            ) from None
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+def load_matrix(path: str | os.PathLike[str]) -> Matrix:
+    """Read and validate a matrix file; raise ConfigError naming what is wrong.
+
+    Which file is the run's is decided once, with the run's inputs (see
+    :mod:`pipeline.run.settings`).
+    """
+    from pipeline.run.settings import MATRIX
+
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{p}: matrix file not found", hint=f"pass {MATRIX.flag} PATH or set {MATRIX.env_var}"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read matrix file: {exc.strerror}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise ConfigError(f"{p}: starts with a UTF-8 byte order mark (BOM), which TOML does not allow; save it without")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: TOML syntax error: {exc}") from None
+    return parse_matrix(data, p)
+
+
+def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
+    """Validate already-parsed TOML data (the file name is used in messages)."""
+    root = _Table(data, path, "")
+    source = _parse_source(root.table("source"))
+    rocm_t = root.table("rocm")
+    rocm = RocmConfig(
+        policy=rocm_t.string("policy", RocmConfig.policy, check=_policy_check),
+        index_url=rocm_t.string("index_url", RocmConfig.index_url, check=_url_check),
+    )
+    rocm_t.done()
+    cc = root.table("ccache")
+    ccache = CcacheConfig(
+        max_size=cc.string("max_size", CcacheConfig.max_size, check=_size_check),
+        compiler_check=cc.choice("compiler_check", COMPILER_CHECKS, CcacheConfig.compiler_check),
+        evict_older_than_days=cc.number("evict_older_than_days", 7.0, minimum=0),
+        save_min_new_entries=cc.integer("save_min_new_entries", 1, minimum=0),
+        remote=cc.optional_str("remote", check=_remote_check),
+    )
+    cc.done()
+    rep = root.table("report")
+    report = ReportConfig(hit_rate_warning=rep.number("hit_rate_warning", 0.9, minimum=0, maximum=1))
+    rep.done()
+    gh = root.table("github")
+    github = GitHubConfig(
+        keep=gh.integer("keep", 2, minimum=1),
+        cache_limit_bytes=gh.integer("cache_limit_bytes", GitHubConfig.cache_limit_bytes, minimum=1),
+        cache_warn_fraction=gh.number("cache_warn_fraction", 0.8, minimum=0, maximum=1),
+    )
+    gh.done()
+    cm = root.table("cmake")
+    cmake_args = cm.str_list("args")
+    cm.done()
+    toolchains = parse_toolchain_pins(root.table("toolchains").data, path)
+    legs_t = root.table("legs", required=True)
+    legs: dict[str, Leg] = {}
+    for name in legs_t.names():
+        legs[name] = _parse_leg(name, legs_t)
+    legs_t.done()
+    if not legs:
+        raise ConfigError(f"{path}: legs: at least one leg must be declared")
+    root.done()
+    return Matrix(
+        path=path,
+        source=source,
+        rocm=rocm,
+        ccache=ccache,
+        report=report,
+        github=github,
+        cmake_args=tuple(cmake_args),
+        legs=legs,
+        toolchains=toolchains,
+    )
+
+
+def _parse_source(t: _Table) -> SourceConfig:
+    repo = t.string("repo", DEFAULT_SOURCE_REPO, check=_nonempty)
+    tag = t.string("tag", "latest", check=_tag_check)
+    min_age = t.number("min_age_hours", 6.0, minimum=0)
+    pins: list[MixPin] = []
+    for i, item in enumerate(t.table_list("mix")):
+        pin = MixPin(
+            repo=item.string("repo", None, check=_repo_check),
+            number=item.integer("number", None, minimum=1),
+            sha=item.string("sha", None, check=_sha_check),
+        )
+        item.done()
+        if any(p.repo == pin.repo and p.number == pin.number for p in pins):
+            raise ConfigError(f"{t.path}: source.mix[{i}]: {pin.repo}#{pin.number} is listed twice")
+        pins.append(pin)
+    t.done()
+    return SourceConfig(repo=repo, tag=tag, min_age_hours=min_age, mix=tuple(pins))
+
+
+def _parse_leg(name: str, legs_t: _Table) -> Leg:
+    where = f"{legs_t.path}: legs.{name}"
+    if len(name) > LEG_NAME_MAX or not LEG_NAME.match(name):
+        raise ConfigError(
+            f"{where}: unsafe leg name {name!r}: expected letters, digits, '.', '_' and "
+            f"single '-', starting with a letter or digit, at most {LEG_NAME_MAX} characters"
+        )
+    t = legs_t.table(name, required=True)
+    backend = t.choice("backend", BACKENDS, None)
+    os_name = t.choice("os", OSES, "linux")
+    leg = Leg(
+        name=name,
+        backend=backend,
+        os=os_name,
+        runner=t.string("runner", "windows-2022" if os_name == "windows" else "ubuntu-24.04", check=_nonempty),
+        cmake_args=tuple(t.str_list("cmake_args")),
+        family=t.optional_str("family", check=_family_check),
+        targets=tuple(t.str_list("targets", check=_target_check)),
+        cuda_architectures=tuple(t.str_list("cuda_architectures")),
+        bundle_name=t.optional_str("bundle_name", check=template_problem),
+        glibc_max=t.string("glibc_max", Leg.glibc_max, check=glibc_problem),
+    )
+    t.done()
+    if backend == "rocm":
+        if leg.family is None:
+            raise ConfigError(f"{where}.family: required for a rocm leg (TheRock family, e.g. 'gfx110X-all')")
+        if not leg.targets:
+            raise ConfigError(f"{where}.targets: required for a rocm leg (e.g. ['gfx1100', 'gfx1101'])")
+    else:
+        for key, value in (("family", leg.family), ("targets", leg.targets)):
+            if value:
+                raise ConfigError(f"{where}.{key}: only a rocm leg takes {key}, this leg's backend is {backend!r}")
+    if leg.cuda_architectures and backend != "cuda":
+        raise ConfigError(f"{where}.cuda_architectures: only a cuda leg takes cuda_architectures")
+    return leg
+
+
+# --------------------------------------------------------------------------
+# Value checks: each returns an error description, or None when fine.
+
+Check = Callable[[str], "str | None"]
+
+
+def _nonempty(v: str) -> str | None:
+    return None if v.strip() else "a non-empty string"
+
+
+def _policy_check(v: str) -> str | None:
+    if v in POLICIES or ROCM_VERSION.fullmatch(v):
+        return None
+    return "'weekly-stable', 'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
+
+
+def _url_check(v: str) -> str | None:
+    if not re.match(r"^(https?|file)://", v):
+        return "an http(s):// or file:// URL"
+    try:
+        urlsplit(v).port  # noqa: B018 - raises on an unclosed IPv6 bracket or a bad port
+    except ValueError:
+        return "a well-formed URL"
+    return None
+
+
+def _remote_check(v: str) -> str | None:
+    # ccache 4.14 fails every call on a scheme it cannot handle: accept only what it can.
+    return None if re.match(r"^(redis|http)://", v) else "a redis:// or http:// URL"
+
+
+def _size_check(v: str) -> str | None:
+    return None if _SIZE.match(v) else "a size like '5G' or '500M'"
+
+
+def _tag_check(v: str) -> str | None:
+    return None if UPSTREAM_TAG.match(v) else "'latest' or a tag like 'b10327'"
+
+
+def _repo_check(v: str) -> str | None:
+    return None if GITHUB_REPO.match(v) else "'owner/name'"
+
+
+def _sha_check(v: str) -> str | None:
+    return None if COMMIT_SHA.match(v) else "a full commit SHA (40 lowercase hex digits)"
+
+
+def _family_check(v: str) -> str | None:
+    return None if is_family(v) else "a TheRock family like 'gfx110X-all'"
+
+
+def _target_check(v: str) -> str | None:
+    return None if GPU_TARGET.match(v) else "a GPU target like 'gfx1100'"
+
+
+def _did_you_mean(word: str, choices: object) -> str:
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)  # type: ignore[attr-defined]
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_T = TypeVar("_T")
+_MISSING: Any = object()
+# Every number of matrix.toml is hours, days or a fraction: past this it is a typo or an overflow waiting.
+MAX_NUMBER = 1e6
+
+
+class _Table:
+    """A TOML table being consumed: each read pops a key; ``done`` rejects leftovers."""
+
+    def __init__(self, data: Mapping[str, Any], path: Path, prefix: str) -> None:
+        self.data = dict(data)
+        self.path = path
+        self.prefix = prefix
+        self.known: list[str] = []
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}.{key}" if self.prefix else key
+
+    def _fail(self, key: str, expected: str, value: Any = _MISSING) -> ConfigError:
+        got = "" if value is _MISSING else f", got {value!r}"
+        return ConfigError(f"{self.path}: {self._key(key)}: expected {expected}{got}")
+
+    def _take(self, key: str, default: Any) -> Any:
+        self.known.append(key)
+        if key in self.data:
+            return self.data.pop(key)
+        if default is None:
+            raise ConfigError(f"{self.path}: {self._key(key)}: required key is missing")
+        return default
+
+    def names(self) -> list[str]:
+        return list(self.data)
+
+    def table(self, key: str, *, required: bool = False) -> _Table:
+        self.known.append(key)
+        value = self.data.pop(key, _MISSING)
+        if value is _MISSING:
+            if required:
+                raise ConfigError(f"{self.path}: {self._key(key)}: required table is missing")
+            value = {}
+        if not isinstance(value, dict):
+            raise self._fail(key, "a table", value)
+        return _Table(value, self.path, self._key(key))
+
+    def table_list(self, key: str) -> list[_Table]:
+        value = self._take(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self._fail(key, "an array of tables", value)
+        return [_Table(v, self.path, f"{self._key(key)}[{i}]") for i, v in enumerate(value)]
+
+    def string(self, key: str, default: Any, *, check: Check | None = None) -> Any:
+        value = self._take(key, default)
+        if not isinstance(value, str):
+            raise self._fail(key, "a string", value)
+        if check and (problem := check(value)):
+            raise self._fail(key, problem, value)
+        return value
+
+    def optional_str(self, key: str, *, check: Check | None = None) -> str | None:
+        if key not in self.data:
+            self.known.append(key)
+            return None
+        return self.string(key, None, check=check)  # type: ignore[no-any-return]
+
+    def choice(self, key: str, choices: tuple[str, ...], default: Any) -> Any:
+        value = self._take(key, default)
+        if not isinstance(value, str) or value not in choices:
+            expected = "one of " + ", ".join(repr(c) for c in choices)
+            hint = _did_you_mean(value, choices) if isinstance(value, str) else ""
+            raise ConfigError(f"{self.path}: {self._key(key)}: expected {expected}, got {value!r}{hint}")
+        return value
+
+    def integer(self, key: str, default: Any, *, minimum: int | None = None) -> Any:
+        value = self._take(key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self._fail(key, "an integer", value)
+        if minimum is not None and value < minimum:
+            raise self._fail(key, f"an integer >= {minimum}", value)
+        return value
+
+    def number(self, key: str, default: Any, *, minimum: float | None = None, maximum: float | None = None) -> Any:
+        value = self._take(key, default)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise self._fail(key, "a number", value)
+        # nan slips past every comparison (a nan threshold silently turns an alarm off); inf and
+        # 1e308 overflow later as durations: refuse them here, naming the key.
+        if not math.isfinite(value):
+            raise self._fail(key, "a finite number", value)
+        maximum = MAX_NUMBER if maximum is None else maximum
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+            raise self._fail(key, f"a number {bounds}", value)
+        return float(value)
+
+    def str_list(self, key: str, *, check: Check | None = None) -> list[str]:
+        value = self._take(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._fail(key, "an array of strings", value)
+        for item in value:
+            if check and (problem := check(item)):
+                raise self._fail(key, f"each item {problem}", item)
+        return value
+
+    def done(self) -> None:
+        """Reject any key nobody asked for."""
+        for key in self.data:
+            raise ConfigError(
+                f"{self.path}: {self._key(key)}: unknown key" + _did_you_mean(key, self.known)
+            )

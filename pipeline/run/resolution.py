@@ -1,0 +1,266 @@
+"""The run's resolution as data: the ROCm build of every ROCm leg and the source, with its file format.
+
+Written once by ``resolve`` (default ``out/resolved.json``) and read by every
+leg of the run, so every leg uses the same toolchain and commit even when the
+index or the repository gains something newer meanwhile. A leg reads a
+resolution only when one is named (``--resolved`` / its environment variable,
+see :mod:`pipeline.run.settings`): a file left by an earlier run is never used.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import SourceError, UsageError
+from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date
+from pipeline.run.matrix import MixPin
+from pipeline.run.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
+from pipeline.run.settings import RESOLVED
+from pipeline.util.fsutil import atomic_write_json
+from pipeline.util.timeutil import format_utc, parse_now
+
+DEFAULT_RESOLVED_PATH = Path("out") / "resolved.json"
+FORMAT = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceSpec:
+    """What a run builds: a base tag of a repo, plus an ordered mix set."""
+
+    # A git URL or a local path, as configured.
+    repo: str
+    # The upstream tag, e.g. "b10327".
+    base_tag: str
+    # The commit the base tag points at (peeled), when known.
+    base_commit: str | None = None
+    # When the base tag was made (tagger date, or committer date of a lightweight tag), when read.
+    base_date: str | None = None
+    mix: tuple[MixPin, ...] = field(default_factory=tuple)
+    # The commit that is built: base_commit without a mix, the last merge with one.
+    commit: str | None = None
+
+    @property
+    def tag(self) -> str:
+        """The bundle's tag: the base tag, or ``<base>-mix-<hash7>``."""
+        return mix_tag(self.base_tag, self.mix)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "base_tag": self.base_tag,
+            "base_commit": self.base_commit,
+            "base_date": self.base_date,
+            "tag": self.tag,
+            "mix": [pin_to_json(p) for p in self.mix],
+            "mix_hash": mix_hash(self.mix) if self.mix else None,
+            "commit": self.commit,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "source") -> SourceSpec:
+        """Read :meth:`to_json` output back; SourceError naming ``where`` when malformed."""
+        if not isinstance(data, Mapping):
+            raise SourceError(f"{where}: expected an object, got {data!r}")
+        repo, base_tag = data.get("repo"), data.get("base_tag")
+        if not isinstance(repo, str) or not repo or not isinstance(base_tag, str) or not base_tag:
+            raise SourceError(f"{where}: 'repo' and 'base_tag' must be non-empty strings")
+        mix_raw = data.get("mix") or []
+        if not isinstance(mix_raw, list):
+            raise SourceError(f"{where}.mix: expected a list of pins")
+        pins = tuple(pin_from_json(p, f"{where}.mix[{i}]") for i, p in enumerate(mix_raw))
+        check_pins(pins, f"{where}.mix")
+        optional: dict[str, str | None] = {}
+        for key in ("base_commit", "base_date", "commit"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise SourceError(f"{where}.{key}: expected a string or null, got {value!r}")
+            if key != "base_date" and value is not None and not COMMIT_SHA.match(value):
+                raise SourceError(f"{where}.{key}: {value!r} is not a full commit SHA")
+            optional[key] = value
+        spec = cls(repo=repo, base_tag=base_tag, mix=pins, **optional)
+        if "tag" in data and data["tag"] != spec.tag:
+            raise SourceError(
+                f"{where}.tag: {data['tag']!r} does not match its base tag and mix set (expected {spec.tag!r})"
+            )
+        return spec
+
+
+def _date_text(value: date | None) -> str | None:
+    return None if value is None else value.strftime("%Y%m%d")
+
+
+def _parse_date(value: Any, where: str) -> date | None:
+    if value is None:
+        return None
+    try:
+        if not (isinstance(value, str) and len(value) == 8 and value.isdigit()):
+            raise ValueError
+        return date(int(value[:4]), int(value[4:6]), int(value[6:]))
+    except ValueError:
+        raise UsageError(f"{where}: expected a YYYYMMDD date or null, got {value!r}") from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedRocm:
+    """The ROCm build one leg of a run uses."""
+
+    # "weekly", "latest" or the explicit version asked for.
+    policy: str
+    # The newest build date the policy accepted; None for latest/explicit.
+    cutoff: date | None
+    version: str
+    # Tarball file name.
+    file: str
+    url: str
+    # When the index says it was published; None when unknown (or the index was unreachable).
+    published: datetime | None
+    os: str
+    family: str
+    # The index's ``<file>.sha256sum`` beside the tarball; None when it lists none.
+    sha256_url: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """The toolchain's cache-key component, e.g. ``rocm-10.1.0a20260807``."""
+        return rocm_identity(self.version)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "policy": self.policy,
+            "cutoff": _date_text(self.cutoff),
+            "version": self.version,
+            "file": self.file,
+            "url": self.url,
+            "published": None if self.published is None else format_utc(self.published),
+            "os": self.os,
+            "family": self.family,
+        }
+        # Only when known: the JSON of a build without a checksum stays what it always was.
+        if self.sha256_url is not None:
+            data["sha256_url"] = self.sha256_url
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, *, where: str) -> ResolvedRocm:
+        if not isinstance(data, dict):
+            raise UsageError(f"{where}: expected an object, got {type(data).__name__}")
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            if not isinstance(value, str) or not value:
+                raise UsageError(f"{where}.{key}: expected a non-empty string, got {value!r}")
+            return value
+
+        published = data.get("published")
+        if published is not None and not isinstance(published, str):
+            raise UsageError(f"{where}.published: expected an ISO-8601 string or null, got {published!r}")
+        # Absent from resolutions written before checksums were recorded.
+        sha256_url = data.get("sha256_url")
+        if sha256_url is not None and not (
+            isinstance(sha256_url, str) and sha256_url.startswith(("http://", "https://", "file://"))
+        ):
+            raise UsageError(f"{where}.sha256_url: expected an http(s):// or file:// URL or null, got {sha256_url!r}")
+        version = text("version")
+        try:
+            rocm_version_date(version)
+        except ValueError:
+            raise UsageError(f"{where}.version: not a TheRock version: {version!r}") from None
+        return cls(
+            policy=text("policy"),
+            cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
+            version=version,
+            file=text("file"),
+            url=text("url"),
+            published=None if published is None else parse_now(published, where=f"{where}.published"),
+            os=text("os"),
+            family=text("family"),
+            sha256_url=sha256_url,
+        )
+
+
+@dataclass(kw_only=True)
+class Resolution:
+    """One run's resolved inputs: written by ``resolve``, read by every leg."""
+
+    now: datetime
+    rocm_policy: str
+    # The weekly cutoff of ``now`` (None for latest/explicit).
+    cutoff: date | None
+    legs: dict[str, ResolvedRocm] = field(default_factory=dict)
+    # The run's llama.cpp source (tag, mix, commits), when the run resolved one.
+    source: SourceSpec | None = None
+    index_url: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "now": format_utc(self.now),
+            "rocm_policy": self.rocm_policy,
+            "cutoff": _date_text(self.cutoff),
+            "index_url": self.index_url,
+            "legs": {name: leg.to_json() for name, leg in sorted(self.legs.items())},
+            "source": None if self.source is None else self.source.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, *, where: str = "resolution") -> Resolution:
+        if not isinstance(data, dict):
+            raise UsageError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        if data.get("format", FORMAT) != FORMAT:
+            raise UsageError(f"{where}: format {data.get('format')!r} is not {FORMAT}; re-run resolve")
+        now = data.get("now")
+        if not isinstance(now, str):
+            raise UsageError(f"{where}: 'now' must be an ISO-8601 string, got {now!r}")
+        policy = data.get("rocm_policy")
+        if not isinstance(policy, str):
+            raise UsageError(f"{where}: 'rocm_policy' must be a string, got {policy!r}")
+        legs = data.get("legs")
+        if not isinstance(legs, dict):
+            raise UsageError(f"{where}: 'legs' must be an object of leg name -> build, got {legs!r:.60}")
+        source = data.get("source")
+        if source is not None and not isinstance(source, dict):
+            raise UsageError(f"{where}: 'source' must be an object or null, got {source!r:.60}")
+        index_url = data.get("index_url")
+        return cls(
+            now=parse_now(now, where=f"{where}.now"),
+            rocm_policy=policy,
+            cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
+            legs={str(k): ResolvedRocm.from_json(v, where=f"{where}.legs.{k}") for k, v in legs.items()},
+            source=None if source is None else SourceSpec.from_json(source, where=f"{where}: source"),
+            index_url=index_url if isinstance(index_url, str) else None,
+        )
+
+
+# --------------------------------------------------------------------------
+# The resolution file
+
+
+def write_resolution(path: str | Path, resolution: Resolution) -> None:
+    """Write the resolution atomically (readers see the old file or the new one)."""
+    atomic_write_json(Path(path), resolution.to_json())
+
+
+def load_resolution(value: str, *, where: str = RESOLVED.env_var) -> Resolution:
+    """A resolution from a file path or inline JSON (as ``PIPELINE_RESOLVED`` carries it)."""
+    text = value.strip()
+    if text.startswith("{"):
+        raw, origin = text, f"{where} (inline JSON)"
+    else:
+        path = Path(text)
+        if not text or not path.is_file():
+            raise UsageError(f"{where}: neither a resolution file nor inline JSON: {value!r:.120}")
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{where}: cannot read {path}: {exc}") from None
+        origin = str(path)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{origin}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
+    return Resolution.from_json(data, where=origin)

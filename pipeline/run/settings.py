@@ -1,0 +1,327 @@
+"""Every input that more than one command (or the noxfile) uses, declared once.
+
+In the spirit of nox's ``_options.py``: one :class:`Setting` per input, with
+its flag, environment variable(s), ``matrix.toml`` key, parser (the
+validator), default and help. One precedence rule, applied in one place
+(:func:`pick`): the flag, then the environment, then ``matrix.toml``, then
+the default. The README's table of overrides is generated from this table
+(``python -m pipeline settings --markdown``) and a test keeps them equal.
+
+Environment variable names that the pipeline reads appear here and nowhere
+else in ``pipeline/``; this module reads no environment itself: the one
+module that builds the run's inputs (:mod:`pipeline.run.inputs`) hands it one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from pipeline.errors import UsageError
+from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy
+
+Parse = Callable[[str, str], Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setting:
+    """One input of a run: where it can come from, how it is checked, what it means."""
+
+    # The attribute of RunInputs (or the argparse dest).
+    name: str
+    # The command-line flag, if the input has one.
+    flag: str | None = None
+    # Environment variables read, the first one set wins.
+    env: tuple[str, ...] = ()
+    # Dotted matrix.toml key, if the file can set it.
+    matrix_key: str | None = None
+    # (text, where) -> value; raises UsageError naming ``where``.
+    parse: Parse
+    # What applies when nothing sets it (documentation; the value comes from the caller).
+    default: str
+    help: str
+    metavar: str | None = None
+
+    @property
+    def env_var(self) -> str:
+        """The first (main) environment variable, or '' when there is none."""
+        return self.env[0] if self.env else ""
+
+
+# --------------------------------------------------------------------------
+# Parsers: each takes the text and where it came from (a flag or a variable).
+
+
+def parse_text(text: str, where: str) -> str:
+    value = text.strip()
+    if not value:
+        raise UsageError(f"{where}: expected a non-empty value")
+    return value
+
+
+def parse_url(text: str, where: str) -> str:
+    """An http(s):// or file:// URL that ``urlsplit`` can take apart (a bad IPv6 host fails here)."""
+    value = text.strip()
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        raise UsageError(f"{where}: malformed URL {text!r}") from None
+    if parts.scheme not in ("http", "https", "file"):
+        raise UsageError(f"{where}: expected an http(s):// or file:// URL, got {text!r}")
+    return value
+
+
+def parse_policy_text(text: str, where: str) -> str:
+    return parse_policy(text, where=where)
+
+
+def parse_moment_text(text: str, where: str) -> Any:
+    from pipeline.util.timeutil import parse_now
+
+    return parse_now(text, where=where)
+
+
+def parse_run_tag(text: str, where: str) -> str:
+    # Not stripped: a tag names files, and "b12 " is not "b12".
+    if not UPSTREAM_TAG.fullmatch(text):
+        raise UsageError(f"{where} {text!r}: expected 'latest' or a llama.cpp tag like 'b10327'")
+    return text
+
+
+def parse_backoff(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 <= value <= MAX_BACKOFF:
+        raise UsageError(f"{where}: expected seconds between 0 and {MAX_BACKOFF:g}, got {text!r}")
+    return value
+
+
+def _parse_seconds(text: str, where: str, limit: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 <= value <= limit:
+        raise UsageError(f"{where}: expected seconds between 0 and {limit:g}, got {text!r}")
+    return value
+
+
+def parse_wait(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_WAIT_LOCK)
+
+
+def parse_budget(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_RETRY_BUDGET)
+
+
+def parse_legs(text: str, where: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.replace(",", " ").split() if part.strip())
+
+
+MAX_BACKOFF = 60.0
+# Where a mix pin's ``owner/name`` repository is fetched from, unless the setting says otherwise.
+DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
+# A day: longer than any build, short enough that a typo does not wait forever.
+MAX_WAIT_LOCK = 86400.0
+# A day: past that, a "budget" is a hang by another name.
+MAX_RETRY_BUDGET = 86400.0
+DEFAULT_RETRY_BUDGET = 300.0
+
+
+# --------------------------------------------------------------------------
+# The table
+
+MATRIX = Setting(
+    name="matrix", flag="--matrix", env=("PIPELINE_MATRIX",), parse=parse_text, metavar="PATH",
+    default="./matrix.toml", help="the matrix file",
+)
+NOW = Setting(
+    name="now", flag="--now", env=("PIPELINE_NOW",), parse=parse_moment_text, metavar="ISO",
+    default="the clock", help="the run's moment, ISO-8601 (naive is UTC); a past moment replays that run",
+)
+ROCM_VERSION = Setting(
+    name="rocm_version", flag="--rocm-version", env=("PIPELINE_ROCM_VERSION",), matrix_key="rocm.policy",
+    parse=parse_policy_text, metavar="POLICY", default="weekly-stable",
+    help=f"ROCm toolchain policy: weekly-stable, weekly, latest or a version like {ROCM_VERSION_EXAMPLE}",
+)
+INDEX_URL = Setting(
+    name="index_url", flag="--index-url", env=("PIPELINE_ROCM_INDEX_URL",), matrix_key="rocm.index_url",
+    parse=parse_url, metavar="URL", default="TheRock's public index",
+    help="TheRock index (HTML or S3 XML listing)",
+)
+TAG = Setting(
+    name="tag", flag="--tag", env=("PIPELINE_TAG",), matrix_key="source.tag", parse=parse_run_tag,
+    metavar="TAG", default="latest", help="llama.cpp tag of the run: b<digits> or latest",
+)
+RESOLVED = Setting(
+    name="resolved", flag="--resolved", env=("PIPELINE_RESOLVED",), parse=parse_text, metavar="PATH_OR_JSON",
+    default="none (resolve now)", help="the run's resolution from `resolve`: a file or inline JSON",
+)
+SOURCE_ARCHIVE = Setting(
+    name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE",), parse=parse_text, metavar="PATH",
+    default="none (check out the source)",
+    help="the run's source archive from `source` (its manifest beside it): legs extract it instead of cloning",
+)
+OUT = Setting(
+    name="out", flag="--out", env=("PIPELINE_OUT",), parse=parse_text, metavar="DIR",
+    default="out", help="output folder: records, bundles, the resolution, reports",
+)
+CACHE_DIR = Setting(
+    name="cache_dir", flag="--cache-dir", env=("CCACHE_DIR",), parse=parse_text, metavar="DIR",
+    default="<cache home>/ccache/<leg>", help="the leg's ccache directory",
+)
+REMOTE_CACHE = Setting(
+    name="remote_cache", flag="--remote-cache", matrix_key="ccache.remote", parse=lambda t, w: t.strip(),
+    metavar="URL", default="none", help='ccache remote storage (redis:// or http://; "" turns it off)',
+)
+LEGS = Setting(
+    name="legs", flag="--legs", env=("PIPELINE_LEGS",), parse=parse_legs, metavar="LEGS",
+    default="every leg", help="the legs of the run (names separated by spaces or commas)",
+)
+CACHE_HOME = Setting(
+    name="cache_home", env=("PIPELINE_CACHE_HOME",), parse=parse_text,
+    default="~/.cache/llama-pipeline", help="where every pipeline cache lives",
+)
+DOWNLOAD_CACHE = Setting(
+    name="download_cache", env=("PIPELINE_DOWNLOAD_CACHE",), parse=parse_text,
+    default="<cache home>/downloads", help="downloaded toolchain archives",
+)
+TOOLCHAIN_DIR = Setting(
+    name="toolchain_dir", env=("PIPELINE_TOOLCHAIN_DIR",), parse=parse_text,
+    default="<cache home>/toolchains", help="installed toolchains",
+)
+GIT_URL_TEMPLATE = Setting(
+    name="git_url_template", env=("PIPELINE_GIT_URL_TEMPLATE",), parse=parse_text,
+    default=DEFAULT_GIT_URL_TEMPLATE, help="where a mix pull request's repository is fetched from",
+)
+HTTP_BACKOFF = Setting(
+    name="http_backoff", env=("PIPELINE_HTTP_BACKOFF",), parse=parse_backoff,
+    default="1", help="first retry wait of every HTTP client, seconds (doubles each retry)",
+)
+GITHUB_TOKEN = Setting(
+    name="github_token", env=("GITHUB_TOKEN", "GH_TOKEN"), parse=parse_text,
+    default="none", help="GitHub API token (prune)",
+)
+GITHUB_REPOSITORY = Setting(
+    name="repo", flag="--repo", env=("GITHUB_REPOSITORY",), parse=parse_text, metavar="OWNER/NAME",
+    default="none", help="the GitHub repository",
+)
+GITHUB_API_URL = Setting(
+    name="api_url", flag="--api-url", env=("GITHUB_API_URL",), parse=parse_url, metavar="URL",
+    default="https://api.github.com", help="GitHub REST API root (GitHub Enterprise, tests)",
+)
+
+NIGHTLY_STATUS = Setting(
+    name="status", flag="--status", env=("PIPELINE_NIGHTLY_STATUS",), parse=parse_text, metavar="STATUS",
+    default="none", help="how the nightly ended: success or failure (alert)",
+)
+FORCE = Setting(
+    name="force", env=("PIPELINE_FORCE",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
+    default="false", help="build even when the release for the tag exists (release-exists --force)",
+)
+WAIT_LOCK = Setting(
+    name="wait_lock", flag="--wait-lock", env=("PIPELINE_WAIT_LOCK",), parse=parse_wait, metavar="SECONDS",
+    default="0 (fail at once)",
+    help="how long to wait for another run holding the leg's output folder or a toolchain install",
+)
+DEBUG = Setting(
+    name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
+    default="false", help="show the traceback behind an error line (the one-line message stays)",
+)
+HTTP_RETRY_BUDGET = Setting(
+    name="http_retry_budget", env=("PIPELINE_HTTP_RETRY_BUDGET",), parse=parse_budget,
+    default="300", help="most seconds one HTTP request spends waiting between its retries",
+)
+
+SETTINGS: tuple[Setting, ...] = (
+    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
+    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
+    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, DEBUG,
+)
+
+# Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.
+GITHUB_ACTIONS = "GITHUB_ACTIONS"
+GITHUB_OUTPUT = "GITHUB_OUTPUT"
+GITHUB_ENV = "GITHUB_ENV"
+GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
+CC, CXX = "CC", "CXX"
+CUDA_PATH = "CUDA_PATH"
+XDG_CACHE_HOME = "XDG_CACHE_HOME"
+LOCALAPPDATA = "LOCALAPPDATA"
+
+
+# --------------------------------------------------------------------------
+# The one precedence rule
+
+
+@dataclass(frozen=True)
+class Picked:
+    """A setting's value and where it came from (a flag, a variable, a matrix key, or 'default')."""
+
+    value: Any
+    where: str
+
+
+def pick(
+    setting: Setting,
+    *,
+    flag: str | None = None,
+    environ: Mapping[str, str],
+    matrix: Any = None,
+    matrix_where: str | None = None,
+    default: Any = None,
+) -> Picked:
+    """Flag, then environment, then matrix.toml, then ``default``; text values are parsed and checked.
+
+    An empty flag or variable counts as not given. ``matrix`` is the already
+    validated matrix.toml value (None when the file does not set it).
+    """
+    if flag is not None and flag.strip() and setting.flag:
+        return Picked(setting.parse(flag, setting.flag), setting.flag)
+    for var in setting.env:
+        text = environ.get(var, "")
+        if text.strip():
+            return Picked(setting.parse(text, var), var)
+    if matrix is not None:
+        return Picked(matrix, matrix_where or f"matrix.toml {setting.matrix_key}")
+    return Picked(default, "default")
+
+
+def add_flag(parser: argparse.ArgumentParser, setting: Setting, *, help: str | None = None, **kwargs: Any) -> None:
+    """Add ``setting``'s flag with its help text and where its default comes from.
+
+    The flag's value reaches argparse as text (default None): it is checked
+    by :func:`pick`, so a bad flag and a bad variable get the same message.
+    """
+    assert setting.flag is not None, setting.name
+    parser.add_argument(setting.flag, dest=setting.name, metavar=setting.metavar,
+                        help=f"{help or setting.help} (default: {default_text(setting)})", **kwargs)
+
+
+def default_text(setting: Setting) -> str:
+    """'$VAR, else matrix.toml's key, else DEFAULT' for help texts and the README."""
+    parts = [f"${var}" for var in setting.env]
+    if setting.matrix_key:
+        parts.append(f"matrix.toml's {setting.matrix_key}")
+    parts.append(setting.default)
+    return ", else ".join(parts)
+
+
+def markdown_table() -> str:
+    """The README's table of overrides, generated from :data:`SETTINGS`."""
+    rows = ["| setting | flag | environment | matrix.toml | default |", "| --- | --- | --- | --- | --- |"]
+    for s in SETTINGS:
+        env = ", ".join(f"`{v}`" for v in s.env) or "-"
+        rows.append(
+            f"| {s.help} | {f'`{s.flag}`' if s.flag else '-'} | {env} | "
+            f"{f'`{s.matrix_key}`' if s.matrix_key else '-'} | {s.default} |"
+        )
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,1 @@
+"""Small shared helpers: atomic files, the retry policy, the clock."""
