@@ -21,11 +21,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from pipeline.errors import IndexFormatError, NetworkError
+from pipeline.resolution import resolve
 from pipeline.resolution.rocm import resolve_build
 from pipeline.rocm.index import IndexEntry
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.run.matrix import load_matrix
-from pipeline.run.resolution import resolve
 from tests.integration.conftest import run_pipeline
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs
