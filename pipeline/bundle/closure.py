@@ -26,15 +26,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.bundle.closure_policy import (
-    DataFolder,
-    RuntimeProfile,
-    is_base_system,
-    is_origin_relative,
-    keeps_data_file,
-    origin_runpath,
-    runtime_profile,
-)
+from pipeline.backends import runtime_profile
+from pipeline.backends.base import DataFolder, RuntimeProfile
+from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
 from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.errors import BundleError, ToolchainError

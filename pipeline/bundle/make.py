@@ -27,6 +27,7 @@ from typing import Any
 
 from pipeline.archives.deterministic import Entry, archive_kind, read_members, write_tar_gz, write_zip
 from pipeline.archives.packing import PackStats
+from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime
 from pipeline.bundle.stage import (
     STAGE_DIR,
@@ -38,7 +39,6 @@ from pipeline.bundle.stage import (
     toolchain_root,
 )
 from pipeline.errors import BundleError
-from pipeline.names import render_name
 from pipeline.results.record import LegRecord
 from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain
