@@ -30,6 +30,7 @@ from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime
 from pipeline.bundle.stage import (
+    PAYLOAD_FOLDERS,
     STAGE_DIR,
     archive_entries,
     fresh_stage,
@@ -189,7 +190,7 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
     (tar only, ``symlinks=True``); any other is stored as the file it names.
     """
     found: dict[str, PayloadFile] = {}
-    for folder in ("bin", "lib"):
+    for folder in PAYLOAD_FOLDERS:
         top = build_dir / folder
         if not top.is_dir():
             continue
