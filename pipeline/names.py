@@ -137,23 +137,13 @@ def member_name_problem(name: str) -> str | None:
 # Bundle names, like upstream llama.cpp's release assets: ``llama-<tag>-bin-<os>-<variant>-<arch>``
 # (``ubuntu-x64`` for CPU, ``ubuntu-vulkan-x64``, ``win-cuda-...-x64``, ``win-hip-radeon-x64``). A leg
 # may set its own template (``bundle_name`` in matrix.toml, checked when the matrix loads); the default
-# keeps the ROCm family in ROCm names, since one bundle per GPU family is built.
+# keeps the ROCm family in ROCm names, since one bundle per GPU family is built. The {variant} is the
+# backend's own word (pipeline.backends), and pipeline.backends.render_name fills the template in.
 
 DEFAULT_TEMPLATE = "llama-{tag}-bin-{os_label}{variant}-x64"
 FIELDS = ("tag", "os_label", "variant", "backend", "family", "leg")
 OS_LABELS = {"linux": "ubuntu", "windows": "win"}
 _SAFE_FILE_NAME = re.compile(r"^[A-Za-z0-9._+-]+$")
-
-
-def variant_of(backend: str, os_name: str, family: str | None) -> str:
-    """The backend part of the name, with its leading '-': '' for cpu, '-vulkan', '-cuda', '-rocm-<family>'."""
-    if backend == "cpu":
-        return ""
-    if backend == "rocm":
-        # Upstream's Windows ROCm assets say "hip"; the family keeps one bundle per GPU family apart.
-        word = "hip" if os_name == "windows" else "rocm"
-        return f"-{word}-{family}" if family else f"-{word}"
-    return f"-{backend}"
 
 
 def template_problem(template: str) -> str | None:
@@ -171,21 +161,6 @@ def template_problem(template: str) -> str | None:
     if not _SAFE_FILE_NAME.match(probe):
         return "a name template that gives a file name of letters, digits, '.', '_', '+' and '-'"
     return None
-
-
-def render_name(
-    template: str | None, *, tag: str, leg: str, backend: str, os_name: str, family: str | None
-) -> str:
-    """The bundle's file name: the template filled in, plus ``.zip`` (Windows) or ``.tar.gz``."""
-    stem = (template or DEFAULT_TEMPLATE).format(
-        tag=tag,
-        os_label=OS_LABELS.get(os_name, os_name),
-        variant=variant_of(backend, os_name, family),
-        backend=backend,
-        family=family or "",
-        leg=leg,
-    )
-    return f"{stem}.{'zip' if os_name == 'windows' else 'tar.gz'}"
 
 
 def glibc_problem(value: str) -> str | None:

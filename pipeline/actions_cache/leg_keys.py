@@ -7,8 +7,6 @@ of a run agrees without installing anything; other backends report theirs.
 
 from __future__ import annotations
 
-import sys
-
 from rich.console import Console
 
 from pipeline.actions_cache.keys import check_run_tag, key_toolchain
@@ -20,27 +18,11 @@ from pipeline.run.matrix import Leg
 
 
 def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
-    """The key-safe toolchain identity of ``leg`` in this run."""
-    if leg.needs_resolution:
-        from pipeline.resolution.resolve import rocm_for_leg
+    """The key-safe toolchain identity of ``leg`` in this run (its backend's :meth:`cache_identity`)."""
+    from pipeline.backends import backend_of, toolchain_request
 
-        identity = rocm_identity(rocm_for_leg(inputs, leg).version)
-        if leg.os == "windows" and sys.platform == "win32":
-            # The MSVC toolset is in every object of a Windows leg: key on it too.
-            from pipeline.toolchain.msvc import capture_msvc
-
-            identity += f"-{capture_msvc(inputs.environ).identity}"
-        return key_toolchain(identity)
-    from pipeline.toolchain.base import ToolchainRequest
-    from pipeline.toolchain.profiles import prepare_toolchain
-
-    request = ToolchainRequest(
-        leg=leg, environ=inputs.environ, download_cache=inputs.download_cache,
-        toolchain_dir=inputs.toolchain_dir, http_backoff=inputs.http_backoff,
-        http_retry_budget=inputs.http_retry_budget,
-        pins=inputs.require_matrix().toolchains,
-    )
-    return key_toolchain(prepare_toolchain(request, Console(stderr=True)).identity)
+    request = toolchain_request(inputs, leg)
+    return key_toolchain(backend_of(leg).cache_identity(request, Console(stderr=True)))
 
 
 def given_toolchain(leg: Leg, given: str) -> str:

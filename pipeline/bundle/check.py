@@ -28,11 +28,9 @@ from pipeline.bundle.elfdeps import is_elf, parse_version, read_elf, version_tex
 from pipeline.bundle.make import read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.smoke import SmokeRun, main_programs, run_version
-from pipeline.bundle.stage import LICENSE_NAME
+from pipeline.bundle.stage import LICENSE_NAME, PAYLOAD_FOLDERS
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.run.matrix import Leg
-
-FOLDERS = ("bin", "lib")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +101,7 @@ class _TreeFindings:
 
 def _binaries(root: Path, os_name: str) -> list[str]:
     found = []
-    for folder in FOLDERS:
+    for folder in PAYLOAD_FOLDERS:
         top = root / folder
         if not top.is_dir():
             continue
@@ -170,7 +168,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleChec
     windows = os_name == "windows"
     in_bundle = {
         (p.name.lower() if windows else p.name): f"{folder}/{p.name}"
-        for folder in FOLDERS if (root / folder).is_dir()
+        for folder in PAYLOAD_FOLDERS if (root / folder).is_dir()
         for p in sorted((root / folder).iterdir())
     }
     for rel in _binaries(root, os_name):

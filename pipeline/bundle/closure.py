@@ -26,22 +26,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.bundle.closure_policy import (
-    DataFolder,
-    RuntimeProfile,
-    is_base_system,
-    is_origin_relative,
-    keeps_data_file,
-    origin_runpath,
-    runtime_profile,
-)
+from pipeline.backends import runtime_profile
+from pipeline.backends.base import DataFolder, RuntimeProfile
+from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
 from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
+from pipeline.bundle.stage import PAYLOAD_FOLDERS
 from pipeline.errors import BundleError, ToolchainError
 
 # Where copied runtime libraries go: beside the programs, as upstream's bundles and the release job do.
 LIBRARY_FOLDER = "bin"
-PAYLOAD_FOLDERS = ("bin", "lib")
 _MAX_LINKS = 16
 
 

@@ -7,16 +7,14 @@ ships (libstdc++, libgcc_s, libgomp), the Vulkan loader and the GPU driver's
 own libraries (libcuda). Everything else a program needs must be in the
 bundle, copied from the toolchain (:mod:`pipeline.bundle.closure`).
 
-A backend also declares where its toolchain keeps runtime libraries and which
-data folders go with them (rocBLAS and hipBLASLt kernel libraries, filtered
-to the leg's GPU targets).
+Where each backend's toolchain keeps the runtime libraries, and which data
+folders go with them, is the backend's own (:mod:`pipeline.backends`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
 
 # The glibc floor of a Linux leg when matrix.toml names none: Ubuntu 22.04's glibc.
 DEFAULT_GLIBC_MAX = "2.35"
@@ -78,57 +76,6 @@ WINDOWS_BASE_SYSTEM: tuple[str, ...] = (
 )
 
 BASE_SYSTEM: dict[str, tuple[str, ...]] = {"linux": LINUX_BASE_SYSTEM, "windows": WINDOWS_BASE_SYSTEM}
-
-
-@dataclass(frozen=True, kw_only=True)
-class DataFolder:
-    """A folder of the toolchain that goes beside the libraries (``dest`` under the bundle's library folder)."""
-
-    source: str
-    dest: str
-    # Copied only when a library of this name prefix is in the bundle (the library that reads the folder).
-    owner: str
-    # Keep only the files of the leg's GPU targets (and those naming no target).
-    per_target: bool = True
-
-
-@dataclass(frozen=True, kw_only=True)
-class RuntimeProfile:
-    """Where one backend's toolchain keeps its runtime, on one OS."""
-
-    # Folders under the toolchain root searched for a needed library, in order.
-    library_dirs: tuple[str, ...] = ()
-    data_folders: tuple[DataFolder, ...] = ()
-
-
-_ROCM_LINUX = RuntimeProfile(
-    library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64"),
-    data_folders=(
-        DataFolder(source="lib/rocblas/library", dest="rocblas/library", owner="librocblas"),
-        DataFolder(source="lib/hipblaslt/library", dest="hipblaslt/library", owner="libhipblaslt"),
-    ),
-)
-_ROCM_WINDOWS = RuntimeProfile(
-    library_dirs=("bin", "lib/llvm/bin"),
-    data_folders=(
-        DataFolder(source="bin/rocblas/library", dest="rocblas/library", owner="rocblas"),
-        DataFolder(source="bin/hipblaslt/library", dest="hipblaslt/library", owner="hipblaslt"),
-    ),
-)
-_CUDA_LINUX = RuntimeProfile(library_dirs=("lib64", "lib", "targets/x86_64-linux/lib"))
-_CUDA_WINDOWS = RuntimeProfile(library_dirs=("bin", "bin/x64"))
-
-PROFILES: dict[tuple[str, str], RuntimeProfile] = {
-    ("rocm", "linux"): _ROCM_LINUX,
-    ("rocm", "windows"): _ROCM_WINDOWS,
-    ("cuda", "linux"): _CUDA_LINUX,
-    ("cuda", "windows"): _CUDA_WINDOWS,
-}
-
-
-def runtime_profile(backend: str, os_name: str) -> RuntimeProfile:
-    """The backend's runtime layout on ``os_name``; an empty profile (nothing to copy) for the others."""
-    return PROFILES.get((backend, os_name), RuntimeProfile())
 
 
 def is_base_system(os_name: str, library: str) -> bool:

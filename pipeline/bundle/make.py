@@ -27,8 +27,10 @@ from typing import Any
 
 from pipeline.archives.deterministic import Entry, archive_kind, read_members, write_tar_gz, write_zip
 from pipeline.archives.packing import PackStats
+from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime
 from pipeline.bundle.stage import (
+    PAYLOAD_FOLDERS,
     STAGE_DIR,
     archive_entries,
     fresh_stage,
@@ -38,7 +40,6 @@ from pipeline.bundle.stage import (
     toolchain_root,
 )
 from pipeline.errors import BundleError
-from pipeline.names import render_name
 from pipeline.results.record import LegRecord
 from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain
@@ -189,7 +190,7 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
     (tar only, ``symlinks=True``); any other is stored as the file it names.
     """
     found: dict[str, PayloadFile] = {}
-    for folder in ("bin", "lib"):
+    for folder in PAYLOAD_FOLDERS:
         top = build_dir / folder
         if not top.is_dir():
             continue

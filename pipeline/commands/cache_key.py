@@ -40,8 +40,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.actions_cache.leg_keys import given_toolchain, run_tag, toolchain_identity
+    from pipeline.backends import backend_of
     from pipeline.ccache.session import leg_cache_dir
-    from pipeline.toolchain.profiles import profile_of
 
     leg = inputs.require_matrix().leg(args.leg)
     tag = check_run_tag(args.run_tag) if args.run_tag else run_tag(inputs)
@@ -54,9 +54,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         "ccache-dir": str((inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)).resolve()),
         "toolchain": toolchain,
     }
-    # Only a downloaded toolchain is worth an Actions cache of its own, and only when
+    # Only a downloaded toolchain whose identity is known before it is installed (a resolved ROCm
+    # build) is worth an Actions cache of its own, and only when
     # it cannot push every leg's ccache out of the repository's budget.
-    if profile_of(leg).downloads_toolchain and leg.needs_resolution and _archives_fit(inputs):
+    if backend_of(leg).downloads_toolchain and leg.needs_resolution and _archives_fit(inputs):
         outputs["toolchain-key"] = toolchain_cache_key(leg.name, toolchain)
         outputs["toolchain-dir"] = str(inputs.download_cache.resolve())
     for name, value in outputs.items():

@@ -140,7 +140,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     rebuild_inputs = replace(inputs, out=out, tag=tag, resolution=None, resolution_where=None)
     if leg.needs_resolution and toolchain_info.get("version"):
         rebuild_inputs = replace(
-            rebuild_inputs, rocm_policy=str(toolchain_info["version"]), rocm_policy_where=f"{where}: toolchain.version"
+            rebuild_inputs, rocm_policy=str(toolchain_info["version"]),
+            origins={**rebuild_inputs.origins, S.ROCM_VERSION.name: f"{where}: toolchain.version"},
         )
     run = run_leg(
         rebuild_inputs, leg, LegOptions(source=source, check_bundle=False), console,

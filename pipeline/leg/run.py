@@ -235,30 +235,10 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
 
 def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Console) -> Toolchain:
     """The leg's toolchain; a ROCm leg takes the run's resolved build (resolved here when the run has none)."""
-    from pipeline.toolchain.base import ToolchainRequest
-    from pipeline.toolchain.profiles import prepare_toolchain
+    from pipeline.backends import prepare_toolchain, toolchain_request
 
-    rocm = None
-    if leg.needs_resolution and options.rocm_path is None:
-        from pipeline.resolution.resolve import rocm_for_leg
-
-        rocm = rocm_for_leg(inputs, leg)
-    request = ToolchainRequest(
-        leg=leg,
-        environ=inputs.environ,
-        rocm=rocm,
-        rocm_path=options.rocm_path,
-        rocm_version=inputs.rocm_policy if inputs.rocm_policy_overridden else None,
-        cuda_path=options.cuda_path,
-        vulkan_sdk=options.vulkan_sdk,
-        pins=inputs.require_matrix().toolchains,
-        download_cache=inputs.download_cache,
-        toolchain_dir=inputs.toolchain_dir,
-        http_backoff=inputs.http_backoff,
-        wait_lock=inputs.wait_lock,
-        started=inputs.started,
-        http_retry_budget=inputs.http_retry_budget,
-    )
+    request = toolchain_request(inputs, leg, rocm_path=options.rocm_path, cuda_path=options.cuda_path,
+                                vulkan_sdk=options.vulkan_sdk)
     return prepare_toolchain(request, console)
 
 

@@ -14,25 +14,25 @@ from datetime import date, datetime
 from functools import lru_cache
 
 from pipeline.errors import UsageError
-
-OSES = ("linux", "windows")
-
-# One compiled pattern for every entry of an index (tens of thousands of names).
-# A family is the index's own name: "gfx110X-all", "gfx1151", "gfx94X-dcgpu".
-# Every '-'-separated part after the first starts with a letter, so the split
-# between family and version (which starts with a digit) is unambiguous.
-_TARBALL = re.compile(
-    r"therock-dist-(linux|windows)-"
-    r"(gfx[0-9A-Za-z]+(?:-[A-Za-z][0-9A-Za-z]*)*)-"
-    r"(\d+\.\d+\.\d+(?:a|rc)(\d{4})(\d{2})(\d{2}))\.tar\.gz"
+from pipeline.names import (
+    FAMILY_PATTERN,
+    OSES,
+    ROCM_VERSION_EXAMPLE,
+    ROCM_VERSION_PATTERN,
+    rocm_version_date,
 )
+
+# One compiled pattern for every entry of an index (tens of thousands of names), made of
+# names.py's OS list, family and version patterns. Every '-'-separated part of a family after the
+# first starts with a letter, so the split between family and version (a digit) is unambiguous.
+_TARBALL = re.compile(
+    rf"therock-dist-({'|'.join(OSES)})-({FAMILY_PATTERN})-({ROCM_VERSION_PATTERN})\.tar\.gz"
+)
+# The parts of a version (names.ROCM_VERSION_PATTERN, in groups) that order it.
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2})")
-_FAMILY = re.compile(r"gfx[0-9A-Za-z]+(?:-[A-Za-z][0-9A-Za-z]*)*")
 
 # An alpha precedes a release candidate of the same X.Y.Z and date.
 _STAGE_RANK = {"a": 0, "rc": 1}
-
-VERSION_EXAMPLE = "10.1.0a20260807"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,10 +86,8 @@ def version_sort_key(version: str) -> tuple[int, ...]:
     return parts
 
 
-def version_date(version: str) -> date:
-    """The build date at the end of ``version`` (ValueError if there is none)."""
-    key = version_sort_key(version)[0]
-    return date(key // 10000, key // 100 % 100, key % 100)
+# The build date at the end of a version (ValueError if there is none).
+version_date = rocm_version_date
 
 
 def version_line(version: str) -> tuple[int, int]:
@@ -104,13 +102,8 @@ def check_version(text: str, *, where: str) -> str:
         return text
     raise UsageError(
         f"{where}: not a TheRock version: {text!r} (expected X.Y.Z + 'a' or 'rc' + YYYYMMDD, "
-        f"e.g. {VERSION_EXAMPLE!r})"
+        f"e.g. {ROCM_VERSION_EXAMPLE!r})"
     )
-
-
-def is_family(text: str) -> bool:
-    """Whether ``text`` looks like a TheRock family name (``gfx110X-all``)."""
-    return _FAMILY.fullmatch(text) is not None
 
 
 def parse_tarball(name: str) -> tuple[str, str, str, date] | None:
@@ -118,9 +111,9 @@ def parse_tarball(name: str) -> tuple[str, str, str, date] | None:
     m = _TARBALL.fullmatch(name)
     if m is None:
         return None
-    os_name, family, version, y, mo, d = m.groups()
+    os_name, family, version = m.groups()
     try:
-        return os_name, family, version, date(int(y), int(mo), int(d))
+        return os_name, family, version, rocm_version_date(version)
     except ValueError:
         return None
 

@@ -42,9 +42,8 @@ class RunInputs:
     # The matrix file, and the matrix when the command needs one.
     matrix_path: Path
     matrix: Matrix | None
-    # ROCm policy and index, after flag > environment > matrix.toml; where each came from.
+    # ROCm policy and index, after flag > environment > matrix.toml (where each came from: ``origins``).
     rocm_policy: str
-    rocm_policy_where: str
     index_url: str
     # The run's llama.cpp tag override (flag or environment); None: matrix.toml's / the resolution's.
     tag: str | None
@@ -86,9 +85,14 @@ class RunInputs:
         return where == setting.flag or where in setting.env
 
     @property
+    def rocm_policy_where(self) -> str:
+        """Where the ROCm policy came from (its flag, a variable, a matrix key, a manifest or "default")."""
+        return self.origins.get(S.ROCM_VERSION.name, "default")
+
+    @property
     def rocm_policy_overridden(self) -> bool:
         """Whether the policy was given for this run (flag or environment), not taken from matrix.toml."""
-        return self.rocm_policy_where == S.ROCM_VERSION.flag or self.rocm_policy_where in S.ROCM_VERSION.env
+        return self.given(S.ROCM_VERSION)
 
 
 def _flag(args: argparse.Namespace | None, setting: S.Setting) -> str | None:
@@ -164,7 +168,6 @@ def read_inputs(
         matrix_path=matrix_path,
         matrix=matrix,
         rocm_policy=policy.value,
-        rocm_policy_where=policy.where,
         index_url=index_url.value,
         tag=tag,
         resolution=resolution,

@@ -3,7 +3,7 @@
 The wheels come through ``pip download --no-deps --only-binary :all:`` (pip
 knows the package index and its mirrors; nothing here names a host), each
 checked against its pinned sha256, then installed as one tree by the one
-archive installer (:mod:`pipeline.toolchain.installer.archive_set`). A wheel is a zip,
+archive installer (:mod:`pipeline.toolchain.installer.install`). A wheel is a zip,
 so the same safe extractor that unpacks TheRock unpacks it.
 """
 
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.guard.children import run_child
-from pipeline.run.matrix import Leg
 from pipeline.run.pins import CudaPins
-from pipeline.toolchain.base import Toolchain
+from pipeline.toolchain.base import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda import cuda_toolchain
 from pipeline.toolchain.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree
-from pipeline.toolchain.installer.archive_set import ArchiveRef, install_archive_set
+from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.util.fsutil import file_digest
+from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -38,8 +38,23 @@ def pip_download_command(python: str, requirement: str, dest: Path, platform: st
     return cmd
 
 
-def fetch_wheel(requirement: str, sha256: str, cache_dir: Path, *, python: str, platform: str | None = None) -> Path:
-    """A verified wheel for ``requirement`` in ``<cache_dir>/wheels/<sha256>/`` (downloaded once)."""
+# What pip says when the pinned wheel is not on the index at all: another attempt cannot help.
+_NOT_THERE = ("No matching distribution found", "Could not find a version that satisfies")
+
+
+def fetch_wheel(
+    requirement: str, sha256: str, cache_dir: Path, *, python: str, platform: str | None = None,
+    attempts: int = 5, backoff_seconds: float = DEFAULT_BACKOFF, retry_budget: float | None = None,
+    console: Console | None = None, env: Mapping[str, str],
+) -> Path:
+    """A verified wheel for ``requirement`` in ``<cache_dir>/wheels/<sha256>/`` (downloaded once).
+
+    pip runs without retries of its own (``PIP_RETRIES=0``): a failed ``pip
+    download`` is retried here, with the run's backoff and retry budget, like
+    every other download. ``env``: the run's environment (pip's index and
+    proxy settings).
+    """
+    pip_env = {**env, "PIP_RETRIES": "0"}
     folder = cache_dir / "wheels" / sha256.lower()
     cached = sorted(folder.glob("*.whl")) if folder.is_dir() else []
     if len(cached) == 1 and file_digest(cached[0])[1] == sha256.lower():
@@ -48,12 +63,14 @@ def fetch_wheel(requirement: str, sha256: str, cache_dir: Path, *, python: str, 
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".pip-") as tmp:
         cmd = pip_download_command(python, requirement, Path(tmp), platform)
         try:
-            proc = run_child(cmd, capture_output=True, text=True, timeout=1800)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise NetworkError(f"pip download {requirement}: cannot run pip: {exc}") from None
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise NetworkError(f"pip download {requirement} failed (exit {proc.returncode}): {last}")
+            call_with_retries(
+                _pip_once, cmd, requirement, pip_env,
+                attempts=attempts, backoff=backoff_seconds, max_wait=max(backoff_seconds, 30.0), budget=retry_budget,
+                what=f"pip download {requirement}",
+                on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
+            )  # fmt: skip
+        except RetriesExhausted as err:
+            raise NetworkError(f"pip download {requirement} failed after {err.attempts_text}: {err.last.reason}") from None
         got = sorted(Path(tmp).glob("*.whl"))
         if len(got) != 1:
             raise ToolchainError(f"pip download {requirement}: expected one wheel, got {[p.name for p in got]}")
@@ -69,6 +86,21 @@ def fetch_wheel(requirement: str, sha256: str, cache_dir: Path, *, python: str, 
     return final
 
 
+def _pip_once(cmd: list[str], requirement: str, env: Mapping[str, str]) -> None:
+    """One ``pip download``: Retryable unless pip says the pinned wheel does not exist."""
+    try:
+        proc = run_child(cmd, capture_output=True, text=True, timeout=1800, env=dict(env))
+    except subprocess.TimeoutExpired:
+        raise Retryable("pip timed out") from None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise NetworkError(f"pip download {requirement}: cannot run pip: {exc}") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        if any(text in proc.stderr for text in _NOT_THERE):
+            raise NetworkError(f"pip download {requirement} failed (exit {proc.returncode}): {last}")
+        raise Retryable(f"exit {proc.returncode}: {last}")
+
+
 def link_unversioned(lib_dir: Path) -> dict[str, str]:
     """Add the unversioned ``lib*.so`` links FindCUDAToolkit looks for; the links made."""
     links = unversioned_links(p.name for p in lib_dir.iterdir()) if lib_dir.is_dir() else {}
@@ -81,15 +113,10 @@ def link_unversioned(lib_dir: Path) -> dict[str, str]:
 
 
 def install_cuda_wheels(
-    pins: CudaPins,
-    os_name: str,
-    *,
-    root_dir: Path,
-    cache_dir: Path,
-    python: str,
-    console: Console | None = None,
+    pins: CudaPins, request: ToolchainRequest, *, python: str, console: Console | None = None
 ) -> Path:
-    """Install the pinned wheels for ``os_name``; the toolkit tree (``.../nvidia/cu13``)."""
+    """Install the pinned wheels for the leg's OS; the toolkit tree (``.../nvidia/cu13``)."""
+    os_name = request.leg.os
     pairs = pins.wheels_for(os_name)
     if not pairs:
         raise ToolchainError(f"[toolchains.cuda] pins no {os_name} sha256 for every wheel: cannot install CUDA {pins.version}")
@@ -99,36 +126,31 @@ def install_cuda_wheels(
     def fetch(ref: ArchiveRef) -> Path:
         if console is not None:
             console.print(f"cuda: wheel {ref.label}", highlight=False)
-        return fetch_wheel(ref.label, ref.sha256, cache_dir, python=python)
+        return fetch_wheel(ref.label, str(ref.sha256), request.download_cache, python=python,
+                           backoff_seconds=request.http_backoff, retry_budget=request.http_retry_budget,
+                           console=console, env=request.environ)
 
     def finish(root: Path) -> None:
         if os_name != "windows":
             link_unversioned(root / tree / "lib")
 
-    installed = install_archive_set(refs, root_dir / install_folder(pins.version, os_name), fetch=fetch, finish=finish)
+    installed = install_archive_set(refs, request.toolchain_dir / install_folder(pins.version, os_name), fetch=fetch,
+                                    finish=finish, wait_lock=request.wait_lock, since=request.started)
     if console is not None:
         state = "reused" if installed.reused else "installed"
         console.print(f"cuda: {state} CUDA {pins.version} from {len(refs)} wheels at {installed.root}", highlight=False)
     return installed.root / tree
 
 
-def prepare_cuda(
-    leg: Leg,
-    pins: CudaPins | None,
-    *,
-    cuda_path: Path | None,
-    env: Mapping[str, str],
-    root_dir: Path,
-    cache_dir: Path,
-    python: str,
-    console: Console | None = None,
-) -> Toolchain:
-    """``--cuda-path`` wins; else the pinned wheels; else a system CUDA (CUDA_PATH, /usr/local/cuda, PATH)."""
-    if cuda_path is not None:
-        if not (cuda_path / "bin" / ("nvcc.exe" if leg.os == "windows" else "nvcc")).is_file():
-            raise ToolchainError(f"--cuda-path {cuda_path}: no bin/nvcc there")
-        return cuda_toolchain(leg, env, root=cuda_path, source="cuda-path")
+def prepare_cuda(request: ToolchainRequest, console: Console | None = None, *, python: str) -> Toolchain:
+    """``--cuda-path`` wins; else matrix.toml's pinned wheels; else a system CUDA (CUDA_PATH, /usr/local/cuda, PATH)."""
+    leg, env = request.leg, request.environ
+    if request.cuda_path is not None:
+        if not (request.cuda_path / "bin" / ("nvcc.exe" if leg.os == "windows" else "nvcc")).is_file():
+            raise ToolchainError(f"--cuda-path {request.cuda_path}: no bin/nvcc there")
+        return cuda_toolchain(leg, env, root=request.cuda_path, source="cuda-path")
+    pins = request.pins.cuda if request.pins else None
     if pins is None:
         return cuda_toolchain(leg, env)
-    tree = install_cuda_wheels(pins, leg.os, root_dir=root_dir, cache_dir=cache_dir, python=python, console=console)
+    tree = install_cuda_wheels(pins, request, python=python, console=console)
     return cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")

@@ -342,7 +342,7 @@ def parse_sha256sum(text: str, *, file_name: str, where: str) -> str:
 def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[str, Downloaded]:
     """The digest the index publishes for ``resolved``'s tarball, and the cached checksum file.
 
-    Fetched through the download cache (same retries and backoff as the
+    Fetched through the download cache (same retries, backoff, budget and lock wait as the
     tarball), so a later run reads it from disk. A checksum the index lists
     but that cannot be had is an error, never a reason to skip the check.
     """
@@ -352,7 +352,7 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     assert url is not None
     try:
         got = download(url, cache_dir=request.download_cache, backoff_seconds=request.http_backoff,
-                       retry_budget=request.http_retry_budget)
+                       retry_budget=request.http_retry_budget, wait_lock=request.wait_lock, since=request.started)
     except NetworkError as err:
         # download's message leads with "download of <url>"; say it once.
         reason = err.message.replace(f"download of {url} ", "", 1)

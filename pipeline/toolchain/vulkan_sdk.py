@@ -9,31 +9,30 @@ extraction, atomic install); the leg then sees it as ``VULKAN_SDK``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
-from pipeline.run.matrix import Leg
 from pipeline.run.pins import SdkPin
-from pipeline.toolchain.base import Toolchain
-from pipeline.toolchain.installer.archive_set import ArchiveRef, install_archive_set
+from pipeline.toolchain.base import Toolchain, ToolchainRequest
 from pipeline.toolchain.installer.download import download
+from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.toolchain.vulkan import vulkan_toolchain
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 
-def install_vulkan_sdk(
-    pin: SdkPin, os_name: str, *, root_dir: Path, cache_dir: Path, console: Console | None = None
-) -> Path:
-    """Install the pinned SDK archive; the SDK folder (the one holding ``bin/glslc``)."""
+def install_vulkan_sdk(pin: SdkPin, request: ToolchainRequest, console: Console | None = None) -> Path:
+    """Install the pinned SDK archive for the leg's OS; the SDK folder (the one holding ``bin/glslc``)."""
+    os_name = request.leg.os
 
     def fetch(ref: ArchiveRef) -> Path:
-        return download(ref.label, cache_dir=cache_dir, sha256=ref.sha256, console=console,
-                        verify=check_archive).path
+        return download(ref.label, cache_dir=request.download_cache, sha256=ref.sha256, console=console,
+                        verify=check_archive, backoff_seconds=request.http_backoff,
+                        retry_budget=request.http_retry_budget, wait_lock=request.wait_lock,
+                        since=request.started).path
 
     glslc_in_sdk = Path(pin.root or ".") / "bin" / ("glslc.exe" if os_name == "windows" else "glslc")
 
@@ -44,8 +43,8 @@ def install_vulkan_sdk(
                                  f"(check [toolchains.vulkan.{os_name}].root)")
 
     ref = ArchiveRef(label=pin.url, sha256=pin.sha256)
-    installed = install_archive_set([ref], root_dir / f"vulkan-sdk-{pin.version}-{os_name}", fetch=fetch,
-                                    check=check)
+    installed = install_archive_set([ref], request.toolchain_dir / f"vulkan-sdk-{pin.version}-{os_name}",
+                                    fetch=fetch, check=check, wait_lock=request.wait_lock, since=request.started)
     sdk = installed.root / pin.root if pin.root else installed.root
     glslc = installed.root / glslc_in_sdk
     if not glslc.is_file():
@@ -56,21 +55,14 @@ def install_vulkan_sdk(
     return sdk
 
 
-def prepare_vulkan(
-    leg: Leg,
-    pin: SdkPin | None,
-    *,
-    sdk_path: Path | None,
-    env: Mapping[str, str],
-    root_dir: Path,
-    cache_dir: Path,
-    console: Console | None = None,
-) -> Toolchain:
-    """``--vulkan-sdk`` wins; else the pinned SDK; else glslc and headers from the system."""
-    if sdk_path is not None:
-        sdk = sdk_path
+def prepare_vulkan(request: ToolchainRequest, console: Console | None = None) -> Toolchain:
+    """``--vulkan-sdk`` wins; else matrix.toml's pinned SDK for the leg's OS; else glslc and headers from the system."""
+    leg, env = request.leg, request.environ
+    pin = request.pins.vulkan.get(leg.os) if request.pins else None
+    if request.vulkan_sdk is not None:
+        sdk = request.vulkan_sdk
     elif pin is not None:
-        sdk = install_vulkan_sdk(pin, leg.os, root_dir=root_dir, cache_dir=cache_dir, console=console)
+        sdk = install_vulkan_sdk(pin, request, console)
     else:
         return vulkan_toolchain(leg, env)
     return vulkan_toolchain(leg, {**env, "VULKAN_SDK": str(sdk)})

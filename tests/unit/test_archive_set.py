@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ToolchainError
-from pipeline.toolchain.installer.archive_set import ArchiveRef, install_archive_set, installed_set
+from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set, installed_set
 from tests.support.archives import make_tar, make_zip, tar_file
 
 

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
+from pipeline.names import is_family
 from pipeline.rocm.versions import (
     check_version,
-    is_family,
     parse_tarball_name,
     tarball_name,
     version_date,

@@ -1,16 +1,26 @@
-"""Install a toolchain archive into the toolchain cache: download, verify, extract, reuse.
+"""The one installer for every toolchain archive: fetch, verify, extract, merge, check, swap, reuse.
 
-A complete install (its marker names the same archive, and the same sha256
-when one is known) is reused as is: re-extraction gives every file a new
-mtime, which is why ccache runs with ``compiler_check=content``.
+A toolchain is one or more archives (TheRock's tarball, the CUDA wheels, the
+Vulkan SDK). Each is fetched by a caller-given function that returns a local,
+verified file (an HTTP download through :func:`pipeline.toolchain.installer.download.download`,
+or ``pip download`` for wheels). The installer holds one lock per install
+folder (``--wait-lock`` waits for it), removes what dead runs left, unpacks
+each archive with the one safe extractor
+(:func:`pipeline.archives.extract.extract_archive`), merges them, lets the
+caller finish and check the tree, writes a marker naming every archive and
+its sha256, and swaps the tree into place: the install is complete or absent,
+a failed install never removes the working one, and a complete one is reused
+without touching it (re-extraction gives every file a new mtime, which is why
+ccache runs with ``compiler_check=content``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +37,7 @@ from pipeline.archives.extract import (
 )
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.installer.download import download, file_name_of
-from pipeline.util.fsutil import atomic_write_json
+from pipeline.util.fsutil import atomic_write_json, file_digest, fix_mode
 from pipeline.util.retry import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
@@ -37,20 +47,31 @@ if TYPE_CHECKING:
 
 # Gets an extracted install before it replaces the working one; raises ToolchainError if unusable.
 Check = Callable[[Path], None]
+# Adds files to the merged tree before it is checked and sealed (e.g. links).
+Finish = Callable[[Path], None]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Installed:
-    """A complete toolchain install."""
+class ArchiveRef:
+    """One archive of an install: a stable label (a file name, a URL or ``name==version``) and its sha256.
 
+    ``sha256`` None: not known before the fetch (a tarball published without a checksum).
+    """
+
+    label: str
+    sha256: str | None
+
+
+# Returns the archive of ``ref`` as a local file whose sha256 (when the ref names one) it has verified.
+Fetch = Callable[[ArchiveRef], Path]
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstalledSet:
     root: Path
-    url: str
-    archive: str
-    sha256: str
-    # True when the complete install was already there (nothing extracted).
+    archives: tuple[ArchiveRef, ...]
+    # True when the complete install was already there (nothing fetched or extracted).
     reused: bool
-    # True when the archive came from the download cache (nothing fetched).
-    download_reused: bool
 
 
 def read_marker(target: Path) -> dict[str, Any] | None:
@@ -60,6 +81,144 @@ def read_marker(target: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def installed_set(target: Path, refs: Sequence[ArchiveRef]) -> InstalledSet | None:
+    """The complete install at ``target`` when its marker names exactly ``refs``, else None.
+
+    A ref without a sha256 matches its label alone; the marker says which digest was installed.
+    """
+    marker = read_marker(target)
+    listed = marker.get("archives") if marker is not None else None
+    if not isinstance(listed, list) or len(listed) != len(refs):
+        return None
+    found: list[ArchiveRef] = []
+    for ref, entry in zip(refs, listed, strict=True):
+        if not isinstance(entry, dict) or entry.get("label") != ref.label:
+            return None
+        digest = str(entry.get("sha256", "")).lower()
+        if ref.sha256 is not None and digest != ref.sha256.lower():
+            return None
+        found.append(ArchiveRef(label=ref.label, sha256=digest))
+    return InstalledSet(root=target, archives=tuple(found), reused=True)
+
+
+def merge_tree(src: Path, dst: Path, *, origin: str) -> None:
+    """Move everything under ``src`` into ``dst``; identical files may repeat, different ones may not.
+
+    Wheels of one toolkit share folders (``nvidia/cu13/include``) and a few
+    identical files (``nvidia/__init__.py``); two archives that disagree on a
+    file are a broken pin set, not something to resolve silently.
+    """
+    dst.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(src.iterdir()):
+        there = dst / entry.name
+        if not there.exists() and not there.is_symlink():
+            entry.rename(there)
+        elif entry.is_dir() and not entry.is_symlink() and there.is_dir() and not there.is_symlink():
+            merge_tree(entry, there, origin=origin)
+        elif entry.is_file() and there.is_file() and filecmp.cmp(entry, there, shallow=False):
+            entry.unlink()
+        else:
+            raise ToolchainError(f"{origin}: {entry.name} clashes with a different file already installed at {there}")
+
+
+def install_archive_set(
+    refs: Sequence[ArchiveRef],
+    target: Path,
+    *,
+    fetch: Fetch,
+    finish: Finish | None = None,
+    force: bool = False,
+    check: Check | None = None,
+    wait_lock: float = 0.0,
+    since: datetime | None = None,
+    console: Console | None = None,
+) -> InstalledSet:
+    """Install ``refs`` as one tree at ``target``, reusing a complete install of the same set.
+
+    ``fetch`` returns each archive as a local file whose sha256 it has
+    verified; ``finish`` may add files to the merged tree, and ``check`` gets
+    it (e.g. the compiler runs ``--version``) before it replaces anything;
+    ``force`` re-installs a complete install. One run at a time installs a
+    given folder (``wait_lock``: seconds to wait for another). Nothing appears
+    at ``target`` unless every step succeeded.
+    """
+    if not refs:
+        raise ToolchainError(f"{target.name}: no archives to install")
+    if name_problem(target.name) or target.name in (".", ".."):
+        raise ToolchainError(f"unsafe install folder name {target.name!r}")
+    from pipeline.guard.locks import hold
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with hold(target.parent / f".{target.name}.lock", what=f"the install {target}", since=since,
+              wait_seconds=wait_lock):
+        # Under the lock, every staging folder of this install is a dead run's.
+        remove_stale(target.parent, f".{target.name}.", (".partial", ".trash"))
+        if not force and (done := installed_set(target, refs)) is not None:
+            return done
+        files = [(ref, fetch(ref)) for ref in refs]
+        got = tuple(ArchiveRef(label=ref.label, sha256=ref.sha256.lower() if ref.sha256 else file_digest(path)[1])
+                    for ref, path in files)
+        status = (console.status(f"installing {', '.join(path.name for _, path in files)}")
+                  if console is not None else contextlib.nullcontext())
+        with status:
+            _stage_and_swap(files, target, finish=finish, check=check, marker=_marker(got))
+    return InstalledSet(root=target, archives=got, reused=False)
+
+
+def _marker(refs: Sequence[ArchiveRef]) -> dict[str, object]:
+    marker: dict[str, object] = {"archives": [{"label": r.label, "sha256": r.sha256} for r in refs]}
+    if len(refs) == 1:
+        # A one-archive install (TheRock's tarball) also names its digest at the top, as the record does.
+        marker["sha256"] = refs[0].sha256
+    return marker
+
+
+def _stage_and_swap(
+    files: Sequence[tuple[ArchiveRef, Path]], target: Path, *, finish: Finish | None,
+    check: Check | None, marker: dict[str, object],
+) -> None:
+    """Merge the archives beside ``target``, check the tree, then swap it in; the old install stays on failure."""
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
+    try:
+        tree = staging / "tree"
+        tree.mkdir()
+        fix_mode(tree, folder=True)
+        for i, (ref, path) in enumerate(files):
+            part = extract_archive(path, staging / f"part{i}")
+            merge_tree(part, tree, origin=ref.label)
+        if finish is not None:
+            finish(tree)
+        if check is not None:
+            try:
+                check(tree)
+            except ToolchainError as err:
+                # Out of the download cache too: a re-published archive is fetched again next time.
+                for _, path in files:
+                    path.with_name(path.name + ".json").unlink(missing_ok=True)
+                    path.unlink(missing_ok=True)
+                kept = "the working install was kept" if target.exists() else "nothing was installed"
+                names = ", ".join(path.name for _, path in files)
+                raise ToolchainError(f"{names} is not a usable install: {err.message}; {kept}") from None
+        atomic_write_json(tree / MARKER, marker)
+        swap_into_place(tree, target, staging)
+    finally:
+        remove_install(staging)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Installed:
+    """A complete one-archive install."""
+
+    root: Path
+    url: str
+    archive: str
+    sha256: str
+    # True when the complete install was already there (nothing extracted).
+    reused: bool
+    # True when the archive came from the download cache (nothing fetched).
+    download_reused: bool
 
 
 def install_archive(
@@ -79,95 +238,31 @@ def install_archive(
     since: datetime | None = None,
     retry_budget: float | None = None,
 ) -> Installed:
-    """Install the archive at ``url`` as ``<root_dir>/<name>``, reusing a complete install.
+    """Install the one archive at ``url`` as ``<root_dir>/<name>`` (:func:`install_archive_set`).
 
-    A complete install (its marker names the same archive, and the same
-    sha256 when one is known) is reused as is; ``force`` re-installs it.
-    ``check`` gets the extracted tree before it replaces anything (e.g. the
-    compiler runs ``--version``). One run at a time installs a given folder.
+    The archive is downloaded through the download cache with the run's
+    retries, backoff, retry budget and lock wait; a complete install of the
+    same file name (and sha256, when one is known) is reused as is.
     """
-    if name_problem(name) or "/" in name or "\\" in name or name in (".", ".."):
+    if "/" in name or "\\" in name:
         raise ToolchainError(f"unsafe install folder name {name!r}")
-    target = root_dir / name
     archive_name = file_name_of(url)
+    fetched_from_cache: list[bool] = []
 
-    def complete() -> Installed | None:
-        marker = read_marker(target)
-        if (
-            marker is None
-            or marker.get("archive") != archive_name
-            or (sha256 is not None and str(marker.get("sha256", "")).lower() != sha256.lower())
-        ):
-            return None
-        return Installed(
-            root=target,
-            url=url,
-            archive=archive_name,
-            sha256=str(marker.get("sha256", "")),
-            reused=True,
-            download_reused=True,
-        )
+    def fetch(ref: ArchiveRef) -> Path:
+        got = download(url, cache_dir=cache_dir, sha256=sha256, console=console, session=session,
+                       attempts=attempts, backoff_seconds=backoff_seconds, retry_budget=retry_budget,
+                       verify=check_archive, wait_lock=wait_lock, since=since)
+        fetched_from_cache.append(got.reused)
+        return got.path
 
-    from pipeline.guard.locks import hold
-
-    with hold(root_dir / f".{name}.lock", what=f"the install {target}", since=since, wait_seconds=wait_lock):
-        # Under the lock, every staging folder of this install is a dead run's.
-        remove_stale(root_dir, f".{name}.", (".partial", ".trash"))
-        if not force and (done := complete()) is not None:
-            return done
-        got = download(
-            url,
-            cache_dir=cache_dir,
-            sha256=sha256,
-            console=console,
-            session=session,
-            attempts=attempts,
-            backoff_seconds=backoff_seconds,
-            retry_budget=retry_budget,
-            verify=check_archive,
-            wait_lock=wait_lock,
-            since=since,
-        )
-        status = console.status(f"installing {archive_name}") if console is not None else contextlib.nullcontext()
-        with status:
-            stage_and_swap(
-                got.path,
-                target,
-                marker={"url": url, "archive": archive_name, "sha256": got.sha256, "size": got.size},
-                check=check,
-            )
+    installed = install_archive_set([ArchiveRef(label=archive_name, sha256=sha256)], root_dir / name, fetch=fetch,
+                                    force=force, check=check, wait_lock=wait_lock, since=since, console=console)
     return Installed(
-        root=target,
+        root=installed.root,
         url=url,
         archive=archive_name,
-        sha256=got.sha256,
-        reused=False,
-        download_reused=got.reused,
+        sha256=str(installed.archives[0].sha256),
+        reused=installed.reused,
+        download_reused=installed.reused or all(fetched_from_cache),
     )
-
-
-def stage_and_swap(
-    archive: Path, target: Path, *, marker: dict[str, Any], check: Check | None = None
-) -> None:
-    """Extract ``archive`` beside ``target``, check it, then put it in ``target``'s place.
-
-    The working install at ``target`` is moved aside only once the new one is
-    complete and has passed ``check``, and is put back if the new one cannot
-    be moved in: a failed install never removes the old one.
-    """
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
-    try:
-        new = extract_archive(archive, staging / "new")
-        if check is not None:
-            try:
-                check(new)
-            except ToolchainError as err:
-                # Out of the download cache too: a re-published archive is fetched again next time.
-                archive.with_name(archive.name + ".json").unlink(missing_ok=True)
-                archive.unlink(missing_ok=True)
-                kept = "the working install was kept" if target.exists() else "nothing was installed"
-                raise ToolchainError(f"{archive.name} is not a usable install: {err.message}; {kept}") from None
-        atomic_write_json(new / MARKER, marker)
-        swap_into_place(new, target, staging)
-    finally:
-        remove_install(staging)

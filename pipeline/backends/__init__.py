@@ -1,0 +1,106 @@
+"""One module per backend behind one small interface, picked from a table.
+
+:class:`~pipeline.backends.base.Backend` says everything a backend differs
+in: how its toolchain is prepared, its cache identity, the runtime its
+bundles carry, its bundle name. ``BACKENDS`` is the table; the rest of the
+pipeline asks :func:`backend_of` and never names a backend itself.
+
+Adding a backend: a module here with its ``BACKEND``, its entry in
+``BACKENDS``, its name in :data:`pipeline.names.BACKENDS`.
+
+:func:`toolchain_request` is the one place a :class:`ToolchainRequest` is
+built from the run's inputs, so every setting (``--wait-lock``, the retry
+backoff and budget) reaches every backend's downloads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.backends import cpu, cuda, rocm, vulkan
+from pipeline.backends.base import Backend, RuntimeProfile
+from pipeline.errors import ToolchainError
+from pipeline.names import DEFAULT_TEMPLATE, OS_LABELS
+from pipeline.run.inputs import RunInputs
+from pipeline.run.matrix import Leg
+from pipeline.toolchain.base import Toolchain, ToolchainRequest
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["BACKENDS", "Backend", "backend_of", "prepare_toolchain", "render_name", "runtime_profile",
+           "toolchain_request"]
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (cpu.BACKEND, cuda.BACKEND, rocm.BACKEND, vulkan.BACKEND)}
+
+
+def backend_of(leg: Leg) -> Backend:
+    try:
+        return BACKENDS[leg.backend]
+    except KeyError:
+        raise ToolchainError(f"leg {leg.name!r}: the {leg.backend} toolchain is not supported") from None
+
+
+def toolchain_request(
+    inputs: RunInputs,
+    leg: Leg,
+    *,
+    rocm_path: Path | None = None,
+    cuda_path: Path | None = None,
+    vulkan_sdk: Path | None = None,
+) -> ToolchainRequest:
+    """What ``leg``'s backend needs, from the run's inputs; a ROCm leg takes the run's resolved build.
+
+    ``rocm_path`` / ``cuda_path`` / ``vulkan_sdk``: an install given on the
+    command line instead of the one the run would download.
+    """
+    rocm = None
+    if leg.needs_resolution and rocm_path is None:
+        from pipeline.resolution.resolve import rocm_for_leg
+
+        rocm = rocm_for_leg(inputs, leg)
+    return ToolchainRequest(
+        leg=leg,
+        environ=inputs.environ,
+        rocm=rocm,
+        rocm_path=rocm_path,
+        rocm_version=inputs.rocm_policy if inputs.rocm_policy_overridden else None,
+        cuda_path=cuda_path,
+        vulkan_sdk=vulkan_sdk,
+        pins=inputs.require_matrix().toolchains,
+        download_cache=inputs.download_cache,
+        toolchain_dir=inputs.toolchain_dir,
+        http_backoff=inputs.http_backoff,
+        wait_lock=inputs.wait_lock,
+        started=inputs.started,
+        http_retry_budget=inputs.http_retry_budget,
+    )
+
+
+def prepare_toolchain(request: ToolchainRequest, console: Console) -> Toolchain:
+    """Find (or install) the toolchain that builds ``request.leg``."""
+    return backend_of(request.leg).prepare(request, console)
+
+
+def runtime_profile(backend: str, os_name: str) -> RuntimeProfile:
+    """The backend's runtime layout on ``os_name``; an empty profile (nothing to copy) for an unknown one."""
+    found = BACKENDS.get(backend)
+    return found.runtime(os_name) if found is not None else RuntimeProfile()
+
+
+def render_name(
+    template: str | None, *, tag: str, leg: str, backend: str, os_name: str, family: str | None
+) -> str:
+    """The bundle's file name: the template (:data:`pipeline.names.DEFAULT_TEMPLATE`) filled in, plus
+    ``.zip`` (Windows) or ``.tar.gz``."""
+    found = BACKENDS.get(backend)
+    stem = (template or DEFAULT_TEMPLATE).format(
+        tag=tag,
+        os_label=OS_LABELS.get(os_name, os_name),
+        variant=found.bundle_variant(os_name, family) if found is not None else f"-{backend}",
+        backend=backend,
+        family=family or "",
+        leg=leg,
+    )
+    return f"{stem}.{'zip' if os_name == 'windows' else 'tar.gz'}"

@@ -1,0 +1,39 @@
+"""The cuda backend: ``--cuda-path``, else matrix.toml's pinned wheels, else a system CUDA."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.backends.base import RuntimeProfile
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+
+_LINUX = RuntimeProfile(library_dirs=("lib64", "lib", "targets/x86_64-linux/lib"))
+_WINDOWS = RuntimeProfile(library_dirs=("bin", "bin/x64"))
+
+
+class Cuda:
+    name = "cuda"
+    downloads_toolchain = True
+
+    def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
+        import sys
+
+        from pipeline.toolchain.cuda_wheels import prepare_cuda
+
+        return prepare_cuda(request, console, python=sys.executable)
+
+    def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
+        return self.prepare(request, console).identity
+
+    def runtime(self, os_name: str) -> RuntimeProfile:
+        return _WINDOWS if os_name == "windows" else _LINUX
+
+    def bundle_variant(self, os_name: str, family: str | None) -> str:
+        return "-cuda"
+
+
+BACKEND = Cuda()

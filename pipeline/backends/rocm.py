@@ -1,0 +1,77 @@
+"""The rocm backend: TheRock's tarball for the leg's GPU family (or ``--rocm-path``), MSVC on Windows.
+
+Its cache identity comes from the run's resolution alone, so every leg of a
+run agrees on its key without installing anything.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from pipeline.backends.base import DataFolder, RuntimeProfile
+from pipeline.names import rocm_identity
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+
+_LINUX = RuntimeProfile(
+    library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64"),
+    data_folders=(
+        DataFolder(source="lib/rocblas/library", dest="rocblas/library", owner="librocblas"),
+        DataFolder(source="lib/hipblaslt/library", dest="hipblaslt/library", owner="libhipblaslt"),
+    ),
+)
+_WINDOWS = RuntimeProfile(
+    library_dirs=("bin", "lib/llvm/bin"),
+    data_folders=(
+        DataFolder(source="bin/rocblas/library", dest="rocblas/library", owner="rocblas"),
+        DataFolder(source="bin/hipblaslt/library", dest="hipblaslt/library", owner="hipblaslt"),
+    ),
+)
+
+
+def _msvc_applies(request: ToolchainRequest) -> bool:
+    """A Windows leg built on Windows links with MSVC."""
+    return request.leg.os == "windows" and sys.platform == "win32"
+
+
+class Rocm:
+    name = "rocm"
+    downloads_toolchain = True
+
+    def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
+        from pipeline.toolchain.rocm import prepare_rocm
+
+        toolchain = prepare_rocm(request, console)
+        if not _msvc_applies(request):
+            return toolchain
+        from pipeline.toolchain.msvc import capture_msvc, with_msvc
+
+        # vcvarsall's environment beneath the toolchain's, its version in the identity.
+        return with_msvc(toolchain, capture_msvc(request.environ), request.environ)
+
+    def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
+        if request.rocm is None:
+            # --rocm-path: the install itself says what it is.
+            return self.prepare(request, console).identity
+        identity = rocm_identity(request.rocm.version)
+        if _msvc_applies(request):
+            # The MSVC toolset is in every object of a Windows leg: key on it too.
+            from pipeline.toolchain.msvc import capture_msvc
+
+            identity += f"-{capture_msvc(request.environ).identity}"
+        return identity
+
+    def runtime(self, os_name: str) -> RuntimeProfile:
+        return _WINDOWS if os_name == "windows" else _LINUX
+
+    def bundle_variant(self, os_name: str, family: str | None) -> str:
+        # Upstream's Windows ROCm assets say "hip"; the family keeps one bundle per GPU family apart.
+        word = "hip" if os_name == "windows" else "rocm"
+        return f"-{word}-{family}" if family else f"-{word}"
+
+
+BACKEND = Rocm()

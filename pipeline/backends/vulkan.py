@@ -1,0 +1,38 @@
+"""The vulkan backend: ``--vulkan-sdk``, else matrix.toml's pinned SDK for the leg's OS, else the system's.
+
+Its runtime is the Vulkan loader, which comes with the GPU driver (the base
+system): a bundle carries nothing from the SDK.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.backends.base import NO_RUNTIME, RuntimeProfile
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+
+
+class Vulkan:
+    name = "vulkan"
+    downloads_toolchain = True
+
+    def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
+        from pipeline.toolchain.vulkan_sdk import prepare_vulkan
+
+        return prepare_vulkan(request, console)
+
+    def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
+        return self.prepare(request, console).identity
+
+    def runtime(self, os_name: str) -> RuntimeProfile:
+        return NO_RUNTIME
+
+    def bundle_variant(self, os_name: str, family: str | None) -> str:
+        return "-vulkan"
+
+
+BACKEND = Vulkan()
