@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
-
 from pipeline.actions_cache.keys import check_run_tag, key_toolchain
 from pipeline.errors import UsageError
 from pipeline.names import rocm_identity
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
 from pipeline.run.matrix import Leg
+from pipeline.util.console import make_console
 
 
 def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
@@ -40,7 +39,7 @@ def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
         http_retry_budget=inputs.http_retry_budget,
         pins=inputs.require_matrix().toolchains,
     )
-    return key_toolchain(prepare_toolchain(request, Console(stderr=True)).identity)
+    return key_toolchain(prepare_toolchain(request, make_console(inputs.environ, stderr=True)).identity)
 
 
 def given_toolchain(leg: Leg, given: str) -> str:
