@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from rich.console import Console
+    from pipeline.util.console import make_console
 
     matrix = inputs.require_matrix()
     repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     token = rest.token_from_env(inputs.environ)
     client = CachesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)
-    console = Console(stderr=args.json)
+    console = make_console(inputs.environ, stderr=args.json)
 
     stream = sys.stderr if args.json else None  # with --json, stdout carries only the JSON
     with runner.group(f"list caches of {client.repo}", stream=stream, env=inputs.environ), console.status("listing caches...") as status:

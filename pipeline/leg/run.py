@@ -280,7 +280,7 @@ def build_step(
 ) -> None:
     """Ninja through ccache; the record gets this run's ccache statistics, even when the build fails."""
     t0 = time.monotonic()
-    with NinjaProgress(console, record.leg) as progress:
+    with NinjaProgress(console, record.leg, heartbeat=inputs.heartbeat) as progress:
         code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
     record.phases["build"] = round(time.monotonic() - t0, 3)
     stats = ccache.read_stats()

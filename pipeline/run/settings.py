@@ -121,6 +121,10 @@ def parse_budget(text: str, where: str) -> float:
     return _parse_seconds(text, where, MAX_RETRY_BUDGET)
 
 
+def parse_heartbeat(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_HEARTBEAT)
+
+
 def parse_legs(text: str, where: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.replace(",", " ").split() if part.strip())
 
@@ -133,6 +137,9 @@ MAX_WAIT_LOCK = 86400.0
 # A day: past that, a "budget" is a hang by another name.
 MAX_RETRY_BUDGET = 86400.0
 DEFAULT_RETRY_BUDGET = 300.0
+# An hour: a CI log silent for longer looks hung to whoever reads it (and to a job timeout).
+MAX_HEARTBEAT = 3600.0
+DEFAULT_HEARTBEAT = 60.0
 
 
 # --------------------------------------------------------------------------
@@ -231,6 +238,10 @@ WAIT_LOCK = Setting(
     default="0 (fail at once)",
     help="how long to wait for another run holding the leg's output folder or a toolchain install",
 )
+HEARTBEAT = Setting(
+    name="heartbeat", env=("PIPELINE_HEARTBEAT",), parse=parse_heartbeat, metavar="SECONDS",
+    default="60", help="in a CI log, a 'still building' line after this many seconds without a finished step (0: none)",
+)
 DEBUG = Setting(
     name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
     default="false", help="show the traceback behind an error line (the one-line message stays)",
@@ -243,7 +254,7 @@ HTTP_RETRY_BUDGET = Setting(
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
-    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, DEBUG,
+    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.

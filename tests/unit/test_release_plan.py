@@ -175,3 +175,19 @@ def test_parse_digest() -> None:
     assert parse_digest(f"sha256:{hexd}") == hexd
     assert parse_digest("sha1:abc") is None
     assert parse_digest(None) is None
+
+
+def test_left_out_names_the_matrix_legs_without_a_bundle_and_run_commit_wants_one_full_sha() -> None:
+    from pipeline.release.plan import Coverage, LegResult, left_out, run_commit
+
+    def leg(name: str, commit: str) -> LegResult:
+        return LegResult(leg=name, status="success", bundle=f"dist/{name}.tar.gz", toolchain="t", hit_rate=None,
+                         wall_seconds=1.0, source={"tag": "b1", "commit": commit})  # fmt: skip
+
+    full = "ab" * 20
+    cov = Coverage(present=(leg("cpu", full),), missing=(), allowed_missing=(("cuda", "the leg failed"),), unexpected=())
+    assert left_out(["rocm", "cuda", "cpu"], cov) == ("rocm", "cuda")
+    assert left_out(["cpu"], cov) == ()
+    assert run_commit([leg("cpu", full), leg("cuda", full)]) == full
+    assert run_commit([leg("cpu", full), leg("cuda", "cd" * 20)]) is None  # legs disagree
+    assert run_commit([leg("cpu", full[:7])]) is None  # GitHub takes full SHAs only

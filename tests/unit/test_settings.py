@@ -37,6 +37,7 @@ VALUES = {
     "status": ("failure", "success", None),
     "force": (None, "true", None),
     "wait_lock": ("30", "5", None),
+    "heartbeat": (None, "0.5", None),
     "http_retry_budget": (None, "45", None),
     # --debug is a switch (store_true), read before the run's inputs: only its variable goes through pick.
     "debug": (None, "1", None),
@@ -85,6 +86,7 @@ def test_a_second_variable_is_read_when_the_first_is_unset() -> None:
         (S.TAG, "v1.0", r"^PIPELINE_TAG 'v1.0': expected 'latest'"),
         (S.HTTP_BACKOFF, "fast", r"^PIPELINE_HTTP_BACKOFF: expected seconds"),
         (S.HTTP_BACKOFF, "nan", r"^PIPELINE_HTTP_BACKOFF: expected seconds"),
+        (S.HEARTBEAT, "-1", r"^PIPELINE_HEARTBEAT: expected seconds between 0 and 3600"),
     ],
 )
 def test_a_bad_variable_is_named(setting: S.Setting, text: str, message: str) -> None:
