@@ -121,6 +121,26 @@ def parse_budget(text: str, where: str) -> float:
     return _parse_seconds(text, where, MAX_RETRY_BUDGET)
 
 
+def parse_days(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 < value <= MAX_CACHE_DAYS:
+        raise UsageError(f"{where}: expected days above 0 and up to {MAX_CACHE_DAYS:g}, got {text!r}")
+    return value
+
+
+def parse_gigabytes(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 < value <= MAX_CACHE_GB:
+        raise UsageError(f"{where}: expected gigabytes above 0 and up to {MAX_CACHE_GB:g}, got {text!r}")
+    return value
+
+
 def parse_legs(text: str, where: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.replace(",", " ").split() if part.strip())
 
@@ -132,6 +152,11 @@ DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
 MAX_WAIT_LOCK = 86400.0
 # A day: past that, a "budget" is a hang by another name.
 MAX_RETRY_BUDGET = 86400.0
+# Local cache limits (prune --local): ten years and a petabyte are typos, not limits.
+MAX_CACHE_DAYS = 3650.0
+MAX_CACHE_GB = 1_000_000.0
+DEFAULT_CACHE_MAX_AGE_DAYS = 30.0
+DEFAULT_CACHE_MAX_GB = 40.0
 DEFAULT_RETRY_BUDGET = 300.0
 
 
@@ -197,6 +222,16 @@ TOOLCHAIN_DIR = Setting(
     name="toolchain_dir", env=("PIPELINE_TOOLCHAIN_DIR",), parse=parse_text,
     default="<cache home>/toolchains", help="installed toolchains",
 )
+CACHE_MAX_AGE = Setting(
+    name="cache_max_age", flag="--max-age", env=("PIPELINE_CACHE_MAX_AGE_DAYS",), parse=parse_days,
+    metavar="DAYS", default=f"{DEFAULT_CACHE_MAX_AGE_DAYS:g}",
+    help="prune --local: remove downloads, toolchains and packaging-cache entries unused for this many days",
+)
+CACHE_MAX_SIZE = Setting(
+    name="cache_max_size", flag="--max-size", env=("PIPELINE_CACHE_MAX_GB",), parse=parse_gigabytes,
+    metavar="GB", default=f"{DEFAULT_CACHE_MAX_GB:g}",
+    help="prune --local: most gigabytes each of those three caches keeps (least recently used removed first)",
+)
 GIT_URL_TEMPLATE = Setting(
     name="git_url_template", env=("PIPELINE_GIT_URL_TEMPLATE",), parse=parse_text,
     default=DEFAULT_GIT_URL_TEMPLATE, help="where a mix pull request's repository is fetched from",
@@ -242,7 +277,7 @@ HTTP_RETRY_BUDGET = Setting(
 
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
-    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
+    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
     HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, DEBUG,
 )
 
@@ -256,6 +291,8 @@ CC, CXX = "CC", "CXX"
 CUDA_PATH = "CUDA_PATH"
 XDG_CACHE_HOME = "XDG_CACHE_HOME"
 LOCALAPPDATA = "LOCALAPPDATA"
+# The interrupt tests' hook (guard/checkpoints.py), not a setting of a run: where a run pauses.
+PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"
 
 
 # --------------------------------------------------------------------------
