@@ -19,10 +19,9 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from pipeline.errors import UsageError
-from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy
+from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy, url_problem
 
 Parse = Callable[[str, str], Any]
 
@@ -64,15 +63,12 @@ def parse_text(text: str, where: str) -> str:
 
 
 def parse_url(text: str, where: str) -> str:
-    """An http(s):// or file:// URL that ``urlsplit`` can take apart (a bad IPv6 host fails here)."""
+    """A URL by the one rule of :func:`pipeline.names.url_problem` (a bad IPv6 host fails here)."""
     value = text.strip()
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        raise UsageError(f"{where}: malformed URL {text!r}") from None
-    if parts.scheme not in ("http", "https", "file"):
-        raise UsageError(f"{where}: expected an http(s):// or file:// URL, got {text!r}")
+    if (problem := url_problem(value)) is not None:
+        if problem.startswith("a well-formed"):
+            raise UsageError(f"{where}: malformed URL {text!r}")
+        raise UsageError(f"{where}: expected {problem}, got {text!r}")
     return value
 
 
