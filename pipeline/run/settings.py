@@ -19,10 +19,9 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from pipeline.errors import UsageError
-from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy
+from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy, url_problem
 
 Parse = Callable[[str, str], Any]
 
@@ -64,15 +63,12 @@ def parse_text(text: str, where: str) -> str:
 
 
 def parse_url(text: str, where: str) -> str:
-    """An http(s):// or file:// URL that ``urlsplit`` can take apart (a bad IPv6 host fails here)."""
+    """A URL by the one rule of :func:`pipeline.names.url_problem` (a bad IPv6 host fails here)."""
     value = text.strip()
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        raise UsageError(f"{where}: malformed URL {text!r}") from None
-    if parts.scheme not in ("http", "https", "file"):
-        raise UsageError(f"{where}: expected an http(s):// or file:// URL, got {text!r}")
+    if (problem := url_problem(value)) is not None:
+        if problem.startswith("a well-formed"):
+            raise UsageError(f"{where}: malformed URL {text!r}")
+        raise UsageError(f"{where}: expected {problem}, got {text!r}")
     return value
 
 
@@ -125,6 +121,26 @@ def parse_heartbeat(text: str, where: str) -> float:
     return _parse_seconds(text, where, MAX_HEARTBEAT)
 
 
+def parse_days(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 < value <= MAX_CACHE_DAYS:
+        raise UsageError(f"{where}: expected days above 0 and up to {MAX_CACHE_DAYS:g}, got {text!r}")
+    return value
+
+
+def parse_gigabytes(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 < value <= MAX_CACHE_GB:
+        raise UsageError(f"{where}: expected gigabytes above 0 and up to {MAX_CACHE_GB:g}, got {text!r}")
+    return value
+
+
 def parse_legs(text: str, where: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.replace(",", " ").split() if part.strip())
 
@@ -136,6 +152,11 @@ DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
 MAX_WAIT_LOCK = 86400.0
 # A day: past that, a "budget" is a hang by another name.
 MAX_RETRY_BUDGET = 86400.0
+# Local cache limits (prune --local): ten years and a petabyte are typos, not limits.
+MAX_CACHE_DAYS = 3650.0
+MAX_CACHE_GB = 1_000_000.0
+DEFAULT_CACHE_MAX_AGE_DAYS = 30.0
+DEFAULT_CACHE_MAX_GB = 40.0
 DEFAULT_RETRY_BUDGET = 300.0
 # An hour: a CI log silent for longer looks hung to whoever reads it (and to a job timeout).
 MAX_HEARTBEAT = 3600.0
@@ -204,6 +225,16 @@ TOOLCHAIN_DIR = Setting(
     name="toolchain_dir", env=("PIPELINE_TOOLCHAIN_DIR",), parse=parse_text,
     default="<cache home>/toolchains", help="installed toolchains",
 )
+CACHE_MAX_AGE = Setting(
+    name="cache_max_age", flag="--max-age", env=("PIPELINE_CACHE_MAX_AGE_DAYS",), parse=parse_days,
+    metavar="DAYS", default=f"{DEFAULT_CACHE_MAX_AGE_DAYS:g}",
+    help="prune --local: remove downloads, toolchains and packaging-cache entries unused for this many days",
+)
+CACHE_MAX_SIZE = Setting(
+    name="cache_max_size", flag="--max-size", env=("PIPELINE_CACHE_MAX_GB",), parse=parse_gigabytes,
+    metavar="GB", default=f"{DEFAULT_CACHE_MAX_GB:g}",
+    help="prune --local: most gigabytes each of those three caches keeps (least recently used removed first)",
+)
 GIT_URL_TEMPLATE = Setting(
     name="git_url_template", env=("PIPELINE_GIT_URL_TEMPLATE",), parse=parse_text,
     default=DEFAULT_GIT_URL_TEMPLATE, help="where a mix pull request's repository is fetched from",
@@ -253,7 +284,7 @@ HTTP_RETRY_BUDGET = Setting(
 
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
-    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
+    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
     HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )
 
@@ -267,6 +298,8 @@ CC, CXX = "CC", "CXX"
 CUDA_PATH = "CUDA_PATH"
 XDG_CACHE_HOME = "XDG_CACHE_HOME"
 LOCALAPPDATA = "LOCALAPPDATA"
+# The interrupt tests' hook (guard/checkpoints.py), not a setting of a run: where a run pauses.
+PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"
 
 
 # --------------------------------------------------------------------------

@@ -29,6 +29,8 @@ VALUES = {
     "cache_home": (None, "/env/home", None),
     "download_cache": (None, "/env/dl", None),
     "toolchain_dir": (None, "/env/tc", None),
+    "cache_max_age": ("7", "14", None),
+    "cache_max_size": ("10", "20", None),
     "git_url_template": (None, "file:///env/{repo}", None),
     "http_backoff": (None, "0.5", None),
     "github_token": (None, "env-token", None),
