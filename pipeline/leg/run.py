@@ -174,7 +174,7 @@ def _run_leg_locked(
 ) -> LegRun:
     matrix = inputs.require_matrix()
     build = work / "build"
-    source = source_step(inputs, options, out, console)
+    source = source_step(inputs, options, out, work, console)
     toolchain = toolchain_step(inputs, leg, options, console)
     ccache = ccache_step(inputs, leg, options, toolchain, workspace=workspace_of(source.path, build), work=work)
     if build.exists():
@@ -364,8 +364,9 @@ def _warn(record: LegRecord, console: Console, message: str, inputs: RunInputs) 
         console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
-def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Console) -> SourceTree:
-    """The tree to build: ``--source``, else the run's source archive, else the source checked out under ``<out>/src``."""
+def source_step(inputs: RunInputs, options: LegOptions, out: Path, work: Path, console: Console) -> SourceTree:
+    """The tree to build: ``--source``, else the run's source archive (unpacked in ``<work>/src``), else the
+    source checked out under ``<out>/src``."""
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
 
     if options.source is not None:
@@ -377,10 +378,11 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Cons
             path=path, info={"path": str(path), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag=tag
         )
     if inputs.source_archive is not None:
-        from pipeline.source.archive import unpack_source_archive
+        from pipeline.source.archive import ARCHIVE_ROOT, unpack_source_archive
 
         with console.status(f"extracting {inputs.source_archive.name}"):
-            path, manifest = unpack_source_archive(inputs.source_archive, out / "src" / "archive")
+            # One fixed folder per leg, whatever the tag: the compile commands stay the same night to night.
+            path, manifest = unpack_source_archive(inputs.source_archive, work / "src" / ARCHIVE_ROOT)
         check_cmake_project(path)
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
