@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -64,9 +64,11 @@ def check_cmake_project(source: Path) -> None:
 
 
 def cmake_arguments(
-    matrix: Matrix, leg: Leg, toolchain: Toolchain, ccache: CcacheSetup, source: Path, build: Path
+    matrix: Matrix, leg: Leg, toolchain: Toolchain, ccache: CcacheSetup, source: Path, build: Path,
+    build_info: Sequence[str] = (),
 ) -> list[str]:
-    """The configure line: shared flags, the leg's, the toolchain's, then ccache launchers."""
+    """The configure line: llama.cpp's build number and commit, shared flags, the leg's, the toolchain's,
+    then ccache launchers (``build_info``: :func:`pipeline.source.build_info.build_info_args`)."""
     launchers = [
         f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache.executable}"
         for lang in ("C", "CXX", *toolchain.launcher_languages)
@@ -78,6 +80,8 @@ def cmake_arguments(
         str(source),
         "-B",
         str(build),
+        # First: a matrix.toml that sets them itself is taken at its word (CMake keeps the last -D).
+        *build_info,
         *matrix.cmake_args,
         *leg.cmake_args,
         *toolchain.cmake_args,
@@ -182,7 +186,11 @@ def _run_leg_locked(
     build.mkdir(parents=True)
 
     cmake, ninja = find_tool("cmake"), find_tool("ninja")
-    args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build)
+    from pipeline.source.build_info import build_info_args
+
+    # What the programs print as their build and commit: the resolution's, not git's answer in the folder.
+    info = build_info_args(source.tag, source.info.get("commit"))
+    args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build, info)
     record.source = {**source.info, **(provenance or {})}
     record.cmake_args = args
     record.toolchain = toolchain.to_record()
