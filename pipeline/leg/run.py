@@ -101,6 +101,8 @@ class SourceTree:
     path: Path
     info: dict[str, Any]
     tag: str
+    # An unpacked archive has no git metadata: git run by the build must not look above it.
+    outside_git: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +202,13 @@ def _run_leg_locked(
         console.print(f"{leg.name}: {ccache.check_note}", highlight=False)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
+    if source.outside_git:
+        # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` into libggml-base (ggml_commit()):
+        # above an unpacked archive git would answer for the pipeline's own checkout, a commit of the
+        # wrong project that also changed ggml.c's compile with every pipeline commit. Stopped at the
+        # tree's folder, git finds no repository and ggml says "unknown"; the programs' build number
+        # and commit are the resolution's (build_info above).
+        base_env["GIT_CEILING_DIRECTORIES"] = str(source.path.parent)
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
         f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
@@ -394,7 +403,7 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, work: Path, c
         check_cmake_project(path)
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
-        return SourceTree(path=path, info=record_info, tag=manifest.tag)
+        return SourceTree(path=path, info=record_info, tag=manifest.tag, outside_git=True)
     from pipeline.resolution.resolve import source_for_run
     from pipeline.source.archive import git_objects_bytes
 
