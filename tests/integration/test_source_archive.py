@@ -225,3 +225,40 @@ def test_an_edited_unpacked_tree_is_replaced_by_the_archives(forge: dict[str, ob
     assert (tree / "include" / "common.h").read_bytes() == original
     assert not (tree / "stray.c").exists()
     assert [p.name for p in tree.parent.iterdir()] == ["llama.cpp"]
+
+
+GIT_PROBE = """
+# What git answers in the tree's folder at configure time, as llama.cpp's build-info.cmake and ggml ask it.
+execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
+                OUTPUT_VARIABLE PROBE_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+file(WRITE "${CMAKE_BINARY_DIR}/git-answer.txt" "[${PROBE_COMMIT}]")
+file(WRITE "${CMAKE_BINARY_DIR}/build-info.txt" "[${LLAMA_BUILD_NUMBER}] [${LLAMA_BUILD_COMMIT}]")
+"""
+
+
+def test_an_archive_build_inside_another_repository_reports_the_runs_tag_and_commit(tmp_path: Path) -> None:
+    """Issue 20, defect 2: the tree unpacked inside the pipeline's own checkout is not that checkout.
+
+    CMake is handed the run's build number and commit, and git, asked in the
+    tree's folder, finds no repository (not the one around the workspace).
+    """
+    project = write_cpp_project(tmp_path / "gen", units=1)
+    (project / "CMakeLists.txt").write_text((project / "CMakeLists.txt").read_text() + GIT_PROBE)
+    up = init_repo(tmp_path / "upstream")
+    commit_files(up, {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()},
+                 "demo", when=NOW - timedelta(days=3))
+    tag(up, "b4242", when=NOW - timedelta(days=3))
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(f'[source]\nrepo = "{up}"\ntag = "b4242"\nmin_age_hours = 0\n\n'
+                      '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n[legs.cpu]\nbackend = "cpu"\nos = "linux"\n')
+    # The workspace is a git repository of its own, as the pipeline's checkout on a runner.
+    ws = init_repo(tmp_path / "pipeline-checkout")
+    outer = commit_files(ws, {"README.md": "the pipeline\n"}, "pipeline", when=NOW - timedelta(days=1))
+    env = {"PIPELINE_MATRIX": str(matrix), "PIPELINE_NOW": NOW_TEXT, "PIPELINE_TAG": "b4242"}
+    made = json.loads(_pipeline(["source", "--out", "out"], env, ws).stdout)
+    proc = _pipeline(["build", "cpu", "--source-archive", str(made["path"]), "--out", "out", "--no-bundle",
+                      "--cache-dir", str(tmp_path / "cc")], env, ws)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    build = ws / "out" / "cpu" / "build"
+    assert (build / "build-info.txt").read_text() == f"[4242] [{made['commit'][:7]}]"
+    assert (build / "git-answer.txt").read_text() == "[]", f"git answered for {outer[:7]}"
