@@ -40,6 +40,13 @@ LINUX_BASE_SYSTEM: tuple[str, ...] = (
     # The GPU driver's own libraries (the CUDA driver API, NVML)
     "libcuda.so.1",
     "libnvidia-ml.so.1",
+    # OpenSSL 3, for llama.cpp's HTTPS (model downloads, the server's TLS): upstream's Ubuntu
+    # release links the system libssl too, and Ubuntu 22.04 (the Linux legs' floor) ships libssl3
+    # in its base image. Shipping a copy would pin a TLS library the bundle can never patch;
+    # BoringSSL built in (the release job's way) is fetched at configure time, and legs build
+    # offline from a pinned source. README, "Flags per backend".
+    "libssl.so.3",
+    "libcrypto.so.3",
 )
 
 WINDOWS_BASE_SYSTEM: tuple[str, ...] = (

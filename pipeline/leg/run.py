@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -64,9 +64,11 @@ def check_cmake_project(source: Path) -> None:
 
 
 def cmake_arguments(
-    matrix: Matrix, leg: Leg, toolchain: Toolchain, ccache: CcacheSetup, source: Path, build: Path
+    matrix: Matrix, leg: Leg, toolchain: Toolchain, ccache: CcacheSetup, source: Path, build: Path,
+    build_info: Sequence[str] = (),
 ) -> list[str]:
-    """The configure line: shared flags, the leg's, the toolchain's, then ccache launchers."""
+    """The configure line: llama.cpp's build number and commit, shared flags, the leg's, the toolchain's,
+    then ccache launchers (``build_info``: :func:`pipeline.source.build_info.build_info_args`)."""
     launchers = [
         f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache.executable}"
         for lang in ("C", "CXX", *toolchain.launcher_languages)
@@ -78,6 +80,8 @@ def cmake_arguments(
         str(source),
         "-B",
         str(build),
+        # First: a matrix.toml that sets them itself is taken at its word (CMake keeps the last -D).
+        *build_info,
         *matrix.cmake_args,
         *leg.cmake_args,
         *toolchain.cmake_args,
@@ -97,6 +101,8 @@ class SourceTree:
     path: Path
     info: dict[str, Any]
     tag: str
+    # An unpacked archive has no git metadata: git run by the build must not look above it.
+    outside_git: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,7 +180,7 @@ def _run_leg_locked(
 ) -> LegRun:
     matrix = inputs.require_matrix()
     build = work / "build"
-    source = source_step(inputs, options, out, console)
+    source = source_step(inputs, options, out, work, console)
     toolchain = toolchain_step(inputs, leg, options, console)
     ccache = ccache_step(inputs, leg, options, toolchain, workspace=workspace_of(source.path, build), work=work)
     if build.exists():
@@ -182,7 +188,11 @@ def _run_leg_locked(
     build.mkdir(parents=True)
 
     cmake, ninja = find_tool("cmake"), find_tool("ninja")
-    args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build)
+    from pipeline.source.build_info import build_info_args
+
+    # What the programs print as their build and commit: the resolution's, not git's answer in the folder.
+    info = build_info_args(source.tag, source.info.get("commit"))
+    args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build, info)
     record.source = {**source.info, **(provenance or {})}
     record.cmake_args = args
     record.toolchain = toolchain.to_record()
@@ -192,6 +202,13 @@ def _run_leg_locked(
         console.print(f"{leg.name}: {ccache.check_note}", highlight=False)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
+    if source.outside_git:
+        # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` into libggml-base (ggml_commit()):
+        # above an unpacked archive git would answer for the pipeline's own checkout, a commit of the
+        # wrong project that also changed ggml.c's compile with every pipeline commit. Stopped at the
+        # tree's folder, git finds no repository and ggml says "unknown"; the programs' build number
+        # and commit are the resolution's (build_info above).
+        base_env["GIT_CEILING_DIRECTORIES"] = str(source.path.parent)
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
         f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
@@ -344,8 +361,9 @@ def _warn(record: LegRecord, console: Console, message: str, inputs: RunInputs) 
         console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
-def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Console) -> SourceTree:
-    """The tree to build: ``--source``, else the run's source archive, else the source checked out under ``<out>/src``."""
+def source_step(inputs: RunInputs, options: LegOptions, out: Path, work: Path, console: Console) -> SourceTree:
+    """The tree to build: ``--source``, else the run's source archive (unpacked in ``<work>/src``), else the
+    source checked out under ``<out>/src``."""
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
 
     if options.source is not None:
@@ -357,14 +375,15 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, console: Cons
             path=path, info={"path": str(path), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag=tag
         )
     if inputs.source_archive is not None:
-        from pipeline.source.archive import unpack_source_archive
+        from pipeline.source.archive import ARCHIVE_ROOT, unpack_source_archive
 
         with console.status(f"extracting {inputs.source_archive.name}"):
-            path, manifest = unpack_source_archive(inputs.source_archive, out / "src" / "archive")
+            # One fixed folder per leg, whatever the tag: the compile commands stay the same night to night.
+            path, manifest = unpack_source_archive(inputs.source_archive, work / "src" / ARCHIVE_ROOT)
         check_cmake_project(path)
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
-        return SourceTree(path=path, info=record_info, tag=manifest.tag)
+        return SourceTree(path=path, info=record_info, tag=manifest.tag, outside_git=True)
     from pipeline.resolution.resolve import source_for_run
     from pipeline.source.archive import git_objects_bytes
 

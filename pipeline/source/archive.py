@@ -18,6 +18,7 @@ import gzip
 import json
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,12 +111,18 @@ def read_manifest(archive: Path) -> SourceManifest:
         raise SourceError(f"{path}: malformed source manifest ({exc})") from None
 
 
-def unpack_source_archive(archive: Path, under: Path) -> tuple[Path, SourceManifest]:
-    """Check ``archive`` against its manifest and extract it to ``<under>/<sha256[:16]>``.
+def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceManifest]:
+    """Check ``archive`` against its manifest and make ``target`` hold exactly its tree.
 
-    A folder already extracted from the same bytes (its marker names the
-    sha256) is re-used; the tree's path is part of the configure line, so the
-    same archive always lands in the same place.
+    ``target`` is one fixed folder per leg (``<out>/<leg>/src/llama.cpp``),
+    whatever the archive: the tree's path is in every compile command (the
+    paths ccache hands the compiler, the ``-ffile-prefix-map`` flags), so a
+    folder named after the archive's hash made every new tag a cold build.
+    A folder whose marker names this archive's sha256 and whose files are
+    unchanged since they were extracted (the listing in the marker: paths,
+    sizes, mtimes) is re-used; anything else is replaced: the new tree is
+    extracted beside it and swapped in whole, so a build never sees a mix of
+    two tags. The caller holds the leg's lock.
     """
     manifest = read_manifest(archive)
     size, sha = file_digest(archive)
@@ -124,23 +131,54 @@ def unpack_source_archive(archive: Path, under: Path) -> tuple[Path, SourceManif
             f"source archive {archive}: sha256 {sha[:16]}... ({size} bytes) does not match its manifest's "
             f"{manifest.sha256[:16]}... ({manifest.size} bytes)"
         )
-    target = under / manifest.sha256[:16] / ARCHIVE_ROOT
-    marker = target / MARKER
-    if marker.is_file():
-        try:
-            if json.loads(marker.read_text(encoding="utf-8")).get("sha256") == manifest.sha256:
-                return target, manifest
-        except (OSError, ValueError):
-            pass
-    if target.exists():
-        shutil.rmtree(target)
+    if _extracted_from(target, manifest):
+        return target, manifest
+    from pipeline.archives.extract import remove_stale, swap_into_place
     from pipeline.errors import ToolchainError
 
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target.parent, f".{target.name}.", (".partial",))
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
     try:
-        extract_archive(archive, target, marker={"sha256": manifest.sha256, "commit": manifest.commit})
+        new = extract_archive(archive, staging / "new")
+        atomic_write_json(new / MARKER, {"sha256": manifest.sha256, "commit": manifest.commit,
+                                         "files": tree_listing(new)})
+        swap_into_place(new, target, staging)
     except ToolchainError as err:
         raise SourceError(f"source archive {archive}: {err.message}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target, manifest
+
+
+def tree_listing(root: Path) -> dict[str, list[int]]:
+    """Every file and link under ``root`` (the marker aside): ``{relative path: [size, mtime_ns]}``.
+
+    Cheap (one stat per file) and enough to see a tree edited, added to or
+    trimmed since it was extracted: an edit that keeps both the size and the
+    nanosecond mtime is not a thing an editor or a build does.
+    """
+    listing: dict[str, list[int]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel == MARKER:
+            continue
+        st = path.lstat()
+        listing[rel] = [st.st_size, st.st_mtime_ns]
+    return listing
+
+
+def _extracted_from(target: Path, manifest: SourceManifest) -> bool:
+    """True when ``target`` holds this archive's tree, untouched since it was extracted."""
+    try:
+        marker = json.loads((target / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(marker, dict) or marker.get("sha256") != manifest.sha256:
+        return False
+    return bool(marker.get("files") == tree_listing(target))
 
 
 def git_objects_bytes(repo: Path) -> int:

@@ -21,6 +21,15 @@ own entry under both). ccache keeps hitting across folders although the
 maps name them: it leaves the OLD half of a prefix map out of its hash
 (checked with the pinned ccache 4.14: tests/integration/test_prefix_map.py).
 
+nvcc is the exception: the maps reach its host compiler as
+``-Xcompiler=-ffile-prefix-map=...``, an argument ccache neither recognises
+nor rewrites, so an absolute folder in it is hashed as it is and a build in
+another folder missed every ``.cu`` unit. nvcc gets only the maps whose OLD
+half is relative (the source as seen from the build directory): ccache's
+base_dir rewriting hands nvcc relative paths to everything under the
+workspace, so those are the only spellings its host compiler sees
+(``DW_AT_comp_dir`` aside, which a Release build has none of).
+
 The maps are the pipeline's own, like the ccache launcher, and name folders
 of the machine: :func:`strip_prefix_maps` takes them out of the CMake
 arguments a bundle's manifest records. Pure: every path is a parameter.
@@ -30,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import PurePath
+from pathlib import PurePath, PurePosixPath, PureWindowsPath
 
 FLAG = "-ffile-prefix-map="
 # Languages whose compiler takes GCC-style flags directly (the HIP compiler is clang).
@@ -77,9 +86,15 @@ def prefix_map_flags(workspace: PurePath, source: PurePath, build: PurePath) -> 
     return [f"{FLAG}{old}=." for old in dict.fromkeys(maps)]
 
 
+def _is_absolute(path: str) -> bool:
+    return PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute()
+
+
 def _language_flags(lang: str, flags: Sequence[str]) -> str:
     if lang in _THROUGH_NVCC:
-        return " ".join(f"-Xcompiler={flag}" for flag in flags)
+        # Only the folder-independent maps: nvcc's are hashed verbatim (see the module docstring).
+        relative = [f for f in flags if not (f.startswith(FLAG) and _is_absolute(f[len(FLAG):].rsplit("=", 1)[0]))]
+        return " ".join(f"-Xcompiler={flag}" for flag in relative)
     return " ".join(flags)
 
 
@@ -98,6 +113,8 @@ def with_prefix_map(args: Sequence[str], languages: Sequence[str], flags: Sequen
         if lang not in _DIRECT and lang not in _THROUGH_NVCC:
             continue
         extra = _language_flags(lang, flags)
+        if not extra:
+            continue
         pattern = re.compile(rf"^-DCMAKE_{lang}_FLAGS(?::[A-Z]+)?=")
         hits = [i for i, arg in enumerate(result) if pattern.match(arg)]
         if hits:

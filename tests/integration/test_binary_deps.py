@@ -167,3 +167,29 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
     assert record["bundle_check"]["ok"] is False
     assert [p["kind"] for p in record["bundle_check"]["problems"]] == ["license"]
     assert record["bundle_check"]["smoke_skipped"] == "no bin/llama-* programs"
+
+
+def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_refused(
+    elf_pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 20, defect 1: a program built on a runner with libssl-dev links OpenSSL 3 (the TLS policy).
+
+    libssl.so.3 and libcrypto.so.3 are Ubuntu 22.04's base system; a library
+    a clean target lacks (libdemo.so.2, made here) is refused as before.
+    """
+    _program, library = elf_pair
+    (tmp_path / "tls.c").write_text(
+        "#include <openssl/ssl.h>\n#include <openssl/crypto.h>\n#include <stdio.h>\ndouble demo_root(double);\n"
+        "int main(void) { SSL_CTX *c = SSL_CTX_new(TLS_client_method());\n"
+        "  printf(\"%s %g\\n\", OpenSSL_version(OPENSSL_VERSION), demo_root(4.0)); SSL_CTX_free(c); return 0; }\n"
+    )
+    root = tmp_path / "bundle"
+    (root / "bin").mkdir(parents=True)
+    (root / "LICENSE").write_text("MIT\n")
+    program = root / "bin" / "llama-tls"
+    gcc("-o", str(program), str(tmp_path / "tls.c"), f"-L{library.parent}", "-ldemo", "-lssl", "-lcrypto",
+        "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN")
+    # What the linker recorded (binutils' reading, not ours): OpenSSL 3's two sonames and the test library.
+    assert set(readelf_dynamic(program)["NEEDED"]) >= {"libssl.so.3", "libcrypto.so.3", "libdemo.so.2"}
+    lines = [p.line for p in check_tree(root, os_name="linux", glibc_max=None).problems]
+    assert lines == ["bin/llama-tls: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist"]

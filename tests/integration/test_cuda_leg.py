@@ -84,3 +84,39 @@ cmake_args = ["-DGGML_CUDA=ON"]
     second = build()
     assert second["toolchain"]["identity"] == tc["identity"]
     assert (second["ccache"]["hits"], second["ccache"]["misses"]) == (COMPILATIONS, 0)
+
+
+CUDA_LEG = """
+[legs.cuda]
+backend = "cuda"
+os = "linux"
+cuda_architectures = ["75"]
+cmake_args = ["-DGGML_CUDA=ON"]
+"""
+
+
+def test_a_warm_cuda_build_in_another_folder_hits_every_cu_unit(tmp_path: Path) -> None:
+    """Issue 20, defect 9: the same project in another workspace (same layout) hits .cu units too.
+
+    nvcc gets its prefix maps as ``-Xcompiler=...``, which ccache hashes as
+    written: an absolute folder there made every .cu unit miss elsewhere
+    (``reproduce`` of a CUDA nightly was cold). The objects still name no
+    folder of either workspace: ``__FILE__`` in a kernel file is mapped.
+    """
+    cache = tmp_path / "ccache"
+    records, workspaces = [], []
+    for ws in (tmp_path / "runner" / "ws", tmp_path / "elsewhere" / "laptop" / "ws"):
+        write_cuda_project(ws / "project")
+        kernel = ws / "project" / "src" / "kernel0.cu"
+        kernel.write_text(kernel.read_text() + 'const char* kernel0_where() { return "at " __FILE__; }\n')
+        write_matrix(ws / "matrix.toml", extra=CUDA_LEG)
+        records.append(build_leg(ws, "cuda", cache))
+        workspaces.append(ws)
+    cold, warm = records[0]["ccache"], records[1]["ccache"]
+    assert (cold["hits"], cold["misses"]) == (0, COMPILATIONS)
+    assert (warm["hits"], warm["misses"]) == (COMPILATIONS, 0), warm
+    for ws in workspaces:
+        (obj,) = (ws / "out" / "cuda" / "build").rglob("kernel0.cu.o")
+        data = obj.read_bytes()
+        assert b"at ./src/kernel0.cu\x00" in data
+        assert str(tmp_path).encode() not in data

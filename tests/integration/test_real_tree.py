@@ -6,12 +6,18 @@ pipeline build cpu --resolved`` clones the tag, merges the pull request
 deterministically, builds and bundles. The tree is llama.cpp 0c1e570's files from
 llama-cpp-python 0.3.36's sdist (tests/support/llama_tree.py).
 
-The cpu leg here is reduced to fit CI, and documented as such:
-``LLAMA_BUILD_TOOLS/EXAMPLES/SERVER/APP=OFF`` (APP needs the tools'
-``build-info.h``), no ``GGML_CPU_ALL_VARIANTS`` (561 steps, over an hour on 2
-cores), ``LLAMA_OPENSSL=OFF`` (no libssl in the bundle), plus exactly one
-program, ``llama-gguf-split``, added by tests/support/llama_one_tool.cmake:
-142 Ninja steps, 129 compilations.
+The cpu leg here is the shipped matrix.toml's cpu leg with the one CI
+reduction of tests/support/reduction.py and nothing else (its TLS, RPC and
+shared flags as shipped; tests/unit/test_tested_flags.py checks it): the
+tools, examples, server and app off, one CPU variant instead of
+``GGML_CPU_ALL_VARIANTS`` (561 steps, over an hour on 2 cores), plus exactly
+one program, ``llama-gguf-split`` (tests/support/llama_one_tool.cmake).
+
+Each workspace runs the workflow's path: ``resolve``, ``source`` (one
+archive of the merged tree), then ``build cpu`` from that archive. Each
+workspace is itself a git repository with a history of its own, as the
+pipeline's checkout is on a runner: the programs must still report
+llama.cpp's build number and commit, not that repository's.
 
 Two workspaces build the same run: ``runner/`` first (cold, or warm when the
 machine's test cache already has the objects: only success is asserted), then
@@ -40,7 +46,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.gitrepos import git
+from tests.support.gitrepos import commit_files, git, init_repo
 from tests.support.llama_tree import (
     BASE_TAG,
     PR_NUMBER,
@@ -50,19 +56,27 @@ from tests.support.llama_tree import (
     e2e_cache_root,
     prepared_forge,
 )
+from tests.support.reduction import reduce_leg_flags, shipped_flags, toml_list
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
-ONE_TOOL = ROOT / "tests" / "support" / "llama_one_tool.cmake"
 # The nightly's moment: 10 h after the real commit (b7000), 2 h after b7001.
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 MIN_AGE_HOURS = 6
-# Compilations of the reduced cpu leg (ninja -n of the configured tree: 129 "Building" steps).
-COMPILATIONS = 129
+# Compilations of the reduced cpu leg: `ninja -t commands | grep -c ' -c '` on the configured tree (131:
+# 129 before the leg took the shipped GGML_RPC and OpenSSL).
+COMPILATIONS = 131
 PROGRAM = "bin/llama-gguf-split"
 # Budget for one build: ~5 min cold on 2 idle cores; CI shares the machine.
 BUILD_TIMEOUT = 3600
+
+# The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
+TESTED_SHARED, _SHIPPED_CPU = shipped_flags("cpu")
+TESTED_LEGS: dict[str, list[str]] = {"cpu": reduce_leg_flags(_SHIPPED_CPU)}
+# The build number upstream's tag names (b7000) and the commits of the pipeline-like repository around the tree.
+BUILD_NUMBER = int(BASE_TAG.removeprefix("b"))
+PIPELINE_REPO_COMMITS = 3
 
 MATRIX = """\
 [source]
@@ -79,29 +93,12 @@ sha = "{pr_sha}"
 compiler_check = "content"
 
 [cmake]
-args = [
-    "-DCMAKE_BUILD_TYPE=Release",
-    "-DGGML_NATIVE=OFF",
-    "-DLLAMA_CURL=OFF",
-    "-DLLAMA_BUILD_TESTS=OFF",
-    "-DBUILD_SHARED_LIBS=ON",
-    "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON",
-]
+args = """ + toml_list(TESTED_SHARED).replace("{", "{{").replace("}", "}}") + """
 
 [legs.cpu]
 backend = "cpu"
 os = "linux"
-# Reduced to fit CI: see the module docstring.
-cmake_args = [
-    "-DGGML_BACKEND_DL=ON",
-    "-DLLAMA_BUILD_TOOLS=OFF",
-    "-DLLAMA_BUILD_EXAMPLES=OFF",
-    "-DLLAMA_BUILD_SERVER=OFF",
-    "-DLLAMA_BUILD_APP=OFF",
-    "-DLLAMA_OPENSSL=OFF",
-    "-DCMAKE_PROJECT_llama.cpp_INCLUDE={one_tool}",
-]
-"""
+cmake_args = """ + toml_list(TESTED_LEGS["cpu"]).replace("{", "{{").replace("}", "}}") + "\n"
 
 
 @dataclass
@@ -141,14 +138,26 @@ def pipeline(args: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.C
     return proc
 
 
+def pipeline_checkout(ws: Path) -> None:
+    """Make ``ws`` a git repository with a history of its own, as the pipeline's checkout on a runner."""
+    init_repo(ws)
+    for n in range(PIPELINE_REPO_COMMITS):
+        commit_files(ws, {f"pipeline-{n}.txt": f"commit {n} of the pipeline's repository\n"}, f"pipeline {n}",
+                     when=NOW - timedelta(days=30 - n))
+    (ws / ".gitignore").write_text("out/\nresolved.json\n")
+
+
 def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str, str]) -> Run:
-    """resolve, then build cpu with that resolution, in a fresh workspace ``name``."""
+    """resolve, source, then build cpu from the archive, in a fresh workspace ``name`` (the workflow's path)."""
     ws = tree_root / name
-    ws.mkdir(parents=True)
+    pipeline_checkout(ws)
     started = time.monotonic()
     pipeline(["--matrix", str(matrix), "resolve", "--write", "resolved.json", "--now", NOW.isoformat()], cwd=ws, env=env)
+    made = json.loads(pipeline(["--matrix", str(matrix), "source", "--resolved", "resolved.json", "--out", "out"],
+                               cwd=ws, env=env).stdout)
     pipeline(
-        ["--matrix", str(matrix), "build", "cpu", "--resolved", "resolved.json", "--out", "out", "--cache-dir", str(cache)],
+        ["--matrix", str(matrix), "build", "cpu", "--resolved", "resolved.json", "--source-archive", made["path"],
+         "--out", "out", "--cache-dir", str(cache)],
         cwd=ws,
         env=env,
     )
@@ -170,7 +179,7 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
     matrix = root / "matrix.toml"
     matrix.write_text(
         MATRIX.format(upstream=forge.upstream, min_age=MIN_AGE_HOURS, pr_repo=PR_REPO, pr_number=PR_NUMBER,
-                      pr_sha=forge.pr_sha, one_tool=ONE_TOOL)
+                      pr_sha=forge.pr_sha)
     )  # fmt: skip
     cache = e2e_cache_root() / "ccache"
     env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home")}
@@ -214,8 +223,13 @@ def test_the_build_compiles_the_reduced_leg_and_the_warm_one_hits_everything(rea
     # The first build may find a warm machine cache (a CI rerun): only its size is fixed.
     assert cold["hits"] + cold["misses"] == COMPILATIONS
     assert (warm["hits"], warm["misses"], warm["hit_rate"]) == (COMPILATIONS, 0, 1.0)
-    assert cold["base_dir"] == str(real_tree.runner.workspace / "out")
-    assert warm["base_dir"] == str(real_tree.laptop.workspace / "out")
+    # The configure line holds the shipped flags plus the reduction, as declared (test_tested_flags.py), in order.
+    args, declared = real_tree.runner.record["cmake_args"], [*TESTED_SHARED, *TESTED_LEGS["cpu"]]
+    assert any(args[i : i + len(declared)] == declared for i in range(len(args))), args
+    assert f"-DLLAMA_BUILD_NUMBER={BUILD_NUMBER}" in args
+    # The leg's folder: the archive's tree (out/cpu/src/llama.cpp) and the build folder (out/cpu/build).
+    assert cold["base_dir"] == str(real_tree.runner.workspace / "out" / "cpu")
+    assert warm["base_dir"] == str(real_tree.laptop.workspace / "out" / "cpu")
 
 
 def test_bundles_from_two_folders_are_byte_identical(real_tree: RealTree) -> None:
@@ -241,7 +255,7 @@ def test_no_workspace_path_is_left_in_the_bundle(real_tree: RealTree, tmp_path: 
     for rel in names:
         data = (files / rel).read_bytes()
         assert not [n for n in needles if n in data], f"{rel} names the build folder"
-    # GGML_ASSERT's __FILE__: the path inside the tree, mapped from ../../src/llama.cpp/ggml/src/ggml.c.
+    # GGML_ASSERT's __FILE__: the path inside the tree, mapped from ../src/llama.cpp/ggml/src/ggml.c.
     base = next(n for n in names if n.startswith("bin/libggml-base.so"))
     assert b"./ggml/src/ggml.c\x00" in (files / base).read_bytes()
 
@@ -262,8 +276,14 @@ def test_the_bundled_program_runs_from_the_extracted_bundle(real_tree: RealTree,
             (run.workspace / "out" / "cpu" / "build.moved").rename(run.workspace / "out" / "cpu" / "build")
     assert version.returncode == 0, version.stderr
     commit = real_tree.runner.record["source"]["commit"]
-    # llama.cpp's build info: the commit that was built is the mix's merge commit.
-    assert f"commit {commit[:7]})" in version.stderr, version.stderr
+    # llama.cpp's build info (issue 20, defect 2): the tag's number and the commit that was built (the mix's
+    # merge commit), although the archive was unpacked inside another git repository (the workspace's).
+    assert f"(build {BUILD_NUMBER}, commit {commit[:7]})" in version.stderr, version.stderr
+    workspace_head = git(real_tree.laptop.workspace, "rev-parse", "--short=7", "HEAD")
+    assert workspace_head not in version.stderr, version.stderr
+    # Nor does ggml's own commit string (ggml_commit(), compiled into libggml-base) name that repository.
+    base = next(p for p in (files / "bin").iterdir() if p.name.startswith("libggml-base.so") and not p.is_symlink())
+    assert workspace_head.encode() not in base.read_bytes()
     assert "(built with the e2e mix)" in usage.stdout
 
 
@@ -300,7 +320,7 @@ def test_the_source_archive_of_the_real_tree_is_made_once_and_deterministic(tmp_
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(
         MATRIX.format(upstream=forge.upstream, min_age=MIN_AGE_HOURS, pr_repo=PR_REPO, pr_number=PR_NUMBER,
-                      pr_sha=forge.pr_sha, one_tool=ONE_TOOL)
+                      pr_sha=forge.pr_sha)
     )  # fmt: skip
     env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(tmp_path / "cache-home")}
     made = []

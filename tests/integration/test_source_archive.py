@@ -64,6 +64,9 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     git(up, "rm", "--quiet", "old.bin")
     commit_files(up, files, "demo", when=NOW - timedelta(days=3))
     tag(up, "b1", when=NOW - timedelta(days=3))
+    # The next night's tag: only a file the build never compiles changed (as a docs-only upstream commit).
+    commit_files(up, {"docs/notes.md": "a docs change\n"}, "docs", when=NOW - timedelta(days=2, hours=12))
+    tag(up, "b2", when=NOW - timedelta(days=2, hours=12))
     # As GitHub does: the server honours --filter, so the mix's history comes blobless.
     git(up, "config", "uploadpack.allowFilter", "true")
     fork = clone(up, root / "gh" / "acme" / "demo")
@@ -76,16 +79,20 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"root": root, "env": env}
 
 
-def _source(forge: dict[str, object], out: Path) -> dict[str, object]:
+def _source(forge: dict[str, object], out: Path, *, tag: str | None = None) -> dict[str, object]:
     out.parent.mkdir(parents=True, exist_ok=True)
     outputs = out.parent / "github-output"
     env = {**forge["env"], "GITHUB_OUTPUT": str(outputs)}  # type: ignore[dict-item]
+    if tag is not None:
+        env["PIPELINE_TAG"] = tag
     proc = _pipeline(["source", "--out", str(out)], env, out.parent)
     assert proc.returncode == 0, proc.stderr
     made: dict[str, object] = json.loads(proc.stdout)
     # The workflow's legs find the archive by this output (the artifact keeps the file name).
     lines = outputs.read_text().splitlines()
-    assert lines[0].startswith("archive<<") and lines[1] == Path(str(made["path"])).name
+    # The runner's output file is appended to: this run's value is the last one.
+    start = max(i for i, line in enumerate(lines) if line.startswith("archive<<"))
+    assert lines[start + 1] == Path(str(made["path"])).name
     return made
 
 
@@ -165,3 +172,93 @@ def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(forge: dict[st
     # The deleted 3 MB file of the history is not fetched; the rest is.
     assert 0 < record["source"]["fetched_bytes"] < OLD_BLOB_BYTES // 4
     assert [p["number"] for p in record["source"]["mix"]] == [7]
+
+
+def _build_from(forge: dict[str, object], archive: Path, out: Path, cache: Path) -> dict[str, object]:
+    env = {**forge["env"], "PIPELINE_SOURCE": str(archive)}  # type: ignore[dict-item]
+    proc = _pipeline(["build", "cpu", "--out", str(out), "--cache-dir", str(cache), "--no-bundle"], env, out.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record: dict[str, object] = json.loads((out / "cpu" / "record.json").read_text())
+    return record
+
+
+def test_the_next_nights_archive_of_a_new_tag_hits_every_object(forge: dict[str, object], tmp_path: Path) -> None:
+    """Issue 20, defect 0: two nights, two tags, the same compiled files: the second build is all hits.
+
+    The archive of each night has another sha256; the tree it unpacks to must
+    sit in the same folder, or every compile command (paths, prefix maps) and
+    every ccache entry differ.
+    """
+    out, cache = tmp_path / "ws" / "out", tmp_path / "ccache"
+    night1 = _source(forge, out, tag="b1")
+    night2 = _source(forge, out, tag="b2")
+    assert night1["sha256"] != night2["sha256"] and night1["commit"] != night2["commit"]
+    first = _build_from(forge, Path(str(night1["path"])), out, cache)
+    assert first["ccache"]["misses"] == UNITS + 1  # type: ignore[index]
+    second = _build_from(forge, Path(str(night2["path"])), out, cache)
+    assert second["source"]["commit"] == night2["commit"]  # type: ignore[index]
+    stats = second["ccache"]
+    assert (stats["hits"], stats["misses"]) == (UNITS + 1, 0), stats  # type: ignore[index]
+    # The folder holds the second night's tree, whole: its docs change is there.
+    tree = out / "cpu" / "src" / "llama.cpp"
+    assert (tree / "docs" / "notes.md").read_text() == "a docs change\n"
+    assert [p.name for p in tree.parent.iterdir()] == ["llama.cpp"]
+
+
+def test_an_edited_unpacked_tree_is_replaced_by_the_archives(forge: dict[str, object], tmp_path: Path) -> None:
+    """A tree re-used only when it is what the archive holds: an edit since the extraction is undone."""
+    out, cache = tmp_path / "ws" / "out", tmp_path / "ccache"
+    made = _source(forge, out)
+    archive = Path(str(made["path"]))
+    _build_from(forge, archive, out, cache)
+    tree = out / "cpu" / "src" / "llama.cpp"
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("llama.cpp/include/common.h")
+        assert member is not None
+        original = member.read()
+    (tree / "include" / "common.h").write_bytes(original + b"#error edited after extraction\n")
+    (tree / "stray.c").write_text("int stray;\n")
+    # A dead run's half-extracted tree beside it is cleared too.
+    (tree.parent / ".llama.cpp.dead.partial").mkdir()
+    record = _build_from(forge, archive, out, cache)
+    assert record["status"] == "success"
+    assert (tree / "include" / "common.h").read_bytes() == original
+    assert not (tree / "stray.c").exists()
+    assert [p.name for p in tree.parent.iterdir()] == ["llama.cpp"]
+
+
+GIT_PROBE = """
+# What git answers in the tree's folder at configure time, as llama.cpp's build-info.cmake and ggml ask it.
+execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
+                OUTPUT_VARIABLE PROBE_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+file(WRITE "${CMAKE_BINARY_DIR}/git-answer.txt" "[${PROBE_COMMIT}]")
+file(WRITE "${CMAKE_BINARY_DIR}/build-info.txt" "[${LLAMA_BUILD_NUMBER}] [${LLAMA_BUILD_COMMIT}]")
+"""
+
+
+def test_an_archive_build_inside_another_repository_reports_the_runs_tag_and_commit(tmp_path: Path) -> None:
+    """Issue 20, defect 2: the tree unpacked inside the pipeline's own checkout is not that checkout.
+
+    CMake is handed the run's build number and commit, and git, asked in the
+    tree's folder, finds no repository (not the one around the workspace).
+    """
+    project = write_cpp_project(tmp_path / "gen", units=1)
+    (project / "CMakeLists.txt").write_text((project / "CMakeLists.txt").read_text() + GIT_PROBE)
+    up = init_repo(tmp_path / "upstream")
+    commit_files(up, {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()},
+                 "demo", when=NOW - timedelta(days=3))
+    tag(up, "b4242", when=NOW - timedelta(days=3))
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(f'[source]\nrepo = "{up}"\ntag = "b4242"\nmin_age_hours = 0\n\n'
+                      '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n[legs.cpu]\nbackend = "cpu"\nos = "linux"\n')
+    # The workspace is a git repository of its own, as the pipeline's checkout on a runner.
+    ws = init_repo(tmp_path / "pipeline-checkout")
+    outer = commit_files(ws, {"README.md": "the pipeline\n"}, "pipeline", when=NOW - timedelta(days=1))
+    env = {"PIPELINE_MATRIX": str(matrix), "PIPELINE_NOW": NOW_TEXT, "PIPELINE_TAG": "b4242"}
+    made = json.loads(_pipeline(["source", "--out", "out"], env, ws).stdout)
+    proc = _pipeline(["build", "cpu", "--source-archive", str(made["path"]), "--out", "out", "--no-bundle",
+                      "--cache-dir", str(tmp_path / "cc")], env, ws)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    build = ws / "out" / "cpu" / "build"
+    assert (build / "build-info.txt").read_text() == f"[4242] [{made['commit'][:7]}]"
+    assert (build / "git-answer.txt").read_text() == "[]", f"git answered for {outer[:7]}"

@@ -71,11 +71,16 @@ def test_each_language_gets_its_flags_variable() -> None:
     ]
 
 
-def test_nvcc_gets_the_flags_for_its_host_compiler() -> None:
-    flags = ["-ffile-prefix-map=/w=.", "-ffile-prefix-map=/w/b=."]
-    assert with_prefix_map([], ["CUDA"], flags) == [
-        "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=/w=. -Xcompiler=-ffile-prefix-map=/w/b=."
+def test_nvcc_gets_only_the_relative_maps_for_its_host_compiler() -> None:
+    """ccache hashes -Xcompiler=... verbatim: an absolute folder in it would miss in any other folder (issue 20, 9)."""
+    flags = ["-ffile-prefix-map=/w=.", "-ffile-prefix-map=../src/llama.cpp=.", "-ffile-prefix-map=/w/b=.",
+             "-ffile-prefix-map=C:\\w\\b=.", "-ffile-prefix-map=C:/w/b=."]
+    assert with_prefix_map([], ["CXX", "CUDA"], flags) == [
+        "-DCMAKE_CXX_FLAGS=" + " ".join(flags),
+        "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=../src/llama.cpp=.",
     ]
+    # No relative map at all: CUDA's flags are left alone.
+    assert with_prefix_map([], ["CUDA"], ["-ffile-prefix-map=/w=."]) == []
 
 
 def test_flags_already_given_are_kept_and_the_last_one_extended() -> None:

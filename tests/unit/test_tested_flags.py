@@ -1,0 +1,87 @@
+"""The shipped configuration is what is tested (issue 20, "What to build" 2).
+
+Every test module that builds the real llama.cpp tree (it uses
+tests/support/llama_tree.py) declares the legs it builds (``TESTED_LEGS``:
+leg -> its ``cmake_args``, ``TESTED_SHARED``: the ``[cmake] args``) and
+writes its matrix.toml from them. Each tested leg must be the shipped
+matrix.toml's leg plus the one reduction of tests/support/reduction.py and
+nothing else: no flag the product never sets (``-DLLAMA_OPENSSL=OFF`` hid a
+broken bundle for the whole project's life), no shipped flag dropped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from pipeline.run.matrix import load_matrix
+from tests.support.reduction import REDUCTION, flag_variable, reduction_flags
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = load_matrix(ROOT / "matrix.toml")
+_USES_TREE = re.compile(r"^from tests\.support\.llama_tree import|^import tests\.support\.llama_tree", re.MULTILINE)
+
+
+def tree_test_modules() -> list[str]:
+    """Test modules that build the real tree (found by their import, so a new one cannot be missed)."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if _USES_TREE.search(path.read_text(encoding="utf-8")):
+            found.append(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    return found
+
+
+def test_the_real_tree_tests_are_found() -> None:
+    assert "tests.integration.test_real_tree" in tree_test_modules()
+
+
+def _declared(module: ModuleType) -> tuple[list[str], dict[str, list[str]]]:
+    shared, legs = getattr(module, "TESTED_SHARED", None), getattr(module, "TESTED_LEGS", None)
+    assert isinstance(shared, list) and isinstance(legs, dict) and legs, (
+        f"{module.__name__} builds the real tree: it must declare TESTED_SHARED and TESTED_LEGS"
+    )
+    return shared, legs
+
+
+@pytest.mark.parametrize("name", tree_test_modules())
+def test_every_tested_leg_is_the_shipped_leg_plus_the_reduction(name: str) -> None:
+    shared, legs = _declared(importlib.import_module(name))
+    assert shared == list(SHIPPED.cmake_args)
+    for leg, tested in legs.items():
+        shipped = list(SHIPPED.leg(leg).cmake_args)
+        kept = [f for f in shipped if flag_variable(f) not in REDUCTION]
+        # Nothing but the shipped flags the reduction does not touch, then the reduction itself.
+        assert tested == kept + reduction_flags(), f"{name}: leg {leg}"
+        assert set(tested) - set(shipped) <= set(reduction_flags())
+        assert {flag_variable(f) for f in set(shipped) - set(tested)} <= set(REDUCTION)
+
+
+@pytest.mark.parametrize("name", tree_test_modules())
+def test_the_matrix_a_tree_test_builds_with_holds_exactly_the_declared_flags(name: str, tmp_path: Path) -> None:
+    module = importlib.import_module(name)
+    shared, legs = _declared(module)
+    template = getattr(module, "MATRIX", None)
+    assert isinstance(template, str), f"{name}: its matrix.toml template MATRIX"
+    text = template.format(upstream="/nowhere/upstream", min_age=6, pr_repo="a/b", pr_number=1, pr_sha="0" * 40)
+    matrix = load_matrix(_write(tmp_path / "matrix.toml", text))
+    assert list(matrix.cmake_args) == shared
+    assert {name: list(matrix.leg(name).cmake_args) for name in matrix.legs} == legs
+
+
+def test_the_reduction_only_turns_things_off_and_adds_one_program() -> None:
+    """Programs and CPU variants, nothing else: a reduction that switched a feature on would be untested product."""
+    flags = dict(f[2:].split("=", 1) for f in reduction_flags())
+    include = flags.pop("CMAKE_PROJECT_llama.cpp_INCLUDE")
+    assert Path(include).name == "llama_one_tool.cmake" and Path(include).is_file()
+    assert set(flags.values()) == {"OFF"}
+    assert set(flags) == {"LLAMA_BUILD_TOOLS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_SERVER", "LLAMA_BUILD_APP",
+                          "GGML_CPU_ALL_VARIANTS"}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
