@@ -53,7 +53,8 @@ class RealTreeBench:
 
     def __init__(self, work: Path, env: dict[str, str], run: Callable[..., float]) -> None:
         from tests.integration.test_real_tree import MATRIX
-        from tests.support.llama_tree import e2e_cache_root, extract_tree, fetch_sdist
+        from tests.support.cache_root import e2e_cache_root
+        from tests.support.llama_tree import extract_tree, fetch_sdist
 
         self.work = work / "real"
         shutil.rmtree(self.work, ignore_errors=True)

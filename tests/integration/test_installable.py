@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from tests.integration.conftest import ROOT
-from tests.support.llama_tree import e2e_cache_root
+from tests.support.cache_root import e2e_cache_root
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 MATRIX = tomllib.loads((ROOT / "matrix.toml").read_text(encoding="utf-8"))

@@ -46,6 +46,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, git, init_repo
 from tests.support.llama_tree import (
     BASE_TAG,
@@ -53,7 +54,6 @@ from tests.support.llama_tree import (
     PR_REPO,
     TREE_SHA,
     Forge,
-    e2e_cache_root,
     prepared_forge,
 )
 from tests.support.reduction import reduce_leg_flags, shipped_flags, toml_list

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import git
 
 SDIST_PROJECT = "llama-cpp-python"
@@ -42,17 +43,10 @@ BASE_TAG = "b7000"
 YOUNG_TAG = "b7001"
 PR_NUMBER = 4242
 PR_REPO = "ggml-org/llama.cpp"
-CACHE_ENV = "PIPELINE_TEST_CACHE"
 
 _TOP = f"llama_cpp_python-{SDIST_VERSION}/"
 _TREE = _TOP + "vendor/llama.cpp/"
 _GITDIR = _TOP + ".git/modules/vendor/llama.cpp/"
-
-
-def e2e_cache_root() -> Path:
-    """Where end-to-end tests keep what outlives a run: ``$PIPELINE_TEST_CACHE`` or ``~/.cache/...``."""
-    explicit = os.environ.get(CACHE_ENV)
-    return Path(explicit) if explicit else Path.home() / ".cache" / "llama-pipeline-tests"
 
 
 def fetch_sdist(cache: Path) -> Path:
