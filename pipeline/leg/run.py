@@ -9,6 +9,7 @@ both steps goes to ``<out>/<leg>/build.log``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections import deque
@@ -202,13 +203,14 @@ def _run_leg_locked(
         console.print(f"{leg.name}: {ccache.check_note}", highlight=False)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
-    if source.outside_git:
-        # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` into libggml-base (ggml_commit()):
-        # above an unpacked archive git would answer for the pipeline's own checkout, a commit of the
-        # wrong project that also changed ggml.c's compile with every pipeline commit. Stopped at the
-        # tree's folder, git finds no repository and ggml says "unknown"; the programs' build number
-        # and commit are the resolution's (build_info above).
-        base_env["GIT_CEILING_DIRECTORIES"] = str(source.path.parent)
+    if info or source.outside_git:
+        # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` (and "-dirty") into libggml-base
+        # (ggml_commit()), and llama.cpp's git-vars.cmake asks git too. Above an unpacked archive git
+        # would answer for the pipeline's own checkout (the wrong project, changing with every pipeline
+        # commit); in a clone it answers for the clone, so an archive build and its `reproduce` from a
+        # clone would differ. With no repository to find, every build of the run's source says the
+        # same ("unknown" for ggml); the programs' build number and commit are the resolution's (above).
+        base_env["GIT_DIR"] = os.devnull
     console.print(
         f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
         f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
