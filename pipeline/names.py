@@ -173,6 +173,10 @@ def template_problem(template: str) -> str | None:
     return None
 
 
+# The folder of a run's output where build writes its bundle and the workflow downloads every leg's.
+DIST_DIR = "dist"
+
+
 def render_name(
     template: str | None, *, tag: str, leg: str, backend: str, os_name: str, family: str | None
 ) -> str:

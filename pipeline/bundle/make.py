@@ -38,6 +38,7 @@ from pipeline.bundle.stage import (
     toolchain_root,
 )
 from pipeline.errors import BundleError
+from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.names import render_name
 from pipeline.results.record import LegRecord
 from pipeline.run.matrix import Leg
@@ -46,7 +47,6 @@ from pipeline.toolchain.base import Toolchain
 FORMAT = "llama-pipeline-bundle"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
-DIST_DIR = "dist"
 PROGRAM_MODE = 0o755
 MANIFEST_MODE = 0o644
 

@@ -319,3 +319,49 @@ def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> Non
     check = subprocess.run(["sha256sum", "-c", str(tmp_path / "out" / "release" / "SHA256SUMS")],
                            cwd=tmp_path / "out" / "dist", capture_output=True, text=True)  # fmt: skip
     assert check.returncode == 0 and sums.count("\n") == 1
+
+
+@pytest.mark.parametrize("bundle", ["/etc/hostname", "../../../../../etc/hostname", "dist/../../hostname",
+                                    "cpu/../../hostname"])
+def test_a_record_naming_a_file_outside_dist_is_refused(tmp_path: Path, bundle: str) -> None:
+    """A record is another job's artifact: its `bundle` never puts a file from outside OUT/dist/ on the release."""
+    out = tmp_path / "a" / "b" / "c" / "d" / "out"
+    make_run(out)
+    (tmp_path / "a" / "hostname").write_text("secret host\n")
+    record = json.loads((out / "cpu" / "record.json").read_text())
+    (out / "cpu" / "record.json").write_text(json.dumps({**record, "bundle": bundle}))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, out, "--apply")
+        assert gh.requests == []  # refused before any request
+    assert proc.returncode == PublishError.exit_code, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {out / 'cpu' / 'record.json'}: bundle"), lines
+    assert "Traceback" not in proc.stderr and not (out / "release").exists()
+
+
+def test_a_bundle_linked_out_of_dist_is_refused(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out")
+    name = next(iter(bundles))
+    (tmp_path / "elsewhere").write_text("not a bundle\n")
+    bundles[name].unlink()
+    bundles[name].symlink_to(tmp_path / "elsewhere")
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert gh.requests == []
+    assert proc.returncode == PublishError.exit_code
+    assert "leads out of" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_record_without_status_is_not_published_as_a_success(tmp_path: Path) -> None:
+    make_run(tmp_path / "out")
+    record = json.loads((tmp_path / "out" / "cuda" / "record.json").read_text())
+    del record["status"]
+    (tmp_path / "out" / "cuda" / "record.json").write_text(json.dumps(record))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert gh.requests == []
+    assert proc.returncode == PublishError.exit_code
+    assert proc.stderr.strip().splitlines() == [
+        "error: 1 expected leg(s) cannot be published: cuda: its record has no status "
+        "(pass --allow-missing LEG to publish without)"
+    ]
