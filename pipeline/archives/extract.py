@@ -21,13 +21,13 @@ import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
 from pipeline.names import member_name_problem
-from pipeline.util.fsutil import atomic_write_json, fix_mode
+from pipeline.util.fsutil import atomic_write_json, confined, fix_mode
 
 # Written inside the install as the last step before it is renamed into place.
 MARKER = ".pipeline-install.json"
@@ -84,10 +84,57 @@ def zip_member_problem(info: zipfile.ZipInfo) -> str | None:
     if problem := name_problem(info.filename):
         return problem
     mode = info.external_attr >> 16
-    if mode and stat.S_ISLNK(mode):
+    # Permission bits without file-type bits (what zipfile.writestr and many
+    # Windows tools write) say nothing of the type: a plain file or folder.
+    if stat.S_IFMT(mode) == 0:
+        return None
+    if stat.S_ISLNK(mode):
         return "symbolic link in a zip archive"
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         return "special file"
+    return None
+
+
+def _member_key(name: str) -> str:
+    """A member's place in the tree: ``./a/b/`` and ``a/b`` are one place."""
+    return posixpath.normpath(_strip_dot(name.replace("\\", "/"))).rstrip("/")
+
+
+def tar_placement_problems(members: Iterable[tarfile.TarInfo]) -> tuple[str, str] | None:
+    """(member, why) for the first member that cannot be placed in the tree, or None.
+
+    On top of each member's own checks: a name given twice (the second would
+    silently replace the first, or a link would be followed by a write), and
+    a hard link whose target is not an earlier file of the archive (tarfile
+    fails on it with a KeyError; a later one would link to nothing yet).
+    """
+    kinds: dict[str, bool] = {}  # place -> is a folder
+    for member in members:
+        if problem := tar_member_problem(member):
+            return member.name, problem
+        key = _member_key(member.name)
+        if key in kinds and not (kinds[key] and member.isdir()):
+            return member.name, "duplicate name: a member of this name comes earlier"
+        if member.islnk():
+            target = _member_key(member.linkname)
+            if target not in kinds:
+                return member.name, f"hard link to {member.linkname!r}, which is no earlier member"
+            if kinds[target]:
+                return member.name, f"hard link to folder {member.linkname!r}"
+        kinds[key] = member.isdir()
+    return None
+
+
+def zip_placement_problems(infos: Iterable[zipfile.ZipInfo]) -> tuple[str, str] | None:
+    """(member, why) for the first zip member that cannot be placed (its own checks, or a repeated name)."""
+    kinds: dict[str, bool] = {}
+    for info in infos:
+        if problem := zip_member_problem(info):
+            return info.filename, problem
+        key = _member_key(info.filename)
+        if key in kinds and not (kinds[key] and info.is_dir()):
+            return info.filename, "duplicate name: a member of this name comes earlier"
+        kinds[key] = info.is_dir()
     return None
 
 
@@ -113,6 +160,9 @@ def _extract_tar(archive: Path, dest: Path) -> None:
     try:
         with tarfile.open(archive, "r:*") as tar:
             tar.errorlevel = 1
+            # Every member is placed on paper first: nothing is written for an archive refused at its end.
+            if refused := tar_placement_problems(tar.getmembers()):
+                raise _refused(archive, *refused)
             tar.extractall(dest, filter=guard)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
@@ -122,12 +172,12 @@ def _extract_zip(archive: Path, dest: Path) -> None:
     try:
         with zipfile.ZipFile(archive) as zf:
             infos = zf.infolist()
-            for info in infos:
-                if problem := zip_member_problem(info):
-                    raise _refused(archive, info.filename, problem)
+            if refused := zip_placement_problems(infos):
+                raise _refused(archive, *refused)
             for info in infos:
                 rel = _strip_dot(info.filename.replace("\\", "/"))
-                target = dest / rel
+                # Checked above by name; the one confinement rule still has the last word.
+                target = confined(dest, rel, f"{archive.name}: member", ToolchainError) if rel else dest
                 if info.is_dir() or not rel:
                     target.mkdir(parents=True, exist_ok=True)
                     continue
@@ -227,8 +277,9 @@ def remove_install(target: Path) -> None:
 def check_archive(archive: Path, *, name: str | None = None) -> None:
     """Read every member of ``archive`` to its end; ToolchainError when it is not a whole archive.
 
-    A truncated tarball, an HTML page served under the tarball's name or a
-    zip with a bad CRC all fail here, before the download is trusted.
+    A truncated tarball, an HTML page served under the tarball's name, a
+    zip with a bad CRC or a member extraction would refuse (see
+    :func:`tar_placement_problems`) all fail here, before the download is trusted.
     ``name`` is what the message calls the file (default: its own name).
     """
     shown = name or archive.name
@@ -237,6 +288,8 @@ def check_archive(archive: Path, *, name: str | None = None) -> None:
             with zipfile.ZipFile(archive) as zf:
                 if (bad := zf.testzip()) is not None:
                     raise ToolchainError(f"{shown}: corrupt archive: member {bad!r} fails its CRC")
+                if refused := zip_placement_problems(zf.infolist()):
+                    raise ToolchainError(f"{shown}: refused member {refused[0]!r}: {refused[1]}")
             return
         try:
             tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with block below
@@ -251,6 +304,9 @@ def check_archive(archive: Path, *, name: str | None = None) -> None:
                     with data:
                         while data.read(CHUNK):
                             pass
+            # An archive that extraction would refuse is not a whole download either: never trusted.
+            if refused := tar_placement_problems(tar.getmembers()):
+                raise ToolchainError(f"{shown}: refused member {refused[0]!r}: {refused[1]}")
     except (tarfile.TarError, EOFError, zlib.error, zipfile.BadZipFile, OSError) as exc:
         raise ToolchainError(f"{shown}: corrupt or unreadable archive: {exc}") from None
 
