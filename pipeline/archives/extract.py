@@ -27,7 +27,7 @@ from typing import Any
 
 from pipeline.errors import ToolchainError
 from pipeline.names import member_name_problem
-from pipeline.util.fsutil import atomic_write_json, confined, fix_mode
+from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
 
 # Written inside the install as the last step before it is renamed into place.
 MARKER = ".pipeline-install.json"
@@ -203,11 +203,37 @@ def content_root(staging: Path) -> Path:
     return staging
 
 
-def extract_archive(archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None) -> Path:
+def tree_digests(root: Path) -> dict[str, str]:
+    """What a tree holds, to compare it later: ``{relative path: sha256 [+ " x"] | "-> target"}``.
+
+    Every file (its content, and whether it is executable) and every symbolic
+    link; folders are implied by their contents. The install marker is left out.
+    """
+    found: dict[str, str] = {}
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        for name in [*dirs, *files]:
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if rel == MARKER:
+                continue
+            if path.is_symlink():
+                found[rel] = f"-> {path.readlink()}"
+            elif path.is_file():
+                executable = " x" if path.stat().st_mode & 0o100 else ""
+                found[rel] = file_digest(path)[1] + executable
+    return dict(sorted(found.items()))
+
+
+def extract_archive(
+    archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None, digests: bool = False
+) -> Path:
     """Unpack ``archive`` (tar.* or zip) so that ``target`` appears complete or not at all.
 
     ``target`` must not exist. ``marker`` is written inside the install just
     before the final rename, so a folder with a marker is always complete.
+    ``digests``: the marker also lists every file's digest (:func:`tree_digests`),
+    so a reuse can verify the tree is still what the archive held.
     """
     if target.exists() or target.is_symlink():
         raise ToolchainError(f"{target}: already exists; remove it before installing again")
@@ -223,7 +249,7 @@ def extract_archive(archive: Path, target: Path, *, marker: Mapping[str, Any] | 
             # mkdtemp made it 0700; an install is as readable as any folder this process makes.
             fix_mode(root, folder=True)
         if marker is not None:
-            atomic_write_json(root / MARKER, dict(marker))
+            atomic_write_json(root / MARKER, {**marker, **({"files": tree_digests(root)} if digests else {})})
         try:
             root.rename(target)
         except OSError as exc:

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.archives.extract import MARKER, extract_archive
+from pipeline.archives.extract import MARKER, extract_archive, tree_digests
 from pipeline.errors import SourceError
+from pipeline.names import is_safe_tag
 from pipeline.util.fsutil import atomic_output, atomic_write_json, file_digest
 
 # The folder every archive unpacks to (the configure line names it; same on every leg).
@@ -99,12 +100,17 @@ def read_manifest(archive: Path) -> SourceManifest:
     try:
         if data.get("format") != MANIFEST_FORMAT:
             raise SourceError(f"{path}: manifest format {data.get('format')!r}, expected {MANIFEST_FORMAT}")
-        return SourceManifest(
+        manifest = SourceManifest(
             archive=str(data["archive"]), tag=str(data["tag"]), commit=str(data["commit"]),
             sha256=str(data["sha256"]), size=int(data["size"]), source=dict(data.get("source") or {}),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SourceError(f"{path}: malformed source manifest ({exc})") from None
+    # The tag names the bundle file and the release: from a file someone else wrote, it is checked
+    # here like a --tag on the command line ("../../x" would name a file outside the output folder).
+    if not is_safe_tag(manifest.tag):
+        raise SourceError(f"{path}: manifest tag {manifest.tag!r} is not a safe tag (letters, digits, '.', '_', '+', '-')")
+    return manifest
 
 
 def unpack_source_archive(archive: Path, under: Path) -> tuple[Path, SourceManifest]:
@@ -122,22 +128,37 @@ def unpack_source_archive(archive: Path, under: Path) -> tuple[Path, SourceManif
             f"{manifest.sha256[:16]}... ({manifest.size} bytes)"
         )
     target = under / manifest.sha256[:16] / ARCHIVE_ROOT
-    marker = target / MARKER
-    if marker.is_file():
-        try:
-            if json.loads(marker.read_text(encoding="utf-8")).get("sha256") == manifest.sha256:
-                return target, manifest
-        except (OSError, ValueError):
-            pass
+    if _still_extracted(target, manifest.sha256):
+        return target, manifest
     if target.exists():
         shutil.rmtree(target)
     from pipeline.errors import ToolchainError
 
     try:
-        extract_archive(archive, target, marker={"sha256": manifest.sha256, "commit": manifest.commit})
+        extract_archive(archive, target, marker={"sha256": manifest.sha256, "commit": manifest.commit}, digests=True)
     except ToolchainError as err:
         raise SourceError(f"source archive {archive}: {err.message}") from None
     return target, manifest
+
+
+def _still_extracted(target: Path, sha256: str) -> bool:
+    """Whether ``target`` is still exactly what the archive ``sha256`` extracted to.
+
+    The marker names the archive and lists every file's digest; a tree whose
+    files were edited, added or removed since is extracted again, so what is
+    built is always what the record's ``archive_sha256`` says. An older
+    marker without the list is not trusted either.
+    """
+    try:
+        marker = json.loads((target / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(marker, dict) or marker.get("sha256") != sha256 or not isinstance(marker.get("files"), dict):
+        return False
+    try:
+        return bool(tree_digests(target) == marker["files"])
+    except OSError:
+        return False
 
 
 def git_objects_bytes(repo: Path) -> int:
