@@ -20,7 +20,7 @@ from pipeline.errors import SourceError, UsageError
 from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date
 from pipeline.run.matrix import MixPin
 from pipeline.run.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
-from pipeline.run.settings import RESOLVED
+from pipeline.run.settings import RESOLVED, parse_url
 from pipeline.util.fsutil import atomic_write_json
 from pipeline.util.timeutil import format_utc, parse_now
 
@@ -161,10 +161,11 @@ class ResolvedRocm:
             raise UsageError(f"{where}.published: expected an ISO-8601 string or null, got {published!r}")
         # Absent from resolutions written before checksums were recorded.
         sha256_url = data.get("sha256_url")
-        if sha256_url is not None and not (
-            isinstance(sha256_url, str) and sha256_url.startswith(("http://", "https://", "file://"))
-        ):
+        if sha256_url is not None and not isinstance(sha256_url, str):
             raise UsageError(f"{where}.sha256_url: expected an http(s):// or file:// URL or null, got {sha256_url!r}")
+        if sha256_url is not None:
+            # The one URL rule (matrix.toml's and the flags'): a malformed IPv6 host fails here, not at download.
+            sha256_url = parse_url(sha256_url, f"{where}.sha256_url")
         version = text("version")
         try:
             rocm_version_date(version)
@@ -175,7 +176,7 @@ class ResolvedRocm:
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
             version=version,
             file=text("file"),
-            url=text("url"),
+            url=parse_url(text("url"), f"{where}.url"),
             published=None if published is None else parse_now(published, where=f"{where}.published"),
             os=text("os"),
             family=text("family"),
@@ -232,7 +233,7 @@ class Resolution:
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
             legs={str(k): ResolvedRocm.from_json(v, where=f"{where}.legs.{k}") for k, v in legs.items()},
             source=None if source is None else SourceSpec.from_json(source, where=f"{where}: source"),
-            index_url=index_url if isinstance(index_url, str) else None,
+            index_url=parse_url(index_url, f"{where}.index_url") if isinstance(index_url, str) else None,
         )
 
 

@@ -36,7 +36,10 @@ CHUNK = 1024 * 1024
 
 def file_name_of(url: str) -> str:
     """The last path segment of ``url``: the name the download is cached under."""
-    name = unquote(posixpath.basename(urlsplit(url).path))
+    try:
+        name = unquote(posixpath.basename(urlsplit(url).path))
+    except ValueError as exc:  # "Invalid IPv6 URL": an unclosed bracket in the host
+        raise ToolchainError(f"{redact(url)}: malformed URL ({exc})") from None
     if not name or name in (".", "..") or "/" in name or "\\" in name:
         raise ToolchainError(f"{url}: no file name at the end of the URL")
     return name
