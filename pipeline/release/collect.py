@@ -16,7 +16,7 @@ from pipeline.errors import PublishError
 from pipeline.guard.locks import is_held
 from pipeline.names import DIST_DIR
 from pipeline.release.plan import SUMS_NAME, LegResult, LocalAsset, leg_result, sha256sums_text
-from pipeline.results.record import RECORD_NAME, leg_lock
+from pipeline.results.record import RECORD_NAME, leg_lock, record_problem
 from pipeline.util.fsutil import atomic_write_text, confined, file_digest
 
 RELEASE_DIR = "release"
@@ -33,6 +33,8 @@ def read_results(out: Path) -> dict[str, LegResult]:
             raise PublishError(f"{path}: not a readable record: {exc}") from None
         if not isinstance(data, dict):
             raise PublishError(f"{path}: not a leg record (not a JSON object)")
+        if problem := record_problem(data):
+            raise PublishError(f"{path}: bad record: {problem}")
         if data.get("status") == "running" and not is_held(leg_lock(path.parent)):
             # Its run died without ending the record: never a success to publish.
             data = {**data, "status": "interrupted"}
