@@ -365,3 +365,25 @@ def test_a_record_without_status_is_not_published_as_a_success(tmp_path: Path) -
         "error: 1 expected leg(s) cannot be published: cuda: its record has no status "
         "(pass --allow-missing LEG to publish without)"
     ]
+
+
+@pytest.mark.parametrize(("label", "why"), [
+    ("", "--label: empty: the alert needs a label of its own"),
+    ("  ", "--label: empty"),
+    ("nightly,failure", "--label 'nightly,failure': one label, without commas"),
+    (" nightly", "no leading or trailing space"),
+])
+def test_alert_refuses_a_label_that_is_not_one_label(tmp_path: Path, label: str, why: str) -> None:
+    make_run(tmp_path / "out", legs=("cpu",))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.add_issue("unrelated", ["bug"])
+        for status in ("success", "failure"):
+            proc = run_pipeline(
+                ["--matrix", str(MATRIX), "alert", "--repo", REPO, "--api-url", gh.api_url, "--status", status,
+                 "--out", str(tmp_path / "out"), "--label", label, "--apply"],
+                env=env_for(gh, PIPELINE_LEGS="cpu"),
+            )  # fmt: skip
+            assert proc.returncode == 2, proc.stdout + proc.stderr
+            lines = proc.stderr.strip().splitlines()
+            assert len(lines) == 1 and why in lines[0], lines
+        assert gh.requests == [] and gh.issues[0]["state"] == "open" and len(gh.issues) == 1
