@@ -27,7 +27,7 @@ from pipeline.archives.extract import (
 )
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.installer.download import download, file_name_of
-from pipeline.util.fsutil import atomic_write_json
+from pipeline.util.fsutil import atomic_write_json, confined
 from pipeline.util.retry import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def install_archive(
     """
     if name_problem(name) or "/" in name or "\\" in name or name in (".", ".."):
         raise ToolchainError(f"unsafe install folder name {name!r}")
-    target = root_dir / name
+    target = confined(root_dir, name, "install folder", ToolchainError)
     archive_name = file_name_of(url)
 
     def complete() -> Installed | None:
