@@ -21,7 +21,7 @@ import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -203,26 +203,64 @@ def content_root(staging: Path) -> Path:
     return staging
 
 
-def tree_digests(root: Path) -> dict[str, str]:
-    """What a tree holds, to compare it later: ``{relative path: sha256 [+ " x"] | "-> target"}``.
-
-    Every file (its content, and whether it is executable) and every symbolic
-    link; folders are implied by their contents. The install marker is left out.
-    """
-    found: dict[str, str] = {}
+def _walk(root: Path) -> Iterator[tuple[str, Path]]:
+    """(relative path, path) of every file and symbolic link under ``root``, the marker left out."""
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
         for name in [*dirs, *files]:
             path = here / name
             rel = path.relative_to(root).as_posix()
-            if rel == MARKER:
-                continue
-            if path.is_symlink():
-                found[rel] = f"-> {path.readlink()}"
-            elif path.is_file():
-                executable = " x" if path.stat().st_mode & 0o100 else ""
-                found[rel] = file_digest(path)[1] + executable
+            if rel != MARKER and (path.is_symlink() or path.is_file()):
+                yield rel, path
+
+
+def tree_digests(root: Path) -> dict[str, str]:
+    """What a tree holds, to verify it later: ``{path: "<sha256> <size> <mtime_ns>[ x]" | "-> <target>"}``.
+
+    Every file (content, size, modification time, whether it is executable)
+    and every symbolic link; folders are implied by their contents.
+    """
+    found: dict[str, str] = {}
+    for rel, path in _walk(root):
+        if path.is_symlink():
+            found[rel] = f"-> {path.readlink()}"
+            continue
+        info = path.stat()
+        executable = " x" if info.st_mode & 0o100 else ""
+        found[rel] = f"{file_digest(path)[1]} {info.st_size} {info.st_mtime_ns}{executable}"
     return dict(sorted(found.items()))
+
+
+def tree_change(root: Path, listed: Mapping[str, Any], *, quick: bool, added: bool) -> str | None:
+    """The first way ``root`` differs from its :func:`tree_digests` listing, or None.
+
+    ``quick``: a file whose size and modification time are as listed is
+    taken as unchanged, and only the others are hashed (a toolchain of
+    gigabytes); else every file is hashed. ``added``: a file or link that is
+    not listed counts as a change too.
+    """
+    for rel, want in listed.items():
+        path = root / rel
+        if not isinstance(want, str) or name_problem(rel):
+            return f"{rel!r}: not a listing entry"
+        if want.startswith("-> "):
+            if not path.is_symlink() or str(path.readlink()) != want[3:]:
+                return f"{rel} changed"
+            continue
+        try:
+            digest, size, mtime, *executable = want.split()
+            info = path.lstat()
+        except (ValueError, OSError):
+            return f"{rel} is missing"
+        if not stat.S_ISREG(info.st_mode) or str(info.st_size) != size or bool(info.st_mode & 0o100) != bool(executable):
+            return f"{rel} changed"
+        if (not quick or str(info.st_mtime_ns) != mtime) and file_digest(path)[1] != digest:
+            return f"{rel} changed"
+    if added:
+        for rel, _path in _walk(root):
+            if rel not in listed:
+                return f"{rel} was added"
+    return None
 
 
 def extract_archive(

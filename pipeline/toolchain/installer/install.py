@@ -24,6 +24,8 @@ from pipeline.archives.extract import (
     remove_install,
     remove_stale,
     swap_into_place,
+    tree_change,
+    tree_digests,
 )
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.installer.download import download, file_name_of
@@ -97,6 +99,11 @@ def install_archive(
             marker is None
             or marker.get("archive") != archive_name
             or (sha256 is not None and str(marker.get("sha256", "")).lower() != sha256.lower())
+            or not isinstance(listed := marker.get("files"), dict)
+            # Reused only while its files are what was extracted: an edited, replaced or removed
+            # file has it installed again (from the download cache). Quick: sizes and times first,
+            # only files whose time changed are hashed. Files added by tools are left alone.
+            or tree_change(target, listed, quick=True, added=False) is not None
         ):
             return None
         return Installed(
@@ -167,7 +174,7 @@ def stage_and_swap(
                 archive.unlink(missing_ok=True)
                 kept = "the working install was kept" if target.exists() else "nothing was installed"
                 raise ToolchainError(f"{archive.name} is not a usable install: {err.message}; {kept}") from None
-        atomic_write_json(new / MARKER, marker)
+        atomic_write_json(new / MARKER, {**marker, "files": tree_digests(new)})
         swap_into_place(new, target, staging)
     finally:
         remove_install(staging)
