@@ -27,6 +27,8 @@ from pipeline.archives.extract import (
     remove_install,
     remove_stale,
     swap_into_place,
+    tree_change,
+    tree_digests,
 )
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.installer.install import read_marker
@@ -61,6 +63,10 @@ def installed_set(target: Path, refs: Sequence[ArchiveRef]) -> InstalledSet | No
     """The complete install at ``target`` when its marker names exactly ``refs``, else None."""
     marker = read_marker(target)
     if marker is None or marker.get("archives") != _marker_archives(refs):
+        return None
+    # Reused only while its files are what was installed (see install.install_archive).
+    listed = marker.get("files")
+    if not isinstance(listed, dict) or tree_change(target, listed, quick=True, added=False) is not None:
         return None
     return InstalledSet(root=target, archives=tuple(refs), reused=True)
 
@@ -138,7 +144,7 @@ def _stage_and_swap(
             finish(tree)
         if check is not None:
             check(tree)
-        atomic_write_json(tree / MARKER, marker)
+        atomic_write_json(tree / MARKER, {**marker, "files": tree_digests(tree)})
         swap_into_place(tree, target, staging)
     finally:
         remove_install(staging)
