@@ -131,8 +131,9 @@ def _bundle_check_problem(check: Any) -> str | None:
     if "summary" in check and not isinstance(check["summary"], str | None):
         return f"'bundle_check.summary' is {_shown(check['summary'])}, expected a string"
     problems = check.get("problems", [])
-    if not isinstance(problems, list) or not all(isinstance(p, dict) for p in problems):
-        return "'bundle_check.problems' is not a list of objects"
+    # Objects as check-bundle writes them (pipeline.bundle.check.Problem), or plain lines.
+    if not isinstance(problems, list) or not all(isinstance(p, dict | str) for p in problems):
+        return "'bundle_check.problems' is not a list of problems"
     return None
 
 

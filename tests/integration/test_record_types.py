@@ -27,7 +27,7 @@ MISTYPED = [
     ("timings", {"classes": {"host": {"seconds": "ten"}}}, "'timings.classes' is not an object of"),
     ("timings", {"timeline": [["a", 1, "host", "x.o"]]}, "'timings.timeline' is not a list of"),
     ("bundle_check", "ok", "'bundle_check' is 'ok', expected an object or null"),
-    ("bundle_check", {"ok": False, "problems": 3}, "'bundle_check.problems' is not a list of objects"),
+    ("bundle_check", {"ok": False, "problems": 3}, "'bundle_check.problems' is not a list of problems"),
     ("toolchain", ["gcc"], "'toolchain' is ['gcc'], expected an object"),
     ("phases", {"build": "long"}, "'phases' is not an object of seconds"),
     ("status", "done", "'status' is 'done', expected one of running, success, failed, interrupted"),
