@@ -243,8 +243,9 @@ def test_url_template_from_environment(forge: Forge, tmp_path: Path, monkeypatch
 def test_the_run_resolution_carries_the_source_to_every_leg(
     forge: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from pipeline.resolution import resolve
     from pipeline.run.matrix import parse_matrix
-    from pipeline.run.resolution import resolve, write_resolution
+    from pipeline.run.resolution import write_resolution
     from tests.support.inputs import make_inputs
 
     def resolve_run(matrix: Any, *, now: datetime, source: bool) -> Any:
