@@ -194,6 +194,10 @@ def template_problem(template: str) -> str | None:
     return None
 
 
+# The folder of a run's output where build writes its bundle and the workflow downloads every leg's.
+DIST_DIR = "dist"
+
+
 def glibc_problem(value: str) -> str | None:
     """Why ``value`` is not a glibc version like '2.35', or None."""
     return None if re.match(r"^2\.\d+$", value) else "a glibc version like '2.35'"

@@ -21,14 +21,14 @@ import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
 from pipeline.guard.checkpoints import checkpoint
 from pipeline.names import member_name_problem
-from pipeline.util.fsutil import atomic_write_json, fix_mode
+from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
 
 # Written inside the install as the last step before it is renamed into place.
 MARKER = ".pipeline-install.json"
@@ -85,10 +85,57 @@ def zip_member_problem(info: zipfile.ZipInfo) -> str | None:
     if problem := name_problem(info.filename):
         return problem
     mode = info.external_attr >> 16
-    if mode and stat.S_ISLNK(mode):
+    # Permission bits without file-type bits (what zipfile.writestr and many
+    # Windows tools write) say nothing of the type: a plain file or folder.
+    if stat.S_IFMT(mode) == 0:
+        return None
+    if stat.S_ISLNK(mode):
         return "symbolic link in a zip archive"
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         return "special file"
+    return None
+
+
+def _member_key(name: str) -> str:
+    """A member's place in the tree: ``./a/b/`` and ``a/b`` are one place."""
+    return posixpath.normpath(_strip_dot(name.replace("\\", "/"))).rstrip("/")
+
+
+def tar_placement_problems(members: Iterable[tarfile.TarInfo]) -> tuple[str, str] | None:
+    """(member, why) for the first member that cannot be placed in the tree, or None.
+
+    On top of each member's own checks: a name given twice (the second would
+    silently replace the first, or a link would be followed by a write), and
+    a hard link whose target is not an earlier file of the archive (tarfile
+    fails on it with a KeyError; a later one would link to nothing yet).
+    """
+    kinds: dict[str, bool] = {}  # place -> is a folder
+    for member in members:
+        if problem := tar_member_problem(member):
+            return member.name, problem
+        key = _member_key(member.name)
+        if key in kinds and not (kinds[key] and member.isdir()):
+            return member.name, "duplicate name: a member of this name comes earlier"
+        if member.islnk():
+            target = _member_key(member.linkname)
+            if target not in kinds:
+                return member.name, f"hard link to {member.linkname!r}, which is no earlier member"
+            if kinds[target]:
+                return member.name, f"hard link to folder {member.linkname!r}"
+        kinds[key] = member.isdir()
+    return None
+
+
+def zip_placement_problems(infos: Iterable[zipfile.ZipInfo]) -> tuple[str, str] | None:
+    """(member, why) for the first zip member that cannot be placed (its own checks, or a repeated name)."""
+    kinds: dict[str, bool] = {}
+    for info in infos:
+        if problem := zip_member_problem(info):
+            return info.filename, problem
+        key = _member_key(info.filename)
+        if key in kinds and not (kinds[key] and info.is_dir()):
+            return info.filename, "duplicate name: a member of this name comes earlier"
+        kinds[key] = info.is_dir()
     return None
 
 
@@ -116,6 +163,9 @@ def _extract_tar(archive: Path, dest: Path) -> None:
     try:
         with tarfile.open(archive, "r:*") as tar:
             tar.errorlevel = 1
+            # Every member is placed on paper first: nothing is written for an archive refused at its end.
+            if refused := tar_placement_problems(tar.getmembers()):
+                raise _refused(archive, *refused)
             tar.extractall(dest, filter=guard)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
@@ -125,13 +175,13 @@ def _extract_zip(archive: Path, dest: Path) -> None:
     try:
         with zipfile.ZipFile(archive) as zf:
             infos = zf.infolist()
-            for info in infos:
-                if problem := zip_member_problem(info):
-                    raise _refused(archive, info.filename, problem)
+            if refused := zip_placement_problems(infos):
+                raise _refused(archive, *refused)
             for info in infos:
                 checkpoint("extract")
                 rel = _strip_dot(info.filename.replace("\\", "/"))
-                target = dest / rel
+                # Checked above by name; the one confinement rule still has the last word.
+                target = confined(dest, rel, f"{archive.name}: member", ToolchainError) if rel else dest
                 if info.is_dir() or not rel:
                     target.mkdir(parents=True, exist_ok=True)
                     continue
@@ -157,11 +207,75 @@ def content_root(staging: Path) -> Path:
     return staging
 
 
-def extract_archive(archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None) -> Path:
+def _walk(root: Path) -> Iterator[tuple[str, Path]]:
+    """(relative path, path) of every file and symbolic link under ``root``, the marker left out."""
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        for name in [*dirs, *files]:
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if rel != MARKER and (path.is_symlink() or path.is_file()):
+                yield rel, path
+
+
+def tree_digests(root: Path) -> dict[str, str]:
+    """What a tree holds, to verify it later: ``{path: "<sha256> <size> <mtime_ns>[ x]" | "-> <target>"}``.
+
+    Every file (content, size, modification time, whether it is executable)
+    and every symbolic link; folders are implied by their contents.
+    """
+    found: dict[str, str] = {}
+    for rel, path in _walk(root):
+        if path.is_symlink():
+            found[rel] = f"-> {path.readlink()}"
+            continue
+        info = path.stat()
+        executable = " x" if info.st_mode & 0o100 else ""
+        found[rel] = f"{file_digest(path)[1]} {info.st_size} {info.st_mtime_ns}{executable}"
+    return dict(sorted(found.items()))
+
+
+def tree_change(root: Path, listed: Mapping[str, Any], *, quick: bool, added: bool) -> str | None:
+    """The first way ``root`` differs from its :func:`tree_digests` listing, or None.
+
+    ``quick``: a file whose size and modification time are as listed is
+    taken as unchanged, and only the others are hashed (a toolchain of
+    gigabytes); else every file is hashed. ``added``: a file or link that is
+    not listed counts as a change too.
+    """
+    for rel, want in listed.items():
+        path = root / rel
+        if not isinstance(want, str) or name_problem(rel):
+            return f"{rel!r}: not a listing entry"
+        if want.startswith("-> "):
+            if not path.is_symlink() or str(path.readlink()) != want[3:]:
+                return f"{rel} changed"
+            continue
+        try:
+            digest, size, mtime, *executable = want.split()
+            info = path.lstat()
+        except (ValueError, OSError):
+            return f"{rel} is missing"
+        if not stat.S_ISREG(info.st_mode) or str(info.st_size) != size or bool(info.st_mode & 0o100) != bool(executable):
+            return f"{rel} changed"
+        if (not quick or str(info.st_mtime_ns) != mtime) and file_digest(path)[1] != digest:
+            return f"{rel} changed"
+    if added:
+        for rel, _path in _walk(root):
+            if rel not in listed:
+                return f"{rel} was added"
+    return None
+
+
+def extract_archive(
+    archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None, digests: bool = False
+) -> Path:
     """Unpack ``archive`` (tar.* or zip) so that ``target`` appears complete or not at all.
 
     ``target`` must not exist. ``marker`` is written inside the install just
     before the final rename, so a folder with a marker is always complete.
+    ``digests``: the marker also lists every file's digest (:func:`tree_digests`),
+    so a reuse can verify the tree is still what the archive held.
     """
     if target.exists() or target.is_symlink():
         raise ToolchainError(f"{target}: already exists; remove it before installing again")
@@ -177,7 +291,7 @@ def extract_archive(archive: Path, target: Path, *, marker: Mapping[str, Any] | 
             # mkdtemp made it 0700; an install is as readable as any folder this process makes.
             fix_mode(root, folder=True)
         if marker is not None:
-            atomic_write_json(root / MARKER, dict(marker))
+            atomic_write_json(root / MARKER, {**marker, **({"files": tree_digests(root)} if digests else {})})
         try:
             root.rename(target)
         except OSError as exc:
@@ -231,8 +345,9 @@ def remove_install(target: Path) -> None:
 def check_archive(archive: Path, *, name: str | None = None) -> None:
     """Read every member of ``archive`` to its end; ToolchainError when it is not a whole archive.
 
-    A truncated tarball, an HTML page served under the tarball's name or a
-    zip with a bad CRC all fail here, before the download is trusted.
+    A truncated tarball, an HTML page served under the tarball's name, a
+    zip with a bad CRC or a member extraction would refuse (see
+    :func:`tar_placement_problems`) all fail here, before the download is trusted.
     ``name`` is what the message calls the file (default: its own name).
     """
     shown = name or archive.name
@@ -241,6 +356,8 @@ def check_archive(archive: Path, *, name: str | None = None) -> None:
             with zipfile.ZipFile(archive) as zf:
                 if (bad := zf.testzip()) is not None:
                     raise ToolchainError(f"{shown}: corrupt archive: member {bad!r} fails its CRC")
+                if refused := zip_placement_problems(zf.infolist()):
+                    raise ToolchainError(f"{shown}: refused member {refused[0]!r}: {refused[1]}")
             return
         try:
             tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with block below
@@ -255,6 +372,9 @@ def check_archive(archive: Path, *, name: str | None = None) -> None:
                     with data:
                         while data.read(CHUNK):
                             pass
+            # An archive that extraction would refuse is not a whole download either: never trusted.
+            if refused := tar_placement_problems(tar.getmembers()):
+                raise ToolchainError(f"{shown}: refused member {refused[0]!r}: {refused[1]}")
     except (tarfile.TarError, EOFError, zlib.error, zipfile.BadZipFile, OSError) as exc:
         raise ToolchainError(f"{shown}: corrupt or unreadable archive: {exc}") from None
 

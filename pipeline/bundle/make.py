@@ -40,14 +40,15 @@ from pipeline.bundle.stage import (
     toolchain_root,
 )
 from pipeline.errors import BundleError
+from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.results.record import LegRecord
 from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain
+from pipeline.util.fsutil import confined
 
 FORMAT = "llama-pipeline-bundle"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
-DIST_DIR = "dist"
 PROGRAM_MODE = 0o755
 MANIFEST_MODE = 0o644
 
@@ -296,7 +297,8 @@ def package_bundle(
     # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
     manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
     entries.append(Entry(name=MANIFEST_NAME, mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
-    target = out_dir / DIST_DIR / name
+    # The name carries the tag (a manifest's, a record's): it must stay a file of dist/.
+    target = confined(out_dir / DIST_DIR, name, "bundle name", BundleError)
     stats = (write_zip if zipped else write_tar_gz)(target, entries, cache=pack_cache)
     return target, stats
 

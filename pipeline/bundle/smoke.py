@@ -10,12 +10,13 @@ touches no device.
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.bundle.elfdeps import is_elf
 from pipeline.bundle.pedeps import is_pe
-from pipeline.guard.children import run_child
+from pipeline.guard.children import group_kwargs, stop_group
 
 PROGRAM_PREFIX = "llama-"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -64,20 +65,26 @@ def scrubbed_env(home: Path) -> dict[str, str]:
 def run_version(root: Path, program: str, home: Path) -> SmokeRun:
     """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
     home.mkdir(parents=True, exist_ok=True)
-    try:
-        proc = run_child(
-            [str(root / program), "--version"],
-            cwd=home,
-            env=scrubbed_env(home),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=TIMEOUT_SECONDS,
-        )
-    except subprocess.TimeoutExpired:
-        return SmokeRun(program=program, exit_code=-1, output=f"no answer within {TIMEOUT_SECONDS}s")
-    except OSError as exc:
-        return SmokeRun(program=program, exit_code=-1, output=f"cannot start: {exc.strerror}")
-    text = (proc.stdout + proc.stderr).strip()
-    return SmokeRun(program=program, exit_code=proc.returncode, output=text[:_OUTPUT_CHARS])
+    # Files, not pipes: a program that exits but leaves a child holding its stdout would keep a
+    # pipe open (and the smoke test waiting its whole timeout). What is left of its process
+    # group once it exits is stopped.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                [str(root / program), "--version"],
+                cwd=home, env=scrubbed_env(home), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                **group_kwargs(),
+            )  # fmt: skip
+        except OSError as exc:
+            return SmokeRun(program=program, exit_code=-1, output=f"cannot start: {exc.strerror}")
+        try:
+            returncode = proc.wait(timeout=TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            stop_group(proc, grace=1.0)
+            return SmokeRun(program=program, exit_code=-1, output=f"no answer within {TIMEOUT_SECONDS}s")
+        finally:
+            stop_group(proc, grace=0.0)
+        out.seek(0)
+        err.seek(0)
+        text = (out.read().decode(errors="replace") + err.read().decode(errors="replace")).strip()
+    return SmokeRun(program=program, exit_code=returncode, output=text[:_OUTPUT_CHARS])

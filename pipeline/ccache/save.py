@@ -59,13 +59,13 @@ def evict_args(days: float) -> list[str] | None:
 
 def evict(cache_dir: Path, days: float, environ: Mapping[str, str]) -> str | None:
     """Evict ccache files unused for ``days`` in ``cache_dir``; what was done, or None."""
-    from pipeline.ccache.session import find_ccache
+    from pipeline.ccache.session import ccache_path_value, find_ccache
 
     extra = evict_args(days)
     if extra is None or not cache_dir.is_dir():
         return None
     exe = find_ccache()
-    env = {**environ, "CCACHE_DIR": str(cache_dir)}
+    env = {**environ, "CCACHE_DIR": ccache_path_value(cache_dir)}
     try:
         proc = run_child(
             [str(exe), *extra], env=env, capture_output=True, text=True, timeout=600, check=False

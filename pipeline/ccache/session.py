@@ -82,6 +82,15 @@ def workspace_of(*paths: Path) -> Path:
     return Path(os.path.commonpath([str(p.resolve()) for p in paths]))
 
 
+
+def ccache_path_value(path: Path) -> str:
+    """``path`` as a ccache setting: ccache expands ``$VAR`` in every setting, ``$$`` is a literal ``$``.
+
+    A folder named ``Jürgen's $HOME`` would otherwise send the cache, its
+    base_dir and the stats log to wherever ``$HOME`` points.
+    """
+    return str(path).replace("$", "$$")
+
 @dataclass(frozen=True, kw_only=True)
 class CcacheSetup:
     """Everything ccache needs for one leg run."""
@@ -104,14 +113,14 @@ class CcacheSetup:
     def env(self, *, with_stats_log: bool) -> dict[str, str]:
         """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
         env = {
-            "CCACHE_DIR": str(self.cache_dir),
-            "CCACHE_BASEDIR": str(self.base_dir),
+            "CCACHE_DIR": ccache_path_value(self.cache_dir),
+            "CCACHE_BASEDIR": ccache_path_value(self.base_dir),
             "CCACHE_COMPILERCHECK": self.check_value or self.compiler_check,
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_MAXSIZE": self.max_size,
         }
         if with_stats_log:
-            env["CCACHE_STATSLOG"] = str(self.stats_log)
+            env["CCACHE_STATSLOG"] = ccache_path_value(self.stats_log)
         if self.remote:
             env["CCACHE_REMOTE_STORAGE"] = self.remote
         elif self.remote_check is not None:

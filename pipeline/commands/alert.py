@@ -9,8 +9,9 @@ from typing import Any
 from pipeline.commands.common import add_github_options, expected_legs, github_target
 from pipeline.errors import UsageError
 from pipeline.github import rest
-from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_status, plan_alert
+from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_label, check_status, plan_alert
 from pipeline.release.collect import read_results
+from pipeline.release.plan import NO_STATUS
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
 from pipeline.util.retry import say_on_stderr
@@ -52,6 +53,8 @@ def failed_legs(expected: list[str], out: Path) -> tuple[list[tuple[str, str]], 
         result = results.get(leg)
         if result is None:
             failed.append((leg, "no record: the job failed before writing one, timed out or was skipped"))
+        elif result.status == NO_STATUS:
+            failed.append((leg, "its record has no status"))
         elif result.status != "success":
             failed.append((leg, f"the build {result.status}"))
     tags = sorted({str(r.source["tag"]) for r in results.values() if r.source.get("tag")})
@@ -63,6 +66,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if not status:
         raise UsageError(f"no status: pass --status success|failure or set {S.NIGHTLY_STATUS.env_var}")
     check_status(status)
+    check_label(args.label)
     args.status = status
     repo, api_url = github_target(args, inputs)
     if not repo:

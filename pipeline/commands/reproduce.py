@@ -18,10 +18,12 @@ from typing import Any
 from pipeline.bundle.compare import Comparison, compare_sides, load_side
 from pipeline.bundle.make import read_manifest
 from pipeline.errors import BundleError, SourceError
+from pipeline.names import is_safe_tag
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
 from pipeline.run.matrix import Leg, Matrix
 from pipeline.run.resolution import SourceSpec
+from pipeline.util.fsutil import confined
 
 REPRODUCE_OUT = Path("out") / "reproduce"
 # How the source was obtained (a clone with a mix, or a folder) need not match:
@@ -74,7 +76,8 @@ def recorded_source_dir(manifest: dict[str, Any]) -> str | None:
     for flag, value in itertools.pairwise(args):
         if flag == "-S" and isinstance(value, str) and value.startswith("<out>/"):
             rel = value[len("<out>/") :]
-            if rel and ".." not in rel.split("/"):
+            # From a file someone else wrote: never a folder outside the output folder.
+            if rel and ".." not in rel.replace("\\", "/").split("/") and not rel.startswith(("/", "\\")):
                 return rel
     return None
 
@@ -118,6 +121,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     recorded = manifest.get("source") or {}
     commit = recorded.get("commit")
     tag = str(manifest.get("tag"))
+    if not is_safe_tag(tag):
+        # The tag names the rebuilt bundle's file.
+        raise BundleError(f"{where}: manifest tag {tag!r} is not a safe tag (letters, digits, '.', '_', '+', '-')")
     out: Path = args.out.resolve()
 
     if args.source is not None:
@@ -129,7 +135,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         provenance = {k: recorded.get(k) for k in ("repo", "base_tag", "base_commit", "mix", "mix_hash")}
     else:
         spec = spec_from_manifest(manifest, matrix, where)
-        source = out / (recorded_source_dir(manifest) or "src/llama.cpp")
+        source = confined(out, recorded_source_dir(manifest) or "src/llama.cpp", f"{where}: source folder", BundleError)
         with console.status(f"checking out {spec.tag} at {str(commit)[:12]}"):
             head = checkout_source(spec, source, git_url_template=inputs.git_url_template, environ=inputs.environ)
         provenance = spec.to_json()

@@ -12,6 +12,7 @@ from pipeline.names import OSES
 from pipeline.rocm import simulate as sim
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
+from pipeline.util.timeutil import EARLIEST_MOMENT, LATEST_MOMENT
 
 # The nightly workflow's schedule (.github/workflows/nightly.yml: "17 9 * * *").
 DEFAULT_CRON = "09:17Z"
@@ -95,6 +96,11 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     cron = sim.parse_cron(args.cron)
     policies = [sim.check_policy(p) for p in (args.policies or sim.DEFAULT_POLICIES)]
     end = args.end or inputs.now.date()
+    for flag, day in (("--from", args.start), ("--to", end)):
+        # The same range as --now: week cutoffs and ages overflow near year 1 or 9999.
+        if not EARLIEST_MOMENT.date() <= day < LATEST_MOMENT.date():
+            raise UsageError(f"{flag} {day.isoformat()} is outside the dates a run can have "
+                             f"({EARLIEST_MOMENT.year} to {LATEST_MOMENT.year - 1})")  # fmt: skip
     sim.run_moments(args.start, end, cron)  # validate the window before any download
     index_url, os_name, family = _defaults(args, inputs)
 

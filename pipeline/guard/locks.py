@@ -21,6 +21,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from pipeline.errors import BusyError
+from pipeline.guard.redaction import redact, redact_command
 from pipeline.util.fsutil import atomic_write_json
 
 LOCK_SUFFIX = ".lock"
@@ -39,7 +40,9 @@ def describe_holder(lock: Path) -> str:
         return "another process (it wrote no holder file)"
     if not isinstance(data, dict):
         return "another process"
-    return f"pid {data.get('pid', '?')} ({data.get('command', '?')}) since {data.get('since', '?')}"
+    # Written by another run (maybe an older version that stored its command line as is): the
+    # one redaction rule applies to what is shown, so a --remote-cache password never reaches a line.
+    return redact(f"pid {data.get('pid', '?')} ({data.get('command', '?')}) since {data.get('since', '?')}")
 
 
 @contextmanager
@@ -65,7 +68,8 @@ def hold(lock: Path, *, what: str, since: datetime | None, wait_seconds: float =
     try:
         atomic_write_json(holder_file(lock), {
             "pid": os.getpid(),
-            "command": " ".join(["python -m pipeline", *sys.argv[1:]]),
+            # Redacted: the file outlives nothing, but any user can read it while the run lasts.
+            "command": redact_command(["python -m pipeline", *sys.argv[1:]]),
             "since": since.isoformat(timespec="seconds") if since is not None else "?",
         })
         yield

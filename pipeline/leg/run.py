@@ -90,7 +90,8 @@ def cmake_arguments(
     ]
     # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
     maps = prefix_map_flags(ccache.base_dir, source, build)
-    return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps)
+    # A leg builds on its own OS: quoted for Windows' command lines there, for the shell elsewhere.
+    return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows")
 
 
 

@@ -17,6 +17,26 @@ DEFAULT_LABEL = "nightly-failure"
 STATUSES = ("success", "failure")
 
 AlertAction = Literal["open", "comment", "close", "none"]
+# GitHub's longest label name.
+LABEL_MAX = 50
+
+
+def check_label(label: str) -> str:
+    """``label`` when it names exactly one label; UsageError otherwise.
+
+    The open issues are found with ``labels=<label>``: an empty label matches
+    every open issue (a success would close an unrelated one), and GitHub
+    splits the value on commas (``a,b`` finds no issue with both, so a new
+    one is opened every night).
+    """
+    if not label.strip():
+        raise UsageError("--label: empty: the alert needs a label of its own (it would match every open issue)")
+    if "," in label:
+        raise UsageError(f"--label {label!r}: one label, without commas (GitHub reads labels=a,b as two labels)")
+    if label != label.strip() or len(label) > LABEL_MAX or any(not ch.isprintable() for ch in label):
+        raise UsageError(f"--label {label!r}: expected a label name of 1 to {LABEL_MAX} printable characters, "
+                         "no leading or trailing space")  # fmt: skip
+    return label
 
 
 @dataclass(frozen=True, kw_only=True)

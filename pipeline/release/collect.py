@@ -14,9 +14,10 @@ from pathlib import Path
 
 from pipeline.errors import PublishError
 from pipeline.guard.locks import is_held
+from pipeline.names import DIST_DIR
 from pipeline.release.plan import SUMS_NAME, LegResult, LocalAsset, leg_result, sha256sums_text
-from pipeline.results.record import RECORD_NAME, leg_lock
-from pipeline.util.fsutil import atomic_write_text, file_digest
+from pipeline.results.record import RECORD_NAME, leg_lock, record_problem
+from pipeline.util.fsutil import atomic_write_text, confined, file_digest
 
 RELEASE_DIR = "release"
 NOTES_NAME = "notes.md"
@@ -32,10 +33,14 @@ def read_results(out: Path) -> dict[str, LegResult]:
             raise PublishError(f"{path}: not a readable record: {exc}") from None
         if not isinstance(data, dict):
             raise PublishError(f"{path}: not a leg record (not a JSON object)")
+        if problem := record_problem(data):
+            raise PublishError(f"{path}: bad record: {problem}")
         if data.get("status") == "running" and not is_held(leg_lock(path.parent)):
             # Its run died without ending the record: never a success to publish.
             data = {**data, "status": "interrupted"}
         result = leg_result(data, where=str(path))
+        if result.bundle is not None:
+            bundle_path(out, result.bundle, str(path))  # refused here, before anything is planned
         if result.leg in results:
             raise PublishError(f"{path}: a second record for leg {result.leg}")
         results[result.leg] = result
@@ -43,17 +48,23 @@ def read_results(out: Path) -> dict[str, LegResult]:
 
 
 def bundles_present(out: Path, results: dict[str, LegResult]) -> set[str]:
-    """The records' bundle paths that exist as files under ``out``.
-
-    A bundle is looked for where the record says, then in ``OUT/dist/`` (the
-    workflow downloads every leg's bundle there).
-    """
+    """The records' bundle paths that exist as files in ``OUT/dist/``."""
     return {r.bundle for r in results.values() if r.bundle and bundle_path(out, r.bundle).is_file()}
 
 
-def bundle_path(out: Path, bundle: str) -> Path:
-    named = out / bundle
-    return named if named.is_file() else out / "dist" / bundle.rsplit("/", 1)[-1]
+def bundle_path(out: Path, bundle: str, where: str = "record") -> Path:
+    """Where a record's ``bundle`` is: ``OUT/dist/<name>``, never anywhere else.
+
+    A record is another job's artifact, not trusted state: its ``bundle``
+    must be ``dist/<name>`` as ``build`` writes it (or the bare name), and
+    the file must lie inside ``OUT/dist/`` (the workflow downloads every
+    leg's bundle there), so a record naming ``/etc/hostname`` or
+    ``../../x`` cannot put a file from outside the run on the release.
+    """
+    name = bundle.removeprefix(f"{DIST_DIR}/")
+    if "/" in name or "\\" in name or name in ("", ".", ".."):
+        raise PublishError(f"{where}: bundle {bundle!r} is not {DIST_DIR}/<name> in the output folder")
+    return confined(out / DIST_DIR, name, f"{where}: bundle", PublishError)
 
 
 def release_files(out: Path, present: Sequence[LegResult], notes: str) -> list[LocalAsset]:
@@ -61,7 +72,7 @@ def release_files(out: Path, present: Sequence[LegResult], notes: str) -> list[L
     assets: list[LocalAsset] = []
     for result in present:
         assert result.bundle is not None and result.bundle_name is not None  # coverage checked it
-        path = bundle_path(out, result.bundle)
+        path = bundle_path(out, result.bundle, f"leg {result.leg}")
         size, digest = file_digest(path)
         assets.append(LocalAsset(name=result.bundle_name, sha256=digest, size=size, path=str(path)))
     names = [a.name for a in assets]

@@ -21,6 +21,8 @@ from pipeline.errors import PublishError
 from pipeline.names import COMMIT_SHA
 
 SUMS_NAME = "SHA256SUMS"
+# A LegResult's status when its record says none (never "success").
+NO_STATUS = "no status"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 Action = Literal["upload", "keep", "reupload", "replace", "conflict"]
@@ -87,7 +89,8 @@ def leg_result(data: Mapping[str, Any], *, where: str) -> LegResult:
     ok, text = _bundle_check(data.get("bundle_check"))
     return LegResult(
         leg=leg,
-        status=str(data.get("status", "success")),
+        # No status is no success: a record cut short or hand-made must not publish its bundle.
+        status=status if isinstance(status := data.get("status"), str) and status else NO_STATUS,
         bundle=bundle if isinstance(bundle, str) and bundle else None,
         toolchain=str(toolchain.get("identity", "?")) if isinstance(toolchain, Mapping) else "?",
         hit_rate=float(hit_rate) if isinstance(hit_rate, (int, float)) and not isinstance(hit_rate, bool) else None,
@@ -122,6 +125,8 @@ class Coverage:
 def _why_missing(result: LegResult | None, bundles_present: Set[str]) -> str | None:
     if result is None:
         return "no record"
+    if result.status == NO_STATUS:
+        return "its record has no status"
     if result.status != "success":
         return f"the leg {result.status}"
     if result.bundle is None:

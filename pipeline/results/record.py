@@ -7,6 +7,7 @@ from this one object.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ class LegRecord:
         missing = [key for key in REQUIRED_FIELDS if not isinstance(data.get(key), str) or not data[key]]
         if missing:
             raise PipelineError(f"{path}: bad record: missing or empty {', '.join(repr(k) for k in missing)}")
+        if problem := record_problem(data):
+            raise PipelineError(f"{path}: bad record: {problem}")
         record = cls.from_json(data)
         if record.status == "running" and not is_held(leg_lock(path.parent)):
             # The run that wrote it died (killed, power lost) without ending its record.
@@ -89,3 +92,73 @@ class LegRecord:
             record.warnings = [*record.warnings, f"{path}: the run that started at {record.started} "
                                "is gone without finishing (stale 'running' record)"]
         return record
+
+
+# --------------------------------------------------------------------------
+# Validation: a record is another job's artifact, read once here into typed values.
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _timings_problem(timings: Any) -> str | None:
+    if not isinstance(timings, dict):
+        return f"'timings' is {_shown(timings)}, expected an object or null"
+    classes = timings.get("classes", {})
+    if not isinstance(classes, dict) or not all(
+        isinstance(v, dict) and _is_number(v.get("seconds", 0.0)) for v in classes.values()
+    ):
+        return "'timings.classes' is not an object of {\"seconds\": number} entries"
+    timeline = timings.get("timeline", [])
+    if not isinstance(timeline, list) or not all(
+        isinstance(t, list) and len(t) >= 4 and _is_number(t[0]) and _is_number(t[1]) for t in timeline
+    ):
+        return "'timings.timeline' is not a list of [start_ms, end_ms, class, output] entries"
+    return None
+
+
+def _bundle_check_problem(check: Any) -> str | None:
+    if not isinstance(check, dict):
+        return f"'bundle_check' is {_shown(check)}, expected an object or null"
+    if "ok" in check and not isinstance(check["ok"], bool):
+        return f"'bundle_check.ok' is {_shown(check['ok'])}, expected true or false"
+    if "summary" in check and not isinstance(check["summary"], str | None):
+        return f"'bundle_check.summary' is {_shown(check['summary'])}, expected a string"
+    problems = check.get("problems", [])
+    # Objects as check-bundle writes them (pipeline.bundle.check.Problem), or plain lines.
+    if not isinstance(problems, list) or not all(isinstance(p, dict | str) for p in problems):
+        return "'bundle_check.problems' is not a list of problems"
+    return None
+
+
+def record_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a record's fields' types (one phrase), or None.
+
+    Every reader (report, cache-save, publish) then works on typed values
+    and never meets a string where it expects a number or an object.
+    """
+    for key in ("source", "ccache", "toolchain", "phases"):
+        if key in data and not isinstance(data[key], dict):
+            return f"{key!r} is {_shown(data[key])}, expected an object"
+    for key in ("cmake_args", "warnings"):
+        if key in data and not (isinstance(data[key], list) and all(isinstance(v, str) for v in data[key])):
+            return f"{key!r} is {_shown(data[key])}, expected a list of strings"
+    if "wall_seconds" in data and not (_is_number(data["wall_seconds"]) and data["wall_seconds"] >= 0):
+        return f"'wall_seconds' is {_shown(data['wall_seconds'])}, expected a number of seconds"
+    if "status" in data and data["status"] not in STATUSES:
+        return f"'status' is {_shown(data['status'])}, expected one of {', '.join(STATUSES)}"
+    if not all(_is_number(v) for v in data.get("phases", {}).values()):
+        return "'phases' is not an object of seconds"
+    if data.get("bundle") is not None and not isinstance(data["bundle"], str):
+        return f"'bundle' is {_shown(data['bundle'])}, expected a path or null"
+    if data.get("timings") is not None and (problem := _timings_problem(data["timings"])):
+        return problem
+    if data.get("bundle_check") is not None and (problem := _bundle_check_problem(data["bundle_check"])):
+        return problem
+    return None

@@ -20,7 +20,7 @@ from pipeline.errors import SourceError, UsageError
 from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date, url_problem
 from pipeline.run.matrix import MixPin
 from pipeline.run.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
-from pipeline.run.settings import RESOLVED
+from pipeline.run.settings import RESOLVED, parse_url
 from pipeline.util.fsutil import atomic_write_json
 from pipeline.util.timeutil import format_utc, parse_now
 
@@ -239,7 +239,7 @@ class Resolution:
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
             legs={str(k): ResolvedRocm.from_json(v, where=f"{where}.legs.{k}") for k, v in legs.items()},
             source=None if source is None else SourceSpec.from_json(source, where=f"{where}: source"),
-            index_url=index_url if isinstance(index_url, str) else None,
+            index_url=parse_url(index_url, f"{where}.index_url") if isinstance(index_url, str) else None,
         )
 
 

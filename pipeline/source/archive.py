@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.archives.extract import MARKER, extract_archive
+from pipeline.archives.extract import MARKER, extract_archive, tree_change
 from pipeline.errors import SourceError
 from pipeline.guard.children import popen_child, run_child
+from pipeline.names import is_safe_tag
 from pipeline.util.fsutil import atomic_output, atomic_write_json, file_digest
 
 # The folder every archive unpacks to (the configure line names it; same on every leg).
@@ -103,12 +104,17 @@ def read_manifest(archive: Path) -> SourceManifest:
     try:
         if data.get("format") != MANIFEST_FORMAT:
             raise SourceError(f"{path}: manifest format {data.get('format')!r}, expected {MANIFEST_FORMAT}")
-        return SourceManifest(
+        manifest = SourceManifest(
             archive=str(data["archive"]), tag=str(data["tag"]), commit=str(data["commit"]),
             sha256=str(data["sha256"]), size=int(data["size"]), source=dict(data.get("source") or {}),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SourceError(f"{path}: malformed source manifest ({exc})") from None
+    # The tag names the bundle file and the release: from a file someone else wrote, it is checked
+    # here like a --tag on the command line ("../../x" would name a file outside the output folder).
+    if not is_safe_tag(manifest.tag):
+        raise SourceError(f"{path}: manifest tag {manifest.tag!r} is not a safe tag (letters, digits, '.', '_', '+', '-')")
+    return manifest
 
 
 def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceManifest]:
@@ -119,8 +125,8 @@ def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceMani
     paths ccache hands the compiler, the ``-ffile-prefix-map`` flags), so a
     folder named after the archive's hash made every new tag a cold build.
     A folder whose marker names this archive's sha256 and whose files are
-    unchanged since they were extracted (the listing in the marker: paths,
-    sizes, mtimes) is re-used; anything else is replaced: the new tree is
+    unchanged since they were extracted (every file's digest, listed in the
+    marker) is re-used; anything else is replaced: the new tree is
     extracted beside it and swapped in whole, so a build never sees a mix of
     two tags. The caller holds the leg's lock.
     """
@@ -140,9 +146,8 @@ def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceMani
     remove_stale(target.parent, f".{target.name}.", (".partial",))
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
     try:
-        new = extract_archive(archive, staging / "new")
-        atomic_write_json(new / MARKER, {"sha256": manifest.sha256, "commit": manifest.commit,
-                                         "files": tree_listing(new)})
+        new = extract_archive(archive, staging / "new", marker={"sha256": manifest.sha256, "commit": manifest.commit},
+                              digests=True)
         swap_into_place(new, target, staging)
     except ToolchainError as err:
         raise SourceError(f"source archive {archive}: {err.message}") from None
@@ -151,34 +156,25 @@ def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceMani
     return target, manifest
 
 
-def tree_listing(root: Path) -> dict[str, list[int]]:
-    """Every file and link under ``root`` (the marker aside): ``{relative path: [size, mtime_ns]}``.
-
-    Cheap (one stat per file) and enough to see a tree edited, added to or
-    trimmed since it was extracted: an edit that keeps both the size and the
-    nanosecond mtime is not a thing an editor or a build does.
-    """
-    listing: dict[str, list[int]] = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_dir() and not path.is_symlink():
-            continue
-        rel = path.relative_to(root).as_posix()
-        if rel == MARKER:
-            continue
-        st = path.lstat()
-        listing[rel] = [st.st_size, st.st_mtime_ns]
-    return listing
-
-
 def _extracted_from(target: Path, manifest: SourceManifest) -> bool:
-    """True when ``target`` holds this archive's tree, untouched since it was extracted."""
+    """Whether ``target`` is still exactly what this archive extracted to.
+
+    The marker names the archive and lists every file's digest; a tree whose
+    files were edited, added or removed since is extracted again, so what is
+    built is always what the record's ``archive_sha256`` says. An older
+    marker without the list is not trusted either.
+    """
     try:
         marker = json.loads((target / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not isinstance(marker, dict) or marker.get("sha256") != manifest.sha256:
+    if not isinstance(marker, dict) or marker.get("sha256") != manifest.sha256 or not isinstance(marker.get("files"), dict):
         return False
-    return bool(marker.get("files") == tree_listing(target))
+    try:
+        # Every file hashed (a source tree is small): an edit that kept size and time is found too.
+        return tree_change(target, marker["files"], quick=False, added=True) is None
+    except OSError:
+        return False
 
 
 def git_objects_bytes(repo: Path) -> int:

@@ -86,25 +86,61 @@ def prefix_map_flags(workspace: PurePath, source: PurePath, build: PurePath) -> 
     return [f"{FLAG}{old}=." for old in dict.fromkeys(maps)]
 
 
+# Characters a POSIX shell (Ninja runs each command through /bin/sh -c) would split on or expand.
+_SHELL_SPECIAL = re.compile(r"[\s'\"\\$`&|;<>()*?\[\]#~!{}^]")
+_WINDOWS_SPECIAL = re.compile(r'[\s"^&|<>()%!]')
+# One word of a flags string: unquoted characters and "quoted" runs.
+_WORD = re.compile(r'(?:"(?:\\.|[^"\\])*"|[^\s"])+')
+
+
+def quote_flag(flag: str, *, windows: bool) -> str:
+    """``flag`` as one word of a ``CMAKE_<LANG>_FLAGS`` string.
+
+    CMake puts that string verbatim into every compile command, which Ninja
+    runs through ``/bin/sh`` (POSIX) or hands to the compiler's own
+    command-line parser (Windows, MSVC rules): a folder with a space
+    (``/home/me/my dir``) must be quoted, or the compiler gets half a path.
+    Double quotes work under both; inside them the shell still expands
+    ``$``, backquotes and backslashes, so those are escaped on POSIX. Last,
+    Ninja (the pipeline's generator; CMake copies the flags into
+    ``build.ninja`` as they are) reads ``$`` as its own escape: ``$$``.
+    """
+    return _quoted(flag, windows=windows).replace("$", "$$")
+
+
+def _quoted(flag: str, *, windows: bool) -> str:
+    if windows:
+        if not _WINDOWS_SPECIAL.search(flag):
+            return flag
+        # Backslashes are literal under MSVC's rules unless a quote follows; the flag ends in "=.".
+        return '"' + flag.replace('"', '\\"') + '"'
+    if not _SHELL_SPECIAL.search(flag):
+        return flag
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", flag) + '"'
+
+
 def _is_absolute(path: str) -> bool:
     return PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute()
 
 
-def _language_flags(lang: str, flags: Sequence[str]) -> str:
+def _language_flags(lang: str, flags: Sequence[str], windows: bool) -> str:
     if lang in _THROUGH_NVCC:
         # Only the folder-independent maps: nvcc's are hashed verbatim (see the module docstring).
         relative = [f for f in flags if not (f.startswith(FLAG) and _is_absolute(f[len(FLAG):].rsplit("=", 1)[0]))]
-        return " ".join(f"-Xcompiler={flag}" for flag in relative)
-    return " ".join(flags)
+        return " ".join(f"-Xcompiler={quote_flag(flag, windows=windows)}" for flag in relative)
+    return " ".join(quote_flag(flag, windows=windows) for flag in flags)
 
 
-def with_prefix_map(args: Sequence[str], languages: Sequence[str], flags: Sequence[str]) -> list[str]:
+def with_prefix_map(
+    args: Sequence[str], languages: Sequence[str], flags: Sequence[str], *, windows: bool = False
+) -> list[str]:
     """``args`` with ``flags`` added to ``CMAKE_<LANG>_FLAGS`` of each language.
 
     A ``-DCMAKE_<LANG>_FLAGS[:TYPE]=...`` already in ``args`` keeps its flags,
     with the maps appended to its last occurrence (CMake takes the last one);
     otherwise one is added at the end. Languages whose compiler takes no
-    GCC-style flags are left as they are.
+    GCC-style flags are left as they are. Each flag is quoted for the build
+    machine's command line (``windows``: MSVC's rules, else the shell's).
     """
     result = list(args)
     if not flags:
@@ -112,7 +148,7 @@ def with_prefix_map(args: Sequence[str], languages: Sequence[str], flags: Sequen
     for lang in dict.fromkeys(languages):
         if lang not in _DIRECT and lang not in _THROUGH_NVCC:
             continue
-        extra = _language_flags(lang, flags)
+        extra = _language_flags(lang, flags, windows)
         if not extra:
             continue
         pattern = re.compile(rf"^-DCMAKE_{lang}_FLAGS(?::[A-Z]+)?=")
@@ -133,7 +169,9 @@ def strip_prefix_maps(args: Sequence[str]) -> list[str]:
         if not match or (FLAG not in arg):
             result.append(arg)
             continue
-        kept = [t for t in match.group(2).split() if not t.startswith((FLAG, _NVCC_FLAG))]
+        # A quoted map ("-ffile-prefix-map=/my dir=.") is one word: quotes are read, not split on.
+        words = _WORD.findall(match.group(2))
+        kept = [w for w in words if not w.replace('"', "").startswith((FLAG, _NVCC_FLAG))]
         if kept:
             result.append(match.group(1) + " ".join(kept))
     return result

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
+from pipeline.errors import PipelineError
 from pipeline.names import human_bytes as human_bytes
 
 
@@ -100,3 +101,28 @@ def file_digest(path: Path) -> tuple[int, str]:
     """(size, sha256 hex) of a file (symlinks followed), streamed."""
     with path.open("rb") as fh:
         return stream_digest(fh)
+
+
+def confined(base: Path, relative: str, what: str, error: type[PipelineError] = PipelineError) -> Path:
+    """``base / relative``, refused unless it stays inside ``base``.
+
+    For every path or file name built from something the pipeline read (a
+    record's bundle, a manifest's tag, an asset name, an archive member):
+    such data comes from other jobs and files, so an absolute name, a ``..``
+    or a symlinked folder that leads out of ``base`` must not reach the
+    filesystem. ``what`` names the value in the one-line ``error`` raised.
+    """
+    text = str(relative)
+    if not text or "\x00" in text:
+        raise error(f"{what} {relative!r}: not a file name")
+    if Path(text).is_absolute() or text.startswith(("/", "\\")) or (len(text) > 1 and text[1] == ":"):
+        raise error(f"{what} {relative!r}: an absolute path, expected one inside {base}")
+    parts = text.replace("\\", "/").split("/")
+    if ".." in parts:
+        raise error(f"{what} {relative!r}: '..' leads out of {base}")
+    target = base / text
+    # Symlinked folders on the way: what the path resolves to must still be inside.
+    root = base.resolve()
+    if not target.resolve().is_relative_to(root):
+        raise error(f"{what} {relative!r}: leads out of {base} (through a link)")
+    return target

@@ -107,6 +107,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Built]:
         "runner": build_in(root / "runner", repo, cache),
         "laptop": build_in(root / "a" / "much" / "deeper" / "laptop", repo, cache),
         "clean": build_in(root / "clean", repo, root / "empty-ccache"),
+        # Windows users' folders often have spaces; names are not ASCII everywhere.
+        "spaced": build_in(root / "my dir" / "Jürgen Müller's $HOME", repo, root / "spaced-ccache"),
     }
 
 
@@ -158,3 +160,11 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 of 3 files identical (identical)"  # LICENSE, the library, the program in proc.stdout
+
+
+def test_a_folder_with_a_space_and_a_non_ascii_name_builds_the_same_bundle(builds: dict[str, Built]) -> None:
+    (record, bundle), (_, runner) = builds["spaced"], builds["runner"]
+    assert record["status"] == "success" and (record["ccache"]["hits"], record["ccache"]["misses"]) == (0, COMPILATIONS)
+    assert bundle.read_bytes() == runner.read_bytes()
+    flags = next(a for a in record["cmake_args"] if a.startswith("-DCMAKE_C_FLAGS="))
+    assert "\"-ffile-prefix-map=" in flags and "my dir/Jürgen Müller's \\$$HOME" in flags

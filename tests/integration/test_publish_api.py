@@ -414,3 +414,71 @@ def test_a_commit_the_repository_lacks_falls_back_to_the_default_branch_and_the_
         assert [r.status for r in gh.requests if r.method == "POST" and r.path.endswith("/releases")] == [422, 201]
         assert f"- llama.cpp tag: `{TAG}`, commit `{COMMIT}`" in release["body"]
         assert f"tagging the default branch: not in this repository: llama.cpp's commit {COMMIT}" in proc.stdout
+
+
+@pytest.mark.parametrize("bundle", ["/etc/hostname", "../../../../../etc/hostname", "dist/../../hostname",
+                                    "cpu/../../hostname"])
+def test_a_record_naming_a_file_outside_dist_is_refused(tmp_path: Path, bundle: str) -> None:
+    """A record is another job's artifact: its `bundle` never puts a file from outside OUT/dist/ on the release."""
+    out = tmp_path / "a" / "b" / "c" / "d" / "out"
+    make_run(out)
+    (tmp_path / "a" / "hostname").write_text("secret host\n")
+    record = json.loads((out / "cpu" / "record.json").read_text())
+    (out / "cpu" / "record.json").write_text(json.dumps({**record, "bundle": bundle}))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, out, "--apply")
+        assert gh.requests == []  # refused before any request
+    assert proc.returncode == PublishError.exit_code, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {out / 'cpu' / 'record.json'}: bundle"), lines
+    assert "Traceback" not in proc.stderr and not (out / "release").exists()
+
+
+def test_a_bundle_linked_out_of_dist_is_refused(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out")
+    name = next(iter(bundles))
+    (tmp_path / "elsewhere").write_text("not a bundle\n")
+    bundles[name].unlink()
+    bundles[name].symlink_to(tmp_path / "elsewhere")
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert gh.requests == []
+    assert proc.returncode == PublishError.exit_code
+    assert "leads out of" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_record_without_status_is_not_published_as_a_success(tmp_path: Path) -> None:
+    make_run(tmp_path / "out")
+    record = json.loads((tmp_path / "out" / "cuda" / "record.json").read_text())
+    del record["status"]
+    (tmp_path / "out" / "cuda" / "record.json").write_text(json.dumps(record))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert gh.requests == []
+    assert proc.returncode == PublishError.exit_code
+    assert proc.stderr.strip().splitlines() == [
+        "error: 1 expected leg(s) cannot be published: cuda: its record has no status "
+        "(pass --allow-missing LEG to publish without)"
+    ]
+
+
+@pytest.mark.parametrize(("label", "why"), [
+    ("", "--label: empty: the alert needs a label of its own"),
+    ("  ", "--label: empty"),
+    ("nightly,failure", "--label 'nightly,failure': one label, without commas"),
+    (" nightly", "no leading or trailing space"),
+])
+def test_alert_refuses_a_label_that_is_not_one_label(tmp_path: Path, label: str, why: str) -> None:
+    make_run(tmp_path / "out", legs=("cpu",))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.add_issue("unrelated", ["bug"])
+        for status in ("success", "failure"):
+            proc = run_pipeline(
+                ["--matrix", str(MATRIX), "alert", "--repo", REPO, "--api-url", gh.api_url, "--status", status,
+                 "--out", str(tmp_path / "out"), "--label", label, "--apply"],
+                env=env_for(gh, PIPELINE_LEGS="cpu"),
+            )  # fmt: skip
+            assert proc.returncode == 2, proc.stdout + proc.stderr
+            lines = proc.stderr.strip().splitlines()
+            assert len(lines) == 1 and why in lines[0], lines
+        assert gh.requests == [] and gh.issues[0]["state"] == "open" and len(gh.issues) == 1

@@ -184,3 +184,18 @@ def test_simulate_a_late_saturday_publish_splits_only_weekly(
     assert main([*args, "--index-url", http_server.url(INDEX_PATH)]) == 0
     narrow = capsys.readouterr().out
     assert "…" not in narrow and "7.10.0a2026080" in narrow
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    (["--from", "0001-01-01", "--to", "2026-08-01"], "--from 0001-01-01 is outside the dates a run can have (1970 to 2199)"),
+    (["--from", "2026-08-01", "--to", "9999-12-31"], "--to 9999-12-31 is outside the dates a run can have (1970 to 2199)"),
+])
+def test_simulate_a_date_out_of_range_is_one_line(
+    http_server: LocalServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    flags: list[str], expected: str,
+) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    url = http_server.url(INDEX_PATH)
+    assert main(["simulate", *flags, "--index-url", url, "--family", "gfx110X-all"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {expected}"]
+    assert http_server.hits(INDEX_PATH) == 0

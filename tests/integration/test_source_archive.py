@@ -262,3 +262,51 @@ def test_an_archive_build_inside_another_repository_reports_the_runs_tag_and_com
     build = ws / "out" / "cpu" / "build"
     assert (build / "build-info.txt").read_text() == f"[4242] [{made['commit'][:7]}]"
     assert (build / "git-answer.txt").read_text() == "[]", f"git answered for {outer[:7]}"
+
+
+def test_a_manifest_tag_that_leaves_the_output_folder_is_refused(forge: dict[str, object], tmp_path: Path) -> None:
+    made = _source(forge, tmp_path / "src" / "out")
+    archive = Path(str(made["path"]))
+    manifest = Path(str(archive) + ".json")
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "tag": "../../probe-evil-tag"}))
+    leg_out = tmp_path / "leg" / "out"
+    proc = _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc")],
+                     {**forge["env"], "PIPELINE_SOURCE": str(archive)}, tmp_path)  # type: ignore[dict-item]
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {manifest}: manifest tag '../../probe-evil-tag' is not a safe tag (letters, digits, '.', '_', '+', '-')"
+    ]
+    assert not list(tmp_path.rglob("probe-evil-tag*"))
+
+
+def test_an_edited_extracted_tree_is_not_built(forge: dict[str, object], tmp_path: Path) -> None:
+    made = _source(forge, tmp_path / "src" / "out")
+    archive = Path(str(made["path"]))
+    leg_out = tmp_path / "leg" / "out"
+    env = {**forge["env"], "PIPELINE_SOURCE": str(archive)}  # type: ignore[dict-item]
+
+    def build() -> subprocess.CompletedProcess[str]:
+        return _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+                         env, tmp_path)  # fmt: skip
+
+    first = build()
+    assert first.returncode == 0, first.stdout + first.stderr
+    trees = list((leg_out / "src" / "archive").glob("*/llama.cpp"))
+    assert len(trees) == 1
+    cmake = trees[0] / "CMakeLists.txt"
+    inode = cmake.stat().st_ino
+    again = build()
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert cmake.stat().st_ino == inode  # an untouched tree is reused, not extracted again
+
+    sources = sorted(p for p in trees[0].rglob("*.cpp"))
+    assert sources
+    pristine = sources[0].read_text()
+    sources[0].write_text(pristine + "\n#error this edit must never be built\n")
+    (trees[0] / "injected.cpp").write_text("#error nor this file\n")
+    edited = build()
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    assert sources[0].read_text() == pristine and not (trees[0] / "injected.cpp").exists()
+    record = json.loads((leg_out / "cpu" / "record.json").read_text())
+    assert record["source"]["archive_sha256"] == made["sha256"]

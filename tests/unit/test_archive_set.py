@@ -95,3 +95,21 @@ def test_a_failing_fetch_leaves_the_previous_install_alone(tmp_path: Path) -> No
     with pytest.raises(ToolchainError, match="sha256 mismatch for a==2"):
         install_archive_set(newer, target, fetch=broken)
     assert installed_set(target, refs(files)) is not None
+
+
+def test_an_edited_install_of_the_set_is_installed_again(tmp_path: Path) -> None:
+    files = wheels(tmp_path)
+    target = tmp_path / "tc" / "t"
+    install_archive_set(refs(files), target, fetch=lambda r: files[r.label])
+    nvcc = target / "nvidia/cu13/bin/nvcc"
+    nvcc.write_bytes(b"evil")
+    assert installed_set(target, refs(files)) is None
+    fetched: list[str] = []
+
+    def fetch(ref: ArchiveRef) -> Path:
+        fetched.append(ref.label)
+        return files[ref.label]
+
+    again = install_archive_set(refs(files), target, fetch=fetch)
+    assert not again.reused and fetched == ["a==1", "b==1"] and nvcc.read_bytes() == b"nvcc"
+    assert installed_set(target, refs(files)) is not None

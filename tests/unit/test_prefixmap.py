@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath, PureWindowsPath
 
-from pipeline.toolchain.prefixmap import prefix_map_flags, strip_prefix_maps, with_prefix_map
+from pipeline.toolchain.prefixmap import prefix_map_flags, quote_flag, strip_prefix_maps, with_prefix_map
 
 WS = PurePosixPath("/home/runner/work/out")
 SRC = WS / "src" / "llama.cpp"
@@ -105,3 +105,44 @@ def test_strip_undoes_with() -> None:
     mapped = with_prefix_map(base, ["C", "CXX", "CUDA"], MAPS)
     assert mapped != base
     assert strip_prefix_maps(mapped) == base
+
+
+def test_a_folder_with_a_space_is_one_quoted_word_on_posix() -> None:
+    ws = PurePosixPath("/home/me/my dir/out")
+    maps = prefix_map_flags(ws, ws / "src" / "llama.cpp", ws / "cpu" / "build")
+    args = with_prefix_map(["-G", "Ninja"], ["C", "CUDA"], maps)
+    assert args[2] == (
+        '-DCMAKE_C_FLAGS="-ffile-prefix-map=/home/me/my dir/out=." '
+        '"-ffile-prefix-map=/home/me/my dir/out/src/llama.cpp=." '
+        "-ffile-prefix-map=../../src/llama.cpp=. "
+        '"-ffile-prefix-map=/home/me/my dir/out/cpu/build=."'
+    )
+    assert args[3].startswith('-DCMAKE_CUDA_FLAGS=-Xcompiler="-ffile-prefix-map=/home/me/my dir/out=." ')
+    assert strip_prefix_maps(args) == ["-G", "Ninja"]
+
+
+def test_shell_specials_are_escaped_and_non_ascii_is_left_alone() -> None:
+    assert quote_flag("-ffile-prefix-map=/w/café=.", windows=False) == "-ffile-prefix-map=/w/café=."
+    # The shell's escapes inside double quotes, then Ninja's "$$" for a "$".
+    assert quote_flag('-ffile-prefix-map=/w/$HOME "x" `id`\\=.', windows=False) == (
+        '"-ffile-prefix-map=/w/\\$$HOME \\"x\\" \\`id\\`\\\\=."'
+    )
+    assert quote_flag("-ffile-prefix-map=C:\\a$b=.", windows=True) == "-ffile-prefix-map=C:\\a$$b=."
+
+
+def test_windows_folders_with_spaces_are_quoted_by_msvc_rules() -> None:
+    ws = PureWindowsPath(r"C:\Users\Jürgen Müller\out")
+    maps = prefix_map_flags(ws, ws / "src", ws / "b")
+    args = with_prefix_map([], ["C"], maps, windows=True)
+    assert args == [
+        r'-DCMAKE_C_FLAGS="-ffile-prefix-map=C:\Users\Jürgen Müller\out=." '
+        r'"-ffile-prefix-map=C:/Users/Jürgen Müller/out=." '
+        r'"-ffile-prefix-map=C:\Users\Jürgen Müller\out\src=." '
+        r'"-ffile-prefix-map=C:/Users/Jürgen Müller/out/src=." '
+        r"-ffile-prefix-map=..\src=. -ffile-prefix-map=../src=. "
+        r'"-ffile-prefix-map=C:\Users\Jürgen Müller\out\b=." '
+        r'"-ffile-prefix-map=C:/Users/Jürgen Müller/out/b=."'
+    ]
+    # Backslashes stay as they are (MSVC reads them literally before anything but a quote).
+    assert quote_flag(r"-ffile-prefix-map=D:\a\out=.", windows=True) == r"-ffile-prefix-map=D:\a\out=."
+    assert strip_prefix_maps(args) == []

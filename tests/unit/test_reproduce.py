@@ -26,6 +26,27 @@ def test_recorded_source_dir() -> None:
     assert recorded_source_dir(manifest()) == "src/llama.cpp-b100"
     assert recorded_source_dir({"cmake_args": ["-S", "<source>"]}) is None
     assert recorded_source_dir({"cmake_args": ["-S", "<out>/../escape"]}) is None
+    # A manifest is someone else's file: an absolute folder is not "inside the output folder".
+    assert recorded_source_dir({"cmake_args": ["-S", "<out>//etc"]}) is None
+    assert recorded_source_dir({"cmake_args": ["-S", "<out>/src\\..\\..\\escape"]}) is None
+
+
+def test_a_bundle_whose_manifest_tag_leaves_the_output_folder_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from pipeline.bundle.make import FORMAT, FORMAT_VERSION
+    from pipeline.cli import main
+    from tests.support.archives import make_tar, tar_file
+
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text('[source]\nrepo = "https://example.invalid/llama.cpp"\n[legs.cpu]\nbackend = "cpu"\n')
+    data = {"format": FORMAT, "format_version": FORMAT_VERSION, "files": [], "tag": "../../probe-evil-tag",
+            "leg": {"name": "cpu", "backend": "cpu", "os": "linux", "family": None},
+            "source": {"commit": "a" * 40, "base_tag": "b1"}}
+    bundle = make_tar(tmp_path / "b.tar.gz", [tar_file("manifest.json", json.dumps(data).encode())])
+    code = main(["--matrix", str(matrix), "reproduce", str(bundle), "--out", str(tmp_path / "out")])
+    assert code == BundleError.exit_code
+    assert not (tmp_path / "out").exists() and not list(tmp_path.rglob("probe-evil-tag*"))
     assert recorded_source_dir({}) is None
 
 

@@ -214,6 +214,15 @@ def test_resolution_round_trips_through_a_file_and_inline_json(tmp_path: Path) -
         ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {"version": "10.1.0a20260808"}}}',
          r"\.legs\.a\.policy: expected a non-empty string"),
         ('{"format": 99, "now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}}', "format 99 is not 1"),
+        # The one URL rule: a malformed IPv6 host is refused when the file is read, never at download.
+        (json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {
+            "version": "10.1.0a20260808", "policy": "weekly", "file": "f.tar.gz", "os": "linux", "family": "gfx1151",
+            "url": "http://[::1/f.tar.gz"}}}), r"\.legs\.a\.url: malformed URL 'http://\[::1/f\.tar\.gz'"),
+        (json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {
+            "version": "10.1.0a20260808", "policy": "weekly", "file": "f.tar.gz", "os": "linux", "family": "gfx1151",
+            "url": "http://h/f.tar.gz", "sha256_url": "https://[x/f.sha256sum"}}}), r"\.legs\.a\.sha256_url: malformed URL"),
+        ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}, "index_url": "http://[::1"}',
+         r"\.index_url: malformed URL"),
     ],
 )
 def test_bad_resolutions(value: str, message: str) -> None:
@@ -361,3 +370,11 @@ def test_bad_checksum_url_in_a_resolution(value: object) -> None:
     text = json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"rocm-linux": entry}})
     with pytest.raises(UsageError, match=r"\.legs\.rocm-linux\.sha256_url: expected an http\(s\):// or file:// URL"):
         load_resolution(text)
+
+
+def test_a_malformed_download_url_is_one_toolchain_error() -> None:
+    from pipeline.errors import ToolchainError
+    from pipeline.toolchain.installer.download import file_name_of
+
+    with pytest.raises(ToolchainError, match=r"^http://\[::1/x\.tar\.gz: malformed URL \(Invalid IPv6 URL\)$"):
+        file_name_of("http://[::1/x.tar.gz")

@@ -272,3 +272,24 @@ def test_cache_locations_follow_the_environment(tmp_path: Path) -> None:
 def test_unsafe_install_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ToolchainError, match="unsafe install folder name"):
         install_archive("file:///x/a.tar.gz", "../up", root_dir=tmp_path, cache_dir=tmp_path / "dl")
+
+
+def test_an_edited_install_is_installed_again_from_the_download_cache(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "a.tar.gz", therock_members())
+    roots, downloads = tmp_path / "toolchains", tmp_path / "downloads"
+    first = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads)
+    clang = first.root / "lib/llvm/bin/clang"
+    header = first.root / "lib/llvm/lib/clang/20/include/stddef.h"
+    stamp = header.stat().st_mtime_ns
+    # Same size, same time: only the content differs (the quick check must still hash a touched file).
+    header.write_bytes(b"/* evil!! */")
+    os.utime(header, ns=(stamp, stamp + 1))
+    again = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads)
+    assert not again.reused and again.download_reused
+    assert header.read_bytes() == b"/* stddef */"
+    clang.unlink()
+    third = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads)
+    assert not third.reused and clang.read_bytes() == FAKE_CLANG
+    # Untouched, it is reused as is; a file a tool adds beside it does not count.
+    (first.root / "lib/llvm/cache.txt").write_text("written by a tool\n")
+    assert install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads).reused

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.guard.redaction import redact
-from pipeline.util.fsutil import atomic_write_json, fix_mode, human_bytes
+from pipeline.util.fsutil import atomic_write_json, confined, fix_mode, human_bytes
 from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
 
 if TYPE_CHECKING:
@@ -36,10 +36,18 @@ CHUNK = 1024 * 1024
 
 def file_name_of(url: str) -> str:
     """The last path segment of ``url``: the name the download is cached under."""
-    name = unquote(posixpath.basename(urlsplit(url).path))
+    try:
+        name = unquote(posixpath.basename(urlsplit(url).path))
+    except ValueError as exc:  # "Invalid IPv6 URL": an unclosed bracket in the host
+        raise ToolchainError(f"{redact(url)}: malformed URL ({exc})") from None
     if not name or name in (".", "..") or "/" in name or "\\" in name:
         raise ToolchainError(f"{url}: no file name at the end of the URL")
     return name
+
+
+def cached_path(url: str, cache_dir: Path) -> Path:
+    """Where the download cache keeps ``url``: its file name, confined to ``cache_dir``."""
+    return confined(cache_dir, file_name_of(url), f"{redact(url)}: file name", ToolchainError)
 
 
 # --------------------------------------------------------------------------
@@ -64,7 +72,7 @@ def _sidecar(path: Path) -> Path:
 
 def cached_download(url: str, cache_dir: Path, sha256: str | None = None) -> Downloaded | None:
     """The cached copy of ``url`` when it is complete and matches ``sha256``, else None."""
-    path = cache_dir / file_name_of(url)
+    path = cached_path(url, cache_dir)
     try:
         meta = json.loads(_sidecar(path).read_text(encoding="utf-8"))
         size = path.stat().st_size
@@ -158,7 +166,7 @@ def _download_locked(
             if own_session:
                 http.close()
     try:
-        final = cache_dir / file_name_of(url)
+        final = cached_path(url, cache_dir)
         if sha256 is not None and digest.lower() != sha256.lower():
             raise ToolchainError(f"sha256 mismatch for {url}: expected {sha256.lower()}, got {digest}")
         if verify is not None:

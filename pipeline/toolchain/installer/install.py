@@ -34,10 +34,12 @@ from pipeline.archives.extract import (
     remove_install,
     remove_stale,
     swap_into_place,
+    tree_change,
+    tree_digests,
 )
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.installer.download import download, file_name_of
-from pipeline.util.fsutil import atomic_write_json, file_digest, fix_mode
+from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
 from pipeline.util.retry import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
@@ -100,6 +102,12 @@ def installed_set(target: Path, refs: Sequence[ArchiveRef]) -> InstalledSet | No
         if ref.sha256 is not None and digest != ref.sha256.lower():
             return None
         found.append(ArchiveRef(label=ref.label, sha256=digest))
+    # Reused only while its files are what was extracted: an edited, replaced or removed file has it
+    # installed again (from the download cache). Quick: sizes and times first, only files whose time
+    # changed are hashed. Files added by tools (caches a compiler writes) are left alone.
+    files = marker.get("files") if marker is not None else None
+    if not isinstance(files, dict) or tree_change(target, files, quick=True, added=False) is not None:
+        return None
     return InstalledSet(root=target, archives=tuple(found), reused=True)
 
 
@@ -201,7 +209,7 @@ def _stage_and_swap(
                 kept = "the working install was kept" if target.exists() else "nothing was installed"
                 names = ", ".join(path.name for _, path in files)
                 raise ToolchainError(f"{names} is not a usable install: {err.message}; {kept}") from None
-        atomic_write_json(tree / MARKER, marker)
+        atomic_write_json(tree / MARKER, {**marker, "files": tree_digests(tree)})
         swap_into_place(tree, target, staging)
     finally:
         remove_install(staging)
@@ -256,7 +264,8 @@ def install_archive(
         fetched_from_cache.append(got.reused)
         return got.path
 
-    installed = install_archive_set([ArchiveRef(label=archive_name, sha256=sha256)], root_dir / name, fetch=fetch,
+    target = confined(root_dir, name, "install folder", ToolchainError)
+    installed = install_archive_set([ArchiveRef(label=archive_name, sha256=sha256)], target, fetch=fetch,
                                     force=force, check=check, wait_lock=wait_lock, since=since, console=console)
     return Installed(
         root=installed.root,
