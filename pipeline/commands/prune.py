@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     matrix = inputs.require_matrix()
     repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
-    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=rest.DEFAULT_API_URL).value
+    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ).value
     if not repo:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     keep = args.keep if args.keep is not None else matrix.github.keep

@@ -45,7 +45,7 @@ def is_forced(flag: bool | None, environ: Any) -> bool:
     """The flag, else the environment's ``true``/``1``/``yes``."""
     if flag is not None:
         return flag
-    return bool(S.pick(S.FORCE, environ=environ, default=False).value)
+    return bool(S.pick(S.FORCE, environ=environ).value)
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:

@@ -25,7 +25,6 @@ from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, ca
 if TYPE_CHECKING:
     import requests
 
-DEFAULT_API_URL = "https://api.github.com"
 TOKEN_ENVS = settings.GITHUB_TOKEN.env
 # A rate-limit reset further away than this fails the command instead of
 # holding a runner idle (GitHub's primary limit resets hourly).
@@ -90,7 +89,7 @@ class RestClient:
         repo: str,
         token: str,
         *,
-        api_url: str = DEFAULT_API_URL,
+        api_url: str = settings.DEFAULT_API_URL,
         attempts: int = DEFAULT_ATTEMPTS,
         backoff: float = DEFAULT_BACKOFF,
         max_wait: float = DEFAULT_MAX_WAIT,

@@ -152,3 +152,30 @@ def test_only_the_inputs_module_reads_the_environment_and_the_clock() -> None:
             readers.append(rel)
     # inputs builds the run's inputs; cli reports an error before they exist; timeutil defines utc_now.
     assert readers == ["pipeline/cli.py", "pipeline/run/inputs.py", "pipeline/util/timeutil.py"]
+
+
+def test_defaults_are_the_values_the_run_uses() -> None:
+    """With nothing set, each setting picks its own typed default (the README's documented ones)."""
+    from pathlib import Path
+
+    unset = {s.name: S.pick(s, environ={}).value for s in S.SETTINGS}
+    assert unset["matrix"] == "matrix.toml"
+    assert unset["out"] == Path("out")
+    assert unset["rocm_version"] == "weekly-stable"
+    assert unset["index_url"] == "https://rocm.nightlies.amd.com/tarball-multi-arch/"
+    assert unset["api_url"] == "https://api.github.com"
+    assert unset["http_backoff"] == 1.0
+    assert unset["http_retry_budget"] == 300.0
+    assert unset["wait_lock"] == 0.0
+    assert unset["force"] is False and unset["debug"] is False
+    assert unset["legs"] == ()
+    assert unset["tag"] is None and unset["resolved"] is None and unset["repo"] is None
+
+
+def test_a_default_reads_as_its_value_unless_it_is_computed() -> None:
+    assert S.HTTP_BACKOFF.default_display == "1"
+    assert S.FORCE.default_display == "false"
+    assert S.GITHUB_TOKEN.default_display == "none"
+    assert S.WAIT_LOCK.default_display == "0 (fail at once)"
+    assert S.NOW.default_display == "the clock"
+
