@@ -10,7 +10,7 @@ from pipeline.errors import GitHubError, PublishError, UsageError
 from pipeline.github import rest, runner
 from pipeline.release.client import Release, ReleasesClient
 from pipeline.release.collect import bundles_present, read_results, release_files
-from pipeline.release.plan import UploadPlan, check_coverage, plan_uploads, release_notes, run_tag
+from pipeline.release.plan import UploadPlan, built_tag, check_coverage, plan_uploads, release_notes
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
 from pipeline.util.retry import say_on_stderr
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise PublishError(coverage.problem())
     if not coverage.present:
         raise PublishError("no leg to publish")
-    tag = args.tag or run_tag(coverage.present)
+    tag = args.tag or built_tag(coverage.present)
     notes = release_notes(tag, coverage)
     assets = release_files(out, coverage.present, notes)
 

@@ -154,7 +154,7 @@ def check_coverage(
     return Coverage(present=tuple(present), missing=tuple(missing), allowed_missing=tuple(allowed), unexpected=unexpected)
 
 
-def run_tag(results: Sequence[LegResult]) -> str:
+def built_tag(results: Sequence[LegResult]) -> str:
     """The one llama.cpp tag every published leg built; PublishError when they differ or none says."""
     tags = {str(r.source.get("tag")) for r in results if r.source.get("tag")}
     if not tags:

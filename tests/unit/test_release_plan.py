@@ -11,12 +11,12 @@ from pipeline.errors import PublishError
 from pipeline.release.plan import (
     LocalAsset,
     RemoteAsset,
+    built_tag,
     check_coverage,
     leg_result,
     parse_digest,
     plan_uploads,
     release_notes,
-    run_tag,
     sha256sums_text,
 )
 
@@ -86,12 +86,12 @@ def test_a_failed_bundle_check_blocks_and_a_missing_one_is_not_checked() -> None
 
 def test_run_tag_is_the_one_tag_of_the_records() -> None:
     res = results(record("cpu"), record("cuda"))
-    assert run_tag(list(res.values())) == "b7000-mix-abcdef0"
+    assert built_tag(list(res.values())) == "b7000-mix-abcdef0"
     other = leg_result(record("vulkan", source={"tag": "b7001"}), where="v")
     with pytest.raises(PublishError, match="different tags"):
-        run_tag([*res.values(), other])
+        built_tag([*res.values(), other])
     with pytest.raises(PublishError, match="--tag"):
-        run_tag([leg_result(record("cpu", source={}), where="c")])
+        built_tag([leg_result(record("cpu", source={}), where="c")])
 
 
 def test_sha256sums_is_what_sha256sum_writes() -> None:
