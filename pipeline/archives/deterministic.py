@@ -28,7 +28,6 @@ from pipeline.util.fsutil import atomic_output, stream_digest
 
 # 1980-01-01T00:00:00Z: the earliest moment a zip can store, used for tar too.
 FIXED_MTIME = 315532800
-DIR_MODE = 0o755
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,31 +284,3 @@ def _read_zip(path: Path) -> Iterator[tuple[Member, bytes | None]]:
                     yield Member(name=name, link=fh.read().decode("utf-8", "replace")), None
                 else:
                     yield _file_member(name, fh)
-
-
-def folder_entries(folder: Path, *, symlinks: bool = True) -> list[Entry]:
-    """Every file and symlink under ``folder`` as entries (modes 0755 for executables, else 0644)."""
-    entries = []
-    for path in sorted(folder.rglob("*")):
-        name = path.relative_to(folder).as_posix()
-        if symlinks and path.is_symlink():
-            entries.append(Entry(name=name, link=str(path.readlink()), mode=0o777))
-        elif path.is_file():
-            executable = bool(path.stat().st_mode & 0o111)
-            entries.append(Entry(name=name, path=path, mode=0o755 if executable else 0o644))
-    return entries
-
-
-def package_folder(
-    folder: Path, target: Path, *, cache: Path | None = None, level: int = packing.DEFAULT_LEVEL,
-    workers: int | None = None,
-) -> packing.PackStats:
-    """Package ``folder`` as the bundles are (``.zip`` when ``target`` ends so, else ``.tar.gz``).
-
-    The benchmark calls it twice with the same ``cache``: cold, then with an
-    unchanged payload; the figures say bytes in and out, members reused and seconds.
-    """
-    zipped = target.name.endswith(".zip")
-    entries = folder_entries(folder, symlinks=not zipped)
-    write = write_zip if zipped else write_tar_gz
-    return write(target, entries, cache=cache, level=level, workers=workers)

@@ -48,7 +48,6 @@ FORMAT = "llama-pipeline-bundle"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 DIST_DIR = "dist"
-PROGRAM_MODE = 0o755
 MANIFEST_MODE = 0o644
 
 _SHARED_LIB = re.compile(r"\.(?:so(?:\.\d+)*|dll|dylib)$", re.IGNORECASE)
@@ -226,24 +225,6 @@ def _roots(build_dir: Path, out_dir: Path, record: LegRecord, toolchain: Toolcha
             roots.setdefault("toolchain", value)
     roots["home"] = str(Path.home())
     return roots
-
-
-def make_bundle(
-    *,
-    leg: Leg,
-    record: LegRecord,
-    build_dir: Path,
-    out_dir: Path,
-    toolchain: Toolchain,
-    tag: str,
-    commit: str | None,
-    pack_cache: Path | None = None,
-) -> Path:
-    """Package a successful build (see :func:`package_bundle`); return the bundle's path."""
-    return package_bundle(
-        leg=leg, record=record, build_dir=build_dir, out_dir=out_dir, toolchain=toolchain, tag=tag,
-        commit=commit, pack_cache=pack_cache,
-    )[0]
 
 
 def package_bundle(

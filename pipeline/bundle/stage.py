@@ -1,6 +1,6 @@
 """The bundle's folder before it is packed: payload, runtime closure, licenses.
 
-``make_bundle`` copies the selected build outputs into a staging folder
+``package_bundle`` copies the selected build outputs into a staging folder
 (``<out>/<leg>/bundle``), completes their runtime from the toolchain
 (:mod:`pipeline.bundle.closure`), adds llama.cpp's LICENSE (and its
 ``licenses/`` folder where the tree has one), then packs the staging folder.

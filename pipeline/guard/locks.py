@@ -22,8 +22,6 @@ from filelock import FileLock, Timeout
 from pipeline.errors import BusyError
 from pipeline.util.fsutil import atomic_write_json
 
-LOCK_SUFFIX = ".lock"
-
 
 def holder_file(lock: Path) -> Path:
     """Where the holder of ``lock`` writes who it is."""

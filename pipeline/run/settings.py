@@ -270,7 +270,6 @@ SETTINGS: tuple[Setting, ...] = (
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.
 GITHUB_ACTIONS = "GITHUB_ACTIONS"
 GITHUB_OUTPUT = "GITHUB_OUTPUT"
-GITHUB_ENV = "GITHUB_ENV"
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
 CC, CXX = "CC", "CXX"
