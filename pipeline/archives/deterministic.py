@@ -15,7 +15,8 @@ import tarfile
 import time
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -99,6 +100,12 @@ def _checked(entry: Entry, deflated: packing.Deflated, size: int) -> packing.Def
     return deflated
 
 
+# An entry and the future of its compressed content (None: the writer compresses it itself, if at all).
+_Member = tuple["Entry", Future[packing.Deflated] | None]
+# Writes one format's archive from the members in order, counting into the stats, at the level given.
+_Fill = Callable[[BinaryIO, Iterator[_Member], packing.PackStats, int], None]
+
+
 def write_tar_gz(
     path: Path,
     entries: Sequence[Entry],
@@ -113,52 +120,7 @@ def write_tar_gz(
     same entries; each big file is a gzip member of its own (see
     :mod:`pipeline.archives.packing`), so ``cache`` can hold it for the next run.
     """
-    started = time.monotonic()
-    stats = packing.PackStats()
-    ordered = _sorted(entries)
-    glue = bytearray()
-    offset = 0  # in the uncompressed tar stream
-    with atomic_output(path) as raw:
-        jobs = packing.parallel_deflate([_big_path(e) for e in ordered], level=level, cache=cache, workers=workers)
-        for entry, job in zip(ordered, jobs, strict=True):
-            info = _tar_info(entry)
-            header = info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
-            glue += header
-            offset += len(header)
-            if info.type != tarfile.REGTYPE:
-                continue
-            if job is None:
-                data = _read(entry)
-                if len(data) != info.size:
-                    raise BundleError(f"{entry.name}: changed while being packaged")
-                glue += data
-                stats.files += 1
-                stats.bytes_in += len(data)
-            else:
-                deflated = _checked(entry, job.result(), info.size)
-                if glue:
-                    raw.write(packing.gzip_bytes(bytes(glue), level))
-                    stats.members += 1
-                    glue.clear()
-                raw.write(packing.gzip_member(deflated.data, deflated.crc32, deflated.size))
-                packing.count_member(stats, deflated)
-            offset += info.size
-            pad = -info.size % tarfile.BLOCKSIZE
-            glue += b"\0" * pad
-            offset += pad
-        # What tarfile's close() writes: two zero blocks, then zeros up to a whole record.
-        end = 2 * tarfile.BLOCKSIZE
-        end += -(offset + end) % tarfile.RECORDSIZE
-        glue += b"\0" * end
-        raw.write(packing.gzip_bytes(bytes(glue), level))
-        stats.members += 1
-    return packing.finish_stats(stats, path, started)
-
-
-def _read(entry: Entry) -> bytes:
-    with entry.open() as fh:
-        data: bytes = fh.read()
-    return data
+    return _write(path, entries, _fill_tar_gz, level=level, cache=cache, workers=workers)
 
 
 def write_zip(
@@ -174,40 +136,99 @@ def write_zip(
     Each member's deflate stream comes from :mod:`pipeline.archives.packing` (in
     parallel, reused from ``cache``); the container is written here.
     """
+    for entry in entries:
+        if entry.link is not None:
+            raise ValueError(f"{entry.name}: resolve symlinks before writing a zip")
+    return _write(path, entries, _fill_zip, level=level, cache=cache, workers=workers)
+
+
+def _write(
+    path: Path, entries: Sequence[Entry], fill: _Fill, *, level: int, cache: Path | None, workers: int | None
+) -> packing.PackStats:
+    """What both formats do: entries in order, big files compressed in parallel (or taken from ``cache``),
+    the archive written atomically by ``fill``, the figures at the end."""
     started = time.monotonic()
     stats = packing.PackStats()
     ordered = _sorted(entries)
-    for entry in ordered:
-        if entry.link is not None:
-            raise ValueError(f"{entry.name}: resolve symlinks before writing a zip")
-    central: list[bytes] = []
     with atomic_output(path) as raw:
-        writer = ZipWriter(raw)
         jobs = packing.parallel_deflate([_big_path(e) for e in ordered], level=level, cache=cache, workers=workers)
-        for entry, job in zip(ordered, jobs, strict=True):
-            if entry.is_dir:
-                attr = ((stat.S_IFDIR | entry.mode) << 16) | 0x10
-                central.append(writer.member(entry.name, b"", stored=True, crc=0, size=0, attr=attr))
-                continue
-            if job is None:
-                data = _read(entry)
-                deflated = packing.Deflated(
-                    data=packing.raw_deflate(data, level), size=len(data), crc32=zlib.crc32(data), sha256="",
-                    reused=False,
-                )
-                stats.files += 1
-                stats.bytes_in += len(data)
-                stats.members += 1
-            else:
-                deflated = _checked(entry, job.result(), entry.size())
-                packing.count_member(stats, deflated)
-            attr = (stat.S_IFREG | entry.mode) << 16
-            central.append(
-                writer.member(entry.name, deflated.data, stored=False, crc=deflated.crc32, size=deflated.size,
-                              attr=attr)
-            )
-        writer.finish(central)
+        fill(raw, zip(ordered, jobs, strict=True), stats, level)
     return packing.finish_stats(stats, path, started)
+
+
+def _fill_tar_gz(
+    raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int
+) -> None:
+    glue = bytearray()
+    offset = 0  # in the uncompressed tar stream
+    for entry, job in members:
+        info = _tar_info(entry)
+        header = info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
+        glue += header
+        offset += len(header)
+        if info.type != tarfile.REGTYPE:
+            continue
+        if job is None:
+            data = _read(entry)
+            if len(data) != info.size:
+                raise BundleError(f"{entry.name}: changed while being packaged")
+            glue += data
+            stats.files += 1
+            stats.bytes_in += len(data)
+        else:
+            deflated = _checked(entry, job.result(), info.size)
+            if glue:
+                raw.write(packing.gzip_bytes(bytes(glue), level))
+                stats.members += 1
+                glue.clear()
+            raw.write(packing.gzip_member(deflated.data, deflated.crc32, deflated.size))
+            packing.count_member(stats, deflated)
+        offset += info.size
+        pad = -info.size % tarfile.BLOCKSIZE
+        glue += b"\0" * pad
+        offset += pad
+    # What tarfile's close() writes: two zero blocks, then zeros up to a whole record.
+    end = 2 * tarfile.BLOCKSIZE
+    end += -(offset + end) % tarfile.RECORDSIZE
+    glue += b"\0" * end
+    raw.write(packing.gzip_bytes(bytes(glue), level))
+    stats.members += 1
+
+
+def _fill_zip(
+    raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int
+) -> None:
+    central: list[bytes] = []
+    writer = ZipWriter(raw)
+    for entry, job in members:
+        if entry.is_dir:
+            attr = ((stat.S_IFDIR | entry.mode) << 16) | 0x10
+            central.append(writer.member(entry.name, b"", stored=True, crc=0, size=0, attr=attr))
+            continue
+        if job is None:
+            data = _read(entry)
+            deflated = packing.Deflated(
+                data=packing.raw_deflate(data, level), size=len(data), crc32=zlib.crc32(data), sha256="",
+                reused=False,
+            )
+            stats.files += 1
+            stats.bytes_in += len(data)
+            stats.members += 1
+        else:
+            deflated = _checked(entry, job.result(), entry.size())
+            packing.count_member(stats, deflated)
+        attr = (stat.S_IFREG | entry.mode) << 16
+        central.append(
+            writer.member(entry.name, deflated.data, stored=False, crc=deflated.crc32, size=deflated.size,
+                          attr=attr)
+        )
+    writer.finish(central)
+
+
+def _read(entry: Entry) -> bytes:
+    with entry.open() as fh:
+        data: bytes = fh.read()
+    return data
 
 
 def _safe_name(archive: Path, name: str) -> str:

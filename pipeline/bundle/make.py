@@ -30,10 +30,10 @@ from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime
 from pipeline.bundle.stage import (
-    PAYLOAD_FOLDERS,
     STAGE_DIR,
     archive_entries,
     fresh_stage,
+    payload_items,
     stage_file,
     stage_licenses,
     staged_files,
@@ -189,19 +189,14 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
     (tar only, ``symlinks=True``); any other is stored as the file it names.
     """
     found: dict[str, PayloadFile] = {}
-    for folder in PAYLOAD_FOLDERS:
-        top = build_dir / folder
-        if not top.is_dir():
+    for rel, item in payload_items(build_dir):
+        if item.is_dir():
             continue
-        for item in sorted(top.iterdir()):
-            rel = f"{folder}/{item.name}"
-            if item.is_dir():
-                continue
-            if not item.exists():
-                raise BundleError(f"{item}: dangling symlink in the build")
-            executable = os.access(item, os.X_OK)
-            if is_payload(rel, executable=executable):
-                found[rel] = PayloadFile(relpath=rel, path=item)
+        if not item.exists():
+            raise BundleError(f"{item}: dangling symlink in the build")
+        executable = os.access(item, os.X_OK)
+        if is_payload(rel, executable=executable):
+            found[rel] = PayloadFile(relpath=rel, path=item)
     if symlinks:
         for rel, pf in list(found.items()):
             if pf.path.is_symlink():

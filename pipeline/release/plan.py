@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pipeline.errors import PublishError
+from pipeline.util.timeutil import duration_text
 
 SUMS_NAME = "SHA256SUMS"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -176,15 +177,6 @@ def sha256sums_text(assets: Sequence[tuple[str, str]]) -> str:
     return "".join(f"{digest}  {name}\n" for name, digest in sorted(assets))
 
 
-def _duration(seconds: float) -> str:
-    total = round(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -213,7 +205,7 @@ def release_notes(tag: str, coverage: Coverage) -> str:
         rate = f"{r.hit_rate:.1%}" if r.hit_rate is not None else "-"
         lines.append(
             f"| {_cell(r.leg)} | `{_cell(r.bundle_name or '-')}` | {_cell(r.toolchain)} | {rate} "
-            f"| {_duration(r.wall_seconds)} | {_cell(r.check_text)} |"
+            f"| {duration_text(r.wall_seconds)} | {_cell(r.check_text)} |"
         )
     for leg, why in coverage.allowed_missing:
         lines.append(f"| {_cell(leg)} | missing | - | - | - | {_cell(why)} |")

@@ -110,16 +110,6 @@ def parse_run_tag(text: str, where: str) -> str:
     return text
 
 
-def parse_backoff(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or not 0 <= value <= MAX_BACKOFF:
-        raise UsageError(f"{where}: expected seconds between 0 and {MAX_BACKOFF:g}, got {text!r}")
-    return value
-
-
 def _parse_seconds(text: str, where: str, limit: float) -> float:
     try:
         value = float(text)
@@ -128,6 +118,10 @@ def _parse_seconds(text: str, where: str, limit: float) -> float:
     if not math.isfinite(value) or not 0 <= value <= limit:
         raise UsageError(f"{where}: expected seconds between 0 and {limit:g}, got {text!r}")
     return value
+
+
+def parse_backoff(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_BACKOFF)
 
 
 def parse_wait(text: str, where: str) -> float:
