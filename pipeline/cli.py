@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from pipeline import __version__
 from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_os_error
+from pipeline.guard.checkpoints import arm as arm_checkpoints
 from pipeline.run.settings import DEBUG, MATRIX, add_flag, default_text, pick
 
 # Order is the order of `--help`.
@@ -80,8 +82,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def report_error(err: PipelineError) -> None:
     """One line on stderr: ``error: ...``, an error annotation on GitHub Actions."""
-    import os
-
     from pipeline.github.runner import annotate
 
     # Before the run's inputs exist (a bad flag), GitHub's own variables are read here.
@@ -103,8 +103,6 @@ def on_sigterm() -> None:
 
 def debug_wanted(args: argparse.Namespace) -> bool:
     """``--debug`` or ``PIPELINE_DEBUG``: read here, since it must work when the run's inputs cannot be built."""
-    import os
-
     if getattr(args, DEBUG.name, False):
         return True
     try:
@@ -116,6 +114,8 @@ def debug_wanted(args: argparse.Namespace) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     on_sigterm()
+    # The interrupt tests' hook (guard/checkpoints.py): inert unless PIPELINE_PAUSE_AT/_DIR are set.
+    arm_checkpoints(os.environ)
     parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
     debug = debug_wanted(args)

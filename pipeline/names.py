@@ -52,6 +52,37 @@ RUN_TAG = re.compile(r"^b\d+(?:-mix-[0-9a-f]{7,40})?$")
 SAFE_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 SAFE_TAG_MAX = 100
 
+URL_SCHEMES = ("http", "https", "file")
+URL_EXPECTED = "an http(s):// or file:// URL"
+_URL_MAX = 4096
+
+
+def url_problem(value: object) -> str | None:
+    """Why ``value`` is not a URL the pipeline fetches from, or None: one rule for every file and flag.
+
+    matrix.toml, a resolution, a toolchain pin, a flag: wherever a URL is
+    read, it must be a string with an http(s):// or file:// scheme that
+    ``urlsplit`` can take apart (an unclosed IPv6 bracket, a bad port), with
+    a host for http(s), and no whitespace or control characters.
+    """
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str) or not value:
+        return URL_EXPECTED
+    if len(value) > _URL_MAX or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        return f"{URL_EXPECTED} without spaces or control characters"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return f"a well-formed URL ({URL_EXPECTED})"
+    if parts.scheme not in URL_SCHEMES or "://" not in value:
+        return URL_EXPECTED
+    if parts.scheme != "file" and not parts.hostname:
+        return f"{URL_EXPECTED} with a host"
+    return None
+
+
 def is_safe_tag(tag: str) -> bool:
     """Whether ``tag`` may name a bundle file (``--tag`` with ``--source``, a tag ``git describe`` found)."""
     return SAFE_TAG.fullmatch(tag) is not None and len(tag) <= SAFE_TAG_MAX

@@ -7,14 +7,13 @@ of a run agrees without installing anything; other backends report theirs.
 
 from __future__ import annotations
 
-from rich.console import Console
-
 from pipeline.actions_cache.keys import check_run_tag, key_toolchain
 from pipeline.errors import UsageError
 from pipeline.names import rocm_identity
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
 from pipeline.run.matrix import Leg
+from pipeline.util.console import make_console
 
 
 def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
@@ -22,7 +21,7 @@ def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
     from pipeline.backends import backend_of, toolchain_request
 
     request = toolchain_request(inputs, leg)
-    return key_toolchain(backend_of(leg).cache_identity(request, Console(stderr=True)))
+    return key_toolchain(backend_of(leg).cache_identity(request, make_console(inputs.environ, stderr=True)))
 
 
 def given_toolchain(leg: Leg, given: str) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
+from pipeline.guard.checkpoints import checkpoint
 from pipeline.names import member_name_problem
 from pipeline.util.fsutil import atomic_write_json, fix_mode
 
@@ -103,6 +104,8 @@ def _extract_tar(archive: Path, dest: Path) -> None:
     def guard(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
         if problem := tar_member_problem(member):
             raise _refused(archive, member.name, problem)
+        # Where an interrupt test holds the run: the staging folder exists, the install does not.
+        checkpoint("extract")
         try:
             # The second layer: the data filter resolves links against the
             # files already extracted (a link through an earlier link).
@@ -126,6 +129,7 @@ def _extract_zip(archive: Path, dest: Path) -> None:
                 if problem := zip_member_problem(info):
                     raise _refused(archive, info.filename, problem)
             for info in infos:
+                checkpoint("extract")
                 rel = _strip_dot(info.filename.replace("\\", "/"))
                 target = dest / rel
                 if info.is_dir() or not rel:

@@ -33,6 +33,7 @@ from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.stage import payload_items
 from pipeline.errors import BundleError, ToolchainError
+from pipeline.guard.children import run_child
 
 # Where copied runtime libraries go: beside the programs, as upstream's bundles and the release job do.
 LIBRARY_FOLDER = "bin"
@@ -268,7 +269,7 @@ def complete_runtime(
 def set_runpath(patchelf: Path, path: Path, runpath: str) -> None:
     """Set ``path``'s DT_RUNPATH to ``runpath`` (a DT_RPATH becomes a DT_RUNPATH)."""
     try:
-        subprocess.run([str(patchelf), "--set-rpath", runpath, str(path)], check=True, capture_output=True, text=True, timeout=120)
+        run_child([str(patchelf), "--set-rpath", runpath, str(path)], check=True, capture_output=True, text=True, timeout=120)
     except subprocess.CalledProcessError as exc:
         raise BundleError(f"{path.name}: patchelf failed: {exc.stderr.strip() or exc.returncode}") from None
     except (OSError, subprocess.TimeoutExpired) as exc:

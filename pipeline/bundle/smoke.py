@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pipeline.bundle.elfdeps import is_elf
 from pipeline.bundle.pedeps import is_pe
+from pipeline.guard.children import run_child
 
 PROGRAM_PREFIX = "llama-"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -64,7 +65,7 @@ def run_version(root: Path, program: str, home: Path) -> SmokeRun:
     """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
     home.mkdir(parents=True, exist_ok=True)
     try:
-        proc = subprocess.run(
+        proc = run_child(
             [str(root / program), "--version"],
             cwd=home,
             env=scrubbed_env(home),

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
+from pipeline.guard.children import run_child
 from pipeline.toolchain.base import Toolchain, version_output
 
 TOOLCHAIN_MODE = "toolchain"
@@ -114,8 +114,8 @@ def time_compiler_check(
         "CCACHE_BASEDIR": str(work),
     }
     cmd = [str(ccache), str(compiler), "-c", str(source), "-o", str(work / "probe.o")]
-    subprocess.run(cmd, env=run_env, check=True, cwd=work, capture_output=True)
+    run_child(cmd, env=run_env, check=True, cwd=work, capture_output=True)
     started = time.monotonic()
     for _ in range(calls):
-        subprocess.run(cmd, env=run_env, check=True, cwd=work, capture_output=True)
+        run_child(cmd, env=run_env, check=True, cwd=work, capture_output=True)
     return time.monotonic() - started

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
+from pipeline.guard.children import run_child
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,7 +67,7 @@ def evict(cache_dir: Path, days: float, environ: Mapping[str, str]) -> str | Non
     exe = find_ccache()
     env = {**environ, "CCACHE_DIR": str(cache_dir)}
     try:
-        proc = subprocess.run(
+        proc = run_child(
             [str(exe), *extra], env=env, capture_output=True, text=True, timeout=600, check=False
         )
     except (OSError, subprocess.SubprocessError) as exc:

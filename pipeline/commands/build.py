@@ -22,14 +22,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from rich.console import Console
-
     from pipeline.leg.run import run_leg
+    from pipeline.util.console import make_console
 
     leg = inputs.require_matrix().leg(args.leg)
     options = LegOptions(
         source=args.source, rocm_path=args.rocm_path, cuda_path=args.cuda_path, vulkan_sdk=args.vulkan_sdk,
         remote_cache=args.remote_cache, no_bundle=args.no_bundle,
     )
-    run_leg(inputs, leg, options, Console(stderr=False))
+    run_leg(inputs, leg, options, make_console(inputs.environ, stderr=False))
     return 0

@@ -6,7 +6,7 @@ Commands never import each other; what two of them need lives here.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,6 +100,13 @@ def expected_legs(args: argparse.Namespace, inputs: RunInputs) -> list[str]:
     if unknown := [leg for leg in legs if leg not in all_legs]:
         raise UsageError(f"--legs: no leg {', '.join(unknown)} in the matrix (legs: {', '.join(all_legs)})")
     return legs
+
+
+def is_forced(flag: bool | None, environ: Mapping[str, str]) -> bool:
+    """A forced rebuild of a released tag: the flag, else the environment's ``true``/``1``/``yes``."""
+    if flag is not None:
+        return flag
+    return bool(S.pick(S.FORCE, environ=environ).value)
 
 
 def add_resolution_options(p: argparse.ArgumentParser) -> None:

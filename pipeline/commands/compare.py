@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        from rich.console import Console
+        from pipeline.util.console import make_console
 
-        print_comparison(Console(), result)
+        print_comparison(make_console(inputs.environ), result)
     return 0 if result.same else 1

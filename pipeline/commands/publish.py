@@ -5,12 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.commands.common import add_github_options, expected_legs, github_target
+from pipeline.commands.common import add_github_options, expected_legs, github_target, is_forced
 from pipeline.errors import GitHubError, PublishError, UsageError
 from pipeline.github import rest, runner
 from pipeline.release.client import Release, ReleasesClient
 from pipeline.release.collect import bundles_present, read_results, release_files
-from pipeline.release.plan import UploadPlan, built_tag, check_coverage, plan_uploads, release_notes
+from pipeline.release.plan import (
+    UploadPlan,
+    built_commit,
+    built_tag,
+    check_coverage,
+    left_out,
+    plan_uploads,
+    release_notes,
+)
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
 from pipeline.util.retry import say_on_stderr
@@ -33,7 +41,11 @@ def register(sub: Any) -> None:
     S.add_flag(p, S.LEGS, help="the legs expected")
     p.add_argument("--allow-missing", action="append", default=[], metavar="LEG",
                    help="publish even though LEG failed or made no bundle (repeatable)")  # fmt: skip
-    p.add_argument("--replace", action="store_true", help="overwrite assets that differ from this run's")
+    p.add_argument("--partial", action="store_true",
+                   help="publish although the run built only some legs of matrix.toml (--legs): the release "
+                   "is a prerelease, never latest, and a later full run completes it")  # fmt: skip
+    p.add_argument("--replace", action="store_true",
+                   help=f"overwrite assets that differ from this run's (default: ${S.FORCE.env_var}=true, a forced rebuild)")  # fmt: skip
     p.add_argument("--apply", action="store_true", help="create, upload and publish; without it nothing changes")
     p.set_defaults(func=run)
 
@@ -57,23 +69,39 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise PublishError(coverage.problem())
     if not coverage.present:
         raise PublishError("no leg to publish")
+    all_legs = list(inputs.require_matrix().legs)
+    if (unbuilt := [leg for leg in all_legs if leg not in expected]) and not args.partial:
+        # A manual run of some legs would otherwise stand as the tag's release (and, as latest, be
+        # what users download), and the scheduled run would skip the tag as released.
+        raise PublishError(
+            f"the run expects {len(expected)} of the {len(all_legs)} legs of matrix.toml (not {', '.join(unbuilt)}): "
+            "pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
+        )
+    partial = left_out(all_legs, coverage)
     tag = args.tag or built_tag(coverage.present)
-    notes = release_notes(tag, coverage)
+    notes = release_notes(tag, coverage, partial)
     assets = release_files(out, coverage.present, notes)
 
     client, release, remote = _remote_state(repo, api_url, tag, token, inputs)
-    plan = plan_uploads(assets, remote, replace=args.replace)
+    # A forced rebuild of a published tag (the workflow's `force`) replaces what differs; so does a full
+    # run completing a partial release (its SHA256SUMS lists fewer bundles).
+    completing = release is not None and release.prerelease and not partial
+    replace = args.replace or is_forced(None, inputs.environ) or completing
+    plan = plan_uploads(assets, remote, replace=replace)
     _print_plan(tag, release, plan, coverage.allowed_missing, offline=client is None, apply=args.apply)
-    if not args.apply:
-        from pipeline.release.publish import refuse_conflicts
+    if partial:
+        print(f"partial release: no bundle for {', '.join(partial)}: published as a prerelease, never latest")
+    from pipeline.release.publish import apply_release, refuse_conflicts, refuse_partial_onto_full
 
+    if not args.apply:
         refuse_conflicts(plan, tag)
+        refuse_partial_onto_full(release, tag, partial)
         return 0
     assert client is not None
-    from pipeline.release.publish import apply_release
 
     outcome = apply_release(
-        client, tag=tag, name=f"llama.cpp {tag}", notes=notes, release=release, plan=plan,
+        client, tag=tag, name=f"llama.cpp {tag}", notes=notes, release=release, plan=plan, partial=partial,
+        target_commitish=built_commit(coverage.present),
         on_step=lambda action, name: print(f"  {action} {name}", flush=True),
     )  # fmt: skip
     url = outcome.release.html_url if outcome.release else ""
@@ -114,6 +142,7 @@ def _print_plan(
         state = "none yet: a draft will be created"
     else:
         state = "draft" if release.draft else "published"
+        state += " (prerelease: a partial release)" if release.prerelease else ""
     print(f"release {tag}: {state}")
     width = max((len(s.name) for s in plan.steps), default=0)
     for step in plan.steps:

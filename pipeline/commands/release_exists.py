@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.commands.common import add_github_options, github_target
+from pipeline.commands.common import add_github_options, github_target, is_forced
 from pipeline.errors import UsageError
 from pipeline.github import rest, runner
 from pipeline.run import settings as S
@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
         "release-exists",
         help="say whether the release for the run's tag is already published (step outputs exists, build)",
         description="Looks up the published release for the tag (from --tag, else the resolution file's "
-        "source tag). build=false when it exists, unless --force. Token: $GITHUB_TOKEN or $GH_TOKEN.",
+        "source tag). build=false when it exists, unless --force. A partial release (a prerelease, "
+        "published by `publish --partial`) does not count. Token: $GITHUB_TOKEN or $GH_TOKEN.",
     )
     add_github_options(p)
     p.add_argument("--tag", help="the release's tag")
@@ -39,13 +40,6 @@ def tag_from_resolution(resolution: Resolution, where: str) -> str:
     if resolution.source is None:
         raise UsageError(f"{where}: no source tag in it (resolved with --no-source?): pass --tag")
     return resolution.source.tag
-
-
-def is_forced(flag: bool | None, environ: Any) -> bool:
-    """The flag, else the environment's ``true``/``1``/``yes``."""
-    if flag is not None:
-        return flag
-    return bool(S.pick(S.FORCE, environ=environ).value)
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
@@ -64,12 +58,17 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)
-    release = client.published_release(tag)
+    found = client.published_release(tag)
+    # A partial release (a prerelease: a manual run of some legs) is not the tag's release: the run
+    # builds every leg and publish completes it.
+    release = found if found is not None and not found.prerelease else None
     build = release is None or force
     runner.set_output("exists", "true" if release else "false", env=inputs.environ)
     runner.set_output("build", "true" if build else "false", env=inputs.environ)
     runner.set_output("tag", tag, env=inputs.environ)
-    if release is None:
+    if found is not None and release is None:
+        print(f"release {tag}: only a partial release (prerelease) is published: build, publish completes it")
+    elif release is None:
         print(f"release {tag}: not published yet: build")
     elif force:
         print(f"release {tag}: already published ({release.html_url}), rebuilding anyway (forced)")

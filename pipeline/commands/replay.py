@@ -92,7 +92,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from rich.console import Console
+    from pipeline.util.console import make_console
 
     if not 1 <= args.weeks <= MAX_WEEKS:
         raise UsageError(f"--weeks: expected 1 to {MAX_WEEKS}, got {args.weeks}")
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     url = inputs.index_url
     if not inputs.given(S.INDEX_URL) and recorded is not None and recorded.index_url:
         url = recorded.index_url
-    entries = load_entries(url, policy, fetch_with_status(Console(stderr=True), inputs))
+    entries = load_entries(url, policy, fetch_with_status(make_console(inputs.environ, stderr=True), inputs))
     builds: dict[str, Sequence[RocmBuild]] | None = None
     if entries is not None:
         builds = {}
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if args.json:
         print(json.dumps([row.to_json() for row in rows], indent=2))
     else:
-        print_rows(Console(), rows, names, policy=policy, url=url)
+        print_rows(make_console(inputs.environ), rows, names, policy=policy, url=url)
     return 0
 
 

@@ -102,9 +102,8 @@ def _threshold(args: argparse.Namespace, inputs: RunInputs) -> float:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from rich.console import Console
-
     from pipeline.report import render as report
+    from pipeline.util.console import make_console
     if args.for_build is not None:
         from pipeline.run.inputs import read_inputs
 
@@ -124,7 +123,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     atomic_write_text(html_path, report.render_html(records, rows, generated=generated, threshold=threshold))
     atomic_write_text(md_path, markdown)
 
-    console = Console()
+    console = make_console(inputs.environ)
     if inputs.in_actions:
         runner.append_summary(markdown, env=inputs.environ)
         console.print(report.console_table(rows))

@@ -103,14 +103,13 @@ def material_differences(result: Comparison) -> list[str]:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from dataclasses import replace
 
-    from rich.console import Console
-
     from pipeline.commands.common import print_comparison
     from pipeline.leg.options import LegOptions
     from pipeline.leg.run import run_leg
     from pipeline.source.checkout import checkout_source, describe_checkout
+    from pipeline.util.console import make_console
 
-    console = Console(stderr=args.json)
+    console = make_console(inputs.environ, stderr=args.json)
     original = args.bundle
     manifest = read_manifest(original)
     where = str(original)

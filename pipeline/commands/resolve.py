@@ -73,14 +73,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from rich.console import Console
+    from pipeline.util.console import make_console
 
     if args.for_build is not None:
         from pipeline.run.inputs import read_inputs
 
         args = settings_from_build_args(args, args.for_build)
         inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False)
-    err = Console(stderr=True)
+    err = make_console(inputs.environ, stderr=True)
     single = args.leg is not None or args.os_name is not None or args.family is not None
     if args.leg is not None and (args.os_name is not None or args.family is not None):
         raise UsageError("resolve: give either --leg or --os with --family, not both")
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         if args.json:
             print(json.dumps(resolved.to_json(), indent=2))
         else:
-            print_one(Console(), resolved, now)
+            print_one(make_console(inputs.environ), resolved, now)
         return 0
 
     matrix = inputs.require_matrix()
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if args.json:
         print(json.dumps(resolution.to_json(), indent=2, sort_keys=True))
     else:
-        print_run(Console(), resolution)
+        print_run(make_console(inputs.environ), resolution)
         err.print(f"wrote {target}")
     return 0
 

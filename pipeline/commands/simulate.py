@@ -88,10 +88,9 @@ def _defaults(args: argparse.Namespace, inputs: RunInputs) -> tuple[str, str, st
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from rich.console import Console
-
     from pipeline.rocm.index import builds_for
     from pipeline.rocm.index_fetch import fetch_index
+    from pipeline.util.console import make_console
 
     cron = sim.parse_cron(args.cron)
     policies = [sim.check_policy(p) for p in (args.policies or sim.DEFAULT_POLICIES)]
@@ -99,7 +98,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     sim.run_moments(args.start, end, cron)  # validate the window before any download
     index_url, os_name, family = _defaults(args, inputs)
 
-    err = Console(stderr=True)
+    err = make_console(inputs.environ, stderr=True)
     with err.status(f"reading {index_url}") as status:
         entries = fetch_index(
             index_url,
@@ -126,7 +125,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         }
         print(json.dumps(doc, indent=2))
         return 0
-    _print(Console(), results, title=f"{os_name} {family}, {args.start} to {end} at {cron:%H:%M}Z")
+    _print(make_console(inputs.environ), results, title=f"{os_name} {family}, {args.start} to {end} at {cron:%H:%M}Z")
     return 0
 
 

@@ -35,14 +35,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from rich.console import Console
-
     from pipeline.github.runner import set_output
     from pipeline.resolution.resolve import source_for_run
     from pipeline.source.archive import git_objects_bytes, write_source_archive
     from pipeline.source.checkout import checkout_source
+    from pipeline.util.console import make_console
 
-    console = Console(stderr=True)
+    console = make_console(inputs.environ, stderr=True)
     out = inputs.out.resolve()
     checkout = out / "src" / "llama.cpp"
     clock = time.monotonic()

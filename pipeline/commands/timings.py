@@ -49,11 +49,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        from rich.console import Console
-
         from pipeline.report.render import print_timings
+        from pipeline.util.console import make_console
 
-        print_timings(Console(), summary, title=str(build_dir))
+        print_timings(make_console(inputs.environ), summary, title=str(build_dir))
         if args.trace:
-            Console(stderr=True).print(f"trace written to {args.trace}")
+            make_console(inputs.environ, stderr=True).print(f"trace written to {args.trace}")
     return 0

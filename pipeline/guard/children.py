@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -56,20 +56,21 @@ def stop_group(proc: subprocess.Popen[Any], grace: float = GRACE_SECONDS) -> Non
 
 
 def run_child(
-    cmd: Sequence[str], *, timeout: float | None = None, input: str | None = None, **kwargs: Any
+    cmd: str | Sequence[str], *, timeout: float | None = None, input: str | None = None, **kwargs: Any
 ) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run`` in a process group of its own, whose whole group is stopped on any exception.
 
     Takes ``subprocess.run``'s keyword arguments (``capture_output``,
     ``text``, ``check``, ``env``, ``cwd``...); a timeout raises
-    ``subprocess.TimeoutExpired`` as ``subprocess.run`` does.
+    ``subprocess.TimeoutExpired`` as ``subprocess.run`` does. A string is one
+    command line, as Windows' ``cmd /c`` wants it (``vcvarsall.bat``).
     """
     check = kwargs.pop("check", False)
     if kwargs.pop("capture_output", False):
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
     if input is not None:
         kwargs["stdin"] = subprocess.PIPE
-    proc = subprocess.Popen(list(cmd), **group_kwargs(), **kwargs)
+    proc = subprocess.Popen(cmd if isinstance(cmd, str) else list(cmd), **group_kwargs(), **kwargs)
     try:
         stdout, stderr = proc.communicate(input, timeout=timeout)
     except BaseException:
@@ -79,6 +80,28 @@ def run_child(
     if check:
         result.check_returncode()
     return result
+
+
+@contextlib.contextmanager
+def popen_child(cmd: Sequence[str], **kwargs: Any) -> Iterator[subprocess.Popen[Any]]:
+    """``subprocess.Popen`` in a process group of its own, for a child whose output is streamed.
+
+    Any exception in the block (an interrupt, a full disk while copying its
+    output) stops the whole group before it propagates; a normal exit waits
+    for the child and closes its pipes.
+    """
+    proc = subprocess.Popen(list(cmd), **group_kwargs(), **kwargs)
+    try:
+        yield proc
+        proc.wait()
+    except BaseException:
+        # Not Popen's own __exit__: it waits for the child unbounded (only a plain Ctrl-C gets a short wait).
+        stop_group(proc)
+        raise
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 # Lines of a failed step's output shown on screen (the whole output is in the log).

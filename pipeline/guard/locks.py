@@ -9,6 +9,7 @@ fails at once (the default) or waits up to ``--wait-lock`` seconds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -21,6 +22,8 @@ from filelock import FileLock, Timeout
 
 from pipeline.errors import BusyError
 from pipeline.util.fsutil import atomic_write_json
+
+LOCK_SUFFIX = ".lock"
 
 
 def holder_file(lock: Path) -> Path:
@@ -56,6 +59,9 @@ def hold(lock: Path, *, what: str, since: datetime | None, wait_seconds: float =
             f"{what} is in use by {describe_holder(lock)}{waited}",
             hint="wait for it to finish, or pass --wait-lock SECONDS (PIPELINE_WAIT_LOCK) to wait",
         ) from None
+    # The lock file's mtime is when its thing (an install, a download) was last used: prune --local reads it.
+    with contextlib.suppress(OSError):
+        os.utime(lock)
     try:
         atomic_write_json(holder_file(lock), {
             "pid": os.getpid(),

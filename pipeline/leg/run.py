@@ -330,7 +330,7 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     cmd = [str(find_tool("ninja")), "-C", str(plan.build)]
     env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True)}
     t0 = time.monotonic()
-    with ctx.log.open("a", encoding="utf-8") as log, NinjaProgress(ctx.console, record.leg) as progress:
+    with ctx.log.open("a", encoding="utf-8") as log, NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
         code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
     record.phases["build"] = round(time.monotonic() - t0, 3)
     stats = ccache.read_stats()

@@ -38,6 +38,10 @@ class Release:
     draft: bool
     upload_url: str
     html_url: str
+    # A partial release (some legs of the matrix missing) is a prerelease: see release.plan.left_out.
+    prerelease: bool = False
+    # Where GitHub creates (created) the tag: a commit SHA or a branch ("" when the answer has none).
+    target_commitish: str = ""
 
     @classmethod
     def from_api(cls, data: Any, *, where: str) -> Release:
@@ -47,7 +51,8 @@ class Release:
         if not isinstance(ident, int) or not isinstance(tag, str) or not isinstance(upload, str):
             raise GitHubError(f"{where}: malformed release: needs an integer 'id', 'tag_name' and 'upload_url'")
         return cls(id=ident, tag=tag, draft=bool(data.get("draft")), upload_url=upload,
-                   html_url=str(data.get("html_url", "")))  # fmt: skip
+                   html_url=str(data.get("html_url", "")), prerelease=bool(data.get("prerelease")),
+                   target_commitish=str(data.get("target_commitish") or ""))  # fmt: skip
 
 
 def _asset(data: Any, where: str) -> RemoteAsset:
@@ -58,12 +63,18 @@ def _asset(data: Any, where: str) -> RemoteAsset:
                        state=str(data.get("state", "uploaded")), sha256=parse_digest(data.get("digest")))  # fmt: skip
 
 
-def _is_already_exists(resp: Any) -> bool:
+def _has_error(resp: Any, code: str, field: str | None = None) -> bool:
+    """Whether a 422's ``errors`` hold one with ``code`` (and ``field``)."""
     try:
         errors = resp.json().get("errors") or []
     except (ValueError, AttributeError):
         return False
-    return any(isinstance(e, dict) and e.get("code") == "already_exists" for e in errors)
+    return any(isinstance(e, dict) and e.get("code") == code and (field is None or e.get("field") == field)
+               for e in errors)  # fmt: skip
+
+
+def _is_already_exists(resp: Any) -> bool:
+    return _has_error(resp, "already_exists")
 
 
 class ReleasesClient(RestClient):
@@ -96,11 +107,26 @@ class ReleasesClient(RestClient):
                 return release
         return None
 
-    def create_draft(self, tag: str, name: str, body: str) -> Release:
-        """A new draft release; when the tag already has one (422), that one is found and returned."""
+    def create_draft(
+        self, tag: str, name: str, body: str, *, target_commitish: str | None = None, prerelease: bool = False
+    ) -> Release:
+        """A new draft release; when the tag already has one (422), that one is found and returned.
+
+        ``target_commitish``: the commit GitHub creates the tag on when the release goes live. The
+        release lives in the pipeline's repository, whose history does not hold llama.cpp's commits
+        (unless it is a fork or mirror of llama.cpp): GitHub answers 422 ``invalid`` for a
+        ``target_commitish`` it cannot find there. Then the draft is created without one (GitHub
+        tags the default branch, as before) and the release body, which names llama.cpp's tag and
+        commit, is what ties the bundles to their source.
+        """
         url = f"{self.repo_url}/releases"
-        resp = self._request("POST", url, json={"tag_name": tag, "name": name, "body": body, "draft": True},
-                             accept=(422,))  # fmt: skip
+        fields: dict[str, Any] = {"tag_name": tag, "name": name, "body": body, "draft": True, "prerelease": prerelease}
+        if target_commitish:
+            fields["target_commitish"] = target_commitish
+        resp = self._request("POST", url, json=fields, accept=(422,))
+        if resp.status_code == 422 and target_commitish and _has_error(resp, "invalid", "target_commitish"):
+            del fields["target_commitish"]
+            resp = self._request("POST", url, json=fields, accept=(422,))
         if resp.status_code == 422:
             # Another run (or an earlier attempt whose answer was lost) made it: never a second one.
             if _is_already_exists(resp) and (existing := self.find_release(tag)):
@@ -108,10 +134,19 @@ class ReleasesClient(RestClient):
             raise GitHubError(self.hide_token(f"POST {self._path(url)}: HTTP 422 creating the release for {tag}"))
         return Release.from_api(_json_body(resp, f"POST {self._path(url)}"), where=f"POST {self._path(url)}")
 
-    def publish(self, release: Release, body: str) -> Release:
-        """Turn the draft live (``draft: false``) with its final notes."""
+    def publish(self, release: Release, body: str, *, prerelease: bool = False, make_latest: bool | None = None) -> Release:
+        """Turn the draft live (``draft: false``), or update a live one, with its final notes and kind.
+
+        ``make_latest`` None leaves GitHub's default: a newly published release becomes latest, a
+        live one keeps its place. A prerelease is never latest.
+        """
         url = f"{self.repo_url}/releases/{release.id}"
-        resp = self._request("PATCH", url, json={"draft": False, "body": body})
+        fields: dict[str, Any] = {"draft": False, "body": body, "prerelease": prerelease}
+        if prerelease:
+            make_latest = False
+        if make_latest is not None:
+            fields["make_latest"] = "true" if make_latest else "false"
+        resp = self._request("PATCH", url, json=fields)
         return Release.from_api(_json_body(resp, f"PATCH {self._path(url)}"), where=f"PATCH {self._path(url)}")
 
     def list_assets(self, release: Release) -> list[RemoteAsset]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pipeline.errors import PublishError
+from pipeline.names import COMMIT_SHA
 from pipeline.util.timeutil import duration_text
 
 SUMS_NAME = "SHA256SUMS"
@@ -165,6 +166,26 @@ def built_tag(results: Sequence[LegResult]) -> str:
     return tags.pop()
 
 
+def left_out(all_legs: Sequence[str], coverage: Coverage) -> tuple[str, ...]:
+    """The legs of matrix.toml the release will hold no bundle of (not built by the run, or allowed missing).
+
+    A release missing any is partial: published as a prerelease, never marked latest, and not
+    counted as the tag's release by ``release-exists``, so the scheduled run still builds the tag
+    and completes it.
+    """
+    present = {r.leg for r in coverage.present}
+    return tuple(leg for leg in all_legs if leg not in present)
+
+
+def built_commit(results: Sequence[LegResult]) -> str | None:
+    """The one full llama.cpp commit every published leg built, or None (absent, short, or legs disagree)."""
+    commits = {str(r.source.get("commit")) for r in results}
+    if len(commits) != 1:
+        return None
+    commit = commits.pop()
+    return commit if COMMIT_SHA.match(commit) else None
+
+
 # --------------------------------------------------------------------------
 # Files of the release
 
@@ -181,11 +202,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def release_notes(tag: str, coverage: Coverage) -> str:
-    """The release body: source (tag, commit, mix pull requests), then one row per leg."""
+def release_notes(tag: str, coverage: Coverage, partial: Sequence[str] = ()) -> str:
+    """The release body: source (tag, commit, mix pull requests), then one row per leg.
+
+    ``partial``: the matrix's legs the release lacks (it is then a prerelease, and says so).
+    """
     source: Mapping[str, Any] = coverage.present[0].source if coverage.present else {}
     commit = source.get("commit")
     lines = [f"llama.cpp prebuilt bundles for `{tag}`.", ""]
+    if partial:
+        lines += [f"**Partial release** (a prerelease): no bundle for {', '.join(f'`{leg}`' for leg in partial)}. "
+                  "A full run of every leg completes it.", ""]  # fmt: skip
     base = source.get("base_tag")
     lines.append(f"- llama.cpp tag: `{base or tag}`" + (f", commit `{commit}`" if commit else ""))
     base_commit = source.get("base_commit")

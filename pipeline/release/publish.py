@@ -59,6 +59,15 @@ def _upload(client: ReleasesClient, release: Release, step: AssetStep, outcome: 
     outcome.uploaded.append(step.name)
 
 
+def refuse_partial_onto_full(release: Release | None, tag: str, partial: tuple[str, ...]) -> None:
+    """A partial run never publishes onto the tag's full release (its SHA256SUMS would lose the other legs)."""
+    if partial and release is not None and not release.draft and not release.prerelease:
+        raise PublishError(
+            f"release {tag} is already a full release; this run lacks {', '.join(partial)}: "
+            "a partial run does not publish onto it (build every leg, with --replace to overwrite)"
+        )
+
+
 def apply_release(
     client: ReleasesClient,
     *,
@@ -67,15 +76,25 @@ def apply_release(
     notes: str,
     release: Release | None,
     plan: UploadPlan,
+    partial: tuple[str, ...] = (),
+    target_commitish: str | None = None,
     on_step: Callable[[str, str], None] = lambda _action, _name: None,
 ) -> PublishOutcome:
-    """Create the draft if needed, carry out ``plan`` step by step, then publish with ``notes``."""
+    """Create the draft if needed, carry out ``plan`` step by step, then publish with ``notes``.
+
+    ``partial``: the matrix's legs the release lacks; it is then a prerelease, never latest. A
+    full run on a partial release makes it the tag's full release (a prerelease no more).
+    """
     refuse_conflicts(plan, tag)
+    refuse_partial_onto_full(release, tag, partial)
+    prerelease = bool(partial)
     outcome = PublishOutcome(release=release)
     if release is None:
-        release = client.create_draft(tag, name, notes)
+        release = client.create_draft(tag, name, notes, target_commitish=target_commitish, prerelease=prerelease)
         outcome.created = True
         on_step("created draft", tag)
+        if target_commitish and release.target_commitish != target_commitish:
+            on_step("tagging the default branch: not in this repository: llama.cpp's commit", target_commitish)
     outcome.release = release
     for step in plan.steps:
         if step.action == "keep":
@@ -87,7 +106,13 @@ def apply_release(
         _upload(client, release, step, outcome)
         on_step("uploaded", step.name)
     if release.draft:
-        outcome.release = client.publish(release, notes)
+        outcome.release = client.publish(release, notes, prerelease=prerelease)
         outcome.published = True
-        on_step("published", tag)
+        on_step("published as a prerelease (partial)" if prerelease else "published", tag)
+    elif release.prerelease != prerelease or outcome.uploaded:
+        # A live release whose assets changed (a forced rebuild) gets this run's notes; a partial
+        # one completed by a full run becomes the tag's full release, and latest.
+        completed = release.prerelease and not prerelease
+        outcome.release = client.publish(release, notes, prerelease=prerelease, make_latest=True if completed else None)
+        on_step("completed: a full release now" if completed else "updated the notes of", tag)
     return outcome

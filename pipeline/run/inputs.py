@@ -60,6 +60,8 @@ class RunInputs:
     http_retry_budget: float
     # Seconds to wait for a lock another run holds (0: fail at once, naming the holder).
     wait_lock: float = 0.0
+    # Seconds without a finished build step before a CI log gets a "still building" line (0: never).
+    heartbeat: float = S.DEFAULT_HEARTBEAT
     # Where the run's moment, policy and index came from: a flag, a variable, a matrix key or "default".
     origins: Mapping[str, str]
     # A read-only copy of the environment: the base of every child process's, GitHub's file commands.
@@ -178,6 +180,7 @@ def read_inputs(
         http_backoff=S.pick(S.HTTP_BACKOFF, environ=env).value,
         http_retry_budget=S.pick(S.HTTP_RETRY_BUDGET, environ=env).value,
         wait_lock=S.pick(S.WAIT_LOCK, flag=_flag(args, S.WAIT_LOCK), environ=env).value,
+        heartbeat=S.pick(S.HEARTBEAT, environ=env).value,
         origins=MappingProxyType({
             S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
             S.ROCM_VERSION.name: policy.where,

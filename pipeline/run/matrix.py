@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from pipeline.errors import ConfigError
 from pipeline.names import (
@@ -34,6 +33,7 @@ from pipeline.names import (
     glibc_problem,
     is_family,
     template_problem,
+    url_problem,
 )
 from pipeline.run.pins import ToolchainPins, parse_toolchain_pins
 from pipeline.run.settings import DEFAULT_ROCM_INDEX, MATRIX
@@ -301,13 +301,7 @@ def _policy_check(v: str) -> str | None:
 
 
 def _url_check(v: str) -> str | None:
-    if not re.match(r"^(https?|file)://", v):
-        return "an http(s):// or file:// URL"
-    try:
-        urlsplit(v).port  # noqa: B018 - raises on an unclosed IPv6 bracket or a bad port
-    except ValueError:
-        return "a well-formed URL"
-    return None
+    return url_problem(v)
 
 
 def _remote_check(v: str) -> str | None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.names import OSES
+from pipeline.names import OSES, url_problem
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # A PyPI project name (PEP 508) and an exact version: nothing pip could widen.
@@ -145,8 +145,8 @@ def parse_sdk_pin(data: Any, path: Path, key: str) -> SdkPin:
     """``[toolchains.vulkan.<os>]`` -> :class:`SdkPin`."""
     t = _table(data, path, key)
     url = t.pop("url", None)
-    if not isinstance(url, str) or not re.match(r"^(https?|file)://\S+$", url):
-        raise _fail(path, f"{key}.url", "an http(s):// or file:// URL", url)
+    if (problem := url_problem(url)) is not None:
+        raise _fail(path, f"{key}.url", problem, url)
     sha = _sha(t.pop("sha256", None), path, f"{key}.sha256")
     version = _string(t, path, key, "version", _VERSION, "a version such as '1.4.328.1'")
     root = t.pop("root", "")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import SourceError, UsageError
-from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date
+from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date, url_problem
 from pipeline.run.matrix import MixPin
 from pipeline.run.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
 from pipeline.run.settings import RESOLVED
@@ -156,15 +156,20 @@ class ResolvedRocm:
                 raise UsageError(f"{where}.{key}: expected a non-empty string, got {value!r}")
             return value
 
+        def url() -> str:
+            # The URL a leg downloads from: the same rule as matrix.toml's and the flags' URLs.
+            value = text("url")
+            if (problem := url_problem(value)) is not None:
+                raise UsageError(f"{where}.url: expected {problem}, got {value!r:.120}")
+            return value
+
         published = data.get("published")
         if published is not None and not isinstance(published, str):
             raise UsageError(f"{where}.published: expected an ISO-8601 string or null, got {published!r}")
         # Absent from resolutions written before checksums were recorded.
         sha256_url = data.get("sha256_url")
-        if sha256_url is not None and not (
-            isinstance(sha256_url, str) and sha256_url.startswith(("http://", "https://", "file://"))
-        ):
-            raise UsageError(f"{where}.sha256_url: expected an http(s):// or file:// URL or null, got {sha256_url!r}")
+        if sha256_url is not None and (problem := url_problem(sha256_url)) is not None:
+            raise UsageError(f"{where}.sha256_url: expected {problem} or null, got {sha256_url!r:.120}")
         version = text("version")
         try:
             rocm_version_date(version)
@@ -175,7 +180,7 @@ class ResolvedRocm:
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
             version=version,
             file=text("file"),
-            url=text("url"),
+            url=url(),
             published=None if published is None else parse_now(published, where=f"{where}.published"),
             os=text("os"),
             family=text("family"),
@@ -226,6 +231,8 @@ class Resolution:
         if source is not None and not isinstance(source, dict):
             raise UsageError(f"{where}: 'source' must be an object or null, got {source!r:.60}")
         index_url = data.get("index_url")
+        if index_url is not None and (problem := url_problem(index_url)) is not None:
+            raise UsageError(f"{where}.index_url: expected {problem} or null, got {index_url!r:.120}")
         return cls(
             now=parse_now(now, where=f"{where}.now"),
             rocm_policy=policy,

@@ -20,10 +20,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pipeline.errors import UsageError
-from pipeline.names import DEFAULT_BACKOFF, DEFAULT_POLICY, ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy
+from pipeline.names import (
+    DEFAULT_BACKOFF,
+    DEFAULT_POLICY,
+    ROCM_VERSION_EXAMPLE,
+    UPSTREAM_TAG,
+    parse_policy,
+    url_problem,
+)
 
 Parse = Callable[[str, str], Any]
 
@@ -81,15 +87,12 @@ def parse_text(text: str, where: str) -> str:
 
 
 def parse_url(text: str, where: str) -> str:
-    """An http(s):// or file:// URL that ``urlsplit`` can take apart (a bad IPv6 host fails here)."""
+    """A URL by the one rule of :func:`pipeline.names.url_problem` (a bad IPv6 host fails here)."""
     value = text.strip()
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        raise UsageError(f"{where}: malformed URL {text!r}") from None
-    if parts.scheme not in ("http", "https", "file"):
-        raise UsageError(f"{where}: expected an http(s):// or file:// URL, got {text!r}")
+    if (problem := url_problem(value)) is not None:
+        if problem.startswith("a well-formed"):
+            raise UsageError(f"{where}: malformed URL {text!r}")
+        raise UsageError(f"{where}: expected {problem}, got {text!r}")
     return value
 
 
@@ -110,14 +113,21 @@ def parse_run_tag(text: str, where: str) -> str:
     return text
 
 
-def _parse_seconds(text: str, where: str, limit: float) -> float:
+def _parse_amount(text: str, where: str, *, unit: str, limit: float, zero: bool) -> float:
+    """A finite number up to ``limit`` of ``unit``, from 0 (``zero``) or above it; UsageError naming ``where``."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not math.isfinite(value) or not 0 <= value <= limit:
-        raise UsageError(f"{where}: expected seconds between 0 and {limit:g}, got {text!r}")
+    above_floor = value >= 0 if zero else value > 0
+    if not math.isfinite(value) or not above_floor or value > limit:
+        span = f"between 0 and {limit:g}" if zero else f"above 0 and up to {limit:g}"
+        raise UsageError(f"{where}: expected {unit} {span}, got {text!r}")
     return value
+
+
+def _parse_seconds(text: str, where: str, limit: float) -> float:
+    return _parse_amount(text, where, unit="seconds", limit=limit, zero=True)
 
 
 def parse_backoff(text: str, where: str) -> float:
@@ -130,6 +140,18 @@ def parse_wait(text: str, where: str) -> float:
 
 def parse_budget(text: str, where: str) -> float:
     return _parse_seconds(text, where, MAX_RETRY_BUDGET)
+
+
+def parse_heartbeat(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_HEARTBEAT)
+
+
+def parse_days(text: str, where: str) -> float:
+    return _parse_amount(text, where, unit="days", limit=MAX_CACHE_DAYS, zero=False)
+
+
+def parse_gigabytes(text: str, where: str) -> float:
+    return _parse_amount(text, where, unit="gigabytes", limit=MAX_CACHE_GB, zero=False)
 
 
 def parse_legs(text: str, where: str) -> tuple[str, ...]:
@@ -147,7 +169,15 @@ DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
 MAX_WAIT_LOCK = 86400.0
 # A day: past that, a "budget" is a hang by another name.
 MAX_RETRY_BUDGET = 86400.0
+# Local cache limits (prune --local): ten years and a petabyte are typos, not limits.
+MAX_CACHE_DAYS = 3650.0
+MAX_CACHE_GB = 1_000_000.0
+DEFAULT_CACHE_MAX_AGE_DAYS = 30.0
+DEFAULT_CACHE_MAX_GB = 40.0
 DEFAULT_RETRY_BUDGET = 300.0
+# An hour: a CI log silent for longer looks hung to whoever reads it (and to a job timeout).
+MAX_HEARTBEAT = 3600.0
+DEFAULT_HEARTBEAT = 60.0
 
 
 # --------------------------------------------------------------------------
@@ -212,6 +242,16 @@ TOOLCHAIN_DIR = Setting(
     name="toolchain_dir", env=("PIPELINE_TOOLCHAIN_DIR",), parse=parse_text,
     default_shown="<cache home>/toolchains", help="installed toolchains",
 )
+CACHE_MAX_AGE = Setting(
+    name="cache_max_age", flag="--max-age", env=("PIPELINE_CACHE_MAX_AGE_DAYS",), parse=parse_days,
+    metavar="DAYS", default=DEFAULT_CACHE_MAX_AGE_DAYS,
+    help="prune --local: remove downloads, toolchains and packaging-cache entries unused for this many days",
+)
+CACHE_MAX_SIZE = Setting(
+    name="cache_max_size", flag="--max-size", env=("PIPELINE_CACHE_MAX_GB",), parse=parse_gigabytes,
+    metavar="GB", default=DEFAULT_CACHE_MAX_GB,
+    help="prune --local: most gigabytes each of those three caches keeps (least recently used removed first)",
+)
 GIT_URL_TEMPLATE = Setting(
     name="git_url_template", env=("PIPELINE_GIT_URL_TEMPLATE",), parse=parse_text,
     default=DEFAULT_GIT_URL_TEMPLATE, help="where a mix pull request's repository is fetched from",
@@ -246,6 +286,10 @@ WAIT_LOCK = Setting(
     default=0.0, default_shown="0 (fail at once)",
     help="how long to wait for another run holding the leg's output folder or a toolchain install",
 )
+HEARTBEAT = Setting(
+    name="heartbeat", env=("PIPELINE_HEARTBEAT",), parse=parse_heartbeat, metavar="SECONDS",
+    default=DEFAULT_HEARTBEAT, help="in a CI log, a 'still building' line after this many seconds without a finished step (0: none)",
+)
 DEBUG = Setting(
     name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
     default=False, help="show the traceback behind an error line (the one-line message stays)",
@@ -257,8 +301,8 @@ HTTP_RETRY_BUDGET = Setting(
 
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
-    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, GIT_URL_TEMPLATE, HTTP_BACKOFF,
-    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, DEBUG,
+    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
+    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.
@@ -270,6 +314,8 @@ CC, CXX = "CC", "CXX"
 CUDA_PATH = "CUDA_PATH"
 XDG_CACHE_HOME = "XDG_CACHE_HOME"
 LOCALAPPDATA = "LOCALAPPDATA"
+# The interrupt tests' hook (guard/checkpoints.py), not a setting of a run: where a run pauses.
+PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"
 
 
 # --------------------------------------------------------------------------

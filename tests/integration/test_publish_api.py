@@ -28,7 +28,9 @@ pytestmark = pytest.mark.integration
 REPO = "octo/llama"
 TOKEN = "ghs_publish_secret_0123456789"
 TAG = "b7000"
-LEGS = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X")
+# Every leg of matrix.toml: a run of some of them is a partial release (see the tests at the end).
+LEGS = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X", "rocm-windows-gfx1151")
+COMMIT = "0c1e570" + "0" * 33
 MATRIX = ROOT / "matrix.toml"
 
 
@@ -44,7 +46,7 @@ def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] =
             "started": "2026-08-10T09:17:00+00:00",
             "status": "failed" if leg in failed else "success",
             "wall_seconds": 100.0 + i,
-            "source": {"tag": TAG, "base_tag": TAG, "commit": "0c1e570" + "0" * 33, "mix": []},
+            "source": {"tag": TAG, "base_tag": TAG, "commit": COMMIT, "mix": []},
             "toolchain": {"identity": f"{leg}-toolchain"},
             "ccache": {"hit_rate": 0.25 * i},
             "bundle": None if leg in failed else f"dist/{name}",
@@ -101,7 +103,7 @@ def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
         assert gh.releases == []
         assert {r.method for r in gh.requests} == {"GET"}
     assert "release b7000: none yet: a draft will be created" in proc.stdout
-    assert "dry run: would upload 5, keep 0 (pass --apply to publish)" in proc.stdout
+    assert "dry run: would upload 6, keep 0 (pass --apply to publish)" in proc.stdout
     assert proc.stdout.index("llama-b7000-bin-ubuntu-vulkan") < proc.stdout.index("SHA256SUMS")
 
 
@@ -113,7 +115,7 @@ def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert_release_complete(gh, bundles, tmp_path)
         uploads = [r for r in gh.requests if r.method == "POST" and r.path.endswith("/assets")]
-        assert len(uploads) == 5 and all(r.uploads for r in uploads)
+        assert len(uploads) == 6 and all(r.uploads for r in uploads)
         assert not any(r.uploads for r in gh.requests if r not in uploads)
         release = gh.release(TAG)
         assert release is not None
@@ -124,7 +126,7 @@ def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(
         again = publish(gh, tmp_path / "out", "--apply")
         assert again.returncode == 0, again.stderr
         assert not [r for r in gh.requests[before:] if r.method != "GET"]
-        assert "5 kept, already live" in again.stdout
+        assert "6 kept, already live" in again.stdout
     assert "release-url<<" in outputs.read_text()
 
 
@@ -137,7 +139,7 @@ def test_a_5xx_and_a_429_in_the_middle_of_the_uploads_are_retried(tmp_path: Path
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert_release_complete(gh, bundles, tmp_path)
         statuses = [r.status for r in gh.requests if r.uploads]
-        assert statuses.count(502) == 1 and statuses.count(429) == 1 and statuses.count(201) == 5
+        assert statuses.count(502) == 1 and statuses.count(429) == 1 and statuses.count(201) == 6
 
 
 def test_a_crash_after_half_the_assets_then_a_resume(tmp_path: Path) -> None:
@@ -169,7 +171,7 @@ def test_a_crash_after_half_the_assets_then_a_resume(tmp_path: Path) -> None:
         for name in kept_before:
             assert f"keep      {name}" in resume.stdout
         # Every asset uploaded once, the ones kept were not sent again.
-        assert gh.uploads_done == 5
+        assert gh.uploads_done == 6
 
 
 def test_the_coverage_gate_blocks_a_failed_leg_unless_allowed(tmp_path: Path) -> None:
@@ -308,7 +310,7 @@ def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY")}
     proc = subprocess.run(
         [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
-         "-s", "publish", "--", "--out", str(tmp_path / "out"), "--legs", "cpu"],
+         "-s", "publish", "--", "--out", str(tmp_path / "out"), "--legs", "cpu", "--partial"],
         cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT), "PIPELINE_MATRIX": str(MATRIX)},
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -319,3 +321,96 @@ def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> Non
     check = subprocess.run(["sha256sum", "-c", str(tmp_path / "out" / "release" / "SHA256SUMS")],
                            cwd=tmp_path / "out" / "dist", capture_output=True, text=True)  # fmt: skip
     assert check.returncode == 0 and sums.count("\n") == 1
+
+
+def release_exists(gh: FakeGitHub, tmp: Path, *extra: str, **env: str) -> dict[str, str]:
+    outputs = tmp / f"exists-{len(gh.requests)}"
+    proc = run_pipeline(["release-exists", "--repo", REPO, "--api-url", gh.api_url, "--tag", TAG, *extra],
+                        env=env_for(gh, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(outputs), **env))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    text = outputs.read_text()
+    return {k: text.split(f"{k}<<", 1)[1].split("\n")[1] for k in ("exists", "build")}
+
+
+def test_a_run_of_some_legs_is_a_prerelease_never_latest_and_the_full_run_completes_it(tmp_path: Path) -> None:
+    make_run(tmp_path / "manual", legs=("cpu",))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        # A manual run with legs=cpu, publish left at its default: refused before any request.
+        refused = publish(gh, tmp_path / "manual", "--apply", PIPELINE_LEGS="cpu")
+        assert refused.returncode == PublishError.exit_code
+        assert refused.stderr.strip().splitlines() == [
+            "error: the run expects 1 of the 5 legs of matrix.toml (not rocm-linux-gfx110X, rocm-windows-gfx1151, "
+            "cuda, vulkan): pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
+        ]
+        assert gh.requests == []
+
+        partial = publish(gh, tmp_path / "manual", "--apply", "--partial", PIPELINE_LEGS="cpu")
+        assert partial.returncode == 0, partial.stdout + partial.stderr
+        release = gh.release(TAG)
+        assert release is not None and release["draft"] is False and release["prerelease"] is True
+        assert gh.latest_tag() is None  # never what users get as "latest"
+        assert "**Partial release** (a prerelease): no bundle for `rocm-linux-gfx110X`" in release["body"]
+        # The scheduled run does not take it for the tag's release: it builds every leg.
+        assert release_exists(gh, tmp_path) == {"exists": "false", "build": "true"}
+
+        # The scheduled run: every leg, rebuilt (other bytes), no --replace: it completes the release.
+        bundles = make_run(tmp_path / "nightly")
+        full = publish(gh, tmp_path / "nightly", "--apply")
+        assert full.returncode == 0, full.stdout + full.stderr
+        assert_release_complete(gh, bundles, tmp_path)
+        release = gh.release(TAG)
+        assert release is not None and release["prerelease"] is False and "Partial" not in release["body"]
+        assert gh.latest_tag() == TAG
+        assert release_exists(gh, tmp_path) == {"exists": "true", "build": "false"}
+
+        # A partial run never publishes onto the full release (its SHA256SUMS would drop four legs).
+        before = len(gh.requests)
+        again = publish(gh, tmp_path / "manual", "--apply", "--partial", "--replace", PIPELINE_LEGS="cpu")
+        assert again.returncode == PublishError.exit_code
+        assert "error: release b7000 is already a full release; this run lacks" in again.stderr
+        assert [r.method for r in gh.requests[before:]] == ["GET"] * (len(gh.requests) - before)
+
+
+def test_a_forced_rebuild_replaces_the_assets_of_a_published_release(tmp_path: Path) -> None:
+    make_run(tmp_path / "first")
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        assert publish(gh, tmp_path / "first", "--apply").returncode == 0
+        first_body = gh.release(TAG)["body"]  # type: ignore[index]
+        rebuilt = make_run(tmp_path / "forced")
+        records = sorted((tmp_path / "forced").glob("*/record.json"))
+        for path in records:  # the forced rebuild took longer: the notes say so
+            path.write_text(path.read_text().replace('"wall_seconds": 10', '"wall_seconds": 20'))
+        # The rebuilt bundles differ from the published ones: without the run's force, refused.
+        plain = publish(gh, tmp_path / "forced", "--apply")
+        assert plain.returncode == PublishError.exit_code and "already holds different assets" in plain.stderr
+        # The workflow's `force` input reaches publish as PIPELINE_FORCE: the assets are replaced.
+        forced = publish(gh, tmp_path / "forced", "--apply", PIPELINE_FORCE="true")
+        assert forced.returncode == 0, forced.stdout + forced.stderr
+        assert_release_complete(gh, rebuilt, tmp_path)
+        release = gh.release(TAG)
+        assert release is not None and release["body"] != first_body and "| 3m 21s |" in release["body"]
+        assert gh.latest_tag() == TAG and release["prerelease"] is False
+
+
+def test_the_tag_is_created_on_llama_cpps_commit_when_the_repository_holds_it(tmp_path: Path) -> None:
+    make_run(tmp_path / "out")
+    # A repository that holds llama.cpp's history (a fork or mirror): the tag goes on the built commit.
+    with FakeGitHub(repo=REPO, token=TOKEN, commits=(COMMIT,)) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert gh.release(TAG)["target_commitish"] == COMMIT  # type: ignore[index]
+        assert [r.status for r in gh.requests if r.method == "POST" and r.path.endswith("/releases")] == [201]
+
+
+def test_a_commit_the_repository_lacks_falls_back_to_the_default_branch_and_the_notes_name_it(tmp_path: Path) -> None:
+    bundles = make_run(tmp_path / "out")
+    # The pipeline's own repository: GitHub answers 422 invalid target_commitish for llama.cpp's commit.
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = publish(gh, tmp_path / "out", "--apply")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert_release_complete(gh, bundles, tmp_path)
+        release = gh.release(TAG)
+        assert release is not None and release["target_commitish"] == "main"
+        assert [r.status for r in gh.requests if r.method == "POST" and r.path.endswith("/releases")] == [422, 201]
+        assert f"- llama.cpp tag: `{TAG}`, commit `{COMMIT}`" in release["body"]
+        assert f"tagging the default branch: not in this repository: llama.cpp's commit {COMMIT}" in proc.stdout

@@ -11,7 +11,11 @@ releases only (drafts are listed by ``GET .../releases``), a second release
 for a tag answers 422 ``already_exists``, assets are uploaded to a second
 server (GitHub's separate uploads host) named by the release's
 ``upload_url`` template and carry a ``digest``; a duplicate name answers 422
-``already_exists``. Issues: list by label and state, create, comment, close.
+``already_exists``. A release records ``target_commitish``, ``prerelease``
+and which release is latest (``make_latest``, default true for a published
+non-prerelease); a ``target_commitish`` naming a commit the repository does
+not hold (``commits``: the SHAs it has) answers 422 ``invalid``, as GitHub
+does for a commit of another repository. Issues: list by label and state, create, comment, close.
 """
 
 from __future__ import annotations
@@ -52,8 +56,13 @@ class Seen:
 class FakeGitHub:
     """``with FakeGitHub(repo="o/r", token="t") as gh: gh.add_cache(...); gh.api_url``."""
 
-    def __init__(self, *, repo: str = "octo/llama", token: str = "test-token", max_per_page: int = 7) -> None:
+    def __init__(self, *, repo: str = "octo/llama", token: str = "test-token", max_per_page: int = 7,
+                 commits: tuple[str, ...] = ()) -> None:
         self.repo = repo
+        # The commits this repository holds (a target_commitish must be one of them, or a branch).
+        self.commits = set(commits)
+        # The id of the release GitHub shows as "Latest".
+        self.latest_id: int | None = None
         self.token = token
         self.max_per_page = max_per_page
         # The order caches are listed in: whatever order they were added (tests shuffle).
@@ -122,10 +131,12 @@ class FakeGitHub:
         host, port = self._uploads.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def add_release(self, tag: str, *, draft: bool = False, assets: dict[str, bytes] | None = None) -> dict[str, Any]:
+    def add_release(self, tag: str, *, draft: bool = False, prerelease: bool = False,
+                    assets: dict[str, bytes] | None = None) -> dict[str, Any]:
         """A release already on the repository (with ``assets``: name -> bytes, all uploaded)."""
         with self._lock:
-            release = self._new_release({"tag_name": tag, "name": tag, "body": "", "draft": draft})
+            release = self._new_release({"tag_name": tag, "name": tag, "body": "", "draft": draft,
+                                         "prerelease": prerelease})
             for name, data in (assets or {}).items():
                 self._store_asset(release, name, data)
         return release
@@ -243,12 +254,24 @@ class FakeGitHub:
             "name": body.get("name") or body["tag_name"],
             "body": body.get("body", ""),
             "draft": bool(body.get("draft", False)),
+            "prerelease": bool(body.get("prerelease", False)),
+            "target_commitish": body.get("target_commitish") or "main",
             "html_url": f"https://github.invalid/{self.repo}/releases/tag/{body['tag_name']}",
             "upload_url": f"{self.uploads_url}/repos/{self.repo}/releases/{ident}/assets{{?name,label}}",
             "assets": [],
         }
         self.releases.append(release)
+        self._maybe_latest(release, body)
         return release
+
+    def _maybe_latest(self, release: dict[str, Any], body: dict[str, Any]) -> None:
+        # GitHub: make_latest "true" | "false" | "legacy"; a draft or a prerelease is never latest.
+        if release["draft"] or release["prerelease"] or str(body.get("make_latest", "true")) == "false":
+            return
+        self.latest_id = release["id"]
+
+    def latest_tag(self) -> str | None:
+        return next((r["tag_name"] for r in self.releases if r["id"] == self.latest_id), None)
 
     def _store_asset(self, release: dict[str, Any], name: str, data: bytes, state: str = "uploaded") -> dict[str, Any]:
         ident = self._new_id()
@@ -277,6 +300,10 @@ class FakeGitHub:
             if any(r["tag_name"] == body.get("tag_name") for r in self.releases):
                 errors = [{"resource": "Release", "code": "already_exists", "field": "tag_name"}]
                 return 422, _json({"message": "Validation Failed", "errors": errors}), {}
+            target = body.get("target_commitish")
+            if target is not None and target not in self.commits and target != "main":
+                errors = [{"resource": "Release", "code": "invalid", "field": "target_commitish"}]
+                return 422, _json({"message": "Validation Failed", "errors": errors}), {}
             return 201, _json(self._release_json(self._new_release(body))), {}
         if m := re.fullmatch(r"/releases/(\d+)(/assets)?", path):
             release = next((r for r in self.releases if r["id"] == int(m.group(1))), None)
@@ -285,7 +312,14 @@ class FakeGitHub:
             if method == "GET" and m.group(2):
                 return 200, _json(release["assets"]), {}
             if method == "PATCH" and not m.group(2):
-                release.update({k: v for k, v in json.loads(data or b"{}").items() if k in ("draft", "body", "name")})
+                patch = json.loads(data or b"{}")
+                newly_published = release["draft"] and patch.get("draft") is False
+                release.update({k: v for k, v in patch.items() if k in ("draft", "body", "name", "prerelease")})
+                if self.latest_id == release["id"] and (release["prerelease"] or patch.get("make_latest") == "false"):
+                    self.latest_id = None
+                # make_latest defaults to true for a newly published release only.
+                if newly_published or patch.get("make_latest") == "true":
+                    self._maybe_latest(release, patch)
                 return 200, _json(self._release_json(release)), {}
         if method == "DELETE" and (m := re.fullmatch(r"/releases/assets/(\d+)", path)):
             for release in self.releases:

@@ -261,3 +261,27 @@ def test_bundles_are_readable_by_others(tmp_path: Path, suffix: str) -> None:
     bundle = tmp_path / "dist" / f"llama-b1-bin-ubuntu-x64.{suffix}"
     (write_tar_gz if suffix == "tar.gz" else write_zip)(bundle, [Entry(name="llama/README", data=b"x")])
     assert mode(bundle) == 0o644
+
+
+# --------------------------------------------------------------------------
+# Every child in a process group of its own (guard/children.py)
+
+
+def test_no_module_starts_a_process_outside_the_group_machinery() -> None:
+    """subprocess.run/Popen outside guard/children.py would start a child an interrupt leaves running."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "pipeline"
+    starters = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "guard" / "children.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in starters and isinstance(node.value, ast.Name)
+                    and node.value.id == "subprocess"):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                    and node.attr in {"system", "popen"} | {n for n in dir(os) if n.startswith(("spawn", "exec"))}:
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -191,3 +192,50 @@ def test_plan_properties(rows: list[tuple[str, str, str, int, int]], keep: int, 
             assert min(e.created_at for e in g.keep) >= max(e.created_at for e in g.delete)
     # The order the server lists caches in never changes the plan.
     assert plan_prune(sorted(listing, key=lambda e: e.id), keep=keep) == plan
+
+
+# --------------------------------------------------------------------------
+# Local caches (prune --local): the pure plan
+
+
+def _entry(cache: str, name: str, size: int, days_ago: float, *, held: bool = False) -> CacheEntry:
+    from pipeline.toolchain.local_caches import CacheEntry
+
+    return CacheEntry(cache=cache, name=name, paths=(), size=size, last_used=1_000_000_000 - days_ago * 86400,
+                      held=held)
+
+
+def test_local_plan_removes_by_age_then_least_recently_used_per_cache() -> None:
+    from pipeline.toolchain.local_caches import plan_local
+
+    entries = [
+        _entry("downloads", "a", 10, 40), _entry("downloads", "b", 10, 5), _entry("downloads", "c", 10, 3),
+        _entry("downloads", "d", 10, 2), _entry("toolchains", "t", 25, 2),
+    ]
+    plan = plan_local(entries, now=1_000_000_000, max_age_days=30, max_bytes=25)
+    # a: 40 days old. Of b, c, d (20 bytes fit in 25): d and c kept, b over the limit. Each cache has its own limit.
+    assert [(e.name, why.split(" ")[0]) for e, why in plan.remove] == [("b", "over"), ("a", "unused")]
+    assert sorted(e.name for e in plan.kept) == ["c", "d", "t"]
+
+
+def test_local_plan_never_removes_a_held_or_recently_used_entry() -> None:
+    from pipeline.toolchain.local_caches import plan_local
+
+    entries = [_entry("toolchains", "held", 10, 90, held=True), _entry("toolchains", "today", 10, 0.5),
+               _entry("toolchains", "old", 10, 90)]
+    plan = plan_local(entries, now=1_000_000_000, max_age_days=30, max_bytes=1)
+    assert [e.name for e, _ in plan.remove] == ["old"]
+    assert sorted(e.name for e, _ in plan.in_use) == ["held", "today"]
+
+
+def test_holding_a_lock_marks_its_thing_used(tmp_path: Path) -> None:
+    import os
+
+    from pipeline.guard.locks import hold
+
+    lock = tmp_path / ".rocm.lock"
+    lock.write_text("")
+    os.utime(lock, (1_000_000_000, 1_000_000_000))
+    with hold(lock, what="rocm", since=None):
+        pass
+    assert lock.stat().st_mtime > 1_000_000_000 + 86400

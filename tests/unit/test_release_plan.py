@@ -84,7 +84,7 @@ def test_a_failed_bundle_check_blocks_and_a_missing_one_is_not_checked() -> None
     assert leg_result(record("x", bundle_check={"ok": True}), where="x").check_text == "passed"
 
 
-def test_run_tag_is_the_one_tag_of_the_records() -> None:
+def test_built_tag_is_the_one_tag_of_the_records() -> None:
     res = results(record("cpu"), record("cuda"))
     assert built_tag(list(res.values())) == "b7000-mix-abcdef0"
     other = leg_result(record("vulkan", source={"tag": "b7001"}), where="v")
@@ -175,3 +175,19 @@ def test_parse_digest() -> None:
     assert parse_digest(f"sha256:{hexd}") == hexd
     assert parse_digest("sha1:abc") is None
     assert parse_digest(None) is None
+
+
+def test_left_out_names_the_matrix_legs_without_a_bundle_and_built_commit_wants_one_full_sha() -> None:
+    from pipeline.release.plan import Coverage, LegResult, built_commit, left_out
+
+    def leg(name: str, commit: str) -> LegResult:
+        return LegResult(leg=name, status="success", bundle=f"dist/{name}.tar.gz", toolchain="t", hit_rate=None,
+                         wall_seconds=1.0, source={"tag": "b1", "commit": commit})  # fmt: skip
+
+    full = "ab" * 20
+    cov = Coverage(present=(leg("cpu", full),), missing=(), allowed_missing=(("cuda", "the leg failed"),), unexpected=())
+    assert left_out(["rocm", "cuda", "cpu"], cov) == ("rocm", "cuda")
+    assert left_out(["cpu"], cov) == ()
+    assert built_commit([leg("cpu", full), leg("cuda", full)]) == full
+    assert built_commit([leg("cpu", full), leg("cuda", "cd" * 20)]) is None  # legs disagree
+    assert built_commit([leg("cpu", full[:7])]) is None  # GitHub takes full SHAs only

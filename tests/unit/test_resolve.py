@@ -254,7 +254,7 @@ def test_resolution_without_the_leg() -> None:
 
 
 def test_resolution_for_another_family_is_refused() -> None:
-    wrong = ResolvedRocm(policy="weekly", cutoff=None, version="10.1.0a20260808", file="f", url="u",
+    wrong = ResolvedRocm(policy="weekly", cutoff=None, version="10.1.0a20260808", file="f", url="http://127.0.0.1/f",
                          published=None, os="linux", family="gfx120X-all")
     res = Resolution(now=NOW, rocm_policy="weekly", cutoff=None, legs={"rocm-linux": wrong})
     with pytest.raises(ResolutionError, match=r"was resolved for linux gfx120X-all, but matrix\.toml says linux gfx110X-all"):
@@ -265,7 +265,7 @@ def test_a_stale_resolution_file_is_not_read(tmp_path: Path, monkeypatch: pytest
     monkeypatch.chdir(tmp_path)
     stale = Resolution(now=NOW, rocm_policy="weekly", cutoff=None, legs={
         "rocm-linux": ResolvedRocm(policy="weekly", cutoff=None, version="10.1.0a20200101", file="f",
-                                   url="u", published=None, os="linux", family="gfx110X-all")})
+                                   url="http://127.0.0.1/f", published=None, os="linux", family="gfx110X-all")})
     write_resolution(Path("out/resolved.json"), stale)
     monkeypatch.setenv("PIPELINE_ROCM_VERSION", "10.1.0a20260805")
     # Standalone, an explicit version needs no index; the stale file's version is not taken.

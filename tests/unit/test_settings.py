@@ -29,6 +29,8 @@ VALUES = {
     "cache_home": (None, "/env/home", None),
     "download_cache": (None, "/env/dl", None),
     "toolchain_dir": (None, "/env/tc", None),
+    "cache_max_age": ("7", "14", None),
+    "cache_max_size": ("10", "20", None),
     "git_url_template": (None, "file:///env/{repo}", None),
     "http_backoff": (None, "0.5", None),
     "github_token": (None, "env-token", None),
@@ -37,6 +39,7 @@ VALUES = {
     "status": ("failure", "success", None),
     "force": (None, "true", None),
     "wait_lock": ("30", "5", None),
+    "heartbeat": (None, "0.5", None),
     "http_retry_budget": (None, "45", None),
     # --debug is a switch (store_true), read before the run's inputs: only its variable goes through pick.
     "debug": (None, "1", None),
@@ -85,6 +88,7 @@ def test_a_second_variable_is_read_when_the_first_is_unset() -> None:
         (S.TAG, "v1.0", r"^PIPELINE_TAG 'v1.0': expected 'latest'"),
         (S.HTTP_BACKOFF, "fast", r"^PIPELINE_HTTP_BACKOFF: expected seconds"),
         (S.HTTP_BACKOFF, "nan", r"^PIPELINE_HTTP_BACKOFF: expected seconds"),
+        (S.HEARTBEAT, "-1", r"^PIPELINE_HEARTBEAT: expected seconds between 0 and 3600"),
     ],
 )
 def test_a_bad_variable_is_named(setting: S.Setting, text: str, message: str) -> None:
