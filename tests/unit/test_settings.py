@@ -183,3 +183,22 @@ def test_a_default_reads_as_its_value_unless_it_is_computed() -> None:
     assert S.WAIT_LOCK.default_display == "0 (fail at once)"
     assert S.NOW.default_display == "the clock"
 
+
+
+@pytest.mark.parametrize(
+    ("setting", "text", "message"),
+    [
+        (S.CACHE_MAX_AGE, "0", r"^PIPELINE_CACHE_MAX_AGE_DAYS: expected days above 0 and up to 3650, got '0'$"),
+        (S.CACHE_MAX_AGE, "inf", r"^PIPELINE_CACHE_MAX_AGE_DAYS: expected days above 0 and up to 3650"),
+        (S.CACHE_MAX_SIZE, "-2", r"^PIPELINE_CACHE_MAX_GB: expected gigabytes above 0 and up to 1e\+06, got '-2'$"),
+        (S.WAIT_LOCK, "86401", r"^PIPELINE_WAIT_LOCK: expected seconds between 0 and 86400, got '86401'$"),
+    ],
+)
+def test_amounts_are_bounded_with_their_unit(setting: S.Setting, text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        S.pick(setting, environ={setting.env[0]: text})
+
+
+def test_zero_seconds_is_an_amount_and_zero_days_is_not() -> None:
+    assert S.pick(S.WAIT_LOCK, environ={"PIPELINE_WAIT_LOCK": "0"}).value == 0.0
+    assert S.pick(S.CACHE_MAX_AGE, environ={"PIPELINE_CACHE_MAX_AGE_DAYS": "0.5"}).value == 0.5
