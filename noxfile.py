@@ -36,7 +36,7 @@ nox.options.sessions = ["tests", "lint"]
 nox.needs_version = ">=2024.3.2"
 
 try:
-    MATRIX: Matrix = load_matrix(os.environ.get(MATRIX_SETTING.env_var) or ROOT / "matrix.toml")
+    MATRIX: Matrix = load_matrix(os.environ.get(MATRIX_SETTING.env_var) or ROOT / MATRIX_SETTING.default)
 except ConfigError as err:
     print(f"error: {err}", file=sys.stderr)
     sys.exit(err.exit_code)
@@ -46,7 +46,7 @@ HOST_OS = "windows" if sys.platform == "win32" else "linux" if sys.platform.star
 # a file left by an earlier run is never picked up by a standalone leg.
 _RESOLVED_THIS_RUN: list[str] = []
 # Where `resolve` writes the run's resolution (the pipeline itself honours the same variable for --out).
-OUT = Path(os.environ.get(OUT_SETTING.env_var) or "out")
+OUT = Path(os.environ.get(OUT_SETTING.env_var) or OUT_SETTING.default)
 
 
 # The stamp inside a session's venv: what the project was last installed from.

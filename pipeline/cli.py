@@ -106,7 +106,7 @@ def debug_wanted(args: argparse.Namespace) -> bool:
     if getattr(args, DEBUG.name, False):
         return True
     try:
-        return bool(pick(DEBUG, environ=os.environ, default=False).value)
+        return bool(pick(DEBUG, environ=os.environ).value)
     except PipelineError:
         return False
 

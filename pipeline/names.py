@@ -14,6 +14,8 @@ from datetime import date
 OSES = ("linux", "windows")
 # The largest page GitHub's REST API serves (per_page).
 GITHUB_PER_PAGE = 100
+# The first retry wait of every HTTP client, seconds (the run's PIPELINE_HTTP_BACKOFF default).
+DEFAULT_BACKOFF = 1.0
 BACKENDS = ("cpu", "cuda", "rocm", "vulkan")
 # ROCm toolchain policies that are rules; anything else must be an explicit version.
 WEEKLY_STABLE = "weekly-stable"

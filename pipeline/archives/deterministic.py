@@ -15,7 +15,8 @@ import tarfile
 import time
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -29,7 +30,6 @@ from pipeline.util.fsutil import atomic_output, stream_digest
 
 # 1980-01-01T00:00:00Z: the earliest moment a zip can store, used for tar too.
 FIXED_MTIME = 315532800
-DIR_MODE = 0o755
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +101,12 @@ def _checked(entry: Entry, deflated: packing.Deflated, size: int) -> packing.Def
     return deflated
 
 
+# An entry and the future of its compressed content (None: the writer compresses it itself, if at all).
+_Member = tuple["Entry", Future[packing.Deflated] | None]
+# Writes one format's archive from the members in order, counting into the stats, at the level given.
+_Fill = Callable[[BinaryIO, Iterator[_Member], packing.PackStats, int], None]
+
+
 def write_tar_gz(
     path: Path,
     entries: Sequence[Entry],
@@ -115,54 +121,7 @@ def write_tar_gz(
     same entries; each big file is a gzip member of its own (see
     :mod:`pipeline.archives.packing`), so ``cache`` can hold it for the next run.
     """
-    started = time.monotonic()
-    stats = packing.PackStats()
-    ordered = _sorted(entries)
-    glue = bytearray()
-    offset = 0  # in the uncompressed tar stream
-    with atomic_output(path) as raw:
-        jobs = packing.parallel_deflate([_big_path(e) for e in ordered], level=level, cache=cache, workers=workers)
-        for entry, job in zip(ordered, jobs, strict=True):
-            # Where an interrupt test holds the run: the archive is half written under its temporary name.
-            checkpoint("pack")
-            info = _tar_info(entry)
-            header = info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
-            glue += header
-            offset += len(header)
-            if info.type != tarfile.REGTYPE:
-                continue
-            if job is None:
-                data = _read(entry)
-                if len(data) != info.size:
-                    raise BundleError(f"{entry.name}: changed while being packaged")
-                glue += data
-                stats.files += 1
-                stats.bytes_in += len(data)
-            else:
-                deflated = _checked(entry, job.result(), info.size)
-                if glue:
-                    raw.write(packing.gzip_bytes(bytes(glue), level))
-                    stats.members += 1
-                    glue.clear()
-                raw.write(packing.gzip_member(deflated.data, deflated.crc32, deflated.size))
-                packing.count_member(stats, deflated)
-            offset += info.size
-            pad = -info.size % tarfile.BLOCKSIZE
-            glue += b"\0" * pad
-            offset += pad
-        # What tarfile's close() writes: two zero blocks, then zeros up to a whole record.
-        end = 2 * tarfile.BLOCKSIZE
-        end += -(offset + end) % tarfile.RECORDSIZE
-        glue += b"\0" * end
-        raw.write(packing.gzip_bytes(bytes(glue), level))
-        stats.members += 1
-    return packing.finish_stats(stats, path, started)
-
-
-def _read(entry: Entry) -> bytes:
-    with entry.open() as fh:
-        data: bytes = fh.read()
-    return data
+    return _write(path, entries, _fill_tar_gz, level=level, cache=cache, workers=workers)
 
 
 def write_zip(
@@ -178,41 +137,106 @@ def write_zip(
     Each member's deflate stream comes from :mod:`pipeline.archives.packing` (in
     parallel, reused from ``cache``); the container is written here.
     """
+    for entry in entries:
+        if entry.link is not None:
+            raise ValueError(f"{entry.name}: resolve symlinks before writing a zip")
+    return _write(path, entries, _fill_zip, level=level, cache=cache, workers=workers)
+
+
+def _write(
+    path: Path, entries: Sequence[Entry], fill: _Fill, *, level: int, cache: Path | None, workers: int | None
+) -> packing.PackStats:
+    """What both formats do: entries in order, big files compressed in parallel (or taken from ``cache``),
+    the archive written atomically by ``fill``, the figures at the end."""
     started = time.monotonic()
     stats = packing.PackStats()
     ordered = _sorted(entries)
-    for entry in ordered:
-        if entry.link is not None:
-            raise ValueError(f"{entry.name}: resolve symlinks before writing a zip")
-    central: list[bytes] = []
     with atomic_output(path) as raw:
-        writer = ZipWriter(raw)
         jobs = packing.parallel_deflate([_big_path(e) for e in ordered], level=level, cache=cache, workers=workers)
-        for entry, job in zip(ordered, jobs, strict=True):
-            checkpoint("pack")
-            if entry.is_dir:
-                attr = ((stat.S_IFDIR | entry.mode) << 16) | 0x10
-                central.append(writer.member(entry.name, b"", stored=True, crc=0, size=0, attr=attr))
-                continue
-            if job is None:
-                data = _read(entry)
-                deflated = packing.Deflated(
-                    data=packing.raw_deflate(data, level), size=len(data), crc32=zlib.crc32(data), sha256="",
-                    reused=False,
-                )
-                stats.files += 1
-                stats.bytes_in += len(data)
-                stats.members += 1
-            else:
-                deflated = _checked(entry, job.result(), entry.size())
-                packing.count_member(stats, deflated)
-            attr = (stat.S_IFREG | entry.mode) << 16
-            central.append(
-                writer.member(entry.name, deflated.data, stored=False, crc=deflated.crc32, size=deflated.size,
-                              attr=attr)
-            )
-        writer.finish(central)
+        fill(raw, _held_at_pack(zip(ordered, jobs, strict=True)), stats, level)
     return packing.finish_stats(stats, path, started)
+
+
+def _held_at_pack(members: Iterator[_Member]) -> Iterator[_Member]:
+    for member in members:
+        # Where an interrupt test holds the run: the archive is half written under its temporary name.
+        checkpoint("pack")
+        yield member
+
+
+def _fill_tar_gz(
+    raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int
+) -> None:
+    glue = bytearray()
+    offset = 0  # in the uncompressed tar stream
+    for entry, job in members:
+        info = _tar_info(entry)
+        header = info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
+        glue += header
+        offset += len(header)
+        if info.type != tarfile.REGTYPE:
+            continue
+        if job is None:
+            data = _read(entry)
+            if len(data) != info.size:
+                raise BundleError(f"{entry.name}: changed while being packaged")
+            glue += data
+            stats.files += 1
+            stats.bytes_in += len(data)
+        else:
+            deflated = _checked(entry, job.result(), info.size)
+            if glue:
+                raw.write(packing.gzip_bytes(bytes(glue), level))
+                stats.members += 1
+                glue.clear()
+            raw.write(packing.gzip_member(deflated.data, deflated.crc32, deflated.size))
+            packing.count_member(stats, deflated)
+        offset += info.size
+        pad = -info.size % tarfile.BLOCKSIZE
+        glue += b"\0" * pad
+        offset += pad
+    # What tarfile's close() writes: two zero blocks, then zeros up to a whole record.
+    end = 2 * tarfile.BLOCKSIZE
+    end += -(offset + end) % tarfile.RECORDSIZE
+    glue += b"\0" * end
+    raw.write(packing.gzip_bytes(bytes(glue), level))
+    stats.members += 1
+
+
+def _fill_zip(
+    raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int
+) -> None:
+    central: list[bytes] = []
+    writer = ZipWriter(raw)
+    for entry, job in members:
+        if entry.is_dir:
+            attr = ((stat.S_IFDIR | entry.mode) << 16) | 0x10
+            central.append(writer.member(entry.name, b"", stored=True, crc=0, size=0, attr=attr))
+            continue
+        if job is None:
+            data = _read(entry)
+            deflated = packing.Deflated(
+                data=packing.raw_deflate(data, level), size=len(data), crc32=zlib.crc32(data), sha256="",
+                reused=False,
+            )
+            stats.files += 1
+            stats.bytes_in += len(data)
+            stats.members += 1
+        else:
+            deflated = _checked(entry, job.result(), entry.size())
+            packing.count_member(stats, deflated)
+        attr = (stat.S_IFREG | entry.mode) << 16
+        central.append(
+            writer.member(entry.name, deflated.data, stored=False, crc=deflated.crc32, size=deflated.size,
+                          attr=attr)
+        )
+    writer.finish(central)
+
+
+def _read(entry: Entry) -> bytes:
+    with entry.open() as fh:
+        data: bytes = fh.read()
+    return data
 
 
 def _safe_name(archive: Path, name: str) -> str:
@@ -289,31 +313,3 @@ def _read_zip(path: Path) -> Iterator[tuple[Member, bytes | None]]:
                     yield Member(name=name, link=fh.read().decode("utf-8", "replace")), None
                 else:
                     yield _file_member(name, fh)
-
-
-def folder_entries(folder: Path, *, symlinks: bool = True) -> list[Entry]:
-    """Every file and symlink under ``folder`` as entries (modes 0755 for executables, else 0644)."""
-    entries = []
-    for path in sorted(folder.rglob("*")):
-        name = path.relative_to(folder).as_posix()
-        if symlinks and path.is_symlink():
-            entries.append(Entry(name=name, link=str(path.readlink()), mode=0o777))
-        elif path.is_file():
-            executable = bool(path.stat().st_mode & 0o111)
-            entries.append(Entry(name=name, path=path, mode=0o755 if executable else 0o644))
-    return entries
-
-
-def package_folder(
-    folder: Path, target: Path, *, cache: Path | None = None, level: int = packing.DEFAULT_LEVEL,
-    workers: int | None = None,
-) -> packing.PackStats:
-    """Package ``folder`` as the bundles are (``.zip`` when ``target`` ends so, else ``.tar.gz``).
-
-    The benchmark calls it twice with the same ``cache``: cold, then with an
-    unchanged payload; the figures say bytes in and out, members reused and seconds.
-    """
-    zipped = target.name.endswith(".zip")
-    entries = folder_entries(folder, symlinks=not zipped)
-    write = write_zip if zipped else write_tar_gz
-    return write(target, entries, cache=cache, level=level, workers=workers)

@@ -65,10 +65,6 @@ class PackStats:
     seconds: float = 0.0
     reused_bytes: int = 0
 
-    def mb_per_second(self) -> float:
-        """Payload throughput (MB of content per second of wall time)."""
-        return self.bytes_in / 1e6 / self.seconds if self.seconds > 0 else 0.0
-
     def to_json(self) -> dict[str, float | int]:
         return {
             "files": self.files,

@@ -28,7 +28,7 @@ from pipeline.bundle.elfdeps import is_elf, parse_version, read_elf, version_tex
 from pipeline.bundle.make import read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.smoke import SmokeRun, main_programs, run_version
-from pipeline.bundle.stage import LICENSE_NAME, PAYLOAD_FOLDERS
+from pipeline.bundle.stage import LICENSE_NAME, payload_items
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.run.matrix import Leg
 
@@ -101,17 +101,12 @@ class _TreeFindings:
 
 def _binaries(root: Path, os_name: str) -> list[str]:
     found = []
-    for folder in PAYLOAD_FOLDERS:
-        top = root / folder
-        if not top.is_dir():
-            continue
-        for item in sorted(top.iterdir()):
-            rel = f"{folder}/{item.name}"
-            if os_name == "windows":
-                if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
-                    found.append(rel)
-            elif is_elf(item):
+    for rel, item in payload_items(root):
+        if os_name == "windows":
+            if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
                 found.append(rel)
+        elif is_elf(item):
+            found.append(rel)
     return found
 
 
@@ -166,11 +161,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleChec
     """Check an unpacked bundle (no smoke test): libraries, RUNPATHs, glibc floor, LICENSE."""
     found = _TreeFindings()
     windows = os_name == "windows"
-    in_bundle = {
-        (p.name.lower() if windows else p.name): f"{folder}/{p.name}"
-        for folder in PAYLOAD_FOLDERS if (root / folder).is_dir()
-        for p in sorted((root / folder).iterdir())
-    }
+    in_bundle = {(item.name.lower() if windows else item.name): rel for rel, item in payload_items(root)}
     for rel in _binaries(root, os_name):
         found.files += 1
         (_check_pe if windows else _check_elf)(root, rel, found, in_bundle)

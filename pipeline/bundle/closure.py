@@ -31,7 +31,7 @@ from pipeline.backends.base import DataFolder, RuntimeProfile
 from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
 from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
-from pipeline.bundle.stage import PAYLOAD_FOLDERS
+from pipeline.bundle.stage import payload_items
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.guard.children import run_child
 
@@ -95,12 +95,9 @@ class _Walker:
         self.windows = os_name == "windows"
         # name (lower-case on Windows) -> bundle path
         self.present: dict[str, str] = {}
-        for folder in PAYLOAD_FOLDERS:
-            top = stage / folder
-            if top.is_dir():
-                for item in sorted(top.iterdir()):
-                    if not item.is_dir() or item.is_symlink():
-                        self.present[self._key(item.name)] = f"{folder}/{item.name}"
+        for rel, item in payload_items(stage):
+            if not item.is_dir() or item.is_symlink():
+                self.present[self._key(item.name)] = rel
         # Real location of each copied file, for its own $ORIGIN.
         self.source_dir: dict[str, Path] = {}
         self.copied: list[CopiedFile] = []

@@ -30,10 +30,10 @@ from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime
 from pipeline.bundle.stage import (
-    PAYLOAD_FOLDERS,
     STAGE_DIR,
     archive_entries,
     fresh_stage,
+    payload_items,
     stage_file,
     stage_licenses,
     staged_files,
@@ -49,7 +49,6 @@ from pipeline.util.fsutil import confined
 FORMAT = "llama-pipeline-bundle"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
-PROGRAM_MODE = 0o755
 MANIFEST_MODE = 0o644
 
 _SHARED_LIB = re.compile(r"\.(?:so(?:\.\d+)*|dll|dylib)$", re.IGNORECASE)
@@ -191,19 +190,14 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
     (tar only, ``symlinks=True``); any other is stored as the file it names.
     """
     found: dict[str, PayloadFile] = {}
-    for folder in PAYLOAD_FOLDERS:
-        top = build_dir / folder
-        if not top.is_dir():
+    for rel, item in payload_items(build_dir):
+        if item.is_dir():
             continue
-        for item in sorted(top.iterdir()):
-            rel = f"{folder}/{item.name}"
-            if item.is_dir():
-                continue
-            if not item.exists():
-                raise BundleError(f"{item}: dangling symlink in the build")
-            executable = os.access(item, os.X_OK)
-            if is_payload(rel, executable=executable):
-                found[rel] = PayloadFile(relpath=rel, path=item)
+        if not item.exists():
+            raise BundleError(f"{item}: dangling symlink in the build")
+        executable = os.access(item, os.X_OK)
+        if is_payload(rel, executable=executable):
+            found[rel] = PayloadFile(relpath=rel, path=item)
     if symlinks:
         for rel, pf in list(found.items()):
             if pf.path.is_symlink():
@@ -227,24 +221,6 @@ def _roots(build_dir: Path, out_dir: Path, record: LegRecord, toolchain: Toolcha
             roots.setdefault("toolchain", value)
     roots["home"] = str(Path.home())
     return roots
-
-
-def make_bundle(
-    *,
-    leg: Leg,
-    record: LegRecord,
-    build_dir: Path,
-    out_dir: Path,
-    toolchain: Toolchain,
-    tag: str,
-    commit: str | None,
-    pack_cache: Path | None = None,
-) -> Path:
-    """Package a successful build (see :func:`package_bundle`); return the bundle's path."""
-    return package_bundle(
-        leg=leg, record=record, build_dir=build_dir, out_dir=out_dir, toolchain=toolchain, tag=tag,
-        commit=commit, pack_cache=pack_cache,
-    )[0]
 
 
 def package_bundle(

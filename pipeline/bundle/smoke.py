@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pipeline.bundle.elfdeps import is_elf
 from pipeline.bundle.pedeps import is_pe
-from pipeline.guard.children import group_kwargs, stop_group
+from pipeline.guard.children import popen_child, stop_group
 
 PROGRAM_PREFIX = "llama-"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -70,20 +70,17 @@ def run_version(root: Path, program: str, home: Path) -> SmokeRun:
     # group once it exits is stopped.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen(
-                [str(root / program), "--version"],
-                cwd=home, env=scrubbed_env(home), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                **group_kwargs(),
-            )  # fmt: skip
+            with popen_child([str(root / program), "--version"], cwd=home, env=scrubbed_env(home),
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
+                try:
+                    returncode = proc.wait(timeout=TIMEOUT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    stop_group(proc, grace=1.0)
+                    return SmokeRun(program=program, exit_code=-1, output=f"no answer within {TIMEOUT_SECONDS}s")
+                finally:
+                    stop_group(proc, grace=0.0)
         except OSError as exc:
             return SmokeRun(program=program, exit_code=-1, output=f"cannot start: {exc.strerror}")
-        try:
-            returncode = proc.wait(timeout=TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            stop_group(proc, grace=1.0)
-            return SmokeRun(program=program, exit_code=-1, output=f"no answer within {TIMEOUT_SECONDS}s")
-        finally:
-            stop_group(proc, grace=0.0)
         out.seek(0)
         err.seek(0)
         text = (out.read().decode(errors="replace") + err.read().decode(errors="replace")).strip()

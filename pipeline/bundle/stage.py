@@ -1,6 +1,6 @@
 """The bundle's folder before it is packed: payload, runtime closure, licenses.
 
-``make_bundle`` copies the selected build outputs into a staging folder
+``package_bundle`` copies the selected build outputs into a staging folder
 (``<out>/<leg>/bundle``), completes their runtime from the toolchain
 (:mod:`pipeline.bundle.closure`), adds llama.cpp's LICENSE (and its
 ``licenses/`` folder where the tree has one), then packs the staging folder.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
@@ -26,6 +26,18 @@ PAYLOAD_FOLDERS = ("bin", "lib")
 # Toolchain details and environment variables naming the toolchain's root folder, in order.
 _ROOT_DETAILS = ("root", "cuda_root")
 _ROOT_ENV = ("ROCM_PATH", "HIP_PATH", "CUDA_PATH")
+
+
+def payload_items(root: Path) -> Iterator[tuple[str, Path]]:
+    """(``bin/name`` or ``lib/name``, path) of everything in the payload folders of ``root``, in order.
+
+    A build folder when packaging, an unpacked bundle when checking: the same walk.
+    """
+    for folder in PAYLOAD_FOLDERS:
+        top = root / folder
+        if top.is_dir():
+            for item in sorted(top.iterdir()):
+                yield f"{folder}/{item.name}", item
 
 
 @dataclass(frozen=True, kw_only=True)

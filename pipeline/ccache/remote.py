@@ -69,7 +69,7 @@ class RemoteBackend:
     @property
     def display(self) -> str:
         """The URL without credentials, for messages and records."""
-        return redact(self.url)
+        return redact_url(self.url)
 
 
 ProbeFn = Callable[[RemoteBackend, str, int, float], "str | None"]
@@ -114,14 +114,9 @@ class RemoteCheck:
 # Pure: parsing, redaction, messages
 
 
-def redact(url: str) -> str:
-    """``url`` with any user name and password replaced by ``***`` (the one rule of :mod:`pipeline.guard.redaction`)."""
-    return redact_url(url)
-
-
 def redact_spec(spec: str) -> str:
     """A whole ``remote_storage`` spec with credentials removed from every URL."""
-    return " ".join(redact(t) if _SCHEME.match(t) else t for t in spec.replace("|", " ").split())
+    return " ".join(redact_url(t) if _SCHEME.match(t) else t for t in spec.replace("|", " ").split())
 
 
 def _port(parts: SplitResult, scheme: str, where: str, shown: str) -> int:
@@ -149,7 +144,7 @@ def _shards(properties: Sequence[str], where: str, shown: str) -> list[str]:
 
 
 def _backend(url: str, properties: list[str], where: str) -> RemoteBackend:
-    shown = redact(url)
+    shown = redact_url(url)
     scheme = url.split(":", 1)[0].lower()
     if scheme in _NOT_SUPPORTED:
         raise UsageError(f"{where}: {shown}: {_NOT_SUPPORTED[scheme]}")
@@ -199,12 +194,12 @@ def parse_remote(spec: str, *, where: str) -> tuple[RemoteBackend, ...]:
         if _SCHEME.match(token):
             groups.append((token, []))
         elif not groups:
-            raise UsageError(f"{where}: {redact(token)!r} is not a URL (expected redis://HOST or http://HOST)")
+            raise UsageError(f"{where}: {redact_url(token)!r} is not a URL (expected redis://HOST or http://HOST)")
         elif _PROPERTY.match(token):
             groups[-1][1].append(token)
         else:
             raise UsageError(
-                f"{where}: {redact(token)!r} is neither a URL nor a property "
+                f"{where}: {redact_url(token)!r} is neither a URL nor a property "
                 "(expected redis://HOST[:PORT] or http://HOST[:PORT][/PATH], then key=value properties)"
             )
     return tuple(_backend(url, props, where) for url, props in groups)

@@ -84,10 +84,8 @@ def add_github_options(p: argparse.ArgumentParser) -> None:
 
 def github_target(args: argparse.Namespace, inputs: RunInputs) -> tuple[str | None, str]:
     """The repository and API root: flag, else environment, else (for the API) the public one."""
-    from pipeline.github.rest import DEFAULT_API_URL
-
     repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
-    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=DEFAULT_API_URL).value
+    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ).value
     return repo, api_url
 
 
@@ -96,7 +94,7 @@ def expected_legs(args: argparse.Namespace, inputs: RunInputs) -> list[str]:
     from pipeline.errors import UsageError
 
     all_legs = list(inputs.require_matrix().legs)
-    legs = list(S.pick(S.LEGS, flag=args.legs, environ=inputs.environ, default=()).value)
+    legs = list(S.pick(S.LEGS, flag=args.legs, environ=inputs.environ).value)
     if not legs:
         return all_legs
     if unknown := [leg for leg in legs if leg not in all_legs]:
@@ -108,7 +106,7 @@ def is_forced(flag: bool | None, environ: Mapping[str, str]) -> bool:
     """A forced rebuild of a released tag: the flag, else the environment's ``true``/``1``/``yes``."""
     if flag is not None:
         return flag
-    return bool(S.pick(S.FORCE, environ=environ, default=False).value)
+    return bool(S.pick(S.FORCE, environ=environ).value)
 
 
 def add_resolution_options(p: argparse.ArgumentParser) -> None:

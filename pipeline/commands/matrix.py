@@ -50,7 +50,7 @@ def github_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     matrix = inputs.require_matrix()
-    legs = select_legs(matrix, S.pick(S.LEGS, flag=args.legs, environ=inputs.environ, default=()).value)
+    legs = select_legs(matrix, S.pick(S.LEGS, flag=args.legs, environ=inputs.environ).value)
     if not legs:
         raise UsageError(f"no legs selected from {matrix.path}")
     if not args.github:

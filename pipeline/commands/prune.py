@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         return _run_local(args, inputs, make_console(inputs.environ, stderr=args.json))
     matrix = inputs.require_matrix()
     repo = S.pick(S.GITHUB_REPOSITORY, flag=args.repo, environ=inputs.environ).value
-    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ, default=rest.DEFAULT_API_URL).value
+    api_url = S.pick(S.GITHUB_API_URL, flag=args.api_url, environ=inputs.environ).value
     if not repo:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     keep = args.keep if args.keep is not None else matrix.github.keep
@@ -146,10 +146,8 @@ def _run_local(args: argparse.Namespace, inputs: RunInputs, console: Any) -> int
 
     from pipeline.toolchain.local_caches import apply_local, plan_local, scan
 
-    max_age = S.pick(S.CACHE_MAX_AGE, flag=args.cache_max_age, environ=inputs.environ,
-                     default=S.DEFAULT_CACHE_MAX_AGE_DAYS).value
-    max_gb = S.pick(S.CACHE_MAX_SIZE, flag=args.cache_max_size, environ=inputs.environ,
-                    default=S.DEFAULT_CACHE_MAX_GB).value
+    max_age = S.pick(S.CACHE_MAX_AGE, flag=args.cache_max_age, environ=inputs.environ).value
+    max_gb = S.pick(S.CACHE_MAX_SIZE, flag=args.cache_max_size, environ=inputs.environ).value
     folders = {"downloads": inputs.download_cache, "toolchains": inputs.toolchain_dir,
                "pack": inputs.cache_home / "pack"}
     entries = scan(**folders)

@@ -12,12 +12,12 @@ from pipeline.release.client import Release, ReleasesClient
 from pipeline.release.collect import bundles_present, read_results, release_files
 from pipeline.release.plan import (
     UploadPlan,
+    built_commit,
+    built_tag,
     check_coverage,
     left_out,
     plan_uploads,
     release_notes,
-    run_commit,
-    run_tag,
 )
 from pipeline.run import settings as S
 from pipeline.run.inputs import RunInputs
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             "pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
         )
     partial = left_out(all_legs, coverage)
-    tag = args.tag or run_tag(coverage.present)
+    tag = args.tag or built_tag(coverage.present)
     notes = release_notes(tag, coverage, partial)
     assets = release_files(out, coverage.present, notes)
 
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     outcome = apply_release(
         client, tag=tag, name=f"llama.cpp {tag}", notes=notes, release=release, plan=plan, partial=partial,
-        target_commitish=run_commit(coverage.present),
+        target_commitish=built_commit(coverage.present),
         on_step=lambda action, name: print(f"  {action} {name}", flush=True),
     )  # fmt: skip
     url = outcome.release.html_url if outcome.release else ""

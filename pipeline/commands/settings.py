@@ -27,5 +27,5 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         print(S.markdown_table(), end="")
         return 0
     for s in S.SETTINGS:
-        print(f"{s.name:18} {s.flag or '-':16} {', '.join(s.env) or '-':28} {s.matrix_key or '-':16} {s.default}")
+        print(f"{s.name:18} {s.flag or '-':16} {', '.join(s.env) or '-':28} {s.matrix_key or '-':16} {s.default_display}")
     return 0

@@ -25,7 +25,6 @@ from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, ca
 if TYPE_CHECKING:
     import requests
 
-DEFAULT_API_URL = "https://api.github.com"
 TOKEN_ENVS = settings.GITHUB_TOKEN.env
 # A rate-limit reset further away than this fails the command instead of
 # holding a runner idle (GitHub's primary limit resets hourly).
@@ -90,7 +89,7 @@ class RestClient:
         repo: str,
         token: str,
         *,
-        api_url: str = DEFAULT_API_URL,
+        api_url: str = settings.DEFAULT_API_URL,
         attempts: int = DEFAULT_ATTEMPTS,
         backoff: float = DEFAULT_BACKOFF,
         max_wait: float = DEFAULT_MAX_WAIT,
@@ -136,9 +135,9 @@ class RestClient:
 
     def _say_wait(self, line: str) -> None:
         if self._on_wait is not None:
-            self._on_wait(self.redact(line))
+            self._on_wait(self.hide_token(line))
 
-    def redact(self, text: str) -> str:
+    def hide_token(self, text: str) -> str:
         """``text`` with the token replaced by ``***``."""
         return redact_token(text, self._secret)
 
@@ -176,10 +175,10 @@ class RestClient:
             # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
             cls = NetworkError if err.last.wait is None else GitHubError
             raise cls(
-                self.redact(f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}")
+                self.hide_token(f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}")
             ) from None
         except PipelineError as err:
-            err.message = self.redact(err.message)
+            err.message = self.hide_token(err.message)
             raise
 
     def _send(
@@ -198,7 +197,7 @@ class RestClient:
             else:
                 resp = self._session.request(method, url, timeout=self.timeout, **kwargs)
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise Retryable(self.redact(_one_line(exc))) from None
+            raise Retryable(self.hide_token(_one_line(exc))) from None
         except requests.RequestException as exc:
             raise NetworkError(f"{where}: {_one_line(exc)}") from None
         status = resp.status_code

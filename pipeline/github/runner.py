@@ -1,6 +1,6 @@
 """The Actions runner's files and commands: outputs, environment, step summary, annotations, log groups.
 
-On Actions this writes ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and ``GITHUB_STEP_SUMMARY``
+On Actions this writes ``GITHUB_OUTPUT`` and ``GITHUB_STEP_SUMMARY``
 and prints workflow commands; outside Actions it degrades to plain console lines,
 so every command runs the same on a laptop.
 """
@@ -57,13 +57,6 @@ def set_output(name: str, value: str, *, env: Mapping[str, str]) -> bool:
     """Set step output ``name`` (any value, multiline too); False outside Actions."""
     _check_name(name, "output")
     return _append_file_command(settings.GITHUB_OUTPUT, name, value, env)
-
-
-def export_env(name: str, value: str, *, env: Mapping[str, str]) -> bool:
-    """Set ``name`` for the job's later steps (GITHUB_ENV); False outside Actions."""
-    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-        raise UsageError(f"bad environment variable name {name!r}")
-    return _append_file_command(settings.GITHUB_ENV, name, value, env)
 
 
 def append_summary(markdown: str, *, env: Mapping[str, str]) -> bool:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.util.timeutil import hours_minutes_seconds
+
 # Ninja's status line, forced to a known shape so progress can be read from it.
 NINJA_STATUS = "[%f/%t] "
 _STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
@@ -25,9 +27,7 @@ HEARTBEAT_SECONDS = 60.0
 
 def elapsed_text(seconds: float) -> str:
     """``45s``, ``3m07s``, ``1h02m05s``."""
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
+    hours, minutes, secs = hours_minutes_seconds(int(seconds))
     if hours:
         return f"{hours}h{minutes:02}m{secs:02}s"
     return f"{minutes}m{secs:02}s" if minutes else f"{secs}s"

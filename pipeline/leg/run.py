@@ -1,4 +1,7 @@
-"""One leg: source tree -> CMake configure -> Ninja build -> record.
+"""One leg: source tree -> toolchain -> ccache -> CMake configure -> Ninja build -> bundle -> check.
+
+Every step is ``step(ctx, previous)``: the :class:`~pipeline.leg.context.LegContext`
+and the previous step's result; what the steps print is :mod:`pipeline.leg.render`.
 
 The build directory is fresh every run (``<out>/<leg>/build``): a warm run
 is warm because of ccache, never because of a stale tree. One run at a time
@@ -16,7 +19,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rich.console import Console
 
@@ -30,6 +33,8 @@ from pipeline.ccache.session import (
 )
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.guard.children import run_logged
+from pipeline.leg import render
+from pipeline.leg.context import LegContext, Step
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
@@ -94,8 +99,6 @@ def cmake_arguments(
     return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows")
 
 
-
-
 @dataclass(frozen=True, kw_only=True)
 class SourceTree:
     """The tree a leg builds, what the record says of it, and the bundle's tag."""
@@ -105,6 +108,26 @@ class SourceTree:
     tag: str
     # An unpacked archive has no git metadata: git run by the build must not look above it.
     outside_git: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """The source step's tree and the toolchain step's compilers."""
+
+    source: SourceTree
+    toolchain: Toolchain
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildPlan:
+    """Everything configure and build need: the tree, the toolchain, ccache and the build folder."""
+
+    source: SourceTree
+    toolchain: Toolchain
+    ccache: CcacheSetup
+    build: Path
+    # The toolchain the leg's cache was last filled with (None: a new cache), for the record.
+    previous_toolchain: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +148,7 @@ def run_leg(
     *,
     provenance: Mapping[str, Any] | None = None,
 ) -> LegRun:
-    """Build one leg: source, toolchain, ccache, configure, build, record, bundle.
+    """Build one leg: source, toolchain, ccache, configure, build, bundle, check.
 
     One run at a time: the leg's output folder is locked for the whole run
     (BusyError naming the holder, or a wait of ``--wait-lock``). The record
@@ -160,9 +183,9 @@ def run_leg(
         record.write(work / RECORD_NAME)
         # Nor an earlier run's ccache statistics (cache-save reads this log when there is no finished record).
         (work / "ccache-stats.log").unlink(missing_ok=True)
+        ctx = LegContext(inputs=inputs, leg=leg, options=options, work=work, record=record, console=console)
         try:
-            return _run_leg_locked(inputs, leg, options, console, record, out=out, work=work, clock=clock,
-                                   provenance=provenance)
+            return _run_steps(ctx, clock=clock, provenance=provenance)
         except KeyboardInterrupt:
             record.status = "interrupted"
             record.wall_seconds = round(time.monotonic() - clock, 3)
@@ -176,72 +199,21 @@ def run_leg(
             raise
 
 
-def _run_leg_locked(
-    inputs: RunInputs, leg: Leg, options: LegOptions, console: Console, record: LegRecord, *,
-    out: Path, work: Path, clock: float, provenance: Mapping[str, Any] | None,
-) -> LegRun:
-    matrix = inputs.require_matrix()
-    build = work / "build"
-    source = source_step(inputs, options, out, work, console)
-    toolchain = toolchain_step(inputs, leg, options, console)
-    ccache = ccache_step(inputs, leg, options, toolchain, workspace=workspace_of(source.path, build), work=work)
-    if build.exists():
-        shutil.rmtree(build)
-    build.mkdir(parents=True)
-
-    cmake, ninja = find_tool("cmake"), find_tool("ninja")
-    from pipeline.source.build_info import build_info_args
-
-    # What the programs print as their build and commit: the resolution's, not git's answer in the folder.
-    info = build_info_args(source.tag, source.info.get("commit"))
-    args = cmake_arguments(matrix, leg, toolchain, ccache, source.path, build, info)
-    record.source = {**source.info, **(provenance or {})}
-    record.cmake_args = args
-    record.toolchain = toolchain.to_record()
-    for warning in ccache.remote_check.warnings if ccache.remote_check else ():
-        _warn(record, console, warning, inputs)
-    if ccache.check_note:
-        console.print(f"{leg.name}: {ccache.check_note}", highlight=False)
-    previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
-    base_env = {**inputs.environ, **toolchain.env, "NINJA_STATUS": NINJA_STATUS}
-    if info or source.outside_git:
-        # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` (and "-dirty") into libggml-base
-        # (ggml_commit()), and llama.cpp's git-vars.cmake asks git too. Above an unpacked archive git
-        # would answer for the pipeline's own checkout (the wrong project, changing with every pipeline
-        # commit); in a clone it answers for the clone, so an archive build and its `reproduce` from a
-        # clone would differ. With no repository to find, every build of the run's source says the
-        # same ("unknown" for ggml); the programs' build number and commit are the resolution's (above).
-        base_env["GIT_DIR"] = os.devnull
-    console.print(
-        f"[bold]{leg.name}[/]: {toolchain.identity}, ccache {ccache.version} "
-        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
-    )
-    with (work / "build.log").open("w", encoding="utf-8") as log:
-        configure_step(record, work, console, log,
-                       [str(cmake), *args, f"-DCMAKE_MAKE_PROGRAM={ninja}"],
-                       {**base_env, **ccache.env(with_stats_log=False)})
-        build_step(record, work, console, log, [str(ninja), "-C", str(build)],
-                   {**base_env, **ccache.env(with_stats_log=True)}, ccache, previous_toolchain, inputs)
-
-    record.timings = _timings(build)
-    bundle = None
-    if not options.no_bundle:
-        bundle = bundle_step(leg, record, build, out, toolchain, source, console,
-                             pack_cache=inputs.cache_home / "pack")
-        if options.check_bundle:
-            check_step(leg, record, bundle, work, console)
+def _run_steps(ctx: LegContext, *, clock: float, provenance: Mapping[str, Any] | None) -> LegRun:
+    """The chain: each step is called with the context and the previous step's result."""
+    source = source_step(ctx, None)
+    ctx.record.source = {**source.info, **(provenance or {})}
+    prepared = toolchain_step(ctx, source)
+    plan = ccache_step(ctx, prepared)
+    plan = configure_step(ctx, plan)
+    plan = build_step(ctx, plan)
+    bundle = check_step(ctx, bundle_step(ctx, plan))
+    record = ctx.record
     record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
-    record.write(work / RECORD_NAME)
-    show_record(record, console)
-    return LegRun(toolchain=toolchain, build_dir=build, record=record, bundle=bundle)
-
-
-def _check_detail(ccache: CcacheSetup) -> str:
-    """`` -> string:1a2b3c4d...`` when the toolchain mode hands ccache something else than its name."""
-    if ccache.check_value is None:
-        return ""
-    return f" -> {ccache.check_value[:15]}..." if len(ccache.check_value) > 18 else f" -> {ccache.check_value}"
+    record.write(ctx.work / RECORD_NAME)
+    render.show_record(record, ctx.console)
+    return LegRun(toolchain=plan.toolchain, build_dir=plan.build, record=record, bundle=bundle)
 
 
 def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
@@ -253,122 +225,12 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
         parse_remote(spec, where=where)
 
 
-def toolchain_step(inputs: RunInputs, leg: Leg, options: LegOptions, console: Console) -> Toolchain:
-    """The leg's toolchain; a ROCm leg takes the run's resolved build (resolved here when the run has none)."""
-    from pipeline.backends import prepare_toolchain, toolchain_request
-
-    request = toolchain_request(inputs, leg, rocm_path=options.rocm_path, cuda_path=options.cuda_path,
-                                vulkan_sdk=options.vulkan_sdk)
-    return prepare_toolchain(request, console)
-
-
-def ccache_step(
-    inputs: RunInputs, leg: Leg, options: LegOptions, toolchain: Toolchain, *, workspace: Path, work: Path
-) -> CcacheSetup:
-    from pipeline.ccache.compiler_check import resolve_compiler_check
-
-    config = inputs.require_matrix().ccache
-    check = resolve_compiler_check(config.compiler_check, toolchain)
-    return setup_ccache(
-        config,
-        leg=leg.name,
-        workspace=workspace,
-        stats_log=work / "ccache-stats.log",
-        cache_dir=inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name),
-        remote=options.remote_cache,
-        check_value=check.value if check.value != check.mode else None,
-        check_note=check.note,
-    )
-
-
-def configure_step(
-    record: LegRecord, work: Path, console: Console, log: IO[str],
-    cmd: list[str], env: Mapping[str, str],
-) -> None:
-    t0 = time.monotonic()
-    with console.status(f"{record.leg}: configuring with CMake"):
-        code, tail = run_logged(cmd, env=env, log=log)
-    record.phases["configure"] = round(time.monotonic() - t0, 3)
-    if code != 0:
-        _fail(record, work, console, "CMake configure", tail, [])
-
-
-def build_step(
-    record: LegRecord, work: Path, console: Console, log: IO[str],
-    cmd: list[str], env: Mapping[str, str], ccache: CcacheSetup, previous_toolchain: str | None,
-    inputs: RunInputs,
-) -> None:
-    """Ninja through ccache; the record gets this run's ccache statistics, even when the build fails."""
-    t0 = time.monotonic()
-    with NinjaProgress(console, record.leg, heartbeat=inputs.heartbeat) as progress:
-        code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
-    record.phases["build"] = round(time.monotonic() - t0, 3)
-    stats = ccache.read_stats()
-    record.ccache = ccache.to_record(stats)
-    record.ccache["previous_toolchain"] = previous_toolchain
-    if ccache.remote_check:
-        from pipeline.ccache.remote import remote_errors_warning
-
-        if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
-            _warn(record, console, lost, inputs)
-    if code != 0:
-        _fail(record, work, console, "Ninja build", tail, progress.failed)
-
-
-def bundle_step(
-    leg: Leg, record: LegRecord, build: Path, out: Path, toolchain: Toolchain, source: SourceTree,
-    console: Console, *, pack_cache: Path | None,
-) -> Path:
-    """Package the bundle; compressed members unchanged since the last run come from ``pack_cache``."""
-    from pipeline.bundle.make import package_bundle
-    from pipeline.util.fsutil import human_bytes
-
-    with console.status(f"{leg.name}: packaging the bundle"):
-        bundle, stats = package_bundle(
-            leg=leg, record=record, build_dir=build, out_dir=out, toolchain=toolchain,
-            tag=source.tag, commit=record.source.get("commit"), pack_cache=pack_cache,
-        )
-    record.bundle = bundle.relative_to(out).as_posix()
-    record.phases["package"] = round(stats.seconds, 3)
-    console.print(
-        f"{leg.name}: bundle {bundle} ({human_bytes(stats.bytes_out)} from {human_bytes(stats.bytes_in)}, "
-        f"{stats.reused}/{stats.members} members reused, {stats.seconds:.1f}s)",
-        highlight=False,
-    )
-    return bundle
-
-
-def check_step(leg: Leg, record: LegRecord, bundle: Path, work: Path, console: Console) -> None:
-    """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
-    (:func:`run_leg` writes the failed record)."""
-    from pipeline.bundle.check import check_built_bundle
-
-    check = check_built_bundle(bundle, leg, scratch=work / "check")
-    record.bundle_check = check.to_json()
-    console.print(f"{leg.name}: {check.summary}", highlight=False)
-    if not check.ok:
-        more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
-        raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
-
-
-def _warn(record: LegRecord, console: Console, message: str, inputs: RunInputs) -> None:
-    """A warning on record, and on screen: an annotation on GitHub Actions, a yellow line elsewhere."""
-    from pipeline.github.runner import annotate
-
-    record.warnings.append(message)
-    if inputs.in_actions:
-        annotate("warning", message, env=inputs.environ)
-    else:
-        from rich.markup import escape
-
-        console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
-
-
-def source_step(inputs: RunInputs, options: LegOptions, out: Path, work: Path, console: Console) -> SourceTree:
+def source_step(ctx: LegContext, previous: None) -> SourceTree:
     """The tree to build: ``--source``, else the run's source archive (unpacked in ``<work>/src``), else the
     source checked out under ``<out>/src``."""
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
 
+    inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
     if options.source is not None:
         check_cmake_project(options.source)
         path = options.source.resolve()
@@ -382,7 +244,7 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, work: Path, c
 
         with console.status(f"extracting {inputs.source_archive.name}"):
             # One fixed folder per leg, whatever the tag: the compile commands stay the same night to night.
-            path, manifest = unpack_source_archive(inputs.source_archive, work / "src" / ARCHIVE_ROOT)
+            path, manifest = unpack_source_archive(inputs.source_archive, ctx.work / "src" / ARCHIVE_ROOT)
         check_cmake_project(path)
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
@@ -408,6 +270,152 @@ def source_step(inputs: RunInputs, options: LegOptions, out: Path, work: Path, c
                       tag=spec.tag)
 
 
+def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
+    """The leg's toolchain; a ROCm leg takes the run's resolved build (resolved here when the run has none)."""
+    from pipeline.backends import prepare_toolchain, toolchain_request
+
+    options = ctx.options
+    request = toolchain_request(ctx.inputs, ctx.leg, rocm_path=options.rocm_path, cuda_path=options.cuda_path,
+                                vulkan_sdk=options.vulkan_sdk)
+    toolchain = prepare_toolchain(request, ctx.console)
+    ctx.record.toolchain = toolchain.to_record()
+    return Prepared(source=previous, toolchain=toolchain)
+
+
+def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
+    """The leg's ccache (settings, remote storage, compiler check) and a fresh build folder."""
+    from pipeline.ccache.compiler_check import resolve_compiler_check
+
+    source, toolchain = previous.source, previous.toolchain
+    build = ctx.work / "build"
+    config = ctx.matrix.ccache
+    check = resolve_compiler_check(config.compiler_check, toolchain)
+    ccache = setup_ccache(
+        config,
+        leg=ctx.leg.name,
+        workspace=workspace_of(source.path, build),
+        stats_log=ctx.work / "ccache-stats.log",
+        cache_dir=ctx.inputs.cache_dir or leg_cache_dir(ctx.inputs.cache_home, ctx.leg.name),
+        remote=ctx.options.remote_cache,
+        check_value=check.value if check.value != check.mode else None,
+        check_note=check.note,
+    )
+    if build.exists():
+        shutil.rmtree(build)
+    build.mkdir(parents=True)
+    for warning in ccache.remote_check.warnings if ccache.remote_check else ():
+        ctx.warn(warning)
+    if ccache.check_note:
+        render.note(ctx.console, ctx.leg.name, ccache.check_note)
+    previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
+    render.header(ctx.console, ctx.leg.name, toolchain, ccache)
+    return BuildPlan(source=source, toolchain=toolchain, ccache=ccache, build=build,
+                     previous_toolchain=previous_toolchain)
+
+
+def _build_info(plan: BuildPlan) -> list[str]:
+    """What the programs print as their build and commit: the resolution's, not git's answer in the folder."""
+    from pipeline.source.build_info import build_info_args
+
+    return build_info_args(plan.source.tag, plan.source.info.get("commit"))
+
+
+def _base_env(ctx: LegContext, plan: BuildPlan) -> dict[str, str]:
+    env = {**ctx.inputs.environ, **plan.toolchain.env, "NINJA_STATUS": NINJA_STATUS}
+    if _build_info(plan) or plan.source.outside_git:
+        # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` (and "-dirty") into libggml-base
+        # (ggml_commit()), and llama.cpp's git-vars.cmake asks git too. Above an unpacked archive git
+        # would answer for the pipeline's own checkout (the wrong project, changing with every pipeline
+        # commit); in a clone it answers for the clone, so an archive build and its `reproduce` from a
+        # clone would differ. With no repository to find, every build of the run's source says the
+        # same ("unknown" for ggml); the programs' build number and commit are the resolution's.
+        env["GIT_DIR"] = os.devnull
+    return env
+
+
+def configure_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
+    """CMake's configure, into a new ``build.log``."""
+    plan, record = previous, ctx.record
+    args = cmake_arguments(ctx.matrix, ctx.leg, plan.toolchain, plan.ccache, plan.source.path, plan.build,
+                           _build_info(plan))
+    record.cmake_args = args
+    cmd = [str(find_tool("cmake")), *args, f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}"]
+    env = {**_base_env(ctx, plan), **plan.ccache.env(with_stats_log=False)}
+    t0 = time.monotonic()
+    with ctx.log.open("w", encoding="utf-8") as log, ctx.console.status(f"{record.leg}: configuring with CMake"):
+        code, tail = run_logged(cmd, env=env, log=log)
+    record.phases["configure"] = round(time.monotonic() - t0, 3)
+    if code != 0:
+        _fail(ctx, "CMake configure", tail, [])
+    return plan
+
+
+def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
+    """Ninja through ccache, appended to ``build.log``; the record gets this run's ccache statistics, even when
+    the build fails, and the build's timings."""
+    plan, record, ccache = previous, ctx.record, previous.ccache
+    cmd = [str(find_tool("ninja")), "-C", str(plan.build)]
+    env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True)}
+    t0 = time.monotonic()
+    with ctx.log.open("a", encoding="utf-8") as log, NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
+        code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
+    record.phases["build"] = round(time.monotonic() - t0, 3)
+    stats = ccache.read_stats()
+    record.ccache = ccache.to_record(stats)
+    record.ccache["previous_toolchain"] = plan.previous_toolchain
+    if ccache.remote_check:
+        from pipeline.ccache.remote import remote_errors_warning
+
+        if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
+            ctx.warn(lost)
+    if code != 0:
+        _fail(ctx, "Ninja build", tail, progress.failed)
+    record.timings = _timings(plan.build)
+    return plan
+
+
+def bundle_step(ctx: LegContext, previous: BuildPlan) -> Path | None:
+    """Package the bundle (None with ``--no-bundle``); compressed members unchanged since the last run come
+    from the packaging cache."""
+    from pipeline.bundle.make import package_bundle
+
+    if ctx.options.no_bundle:
+        return None
+    leg, record, out = ctx.leg, ctx.record, ctx.out
+    with ctx.console.status(f"{leg.name}: packaging the bundle"):
+        bundle, stats = package_bundle(
+            leg=leg, record=record, build_dir=previous.build, out_dir=out, toolchain=previous.toolchain,
+            tag=previous.source.tag, commit=record.source.get("commit"), pack_cache=ctx.inputs.cache_home / "pack",
+        )
+    record.bundle = bundle.relative_to(out).as_posix()
+    record.phases["package"] = round(stats.seconds, 3)
+    render.bundle_line(ctx.console, leg.name, bundle, stats)
+    return bundle
+
+
+def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
+    """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
+    (:func:`run_leg` writes the failed record). Nothing to check without a bundle or with ``check_bundle`` off."""
+    from pipeline.bundle.check import check_built_bundle
+
+    bundle, leg, record = previous, ctx.leg, ctx.record
+    if bundle is None or not ctx.options.check_bundle:
+        return bundle
+    check = check_built_bundle(bundle, leg, scratch=ctx.work / "check")
+    record.bundle_check = check.to_json()
+    render.note(ctx.console, leg.name, check.summary)
+    if not check.ok:
+        more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
+        raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
+    return bundle
+
+
+# The steps in their order, each ``step(ctx, previous)`` (mypy checks every one against Step).
+STEPS: tuple[Step[Any, Any], ...] = (
+    source_step, toolchain_step, ccache_step, configure_step, build_step, bundle_step, check_step,
+)
+
+
 def _timings(build: Path) -> dict[str, object] | None:
     try:
         from pipeline.results.ninjalog import timings_for_build
@@ -416,43 +424,10 @@ def _timings(build: Path) -> dict[str, object] | None:
     return timings_for_build(build)
 
 
-def _fail(
-    record: LegRecord,
-    work: Path,
-    console: Console,
-    step: str,
-    tail: deque[str],
-    failed: list[str],
-) -> None:
+def _fail(ctx: LegContext, step: str, tail: deque[str], failed: list[str]) -> None:
     """Show the log's tail and raise BuildError naming the failed step (:func:`run_leg` writes the failed record)."""
-    console.print(f"[red]--- last {len(tail)} lines of {work / 'build.log'} ---[/]", highlight=False)
-    for line in tail:
-        console.print(line, markup=False, highlight=False)
+    render.log_tail(ctx.console, ctx.log, tail)
     what = f"{step} failed"
     if failed:
         what += f" at {failed[0]}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
-    raise BuildError(f"{record.leg}: {what}; full log: {work / 'build.log'}")
-
-
-def show_record(record: LegRecord, console: Console) -> None:
-    """The figures that end every leg run."""
-    from rich.table import Table
-
-    cc = record.ccache
-    title = f"{record.leg}: {record.status} ({record.toolchain.get('identity', '?')}, ccache {cc.get('version', '?')})"
-    table = Table(title=title, title_justify="left")
-    remote = bool(cc.get("remote"))
-    for col in ("hits", *(("remote",) if remote else ()), "direct/preproc", "misses", "uncacheable", "errors",
-                "hit rate", "wall"):
-        table.add_column(col, justify="right")
-    table.add_row(
-        str(cc.get("hits", 0)),
-        *((str(cc.get("remote_hits", 0)),) if remote else ()),
-        f"{cc.get('direct_hits', 0)}/{cc.get('preprocessed_hits', 0)}",
-        str(cc.get("misses", 0)),
-        str(cc.get("uncacheable", 0)),
-        str(cc.get("errors", 0)),
-        f"{cc.get('hit_rate', 0.0):.1%}",
-        f"{record.wall_seconds:.1f}s",
-    )
-    console.print(table)
+    raise BuildError(f"{ctx.record.leg}: {what}; full log: {ctx.log}")

@@ -131,7 +131,7 @@ class ReleasesClient(RestClient):
             # Another run (or an earlier attempt whose answer was lost) made it: never a second one.
             if _is_already_exists(resp) and (existing := self.find_release(tag)):
                 return existing
-            raise GitHubError(self.redact(f"POST {self._path(url)}: HTTP 422 creating the release for {tag}"))
+            raise GitHubError(self.hide_token(f"POST {self._path(url)}: HTTP 422 creating the release for {tag}"))
         return Release.from_api(_json_body(resp, f"POST {self._path(url)}"), where=f"POST {self._path(url)}")
 
     def publish(self, release: Release, body: str, *, prerelease: bool = False, make_latest: bool | None = None) -> Release:
@@ -178,7 +178,7 @@ class ReleasesClient(RestClient):
         if resp.status_code == 422:
             if _is_already_exists(resp):
                 raise AssetExists(f"{where}: an asset named {name} is already on the release")
-            raise GitHubError(self.redact(f"{where}: HTTP 422 uploading {name}"))
+            raise GitHubError(self.hide_token(f"{where}: HTTP 422 uploading {name}"))
         return _asset(_json_body(resp, where), where)
 
     # -- issues

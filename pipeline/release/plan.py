@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pipeline.errors import PublishError
 from pipeline.names import COMMIT_SHA
+from pipeline.util.timeutil import duration_text
 
 SUMS_NAME = "SHA256SUMS"
 # A LegResult's status when its record says none (never "success").
@@ -160,7 +161,7 @@ def check_coverage(
     return Coverage(present=tuple(present), missing=tuple(missing), allowed_missing=tuple(allowed), unexpected=unexpected)
 
 
-def run_tag(results: Sequence[LegResult]) -> str:
+def built_tag(results: Sequence[LegResult]) -> str:
     """The one llama.cpp tag every published leg built; PublishError when they differ or none says."""
     tags = {str(r.source.get("tag")) for r in results if r.source.get("tag")}
     if not tags:
@@ -181,7 +182,7 @@ def left_out(all_legs: Sequence[str], coverage: Coverage) -> tuple[str, ...]:
     return tuple(leg for leg in all_legs if leg not in present)
 
 
-def run_commit(results: Sequence[LegResult]) -> str | None:
+def built_commit(results: Sequence[LegResult]) -> str | None:
     """The one full llama.cpp commit every published leg built, or None (absent, short, or legs disagree)."""
     commits = {str(r.source.get("commit")) for r in results}
     if len(commits) != 1:
@@ -200,15 +201,6 @@ def sha256sums_text(assets: Sequence[tuple[str, str]]) -> str:
         if not _SHA256.match(digest) or "\n" in name or "/" in name:
             raise PublishError(f"{SUMS_NAME}: bad entry {name!r} {digest!r}")
     return "".join(f"{digest}  {name}\n" for name, digest in sorted(assets))
-
-
-def _duration(seconds: float) -> str:
-    total = round(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def _cell(text: str) -> str:
@@ -245,7 +237,7 @@ def release_notes(tag: str, coverage: Coverage, partial: Sequence[str] = ()) -> 
         rate = f"{r.hit_rate:.1%}" if r.hit_rate is not None else "-"
         lines.append(
             f"| {_cell(r.leg)} | `{_cell(r.bundle_name or '-')}` | {_cell(r.toolchain)} | {rate} "
-            f"| {_duration(r.wall_seconds)} | {_cell(r.check_text)} |"
+            f"| {duration_text(r.wall_seconds)} | {_cell(r.check_text)} |"
         )
     for leg, why in coverage.allowed_missing:
         lines.append(f"| {_cell(leg)} | missing | - | - | - | {_cell(why)} |")

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.report.bundle_lines import bundle_check_line
 from pipeline.results.ninjalog import CLASSES, Step, assign_lanes
 from pipeline.results.record import LegRecord
+from pipeline.util.timeutil import duration_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -178,14 +179,8 @@ def format_seconds(seconds: float | None) -> str:
     """``42s``, ``3m 05s``, ``1h 02m``; an em dash for nothing."""
     if seconds is None:
         return "—"
-    total = round(seconds)
-    if total < 60:
-        return f"{seconds:.1f}s" if seconds < 10 else f"{total}s"
-    minutes, secs = divmod(total, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
+    # Under ten seconds a tenth says something (a warm leg's link step).
+    return f"{seconds:.1f}s" if seconds < 10 else duration_text(seconds)
 
 
 def format_rate(rate: float | None) -> str:

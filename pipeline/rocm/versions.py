@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
 
-from pipeline.errors import UsageError
 from pipeline.names import (
     FAMILY_PATTERN,
     OSES,
-    ROCM_VERSION_EXAMPLE,
     ROCM_VERSION_PATTERN,
     rocm_version_date,
 )
@@ -86,24 +84,10 @@ def version_sort_key(version: str) -> tuple[int, ...]:
     return parts
 
 
-# The build date at the end of a version (ValueError if there is none).
-version_date = rocm_version_date
-
-
 def version_line(version: str) -> tuple[int, int]:
     """(major, minor): ``10.1`` and ``7.15`` are two lines published side by side."""
     key = version_sort_key(version)
     return key[1], key[2]
-
-
-def check_version(text: str, *, where: str) -> str:
-    """``text`` if it is a version, else a UsageError naming ``where`` it came from."""
-    if is_version(text):
-        return text
-    raise UsageError(
-        f"{where}: not a TheRock version: {text!r} (expected X.Y.Z + 'a' or 'rc' + YYYYMMDD, "
-        f"e.g. {ROCM_VERSION_EXAMPLE!r})"
-    )
 
 
 def parse_tarball(name: str) -> tuple[str, str, str, date] | None:

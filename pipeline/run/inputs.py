@@ -20,15 +20,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from pipeline.errors import ConfigError, UsageError
-from pipeline.names import DEFAULT_POLICY, is_safe_tag
+from pipeline.names import is_safe_tag
 from pipeline.run import settings as S
-from pipeline.run.matrix import DEFAULT_ROCM_INDEX, Matrix, load_matrix
+from pipeline.run.matrix import Matrix, load_matrix
 from pipeline.run.resolution import Resolution, load_resolution
-from pipeline.util.retry import DEFAULT_BACKOFF
 from pipeline.util.timeutil import utc_now
-
-DEFAULT_MATRIX = Path("matrix.toml")
-DEFAULT_OUT = Path("out")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +132,7 @@ def read_inputs(
     env: Mapping[str, str] = MappingProxyType(dict(os.environ if environ is None else environ))
     started = clock()
 
-    matrix_path = Path(S.pick(S.MATRIX, flag=_flag(args, S.MATRIX), environ=env, default=str(DEFAULT_MATRIX)).value)
+    matrix_path = Path(S.pick(S.MATRIX, flag=_flag(args, S.MATRIX), environ=env).value)
     if matrix is not None:
         matrix_path = matrix.path
     elif need_matrix or matrix_path.exists():
@@ -147,9 +143,9 @@ def read_inputs(
 
     policy = S.pick(S.ROCM_VERSION, flag=_flag(args, S.ROCM_VERSION), environ=env,
                     matrix=matrix.rocm.policy if matrix else None,
-                    matrix_where=f"{matrix_path} rocm.policy", default=DEFAULT_POLICY)
+                    matrix_where=f"{matrix_path} rocm.policy")
     index_url = S.pick(S.INDEX_URL, flag=_flag(args, S.INDEX_URL), environ=env,
-                       matrix=matrix.rocm.index_url if matrix else None, default=DEFAULT_ROCM_INDEX)
+                       matrix=matrix.rocm.index_url if matrix else None)
 
     tag_flag = _flag(args, S.TAG)
     if any_tag and tag_flag is not None:
@@ -174,17 +170,17 @@ def read_inputs(
         tag=tag,
         resolution=resolution,
         resolution_where=resolved.where if resolution is not None else None,
-        out=Path(S.pick(S.OUT, flag=_flag(args, S.OUT), environ=env, default=str(DEFAULT_OUT)).value),
+        out=Path(S.pick(S.OUT, flag=_flag(args, S.OUT), environ=env).value),
         cache_dir=Path(cache_dir) if cache_dir else None,
         source_archive=Path(source_archive) if source_archive else None,
         cache_home=cache_home,
         download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
-        git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env, default=S.DEFAULT_GIT_URL_TEMPLATE).value,
-        http_backoff=S.pick(S.HTTP_BACKOFF, environ=env, default=DEFAULT_BACKOFF).value,
-        http_retry_budget=S.pick(S.HTTP_RETRY_BUDGET, environ=env, default=S.DEFAULT_RETRY_BUDGET).value,
-        wait_lock=S.pick(S.WAIT_LOCK, flag=_flag(args, S.WAIT_LOCK), environ=env, default=0.0).value,
-        heartbeat=S.pick(S.HEARTBEAT, environ=env, default=S.DEFAULT_HEARTBEAT).value,
+        git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env).value,
+        http_backoff=S.pick(S.HTTP_BACKOFF, environ=env).value,
+        http_retry_budget=S.pick(S.HTTP_RETRY_BUDGET, environ=env).value,
+        wait_lock=S.pick(S.WAIT_LOCK, flag=_flag(args, S.WAIT_LOCK), environ=env).value,
+        heartbeat=S.pick(S.HEARTBEAT, environ=env).value,
         origins=MappingProxyType({
             S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
             S.ROCM_VERSION.name: policy.where,

@@ -36,14 +36,12 @@ from pipeline.names import (
     url_problem,
 )
 from pipeline.run.pins import ToolchainPins, parse_toolchain_pins
-
-DEFAULT_MATRIX = "matrix.toml"
+from pipeline.run.settings import DEFAULT_ROCM_INDEX, MATRIX
 
 # "toolchain": a string: check for toolchains installed from a verified archive (pipeline.ccache.compiler_check).
 COMPILER_CHECKS = ("content", "mtime", "toolchain")
 
 DEFAULT_SOURCE_REPO = "https://github.com/ggml-org/llama.cpp"
-DEFAULT_ROCM_INDEX = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
 
 _SIZE = re.compile(r"^\d+(?:\.\d+)?\s*[KMGT]i?B?$|^\d+$", re.IGNORECASE)
 
@@ -156,8 +154,6 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
     Which file is the run's is decided once, with the run's inputs (see
     :mod:`pipeline.run.settings`).
     """
-    from pipeline.run.settings import MATRIX
-
     p = Path(path)
     try:
         raw = p.read_bytes()

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.names import url_problem
+from pipeline.names import OSES, url_problem
 
-OSES = ("linux", "windows")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # A PyPI project name (PEP 508) and an exact version: nothing pip could widen.
 _WHEEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")

@@ -18,10 +18,18 @@ import argparse
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.names import ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy, url_problem
+from pipeline.names import (
+    DEFAULT_BACKOFF,
+    DEFAULT_POLICY,
+    ROCM_VERSION_EXAMPLE,
+    UPSTREAM_TAG,
+    parse_policy,
+    url_problem,
+)
 
 Parse = Callable[[str, str], Any]
 
@@ -40,10 +48,26 @@ class Setting:
     matrix_key: str | None = None
     # (text, where) -> value; raises UsageError naming ``where``.
     parse: Parse
-    # What applies when nothing sets it (documentation; the value comes from the caller).
-    default: str
     help: str
+    # The value when nothing sets it, of the type ``parse`` returns (None: unset).
+    default: Any = None
+    # How the default reads in --help and the README, when the value alone does not say it: a default
+    # computed from other inputs (the clock, the cache home) or what an unset value means.
+    default_shown: str | None = None
     metavar: str | None = None
+
+    @property
+    def default_display(self) -> str:
+        """The default as --help and the README show it."""
+        if self.default_shown is not None:
+            return self.default_shown
+        if self.default is None:
+            return "none"
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        if isinstance(self.default, float):
+            return f"{self.default:g}"
+        return str(self.default)
 
     @property
     def env_var(self) -> str:
@@ -89,24 +113,25 @@ def parse_run_tag(text: str, where: str) -> str:
     return text
 
 
-def parse_backoff(text: str, where: str) -> float:
+def _parse_amount(text: str, where: str, *, unit: str, limit: float, zero: bool) -> float:
+    """A finite number up to ``limit`` of ``unit``, from 0 (``zero``) or above it; UsageError naming ``where``."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not math.isfinite(value) or not 0 <= value <= MAX_BACKOFF:
-        raise UsageError(f"{where}: expected seconds between 0 and {MAX_BACKOFF:g}, got {text!r}")
+    above_floor = value >= 0 if zero else value > 0
+    if not math.isfinite(value) or not above_floor or value > limit:
+        span = f"between 0 and {limit:g}" if zero else f"above 0 and up to {limit:g}"
+        raise UsageError(f"{where}: expected {unit} {span}, got {text!r}")
     return value
 
 
 def _parse_seconds(text: str, where: str, limit: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or not 0 <= value <= limit:
-        raise UsageError(f"{where}: expected seconds between 0 and {limit:g}, got {text!r}")
-    return value
+    return _parse_amount(text, where, unit="seconds", limit=limit, zero=True)
+
+
+def parse_backoff(text: str, where: str) -> float:
+    return _parse_seconds(text, where, MAX_BACKOFF)
 
 
 def parse_wait(text: str, where: str) -> float:
@@ -122,23 +147,11 @@ def parse_heartbeat(text: str, where: str) -> float:
 
 
 def parse_days(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or not 0 < value <= MAX_CACHE_DAYS:
-        raise UsageError(f"{where}: expected days above 0 and up to {MAX_CACHE_DAYS:g}, got {text!r}")
-    return value
+    return _parse_amount(text, where, unit="days", limit=MAX_CACHE_DAYS, zero=False)
 
 
 def parse_gigabytes(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or not 0 < value <= MAX_CACHE_GB:
-        raise UsageError(f"{where}: expected gigabytes above 0 and up to {MAX_CACHE_GB:g}, got {text!r}")
-    return value
+    return _parse_amount(text, where, unit="gigabytes", limit=MAX_CACHE_GB, zero=False)
 
 
 def parse_legs(text: str, where: str) -> tuple[str, ...]:
@@ -146,6 +159,10 @@ def parse_legs(text: str, where: str) -> tuple[str, ...]:
 
 
 MAX_BACKOFF = 60.0
+# TheRock's public index (matrix.toml's rocm.index_url when the file does not set it).
+DEFAULT_ROCM_INDEX = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
+# The public GitHub REST API.
+DEFAULT_API_URL = "https://api.github.com"
 # Where a mix pin's ``owner/name`` repository is fetched from, unless the setting says otherwise.
 DEFAULT_GIT_URL_TEMPLATE = "https://github.com/{repo}"
 # A day: longer than any build, short enough that a typo does not wait forever.
@@ -168,71 +185,71 @@ DEFAULT_HEARTBEAT = 60.0
 
 MATRIX = Setting(
     name="matrix", flag="--matrix", env=("PIPELINE_MATRIX",), parse=parse_text, metavar="PATH",
-    default="./matrix.toml", help="the matrix file",
+    default="matrix.toml", help="the matrix file",
 )
 NOW = Setting(
     name="now", flag="--now", env=("PIPELINE_NOW",), parse=parse_moment_text, metavar="ISO",
-    default="the clock", help="the run's moment, ISO-8601 (naive is UTC); a past moment replays that run",
+    default_shown="the clock", help="the run's moment, ISO-8601 (naive is UTC); a past moment replays that run",
 )
 ROCM_VERSION = Setting(
     name="rocm_version", flag="--rocm-version", env=("PIPELINE_ROCM_VERSION",), matrix_key="rocm.policy",
-    parse=parse_policy_text, metavar="POLICY", default="weekly-stable",
+    parse=parse_policy_text, metavar="POLICY", default=DEFAULT_POLICY,
     help=f"ROCm toolchain policy: weekly-stable, weekly, latest or a version like {ROCM_VERSION_EXAMPLE}",
 )
 INDEX_URL = Setting(
     name="index_url", flag="--index-url", env=("PIPELINE_ROCM_INDEX_URL",), matrix_key="rocm.index_url",
-    parse=parse_url, metavar="URL", default="TheRock's public index",
+    parse=parse_url, metavar="URL", default=DEFAULT_ROCM_INDEX,
     help="TheRock index (HTML or S3 XML listing)",
 )
 TAG = Setting(
     name="tag", flag="--tag", env=("PIPELINE_TAG",), matrix_key="source.tag", parse=parse_run_tag,
-    metavar="TAG", default="latest", help="llama.cpp tag of the run: b<digits> or latest",
+    metavar="TAG", default_shown="latest", help="llama.cpp tag of the run: b<digits> or latest",
 )
 RESOLVED = Setting(
     name="resolved", flag="--resolved", env=("PIPELINE_RESOLVED",), parse=parse_text, metavar="PATH_OR_JSON",
-    default="none (resolve now)", help="the run's resolution from `resolve`: a file or inline JSON",
+    default_shown="none (resolve now)", help="the run's resolution from `resolve`: a file or inline JSON",
 )
 SOURCE_ARCHIVE = Setting(
     name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE",), parse=parse_text, metavar="PATH",
-    default="none (check out the source)",
+    default_shown="none (check out the source)",
     help="the run's source archive from `source` (its manifest beside it): legs extract it instead of cloning",
 )
 OUT = Setting(
     name="out", flag="--out", env=("PIPELINE_OUT",), parse=parse_text, metavar="DIR",
-    default="out", help="output folder: records, bundles, the resolution, reports",
+    default=Path("out"), help="output folder: records, bundles, the resolution, reports",
 )
 CACHE_DIR = Setting(
     name="cache_dir", flag="--cache-dir", env=("CCACHE_DIR",), parse=parse_text, metavar="DIR",
-    default="<cache home>/ccache/<leg>", help="the leg's ccache directory",
+    default_shown="<cache home>/ccache/<leg>", help="the leg's ccache directory",
 )
 REMOTE_CACHE = Setting(
     name="remote_cache", flag="--remote-cache", matrix_key="ccache.remote", parse=lambda t, w: t.strip(),
-    metavar="URL", default="none", help='ccache remote storage (redis:// or http://; "" turns it off)',
+    metavar="URL", help='ccache remote storage (redis:// or http://; "" turns it off)',
 )
 LEGS = Setting(
     name="legs", flag="--legs", env=("PIPELINE_LEGS",), parse=parse_legs, metavar="LEGS",
-    default="every leg", help="the legs of the run (names separated by spaces or commas)",
+    default=(), default_shown="every leg", help="the legs of the run (names separated by spaces or commas)",
 )
 CACHE_HOME = Setting(
     name="cache_home", env=("PIPELINE_CACHE_HOME",), parse=parse_text,
-    default="~/.cache/llama-pipeline", help="where every pipeline cache lives",
+    default_shown="~/.cache/llama-pipeline", help="where every pipeline cache lives",
 )
 DOWNLOAD_CACHE = Setting(
     name="download_cache", env=("PIPELINE_DOWNLOAD_CACHE",), parse=parse_text,
-    default="<cache home>/downloads", help="downloaded toolchain archives",
+    default_shown="<cache home>/downloads", help="downloaded toolchain archives",
 )
 TOOLCHAIN_DIR = Setting(
     name="toolchain_dir", env=("PIPELINE_TOOLCHAIN_DIR",), parse=parse_text,
-    default="<cache home>/toolchains", help="installed toolchains",
+    default_shown="<cache home>/toolchains", help="installed toolchains",
 )
 CACHE_MAX_AGE = Setting(
     name="cache_max_age", flag="--max-age", env=("PIPELINE_CACHE_MAX_AGE_DAYS",), parse=parse_days,
-    metavar="DAYS", default=f"{DEFAULT_CACHE_MAX_AGE_DAYS:g}",
+    metavar="DAYS", default=DEFAULT_CACHE_MAX_AGE_DAYS,
     help="prune --local: remove downloads, toolchains and packaging-cache entries unused for this many days",
 )
 CACHE_MAX_SIZE = Setting(
     name="cache_max_size", flag="--max-size", env=("PIPELINE_CACHE_MAX_GB",), parse=parse_gigabytes,
-    metavar="GB", default=f"{DEFAULT_CACHE_MAX_GB:g}",
+    metavar="GB", default=DEFAULT_CACHE_MAX_GB,
     help="prune --local: most gigabytes each of those three caches keeps (least recently used removed first)",
 )
 GIT_URL_TEMPLATE = Setting(
@@ -241,45 +258,45 @@ GIT_URL_TEMPLATE = Setting(
 )
 HTTP_BACKOFF = Setting(
     name="http_backoff", env=("PIPELINE_HTTP_BACKOFF",), parse=parse_backoff,
-    default="1", help="first retry wait of every HTTP client, seconds (doubles each retry)",
+    default=DEFAULT_BACKOFF, help="first retry wait of every HTTP client, seconds (doubles each retry)",
 )
 GITHUB_TOKEN = Setting(
     name="github_token", env=("GITHUB_TOKEN", "GH_TOKEN"), parse=parse_text,
-    default="none", help="GitHub API token (prune)",
+    help="GitHub API token (prune)",
 )
 GITHUB_REPOSITORY = Setting(
     name="repo", flag="--repo", env=("GITHUB_REPOSITORY",), parse=parse_text, metavar="OWNER/NAME",
-    default="none", help="the GitHub repository",
+    help="the GitHub repository",
 )
 GITHUB_API_URL = Setting(
     name="api_url", flag="--api-url", env=("GITHUB_API_URL",), parse=parse_url, metavar="URL",
-    default="https://api.github.com", help="GitHub REST API root (GitHub Enterprise, tests)",
+    default=DEFAULT_API_URL, help="GitHub REST API root (GitHub Enterprise, tests)",
 )
 
 NIGHTLY_STATUS = Setting(
     name="status", flag="--status", env=("PIPELINE_NIGHTLY_STATUS",), parse=parse_text, metavar="STATUS",
-    default="none", help="how the nightly ended: success or failure (alert)",
+    help="how the nightly ended: success or failure (alert)",
 )
 FORCE = Setting(
     name="force", env=("PIPELINE_FORCE",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
-    default="false", help="build even when the release for the tag exists (release-exists --force)",
+    default=False, help="build even when the release for the tag exists (release-exists --force)",
 )
 WAIT_LOCK = Setting(
     name="wait_lock", flag="--wait-lock", env=("PIPELINE_WAIT_LOCK",), parse=parse_wait, metavar="SECONDS",
-    default="0 (fail at once)",
+    default=0.0, default_shown="0 (fail at once)",
     help="how long to wait for another run holding the leg's output folder or a toolchain install",
 )
 HEARTBEAT = Setting(
     name="heartbeat", env=("PIPELINE_HEARTBEAT",), parse=parse_heartbeat, metavar="SECONDS",
-    default="60", help="in a CI log, a 'still building' line after this many seconds without a finished step (0: none)",
+    default=DEFAULT_HEARTBEAT, help="in a CI log, a 'still building' line after this many seconds without a finished step (0: none)",
 )
 DEBUG = Setting(
     name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
-    default="false", help="show the traceback behind an error line (the one-line message stays)",
+    default=False, help="show the traceback behind an error line (the one-line message stays)",
 )
 HTTP_RETRY_BUDGET = Setting(
     name="http_retry_budget", env=("PIPELINE_HTTP_RETRY_BUDGET",), parse=parse_budget,
-    default="300", help="most seconds one HTTP request spends waiting between its retries",
+    default=DEFAULT_RETRY_BUDGET, help="most seconds one HTTP request spends waiting between its retries",
 )
 
 SETTINGS: tuple[Setting, ...] = (
@@ -291,7 +308,6 @@ SETTINGS: tuple[Setting, ...] = (
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.
 GITHUB_ACTIONS = "GITHUB_ACTIONS"
 GITHUB_OUTPUT = "GITHUB_OUTPUT"
-GITHUB_ENV = "GITHUB_ENV"
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
 CC, CXX = "CC", "CXX"
@@ -304,6 +320,10 @@ PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"
 
 # --------------------------------------------------------------------------
 # The one precedence rule
+
+
+# pick's "no default given": the setting's own applies (None is a default of its own).
+_OWN_DEFAULT: Any = object()
 
 
 @dataclass(frozen=True)
@@ -321,12 +341,14 @@ def pick(
     environ: Mapping[str, str],
     matrix: Any = None,
     matrix_where: str | None = None,
-    default: Any = None,
+    default: Any = _OWN_DEFAULT,
 ) -> Picked:
-    """Flag, then environment, then matrix.toml, then ``default``; text values are parsed and checked.
+    """Flag, then environment, then matrix.toml, then the setting's default; text values are parsed and checked.
 
     An empty flag or variable counts as not given. ``matrix`` is the already
     validated matrix.toml value (None when the file does not set it).
+    ``default``: only for a default that depends on other inputs (the cache
+    home); otherwise the setting's own.
     """
     if flag is not None and flag.strip() and setting.flag:
         return Picked(setting.parse(flag, setting.flag), setting.flag)
@@ -336,7 +358,7 @@ def pick(
             return Picked(setting.parse(text, var), var)
     if matrix is not None:
         return Picked(matrix, matrix_where or f"matrix.toml {setting.matrix_key}")
-    return Picked(default, "default")
+    return Picked(setting.default if default is _OWN_DEFAULT else default, "default")
 
 
 def add_flag(parser: argparse.ArgumentParser, setting: Setting, *, help: str | None = None, **kwargs: Any) -> None:
@@ -355,7 +377,7 @@ def default_text(setting: Setting) -> str:
     parts = [f"${var}" for var in setting.env]
     if setting.matrix_key:
         parts.append(f"matrix.toml's {setting.matrix_key}")
-    parts.append(setting.default)
+    parts.append(setting.default_display)
     return ", else ".join(parts)
 
 
@@ -366,6 +388,6 @@ def markdown_table() -> str:
         env = ", ".join(f"`{v}`" for v in s.env) or "-"
         rows.append(
             f"| {s.help} | {f'`{s.flag}`' if s.flag else '-'} | {env} | "
-            f"{f'`{s.matrix_key}`' if s.matrix_key else '-'} | {s.default} |"
+            f"{f'`{s.matrix_key}`' if s.matrix_key else '-'} | {s.default_display} |"
         )
     return "\n".join(rows) + "\n"

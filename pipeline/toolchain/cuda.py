@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.run.matrix import Leg
+from pipeline.run.settings import CUDA_PATH
 from pipeline.toolchain.base import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host import host_toolchain
 
@@ -21,7 +22,7 @@ def nvcc_candidates(env: Mapping[str, str], *, windows: bool = os.name == "nt") 
     """Where nvcc is looked for, in order: ``$CUDA_PATH/bin``, ``/usr/local/cuda/bin``, PATH."""
     name = "nvcc.exe" if windows else "nvcc"
     found: list[Path] = []
-    if cuda_path := env.get("CUDA_PATH"):
+    if cuda_path := env.get(CUDA_PATH):
         found.append(Path(cuda_path) / "bin" / name)
     if not windows:
         found.append(DEFAULT_CUDA_ROOT / "bin" / name)

@@ -126,13 +126,6 @@ def find_device_lib_dir(root: Path, clang_dir: Path) -> Path | None:
     return None
 
 
-def find_layout(root: Path, os_name: str) -> RocmLayout:
-    """Discover clang and the device libraries of the install at ``root``."""
-    if not root.is_dir():
-        raise ToolchainError(f"{root}: ROCm install not found (no such directory)")
-    return layout_of(root, find_clang_dir(root, os_name), os_name)
-
-
 def layout_of(root: Path, clang_dir: Path, os_name: str) -> RocmLayout:
     """The layout of an install whose clang folder is known, in ``os_name``'s path flavour."""
     device_libs = find_device_lib_dir(root, clang_dir)

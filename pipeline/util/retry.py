@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import TypeVar
 
-DEFAULT_BACKOFF = 1.0
+from pipeline.names import DEFAULT_BACKOFF as DEFAULT_BACKOFF
 
 _T = TypeVar("_T")
 

@@ -48,3 +48,18 @@ def parse_now(text: str, *, where: str = "--now") -> datetime:
 def format_utc(moment: datetime) -> str:
     """``2026-08-07T12:00:00Z`` (microseconds kept when there are any)."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def hours_minutes_seconds(total: int) -> tuple[int, int, int]:
+    """Whole seconds as (hours, minutes, seconds)."""
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return hours, minutes, secs
+
+
+def duration_text(seconds: float) -> str:
+    """``42s``, ``3m 05s``, ``1h 02m``: a duration as the release notes and the report show it."""
+    hours, minutes, secs = hours_minutes_seconds(round(seconds))
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"

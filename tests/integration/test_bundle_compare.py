@@ -22,7 +22,7 @@ import pytest
 from rich.console import Console
 
 from pipeline.bundle.compare import compare
-from pipeline.bundle.make import make_bundle, read_manifest
+from pipeline.bundle.make import read_manifest
 from pipeline.leg.options import LegOptions
 from pipeline.leg.run import run_leg
 from pipeline.results.record import LegRecord
@@ -31,6 +31,7 @@ from pipeline.run.resolution import SourceSpec
 from pipeline.source.checkout import checkout_source, resolve_source
 from pipeline.toolchain.host import host_toolchain
 from tests.integration.conftest import run_pipeline
+from tests.support.bundles import make_bundle
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 from tests.support.inputs import leg_inputs
 
@@ -43,11 +44,16 @@ COMPILATIONS = 3
 CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.16)
 project(mixdemo C CXX)
-find_package(Git REQUIRED)
-# As llama.cpp's build-info: the commit's short SHA compiled into the library.
-execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --short HEAD
-                WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
-                OUTPUT_VARIABLE BUILD_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE)
+# As llama.cpp's build-info: the commit's short SHA compiled into the library, LLAMA_BUILD_COMMIT
+# when the builder defines it (llama.cpp's CMakeLists.txt: if (NOT DEFINED LLAMA_BUILD_COMMIT)), else git's.
+if(DEFINED LLAMA_BUILD_COMMIT)
+    set(BUILD_COMMIT ${LLAMA_BUILD_COMMIT})
+else()
+    find_package(Git REQUIRED)
+    execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --short HEAD
+                    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+                    OUTPUT_VARIABLE BUILD_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE)
+endif()
 configure_file(build-info.cpp.in ${CMAKE_BINARY_DIR}/build-info.cpp @ONLY)
 set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

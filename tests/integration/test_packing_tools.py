@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.archives.deterministic import package_folder
+from tests.support.archives import package_folder
 
 pytestmark = pytest.mark.integration
 

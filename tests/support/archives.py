@@ -8,6 +8,9 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from pipeline.archives import packing
+from pipeline.archives.deterministic import Entry, write_tar_gz, write_zip
+
 
 def tar_file(name: str, data: bytes = b"x", mode: int = 0o644, mtime: int = 1_600_000_000) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
@@ -78,3 +81,27 @@ def therock_members(prefix: str = "./") -> list[tuple[tarfile.TarInfo, bytes | N
         tar_file(f"{prefix}lib/llvm/lib/clang/20/include/stddef.h", b"/* stddef */"),
         tar_symlink(f"{prefix}bin/amdclang", "../lib/llvm/bin/clang"),
     ]
+
+
+def folder_entries(folder: Path, *, symlinks: bool = True) -> list[Entry]:
+    """Every file and symlink under ``folder`` as entries (modes 0755 for executables, else 0644)."""
+    entries = []
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        if symlinks and path.is_symlink():
+            entries.append(Entry(name=name, link=str(path.readlink()), mode=0o777))
+        elif path.is_file():
+            executable = bool(path.stat().st_mode & 0o111)
+            entries.append(Entry(name=name, path=path, mode=0o755 if executable else 0o644))
+    return entries
+
+
+def package_folder(
+    folder: Path, target: Path, *, cache: Path | None = None, level: int = packing.DEFAULT_LEVEL,
+    workers: int | None = None,
+) -> packing.PackStats:
+    """Package ``folder`` as the bundles are (``.zip`` when ``target`` ends so, else ``.tar.gz``)."""
+    zipped = target.name.endswith(".zip")
+    entries = folder_entries(folder, symlinks=not zipped)
+    write = write_zip if zipped else write_tar_gz
+    return write(target, entries, cache=cache, level=level, workers=workers)

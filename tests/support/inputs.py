@@ -66,8 +66,8 @@ def prepare_leg_toolchain(matrix: Matrix, leg: str, console: Any, *, now: dateti
     """The toolchain a `build LEG` run prepares (resolving a ROCm leg first), in this process's environment."""
     import os
 
-    from pipeline.leg.options import LegOptions
-    from pipeline.leg.run import toolchain_step
+    from pipeline.backends import prepare_toolchain, toolchain_request
 
     inputs = make_inputs(matrix, now=now, environ=dict(os.environ), **flags)
-    return toolchain_step(inputs, matrix.leg(leg), LegOptions(), console)
+    # What pipeline.leg.run.toolchain_step asks for a leg without --rocm-path/--cuda-path/--vulkan-sdk.
+    return prepare_toolchain(toolchain_request(inputs, matrix.leg(leg)), console)

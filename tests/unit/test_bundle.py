@@ -18,7 +18,6 @@ from pipeline.bundle.compare import compare
 from pipeline.bundle.make import (
     bundle_name,
     is_payload,
-    make_bundle,
     portable_cmake_args,
     portable_text,
     read_manifest,
@@ -27,6 +26,7 @@ from pipeline.errors import BundleError
 from pipeline.results.record import LegRecord
 from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain
+from tests.support.bundles import make_bundle
 
 CPU = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-24.04")
 ROCM_WIN = Leg(

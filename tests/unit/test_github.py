@@ -30,16 +30,13 @@ def test_set_output_writes_multiline_values_safely(tmp_path: Path) -> None:
 def test_outside_actions_nothing_is_written(tmp_path: Path) -> None:
     assert runner.set_output("x", "1", env={}) is False
     assert runner.append_summary("# hi", env={}) is False
-    assert runner.export_env("X", "1", env={}) is False
     assert list(tmp_path.iterdir()) == []
 
 
 def test_bad_names_are_refused(tmp_path: Path) -> None:
-    env = {"GITHUB_OUTPUT": str(tmp_path / "o"), "GITHUB_ENV": str(tmp_path / "e")}
+    env = {"GITHUB_OUTPUT": str(tmp_path / "o")}
     with pytest.raises(UsageError):
         runner.set_output("a\nb", "1", env=env)
-    with pytest.raises(UsageError):
-        runner.export_env("A-B", "1", env=env)
 
 
 def test_format_file_command_refuses_its_delimiter_in_the_value() -> None:
@@ -47,10 +44,8 @@ def test_format_file_command_refuses_its_delimiter_in_the_value() -> None:
         runner.format_file_command("x", "a DELIM b", "DELIM")
 
 
-def test_export_env_and_summary_append(tmp_path: Path) -> None:
-    env = {"GITHUB_ENV": str(tmp_path / "env"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
-    runner.export_env("CCACHE_DIR", "/tmp/cc", env=env)
-    assert read_file_commands(tmp_path / "env") == {"CCACHE_DIR": "/tmp/cc"}
+def test_summary_append(tmp_path: Path) -> None:
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
     runner.append_summary("### one", env=env)
     runner.append_summary("two\n", env=env)
     assert (tmp_path / "summary.md").read_text() == "### one\ntwo\n"

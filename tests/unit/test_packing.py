@@ -20,13 +20,12 @@ from hypothesis import strategies as st
 from pipeline.archives.deterministic import (
     Entry,
     _tar_info,
-    folder_entries,
-    package_folder,
     write_tar_gz,
     write_zip,
 )
 from pipeline.archives.packing import MEMBER_MIN, PackCache
 from pipeline.archives.zipwriter import ZipWriter
+from tests.support.archives import folder_entries, package_folder
 
 
 def _payload(root: Path, seed: int = 1) -> Path:

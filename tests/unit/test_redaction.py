@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.ccache.remote import redact as redact_remote
+from pipeline.ccache.remote import redact_url as redact_remote
 from pipeline.github.rest import RestClient, redact_token
 from pipeline.guard.redaction import MASK, redact, redact_command, redact_url, secrets_in
 
@@ -46,7 +46,7 @@ def test_github_redaction_is_the_shared_rule() -> None:
     text = f"POST https://u:p@api.local/x: 403 ({TOKEN})"
     assert redact_token(text, TOKEN) == "POST https://***@api.local/x: 403 (***)"
     client = RestClient("o/r", TOKEN, api_url="http://127.0.0.1:1")
-    assert TOKEN not in client.redact(f"echo {TOKEN}")
+    assert TOKEN not in client.hide_token(f"echo {TOKEN}")
     assert TOKEN not in repr(client)
 
 

@@ -11,12 +11,12 @@ from pipeline.errors import PublishError
 from pipeline.release.plan import (
     LocalAsset,
     RemoteAsset,
+    built_tag,
     check_coverage,
     leg_result,
     parse_digest,
     plan_uploads,
     release_notes,
-    run_tag,
     sha256sums_text,
 )
 
@@ -84,14 +84,14 @@ def test_a_failed_bundle_check_blocks_and_a_missing_one_is_not_checked() -> None
     assert leg_result(record("x", bundle_check={"ok": True}), where="x").check_text == "passed"
 
 
-def test_run_tag_is_the_one_tag_of_the_records() -> None:
+def test_built_tag_is_the_one_tag_of_the_records() -> None:
     res = results(record("cpu"), record("cuda"))
-    assert run_tag(list(res.values())) == "b7000-mix-abcdef0"
+    assert built_tag(list(res.values())) == "b7000-mix-abcdef0"
     other = leg_result(record("vulkan", source={"tag": "b7001"}), where="v")
     with pytest.raises(PublishError, match="different tags"):
-        run_tag([*res.values(), other])
+        built_tag([*res.values(), other])
     with pytest.raises(PublishError, match="--tag"):
-        run_tag([leg_result(record("cpu", source={}), where="c")])
+        built_tag([leg_result(record("cpu", source={}), where="c")])
 
 
 def test_sha256sums_is_what_sha256sum_writes() -> None:
@@ -177,8 +177,8 @@ def test_parse_digest() -> None:
     assert parse_digest(None) is None
 
 
-def test_left_out_names_the_matrix_legs_without_a_bundle_and_run_commit_wants_one_full_sha() -> None:
-    from pipeline.release.plan import Coverage, LegResult, left_out, run_commit
+def test_left_out_names_the_matrix_legs_without_a_bundle_and_built_commit_wants_one_full_sha() -> None:
+    from pipeline.release.plan import Coverage, LegResult, built_commit, left_out
 
     def leg(name: str, commit: str) -> LegResult:
         return LegResult(leg=name, status="success", bundle=f"dist/{name}.tar.gz", toolchain="t", hit_rate=None,
@@ -188,6 +188,6 @@ def test_left_out_names_the_matrix_legs_without_a_bundle_and_run_commit_wants_on
     cov = Coverage(present=(leg("cpu", full),), missing=(), allowed_missing=(("cuda", "the leg failed"),), unexpected=())
     assert left_out(["rocm", "cuda", "cpu"], cov) == ("rocm", "cuda")
     assert left_out(["cpu"], cov) == ()
-    assert run_commit([leg("cpu", full), leg("cuda", full)]) == full
-    assert run_commit([leg("cpu", full), leg("cuda", "cd" * 20)]) is None  # legs disagree
-    assert run_commit([leg("cpu", full[:7])]) is None  # GitHub takes full SHAs only
+    assert built_commit([leg("cpu", full), leg("cuda", full)]) == full
+    assert built_commit([leg("cpu", full), leg("cuda", "cd" * 20)]) is None  # legs disagree
+    assert built_commit([leg("cpu", full[:7])]) is None  # GitHub takes full SHAs only

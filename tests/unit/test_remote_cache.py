@@ -12,8 +12,8 @@ from pipeline.ccache.remote import (
     RemoteBackend,
     check_remote,
     parse_remote,
-    redact,
     redact_spec,
+    redact_url,
     remote_errors_warning,
     unreachable_warning,
 )
@@ -98,9 +98,9 @@ def test_errors_never_show_the_password() -> None:
 
 
 def test_redact() -> None:
-    assert redact("redis://:pw@h:6379/0") == "redis://***@h:6379/0"
-    assert redact("http://user:pw@h/cache") == "http://***@h/cache"
-    assert redact("redis://h:6379") == "redis://h:6379"
+    assert redact_url("redis://:pw@h:6379/0") == "redis://***@h:6379/0"
+    assert redact_url("http://user:pw@h/cache") == "http://***@h/cache"
+    assert redact_url("redis://h:6379") == "redis://h:6379"
 
 
 def test_redact_spec_keeps_properties() -> None:
@@ -114,7 +114,7 @@ def test_redact_spec_keeps_properties() -> None:
 )
 def test_redact_never_leaks_a_password(user: str, password: str) -> None:
     url = f"redis://{user}:{password}@cache.lan:6379/1"
-    shown = redact(url)
+    shown = redact_url(url)
     assume(password not in "redis://***@cache.lan:6379/1")
     assert password not in shown
     assert shown.endswith("@cache.lan:6379/1")

@@ -217,12 +217,12 @@ def test_resolution_round_trips_through_a_file_and_inline_json(tmp_path: Path) -
         # The one URL rule: a malformed IPv6 host is refused when the file is read, never at download.
         (json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {
             "version": "10.1.0a20260808", "policy": "weekly", "file": "f.tar.gz", "os": "linux", "family": "gfx1151",
-            "url": "http://[::1/f.tar.gz"}}}), r"\.legs\.a\.url: malformed URL 'http://\[::1/f\.tar\.gz'"),
+            "url": "http://[::1/f.tar.gz"}}}), r"\.legs\.a\.url: expected a well-formed URL .*, got 'http://\[::1/f\.tar\.gz'"),
         (json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {
             "version": "10.1.0a20260808", "policy": "weekly", "file": "f.tar.gz", "os": "linux", "family": "gfx1151",
-            "url": "http://h/f.tar.gz", "sha256_url": "https://[x/f.sha256sum"}}}), r"\.legs\.a\.sha256_url: malformed URL"),
+            "url": "http://h/f.tar.gz", "sha256_url": "https://[x/f.sha256sum"}}}), r"\.legs\.a\.sha256_url: expected a well-formed URL"),
         ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}, "index_url": "http://[::1"}',
-         r"\.index_url: malformed URL"),
+         r"\.index_url: expected a well-formed URL"),
     ],
 )
 def test_bad_resolutions(value: str, message: str) -> None:

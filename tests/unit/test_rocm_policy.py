@@ -11,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import ResolutionError, UsageError
+from pipeline.names import rocm_version_date as version_date
 from pipeline.rocm.policy import (
     DEFAULT_POLICY,
     POLICIES,
@@ -24,7 +25,7 @@ from pipeline.rocm.policy import (
     week_start_moment,
     weekly_cutoff,
 )
-from pipeline.rocm.versions import RocmBuild, tarball_name, version_date
+from pipeline.rocm.versions import RocmBuild, tarball_name
 
 SF = ZoneInfo("America/Los_Angeles")
 SATURDAY, SUNDAY = 5, 6

@@ -8,13 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.errors import UsageError
 from pipeline.names import is_family
+from pipeline.names import rocm_version_date as version_date
 from pipeline.rocm.versions import (
-    check_version,
     parse_tarball_name,
     tarball_name,
-    version_date,
     version_line,
     version_sort_key,
 )
@@ -79,8 +77,6 @@ def test_version_parts() -> None:
 def test_non_versions_are_rejected(bad: str) -> None:
     with pytest.raises(ValueError):
         version_sort_key(bad)
-    with pytest.raises(UsageError, match="--rocm-version: not a TheRock version"):
-        check_version(bad, where="--rocm-version")
 
 
 def test_family_names() -> None:

@@ -156,3 +156,49 @@ def test_only_the_inputs_module_reads_the_environment_and_the_clock() -> None:
             readers.append(rel)
     # inputs builds the run's inputs; cli reports an error before they exist; timeutil defines utc_now.
     assert readers == ["pipeline/cli.py", "pipeline/run/inputs.py", "pipeline/util/timeutil.py"]
+
+
+def test_defaults_are_the_values_the_run_uses() -> None:
+    """With nothing set, each setting picks its own typed default (the README's documented ones)."""
+    from pathlib import Path
+
+    unset = {s.name: S.pick(s, environ={}).value for s in S.SETTINGS}
+    assert unset["matrix"] == "matrix.toml"
+    assert unset["out"] == Path("out")
+    assert unset["rocm_version"] == "weekly-stable"
+    assert unset["index_url"] == "https://rocm.nightlies.amd.com/tarball-multi-arch/"
+    assert unset["api_url"] == "https://api.github.com"
+    assert unset["http_backoff"] == 1.0
+    assert unset["http_retry_budget"] == 300.0
+    assert unset["wait_lock"] == 0.0
+    assert unset["force"] is False and unset["debug"] is False
+    assert unset["legs"] == ()
+    assert unset["tag"] is None and unset["resolved"] is None and unset["repo"] is None
+
+
+def test_a_default_reads_as_its_value_unless_it_is_computed() -> None:
+    assert S.HTTP_BACKOFF.default_display == "1"
+    assert S.FORCE.default_display == "false"
+    assert S.GITHUB_TOKEN.default_display == "none"
+    assert S.WAIT_LOCK.default_display == "0 (fail at once)"
+    assert S.NOW.default_display == "the clock"
+
+
+
+@pytest.mark.parametrize(
+    ("setting", "text", "message"),
+    [
+        (S.CACHE_MAX_AGE, "0", r"^PIPELINE_CACHE_MAX_AGE_DAYS: expected days above 0 and up to 3650, got '0'$"),
+        (S.CACHE_MAX_AGE, "inf", r"^PIPELINE_CACHE_MAX_AGE_DAYS: expected days above 0 and up to 3650"),
+        (S.CACHE_MAX_SIZE, "-2", r"^PIPELINE_CACHE_MAX_GB: expected gigabytes above 0 and up to 1e\+06, got '-2'$"),
+        (S.WAIT_LOCK, "86401", r"^PIPELINE_WAIT_LOCK: expected seconds between 0 and 86400, got '86401'$"),
+    ],
+)
+def test_amounts_are_bounded_with_their_unit(setting: S.Setting, text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        S.pick(setting, environ={setting.env[0]: text})
+
+
+def test_zero_seconds_is_an_amount_and_zero_days_is_not() -> None:
+    assert S.pick(S.WAIT_LOCK, environ={"PIPELINE_WAIT_LOCK": "0"}).value == 0.0
+    assert S.pick(S.CACHE_MAX_AGE, environ={"PIPELINE_CACHE_MAX_AGE_DAYS": "0.5"}).value == 0.5

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
+from pipeline.names import rocm_version_date as version_date
 from pipeline.rocm.simulate import (
     DEFAULT_POLICIES,
     SUNDAY_VARIANT,
@@ -18,7 +19,7 @@ from pipeline.rocm.simulate import (
     simulate,
     simulate_policy,
 )
-from pipeline.rocm.versions import RocmBuild, tarball_name, version_date
+from pipeline.rocm.versions import RocmBuild, tarball_name
 
 FAMILY = "gfx110X-all"
 # A Sunday in summer (PDT, UTC-7): the LA week starts at 07:00Z.

@@ -13,13 +13,13 @@ from pipeline.toolchain.rocm import (
     derived_identity,
     find_clang_dir,
     find_device_lib_dir,
-    find_layout,
     hip_cmake_args,
     install_fingerprint,
     launcher_languages,
     rocm_env,
 )
 from pipeline.toolchain.vulkan import parse_glslc_version, parse_header_version
+from tests.support.toolchains import find_layout
 
 TARGETS = ("gfx1100", "gfx1101", "gfx1102", "gfx1103")
 

@@ -1,0 +1,60 @@
+"""What every step of a leg run is called with: the run's inputs, the leg, its options and its folder.
+
+Each step of :func:`pipeline.leg.run.run_leg` has one signature, in the
+spirit of nox's workflow: ``step(ctx, previous) -> result``, the context
+first and the previous step's result second. The context is fixed for the
+whole run; only its record fills in as the steps go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from rich.console import Console
+
+from pipeline.leg import render
+from pipeline.leg.options import LegOptions
+from pipeline.results.record import LegRecord
+from pipeline.run.inputs import RunInputs
+from pipeline.run.matrix import Leg, Matrix
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LegContext:
+    inputs: RunInputs
+    leg: Leg
+    options: LegOptions
+    # <out>/<leg>: the record, build.log, the build folder and the ccache statistics log.
+    work: Path
+    # The run's record, written as the steps go (running, then success, failed or interrupted).
+    record: LegRecord
+    console: Console
+
+    @property
+    def out(self) -> Path:
+        """The run's output folder (the bundle and the source checkout live here, beside the legs' folders)."""
+        return self.work.parent
+
+    @property
+    def matrix(self) -> Matrix:
+        return self.inputs.require_matrix()
+
+    @property
+    def log(self) -> Path:
+        """The full log of the configure and build steps."""
+        return self.work / "build.log"
+
+    def warn(self, message: str) -> None:
+        """A warning on record, and on screen (an annotation on GitHub Actions)."""
+        self.record.warnings.append(message)
+        render.warning(self.console, message, in_actions=self.inputs.in_actions, environ=self.inputs.environ)
+
+
+# Every step's signature: the context, then the previous step's result (None for the first).
+Step = Callable[[LegContext, P], R]
