@@ -82,7 +82,7 @@ BASE_SYSTEM: dict[str, tuple[str, ...]] = {"linux": LINUX_BASE_SYSTEM, "windows"
 
 @dataclass(frozen=True, kw_only=True)
 class DataFolder:
-    """A folder of the toolchain that goes beside the libraries (``dest`` under the bundle's library folder)."""
+    """A folder of the toolchain that goes beside the libraries (``dest`` under the bundle's root, where they are)."""
 
     source: str
     dest: str
@@ -170,7 +170,7 @@ def origin_runpath(own_folder: str, folders: set[str]) -> str:
     inputs give the same bytes.
     """
     entries = ["$ORIGIN"]
-    depth = own_folder.count("/") + 1
+    depth = own_folder.count("/") + 1 if own_folder else 0
     for folder in sorted(folders - {own_folder}):
-        entries.append("$ORIGIN/" + "../" * depth + folder)
+        entries.append(("$ORIGIN/" + "../" * depth + folder).rstrip("/"))
     return ":".join(entries)

@@ -209,7 +209,7 @@ def _run_leg_locked(
         bundle = bundle_step(leg, record, build, out, toolchain, source, console,
                              pack_cache=inputs.cache_home / "pack")
         if options.check_bundle:
-            check_step(leg, record, bundle, work, console)
+            check_step(leg, record, bundle, work, console, source_tree=source.path)
     record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(work / RECORD_NAME)
@@ -338,13 +338,17 @@ def bundle_step(
     return bundle
 
 
-def check_step(leg: Leg, record: LegRecord, bundle: Path, work: Path, console: Console) -> None:
+def check_step(
+    leg: Leg, record: LegRecord, bundle: Path, work: Path, console: Console, *, source_tree: Path | None = None
+) -> None:
     """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
     (:func:`run_leg` writes the failed record)."""
     from pipeline.bundle.check import check_built_bundle
 
-    check = check_built_bundle(bundle, leg, scratch=work / "check")
+    check = check_built_bundle(bundle, leg, scratch=work / "check", source_tree=source_tree)
     record.bundle_check = check.to_json()
+    for smoke in check.checks:
+        console.print(f"{leg.name}: {smoke.line}", highlight=False)
     console.print(f"{leg.name}: {check.summary}", highlight=False)
     if not check.ok:
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
