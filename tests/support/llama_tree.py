@@ -43,6 +43,11 @@ YOUNG_TAG = "b7001"
 PR_NUMBER = 4242
 PR_REPO = "ggml-org/llama.cpp"
 CACHE_ENV = "PIPELINE_TEST_CACHE"
+# The programs the reduced real-tree build adds back (tools and examples are off to fit CI), the
+# one list of them: tests/support/llama_programs.cmake builds what it names. check-bundle's smoke
+# run needs each: --version (all), --list-devices and the tokenizer check (llama-tokenize), one
+# forward pass (llama-simple). The shipped cpu leg builds all three with its tools and examples.
+REDUCED_PROGRAMS = ("llama-gguf-split", "llama-tokenize", "llama-simple")
 
 _TOP = f"llama_cpp_python-{SDIST_VERSION}/"
 _TREE = _TOP + "vendor/llama.cpp/"
