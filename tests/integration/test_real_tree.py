@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -320,8 +321,10 @@ def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:
                                                "devices besides the CPU: none")
         # The build gave check-bundle its tree: the tokenizer check used the tree's own test pair.
         assert lines["tokenizer"] == ("passed", f"tokenizer: llama-tokenize on {VOCAB}: {text!r} -> {ids}, as {VOCAB}.out expects")
-        assert lines["forward-pass"] == ("passed", "forward-pass: llama-simple decoded 4 tokens with a tiny random-weight "
-                                                   "llama model on libggml-cpu.so")
+        # Up to 4 tokens: the random model may pick its end-of-generation token early.
+        assert lines["forward-pass"][0] == "passed"
+        assert re.fullmatch(r"forward-pass: llama-simple decoded [1-4] tokens with a tiny random-weight llama model "
+                            r"on libggml-cpu\.so", lines["forward-pass"][1]), lines["forward-pass"]
         proc = pipeline(["check-bundle", str(run.bundle), "--json"], cwd=real_tree.root, env={})
         assert proc.returncode == 0, proc.stdout + proc.stderr
         data = json.loads(proc.stdout)
