@@ -112,7 +112,7 @@ def _binaries(root: Path, os_name: str) -> list[str]:
     """The programs and libraries: the files at the bundle's root (as in upstream's archives)."""
     found = []
     for item in sorted(root.iterdir()):
-        if item.is_dir() or item.is_symlink():
+        if item.is_dir():
             continue
         if os_name == "windows":
             if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
