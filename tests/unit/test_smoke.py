@@ -89,3 +89,25 @@ def test_a_backend_dl_build_with_the_cpu_on_expects_a_cpu_module() -> None:
     assert not expects_cpu_module(["-DGGML_BACKEND_DL=ON", "-DGGML_CPU=OFF"])  # upstream's Windows GPU zips
     assert not expects_cpu_module(["-DGGML_BACKEND_DL=ON", "-DGGML_BACKEND_DL=OFF"])  # the last one wins, as in CMake
     assert not expects_cpu_module([])
+
+
+def test_a_program_started_when_it_ran_even_without_a_version_flag() -> None:
+    from pipeline.bundle.smoke import SmokeRun, versions_check
+
+    runs = [
+        SmokeRun(program="llama-cli", exit_code=0, output="version: 1 (abc)"),
+        # upstream's llama-simple: no --version, its usage and exit 1
+        SmokeRun(program="llama-simple", exit_code=1, output="example usage:\n    llama-simple -m model.gguf"),
+    ]
+    assert all(r.ok for r in runs)
+    assert versions_check(runs).line == "versions: 1/2 programs printed their version; llama-simple started but take no --version"
+    not_started = [
+        SmokeRun(program="a", exit_code=127, output="a: error while loading shared libraries: libx.so.1"),
+        SmokeRun(program="b", exit_code=1, output="b: error while loading shared libraries: liby.so"),
+        SmokeRun(program="c.exe", exit_code=0xC0000135, output=""),  # STATUS_DLL_NOT_FOUND
+        SmokeRun(program="d", exit_code=-11, output=""),  # SIGSEGV
+    ]
+    assert not any(r.ok for r in not_started)
+    check = versions_check(not_started)
+    assert (check.status, check.line) == (
+        "failed", "versions: a --version exited 127: a: error while loading shared libraries: libx.so.1 (and 3 more)")
