@@ -22,11 +22,11 @@ GLIBC_x.y above the leg's floor (glibc_max in matrix.toml, recorded in the
 manifest; default 2.35), or when LICENSE is missing. Then, unless --no-smoke
 or the bundle is for another OS, the smoke run, in a scrubbed environment
 (no LD_LIBRARY_PATH, no toolchain on PATH, HOME elsewhere), one line per
-check: each llama-* program's --version; the backends load (--list-devices
-loads every ggml backend module of a GGML_BACKEND_DL bundle, a GPU one
-without a GPU); llama-tokenize gives the ids llama.cpp's tokenizer test
-expects (needs --source-tree); llama-simple generates tokens with a tiny
-random-weight model. A check whose program is not in the bundle is skipped,
+check: each llama-* program starts (--version); the backends load (every
+ggml backend module of a GGML_BACKEND_DL bundle, a GPU one without a GPU,
+in llama-simple; --list-devices names the devices); llama-tokenize gives
+the ids llama.cpp's tokenizer test expects (needs --source-tree);
+llama-simple generates tokens with a tiny random-weight model. A check whose program is not in the bundle is skipped,
 saying why. Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
 """
 
