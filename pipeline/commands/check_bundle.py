@@ -26,8 +26,8 @@ check: each llama-* program starts (--version); the backends load (every
 ggml backend module of a GGML_BACKEND_DL bundle, a GPU one without a GPU,
 in llama-simple; --list-devices names the devices); llama-tokenize gives
 the ids llama.cpp's tokenizer test expects (needs --source-tree);
-llama-simple generates tokens with a tiny random-weight model. A check whose program is not in the bundle is skipped,
-saying why. Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
+llama-simple generates tokens with a tiny random-weight model. A check
+whose program is not in the bundle is skipped, saying why. Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
 """
 
 
