@@ -52,7 +52,7 @@ class RealTreeBench:
     """One workspace: the tree, the matrix, the caches and the timed commands."""
 
     def __init__(self, work: Path, env: dict[str, str], run: Callable[..., float]) -> None:
-        from tests.integration.test_real_tree import MATRIX
+        from tests.integration.test_real_tree import matrix_text
         from tests.support.cache_root import e2e_cache_root
         from tests.support.llama_tree import extract_tree, fetch_sdist
 
@@ -60,7 +60,7 @@ class RealTreeBench:
         shutil.rmtree(self.work, ignore_errors=True)
         self.tree = extract_tree(fetch_sdist(e2e_cache_root()), self.work / "sdist")
         self.matrix = self.work / "matrix.toml"
-        self.matrix.write_text(MATRIX.format(
+        self.matrix.write_text(matrix_text(
             upstream="https://example.invalid/llama.cpp.git", min_age=6, pr_repo="ggml-org/llama.cpp",
             pr_number=1, pr_sha="0" * 40,
         ))  # fmt: skip

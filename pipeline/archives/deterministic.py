@@ -262,8 +262,8 @@ def archive_kind(path: Path) -> str | None:
 def read_members(path: Path) -> Iterator[tuple[Member, bytes | None]]:
     """Every file and symlink of an archive (directories skipped), with its digest.
 
-    The content is also yielded for a member called ``manifest.json`` (small)
-    so the caller needs a single pass. A damaged archive raises BundleError.
+    The content is also yielded for a member called ``manifest.json`` (small),
+    at the top or one folder down, so the caller needs a single pass. A damaged archive raises BundleError.
     """
     kind = archive_kind(path)
     if kind is None:
@@ -279,7 +279,8 @@ def read_members(path: Path) -> Iterator[tuple[Member, bytes | None]]:
 
 def _file_member(name: str, fh: IO[bytes]) -> tuple[Member, bytes | None]:
     """A regular file's entry; the manifest's bytes are kept, every other file is only hashed."""
-    if name == "manifest.json":
+    # A bundle's manifest sits at the top or in the bundle's one top folder (``llama-<tag>/manifest.json``).
+    if name.rsplit("/", 1)[-1] == "manifest.json" and name.count("/") <= 1:
         data = fh.read()
         return Member(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()), data
     size, digest = stream_digest(fh)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class DataFolder:
-    """A folder of the toolchain that goes beside the libraries (``dest`` under the bundle's library folder)."""
+    """A folder of the toolchain that goes beside the libraries (``dest`` under the bundle's root, where they are)."""
 
     source: str
     dest: str

@@ -1,17 +1,20 @@
 """``check-bundle``: does a bundle run on a clean machine?
 
-The bundle is unpacked into an empty folder, then:
+The bundle is unpacked into an empty folder; its root is the top folder its
+manifest names (``llama-<tag>/`` in a tar.gz, as upstream's archives; the top
+of a zip). Then:
 
-- every ELF of ``bin/`` and ``lib/`` (every ``.exe``/``.dll`` of ``bin/`` for
-  Windows) must find each library it needs in the bundle, through its own
-  ``$ORIGIN``-relative RUNPATH, or on the OS's base-system allowlist;
+- every ELF at the root (every ``.exe``/``.dll`` for Windows) must find each
+  library it needs in the bundle, through its own ``$ORIGIN``-relative
+  RUNPATH (beside it for Windows), or on the OS's base-system allowlist;
 - no RUNPATH/RPATH entry may name an absolute (build-machine) folder or leave
   the bundle;
 - the newest ``GLIBC_x.y`` required must not be above the leg's floor
   (``glibc_max``; the highest required is reported, as auditwheel does);
-- a LICENSE must be at the top;
-- each main program's ``--version`` must run (:mod:`pipeline.bundle.smoke`), unless
-  the bundle is for another OS.
+- a LICENSE must be at the root;
+- the smoke run (:mod:`pipeline.bundle.smoke`), unless the bundle is for
+  another OS: each main program's ``--version``, the backends load, a
+  tokenizer check and one forward pass.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from typing import Any
 
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
 from pipeline.bundle.elfdeps import is_elf, parse_version, read_elf, version_text
-from pipeline.bundle.make import read_manifest
+from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
-from pipeline.bundle.smoke import SmokeRun, main_programs, run_version
-from pipeline.bundle.stage import LICENSE_NAME, payload_items
+from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
+from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.run.matrix import Leg
 
@@ -63,6 +66,8 @@ class BundleCheck:
     glibc_max: str | None = None
     smoke: tuple[SmokeRun, ...] = ()
     smoke_skipped: str | None = None
+    # The smoke run's checks (versions, backends, tokenizer, forward-pass), one line each.
+    checks: tuple[SmokeCheck, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -73,7 +78,10 @@ class BundleCheck:
         verdict = "passed" if self.ok else f"failed ({len(self.problems)} problems)"
         glibc = f", needs glibc {self.glibc_required}" if self.glibc_required else ""
         smoke = f", {sum(r.ok for r in self.smoke)}/{len(self.smoke)} programs ran" if self.smoke else ""
-        return f"check-bundle {verdict}: {self.files_checked} binaries{glibc}{smoke}"
+        counts = {status: sum(c.status == status for c in self.checks) for status in ("passed", "failed", "skipped")}
+        checks = (f", smoke checks {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+                  if self.checks else "")
+        return f"check-bundle {verdict}: {self.files_checked} binaries{glibc}{smoke}{checks}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +96,7 @@ class BundleCheck:
             "glibc_max": self.glibc_max,
             "smoke": [r.to_json() for r in self.smoke],
             "smoke_skipped": self.smoke_skipped,
+            "checks": [c.to_json() for c in self.checks],
         }
 
 
@@ -100,13 +109,16 @@ class _TreeFindings:
 
 
 def _binaries(root: Path, os_name: str) -> list[str]:
+    """The programs and libraries: the files at the bundle's root (as in upstream's archives)."""
     found = []
-    for rel, item in payload_items(root):
+    for item in sorted(root.iterdir()):
+        if item.is_dir():
+            continue
         if os_name == "windows":
             if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
-                found.append(rel)
+                found.append(item.name)
         elif is_elf(item):
-            found.append(rel)
+            found.append(item.name)
     return found
 
 
@@ -161,7 +173,10 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleChec
     """Check an unpacked bundle (no smoke test): libraries, RUNPATHs, glibc floor, LICENSE."""
     found = _TreeFindings()
     windows = os_name == "windows"
-    in_bundle = {(item.name.lower() if windows else item.name): rel for rel, item in payload_items(root)}
+    in_bundle = {
+        (p.name.lower() if windows else p.name): p.relative_to(root).as_posix()
+        for p in sorted(root.rglob("*")) if not p.is_dir() or p.is_symlink()
+    }
     for rel in _binaries(root, os_name):
         found.files += 1
         (_check_pe if windows else _check_elf)(root, rel, found, in_bundle)
@@ -195,10 +210,13 @@ def unpack(bundle: Path, dest: Path) -> Path:
 
 
 def check_bundle(
-    bundle: Path, *, scratch: Path, host_os: str, glibc_max: str | None = None, smoke: bool = True
+    bundle: Path, *, scratch: Path, host_os: str, glibc_max: str | None = None, smoke: bool = True,
+    source_tree: Path | None = None,
 ) -> BundleCheck:
-    """Unpack ``bundle`` under the empty folder ``scratch`` and check it; the smoke test runs
+    """Unpack ``bundle`` under the empty folder ``scratch`` and check it; the smoke run happens
     when ``smoke`` and the bundle is for ``host_os``. ``glibc_max`` overrides the manifest's floor.
+    ``source_tree``: the llama.cpp tree the bundle was built from (its ``models/`` vocab for the
+    tokenizer check; without it that check is skipped, saying so).
     """
     manifest = read_manifest(bundle)
     leg = manifest.get("leg") or {}
@@ -206,22 +224,32 @@ def check_bundle(
     floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
     if scratch.exists():
         shutil.rmtree(scratch)
-    root = unpack(bundle, scratch / "bundle")
+    unpacked = unpack(bundle, scratch / "bundle")
+    # The safe extractor already lifts an archive's one top folder (llama-<tag>/) out.
+    root = unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
+    if not root.is_dir():
+        raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
     result = check_tree(root, os_name=os_name, glibc_max=floor)
     runs: list[SmokeRun] = []
+    checks: list[SmokeCheck] = []
     skipped: str | None = None
     if not smoke:
         skipped = "--no-smoke"
     elif os_name != host_os:
         skipped = f"a {os_name} bundle on a {host_os} machine"
     else:
-        programs = main_programs(root, os_name)
-        runs = [run_version(root, p, scratch / "home") for p in programs]
-        if not programs:
-            skipped = "no bin/llama-* programs"
+        models = source_tree / "models" if source_tree is not None else None
+        args = manifest.get("cmake_args")
+        backend_dl = expects_cpu_module([str(a) for a in args] if isinstance(args, list) else [])
+        runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl)
+        if not runs:
+            skipped = "no llama-* programs"
     problems = list(result.problems) + [
         Problem(file=r.program, kind="smoke", message=f"--version exited {r.exit_code}: {r.output.splitlines()[-1] if r.output else ''}")
         for r in runs if not r.ok
+    ] + [
+        Problem(file=c.program or c.name, kind="smoke", message=c.line)
+        for c in checks if not c.ok and c.name != "versions"
     ]
     return BundleCheck(
         bundle=str(bundle),
@@ -233,6 +261,7 @@ def check_bundle(
         glibc_max=result.glibc_max,
         smoke=tuple(runs),
         smoke_skipped=skipped,
+        checks=tuple(checks),
     )
 
 
@@ -241,6 +270,8 @@ def host_os() -> str:
     return "windows" if sys.platform == "win32" else "linux"
 
 
-def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path) -> BundleCheck:
-    """The check every build runs on its bundle: the leg's glibc floor, the smoke test on its own OS."""
-    return check_bundle(bundle, scratch=scratch, host_os=host_os(), glibc_max=leg.glibc_max if leg.os == "linux" else None)
+def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path, source_tree: Path | None = None) -> BundleCheck:
+    """The check every build runs on its bundle: the leg's glibc floor, the smoke run on its own OS
+    (with the tree it built for the tokenizer check)."""
+    return check_bundle(bundle, scratch=scratch, host_os=host_os(), glibc_max=leg.glibc_max if leg.os == "linux" else None,
+                        source_tree=source_tree)

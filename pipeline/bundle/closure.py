@@ -1,13 +1,14 @@
 """The runtime closure of a staged bundle: what its programs need from the toolchain, copied in.
 
-After the build, every ELF (PE for Windows legs) of the bundle's ``bin/`` and
-``lib/`` is read; each library it needs is resolved in this order:
+After the build, every ELF (PE for Windows legs) at the bundle's root (its
+programs and libraries, flat as in upstream's archives) is read; each library
+it needs is resolved in this order:
 
 1. the bundle itself (a library the build made, or one copied already);
 2. the base system allowlist of the OS (never copied: libc, libstdc++, the
    Vulkan loader, the GPU driver...; see :mod:`pipeline.bundle.closure_policy`);
 3. the toolchain: the file's own RUNPATH where it points into the toolchain,
-   then the backend's library folders. The library is copied into ``bin/``
+   then the backend's library folders. The library is copied to the root
    beside the programs, keeping its symlink chain (``libamdhip64.so.7`` ->
    ``libamdhip64.so.7.1.0``), and is walked in turn.
 
@@ -31,12 +32,11 @@ from pipeline.backends.base import DataFolder, RuntimeProfile
 from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
 from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
-from pipeline.bundle.stage import payload_items
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.guard.children import run_child
 
-# Where copied runtime libraries go: beside the programs, as upstream's bundles and the release job do.
-LIBRARY_FOLDER = "bin"
+# Copied runtime libraries go to the bundle's root, beside the programs, as upstream's bundles
+# and the release job do; data folders (rocblas/library) go below it.
 _MAX_LINKS = 16
 
 
@@ -63,6 +63,11 @@ class Closure:
             "unresolved": [{"file": f, "library": lib} for f, lib in self.unresolved],
             "runpaths": dict(self.runpaths),
         }
+
+
+def folder_of(relpath: str) -> str:
+    """The bundle folder holding ``relpath`` ("" for the root)."""
+    return relpath.rpartition("/")[0]
 
 
 def find_patchelf() -> Path:
@@ -95,9 +100,9 @@ class _Walker:
         self.windows = os_name == "windows"
         # name (lower-case on Windows) -> bundle path
         self.present: dict[str, str] = {}
-        for rel, item in payload_items(stage):
+        for item in sorted(stage.iterdir()):
             if not item.is_dir() or item.is_symlink():
-                self.present[self._key(item.name)] = rel
+                self.present[self._key(item.name)] = item.name
         # Real location of each copied file, for its own $ORIGIN.
         self.source_dir: dict[str, Path] = {}
         self.copied: list[CopiedFile] = []
@@ -125,7 +130,7 @@ class _Walker:
             for library in self._needs(rel):
                 key = self._key(library)
                 if key in self.present:
-                    self.needs_from.setdefault(rel, set()).add(self.present[key].rsplit("/", 1)[0])
+                    self.needs_from.setdefault(rel, set()).add(folder_of(self.present[key]))
                     continue
                 if is_base_system(self.os, library):
                     continue
@@ -134,7 +139,7 @@ class _Walker:
                     self.unresolved.append((rel, library))
                     continue
                 real = self._copy_chain(found)
-                self.needs_from.setdefault(rel, set()).add(LIBRARY_FOLDER)
+                self.needs_from.setdefault(rel, set()).add("")
                 if real not in seen:
                     seen.add(real)
                     queue.append(real)
@@ -190,9 +195,8 @@ class _Walker:
             current = target
         else:
             raise BundleError(f"{found}: more than {_MAX_LINKS} symbolic links deep")
-        dest_dir = self.stage / LIBRARY_FOLDER
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        real_rel = f"{LIBRARY_FOLDER}/{current.name}"
+        dest_dir = self.stage
+        real_rel = current.name
         if self._key(current.name) not in self.present:
             shutil.copyfile(current, dest_dir / current.name)
             (dest_dir / current.name).chmod(0o755)
@@ -203,7 +207,7 @@ class _Walker:
             if self._key(link.name) in self.present or link.name == target_name:
                 continue
             (dest_dir / link.name).symlink_to(target_name)
-            rel = f"{LIBRARY_FOLDER}/{link.name}"
+            rel = link.name
             self.present[self._key(link.name)] = rel
             self.copied.append(CopiedFile(path=rel, origin=self._origin(link), link=target_name))
         return real_rel
@@ -223,7 +227,7 @@ class _Walker:
                 if folder.per_target and not keeps_data_file(name, targets):
                     continue
                 sub = Path(os.path.relpath(src, source)).as_posix()
-                rel = f"{LIBRARY_FOLDER}/{folder.dest}/{sub}"
+                rel = f"{folder.dest}/{sub}"
                 dest = self.stage / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, dest)
@@ -241,7 +245,7 @@ def complete_runtime(
 ) -> Closure:
     """Copy what the binaries of ``stage`` need from the toolchain, then set their RUNPATHs.
 
-    ``stage`` holds the bundle's ``bin/`` and ``lib/``; it is changed in place.
+    ``stage`` is the bundle's root (programs and libraries flat); it is changed in place.
     ``patchelf`` is looked up only when a RUNPATH must change.
     """
     walker = _Walker(stage, os_name=os_name, profile=runtime_profile(backend, os_name),
@@ -257,7 +261,7 @@ def complete_runtime(
             if not folders and not info.search_paths:
                 continue  # needs nothing from the bundle and names no folder: left as built
             # At least $ORIGIN, as the release job sets on every file: a RUNPATH is never removed.
-            wanted = origin_runpath(rel.rsplit("/", 1)[0], folders)
+            wanted = origin_runpath(folder_of(rel), folders)
             if wanted == ":".join(info.runpath) and not info.rpath:
                 continue
             patchelf = patchelf or find_patchelf()

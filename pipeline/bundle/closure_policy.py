@@ -124,7 +124,7 @@ def origin_runpath(own_folder: str, folders: set[str]) -> str:
     inputs give the same bytes.
     """
     entries = ["$ORIGIN"]
-    depth = own_folder.count("/") + 1
+    depth = own_folder.count("/") + 1 if own_folder else 0
     for folder in sorted(folders - {own_folder}):
-        entries.append("$ORIGIN/" + "../" * depth + folder)
+        entries.append(("$ORIGIN/" + "../" * depth + folder).rstrip("/"))
     return ":".join(entries)

@@ -2,6 +2,8 @@
 
 Files are compared by size and sha256; a bundle's manifest is compared as
 inputs (tag, source commit, toolchain, CMake arguments), not as a file.
+Paths are relative to the bundle's root: a tar.gz's top folder
+(``llama-<tag>/``) is left out, so bundles of two tags compare file by file.
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from pipeline.archives.deterministic import archive_kind, read_members
-from pipeline.bundle.make import MANIFEST_NAME, parse_manifest
+from pipeline.bundle.make import (
+    MANIFEST_NAME,
+    is_manifest_member,
+    manifest_root,
+    parse_manifest,
+    unpacked_root,
+)
+from pipeline.bundle.stage import member_name
 from pipeline.errors import BundleError
 from pipeline.util.fsutil import file_digest
 
@@ -87,16 +96,25 @@ def _digest_of_entry(entry: Mapping[str, Any], where: str) -> Digest:
 def _load_archive(path: Path) -> Side:
     side = Side(label=str(path))
     manifest_raw: bytes | None = None
+    manifest_at = MANIFEST_NAME
+    members: dict[str, Digest] = {}
     for member, data in read_members(path):
-        if member.name == MANIFEST_NAME:
-            manifest_raw = data
+        if is_manifest_member(member.name) and manifest_raw is None:
+            manifest_raw, manifest_at = data, member.name
         elif member.link is not None:
-            side.files[member.name] = Digest(link=member.link)
+            members[member.name] = Digest(link=member.link)
         else:
-            side.files[member.name] = Digest(size=member.size, sha256=member.sha256)
+            members[member.name] = Digest(size=member.size, sha256=member.sha256)
     if manifest_raw is None:
         raise BundleError(f"{path}: foreign bundle: no {MANIFEST_NAME} inside")
-    side.manifest = parse_manifest(manifest_raw, f"{path}:{MANIFEST_NAME}")
+    side.manifest = parse_manifest(manifest_raw, f"{path}:{manifest_at}")
+    top = manifest_root(side.manifest)
+    if manifest_at != member_name(top, MANIFEST_NAME):
+        raise BundleError(f"{path}: corrupt bundle: {manifest_at} is not in the folder its manifest names")
+    for name, digest in members.items():
+        if top and not name.startswith(top + "/"):
+            raise BundleError(f"{path}: corrupt bundle: {name} is outside its top folder {top}/")
+        side.files[name[len(top) + 1:] if top else name] = digest
     listed = {str(e["path"]): _digest_of_entry(e, str(path)) for e in side.manifest["files"]}
     if listed != side.files:
         wrong = sorted(set(listed) ^ set(side.files)) or sorted(k for k in listed if listed[k] != side.files[k])
@@ -106,6 +124,7 @@ def _load_archive(path: Path) -> Side:
 
 def _load_folder(path: Path) -> Side:
     side = Side(label=str(path))
+    path = unpacked_root(path)
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames.sort()
         for fname in sorted(filenames):

@@ -9,8 +9,10 @@ What goes in (the selection rule), from the build directory, top level only
   (``*.a``, ``*.lib``, ``*.pdb``, ``*.o``, ``*.obj``, ``*.exp``, ``*.ilk``);
 - ``lib/``: shared libraries only.
 
-They keep their ``bin/`` and ``lib/`` paths in the archive, beside
-``manifest.json``. The manifest holds inputs and outputs only, nothing that
+They land flat at the bundle's root, as in upstream's archives (see
+:mod:`pipeline.bundle.stage`: ``llama-<tag>/`` in a tar.gz, the top of a
+zip), beside LICENSE and ``manifest.json``; a name made in both ``bin/`` and
+``lib/`` is an error. The manifest holds inputs and outputs only, nothing that
 differs between two runs of the same inputs: no times, no cache statistics,
 no absolute paths of the machine (see :func:`portable_text`).
 """
@@ -33,11 +35,13 @@ from pipeline.bundle.stage import (
     STAGE_DIR,
     archive_entries,
     fresh_stage,
+    member_name,
     payload_items,
     stage_file,
     stage_licenses,
     staged_files,
     toolchain_root,
+    top_folder,
 )
 from pipeline.errors import BundleError
 from pipeline.names import DIST_DIR as DIST_DIR
@@ -47,7 +51,8 @@ from pipeline.toolchain.base import Toolchain
 from pipeline.util.fsutil import confined
 
 FORMAT = "llama-pipeline-bundle"
-FORMAT_VERSION = 1
+# 2: the bundle's root is upstream's flat layout under llama-<tag>/ (tar.gz); 1 had bin/ and lib/ at the top.
+FORMAT_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 MANIFEST_MODE = 0o644
 
@@ -139,12 +144,18 @@ def build_manifest(
     cmake_args: Sequence[str],
     roots: Mapping[str, str],
     files: Sequence[Mapping[str, Any]],
+    root: str = "",
 ) -> dict[str, Any]:
-    """The manifest object: inputs (leg, tag, source, toolchain, flags) and outputs (files)."""
+    """The manifest object: inputs (leg, tag, source, toolchain, flags) and outputs (files).
+
+    ``root``: the archive's top folder holding the bundle (``llama-<tag>``, or
+    "" for a zip); the files' paths are relative to it.
+    """
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": name,
+        "root": root,
         "leg": {
             "name": leg.name,
             "backend": leg.backend,
@@ -177,6 +188,7 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
 
 @dataclass(frozen=True, kw_only=True)
 class PayloadFile:
+    # The bundle path: the file's name, at the bundle's root.
     relpath: str
     path: Path
     # The target name (same folder) when stored as a symlink.
@@ -184,7 +196,7 @@ class PayloadFile:
 
 
 def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
-    """Apply :func:`is_payload` to ``bin/`` and ``lib/`` of ``build_dir``, sorted.
+    """Apply :func:`is_payload` to ``bin/`` and ``lib/`` of ``build_dir``, sorted; flat at the bundle's root.
 
     A symlink to another selected file of the same folder stays a symlink
     (tar only, ``symlinks=True``); any other is stored as the file it names.
@@ -196,14 +208,18 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
         if not item.exists():
             raise BundleError(f"{item}: dangling symlink in the build")
         executable = os.access(item, os.X_OK)
-        if is_payload(rel, executable=executable):
-            found[rel] = PayloadFile(relpath=rel, path=item)
+        if not is_payload(rel, executable=executable):
+            continue
+        if item.name in found:
+            raise BundleError(f"{build_dir}: {item.name} is in both bin/ and lib/: a bundle holds them in one folder")
+        found[item.name] = PayloadFile(relpath=item.name, path=item)
     if symlinks:
-        for rel, pf in list(found.items()):
+        for name, pf in list(found.items()):
             if pf.path.is_symlink():
                 target = str(pf.path.readlink())
-                if "/" not in target and "\\" not in target and f"{rel.split('/')[0]}/{target}" in found:
-                    found[rel] = PayloadFile(relpath=rel, path=pf.path, link=target)
+                if ("/" not in target and "\\" not in target and target in found
+                        and found[target].path.parent == pf.path.parent):
+                    found[name] = PayloadFile(relpath=name, path=pf.path, link=target)
     return [found[k] for k in sorted(found)]
 
 
@@ -241,6 +257,7 @@ def package_bundle(
     """
     name = bundle_name(leg, tag)
     zipped = name.endswith(".zip")
+    top = top_folder(tag, zipped=zipped)
     payload = collect_payload(build_dir, symlinks=not zipped)
     if not payload:
         raise BundleError(f"{build_dir}: nothing to bundle: no programs or shared libraries in bin/ or lib/")
@@ -257,7 +274,7 @@ def package_bundle(
     source = record.source.get("path")
     stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)
     files, entries = archive_entries(
-        staged_files(stage, symlinks=not zipped), {c.path: c.origin for c in closure.copied}
+        staged_files(stage, symlinks=not zipped), {c.path: c.origin for c in closure.copied}, top=top
     )
     manifest = build_manifest(
         name=name,
@@ -269,10 +286,11 @@ def package_bundle(
         cmake_args=record.cmake_args,
         roots=_roots(build_dir, out_dir, record, toolchain),
         files=files,
+        root=top,
     )
     # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
     manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
-    entries.append(Entry(name=MANIFEST_NAME, mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
+    entries.append(Entry(name=member_name(top, MANIFEST_NAME), mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
     # The name carries the tag (a manifest's, a record's): it must stay a file of dist/.
     target = confined(out_dir / DIST_DIR, name, "bundle name", BundleError)
     stats = (write_zip if zipped else write_tar_gz)(target, entries, cache=pack_cache)
@@ -293,7 +311,20 @@ def check_manifest(data: Any, where: str) -> dict[str, Any]:
     files = data.get("files")
     if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in files):
         raise BundleError(f"{where}: corrupt manifest: 'files' is not a list of file entries")
+    root = data.get("root", "")
+    if not isinstance(root, str) or "/" in root or "\\" in root or root in (".", ".."):
+        raise BundleError(f"{where}: corrupt manifest: 'root' {root!r} is not one folder name")
     return data
+
+
+def manifest_root(manifest: Mapping[str, Any]) -> str:
+    """The archive's top folder holding the bundle's files ("" when they are at the top)."""
+    return str(manifest.get("root") or "")
+
+
+def is_manifest_member(name: str) -> bool:
+    """Is the archive member ``name`` a bundle's manifest: at the top or in its one top folder?"""
+    return name == MANIFEST_NAME or (name.count("/") == 1 and name.endswith("/" + MANIFEST_NAME))
 
 
 def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
@@ -304,11 +335,21 @@ def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
     return check_manifest(data, where)
 
 
+def unpacked_root(folder: Path) -> Path:
+    """An unpacked bundle's root: ``folder``, or its one top folder (``llama-<tag>/``) when that holds the manifest."""
+    if (folder / MANIFEST_NAME).is_file():
+        return folder
+    entries = list(folder.iterdir())
+    if len(entries) == 1 and (entries[0] / MANIFEST_NAME).is_file():
+        return entries[0]
+    return folder
+
+
 def read_manifest(bundle_or_manifest: Path) -> dict[str, Any]:
     """The manifest of a bundle (.tar.gz/.zip), of an unpacked bundle folder, or a manifest.json."""
     path = bundle_or_manifest
     if path.is_dir():
-        path = path / MANIFEST_NAME
+        path = unpacked_root(path) / MANIFEST_NAME
     if not path.is_file():
         raise BundleError(f"{bundle_or_manifest}: no such bundle or manifest")
     if archive_kind(path) is None:
@@ -319,6 +360,9 @@ def read_manifest(bundle_or_manifest: Path) -> dict[str, Any]:
                 raise
             raise BundleError(f"{path}: not a bundle (neither a .tar.gz, a .zip nor a manifest.json)") from None
     for member, data in read_members(path):
-        if member.name == MANIFEST_NAME and data is not None:
-            return parse_manifest(data, f"{path}:{MANIFEST_NAME}")
+        if is_manifest_member(member.name) and data is not None:
+            manifest = parse_manifest(data, f"{path}:{member.name}")
+            if member.name != member_name(manifest_root(manifest), MANIFEST_NAME):
+                raise BundleError(f"{path}: corrupt bundle: {member.name} is not in the folder its manifest names")
+            return manifest
     raise BundleError(f"{path}: foreign bundle: no {MANIFEST_NAME} inside")

@@ -1,16 +1,35 @@
-"""The smoke test: each main program's ``--version`` from an unpacked bundle, on a scrubbed environment.
+"""The smoke run: does the unpacked bundle work, not only start? Each check on a scrubbed environment.
 
 Scrubbed: no ``LD_LIBRARY_PATH`` (nor any variable of the build), a PATH of
-the system folders only (so no toolchain), ``HOME`` in a folder of its own.
-A program that starts there finds its libraries through the bundle alone.
-GPU legs pass it without a GPU: ``--version`` loads the libraries but
-touches no device.
+the system folders only (so no toolchain), ``HOME`` in a folder of its own,
+which is also the working folder (ggml looks for backends beside the program
+and in the working folder: only the bundle's own must count). A program that
+works there finds its libraries through the bundle alone. The checks, each
+one line in the check's result:
+
+- ``versions``: each main program's ``--version`` runs;
+- ``backends``: every ggml backend module the bundle ships
+  (``GGML_BACKEND_DL``) loads: the CPU one, and a GPU one without a GPU,
+  which then reports no device (``--list-devices``); a module that does not
+  load (a library it needs is missing) fails;
+- ``tokenizer``: ``llama-tokenize`` turns a sentence into the token ids that
+  llama.cpp's own tokenizer test expects, with a vocab-only GGUF of the
+  source tree's ``models/`` and its ``.inp``/``.out`` pair;
+- ``forward-pass``: a program generates tokens with a tiny random-weight
+  llama model (:mod:`pipeline.bundle.tiny_model`), so the backend variant
+  the machine picks actually computes.
+
+A check whose program (or input) the bundle does not have is skipped with
+its reason, never silently. GPU legs pass without a GPU: their programs
+compute on the CPU backend the bundle ships beside the GPU one.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +42,29 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 TIMEOUT_SECONDS = 120
 _OUTPUT_CHARS = 400
 
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+# Programs that take llama.cpp's common --list-devices, in the order they are tried
+# (llama-tokenize too: a reduced build that ships no llama-cli still gets the check).
+DEVICE_LISTERS = ("llama-cli", "llama-completion", "llama-bench", "llama-tokenize")
+TOKENIZER = "llama-tokenize"
+# llama-simple: one file, greedy sampling, prints how many tokens it decoded.
+FORWARD_PROGRAM = "llama-simple"
+FORWARD_TOKENS = 4
+FORWARD_PROMPT = "Hello world"
+# A small vocab of llama.cpp's models/ with its tokenizer test pair (.inp/.out), about 700 KB.
+VOCAB = "ggml-vocab-llama-spm.gguf"
+_VOCAB_TEST_SEPARATOR = "\n__ggml_vocab_test__\n"
+# ggml's log line for each backend module it loaded (GGML_LOG_INFO, printed in Release builds too).
+_LOADED = re.compile(r"loaded (?P<name>\S+) backend from (?P<path>.+?)\s*$", re.MULTILINE)
+_DECODED = re.compile(r"decoded (?P<n>\d+) tokens")
+
+
+# A program the loader could not start: 127/126 (a shell's words, and the loader's own exit code on a
+# missing library), a Windows NTSTATUS error (0xC0000135: a DLL not found), or the loader's message.
+_NOT_STARTED_CODES = (126, 127)
+_NTSTATUS_ERROR = 0xC0000000
+_LOADER_FAILURE = "error while loading shared libraries"
+
 
 @dataclass(frozen=True, kw_only=True)
 class SmokeRun:
@@ -33,27 +75,93 @@ class SmokeRun:
     output: str
 
     @property
-    def ok(self) -> bool:
+    def printed_version(self) -> bool:
         return self.exit_code == 0
+
+    @property
+    def ok(self) -> bool:
+        """It started: every library loaded and its main() ran. Some of upstream's programs
+        (llama-simple, llama-gguf-hash...) take no --version and exit 1 with their usage; they pass."""
+        if self.exit_code == 0:
+            return True
+        return (0 < self.exit_code < _NTSTATUS_ERROR and self.exit_code not in _NOT_STARTED_CODES
+                and _LOADER_FAILURE not in self.output)
 
     def to_json(self) -> dict[str, object]:
         return {"program": self.program, "exit_code": self.exit_code, "output": self.output}
 
 
+@dataclass(frozen=True, kw_only=True)
+class SmokeCheck:
+    """One check of the smoke run: passed, failed or skipped, said in one line."""
+
+    name: str
+    status: str
+    line: str
+    program: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status != FAILED
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "status": self.status, "line": self.line, "program": self.program}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Ran:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def text(self) -> str:
+        return (self.stdout + self.stderr).strip()
+
+    @property
+    def both(self) -> str:
+        """stderr then stdout, each ending a line: what a log line is searched in."""
+        return f"{self.stderr}\n{self.stdout}\n"
+
+    def last_line(self) -> str:
+        lines = self.text.splitlines()
+        return lines[-1].strip() if lines else "(no output)"
+
+
 def main_programs(root: Path, os_name: str) -> list[str]:
-    """The bundle's main programs: ``bin/llama-*`` executables (``.exe`` on Windows), sorted."""
-    top = root / "bin"
-    if not top.is_dir():
+    """The bundle's main programs: ``llama-*`` executables at its root (``.exe`` on Windows), sorted."""
+    if not root.is_dir():
         return []
     found = []
-    for item in sorted(top.iterdir()):
-        if not item.name.startswith(PROGRAM_PREFIX) or item.is_symlink():
+    for item in sorted(root.iterdir()):
+        if not item.name.startswith(PROGRAM_PREFIX) or item.is_symlink() or item.is_dir():
             continue
         if os_name == "windows":
             if item.suffix.lower() == ".exe" and is_pe(item):
-                found.append(f"bin/{item.name}")
+                found.append(item.name)
         elif ".so" not in item.name and is_elf(item):
-            found.append(f"bin/{item.name}")
+            found.append(item.name)
+    return found
+
+
+def program_file(name: str, os_name: str) -> str:
+    """The file name of the program ``name`` on ``os_name``."""
+    return f"{name}.exe" if os_name == "windows" else name
+
+
+def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
+    """The ggml backend modules at the bundle's root, by backend name: ``{"cpu": [variants...], "hip": [...]}``.
+
+    ``libggml-<name>[-<variant>].so`` (``ggml-<name>[-<variant>].dll``);
+    ``ggml-base`` is the library every module links, not a backend.
+    """
+    pattern = (re.compile(r"^ggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.dll$", re.IGNORECASE) if os_name == "windows"
+               else re.compile(r"^libggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.so$"))
+    found: dict[str, list[str]] = {}
+    for item in sorted(root.iterdir()) if root.is_dir() else ():
+        match = pattern.match(item.name)
+        if match and match.group(1).lower() != "base" and not item.is_dir():
+            found.setdefault(match.group(1).lower(), []).append(item.name)
     return found
 
 
@@ -62,26 +170,228 @@ def scrubbed_env(home: Path) -> dict[str, str]:
     return {"PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
 
 
-def run_version(root: Path, program: str, home: Path) -> SmokeRun:
-    """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
+def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
+    """``<root>/<program> ARGS`` from ``home`` in the scrubbed environment; a program that cannot
+    start or hangs is exit code -1 with the reason as its output."""
     home.mkdir(parents=True, exist_ok=True)
     # Files, not pipes: a program that exits but leaves a child holding its stdout would keep a
     # pipe open (and the smoke test waiting its whole timeout). What is left of its process
     # group once it exits is stopped.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            with popen_child([str(root / program), "--version"], cwd=home, env=scrubbed_env(home),
+            with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home),
                              stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
                 try:
                     returncode = proc.wait(timeout=TIMEOUT_SECONDS)
                 except subprocess.TimeoutExpired:
                     stop_group(proc, grace=1.0)
-                    return SmokeRun(program=program, exit_code=-1, output=f"no answer within {TIMEOUT_SECONDS}s")
+                    return _Ran(exit_code=-1, stdout="", stderr=f"no answer within {TIMEOUT_SECONDS}s")
                 finally:
                     stop_group(proc, grace=0.0)
         except OSError as exc:
-            return SmokeRun(program=program, exit_code=-1, output=f"cannot start: {exc.strerror}")
+            return _Ran(exit_code=-1, stdout="", stderr=f"cannot start: {exc.strerror}")
         out.seek(0)
         err.seek(0)
-        text = (out.read().decode(errors="replace") + err.read().decode(errors="replace")).strip()
-    return SmokeRun(program=program, exit_code=returncode, output=text[:_OUTPUT_CHARS])
+        return _Ran(exit_code=returncode, stdout=out.read().decode(errors="replace"),
+                    stderr=err.read().decode(errors="replace"))
+
+
+def run_version(root: Path, program: str, home: Path) -> SmokeRun:
+    """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
+    ran = _run(root, program, ["--version"], home)
+    return SmokeRun(program=program, exit_code=ran.exit_code, output=ran.text[:_OUTPUT_CHARS])
+
+
+def versions_check(runs: Sequence[SmokeRun]) -> SmokeCheck:
+    """The ``--version`` runs as one check."""
+    if not runs:
+        return SmokeCheck(name="versions", status=SKIPPED, line="versions: skipped: no llama-* programs in the bundle")
+    bad = [r for r in runs if not r.ok]
+    if bad:
+        first = bad[0]
+        tail = first.output.splitlines()[-1] if first.output else ""
+        return SmokeCheck(name="versions", status=FAILED, program=first.program,
+                          line=f"versions: {first.program} --version exited {first.exit_code}: {tail}"
+                               + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    no_flag = [r.program for r in runs if not r.printed_version]
+    others = f"; {', '.join(no_flag)} started but take no --version" if no_flag else ""
+    return SmokeCheck(name="versions", status=PASSED,
+                      line=f"versions: {len(runs) - len(no_flag)}/{len(runs)} programs printed their version{others}")
+
+
+def _present(root: Path, names: Sequence[str], os_name: str) -> str | None:
+    return next((program_file(n, os_name) for n in names if (root / program_file(n, os_name)).is_file()), None)
+
+
+def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = False) -> SmokeCheck:
+    """Every backend module of the bundle loads (see the module docstring), and the devices it lists.
+
+    Which modules loaded is read from ggml's own log in a ``llama-simple``
+    run: it loads every module beside it (``ggml_backend_load_all``) and logs
+    through llama.cpp's default logger, straight to stderr. ``--list-devices``
+    cannot say it: it lists only the non-CPU devices, and the programs that
+    take it log through llama.cpp's common log, whose queue is not flushed at
+    exit (common/log.cpp leaks the logger on purpose), so its lines come or
+    not. Its device list (stdout) is reliable and is reported.
+
+    ``backend_dl``: the bundle was built with ``GGML_BACKEND_DL`` and the CPU
+    backend (its manifest says so): a CPU module must then be there and load,
+    even when the bundle lost every module.
+    """
+    modules = backend_modules(root, os_name)
+    if not modules and not backend_dl:
+        return SmokeCheck(name="backends", status=SKIPPED,
+                          line="backends: skipped: no ggml backend modules beside the programs (not a GGML_BACKEND_DL build)")
+    program = _present(root, (FORWARD_PROGRAM,), os_name)
+    if program is None:
+        return SmokeCheck(name="backends", status=SKIPPED,
+                          line=f"backends: skipped: no {FORWARD_PROGRAM} in the bundle (its log says which backends ggml loaded)")
+    from pipeline.bundle.tiny_model import write_tiny_llama
+
+    model = write_tiny_llama(home / "tiny-llama.gguf")
+    ran = _run(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home)
+    loaded = {Path(m.group("path").replace("\\", "/")).name: m.group("name") for m in _LOADED.finditer(ran.both)}
+    missing = []
+    if backend_dl and "cpu" not in modules:
+        missing.append(f"the CPU backend (no {'ggml-cpu*.dll' if os_name == 'windows' else 'libggml-cpu*.so'} in the bundle)")
+    for backend, files in sorted(modules.items()):
+        if not any(f in loaded for f in files):
+            missing.append(files[0] if len(files) == 1 else f"{backend} ({', '.join(files)})")
+    said = ", ".join(f"{name} ({file})" for file, name in sorted(loaded.items(), key=lambda kv: kv[1]))
+    if missing:
+        return SmokeCheck(name="backends", status=FAILED, program=program,
+                          line=f"backends: {', '.join(missing)} did not load in {program} "
+                               f"(a library it needs is missing or it is broken); loaded: {said or 'nothing'}")
+    lister = _present(root, DEVICE_LISTERS, os_name)
+    if lister is None:
+        devices = f"devices not listed (no {', '.join(DEVICE_LISTERS)})"
+    else:
+        listed = _run(root, lister, ["--list-devices"], home)
+        if listed.exit_code != 0:
+            return SmokeCheck(name="backends", status=FAILED, program=lister,
+                              line=f"backends: {lister} --list-devices exited {listed.exit_code}: {listed.last_line()}")
+        devices = f"{lister} --list-devices: {', '.join(_listed_devices(listed.stdout)) or 'no device'} besides the CPU"
+    return SmokeCheck(name="backends", status=PASSED, program=program,
+                      line=f"backends: {program} loaded {said}; {devices}")
+
+
+def _listed_devices(stdout: str) -> list[str]:
+    """The device names ``--list-devices`` printed under "Available devices:" ("(none)": no device)."""
+    lines = stdout.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "Available devices:")
+    except StopIteration:
+        return []
+    names = []
+    for line in lines[start + 1:]:
+        text = line.strip()
+        if not line.startswith(" ") or not text or text == "(none)":
+            break
+        names.append(text.split(":", 1)[0])
+    return names
+
+
+def vocab_test_case(inp: str, out: str) -> tuple[str, list[int]] | None:
+    """The first sentence of a tokenizer test pair (two or more plain ASCII words) and its ids.
+
+    The pair's format is llama.cpp's tests/test-tokenizer-0.cpp: inputs
+    separated by ``\\n__ggml_vocab_test__\\n``, one line of ids per input.
+    """
+    inputs = inp.split(_VOCAB_TEST_SEPARATOR)
+    outputs = out.splitlines()
+    for text, ids in zip(inputs, outputs, strict=False):
+        if re.fullmatch(r"[A-Za-z]+(?: [A-Za-z]+)+", text) and ids.strip():
+            return text, [int(t) for t in ids.split()]
+    return None
+
+
+def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None) -> SmokeCheck:
+    """``llama-tokenize`` with the tree's vocab gives the ids the tree's own test expects."""
+    program = _present(root, (TOKENIZER,), os_name)
+    if program is None:
+        return SmokeCheck(name="tokenizer", status=SKIPPED, line=f"tokenizer: skipped: no {TOKENIZER} in the bundle")
+    if models is None:
+        return SmokeCheck(name="tokenizer", status=SKIPPED, program=program,
+                          line="tokenizer: skipped: no llama.cpp source tree given for its models/ vocab")
+    vocab, inp, out = models / VOCAB, models / f"{VOCAB}.inp", models / f"{VOCAB}.out"
+    if not (vocab.is_file() and inp.is_file() and out.is_file()):
+        return SmokeCheck(name="tokenizer", status=SKIPPED, program=program,
+                          line=f"tokenizer: skipped: the source tree has no models/{VOCAB} with its .inp/.out pair")
+    case = vocab_test_case(inp.read_text(encoding="utf-8"), out.read_text(encoding="utf-8"))
+    if case is None:
+        return SmokeCheck(name="tokenizer", status=SKIPPED, program=program,
+                          line=f"tokenizer: skipped: no plain sentence in models/{VOCAB}.inp")
+    text, expected = case
+    prompt = home / "tokenizer-prompt.txt"
+    home.mkdir(parents=True, exist_ok=True)
+    prompt.write_bytes(text.encode("utf-8"))
+    # As the tree's test tokenizes: no special tokens added, none parsed.
+    ran = _run(root, program, ["-m", str(vocab), "-f", str(prompt), "--ids", "--no-bos", "--no-parse-special",
+                               "--log-disable"], home)
+    if ran.exit_code != 0:
+        return SmokeCheck(name="tokenizer", status=FAILED, program=program,
+                          line=f"tokenizer: {program} exited {ran.exit_code}: {ran.last_line()}")
+    got = _ids(ran.stdout)
+    if got != expected:
+        return SmokeCheck(name="tokenizer", status=FAILED, program=program,
+                          line=f"tokenizer: {program} on {VOCAB} gave {got} for {text!r}; {VOCAB}.out expects {expected}")
+    return SmokeCheck(name="tokenizer", status=PASSED, program=program,
+                      line=f"tokenizer: {program} on {VOCAB}: {text!r} -> {got}, as {VOCAB}.out expects")
+
+
+def _ids(stdout: str) -> list[int] | None:
+    """The ``[1, 2, 3]`` line ``llama-tokenize --ids`` prints, or None."""
+    for line in reversed(stdout.splitlines()):
+        match = re.fullmatch(r"\s*\[([\d,\s]*)\]\s*", line)
+        if match:
+            return [int(t) for t in match.group(1).replace(",", " ").split()]
+    return None
+
+
+def forward_pass_check(root: Path, os_name: str, home: Path) -> SmokeCheck:
+    """One generation with a tiny random-weight model: the backend the machine picked computes."""
+    program = _present(root, (FORWARD_PROGRAM,), os_name)
+    if program is None:
+        return SmokeCheck(name="forward-pass", status=SKIPPED,
+                          line=f"forward-pass: skipped: no {FORWARD_PROGRAM} in the bundle")
+    from pipeline.bundle.tiny_model import write_tiny_llama
+
+    model = write_tiny_llama(home / "tiny-llama.gguf")
+    ran = _run(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), FORWARD_PROMPT], home)
+    decoded = _DECODED.search(ran.both)
+    # Fewer than asked is fine: a random model may pick its end-of-generation token early.
+    if ran.exit_code != 0 or decoded is None or int(decoded.group("n")) < 1:
+        return SmokeCheck(name="forward-pass", status=FAILED, program=program,
+                          line=f"forward-pass: {program} with a tiny model exited {ran.exit_code}: {ran.last_line()}")
+    cpu = [Path(m.group("path").replace("\\", "/")).name for m in _LOADED.finditer(ran.both) if m.group("name") == "CPU"]
+    on = f" on {cpu[0]}" if cpu else ""
+    return SmokeCheck(name="forward-pass", status=PASSED, program=program,
+                      line=f"forward-pass: {program} decoded {decoded.group('n')} tokens with a tiny random-weight llama model{on}")
+
+
+def expects_cpu_module(cmake_args: Sequence[str]) -> bool:
+    """Do a build's CMake arguments make the CPU backend a loadable module (``GGML_BACKEND_DL`` on, the CPU on)?"""
+    def value(name: str) -> str | None:
+        found = None
+        for arg in cmake_args:
+            match = re.fullmatch(rf"-D{name}(?::[A-Z]+)?=(.*)", arg)
+            if match:
+                found = match.group(1).upper()
+        return found
+
+    return value("GGML_BACKEND_DL") in ("ON", "TRUE", "1", "YES") and value("GGML_CPU") not in ("OFF", "FALSE", "0", "NO")
+
+
+def smoke_checks(
+    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False
+) -> tuple[list[SmokeRun], list[SmokeCheck]]:
+    """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
+    ``backend_dl``: see :func:`backends_check`."""
+    runs = [run_version(root, p, home) for p in main_programs(root, os_name)]
+    checks = [
+        versions_check(runs),
+        backends_check(root, os_name, home, backend_dl=backend_dl),
+        tokenizer_check(root, os_name, home, models),
+        forward_pass_check(root, os_name, home),
+    ]
+    return runs, checks

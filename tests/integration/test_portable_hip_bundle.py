@@ -30,6 +30,8 @@ from tests.support.projects import write_matrix
 from tests.support.runtime_libs import EXPECTED_VERSION, build_runtime, write_hip_project
 
 TAG = "b4711"
+# The bundle's one top folder, as in upstream's Linux archives.
+TOP = f"llama-{TAG}"
 
 
 def readelf_runpath(path: Path) -> str | None:
@@ -72,15 +74,16 @@ targets = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
 
 
 def unpack(bundle: Path, dest: Path) -> Path:
+    """Unpack ``bundle`` into ``dest``; the bundle's root: its one folder, upstream's ``llama-<tag>/``."""
     with tarfile.open(bundle) as tar:
         tar.extractall(dest, filter="data")
-    return dest
+    return dest / TOP
 
 
-def repack(folder: Path, dest: Path) -> Path:
+def repack(root: Path, dest: Path) -> Path:
+    """Pack an unpacked bundle's root back under its own folder name."""
     with tarfile.open(dest, "w:gz") as tar:
-        for item in sorted(folder.iterdir()):
-            tar.add(item, arcname=item.name)
+        tar.add(root, arcname=root.name)
     return dest
 
 
@@ -116,7 +119,7 @@ def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tupl
     check = record["bundle_check"]
     assert check["ok"] is True, check["problems"]
     assert [(r["program"], r["exit_code"], r["output"]) for r in check["smoke"]] == [
-        ("bin/llama-hipdemo", 0, EXPECTED_VERSION)
+        ("llama-hipdemo", 0, EXPECTED_VERSION)
     ]
     assert check["glibc_max"] == "2.35"
 
@@ -124,31 +127,31 @@ def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tupl
         members = {m.name: m for m in tar.getmembers()}
     for base, major, full in (("libamdhip64", "7", "7.1.0"), ("libhsa-runtime64", "1", "1.15.0"),
                               ("librocblas", "4", "4.5.0")):
-        assert members[f"bin/{base}.so.{full}"].isfile()
-        link = members[f"bin/{base}.so.{major}"]
+        assert members[f"{TOP}/{base}.so.{full}"].isfile()
+        link = members[f"{TOP}/{base}.so.{major}"]
         assert link.issym() and link.linkname == f"{base}.so.{full}"
         # The unversioned development link is not what any program needs.
-        assert f"bin/{base}.so" not in members
-    kernels = sorted(n.removeprefix("bin/rocblas/library/") for n in members if n.startswith("bin/rocblas/library/")
-                     and members[n].isfile())
+        assert f"{TOP}/{base}.so" not in members
+    kernels = sorted(n.removeprefix(f"{TOP}/rocblas/library/") for n in members
+                     if n.startswith(f"{TOP}/rocblas/library/") and members[n].isfile())
     # gfx110X targets only, plus the file that names no target.
     assert kernels == ["Kernels.so-000-gfx1100.hsaco", "TensileLibrary_fallback.dat", "TensileLibrary_lazy_gfx1100.dat"]
-    assert members["LICENSE"].isfile() and members["licenses/LICENSE-thirdparty"].isfile()
+    assert members[f"{TOP}/LICENSE"].isfile() and members[f"{TOP}/licenses/LICENSE-thirdparty"].isfile()
 
-    manifest = json.loads(tar_member(bundle, "manifest.json"))
+    manifest = json.loads(tar_member(bundle, f"{TOP}/manifest.json"))
     came_from = {f["path"]: f["from_toolchain"] for f in manifest["files"] if "from_toolchain" in f}
-    assert came_from["bin/libamdhip64.so.7.1.0"] == "lib/libamdhip64.so.7.1.0"
-    assert came_from["bin/libamdhip64.so.7"] == "lib/libamdhip64.so.7"
-    assert came_from["bin/rocblas/library/Kernels.so-000-gfx1100.hsaco"] == "lib/rocblas/library/Kernels.so-000-gfx1100.hsaco"
+    assert came_from["libamdhip64.so.7.1.0"] == "lib/libamdhip64.so.7.1.0"
+    assert came_from["libamdhip64.so.7"] == "lib/libamdhip64.so.7"
+    assert came_from["rocblas/library/Kernels.so-000-gfx1100.hsaco"] == "lib/rocblas/library/Kernels.so-000-gfx1100.hsaco"
     assert str(root) not in json.dumps(manifest) and str(tmp_path) not in json.dumps(manifest)
 
     # The toolchain is gone; the bundle runs on its own, from elsewhere, with nothing of the build's environment.
     shutil.rmtree(root)
     here = unpack(bundle, tmp_path / "clean" / "unpacked")
-    program = here / "bin" / "llama-hipdemo"
+    program = here / "llama-hipdemo"
     assert readelf_runpath(program) == "$ORIGIN"
     for lib in ("libamdhip64.so.7.1.0", "librocblas.so.4.5.0", "libhsa-runtime64.so.1.15.0"):
-        assert readelf_runpath(here / "bin" / lib) == "$ORIGIN"
+        assert readelf_runpath(here / lib) == "$ORIGIN"
     home = tmp_path / "clean" / "home"
     home.mkdir()
     ran = subprocess.run([str(program), "--version"], env=scrubbed_env(home), cwd=home, capture_output=True, text=True)
@@ -171,28 +174,28 @@ def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[P
 
     # A library removed: the program and librocblas both needed it.
     missing = unpack(bundle, tmp_path / "missing")
-    for link_or_file in (missing / "bin").glob("libamdhip64.so*"):
+    for link_or_file in missing.glob("libamdhip64.so*"):
         link_or_file.unlink()
     proc = check_bundle(repack(missing, tmp_path / "missing.tar.gz"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "error: bin/llama-hipdemo: needs libamdhip64.so.7: neither in the bundle" in proc.stdout
-    assert "error: bin/librocblas.so.4.5.0: needs libamdhip64.so.7" in proc.stdout
+    assert "error: llama-hipdemo: needs libamdhip64.so.7: neither in the bundle" in proc.stdout
+    assert "error: librocblas.so.4.5.0: needs libamdhip64.so.7" in proc.stdout
     # The smoke test fails the way a clean machine would: the loader's own words.
-    assert re.search(r"error: bin/llama-hipdemo: --version exited 127: .*libamdhip64\.so\.7: cannot open shared object file",
+    assert re.search(r"error: llama-hipdemo: --version exited 127: .*libamdhip64\.so\.7: cannot open shared object file",
                      proc.stdout), proc.stdout
 
     # An absolute RUNPATH put back into the toolchain's folder.
     absolute = unpack(bundle, tmp_path / "absolute")
     toolchain_lib = str(Path(record["toolchain"]["details"]["root"]) / "lib")
-    subprocess.run([str(find_patchelf()), "--set-rpath", toolchain_lib, str(absolute / "bin" / "llama-hipdemo")],
+    subprocess.run([str(find_patchelf()), "--set-rpath", toolchain_lib, str(absolute / "llama-hipdemo")],
                    check=True)
     proc = check_bundle(repack(absolute, tmp_path / "absolute.tar.gz"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert f"error: bin/llama-hipdemo: absolute or build-machine RUNPATH/RPATH entry '{toolchain_lib}'" in proc.stdout
+    assert f"error: llama-hipdemo: absolute or build-machine RUNPATH/RPATH entry '{toolchain_lib}'" in proc.stdout
     # With $ORIGIN gone the program's libraries are in the bundle but out of its reach: named too.
-    assert "error: bin/llama-hipdemo: needs libamdhip64.so.7: it is in the bundle (bin/libamdhip64.so.7)" in proc.stdout
+    assert "error: llama-hipdemo: needs libamdhip64.so.7: it is in the bundle (libamdhip64.so.7)" in proc.stdout
     data = json.loads(run_pipeline(["check-bundle", str(tmp_path / "absolute.tar.gz"), "--json"]).stdout)
     assert data["ok"] is False
-    assert {(p["file"], p["kind"]) for p in data["problems"]} >= {("bin/llama-hipdemo", "runpath"),
-                                                                   ("bin/llama-hipdemo", "library")}
+    assert {(p["file"], p["kind"]) for p in data["problems"]} >= {("llama-hipdemo", "runpath"),
+                                                                   ("llama-hipdemo", "library")}

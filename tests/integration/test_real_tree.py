@@ -10,8 +10,9 @@ The cpu leg here is the shipped matrix.toml's cpu leg with the one CI
 reduction of tests/support/reduction.py and nothing else (its TLS, RPC and
 shared flags as shipped; tests/unit/test_tested_flags.py checks it): the
 tools, examples, server and app off, one CPU variant instead of
-``GGML_CPU_ALL_VARIANTS`` (561 steps, over an hour on 2 cores), plus exactly
-one program, ``llama-gguf-split`` (tests/support/llama_one_tool.cmake).
+``GGML_CPU_ALL_VARIANTS`` (561 steps, over an hour on 2 cores), plus the
+programs check-bundle's smoke run needs (``REDUCED_PROGRAMS``: llama-gguf-split,
+llama-tokenize, llama-simple, added by tests/support/llama_programs.cmake).
 
 Each workspace runs the workflow's path: ``resolve``, ``source`` (one
 archive of the merged tree), then ``build cpu`` from that archive. Each
@@ -35,6 +36,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -56,18 +59,20 @@ from tests.support.llama_tree import (
     Forge,
     prepared_forge,
 )
-from tests.support.reduction import reduce_leg_flags, shipped_flags, toml_list
+from tests.support.reduction import REDUCED_PROGRAMS, reduce_leg_flags, shipped_flags, toml_list
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+# The smoke run's vocab (pipeline/bundle/smoke.py), named here as the tree names it.
+VOCAB = "ggml-vocab-llama-spm.gguf"
 
 ROOT = Path(__file__).resolve().parents[2]
 # The nightly's moment: 10 h after the real commit (b7000), 2 h after b7001.
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 MIN_AGE_HOURS = 6
-# Compilations of the reduced cpu leg: `ninja -t commands | grep -c ' -c '` on the configured tree (131:
-# 129 before the leg took the shipped GGML_RPC and OpenSSL).
+# Compilations of the reduced cpu leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
 COMPILATIONS = 131
-PROGRAM = "bin/llama-gguf-split"
+PROGRAM = "llama-gguf-split"
 # Budget for one build: ~5 min cold on 2 idle cores; CI shares the machine.
 BUILD_TIMEOUT = 3600
 
@@ -101,6 +106,12 @@ os = "linux"
 cmake_args = """ + toml_list(TESTED_LEGS["cpu"]).replace("{", "{{").replace("}", "}}") + "\n"
 
 
+def matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
+                pr_number: int = PR_NUMBER) -> str:
+    """The reduced matrix (see the module docstring) for this forge."""
+    return MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha)
+
+
 @dataclass
 class Run:
     """One workspace's nightly: its resolution, record, bundle and wall time."""
@@ -120,6 +131,13 @@ class RealTree:
     cache: Path
     runner: Run
     laptop: Run
+
+
+def pipeline_may_fail(args: list[str], *, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m pipeline ARGS``, whatever its exit code."""
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+                          capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)  # fmt: skip
 
 
 def pipeline(args: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -177,10 +195,7 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
     root = tmp_path_factory.mktemp("real-tree")
     forge = prepared_forge(root, young_at=NOW - timedelta(hours=2), pr_at=NOW - timedelta(hours=7))
     matrix = root / "matrix.toml"
-    matrix.write_text(
-        MATRIX.format(upstream=forge.upstream, min_age=MIN_AGE_HOURS, pr_repo=PR_REPO, pr_number=PR_NUMBER,
-                      pr_sha=forge.pr_sha)
-    )  # fmt: skip
+    matrix.write_text(matrix_text(upstream=forge.upstream, pr_sha=forge.pr_sha))
     cache = e2e_cache_root() / "ccache"
     env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home")}
     runner = nightly(root, "runner", matrix, cache, env)
@@ -241,22 +256,42 @@ def test_bundles_from_two_folders_are_byte_identical(real_tree: RealTree) -> Non
 
 
 def _extract(bundle: Path, dest: Path) -> Path:
+    """Unpack ``bundle``; its one top folder, upstream's ``llama-<tag>/`` with the programs and libraries in it."""
     dest.mkdir(parents=True)
     with tarfile.open(bundle) as tar:
         tar.extractall(dest, filter="tar")
+    (top,) = dest.iterdir()
+    assert top.name == bundle.name.removesuffix("-bin-ubuntu-x64.tar.gz")
+    return top
+
+
+def _repack(root: Path, dest: Path) -> Path:
+    with tarfile.open(dest, "w:gz") as tar:
+        tar.add(root, arcname=root.name)
     return dest
+
+
+def _vocab_case(models: Path) -> tuple[str, list[int]]:
+    """The first plain two-word-or-more sentence of the vocab's test pair, read as test-tokenizer-0.cpp reads it."""
+    inputs = (models / f"{VOCAB}.inp").read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
+    outputs = (models / f"{VOCAB}.out").read_text(encoding="utf-8").splitlines()
+    for text, ids in zip(inputs, outputs, strict=True):
+        if " " in text and text.replace(" ", "").isalpha() and text.isascii() and not text.startswith(" "):
+            return text, [int(i) for i in ids.split()]
+    raise AssertionError(f"no plain sentence in {VOCAB}.inp")
 
 
 def test_no_workspace_path_is_left_in_the_bundle(real_tree: RealTree, tmp_path: Path) -> None:
     files = _extract(real_tree.runner.bundle, tmp_path / "x")
     names = sorted(p.relative_to(files).as_posix() for p in files.rglob("*") if p.is_file() and not p.is_symlink())
-    assert PROGRAM in names and any(n.startswith("bin/libllama.so") for n in names)
+    assert PROGRAM in names and any(n.startswith("libllama.so") for n in names)
+    assert "LICENSE" in names and "manifest.json" in names
     needles = [str(real_tree.root).encode(), str(real_tree.runner.workspace).encode(), b"/tmp/pytest-of-"]
     for rel in names:
         data = (files / rel).read_bytes()
         assert not [n for n in needles if n in data], f"{rel} names the build folder"
     # GGML_ASSERT's __FILE__: the path inside the tree, mapped from ../src/llama.cpp/ggml/src/ggml.c.
-    base = next(n for n in names if n.startswith("bin/libggml-base.so"))
+    base = next(n for n in names if n.startswith("libggml-base.so"))
     assert b"./ggml/src/ggml.c\x00" in (files / base).read_bytes()
 
 
@@ -289,15 +324,114 @@ def test_the_bundled_program_runs_from_the_extracted_bundle(real_tree: RealTree,
 
 def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:
     """Every build ran check-bundle on its bundle; the command agrees, smoke run included."""
+    models = real_tree.runner.workspace / "out" / "src" / "llama.cpp" / "models"
+    text, ids = _vocab_case(models)
     for run in (real_tree.runner, real_tree.laptop):
         check = run.record["bundle_check"]
         assert check["ok"] is True and check["problems"] == [], check
-        assert [s["program"] for s in check["smoke"]] == ["bin/llama-gguf-split"], check
+        assert [s["program"] for s in check["smoke"]] == sorted(REDUCED_PROGRAMS), check
+        lines = {c["name"]: (c["status"], c["line"]) for c in check["checks"]}
+        # llama-simple (upstream's example) has no --version: it prints its usage, having started.
+        assert lines["versions"] == ("passed", "versions: 2/3 programs printed their version; "
+                                               "llama-simple started but take no --version")
+        # GGML_BACKEND_DL without the CPU variants: one CPU module, loaded from beside the program; no GPU.
+        assert lines["backends"] == ("passed", "backends: llama-simple loaded CPU (libggml-cpu.so); "
+                                               "llama-tokenize --list-devices: no device besides the CPU")
+        # The build gave check-bundle its tree: the tokenizer check used the tree's own test pair.
+        assert lines["tokenizer"] == ("passed", f"tokenizer: llama-tokenize on {VOCAB}: {text!r} -> {ids}, as {VOCAB}.out expects")
+        # Up to 4 tokens: the random model may pick its end-of-generation token early.
+        assert lines["forward-pass"][0] == "passed"
+        assert re.fullmatch(r"forward-pass: llama-simple decoded [1-4] tokens with a tiny random-weight llama model "
+                            r"on libggml-cpu\.so", lines["forward-pass"][1]), lines["forward-pass"]
         proc = pipeline(["check-bundle", str(run.bundle), "--json"], cwd=real_tree.root, env={})
         assert proc.returncode == 0, proc.stdout + proc.stderr
         data = json.loads(proc.stdout)
         assert data["ok"] is True and data["glibc_required"] is not None
-        assert all(s["exit_code"] == 0 for s in data["smoke"]) and data["smoke"], data
+        # llama-simple takes no --version: upstream's usage text and exit 1, having started.
+        assert {s["program"]: s["exit_code"] for s in data["smoke"]} == {
+            "llama-gguf-split": 0, "llama-simple": 1, "llama-tokenize": 0}, data
+        # Without the tree the tokenizer check says why it did not run; the others still pass.
+        assert {c["name"]: c["status"] for c in data["checks"]} == {
+            "versions": "passed", "backends": "passed", "tokenizer": "skipped", "forward-pass": "passed"}
+        assert [c["line"] for c in data["checks"] if c["name"] == "tokenizer"] == [
+            "tokenizer: skipped: no llama.cpp source tree given for its models/ vocab"]
+
+
+def test_a_bundle_that_lost_its_cpu_backend_fails_the_backends_check(real_tree: RealTree, tmp_path: Path) -> None:
+    root = _extract(real_tree.runner.bundle, tmp_path / "x")
+    (root / "libggml-cpu.so").unlink()
+    bad = _repack(root, tmp_path / real_tree.runner.bundle.name)
+    proc = pipeline_may_fail(["check-bundle", str(bad)], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    # Nothing NEEDs the module (ggml loads it at run time): only the smoke run can see it is gone.
+    assert ("backends: the CPU backend (no libggml-cpu*.so in the bundle) did not load in llama-simple "
+            "(a library it needs is missing or it is broken); loaded: nothing") in proc.stdout, proc.stdout
+    assert "forward-pass: llama-simple with a tiny model exited" in proc.stdout
+
+
+def test_a_gpu_backend_module_loads_without_a_gpu_and_fails_without_its_library(
+    real_tree: RealTree, tmp_path: Path
+) -> None:
+    """A stand-in GPU module (a real ggml backend reporting no device) that needs a runtime library."""
+    tree = real_tree.runner.workspace / "out" / "src" / "llama.cpp"
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / "hip.c").write_text("int hip_device_count(void) { return 0; }\n")
+    (runtime / "module.c").write_text(
+        '#include "ggml-backend-impl.h"\n'
+        "int hip_device_count(void);\n"
+        'static const char * name(ggml_backend_reg_t r) { (void) r; return "HIPSTUB"; }\n'
+        "static size_t count(ggml_backend_reg_t r) { (void) r; return (size_t) hip_device_count(); }\n"
+        "static ggml_backend_dev_t get(ggml_backend_reg_t r, size_t i) { (void) r; (void) i; return 0; }\n"
+        "static void * proc(ggml_backend_reg_t r, const char * n) { (void) r; (void) n; return 0; }\n"
+        "static struct ggml_backend_reg reg = { GGML_BACKEND_API_VERSION, { name, count, get, proc }, 0 };\n"
+        "__attribute__((visibility(\"default\"))) ggml_backend_reg_t ggml_backend_init(void) { return &reg; }\n"
+    )
+    root = _extract(real_tree.runner.bundle, tmp_path / "x")
+    gcc = ["gcc", "-shared", "-fPIC", "-O1"]
+    subprocess.run([*gcc, "-Wl,-soname,libamdhip64.so.7", "-o", str(root / "libamdhip64.so.7"), str(runtime / "hip.c")],
+                   check=True)  # fmt: skip
+    subprocess.run([*gcc, f"-I{tree / 'ggml' / 'include'}", f"-I{tree / 'ggml' / 'src'}", "-o",
+                    str(root / "libggml-hip.so"), str(runtime / "module.c"), f"-L{root}", "-l:libamdhip64.so.7",
+                    "-Wl,--enable-new-dtags,-rpath,$ORIGIN"], check=True)  # fmt: skip
+
+    def check(bundle: Path) -> subprocess.CompletedProcess[str]:
+        return pipeline_may_fail(["check-bundle", str(bundle)], cwd=tmp_path)
+
+    (tmp_path / "good").mkdir()
+    (tmp_path / "bad").mkdir()
+    good = check(_repack(root, tmp_path / "good" / real_tree.runner.bundle.name))
+    assert good.returncode == 0, good.stdout + good.stderr
+    # Loaded without a GPU: the module reports no device.
+    assert ("backends: llama-simple loaded CPU (libggml-cpu.so), HIPSTUB (libggml-hip.so); "
+            "llama-tokenize --list-devices: no device besides the CPU") in good.stdout, good.stdout
+
+    (root / "libamdhip64.so.7").unlink()
+    bad = check(_repack(root, tmp_path / "bad" / real_tree.runner.bundle.name))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "error: libggml-hip.so: needs libamdhip64.so.7: neither in the bundle" in bad.stdout
+    assert ("backends: libggml-hip.so did not load in llama-simple (a library it needs is missing "
+            "or it is broken); loaded: CPU (libggml-cpu.so)") in bad.stdout, bad.stdout
+
+
+def test_a_tokenizer_that_disagrees_with_the_trees_test_pair_fails(real_tree: RealTree, tmp_path: Path) -> None:
+    models = real_tree.runner.workspace / "out" / "src" / "llama.cpp" / "models"
+    text, ids = _vocab_case(models)
+    other = tmp_path / "tree" / "models"
+    other.mkdir(parents=True)
+    for suffix in ("", ".inp"):
+        shutil.copyfile(models / f"{VOCAB}{suffix}", other / f"{VOCAB}{suffix}")
+    wrong = [*ids[:-1], ids[-1] + 1]
+    lines = (models / f"{VOCAB}.out").read_text(encoding="utf-8").splitlines()
+    at = [[int(i) for i in line.split()] for line in lines].index(ids)
+    lines[at] = " " + " ".join(str(i) for i in wrong)
+    (other / f"{VOCAB}.out").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = pipeline_may_fail(["check-bundle", str(real_tree.runner.bundle), "--source-tree", str(tmp_path / "tree")],
+                             cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (f"tokenizer: llama-tokenize on {VOCAB} gave {ids} for {text!r}; {VOCAB}.out expects {wrong}"
+            in proc.stdout), proc.stdout
 
 
 def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(real_tree: RealTree) -> None:
@@ -318,10 +452,7 @@ def test_the_source_archive_of_the_real_tree_is_made_once_and_deterministic(tmp_
     """`source` on the real tree's forge, twice in two folders: identical archives holding the merged tree."""
     forge = prepared_forge(tmp_path, young_at=NOW - timedelta(hours=2), pr_at=NOW - timedelta(hours=7))
     matrix = tmp_path / "matrix.toml"
-    matrix.write_text(
-        MATRIX.format(upstream=forge.upstream, min_age=MIN_AGE_HOURS, pr_repo=PR_REPO, pr_number=PR_NUMBER,
-                      pr_sha=forge.pr_sha)
-    )  # fmt: skip
+    matrix.write_text(matrix_text(upstream=forge.upstream, pr_sha=forge.pr_sha))
     env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(tmp_path / "cache-home")}
     made = []
     for name in ("runner", "elsewhere"):

@@ -5,9 +5,11 @@ with exactly these changes and nothing else (tests/unit/test_tested_flags.py
 checks every such test):
 
 - which programs: ``LLAMA_BUILD_TOOLS/EXAMPLES/SERVER/APP=OFF`` (``APP`` needs
-  the tools' ``build-info.h``) and exactly one program, ``llama-gguf-split``,
-  added back by ``llama_one_tool.cmake`` (a bundle needs a program that runs
-  ``--version``);
+  the tools' ``build-info.h``) and the programs check-bundle's smoke run needs
+  added back (``REDUCED_PROGRAMS``, built by ``llama_programs.cmake``):
+  ``--version`` (all), the tokenizer check (``llama-tokenize``), the backends
+  and one forward pass (``llama-simple``). The shipped cpu leg builds all
+  three with its tools and examples;
 - which CPU variants: ``GGML_CPU_ALL_VARIANTS=OFF``, one CPU backend
   (``GGML_NATIVE=OFF`` as shipped): the full variant set is 561 Ninja steps,
   over an hour on 2 cores.
@@ -24,7 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_MATRIX = ROOT / "matrix.toml"
-ONE_TOOL = Path(__file__).resolve().with_name("llama_one_tool.cmake")
+PROGRAMS_CMAKE = Path(__file__).resolve().with_name("llama_programs.cmake")
+# The programs the reduced build adds back, the one list of them.
+REDUCED_PROGRAMS = ("llama-gguf-split", "llama-tokenize", "llama-simple")
 
 # CMake cache variable -> the value the reduced build gives it.
 REDUCTION: dict[str, str] = {
@@ -33,7 +37,8 @@ REDUCTION: dict[str, str] = {
     "LLAMA_BUILD_SERVER": "OFF",
     "LLAMA_BUILD_APP": "OFF",
     "GGML_CPU_ALL_VARIANTS": "OFF",
-    "CMAKE_PROJECT_llama.cpp_INCLUDE": str(ONE_TOOL),
+    "CMAKE_PROJECT_llama.cpp_INCLUDE": str(PROGRAMS_CMAKE),
+    "PIPELINE_E2E_PROGRAMS": ";".join(REDUCED_PROGRAMS),
 }
 
 

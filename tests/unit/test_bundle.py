@@ -169,19 +169,29 @@ def test_bundle_holds_the_selected_files_and_a_manifest(tmp_path: Path) -> None:
     with tarfile.open(path) as tar:
         members = tar.getmembers()
     names = [m.name for m in members]
+    # Upstream's Linux layout (release.yml: `tar --transform "s,^\.,llama-<tag>," -C build/bin .`):
+    # build/bin's programs and libraries flat under one llama-<tag>/ folder.
     assert names == [
-        "bin",
-        "bin/libggml-base.so",
-        "bin/libllama.so",
-        "bin/llama-cli",
-        "bin/llama-server",
-        "lib",
-        "lib/libextra.so.1.2",
-        "manifest.json",
+        "llama-b100",
+        "llama-b100/libextra.so.1.2",
+        "llama-b100/libggml-base.so",
+        "llama-b100/libllama.so",
+        "llama-b100/llama-cli",
+        "llama-b100/llama-server",
+        "llama-b100/manifest.json",
     ]
     for m in members:
         assert (m.mtime, m.uid, m.gid, m.uname, m.gname) == (FIXED_MTIME, 0, 0, "root", "root")
-        assert m.mode == (0o644 if m.name == "manifest.json" else 0o755)
+        assert m.mode == (0o644 if m.name.endswith("manifest.json") else 0o755)
+    assert read_manifest(path)["root"] == "llama-b100"
+
+
+def test_a_name_made_in_both_bin_and_lib_is_refused(tmp_path: Path) -> None:
+    build = fake_build(tmp_path)
+    (build / "lib" / "libllama.so").write_bytes(b"ELF another libllama")
+    with pytest.raises(BundleError, match=r"libllama\.so is in both bin/ and lib/"):
+        make_bundle(leg=CPU, record=record_for(build), build_dir=build, out_dir=tmp_path, toolchain=TOOLCHAIN,
+                    tag="b1", commit=None)  # fmt: skip
 
 
 def test_gzip_header_has_no_time_and_no_name(tmp_path: Path) -> None:
@@ -212,7 +222,7 @@ def test_manifest_holds_inputs_and_outputs_but_nothing_of_the_machine(tmp_path: 
         "-G", "Ninja", "-S", "<out>/src", "-B", "<build>", "-DCMAKE_BUILD_TYPE=Release",
         "-DCMAKE_C_COMPILER=/usr/bin/cc", "-DCMAKE_INSTALL_PREFIX=<out>/install",
     ]  # fmt: skip
-    cli = next(f for f in manifest["files"] if f["path"] == "bin/llama-cli")
+    cli = next(f for f in manifest["files"] if f["path"] == "llama-cli")
     assert cli["size"] == len(b"ELF cli v1")
     assert cli["sha256"] == hashlib.sha256(b"ELF cli v1").hexdigest()
 
@@ -230,12 +240,14 @@ def test_zip_for_windows_legs_is_deterministic(tmp_path: Path) -> None:
     assert first.name.endswith(".zip") and first.read_bytes() == second.read_bytes()
     with zipfile.ZipFile(first) as zf:
         infos = zf.infolist()
-        assert [i.filename for i in infos][:2] == ["bin/", "bin/libggml-base.so"]
+        # Upstream's Windows zips (release.yml: `7z a ... .\build\bin\Release\*`): no top folder.
+        assert [i.filename for i in infos][:2] == ["libextra.so.1.2", "libggml-base.so"]
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in infos)
         assert json.loads(zf.read("manifest.json"))["leg"]["family"] == "gfx1151"
+        assert json.loads(zf.read("manifest.json"))["root"] == ""
     assert compare(first, second).same
     changed = compare(first, bundle(tmp_path / "three", leg=ROCM_WIN, variant=b"v3"))
-    assert [d[0] for d in changed.differing] == ["bin/llama-cli"]
+    assert [d[0] for d in changed.differing] == ["llama-cli"]
     assert read_manifest(first)["name"] == first.name
 
 
@@ -247,9 +259,9 @@ def test_symlinked_libraries_stay_symlinks(tmp_path: Path) -> None:
         leg=CPU, record=record_for(build), build_dir=build, out_dir=tmp_path, toolchain=TOOLCHAIN, tag="b1", commit=None
     )
     with tarfile.open(path) as tar:
-        link = tar.getmember("bin/libllama.so")
+        link = tar.getmember("llama-b1/libllama.so")
         assert link.issym() and link.linkname == "libllama.so.0.1"
-    assert {"path": "bin/libllama.so", "symlink": "libllama.so.0.1"} in read_manifest(path)["files"]
+    assert {"path": "libllama.so", "symlink": "libllama.so.0.1"} in read_manifest(path)["files"]
 
 
 def test_empty_build_is_refused(tmp_path: Path) -> None:
@@ -271,7 +283,8 @@ def test_read_manifest_from_bundle_folder_and_file(tmp_path: Path) -> None:
     with tarfile.open(path) as tar:
         tar.extractall(unpacked, filter="tar")
     assert read_manifest(unpacked) == manifest
-    assert read_manifest(unpacked / "manifest.json") == manifest
+    assert read_manifest(unpacked / "llama-b100") == manifest
+    assert read_manifest(unpacked / "llama-b100" / "manifest.json") == manifest
 
 
 def _tar_gz(path: Path, members: dict[str, bytes]) -> Path:
@@ -314,10 +327,14 @@ def test_bundle_whose_files_do_not_match_its_manifest_is_corrupt(tmp_path: Path)
                 fh = tar.extractfile(m)
                 assert fh is not None
                 members[m.name] = fh.read()
-    members["bin/llama-cli"] = b"tampered"
+    members["llama-b100/llama-cli"] = b"tampered"
     bad = _tar_gz(tmp_path / "bad.tar.gz", members)
-    with pytest.raises(BundleError, match=r"bad.tar.gz: corrupt bundle: bin/llama-cli does not match the manifest"):
+    with pytest.raises(BundleError, match=r"bad.tar.gz: corrupt bundle: llama-cli does not match the manifest"):
         compare(bad, good)
+    members["llama-cli"] = members.pop("llama-b100/llama-cli")
+    outside = _tar_gz(tmp_path / "outside.tar.gz", members)
+    with pytest.raises(BundleError, match=r"outside.tar.gz: corrupt bundle: llama-cli is outside its top folder llama-b100/"):
+        compare(outside, good)
 
 
 # ---------------------------------------------------------------- comparing
@@ -332,10 +349,10 @@ def test_compare_identical_bundles(tmp_path: Path) -> None:
 def test_compare_names_exactly_the_differing_file(tmp_path: Path) -> None:
     result = compare(bundle(tmp_path / "one"), bundle(tmp_path / "two", variant=b"v22"))
     assert not result.same
-    assert result.differing == [("bin/llama-cli", 10, 11)]
+    assert result.differing == [("llama-cli", 10, 11)]
     assert (result.only_a, result.only_b, result.manifest_differences) == ([], [], [])
     assert result.summary == "4 of 5 files identical"
-    assert result.to_json()["differing"] == [{"path": "bin/llama-cli", "size_a": 10, "size_b": 11}]
+    assert result.to_json()["differing"] == [{"path": "llama-cli", "size_a": 10, "size_b": 11}]
 
 
 def test_compare_reports_input_differences_and_one_sided_files(tmp_path: Path) -> None:
@@ -349,8 +366,9 @@ def test_compare_reports_input_differences_and_one_sided_files(tmp_path: Path) -
         tag="b101", commit="d" * 40,
     )  # fmt: skip
     result = compare(a, b)
-    assert result.only_a == ["bin/llama-server"] and result.only_b == ["bin/llama-new"]
-    assert result.manifest_differences == ["source.commit", "tag"]
+    # Two tags, two top folders (llama-b100/, llama-b101/): still compared file by file.
+    assert result.only_a == ["llama-server"] and result.only_b == ["llama-new"]
+    assert result.manifest_differences == ["root", "source.commit", "tag"]
 
 
 def test_compare_bundle_with_folder_and_manifest(tmp_path: Path) -> None:
@@ -359,10 +377,10 @@ def test_compare_bundle_with_folder_and_manifest(tmp_path: Path) -> None:
     with tarfile.open(path) as tar:
         tar.extractall(unpacked, filter="tar")
     assert compare(path, unpacked).same
-    assert compare(unpacked / "manifest.json", path).same
-    (unpacked / "bin" / "llama-server").write_bytes(b"changed!")
+    assert compare(unpacked / "llama-b100" / "manifest.json", path).same
+    (unpacked / "llama-b100" / "llama-server").write_bytes(b"changed!")
     result = compare(path, unpacked)
-    assert [d[0] for d in result.differing] == ["bin/llama-server"]
+    assert [d[0] for d in result.differing] == ["llama-server"]
 
 
 def test_compare_plain_folders(tmp_path: Path) -> None:

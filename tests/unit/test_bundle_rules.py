@@ -101,6 +101,10 @@ def test_origin_runpaths() -> None:
     assert origin_runpath("bin", set()) == "$ORIGIN"
     assert origin_runpath("bin", {"bin"}) == "$ORIGIN"
     assert origin_runpath("lib", {"bin", "lib"}) == "$ORIGIN:$ORIGIN/../bin"
+    # The bundle's root ("", upstream's flat layout) and a data folder below it.
+    assert origin_runpath("", {""}) == "$ORIGIN"
+    assert origin_runpath("rocblas/library", {""}) == "$ORIGIN:$ORIGIN/../.."
+    assert origin_runpath("", {"", "sub"}) == "$ORIGIN:$ORIGIN/sub"
     assert is_origin_relative("$ORIGIN/../lib") and is_origin_relative("${ORIGIN}")
     assert not is_origin_relative("/opt/rocm/lib") and not is_origin_relative("$ORIGINAL")
     assert not is_origin_relative("lib")
