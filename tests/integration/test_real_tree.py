@@ -71,7 +71,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 MIN_AGE_HOURS = 6
 # Compilations of the reduced cpu leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
-COMPILATIONS = 131
+COMPILATIONS = 133
 PROGRAM = "llama-gguf-split"
 # Budget for one build: ~5 min cold on 2 idle cores; CI shares the machine.
 BUILD_TIMEOUT = 3600
@@ -317,7 +317,7 @@ def test_the_bundled_program_runs_from_the_extracted_bundle(real_tree: RealTree,
     workspace_head = git(real_tree.laptop.workspace, "rev-parse", "--short=7", "HEAD")
     assert workspace_head not in version.stderr, version.stderr
     # Nor does ggml's own commit string (ggml_commit(), compiled into libggml-base) name that repository.
-    base = next(p for p in (files / "bin").iterdir() if p.name.startswith("libggml-base.so") and not p.is_symlink())
+    base = next(p for p in files.iterdir() if p.name.startswith("libggml-base.so") and not p.is_symlink())
     assert workspace_head.encode() not in base.read_bytes()
     assert "(built with the e2e mix)" in usage.stdout
 
@@ -334,8 +334,9 @@ def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:
         # llama-simple (upstream's example) has no --version: it prints its usage, having started.
         assert lines["versions"] == ("passed", "versions: 2/3 programs printed their version; "
                                                "llama-simple started but take no --version")
-        # GGML_BACKEND_DL without the CPU variants: one CPU module, loaded from beside the program; no GPU.
-        assert lines["backends"] == ("passed", "backends: llama-simple loaded CPU (libggml-cpu.so); "
+        # GGML_BACKEND_DL without the CPU variants: one CPU module, loaded from beside the program, and the
+        # shipped GGML_RPC's module; no GPU.
+        assert lines["backends"] == ("passed", "backends: llama-simple loaded CPU (libggml-cpu.so), RPC (libggml-rpc.so); "
                                                "llama-tokenize --list-devices: no device besides the CPU")
         # The build gave check-bundle its tree: the tokenizer check used the tree's own test pair.
         assert lines["tokenizer"] == ("passed", f"tokenizer: llama-tokenize on {VOCAB}: {text!r} -> {ids}, as {VOCAB}.out expects")
@@ -366,7 +367,7 @@ def test_a_bundle_that_lost_its_cpu_backend_fails_the_backends_check(real_tree: 
     assert "Traceback" not in proc.stderr
     # Nothing NEEDs the module (ggml loads it at run time): only the smoke run can see it is gone.
     assert ("backends: the CPU backend (no libggml-cpu*.so in the bundle) did not load in llama-simple "
-            "(a library it needs is missing or it is broken); loaded: nothing") in proc.stdout, proc.stdout
+            "(a library it needs is missing or it is broken); loaded: RPC (libggml-rpc.so)") in proc.stdout, proc.stdout
     assert "forward-pass: llama-simple with a tiny model exited" in proc.stdout
 
 
@@ -404,7 +405,7 @@ def test_a_gpu_backend_module_loads_without_a_gpu_and_fails_without_its_library(
     good = check(_repack(root, tmp_path / "good" / real_tree.runner.bundle.name))
     assert good.returncode == 0, good.stdout + good.stderr
     # Loaded without a GPU: the module reports no device.
-    assert ("backends: llama-simple loaded CPU (libggml-cpu.so), HIPSTUB (libggml-hip.so); "
+    assert ("backends: llama-simple loaded CPU (libggml-cpu.so), HIPSTUB (libggml-hip.so), RPC (libggml-rpc.so); "
             "llama-tokenize --list-devices: no device besides the CPU") in good.stdout, good.stdout
 
     (root / "libamdhip64.so.7").unlink()

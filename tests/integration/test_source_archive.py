@@ -292,21 +292,22 @@ def test_an_edited_extracted_tree_is_not_built(forge: dict[str, object], tmp_pat
 
     first = build()
     assert first.returncode == 0, first.stdout + first.stderr
-    trees = list((leg_out / "src" / "archive").glob("*/llama.cpp"))
-    assert len(trees) == 1
-    cmake = trees[0] / "CMakeLists.txt"
+    # The leg's one fixed folder for an unpacked archive (whatever the tag).
+    tree = leg_out / "cpu" / "src" / "llama.cpp"
+    assert tree.is_dir()
+    cmake = tree / "CMakeLists.txt"
     inode = cmake.stat().st_ino
     again = build()
     assert again.returncode == 0, again.stdout + again.stderr
     assert cmake.stat().st_ino == inode  # an untouched tree is reused, not extracted again
 
-    sources = sorted(p for p in trees[0].rglob("*.cpp"))
+    sources = sorted(p for p in tree.rglob("*.cpp"))
     assert sources
     pristine = sources[0].read_text()
     sources[0].write_text(pristine + "\n#error this edit must never be built\n")
-    (trees[0] / "injected.cpp").write_text("#error nor this file\n")
+    (tree / "injected.cpp").write_text("#error nor this file\n")
     edited = build()
     assert edited.returncode == 0, edited.stdout + edited.stderr
-    assert sources[0].read_text() == pristine and not (trees[0] / "injected.cpp").exists()
+    assert sources[0].read_text() == pristine and not (tree / "injected.cpp").exists()
     record = json.loads((leg_out / "cpu" / "record.json").read_text())
     assert record["source"]["archive_sha256"] == made["sha256"]
