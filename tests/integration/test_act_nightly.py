@@ -1,0 +1,369 @@
+"""The shipped nightly.yml, run whole by a real Actions runner (nektos/act), night after night (issue 20).
+
+act runs the workflow's jobs on this machine in self-hosted mode, offline,
+with the pinned actions from the shared folder and its artifact and cache
+servers on 127.0.0.1 (tests/support/act.py). Stand-ins on 127.0.0.1: the
+llama.cpp "upstream" (a local git repository of the real tree, llama-cpp-python
+0.3.36's vendored copy, tagged ``b7000``, one docs-only commit per later tag)
+and the fake GitHub (releases and their uploads host, issues, Actions caches).
+
+The run is the shipped one: the shipped matrix.toml with its cpu leg only
+(every scheduled night builds every leg of the matrix), its source pointed at
+the local upstream, and the cpu leg's shipped flags followed by the one CI
+reduction of tests/support/reduction.py.
+
+The nights, each a scheduled run with its own run id and a fresh runner home:
+
+1. ``b7000``: resolve, build, summary, publish, alert and prune succeed; one
+   published release with the bundle and a correct SHA256SUMS; the (closed)
+   alert issue stays closed;
+2. ``b7001`` (a docs commit: the same compiled files): ccache comes back from
+   act's cache server and every compilation hits;
+3. ``b7002`` on a runner whose linker refuses ``libllama`` (a fault injected
+   with ``LDFLAGS=-B<folder>``: a linker-only flag, so every compile command and
+   ccache's hashes are as on a good runner): no release, the ccache save step
+   still runs, the alert issue opens naming the leg; then the failed run is run
+   again (same run id, attempt 2, its artifacts still on the artifact server)
+   on the repaired runner: it completes and publishes.
+
+Finally the published programs must print the tag's build number and
+llama.cpp's commit. The nights run lazily (a fixture each, night 3's needing
+night 2's): ``-k night_1`` runs one night only. Wall time, cold (no ccache, no
+tool-cache venv): see the README; the sdist stays in the test cache
+(``PIPELINE_TEST_CACHE``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import subprocess
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.act import ROOT, ActRun, Runner, Upstream, make_upstream, runner_labels, workflow_files
+from tests.support.fake_github import FakeGitHub
+from tests.support.reduction import PROGRAM, is_reduced_from, reduced_matrix
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+REPO = "octo/llama"
+TOKEN = "ghs_act_nightly_0123456789abcdef"
+LEG = "cpu"
+ALERT_LABEL = "nightly-failure"
+JOBS = ("resolve", "build", "summary", "publish", "alert", "prune")
+# Every night's tag is a day older than the clock: `latest` with the shipped min_age_hours takes it.
+NIGHT_TAGS = ("b7000", "b7001", "b7002")
+# The runner fault of night 3: a linker (found first through gcc's -B) that refuses to link libllama.
+FAULTY_LD = """#!/bin/sh
+# The act test's broken runner: this linker refuses libllama (a linker-only fault: every compile
+# command, and so every ccache hash, is the same as on a good runner).
+for arg in "$@"; do
+    case "$arg" in
+        *libllama.so*) echo "act-test-fault: this runner's linker refuses $arg" >&2; exit 1 ;;
+    esac
+done
+exec /usr/bin/ld "$@"
+"""
+
+
+@dataclass
+class Nights:
+    root: Path
+    upstream: Upstream
+    matrix: Path
+    gh: FakeGitHub
+    runner: Runner
+    # The alert issue a past failure left, closed since.
+    old_alert: int
+    runs: dict[str, ActRun] = field(default_factory=dict)
+    # Artifact names on the artifact server for night 3's run id, before its re-run.
+    artifacts_before_rerun: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nights]:
+    root = tmp_path_factory.mktemp("act-nightly")
+    upstream = make_upstream(root / "forge")
+    matrix = root / "matrix.toml"
+    matrix.write_text(
+        reduced_matrix((ROOT / "matrix.toml").read_text(encoding="utf-8"), legs=[LEG], source_repo=str(upstream.path)),
+        encoding="utf-8",
+    )
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        old_alert = gh.add_issue("Nightly build failing", [ALERT_LABEL], state="closed")
+        runner = Runner(
+            root=root / "act",
+            repo=REPO,
+            token=TOKEN,
+            env={
+                "PIPELINE_MATRIX": str(matrix),
+                "GITHUB_API_URL": gh.api_url,
+                "PIPELINE_HTTP_BACKOFF": "0.1",
+                # No ROCm leg runs: any look at TheRock's index would be a bug, refused at once here.
+                "PIPELINE_ROCM_INDEX_URL": "http://127.0.0.1:9/",
+                # act runs every step on a pseudo-terminal; GitHub's runner does not. Without this
+                # rich would draw its live bar into the log, as no CI log shows it.
+                "TTY_COMPATIBLE": "0",
+            },
+            labels=runner_labels(workflow_files(), [_leg_runner(matrix)]),
+        )
+        yield Nights(root=root, upstream=upstream, matrix=matrix, gh=gh, runner=runner, old_alert=old_alert)
+    total = sum(run.seconds for run in runner.runs)
+    times = ", ".join(f"{r.log_path.stem} {r.seconds:.0f} s" for r in runner.runs)
+    print(f"\nact nights: {times}; total {total:.0f} s; logs in {runner.logs}")
+
+
+def _leg_runner(matrix: Path) -> str:
+    import tomllib
+
+    return str(tomllib.loads(matrix.read_text(encoding="utf-8"))["legs"][LEG]["runner"])
+
+
+def _night(nights: Nights, number: int, **kwargs: Any) -> ActRun:
+    tag = NIGHT_TAGS[number - 1]
+    if tag not in nights.upstream.tags:
+        nights.upstream.add_tag(tag, when=datetime.now(UTC) - timedelta(days=1, hours=-number))
+    name = f"night{number}-{tag}" + (f"-attempt{kwargs['attempt']}" if kwargs.get("attempt", 1) > 1 else "")
+    run = nights.runner.run(name, run_id=100 + number, **kwargs)
+    nights.runs[name] = run
+    return run
+
+
+@pytest.fixture(scope="module")
+def night1(nights: Nights) -> ActRun:
+    return _night(nights, 1)
+
+
+@pytest.fixture(scope="module")
+def night2(nights: Nights, night1: ActRun) -> ActRun:
+    return _night(nights, 2)
+
+
+@pytest.fixture(scope="module")
+def night3(nights: Nights, night2: ActRun) -> ActRun:
+    fault = nights.root / "broken-linker"
+    fault.mkdir(exist_ok=True)
+    (fault / "ld").write_text(FAULTY_LD)
+    (fault / "ld").chmod(0o755)
+    return _night(nights, 3, extra_env={"LDFLAGS": f"-B{fault}/"})
+
+
+@pytest.fixture(scope="module")
+def night3_rerun(nights: Nights, night3: ActRun) -> ActRun:
+    nights.artifacts_before_rerun = artifact_names(nights, 103)
+    return _night(nights, 3, attempt=2)
+
+
+# -- what a release engineer looks at
+
+
+def artifact_names(nights: Nights, run_id: int) -> list[str]:
+    folder = nights.runner.artifacts / str(run_id)
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def artifact_file(nights: Nights, run_id: int, artifact: str, member: str) -> bytes:
+    """A file of an artifact as act's artifact server keeps it (the uploaded zip)."""
+    path = nights.runner.artifacts / str(run_id) / artifact / f"{artifact}.zip"
+    assert path.is_file(), f"no artifact {artifact} for run {run_id}: {artifact_names(nights, run_id)}"
+    with zipfile.ZipFile(path) as zf:
+        return zf.read(member)
+
+
+def record_of(nights: Nights, run_id: int) -> dict[str, Any]:
+    return json.loads(artifact_file(nights, run_id, f"record-{LEG}", "record.json"))  # type: ignore[no-any-return]
+
+
+def _record_or_empty(nights: Nights, run: ActRun) -> dict[str, Any]:
+    run_id = int(re.search(r"night(\d+)", run.log_path.stem).group(1)) + 100  # type: ignore[union-attr]
+    try:
+        return record_of(nights, run_id)
+    except AssertionError:
+        return {}
+
+
+def published(gh: FakeGitHub, tag: str) -> list[dict[str, Any]]:
+    return [r for r in gh.releases if r["tag_name"] == tag and not r["draft"]]
+
+
+def asset_bytes(gh: FakeGitHub, release: dict[str, Any], name: str) -> bytes:
+    asset = next(a for a in release["assets"] if a["name"] == name)
+    return gh.asset_bytes[asset["id"]]
+
+
+def alert_issues(gh: FakeGitHub) -> list[dict[str, Any]]:
+    return [i for i in gh.issues if ALERT_LABEL in [label["name"] for label in i["labels"]]]
+
+
+def jobs_report(run: ActRun) -> str:
+    """What a reader of the run's page sees first: each job's result, then the failed step's last lines."""
+    results = run.job_results()
+    lines = [f"{run.log_path}: exit {run.returncode}, jobs {results}"]
+    for job, result in results.items():
+        if result != "success":
+            failed = [s for s, r in run.step_results(job).items() if r == "failure"]
+            lines += [f"--- {job}: failed steps {failed}", run.tail(job, 25)]
+    return "\n".join(lines)
+
+
+def expect_all_jobs_succeed(run: ActRun) -> None:
+    assert run.job_results() == dict.fromkeys(JOBS, "success"), jobs_report(run)
+    assert run.returncode == 0, jobs_report(run)
+
+
+# -- the shipped configuration is what runs
+
+
+def test_the_tested_leg_is_the_shipped_leg_plus_the_reduction(nights: Nights) -> None:
+    import tomllib
+
+    shipped = tomllib.loads((ROOT / "matrix.toml").read_text(encoding="utf-8"))
+    tested = tomllib.loads(nights.matrix.read_text(encoding="utf-8"))
+    assert list(tested["legs"]) == [LEG]
+    assert is_reduced_from(tested["legs"][LEG]["cmake_args"], shipped["legs"][LEG]["cmake_args"])
+    assert tested["cmake"] == shipped["cmake"] and tested["ccache"] == shipped["ccache"]
+
+
+# -- night 1: a scheduled night from a cold machine
+
+
+def test_night_1_every_job_succeeds(night1: ActRun) -> None:
+    # Pipeline defect (issue 20, 1): check-bundle refuses libssl.so.3 that libllama-common links on a
+    # runner with libssl-dev (the shipped cpu flags leave LLAMA_OPENSSL on): the build step fails.
+    expect_all_jobs_succeed(night1)
+
+
+def test_night_1_publishes_one_release_with_the_bundle_and_correct_checksums(nights: Nights, night1: ActRun) -> None:
+    releases = published(nights.gh, "b7000")
+    assert len(releases) == 1, f"published releases for b7000: {len(releases)}\n{jobs_report(night1)}"
+    release = releases[0]
+    bundle = "llama-b7000-bin-ubuntu-x64.tar.gz"
+    assert sorted(a["name"] for a in release["assets"]) == sorted([bundle, "SHA256SUMS"])
+    sums = asset_bytes(nights.gh, release, "SHA256SUMS").decode()
+    expected = hashlib.sha256(asset_bytes(nights.gh, release, bundle)).hexdigest()
+    assert sums == f"{expected}  {bundle}\n"
+    assert all(a["state"] == "uploaded" for a in release["assets"])
+    assert len([r for r in nights.gh.releases if r["tag_name"] == "b7000"]) == 1  # no draft left beside it
+
+
+def test_night_1_leaves_the_alert_issue_closed(nights: Nights, night1: ActRun) -> None:
+    assert night1.step_results("alert").get("Open, update or close the alert issue") == "success", jobs_report(night1)
+    issues = alert_issues(nights.gh)
+    assert [(i["number"], i["state"]) for i in issues] == [(nights.old_alert, "closed")], jobs_report(night1)
+
+
+def test_night_1_build_log_has_progress_lines_unwrapped(nights: Nights, night1: ActRun) -> None:
+    """The log a reader opens: progress lines at every tenth, no live bar, no line cut at 80 columns."""
+    log = night1.output("build")
+    progress = re.findall(rf"(?m)^{LEG}: \[(\d+)/(\d+)\] ", log)
+    assert len(progress) >= 5, night1.tail("build", 40)
+    assert "\r" not in log and "\x1b[?25l" not in log, "a live bar (terminal control codes) in the log"
+    # The longest line the build prints names the ccache folder in full, on one line.
+    cache = str(nights.runner.runner_home / "ccache" / LEG)
+    assert re.search(rf"(?m)^{LEG}: gcc-.*cache {re.escape(cache)}\)$", log), night1.excerpt("ccache", job="build")
+
+
+# -- night 2: the next tag, the same compiled files
+
+
+def test_night_2_restores_ccache_from_the_cache_server_and_hits_every_compilation(
+    nights: Nights, night1: ActRun, night2: ActRun
+) -> None:
+    restore = night2.output("build")
+    assert re.search(rf"Cache restored from key: llama-ccache--{LEG}--[\w.-]+--b7000", restore), night2.excerpt(
+        "Cache", job="build"
+    )
+    ccache = record_of(nights, 102)["ccache"]
+    # Pipeline defect (issue 20, 0): the source archive is unpacked under out/src/archive/<hash of
+    # the archive>/, a path that changes with every tag; the compile commands and -ffile-prefix-map
+    # change with it and every compilation misses.
+    assert ccache["misses"] == 0 and ccache["hits"] > 100, (ccache, night2.excerpt("hit", job="build"))
+    assert ccache["hit_rate"] == 1.0
+    expect_all_jobs_succeed(night2)
+
+
+# -- night 3: the build fails, then the failed run is run again
+
+
+def test_night_3_a_failed_build_publishes_nothing_but_saves_its_cache_and_opens_the_alert(
+    nights: Nights, night3: ActRun
+) -> None:
+    assert night3.job_results().get("build") == "failure", jobs_report(night3)
+    steps = night3.step_results("build")
+    assert steps.get("Build") == "failure", steps
+    assert "act-test-fault: this runner's linker refuses" in night3.output("build")
+    # The long compile is kept for the next night (or the re-run).
+    assert steps.get("Save ccache") == "success", (steps, night3.excerpt("save", job="build"))
+    assert published(nights.gh, "b7002") == []
+    issues = [i for i in alert_issues(nights.gh) if i["state"] == "open"]
+    assert len(issues) == 1, [(i["number"], i["state"]) for i in alert_issues(nights.gh)]
+    assert f"- `{LEG}`: the build failed" in issues[0]["body"], issues[0]["body"]
+    assert "b7002" in issues[0]["body"]
+
+
+def test_night_3_rerun_of_the_failed_run_publishes_and_closes_the_alert(
+    nights: Nights, night3: ActRun, night3_rerun: ActRun
+) -> None:
+    # The first attempt's artifacts were still there, and the re-run uploaded over them.
+    assert {"source", f"record-{LEG}"} <= set(nights.artifacts_before_rerun), nights.artifacts_before_rerun
+    expect_all_jobs_succeed(night3_rerun)
+    releases = published(nights.gh, "b7002")
+    assert len(releases) == 1
+    assert record_of(nights, 103)["status"] == "success"
+    assert [i["state"] for i in alert_issues(nights.gh) if i["number"] != nights.old_alert] == ["closed"]
+
+
+# -- what the published programs say about themselves
+
+
+def _version_of_published(nights: Nights, tag: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    releases = published(nights.gh, tag)
+    if not releases:
+        # What check-bundle's smoke run saw, from the records of the runs that built the tag.
+        seen = [
+            (run.log_path.stem, smoke.get("output"))
+            for run in nights.runner.runs
+            if tag in run.log_path.stem
+            for smoke in _record_or_empty(nights, run).get("bundle_check", {}).get("smoke", [])
+        ]
+        raise AssertionError(f"no published release for {tag}; check-bundle's smoke runs printed: {seen}")
+    bundle = f"llama-{tag}-bin-ubuntu-x64.tar.gz"
+    dest = tmp_path / tag
+    dest.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(asset_bytes(nights.gh, releases[0], bundle))) as tar:
+        tar.extractall(dest, filter="tar")
+    programs = sorted(dest.rglob(Path(PROGRAM).name))
+    assert len(programs) == 1, sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*"))
+    # An empty environment, outside any git repository: what a user who downloaded the bundle has.
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "LC_ALL": "C", "GIT_CEILING_DIRECTORIES": "/"}
+    return subprocess.run([str(programs[0]), "--version"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("tag", ["b7000", "b7002"])
+def test_published_programs_print_the_tags_build_number_and_llama_cpps_commit(
+    nights: Nights, night1: ActRun, night3_rerun: ActRun, tag: str, tmp_path: Path
+) -> None:
+    proc = _version_of_published(nights, tag, tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    commit = nights.upstream.tags[tag][:7]
+    # Pipeline defect (issue 20, 2): llama.cpp's build-info.cmake asks git in the source folder, which
+    # the workflow unpacks inside the pipeline's own checkout: git answers for the pipeline repository.
+    assert f"build {tag.removeprefix('b')}," in out and f"commit {commit})" in out, (tag, commit, out)
+
+
+def test_no_token_is_printed_in_any_nights_log(nights: Nights, night1: ActRun) -> None:
+    for run in nights.runner.runs:
+        text = run.log_path.read_text(encoding="utf-8", errors="replace")
+        assert TOKEN not in text, run.log_path
