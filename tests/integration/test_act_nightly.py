@@ -227,12 +227,13 @@ def jobs_report(nights: Nights, run: ActRun) -> str:
     lines = [f"{run.log_path}: exit {run.returncode}, jobs {results}"]
     for job, result in results.items():
         if result != "success":
-            failed = [s for s, r in run.step_results(job).items() if r == "failure"]
-            lines += [f"--- {job}: failed steps {failed}", run.tail(job, 12)]
+            for step in (s for s, r in run.step_results(job).items() if r == "failure"):
+                last = run.output(job, step).splitlines()[-8:]
+                lines += [f"--- {job}: {step} failed; its last lines:", *last]
     record = _record_or_empty(nights, run)
     if record.get("status") not in (None, "success"):
         check = record.get("bundle_check") or {}
-        lines += [f"--- record-{LEG}: {record.get('status')}: {record.get('error')}",
+        lines += [f"--- record-{LEG}: {record.get('status')}",
                   *(f"check-bundle: {p.get('file')}: {p.get('message')}" for p in check.get("problems", []))]  # fmt: skip
     return "\n".join(lines)
 

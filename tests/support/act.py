@@ -234,6 +234,8 @@ class MachineState:
     tool_cache: Path
     runner_home: Path
     first_build: int
+    # The act logs of the latest test run (kept after pytest removes its temporary folders).
+    logs: Path
 
 
 # A cache server folder grown past this starts over (every test run adds about three ccache saves).
@@ -259,7 +261,8 @@ def machine_state(private: Path, *, builds: int = 10) -> Iterator[MachineState]:
         lock.acquire(timeout=0)
     except Timeout:
         yield MachineState(cache_server=private / "cache-server", tool_cache=private / "tool_cache",
-                           runner_home=private / "runner-home", first_build=FIRST_BUILD)  # fmt: skip
+                           runner_home=private / "runner-home", first_build=FIRST_BUILD,
+                           logs=private / "logs")  # fmt: skip
         return
     try:
         cache_server = shared / "cache-server"
@@ -268,8 +271,10 @@ def machine_state(private: Path, *, builds: int = 10) -> Iterator[MachineState]:
         counter = shared / "next-build"
         first = int(counter.read_text()) if counter.is_file() else FIRST_BUILD
         counter.write_text(str(first + builds))
+        logs = shared / "logs"
+        shutil.rmtree(logs, ignore_errors=True)
         yield MachineState(cache_server=cache_server, tool_cache=shared / "tool_cache",
-                           runner_home=shared / "runner-home", first_build=first)  # fmt: skip
+                           runner_home=shared / "runner-home", first_build=first, logs=logs)  # fmt: skip
     finally:
         lock.release()
 
@@ -300,7 +305,7 @@ class Runner:
         self.artifacts = self.root / "artifacts"
         self.caches = self.state.cache_server
         self.runner_home = self.state.runner_home
-        self.logs = self.root / "logs"
+        self.logs = self.state.logs
         for folder in (self.action_cache, self.artifacts, self.caches, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
         self.python = lay_out_tool_cache(self.state.tool_cache, setup_python_version(files))
