@@ -231,7 +231,9 @@ class MachineState:
     """
 
     cache_server: Path
-    tool_cache: Path
+    # act's --action-cache-path: its jobs' workspaces, and (act's rule) the tool cache at tool_cache/.
+    # One path on every run: pip writes the tool cache's path into the scripts it installs there.
+    action_cache: Path
     runner_home: Path
     first_build: int
     # The act logs of the latest test run (kept after pytest removes its temporary folders).
@@ -260,7 +262,7 @@ def machine_state(private: Path, *, builds: int = 10) -> Iterator[MachineState]:
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        yield MachineState(cache_server=private / "cache-server", tool_cache=private / "tool_cache",
+        yield MachineState(cache_server=private / "cache-server", action_cache=private / "act-cache",
                            runner_home=private / "runner-home", first_build=FIRST_BUILD,
                            logs=private / "logs")  # fmt: skip
         return
@@ -273,7 +275,7 @@ def machine_state(private: Path, *, builds: int = 10) -> Iterator[MachineState]:
         counter.write_text(str(first + builds))
         logs = shared / "logs"
         shutil.rmtree(logs, ignore_errors=True)
-        yield MachineState(cache_server=cache_server, tool_cache=shared / "tool_cache",
+        yield MachineState(cache_server=cache_server, action_cache=shared / "act-cache",
                            runner_home=shared / "runner-home", first_build=first, logs=logs)  # fmt: skip
     finally:
         lock.release()
@@ -301,16 +303,19 @@ class Runner:
     def __post_init__(self) -> None:
         files = workflow_files()
         self.actions = pinned_actions(files, actions_folder())
-        self.action_cache = self.root / "act-cache"
+        self.action_cache = self.state.action_cache
         self.artifacts = self.root / "artifacts"
         self.caches = self.state.cache_server
         self.runner_home = self.state.runner_home
         self.logs = self.state.logs
         for folder in (self.action_cache, self.artifacts, self.caches, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
-        self.python = lay_out_tool_cache(self.state.tool_cache, setup_python_version(files))
+        # Job workspaces an interrupted run left behind (act removes a job's own when it ends).
+        for stale in self.action_cache.iterdir():
+            if stale.name != "tool_cache":
+                shutil.rmtree(stale)
         # act's host mode puts RUNNER_TOOL_CACHE at <action cache path>/tool_cache.
-        (self.action_cache / "tool_cache").symlink_to(self.state.tool_cache, target_is_directory=True)
+        self.python = lay_out_tool_cache(self.action_cache / "tool_cache", setup_python_version(files))
         self.artifact_port = free_port()
 
     def command(self, event: str, event_path: Path, *, run_id: int, attempt: int, extra_env: Mapping[str, str]) -> list[str]:
