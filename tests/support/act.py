@@ -204,7 +204,10 @@ class ActRun:
                 continue
             if step is not None and " ".join(str(e.get("step", "")).split()) != step:
                 continue
-            if e.get("raw_output") or job is None:
+            if e.get("command") in ("error", "warning", "notice"):
+                # A workflow command (the pipeline's `::error::` line): act shows it as an annotation.
+                lines.append(f"::{e['command']}::{e.get('arg', '')}")
+            elif e.get("raw_output") or job is None:
                 lines.append(str(e.get("msg", "")).rstrip("\n"))
         return "\n".join(lines)
 
