@@ -233,12 +233,17 @@ class Resolution:
         index_url = data.get("index_url")
         if index_url is not None and (problem := url_problem(index_url)) is not None:
             raise UsageError(f"{where}.index_url: expected {problem} or null, got {index_url!r:.120}")
+        try:
+            spec = None if source is None else SourceSpec.from_json(source, where=f"{where}: source")
+        except SourceError as err:
+            # A malformed resolution is a bad input file (exit 2) wherever in it the fault is.
+            raise UsageError(err.message) from None
         return cls(
             now=parse_now(now, where=f"{where}.now"),
             rocm_policy=policy,
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
             legs={str(k): ResolvedRocm.from_json(v, where=f"{where}.legs.{k}") for k, v in legs.items()},
-            source=None if source is None else SourceSpec.from_json(source, where=f"{where}: source"),
+            source=spec,
             index_url=parse_url(index_url, f"{where}.index_url") if isinstance(index_url, str) else None,
         )
 

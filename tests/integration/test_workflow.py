@@ -15,6 +15,8 @@ from tests.integration.conftest import ROOT
 pytestmark = pytest.mark.integration
 
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+# The local composite action every job starts with (checkout, then this): Python and the one install.
+SETUP = ROOT / ".github" / "actions" / "setup-pipeline" / "action.yml"
 # What a step may run: nox, the pipeline, or installing them.
 ALLOWED = re.compile(r"^(nox|python -m pipeline|python -m pip install) ")
 SHELL_CHAINING = re.compile(r"&&|\|\||[;|`]|\$\(|\n")
@@ -28,14 +30,15 @@ def tool(name: str) -> str:
     return found
 
 
-def lines() -> list[str]:
-    return WORKFLOW.read_text(encoding="utf-8").splitlines()
+def lines(path: Path = WORKFLOW) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
 
 
-def run_values() -> list[str]:
+def run_values(*paths: Path) -> list[str]:
+    """Every step's ``run:`` line in ``paths`` (default: the workflow and its local action)."""
     values = []
     previous = ""
-    for line in lines():
+    for line in (line for path in paths or (WORKFLOW, SETUP) for line in lines(path)):
         match = re.match(r"^\s*(?:-\s+)?run:\s*(.*)$", line)
         # `defaults: run: shell: bash` is a setting, not a step.
         if match and previous.strip() != "defaults:":
@@ -44,9 +47,10 @@ def run_values() -> list[str]:
     return values
 
 
-def test_schema_validation_passes() -> None:
+@pytest.mark.parametrize(("schema", "path"), [("vendor.github-workflows", WORKFLOW), ("vendor.github-actions", SETUP)])
+def test_schema_validation_passes(schema: str, path: Path) -> None:
     proc = subprocess.run(
-        [tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        [tool("check-jsonschema"), "--builtin-schema", schema, str(path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -57,7 +61,7 @@ def test_schema_validation_passes() -> None:
 
 def test_zizmor_finds_nothing() -> None:
     proc = subprocess.run(
-        [tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", str(WORKFLOW)],
+        [tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", str(WORKFLOW), str(SETUP)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -72,7 +76,7 @@ def test_the_validators_catch_a_broken_workflow(tmp_path: Path) -> None:
     text = WORKFLOW.read_text(encoding="utf-8")
     bad.write_text(
         text.replace("python -m pipeline cache-key \"$LEG\"", "python -m pipeline cache-key ${{ inputs.legs }}")
-        .replace("a26af69be951a213d495a4c3e4e4022e16d87065 # v5.6.0", "v5")
+        .replace("11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2", "v4")
     )
     zizmor = subprocess.run([tool("zizmor"), "--offline", "--no-progress", str(bad)], capture_output=True, text=True)
     assert zizmor.returncode != 0
@@ -99,24 +103,34 @@ def test_every_step_runs_one_command() -> None:
 
 def test_the_build_job_drives_nox_and_the_cache_commands() -> None:
     values = run_values()
-    assert 'nox -s "$SESSION" --no-dependencies' in values
-    assert "nox -s resolve" in values
+    assert 'nox --no-venv -s "$SESSION" --no-dependencies' in values
+    assert "nox --no-venv -s resolve" in values
     assert 'python -m pipeline cache-key "$LEG"' in values
     assert 'python -m pipeline cache-save "$LEG"' in values
     assert "python -m pipeline matrix --github --resolved out/resolved.json" in values
-    assert "nox -s prune -- --apply" in values
+    assert "nox --no-venv -s prune -- --apply" in values
     assert "python -m pipeline report" in values
-    assert "nox -s publish -- --apply" in values
+    # Publishing a subset of legs is a prerelease (never latest); the force input replaces published assets.
+    assert "nox --no-venv -s publish -- --apply --partial" in values
+    assert "PIPELINE_FORCE: ${{ inputs.force }}" in job_text("publish")
     assert "python -m pipeline alert --apply" in values
     assert "python -m pipeline release-exists --resolved out/resolved.json" in values
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
-    uses = [line.split("uses:", 1)[1].strip() for line in lines() if re.match(r"^\s*(?:-\s+)?uses:", line)]
+    uses = [
+        line.split("uses:", 1)[1].strip()
+        for path in (WORKFLOW, SETUP)
+        for line in lines(path)
+        if re.match(r"^\s*(?:-\s+)?uses:", line)
+    ]
     assert len(uses) >= 10
-    for value in uses:
+    local = [value for value in uses if value.startswith("./")]
+    # The only action that is not pinned is the repository's own (the checkout it comes from).
+    assert set(local) == {"./.github/actions/setup-pipeline # zizmor: ignore[self-repository]"}
+    for value in (value for value in uses if value not in local):
         assert re.match(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$", value), value
-    used = {value.split("@")[0] for value in uses}
+    used = {value.split("@")[0] for value in uses if value not in local}
     assert used == {
         "actions/checkout",
         "actions/setup-python",
@@ -143,9 +157,14 @@ def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
     }
     for job in jobs:
         name = job.split(":", 1)[0]
-        perms = re.search(r"^    permissions:\n((?:      .*\n)+)", job, re.MULTILINE)
-        assert perms, f"job {name} has no permissions block"
-        granted = {m.group(1): m.group(2) for m in re.finditer(r"^      (\w[\w-]*): (\w+)", perms.group(1), re.MULTILINE)}
+        block = re.search(r"^    permissions:\n((?:      .*\n)+)", job, re.MULTILINE)
+        flow = re.search(r"^    permissions: \{ (.*) \}$", job, re.MULTILINE)
+        assert block or flow, f"job {name} has no permissions block"
+        if block:
+            pairs = re.finditer(r"^      (\w[\w-]*): (\w+)", block.group(1), re.MULTILINE)
+        else:
+            pairs = re.finditer(r"(\w[\w-]*): (\w+)", flow.group(1))
+        granted = {m.group(1): m.group(2) for m in pairs}
         assert granted == special.get(name, {"contents": "read"}), name
 
 
@@ -194,8 +213,55 @@ def test_the_source_is_made_once_and_handed_to_every_leg() -> None:
     assert "python -m pipeline source --resolved out/resolved.json" in run_values()
     resolve_job = text.split("\n  build:\n")[0]
     build_job = text.split("\n  build:\n")[1].split("\n  summary:\n")[0]
-    assert "name: source\n          path: out/source/" in resolve_job
+    assert "with: { name: source, path: out/source/, if-no-files-found: error, overwrite: true }" in resolve_job
     assert "source: ${{ steps.source.outputs.archive }}" in resolve_job
     assert "PIPELINE_SOURCE: out/source/${{ needs.resolve.outputs.source }}" in build_job
     # Downloaded before the build step runs.
-    assert build_job.index("name: source\n          path: out/source") < build_job.index('nox -s "$SESSION"')
+    assert build_job.index("with: { name: source, path: out/source }") < build_job.index('-s "$SESSION"')
+
+
+def test_a_rerun_of_failed_jobs_may_upload_the_same_artifacts_again() -> None:
+    """Issue 20, defect 4: without overwrite, GitHub answers 409 for `record-<leg>` and `source` on a re-run."""
+    text = WORKFLOW.read_text(encoding="utf-8")
+    uploads = re.findall(r"uses: actions/upload-artifact@.*\n((?:        .*\n)+)", text)
+    assert len(uploads) == 4
+    for upload in uploads:
+        assert "overwrite: true" in upload, upload
+
+
+def test_the_alert_counts_a_cancelled_job_as_a_failure() -> None:
+    """Issue 20, defect 5: a cancelled build or publish must not close the alert issue."""
+    status = re.search(r"PIPELINE_NIGHTLY_STATUS: \$\{\{ (.*) \}\}", job_text("alert")).group(1)
+    assert "contains(needs.*.result, 'failure')" in status
+    assert "contains(needs.*.result, 'cancelled')" in status
+    assert status.endswith("&& 'failure' || 'success'")
+
+
+def test_a_manual_run_publishes_only_when_asked() -> None:
+    """Issue 20, defect 6: a manual run of some legs must not become the tag's release by default."""
+    text = WORKFLOW.read_text(encoding="utf-8")
+    publish = re.search(r"^      publish:\n((?:        .*\n)+)", text, re.MULTILINE).group(1)
+    assert "type: boolean" in publish and "default: false" in publish
+    assert "(github.event_name != 'workflow_dispatch' || inputs.publish)" in job_text("publish")
+
+
+def test_each_job_installs_once_and_the_log_is_not_taken_for_a_terminal() -> None:
+    """Issue 20, defect 8: one install per job (nox reuses it). The log itself (progress lines and heartbeats,
+    unwrapped, with the workflow's FORCE_COLOR) is the act scenarios' to check (test_act_nightly.py)."""
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert not [v for v in run_values(WORKFLOW) if v.startswith("python -m pip ")], "install in the setup action only"
+    assert [v for v in run_values(SETUP) if v.startswith("python -m pip ")] == ["python -m pip install . nox"]
+    for value in run_values(WORKFLOW):
+        assert not value.startswith("nox ") or value.startswith("nox --no-venv "), value
+    jobs = [j for j in re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE) if j.strip()]
+    for job in jobs:
+        steps = re.findall(r"^      - (?:uses|name): (\S+)", job, re.MULTILINE)
+        assert steps[:2] == ["actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683", "./.github/actions/setup-pipeline"], job
+
+
+def test_the_workflow_reads_as_the_runs_graph() -> None:
+    """Issue 21, part 5: the setup lives in the local action; the workflow stays short."""
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert "setup-python" not in text
+    code = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    assert len(code) <= 225, len(code)

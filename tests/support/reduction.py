@@ -20,15 +20,20 @@ the shipped configuration.
 
 from __future__ import annotations
 
+import json
+import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_MATRIX = ROOT / "matrix.toml"
 PROGRAMS_CMAKE = Path(__file__).resolve().with_name("llama_programs.cmake")
 # The programs the reduced build adds back, the one list of them.
 REDUCED_PROGRAMS = ("llama-gguf-split", "llama-tokenize", "llama-simple")
+# The program whose --version a test reads (at the bundle's root, as upstream's bundles have it).
+PROGRAM = REDUCED_PROGRAMS[0]
 
 # CMake cache variable -> the value the reduced build gives it.
 REDUCTION: dict[str, str] = {
@@ -64,8 +69,71 @@ def shipped_flags(leg: str) -> tuple[list[str], list[str]]:
     return list(data["cmake"]["args"]), list(data["legs"][leg].get("cmake_args", []))
 
 
+def is_reduced_from(tested: Sequence[str], shipped: Sequence[str]) -> bool:
+    """True when ``tested`` is exactly ``shipped`` with the reduction applied, nothing else."""
+    return list(tested) == reduce_leg_flags(shipped)
+
+
 def toml_list(flags: Sequence[str]) -> str:
     """``flags`` as a TOML array (one per line), for a test's matrix.toml."""
     import json
 
     return "[\n" + "".join(f"    {json.dumps(f)},\n" for f in flags) + "]"
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(header, text) of each ``[table]`` of ``text``; the first item holds what precedes any header."""
+    parts = re.split(r"(?m)^(?=\[)", text)
+    out = []
+    for part in parts:
+        header = re.match(r"\[\[?([^\]]+)\]", part)
+        out.append((header.group(1).strip() if header else "", part))
+    return out
+
+
+def _constant(text: str) -> Callable[[re.Match[str]], str]:
+    return lambda _match: text
+
+
+def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str) -> str:
+    """The shipped matrix as a run of ``legs`` only, reduced, with the source fetched from ``source_repo``.
+
+    Text in, text out: every other key, comment and pin stays as shipped. The
+    result is parsed again and compared with the shipped data: anything else
+    changed is an AssertionError, not a silent difference.
+    """
+    keep = set(legs)
+    shipped = tomllib.loads(shipped_text)
+    unknown = keep - set(shipped["legs"])
+    if unknown:
+        raise AssertionError(f"not legs of the shipped matrix: {sorted(unknown)}")
+    out = []
+    for header, part in _sections(shipped_text):
+        if header.startswith("legs."):
+            name = header.removeprefix("legs.")
+            if name not in keep:
+                continue
+            flags = reduce_leg_flags(shipped["legs"][name].get("cmake_args", []))
+            line = f"cmake_args = {json.dumps(flags)}\n"
+            # A function, not the string itself: re would read backslashes in a Windows path as escapes.
+            part, count = re.subn(r"(?ms)^cmake_args = \[.*?\]\n", _constant(line), part)
+            if count != 1:
+                raise AssertionError(f"[{header}]: expected one cmake_args array, found {count}")
+        elif header == "source":
+            part, count = re.subn(r'(?m)^repo = ".*"$', _constant(f"repo = {json.dumps(source_repo)}"), part)
+            if count != 1:
+                raise AssertionError(f"[source]: expected one repo line, found {count}")
+        out.append(part)
+    text = "".join(out)
+    expected: dict[str, Any] = {
+        **shipped,
+        "source": {**shipped["source"], "repo": source_repo},
+        "legs": {
+            name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", []))}
+            for name, leg in shipped["legs"].items()
+            if name in keep
+        },
+    }
+    if tomllib.loads(text) != expected:
+        raise AssertionError("the reduced matrix differs from the shipped one by more than the reduction")
+    return text
