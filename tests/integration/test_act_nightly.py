@@ -309,21 +309,42 @@ def test_night_1_build_log_has_progress_lines_unwrapped(nights: Nights, night1: 
 # -- night 2: the next tag, the same compiled files
 
 
+def missed_units(nights: Nights) -> list[str]:
+    """The sources whose compilation missed in the latest build on the runner, from ccache's own stats log.
+
+    ccache writes one ``# <source>`` line per call, then that call's counters (``cache_miss``, ...);
+    the build job's working folder is act's, under the runner's action cache.
+    """
+    logs = sorted(nights.runner.state.action_cache.glob(f"*/hostexecutor/out/{LEG}/ccache-stats.log"),
+                  key=lambda p: p.stat().st_mtime)  # fmt: skip
+    assert logs, f"no ccache stats log under {nights.runner.state.action_cache}"
+    missed, source = [], None
+    for line in logs[-1].read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            source = line[2:]
+        elif line == "cache_miss" and source is not None:
+            missed.append(source)
+    return missed
+
+
 def test_night_2_restores_ccache_from_the_cache_server_and_hits_every_compilation(
     nights: Nights, night1: ActRun, night2: ActRun
 ) -> None:
+    """The next tag, the same compiled files: every compilation hits but the one that carries the tag.
+
+    llama.cpp's ``common/build-info.cpp`` is generated with the build number and commit the programs
+    print (issue 20, defect 2: the run's tag and commit): its text changes with every tag, so it is the
+    one unit a new tag compiles, by design. Before defect 0's fix every unit missed (131 of 131).
+    """
     restore = night2.output("build", "Restore ccache")
     # Night 1's cache, or on a warm machine the newest an earlier test run saved: by the restore prefix.
     restored = re.search(rf"Cache restored from key: (llama-ccache--{LEG}--[\w.-]+--b(\d+))$", restore, re.MULTILINE)
     assert restored, night2.excerpt("ache", job="build")
     assert int(restored.group(2)) < int(nights.tags[1].removeprefix("b")), restored.group(1)
     ccache = record_of(nights, 102)["ccache"]
-    # Pipeline defect (issue 20, 0): the source archive is unpacked under out/src/archive/<hash of
-    # the archive>/, a path that changes with every tag; the compile commands and -ffile-prefix-map
-    # change with it and every compilation misses.
     said = f"{restored.group(1)} restored, then {ccache['hits']} hits and {ccache['misses']} misses"
-    assert ccache["misses"] == 0 and ccache["hits"] > 100, said
-    assert ccache["hit_rate"] == 1.0
+    assert ccache["misses"] == 1 and ccache["hits"] > 100, said
+    assert missed_units(nights) == ["common/build-info.cpp"], said
     expect_all_jobs_succeed(nights, night2)
 
 
