@@ -369,3 +369,45 @@ def test_every_reader_refuses_the_same_bad_urls(reader: str, url: str) -> None:
 @pytest.mark.parametrize("url", GOOD_URLS)
 def test_every_reader_accepts_the_same_good_urls(reader: str, url: str) -> None:
     READERS[reader](url)()
+
+
+# --------------------------------------------------------------------------
+# A leg record, another job's artifact: report and cache-save (PipelineError: 1), publish (PublishError: 10)
+
+
+def _valid_record() -> dict[str, Any]:
+    from pipeline.results.record import LegRecord
+
+    return LegRecord(
+        leg="cpu", backend="cpu", os="linux", started="2026-08-12T18:00:00Z", wall_seconds=321.5, status="success",
+        source={"tag": "b7000", "commit": "0" * 40, "path": "/w/src"}, cmake_args=["-DGGML_NATIVE=OFF"],
+        ccache={"hits": 120, "misses": 11, "uncacheable": 0, "errors": 0, "direct_hits": 110, "preprocessed_hits": 10,
+                "hit_rate": 0.916, "cache_dir": "/w/ccache", "previous_toolchain": "gcc-12.2.0"},
+        toolchain={"kind": "host", "identity": "gcc-12.2.0", "compilers": {"C": "gcc 12.2.0"}},
+        phases={"configure": 3.5, "build": 300.0, "package": 2.0},
+        timings={"wall_seconds": 300.0, "critical_path_seconds": 120.0, "steps": 140},
+        bundle="dist/llama-b7000-bin-ubuntu-x64.tar.gz",
+        bundle_check={"ok": True, "problems": [], "checks": [{"name": "versions", "status": "passed", "line": "ok"}]},
+        warnings=["a warning"],
+    ).to_json()
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_leg_record(tmp_path_factory: Any, data: st.DataObject) -> None:
+    from pipeline.ccache.save_stats import save_inputs
+    from pipeline.release.collect import read_results
+    from pipeline.report.render import leg_rows
+    from pipeline.results.record import LegRecord
+
+    out = tmp_path_factory.mktemp("o")
+    (out / "cpu").mkdir()
+    path = out / "cpu" / "record.json"
+    path.write_text(data.draw(mutated_json(_valid_record())), encoding="utf-8")
+
+    def report() -> object:
+        return leg_rows([LegRecord.read(path)], {}, 0.5)
+
+    _accepts_or_refuses(report, 1)
+    _accepts_or_refuses(lambda: save_inputs(out / "cpu"), 1)
+    _accepts_or_refuses(lambda: read_results(out), 10)
