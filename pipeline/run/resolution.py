@@ -28,6 +28,14 @@ DEFAULT_RESOLVED_PATH = Path("out") / "resolved.json"
 FORMAT = 1
 
 
+def _check_url(value: Any, where: str, *, optional: bool) -> None:
+    """The one URL rule (matrix.toml's and the flags'), for a URL field of the file; None passes when ``optional``."""
+    if optional and value is None:
+        return
+    if (problem := url_problem(value)) is not None:
+        raise UsageError(f"{where}: expected {problem}{' or null' if optional else ''}, got {value!r:.120}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SourceSpec:
     """What a run builds: a base tag of a repo, plus an ordered mix set."""
@@ -159,8 +167,7 @@ class ResolvedRocm:
         def url() -> str:
             # The URL a leg downloads from: the same rule as matrix.toml's and the flags' URLs.
             value = text("url")
-            if (problem := url_problem(value)) is not None:
-                raise UsageError(f"{where}.url: expected {problem}, got {value!r:.120}")
+            _check_url(value, f"{where}.url", optional=False)
             return value
 
         published = data.get("published")
@@ -168,8 +175,7 @@ class ResolvedRocm:
             raise UsageError(f"{where}.published: expected an ISO-8601 string or null, got {published!r}")
         # Absent from resolutions written before checksums were recorded.
         sha256_url = data.get("sha256_url")
-        if sha256_url is not None and (problem := url_problem(sha256_url)) is not None:
-            raise UsageError(f"{where}.sha256_url: expected {problem} or null, got {sha256_url!r:.120}")
+        _check_url(sha256_url, f"{where}.sha256_url", optional=True)
         version = text("version")
         try:
             rocm_version_date(version)
@@ -231,8 +237,7 @@ class Resolution:
         if source is not None and not isinstance(source, dict):
             raise UsageError(f"{where}: 'source' must be an object or null, got {source!r:.60}")
         index_url = data.get("index_url")
-        if index_url is not None and (problem := url_problem(index_url)) is not None:
-            raise UsageError(f"{where}.index_url: expected {problem} or null, got {index_url!r:.120}")
+        _check_url(index_url, f"{where}.index_url", optional=True)
         try:
             spec = None if source is None else SourceSpec.from_json(source, where=f"{where}: source")
         except SourceError as err:
