@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from pipeline.errors import ConfigError  # noqa: E402
-from pipeline.run.matrix import Leg, Matrix, load_matrix  # noqa: E402
-from pipeline.run.settings import MATRIX as MATRIX_SETTING  # noqa: E402
-from pipeline.run.settings import OUT as OUT_SETTING  # noqa: E402
-from pipeline.run.settings import RESOLVED  # noqa: E402
+from pipeline.inputs.matrix import Leg, Matrix, load_matrix  # noqa: E402
+from pipeline.inputs.settings import MATRIX as MATRIX_SETTING  # noqa: E402
+from pipeline.inputs.settings import OUT as OUT_SETTING  # noqa: E402
+from pipeline.inputs.settings import RESOLVED  # noqa: E402
 from pipeline.util.fsutil import atomic_write_text  # noqa: E402
 
 nox.options.reuse_venv = "yes"

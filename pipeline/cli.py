@@ -4,7 +4,7 @@ Each command lives in ``pipeline/commands/<name>.py`` with ``register(sub)``
 adding its sub-parser (``set_defaults(func=run)``; ``needs_matrix=False`` for
 commands that can do without matrix.toml, ``reads_resolution=True`` for those
 that take the run's resolution). Here, once per process, the run's inputs are
-fixed (:func:`pipeline.run.inputs.read_inputs`) and handed to the command as
+fixed (:func:`pipeline.inputs.run_inputs.read_inputs`) and handed to the command as
 ``run(args, inputs)``. A PipelineError becomes one line on stderr and its exit
 code; an ``OSError`` (a path that cannot be written or read, wherever it
 surfaces) becomes one line naming the path and the reason, exit code
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pipeline import __version__
 from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_os_error
 from pipeline.guard.checkpoints import arm as arm_checkpoints
-from pipeline.run.settings import DEBUG, MATRIX, add_flag, default_text, pick
+from pipeline.inputs.settings import DEBUG, MATRIX, add_flag, default_text, pick
 
 # Order is the order of `--help`.
 COMMANDS = (
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = debug_wanted(args)
     try:
-        from pipeline.run.inputs import read_inputs
+        from pipeline.inputs.run_inputs import read_inputs
 
         inputs = read_inputs(
             args,

@@ -88,7 +88,9 @@ def is_safe_tag(tag: str) -> bool:
     return SAFE_TAG.fullmatch(tag) is not None and len(tag) <= SAFE_TAG_MAX
 
 
+# A full git commit id, and a sha256 digest: lowercase hex, nothing else.
 COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 

@@ -62,7 +62,7 @@ if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from pipeline.ccache.session import CcacheSetup, ccache_version, find_ccache  # noqa: E402
-from pipeline.leg.run import find_tool  # noqa: E402
+from pipeline.leg.steps import find_tool  # noqa: E402
 from pipeline.util.fsutil import atomic_write_json  # noqa: E402
 
 # Targets from the issue: printed, never asserted.
@@ -329,7 +329,7 @@ def index_page(entries: int, today: date) -> str:
 
 def cache_items(count: int, now: datetime) -> list[dict[str, Any]]:
     """``count`` Actions caches as the REST API lists them: ours (many toolchains, refs), foreign, odd."""
-    from pipeline.actions_cache.keys import cache_key, toolchain_cache_key
+    from pipeline.actions_cache.cache_keys import cache_key, toolchain_cache_key
 
     rng = random.Random(20000)
     legs = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X", "rocm-windows-gfx1151")
@@ -381,14 +381,14 @@ def _time(fn: Callable[[], Any], repeat: int, modules: Sequence[ModuleType]) -> 
 
 
 def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
-    import pipeline.resolution.rocm
     import pipeline.rocm.index
     import pipeline.rocm.policy
+    import pipeline.rocm.resolve
     import pipeline.rocm.versions
-    from pipeline.resolution.rocm import resolve_from_entries
     from pipeline.rocm.index import parse_html_index
+    from pipeline.rocm.resolve import resolve_from_entries
 
-    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.resolution.rocm)
+    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.rocm.resolve)
     now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
     page = index_page(entries, now.date())
     url = "https://index.invalid/tarball-multi-arch/"
@@ -417,14 +417,14 @@ def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
 
 
 def bench_prune(count: int, repeat: int) -> dict[str, Any]:
-    import pipeline.actions_cache.keys
+    import pipeline.actions_cache.cache_keys
     import pipeline.actions_cache.prune
     from pipeline.actions_cache.entries import CacheEntry
     from pipeline.actions_cache.prune import plan_with_cost
 
     now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
     items = cache_items(count, now)
-    modules = (pipeline.actions_cache.keys, pipeline.actions_cache.prune)
+    modules = (pipeline.actions_cache.cache_keys, pipeline.actions_cache.prune)
 
     def parse() -> list[CacheEntry]:
         return [CacheEntry.from_api(item, where="bench") for item in items]

@@ -52,9 +52,9 @@ class RealTreeBench:
     """One workspace: the tree, the matrix, the caches and the timed commands."""
 
     def __init__(self, work: Path, env: dict[str, str], run: Callable[..., float]) -> None:
-        from tests.integration.test_real_tree import matrix_text
         from tests.support.cache_root import e2e_cache_root
         from tests.support.llama_tree import extract_tree, fetch_sdist
+        from tests.support.real_tree_matrix import matrix_text
 
         self.work = work / "real"
         shutil.rmtree(self.work, ignore_errors=True)
@@ -88,7 +88,7 @@ class RealTreeBench:
     def raw(self, record: dict[str, Any]) -> float:
         """The same configure and build with cmake + ninja + ccache only (same cache, same depth)."""
         from pipeline.ccache.session import CcacheSetup, find_ccache
-        from pipeline.leg.run import find_tool
+        from pipeline.leg.steps import find_tool
 
         cc = record["ccache"]
         build = self.out / "raw" / "build"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.actions_cache.budget import ArchiveDecision, parse_size, toolchain_archives_fit
 from pipeline.errors import PipelineError
-from pipeline.run.inputs import RunInputs
+from pipeline.inputs.run_inputs import RunInputs
 
 if TYPE_CHECKING:
     import requests

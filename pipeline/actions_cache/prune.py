@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.actions_cache.budget import CacheBudget, budget_by_kind
+from pipeline.actions_cache.cache_keys import MalformedKeyError, parse_key
 from pipeline.actions_cache.entries import PER_PAGE, CacheEntry
-from pipeline.actions_cache.keys import MalformedKeyError, parse_key
 from pipeline.errors import PipelineError, UsageError
 from pipeline.names import human_bytes
 

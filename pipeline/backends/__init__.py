@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 from pipeline.backends import cpu, cuda, rocm, vulkan
 from pipeline.backends.base import Backend, RuntimeProfile
 from pipeline.errors import ToolchainError
+from pipeline.inputs.matrix import Leg
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import DEFAULT_TEMPLATE, OS_LABELS
-from pipeline.run.inputs import RunInputs
-from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:

@@ -43,7 +43,7 @@ class Rocm:
     downloads_toolchain = True
 
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
-        from pipeline.toolchain.rocm import prepare_rocm
+        from pipeline.toolchain.therock import prepare_rocm
 
         toolchain = prepare_rocm(request, console)
         if not _msvc_applies(request):

@@ -33,7 +33,7 @@ from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.errors import BundleError, ToolchainError
-from pipeline.run.matrix import Leg
+from pipeline.inputs.matrix import Leg
 
 
 @dataclass(frozen=True, kw_only=True)

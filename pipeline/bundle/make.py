@@ -44,9 +44,9 @@ from pipeline.bundle.stage import (
     top_folder,
 )
 from pipeline.errors import BundleError
+from pipeline.inputs.matrix import Leg
 from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.results.record import LegRecord
-from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain
 from pipeline.util.fsutil import confined
 

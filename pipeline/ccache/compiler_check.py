@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.guard.children import run_child
+from pipeline.names import SHA256_HEX
 from pipeline.toolchain.base import Toolchain, version_output
 
 TOOLCHAIN_MODE = "toolchain"
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _COMPILER_ARG = re.compile(r"^-DCMAKE_(C|CXX|HIP|CUDA)_COMPILER=(.+)$")
 
 
@@ -45,7 +45,7 @@ def verified_archive_digest(toolchain: Toolchain) -> str | None:
     """
     details = toolchain.details
     digest = details.get("archive_sha256") or (details.get("sha256") if details.get("source") == "download" else None)
-    return digest.lower() if digest and _SHA256.fullmatch(digest.lower()) else None
+    return digest.lower() if digest and SHA256_HEX.fullmatch(digest.lower()) else None
 
 
 def compilers_of(toolchain: Toolchain) -> list[Path]:

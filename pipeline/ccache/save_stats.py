@@ -17,7 +17,7 @@ from pipeline._vendor.ccache_stats import CcacheStatsError, parse_stats_log, sum
 from pipeline.errors import ToolchainError
 from pipeline.results.record import RECORD_NAME, LegRecord
 
-# The per-run ccache stats log a leg's build writes in its folder (pipeline.leg.run).
+# The per-run ccache stats log a leg's build writes in its folder (pipeline.leg.steps).
 STATS_LOG_NAME = "ccache-stats.log"
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline._vendor.ccache_stats import CcacheStatsError, CcacheSummary, parse_stats_log, summarize
 from pipeline.errors import ToolchainError
-from pipeline.run.matrix import CcacheConfig
+from pipeline.inputs.matrix import CcacheConfig
 
 if TYPE_CHECKING:
     from pipeline.ccache.remote import RemoteCheck

@@ -9,11 +9,11 @@ from typing import Any
 from pipeline.commands.common import add_github_options, expected_legs, github_target
 from pipeline.errors import UsageError
 from pipeline.github import rest
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_label, check_status, plan_alert
 from pipeline.release.collect import read_results
 from pipeline.release.plan import NO_STATUS
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
 from pipeline.util.retry import say_on_stderr
 
 

@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from pipeline.commands.common import add_build_arguments
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg.options import LegOptions
-from pipeline.run.inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.leg.run import run_leg
+    from pipeline.leg.steps import run_leg
     from pipeline.util.console import make_console
 
     leg = inputs.require_matrix().leg(args.leg)

@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from pipeline.actions_cache.keys import cache_key, check_run_tag, restore_keys, toolchain_cache_key
+from pipeline.actions_cache.cache_keys import cache_key, check_run_tag, restore_keys, toolchain_cache_key
 from pipeline.github import runner
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
 
 
 def register(sub: Any) -> None:
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.actions_cache.leg_keys import cache_key_tag, given_toolchain, toolchain_identity
+    from pipeline.actions_cache.leg_identity import cache_key_tag, given_toolchain, toolchain_identity
     from pipeline.backends import backend_of
     from pipeline.ccache.session import leg_cache_dir
 

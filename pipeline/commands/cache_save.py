@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.github import runner
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
 
 
 def register(sub: Any) -> None:

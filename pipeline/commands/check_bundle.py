@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import glibc_problem
-from pipeline.run.inputs import RunInputs
 
 _EPILOG = """\
 The bundle is unpacked into an empty temporary folder. It fails (exit 1),

@@ -10,15 +10,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.run import settings as S
+from pipeline.inputs import settings as S
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from pipeline.bundle.compare import Comparison
-    from pipeline.resolution.rocm import Fetch
+    from pipeline.inputs.run_inputs import RunInputs
     from pipeline.rocm.index import IndexEntry
-    from pipeline.run.inputs import RunInputs
+    from pipeline.rocm.resolve import Fetch
 
 
 def add_build_arguments(p: argparse.ArgumentParser) -> None:

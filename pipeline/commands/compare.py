@@ -9,7 +9,7 @@ from typing import Any
 
 from pipeline.bundle.compare import compare
 from pipeline.commands.common import print_comparison
-from pipeline.run.inputs import RunInputs
+from pipeline.inputs.run_inputs import RunInputs
 
 _EPILOG = """\
 A and B are bundles (.tar.gz or .zip), folders (an unpacked bundle or any

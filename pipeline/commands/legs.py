@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from pipeline.run.inputs import RunInputs
+from pipeline.inputs.run_inputs import RunInputs
 
 
 def register(sub: Any) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.github import runner
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
-from pipeline.run.matrix import Matrix
+from pipeline.inputs import settings as S
+from pipeline.inputs.matrix import Matrix
+from pipeline.inputs.run_inputs import RunInputs
 
 
 def register(sub: Any) -> None:

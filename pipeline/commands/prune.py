@@ -11,8 +11,8 @@ from pipeline.actions_cache.client import CachesClient
 from pipeline.actions_cache.prune import PrunePlan, PruneResult, apply_plan, plan_prune, summary_markdown
 from pipeline.errors import UsageError
 from pipeline.github import rest, runner
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.util.fsutil import human_bytes
 from pipeline.util.retry import say_on_stderr
 

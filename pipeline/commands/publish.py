@@ -8,6 +8,8 @@ from typing import Any
 from pipeline.commands.common import add_github_options, expected_legs, github_target, is_forced
 from pipeline.errors import GitHubError, PublishError, UsageError
 from pipeline.github import rest, runner
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.release.client import Release, ReleasesClient
 from pipeline.release.collect import bundles_present, read_results, release_files
 from pipeline.release.plan import (
@@ -17,10 +19,10 @@ from pipeline.release.plan import (
     check_coverage,
     left_out,
     plan_uploads,
+    refuse_unplanned_partial,
     release_notes,
+    replaces_assets,
 )
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
 from pipeline.util.retry import say_on_stderr
 
 
@@ -70,23 +72,17 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if not coverage.present:
         raise PublishError("no leg to publish")
     all_legs = list(inputs.require_matrix().legs)
-    if (unbuilt := [leg for leg in all_legs if leg not in expected]) and not args.partial:
-        # A manual run of some legs would otherwise stand as the tag's release (and, as latest, be
-        # what users download), and the scheduled run would skip the tag as released.
-        raise PublishError(
-            f"the run expects {len(expected)} of the {len(all_legs)} legs of matrix.toml (not {', '.join(unbuilt)}): "
-            "pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
-        )
+    refuse_unplanned_partial(expected, all_legs, partial_allowed=args.partial)
     partial = left_out(all_legs, coverage)
     tag = args.tag or built_tag(coverage.present)
     notes = release_notes(tag, coverage, partial)
     assets = release_files(out, coverage.present, notes)
 
     client, release, remote = _remote_state(repo, api_url, tag, token, inputs)
-    # A forced rebuild of a published tag (the workflow's `force`) replaces what differs; so does a full
-    # run completing a partial release (its SHA256SUMS lists fewer bundles).
-    completing = release is not None and release.prerelease and not partial
-    replace = args.replace or is_forced(None, inputs.environ) or completing
+    replace = replaces_assets(
+        asked=args.replace, forced=is_forced(None, inputs.environ),
+        release_is_prerelease=release is not None and release.prerelease, partial=partial,
+    )
     plan = plan_uploads(assets, remote, replace=replace)
     _print_plan(tag, release, plan, coverage.allowed_missing, offline=client is None, apply=args.apply)
     if partial:

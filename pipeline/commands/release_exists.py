@@ -13,9 +13,9 @@ from typing import Any
 from pipeline.commands.common import add_github_options, github_target, is_forced
 from pipeline.errors import UsageError
 from pipeline.github import rest, runner
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
-from pipeline.run.resolution import Resolution
+from pipeline.inputs import settings as S
+from pipeline.inputs.resolution_file import Resolution
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.util.retry import say_on_stderr
 
 

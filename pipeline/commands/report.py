@@ -9,9 +9,9 @@ from typing import Any
 from pipeline.commands.common import add_for_build, settings_from_build_args
 from pipeline.errors import PipelineError, UsageError
 from pipeline.github import runner
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.results.record import RECORD_NAME, LegRecord
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
 from pipeline.util.fsutil import atomic_write_text
 
 _EPILOG = """\
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.report import render as report
     from pipeline.util.console import make_console
     if args.for_build is not None:
-        from pipeline.run.inputs import read_inputs
+        from pipeline.inputs.run_inputs import read_inputs
 
         args = settings_from_build_args(args, args.for_build)
         inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False,

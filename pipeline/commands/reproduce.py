@@ -10,26 +10,20 @@ and the new bundle is compared with the original file by file.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.bundle.compare import Comparison, compare_sides, load_side
+from pipeline.bundle.compare import compare_sides, load_side
 from pipeline.bundle.make import read_manifest
 from pipeline.errors import BundleError, SourceError
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
+from pipeline.leg.reproduce import manifest_leg, material_differences, recorded_source_dir, spec_from_manifest
 from pipeline.names import is_safe_tag
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
-from pipeline.run.matrix import Leg, Matrix
-from pipeline.run.resolution import SourceSpec
 from pipeline.util.fsutil import confined
 
 REPRODUCE_OUT = Path("out") / "reproduce"
-# How the source was obtained (a clone with a mix, or a folder) need not match:
-# the commit names the tree, and it is compared.
-_SOURCE_PROVENANCE = ("source.repo", "source.base_tag", "source.base_commit", "source.mix", "source.mix_hash")
-
 _EPILOG = """\
 The rebuild uses this checkout's pipeline and matrix.toml for the leg (--matrix):
 flags that changed since the bundle was built show up as manifest differences.
@@ -56,59 +50,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def manifest_leg(manifest: dict[str, Any], matrix: Matrix, where: str) -> Leg:
-    """The matrix's leg of the manifest, checked to still build the same kind of bundle."""
-    info = manifest.get("leg")
-    if not isinstance(info, dict) or not isinstance(info.get("name"), str):
-        raise BundleError(f"{where}: corrupt manifest: no leg name")
-    leg = matrix.leg(info["name"])
-    for key in ("backend", "os", "family"):
-        if info.get(key) != getattr(leg, key):
-            raise BundleError(
-                f"{where}: leg {leg.name!r} was a {key} {info.get(key)!r} leg, {matrix.path} now says {getattr(leg, key)!r}"
-            )
-    return leg
-
-
-def recorded_source_dir(manifest: dict[str, Any]) -> str | None:
-    """The ``-S`` folder of the original build relative to its output folder, when it was inside it."""
-    args = manifest.get("cmake_args") or []
-    for flag, value in itertools.pairwise(args):
-        if flag == "-S" and isinstance(value, str) and value.startswith("<out>/"):
-            rel = value[len("<out>/") :]
-            # From a file someone else wrote: never a folder outside the output folder.
-            if rel and ".." not in rel.replace("\\", "/").split("/") and not rel.startswith(("/", "\\")):
-                return rel
-    return None
-
-
-def spec_from_manifest(manifest: dict[str, Any], matrix: Matrix, where: str) -> SourceSpec:
-    """The SourceSpec that checks out the manifest's commit."""
-    src = manifest.get("source")
-    if not isinstance(src, dict) or not src.get("commit"):
-        raise BundleError(f"{where}: the manifest records no source commit; pass --source DIR")
-    if not src.get("base_tag"):
-        raise BundleError(f"{where}: the manifest records no base tag; pass --source DIR")
-    data = {
-        "repo": src.get("repo") or matrix.source.repo,
-        "base_tag": src["base_tag"],
-        "base_commit": src.get("base_commit"),
-        "mix": src.get("mix") or [],
-        "commit": src["commit"],
-    }
-    return SourceSpec.from_json(data, where=f"{where}: source")
-
-
-def material_differences(result: Comparison) -> list[str]:
-    return [d for d in result.manifest_differences if d not in _SOURCE_PROVENANCE]
-
-
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from dataclasses import replace
 
     from pipeline.commands.common import print_comparison
     from pipeline.leg.options import LegOptions
-    from pipeline.leg.run import run_leg
+    from pipeline.leg.steps import run_leg
     from pipeline.source.checkout import checkout_source, describe_checkout
     from pipeline.util.console import make_console
 

@@ -20,12 +20,12 @@ from pipeline.commands.common import (
     settings_from_build_args,
 )
 from pipeline.errors import UsageError
+from pipeline.inputs import settings as S
+from pipeline.inputs.resolution_file import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import OSES
 from pipeline.resolution.resolve import resolve_run
-from pipeline.resolution.rocm import load_entries, resolve_from_entries
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
-from pipeline.run.resolution import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
+from pipeline.rocm.resolve import load_entries, resolve_from_entries
 from pipeline.util.timeutil import format_utc
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.util.console import make_console
 
     if args.for_build is not None:
-        from pipeline.run.inputs import read_inputs
+        from pipeline.inputs.run_inputs import read_inputs
 
         args = settings_from_build_args(args, args.for_build)
         inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False)

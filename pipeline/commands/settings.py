@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from pipeline.run import settings as S
+from pipeline.inputs import settings as S
 
 if TYPE_CHECKING:
-    from pipeline.run.inputs import RunInputs
+    from pipeline.inputs.run_inputs import RunInputs
 
 
 def register(sub: Any) -> None:

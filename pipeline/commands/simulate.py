@@ -8,10 +8,10 @@ from datetime import date
 from typing import Any
 
 from pipeline.errors import UsageError
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import OSES
 from pipeline.rocm import simulate as sim
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
 from pipeline.util.timeutil import EARLIEST_MOMENT, LATEST_MOMENT
 
 # The nightly workflow's schedule (.github/workflows/nightly.yml: "17 9 * * *").

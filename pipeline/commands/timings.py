@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.results import ninjalog
-from pipeline.run.inputs import RunInputs
 from pipeline.util.fsutil import atomic_write_json
 
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
 from pipeline.guard.redaction import redact
-from pipeline.run import settings
+from pipeline.inputs import settings
 from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 if TYPE_CHECKING:

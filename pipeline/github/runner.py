@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pipeline.errors import UsageError
-from pipeline.run import settings
+from pipeline.inputs import settings
 
 LEVELS = ("debug", "notice", "warning", "error")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from pipeline.run.settings import PAUSE_AT, PAUSE_DIR
+from pipeline.inputs.settings import PAUSE_AT, PAUSE_DIR
 
 # The points the pipeline offers (a name outside this set in PIPELINE_PAUSE_AT is ignored).
 POINTS = frozenset({"extract", "pack"})

@@ -1,6 +1,6 @@
 """What every step of a leg run is called with: the run's inputs, the leg, its options and its folder.
 
-Each step of :func:`pipeline.leg.run.run_leg` has one signature, in the
+Each step of :func:`pipeline.leg.steps.run_leg` has one signature, in the
 spirit of nox's workflow: ``step(ctx, previous) -> result``, the context
 first and the previous step's result second. The context is fixed for the
 whole run; only its record fills in as the steps go.
@@ -15,11 +15,11 @@ from typing import TypeVar
 
 from rich.console import Console
 
+from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import render
 from pipeline.leg.options import LegOptions
 from pipeline.results.record import LegRecord
-from pipeline.run.inputs import RunInputs
-from pipeline.run.matrix import Leg, Matrix
 
 P = TypeVar("P")
 R = TypeVar("R")

@@ -1,4 +1,4 @@
-"""What one leg build is asked to do besides the run's inputs (those are :class:`pipeline.run.inputs.RunInputs`)."""
+"""What one leg build is asked to do besides the run's inputs (those are :class:`pipeline.inputs.run_inputs.RunInputs`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a leg run prints: its header line, warnings, a failed step's log tail, the bundle and the closing table.
 
-The steps (:mod:`pipeline.leg.run`) decide; this module only renders what
+The steps (:mod:`pipeline.leg.steps`) decide; this module only renders what
 they hand it. Build progress on screen is :mod:`pipeline.leg.progress`.
 """
 

@@ -12,19 +12,17 @@ rerun after a crash resumes instead of starting over:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pipeline.errors import PublishError
-from pipeline.names import COMMIT_SHA
+from pipeline.names import COMMIT_SHA, SHA256_HEX
 from pipeline.util.timeutil import duration_text
 
 SUMS_NAME = "SHA256SUMS"
 # A LegResult's status when its record says none (never "success").
 NO_STATUS = "no status"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 Action = Literal["upload", "keep", "reupload", "replace", "conflict"]
 
@@ -182,6 +180,30 @@ def left_out(all_legs: Sequence[str], coverage: Coverage) -> tuple[str, ...]:
     return tuple(leg for leg in all_legs if leg not in present)
 
 
+def refuse_unplanned_partial(expected: Sequence[str], all_legs: Sequence[str], *, partial_allowed: bool) -> None:
+    """A run that expects only some legs of matrix.toml publishes only when asked to (``--partial``).
+
+    Otherwise a manual run of some legs would stand as the tag's release (and, as latest, be what
+    users download), and the scheduled run would skip the tag as released.
+    """
+    unbuilt = [leg for leg in all_legs if leg not in expected]
+    if unbuilt and not partial_allowed:
+        raise PublishError(
+            f"the run expects {len(expected)} of the {len(all_legs)} legs of matrix.toml (not {', '.join(unbuilt)}): "
+            "pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
+        )
+
+
+def replaces_assets(*, asked: bool, forced: bool, release_is_prerelease: bool, partial: Sequence[str]) -> bool:
+    """Whether assets that differ from this run's are overwritten.
+
+    When asked (``--replace``), on a forced rebuild of a published tag (the workflow's ``force``),
+    and when a full run completes a partial release (its SHA256SUMS lists fewer bundles).
+    """
+    completing = release_is_prerelease and not partial
+    return asked or forced or completing
+
+
 def built_commit(results: Sequence[LegResult]) -> str | None:
     """The one full llama.cpp commit every published leg built, or None (absent, short, or legs disagree)."""
     commits = {str(r.source.get("commit")) for r in results}
@@ -198,7 +220,7 @@ def built_commit(results: Sequence[LegResult]) -> str | None:
 def sha256sums_text(assets: Sequence[tuple[str, str]]) -> str:
     """``sha256sum`` format (two spaces, by name) for (name, sha256) pairs; ``sha256sum -c`` reads it."""
     for name, digest in assets:
-        if not _SHA256.match(digest) or "\n" in name or "/" in name:
+        if not SHA256_HEX.match(digest) or "\n" in name or "/" in name:
             raise PublishError(f"{SUMS_NAME}: bad entry {name!r} {digest!r}")
     return "".join(f"{digest}  {name}\n" for name, digest in sorted(assets))
 
@@ -327,6 +349,6 @@ def plan_uploads(local: Sequence[LocalAsset], remote: Sequence[RemoteAsset], *, 
 
 def parse_digest(value: Any) -> str | None:
     """GitHub's asset ``digest`` (``sha256:<hex>``) -> the hex, else None."""
-    if isinstance(value, str) and value.startswith("sha256:") and _SHA256.match(value[7:]):
+    if isinstance(value, str) and value.startswith("sha256:") and SHA256_HEX.match(value[7:]):
         return value[7:]
     return None

@@ -2,7 +2,7 @@
 
 ``resolve_run`` resolves every ROCm leg against one index fetch and the run's
 one ``now`` (and, when asked, the source tag and mix set) into a
-:class:`~pipeline.run.resolution.Resolution`. A leg run takes its build and source
+:class:`~pipeline.inputs.resolution_file.Resolution`. A leg run takes its build and source
 from the run's resolution when one is named, else resolves on its own
 (:func:`rocm_for_leg`, :func:`source_for_run`).
 """
@@ -10,12 +10,12 @@ from the run's resolution when one is named, else resolves on its own
 from __future__ import annotations
 
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.resolution.rocm import Fetch, entry_names, load_entries, resolve_build, resolve_from_entries
+from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.resolution_file import Resolution, ResolvedRocm, SourceSpec
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
-from pipeline.run.inputs import RunInputs
-from pipeline.run.matrix import Leg, Matrix
-from pipeline.run.resolution import Resolution, ResolvedRocm, SourceSpec
+from pipeline.rocm.resolve import Fetch, entry_names, load_entries, resolve_build, resolve_from_entries
 from pipeline.util.retry import say_on_stderr
 
 

@@ -34,13 +34,13 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.names import POLICIES
+from pipeline.names import POLICIES, WEEKLY_STABLE
 from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, local_week_start, select_build, sunday_cutoff
 from pipeline.rocm.versions import RocmBuild, is_version
 from pipeline.util.timeutil import format_utc
 
 SUNDAY_VARIANT = "weekly-sunday"
-DEFAULT_POLICIES = ("weekly-stable", "weekly", SUNDAY_VARIANT, "latest")
+DEFAULT_POLICIES = (WEEKLY_STABLE, "weekly", SUNDAY_VARIANT, "latest")
 # Ten years of nightly runs; anything longer is a typo in a date.
 MAX_DAYS = 3660
 

@@ -7,7 +7,7 @@ fetched newest first, commits only (``--depth=1 --filter=tree:0``), into a
 throw-away bare repository, in growing batches, until one is old enough.
 
 A mix build merges pinned pull-request commits onto the base tag with a fixed
-identity and dates derived from the base commit (see :mod:`pipeline.run.mix`), so
+identity and dates derived from the base commit (see :mod:`pipeline.inputs.mix`), so
 the same inputs give the same merge commit SHA everywhere.
 """
 
@@ -24,14 +24,14 @@ from pathlib import Path
 
 from pipeline.errors import ResolutionError, SourceError
 from pipeline.guard.children import run_child
-from pipeline.names import BUILD_TAG, SAFE_TAG_MAX, is_safe_tag, safe_identity
-from pipeline.run.matrix import MixPin, SourceConfig
-from pipeline.run.mix import (
+from pipeline.inputs.matrix import MixPin, SourceConfig
+from pipeline.inputs.mix import (
     check_pins,
     merge_identity_env,
     merge_message,
 )
-from pipeline.run.resolution import SourceSpec
+from pipeline.inputs.resolution_file import SourceSpec
+from pipeline.names import BUILD_TAG, SAFE_TAG_MAX, is_safe_tag, safe_identity
 
 _PEELED = "^{}"
 # Candidate tags whose dates are read per fetch: 1, 2, 4, ... up to this many.

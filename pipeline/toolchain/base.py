@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ToolchainError
 from pipeline.guard.children import run_child
+from pipeline.inputs.matrix import Leg
+from pipeline.inputs.pins import ToolchainPins
 from pipeline.names import safe_identity
-from pipeline.run.matrix import Leg
-from pipeline.run.pins import ToolchainPins
 
 if TYPE_CHECKING:
-    from pipeline.run.resolution import ResolvedRocm
+    from pipeline.inputs.resolution_file import ResolvedRocm
 
 __all__ = ["Toolchain", "ToolchainRequest", "safe_identity", "version_output"]
 

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.run.matrix import Leg
-from pipeline.run.settings import CUDA_PATH
+from pipeline.inputs.matrix import Leg
+from pipeline.inputs.settings import CUDA_PATH
 from pipeline.toolchain.base import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host import host_toolchain
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.guard.children import run_child
-from pipeline.run.pins import CudaPins
+from pipeline.inputs.pins import CudaPins
 from pipeline.toolchain.base import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda import cuda_toolchain
 from pipeline.toolchain.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.run.matrix import Leg
+from pipeline.inputs.matrix import Leg
 from pipeline.toolchain.base import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host import host_toolchain
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
-from pipeline.run.pins import SdkPin
+from pipeline.inputs.pins import SdkPin
 from pipeline.toolchain.base import Toolchain, ToolchainRequest
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set

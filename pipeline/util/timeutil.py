@@ -1,7 +1,7 @@
 """The run's moment as an aware UTC datetime: parsing, formatting, and the one clock read.
 
 Everything that depends on time takes the moment as a parameter; only
-:func:`utc_now` reads the clock, and only :mod:`pipeline.run.inputs` calls it.
+:func:`utc_now` reads the clock, and only :mod:`pipeline.inputs.run_inputs` calls it.
 """
 
 from __future__ import annotations

@@ -31,13 +31,13 @@ from rich.console import Console
 from pipeline.backends import toolchain_request
 from pipeline.errors import BusyError, NetworkError, ToolchainError
 from pipeline.guard.locks import hold
-from pipeline.run.matrix import load_matrix
+from pipeline.inputs.matrix import load_matrix
 from pipeline.toolchain.base import ToolchainRequest
-from tests.integration.test_rocm_leg import FAMILY, LEG, VERSION, rocm_matrix, serve_index, tarball_name
 from tests.support.archives import make_tar, make_zip, tar_file, therock_members
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs
 from tests.support.projects import write_matrix
+from tests.support.rocm_leg import FAMILY, LEG, VERSION, rocm_matrix, serve_index, tarball_name
 
 NOW = datetime(2025, 1, 8, 12, tzinfo=UTC)
 CUDA_VERSION = "13.2.86"

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import ROOT
+from tests.support.pipeline_cli import ROOT
 
 UNITS = 4
 COMPILATIONS = UNITS + 1  # the units and main.cpp

@@ -133,7 +133,7 @@ def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -
 
 
 def test_check_bundle_refuses_what_is_not_a_bundle(tmp_path: Path) -> None:
-    from tests.integration.conftest import run_pipeline
+    from tests.support.pipeline_cli import run_pipeline
 
     not_bundle = tmp_path / "notes.txt"
     not_bundle.write_text("hello\n")
@@ -151,7 +151,7 @@ def test_check_bundle_refuses_what_is_not_a_bundle(tmp_path: Path) -> None:
 def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Path) -> None:
     import json
 
-    from tests.integration.conftest import run_pipeline
+    from tests.support.pipeline_cli import run_pipeline
     from tests.support.projects import write_cpp_project, write_matrix
 
     ws = tmp_path / "ws"

@@ -23,17 +23,17 @@ from rich.console import Console
 
 from pipeline.bundle.compare import compare
 from pipeline.bundle.make import read_manifest
+from pipeline.inputs.matrix import MixPin, SourceConfig, load_matrix
+from pipeline.inputs.resolution_file import SourceSpec
 from pipeline.leg.options import LegOptions
-from pipeline.leg.run import run_leg
+from pipeline.leg.steps import run_leg
 from pipeline.results.record import LegRecord
-from pipeline.run.matrix import MixPin, SourceConfig, load_matrix
-from pipeline.run.resolution import SourceSpec
 from pipeline.source.checkout import checkout_source, resolve_source
 from pipeline.toolchain.host import host_toolchain
-from tests.integration.conftest import run_pipeline
 from tests.support.bundles import make_bundle
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 from tests.support.inputs import leg_inputs
+from tests.support.pipeline_cli import run_pipeline
 
 pytestmark = pytest.mark.integration
 

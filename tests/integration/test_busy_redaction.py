@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import BusyError
-from tests.integration.conftest import ROOT, run_pipeline
+from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
 
 pytestmark = pytest.mark.integration

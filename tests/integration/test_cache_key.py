@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.actions_cache.keys import parse_key
-from pipeline.run.resolution import Resolution, ResolvedRocm
+from pipeline.actions_cache.cache_keys import parse_key
+from pipeline.inputs.resolution_file import Resolution, ResolvedRocm
 from pipeline.toolchain.host import host_toolchain
-from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.actions_files import read_file_commands
 from tests.support.httpserver import LocalServer, Response
+from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration
 

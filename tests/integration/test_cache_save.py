@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.ccache.session import find_ccache
 from pipeline.results.record import LegRecord
-from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.actions_files import read_file_commands
+from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ import pytest
 
 from pipeline.bundle.make import FORMAT, FORMAT_VERSION
 from pipeline.errors import BundleError
-from tests.integration.conftest import run_pipeline
 from tests.support.archives import make_tar, tar_file, tar_hardlink
+from tests.support.pipeline_cli import run_pipeline
 
 pytestmark = pytest.mark.integration
 

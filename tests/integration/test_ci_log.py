@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import ROOT
+from tests.support.pipeline_cli import ROOT
 from tests.support.projects import write_cpp_project, write_matrix
 
 # Cursor movement, erase-line and cursor show/hide: what a live display writes, never a log.

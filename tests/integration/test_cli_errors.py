@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import run_pipeline
+from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_matrix
 
 CASES = {

@@ -24,8 +24,11 @@ from pipeline.archives.extract import remove_install
 from pipeline.ccache.compiler_check import time_compiler_check
 from pipeline.ccache.session import find_ccache
 from pipeline.toolchain.installer.install import install_archive
-from tests.integration.conftest import build_leg
-from tests.integration.test_rocm_leg import (
+from tests.support.httpserver import LocalServer
+from tests.support.inputs import download_cache_dir
+from tests.support.pipeline_cli import build_leg
+from tests.support.projects import write_cpp_project, write_matrix
+from tests.support.rocm_leg import (
     COMPILATIONS,
     FAMILY,
     INDEX,
@@ -39,9 +42,6 @@ from tests.integration.test_rocm_leg import (
     serve_index,
     tarball_name,
 )
-from tests.support.httpserver import LocalServer
-from tests.support.inputs import download_cache_dir
-from tests.support.projects import write_cpp_project, write_matrix
 
 pytestmark = pytest.mark.integration
 VERSION = "7.0.0a20250104"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import ROOT, build_leg, run_pipeline
+from tests.support.pipeline_cli import ROOT, build_leg, run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
 
 UNITS = 20

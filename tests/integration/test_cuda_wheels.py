@@ -21,8 +21,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.integration.conftest import ROOT, run_pipeline
-from tests.integration.test_cuda_leg import write_cuda_project
+from tests.support.cuda_project import write_cuda_project
+from tests.support.pipeline_cli import ROOT, run_pipeline
 
 DOWNLOADS = Path.home() / ".cache" / "llama-pipeline-tests" / "downloads"
 

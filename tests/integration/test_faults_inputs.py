@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import OS_ERROR_EXIT
-from tests.integration.conftest import run_pipeline
+from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
 
 USAGE, CONFIG, BUNDLE, GENERIC = 2, 2, 9, 1

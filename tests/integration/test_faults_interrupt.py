@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT, run_pipeline
-from tests.integration.test_rocm_leg import (
+from tests.support.pipeline_cli import ROOT, run_pipeline
+from tests.support.projects import write_cpp_project, write_matrix
+from tests.support.rocm_leg import (
     FAMILY,
     INDEX,
     LEG,
@@ -37,7 +38,6 @@ from tests.integration.test_rocm_leg import (
     rocm_matrix,
     tarball_name,
 )
-from tests.support.projects import write_cpp_project, write_matrix
 from tests.support.therock_index import html_page
 
 TARBALL = tarball_name("linux", FAMILY, VERSION)

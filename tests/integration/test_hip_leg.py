@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.integration.conftest import build_leg
+from tests.support.pipeline_cli import build_leg
 from tests.support.projects import write_matrix
 
 LEG = "rocm-linux-gfx1030"

@@ -16,7 +16,7 @@ import pytest
 from pipeline.archives.extract import MARKER
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.installer.install import install_archive
-from pipeline.toolchain.rocm import install_check
+from pipeline.toolchain.therock import install_check
 from tests.support.archives import FAKE_CLANG, make_tar, tar_dir, tar_file, therock_members
 
 NAME = "rocm-7-linux-gfx110X-all"

@@ -24,8 +24,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from tests.integration.conftest import ROOT
 from tests.support.cache_root import e2e_cache_root
+from tests.support.pipeline_cli import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 MATRIX = tomllib.loads((ROOT / "matrix.toml").read_text(encoding="utf-8"))

@@ -39,13 +39,13 @@ def test_the_project_keeps_its_contracts(tree: Path) -> None:
     ("module", "line", "broken"),
     [
         # The pure core reaching for the console.
-        ("run/mix.py", "import rich.console  # noqa\n", "The pure core does no I/O"),
+        ("inputs/mix.py", "import rich.console  # noqa\n", "The pure core does no I/O"),
         # A low package importing the leg above it.
-        ("actions_cache/keys.py", "import pipeline.leg.run  # noqa\n", "Layers: entry points > commands"),
+        ("actions_cache/cache_keys.py", "import pipeline.leg.steps  # noqa\n", "Layers: entry points > commands"),
         # Two features of one layer importing each other.
         ("bundle/make.py", "import pipeline.ccache.session  # noqa\n", "Layers: entry points > commands"),
         # A feature reaching into another's internals.
-        ("leg/run.py", "import pipeline.bundle.elfdeps  # noqa\n", "A feature's internals are its own"),
+        ("leg/steps.py", "import pipeline.bundle.elfdeps  # noqa\n", "A feature's internals are its own"),
         ("commands/build.py", "import pipeline.toolchain.installer.download  # noqa\n",
          "The toolchain's backends and installer"),
         ("release/collect.py", "import pipeline.leg.progress  # noqa\n", "The leg keeps its progress display"),

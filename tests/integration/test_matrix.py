@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.actions_files import read_file_commands
+from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import ROOT
+from tests.support.pipeline_cli import ROOT
 from tests.support.projects import write_cpp_project, write_matrix
 
 
@@ -60,7 +60,7 @@ def test_resolve_once_then_legs_without_dependencies_use_the_parents_build(
 ) -> None:
     """`nox -s resolve`, a newer build appears, two legs run with --no-dependencies:
     both build with the parent's toolchain, not the newer one."""
-    from tests.integration.test_rocm_leg import (
+    from tests.support.rocm_leg import (
         NEWER,
         NOW,
         VERSION,

@@ -22,11 +22,11 @@ import pytest
 
 from pipeline.bundle.closure import find_patchelf
 from pipeline.bundle.smoke import scrubbed_env
-from tests.integration.conftest import run_pipeline
-from tests.integration.test_rocm_leg import FAMILY, LEG, NOW, VERSION, debian_llvm, serve_index, tarball_name
 from tests.support.httpserver import LocalServer
 from tests.support.inputs import toolchains_dir
+from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_matrix
+from tests.support.rocm_leg import FAMILY, LEG, NOW, VERSION, debian_llvm, serve_index, tarball_name
 from tests.support.runtime_libs import EXPECTED_VERSION, build_runtime, write_hip_project
 
 TAG = "b4711"

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import run_pipeline
 from tests.support.gitrepos import commit_files, init_repo
+from tests.support.pipeline_cli import run_pipeline
 
 pytestmark = pytest.mark.integration
 

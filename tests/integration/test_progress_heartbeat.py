@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
-from pipeline.leg.run import find_tool, run_logged
+from pipeline.leg.steps import find_tool, run_logged
 
 pytestmark = pytest.mark.integration
 

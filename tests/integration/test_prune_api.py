@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.actions_cache.cache_keys import cache_key, toolchain_cache_key
 from pipeline.actions_cache.client import CachesClient
-from pipeline.actions_cache.keys import cache_key, toolchain_cache_key
 from pipeline.errors import GitHubError
-from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.fake_github import FakeGitHub
+from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration
 

@@ -16,12 +16,12 @@ import pytest
 
 from pipeline.bundle.make import bundle_name
 from pipeline.errors import GitHubError, PublishError
+from pipeline.inputs.matrix import load_matrix
 from pipeline.release.client import ReleasesClient
 from pipeline.release.plan import LocalAsset, UploadPlan, plan_uploads
 from pipeline.release.publish import apply_release
-from pipeline.run.matrix import load_matrix
-from tests.integration.conftest import ROOT, run_pipeline
 from tests.support.fake_github import FakeGitHub
+from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration
 

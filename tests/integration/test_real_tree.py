@@ -59,7 +59,11 @@ from tests.support.llama_tree import (
     Forge,
     prepared_forge,
 )
-from tests.support.reduction import REDUCED_PROGRAMS, reduce_leg_flags, shipped_flags, toml_list
+
+# The matrix template and the legs it declares (tests/unit/test_tested_flags.py reads them here).
+from tests.support.real_tree_matrix import MATRIX as MATRIX
+from tests.support.real_tree_matrix import TESTED_LEGS, TESTED_SHARED, matrix_text
+from tests.support.reduction import REDUCED_PROGRAMS
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -69,48 +73,15 @@ VOCAB = "ggml-vocab-llama-spm.gguf"
 ROOT = Path(__file__).resolve().parents[2]
 # The nightly's moment: 10 h after the real commit (b7000), 2 h after b7001.
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
-MIN_AGE_HOURS = 6
 # Compilations of the reduced cpu leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
 COMPILATIONS = 133
 PROGRAM = "llama-gguf-split"
 # Budget for one build: ~5 min cold on 2 idle cores; CI shares the machine.
 BUILD_TIMEOUT = 3600
 
-# The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
-TESTED_SHARED, _SHIPPED_CPU = shipped_flags("cpu")
-TESTED_LEGS: dict[str, list[str]] = {"cpu": reduce_leg_flags(_SHIPPED_CPU)}
 # The build number upstream's tag names (b7000) and the commits of the pipeline-like repository around the tree.
 BUILD_NUMBER = int(BASE_TAG.removeprefix("b"))
 PIPELINE_REPO_COMMITS = 3
-
-MATRIX = """\
-[source]
-repo = "{upstream}"
-tag = "latest"
-min_age_hours = {min_age}
-
-[[source.mix]]
-repo = "{pr_repo}"
-number = {pr_number}
-sha = "{pr_sha}"
-
-[ccache]
-compiler_check = "content"
-
-[cmake]
-args = """ + toml_list(TESTED_SHARED).replace("{", "{{").replace("}", "}}") + """
-
-[legs.cpu]
-backend = "cpu"
-os = "linux"
-cmake_args = """ + toml_list(TESTED_LEGS["cpu"]).replace("{", "{{").replace("}", "}}") + "\n"
-
-
-def matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
-                pr_number: int = PR_NUMBER) -> str:
-    """The reduced matrix (see the module docstring) for this forge."""
-    return MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha)
-
 
 @dataclass
 class Run:
@@ -205,7 +176,7 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
 
 
 def expected_tag(forge: Forge) -> str:
-    # The mix hash as documented in pipeline/run/mix.py, computed here independently.
+    # The mix hash as documented in pipeline/inputs/mix.py, computed here independently.
     line = f"{PR_REPO}#{PR_NUMBER}:{forge.pr_sha}"
     return f"{BASE_TAG}-mix-{hashlib.sha256(line.encode()).hexdigest()[:7]}"
 

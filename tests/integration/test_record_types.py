@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import ROOT, run_pipeline
+from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration
 

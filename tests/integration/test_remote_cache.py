@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.ccache.remote import RemoteBackend, parse_remote, probe_endpoint
-from tests.integration.conftest import run_pipeline
+from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import MINIMAL_MATRIX, write_cpp_project
 
 UNITS = 8

@@ -21,14 +21,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from pipeline.errors import IndexFormatError, NetworkError
+from pipeline.inputs.matrix import load_matrix
 from pipeline.resolution import resolve
-from pipeline.resolution.rocm import resolve_build
 from pipeline.rocm.index import IndexEntry
 from pipeline.rocm.index_fetch import fetch_index
-from pipeline.run.matrix import load_matrix
-from tests.integration.conftest import run_pipeline
+from pipeline.rocm.resolve import resolve_build
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs
+from tests.support.pipeline_cli import run_pipeline
 from tests.support.therock_index import S3Listing, html_page, name, nightlies, s3_page
 
 

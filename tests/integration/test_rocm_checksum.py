@@ -18,10 +18,13 @@ from rich.console import Console
 
 from pipeline.archives.extract import MARKER
 from pipeline.errors import ToolchainError
-from pipeline.run.matrix import Matrix, load_matrix
+from pipeline.inputs.matrix import Matrix, load_matrix
 from pipeline.toolchain.base import Toolchain
-from tests.integration.conftest import run_pipeline
-from tests.integration.test_rocm_leg import (
+from tests.support.httpserver import LocalServer, Response
+from tests.support.inputs import download_cache_dir, prepare_leg_toolchain, toolchains_dir
+from tests.support.pipeline_cli import run_pipeline
+from tests.support.projects import write_cpp_project
+from tests.support.rocm_leg import (
     FAMILY,
     INDEX,
     LEG,
@@ -33,9 +36,6 @@ from tests.integration.test_rocm_leg import (
     sha256sum,
     tarball_name,
 )
-from tests.support.httpserver import LocalServer, Response
-from tests.support.inputs import download_cache_dir, prepare_leg_toolchain, toolchains_dir
-from tests.support.projects import write_cpp_project
 
 NAME = tarball_name("linux", FAMILY, VERSION)
 CHECKSUM = NAME + ".sha256sum"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from pipeline.errors import ResolutionError, SourceError
-from pipeline.run.matrix import MixPin, SourceConfig
-from pipeline.run.mix import MIX_AUTHOR_EMAIL, MIX_AUTHOR_NAME
-from pipeline.run.resolution import SourceSpec
+from pipeline.inputs.matrix import MixPin, SourceConfig
+from pipeline.inputs.mix import MIX_AUTHOR_EMAIL, MIX_AUTHOR_NAME
+from pipeline.inputs.resolution_file import SourceSpec
 from pipeline.source import checkout as _source
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 
@@ -243,9 +243,9 @@ def test_url_template_from_environment(forge: Forge, tmp_path: Path, monkeypatch
 def test_the_run_resolution_carries_the_source_to_every_leg(
     forge: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from pipeline.inputs.matrix import parse_matrix
+    from pipeline.inputs.resolution_file import write_resolution
     from pipeline.resolution import resolve
-    from pipeline.run.matrix import parse_matrix
-    from pipeline.run.resolution import write_resolution
     from tests.support.inputs import make_inputs
 
     def resolve_run(matrix: Any, *, now: datetime, source: bool) -> Any:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
+from tests.support.pipeline_cli import ROOT
 from tests.support.projects import write_cpp_project
 
 pytestmark = pytest.mark.integration

@@ -17,9 +17,9 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from tests.integration.conftest import run_pipeline
-from tests.integration.test_vulkan_leg import COMPILATIONS, write_vulkan_project
 from tests.support.httpserver import LocalServer, Response
+from tests.support.pipeline_cli import run_pipeline
+from tests.support.vulkan_project import COMPILATIONS, write_vulkan_project
 
 SDK_VERSION = "1.3.998.0"
 FAKE_PATCH = "998"

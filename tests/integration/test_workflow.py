@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT
+from tests.support.pipeline_cli import ROOT
 
 pytestmark = pytest.mark.integration
 

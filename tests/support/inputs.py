@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.run.inputs import RunInputs, read_inputs
-from pipeline.run.matrix import Matrix
+from pipeline.inputs.matrix import Matrix
+from pipeline.inputs.run_inputs import RunInputs, read_inputs
 
 A_MOMENT = datetime(2026, 8, 12, 18, tzinfo=UTC)
 
@@ -69,5 +69,5 @@ def prepare_leg_toolchain(matrix: Matrix, leg: str, console: Any, *, now: dateti
     from pipeline.backends import prepare_toolchain, toolchain_request
 
     inputs = make_inputs(matrix, now=now, environ=dict(os.environ), **flags)
-    # What pipeline.leg.run.toolchain_step asks for a leg without --rocm-path/--cuda-path/--vulkan-sdk.
+    # What pipeline.leg.steps.toolchain_step asks for a leg without --rocm-path/--cuda-path/--vulkan-sdk.
     return prepare_toolchain(toolchain_request(inputs, matrix.leg(leg)), console)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.toolchain.rocm import RocmLayout, find_clang_dir, layout_of
+from pipeline.toolchain.therock import RocmLayout, find_clang_dir, layout_of
 
 
 def find_layout(root: Path, os_name: str) -> RocmLayout:

@@ -36,3 +36,18 @@ def test_every_package_and_top_level_module_is_in_a_layer() -> None:
 def test_the_top_level_keeps_only_entry_points_and_shared_names() -> None:
     modules = sorted(p.name for p in (ROOT / "pipeline").glob("*.py"))
     assert len(modules) <= MAX_TOP_LEVEL_MODULES, modules
+
+
+_TEST_IMPORT = re.compile(r"^\s*(?:from|import)\s+tests\.(?:unit|integration)\b", re.MULTILINE)
+
+
+def test_no_test_module_or_script_imports_a_test_module() -> None:
+    # Shared builders live in tests/support/; a test module imported by another runs its tests twice
+    # and hides what the importer depends on.
+    offenders = [
+        str(path.relative_to(ROOT))
+        for folder in ("tests", "scripts")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if _TEST_IMPORT.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []

@@ -23,8 +23,8 @@ from pipeline.bundle.make import (
     read_manifest,
 )
 from pipeline.errors import BundleError
+from pipeline.inputs.matrix import Leg
 from pipeline.results.record import LegRecord
-from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain
 from tests.support.bundles import make_bundle
 

@@ -10,9 +10,9 @@ from pipeline.backends import render_name, runtime_profile
 from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
 from pipeline.bundle.make import bundle_name
 from pipeline.errors import ConfigError
+from pipeline.inputs.matrix import load_matrix, parse_matrix
 from pipeline.names import template_problem
 from pipeline.report.bundle_lines import bundle_check_line
-from pipeline.run.matrix import load_matrix, parse_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pipeline.actions_cache.budget import budget_by_kind, parse_size, toolchain_archives_fit
-from pipeline.actions_cache.keys import cache_key, toolchain_cache_key
+from pipeline.actions_cache.cache_keys import cache_key, toolchain_cache_key
 from pipeline.actions_cache.prune import plan_prune, summary_markdown
-from tests.unit.test_prune import entry
+from tests.support.cache_entries import entry
 
 GB = 10**9
 GIB = 1024**3

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pipeline.actions_cache.keys import (
+from pipeline.actions_cache.cache_keys import (
     CCACHE_KIND,
     TOOLCHAIN,
     TOOLCHAIN_KIND,
@@ -21,7 +21,7 @@ from pipeline.actions_cache.keys import (
     toolchain_cache_key,
 )
 from pipeline.errors import UsageError
-from pipeline.run.matrix import LEG_NAME, LEG_NAME_MAX
+from pipeline.inputs.matrix import LEG_NAME, LEG_NAME_MAX
 
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -37,7 +37,7 @@ def _dashed(inner: str, *, trailing_dash: bool) -> st.SearchStrategy[str]:
     )
 
 
-# Leg names as pipeline.run.matrix allows them (a trailing '-' included); toolchains as key_toolchain makes them.
+# Leg names as pipeline.inputs.matrix allows them (a trailing '-' included); toolchains as key_toolchain makes them.
 legs = _dashed(_ALNUM + "._", trailing_dash=True).filter(lambda s: bool(LEG_NAME.match(s)) and len(s) <= LEG_NAME_MAX)
 toolchains = _dashed(_ALNUM + "._+", trailing_dash=False).filter(lambda s: bool(TOOLCHAIN.match(s)))
 tags = st.builds(

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.ccache.compiler_check import resolve_compiler_check, verified_archive_digest
 from pipeline.errors import ConfigError, ToolchainError
-from pipeline.run.matrix import parse_matrix
+from pipeline.inputs.matrix import parse_matrix
 from pipeline.toolchain.base import Toolchain
 
 DIGEST = "ab" * 32

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.errors import SourceError
-from pipeline.run.matrix import MixPin
-from pipeline.run.mix import (
+from pipeline.inputs.matrix import MixPin
+from pipeline.inputs.mix import (
     check_pins,
     merge_identity_env,
     merge_message,

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline.actions_cache.cache_keys import cache_key, toolchain_cache_key
 from pipeline.actions_cache.entries import CacheEntry
-from pipeline.actions_cache.keys import cache_key, toolchain_cache_key
 from pipeline.actions_cache.prune import (
     api_requests,
     apply_plan,
@@ -20,20 +19,7 @@ from pipeline.actions_cache.prune import (
     summary_markdown,
 )
 from pipeline.errors import GitHubError, UsageError
-
-T0 = datetime(2026, 8, 1, 3, 0, tzinfo=UTC)
-
-
-def entry(ident: int, key: str, *, ref: str = "refs/heads/main", day: float = 0, size: int = 100) -> CacheEntry:
-    return CacheEntry(
-        id=ident,
-        ref=ref,
-        key=key,
-        version="v",
-        created_at=T0 + timedelta(days=day),
-        last_accessed_at=None,
-        size_in_bytes=size,
-    )
+from tests.support.cache_entries import entry
 
 
 def test_toolchain_generations_and_tags_share_one_group() -> None:

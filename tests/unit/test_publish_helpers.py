@@ -13,9 +13,9 @@ from pipeline.commands.alert import default_run_url
 from pipeline.commands.release_exists import tag_from_resolution
 from pipeline.errors import UsageError
 from pipeline.github.rest import redact_token
+from pipeline.inputs.matrix import parse_matrix
+from pipeline.inputs.resolution_file import Resolution, SourceSpec
 from pipeline.release.publish import content_type
-from pipeline.run.matrix import parse_matrix
-from pipeline.run.resolution import Resolution, SourceSpec
 from tests.support.inputs import make_inputs
 
 LEGS = ["cpu", "cuda", "vulkan"]

@@ -16,7 +16,9 @@ from pipeline.release.plan import (
     leg_result,
     parse_digest,
     plan_uploads,
+    refuse_unplanned_partial,
     release_notes,
+    replaces_assets,
     sha256sums_text,
 )
 
@@ -191,3 +193,26 @@ def test_left_out_names_the_matrix_legs_without_a_bundle_and_built_commit_wants_
     assert built_commit([leg("cpu", full), leg("cuda", full)]) == full
     assert built_commit([leg("cpu", full), leg("cuda", "cd" * 20)]) is None  # legs disagree
     assert built_commit([leg("cpu", full[:7])]) is None  # GitHub takes full SHAs only
+
+
+def test_a_run_of_some_legs_publishes_only_with_partial() -> None:
+    refuse_unplanned_partial(["cpu", "cuda"], ["cpu", "cuda"], partial_allowed=False)
+    refuse_unplanned_partial(["cpu"], ["cpu", "cuda"], partial_allowed=True)
+    with pytest.raises(PublishError, match=r"expects 1 of the 2 legs of matrix.toml \(not cuda\).*--partial"):
+        refuse_unplanned_partial(["cpu"], ["cpu", "cuda"], partial_allowed=False)
+
+
+@pytest.mark.parametrize(
+    ("asked", "forced", "prerelease", "partial", "expected"),
+    [
+        (False, False, False, (), False),  # a rerun keeps what is up
+        (True, False, False, (), True),  # --replace
+        (False, True, False, (), True),  # the workflow's force
+        (False, False, True, (), True),  # a full run completes a partial release
+        (False, False, True, ("cuda",), False),  # a partial run onto a partial release keeps
+    ],
+)
+def test_when_assets_that_differ_are_replaced(
+    asked: bool, forced: bool, prerelease: bool, partial: tuple[str, ...], expected: bool
+) -> None:
+    assert replaces_assets(asked=asked, forced=forced, release_is_prerelease=prerelease, partial=partial) is expected

@@ -19,7 +19,7 @@ from pipeline.ccache.remote import (
 )
 from pipeline.ccache.session import CcacheSetup, remote_spec
 from pipeline.errors import UsageError
-from pipeline.run.matrix import CcacheConfig
+from pipeline.inputs.matrix import CcacheConfig
 
 
 def test_redis_url_defaults_to_port_6379() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from pipeline.bundle.compare import Comparison
-from pipeline.commands.reproduce import material_differences, recorded_source_dir, spec_from_manifest
 from pipeline.errors import BundleError
-from pipeline.run.matrix import parse_matrix
+from pipeline.inputs.matrix import parse_matrix
+from pipeline.leg.reproduce import material_differences, recorded_source_dir, spec_from_manifest
 
 MATRIX = parse_matrix(
     {"source": {"repo": "https://example.invalid/llama.cpp"}, "legs": {"cpu": {"backend": "cpu"}}}, Path("m.toml")

@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 
 from pipeline.errors import IndexFormatError, NetworkError, ResolutionError, UsageError
-from pipeline.resolution import resolve
-from pipeline.rocm.index import IndexEntry, parse_html_index
-from pipeline.run import settings as S
-from pipeline.run.matrix import parse_matrix
-from pipeline.run.resolution import (
+from pipeline.inputs import settings as S
+from pipeline.inputs.matrix import parse_matrix
+from pipeline.inputs.resolution_file import (
     Resolution,
     ResolvedRocm,
     SourceSpec,
     load_resolution,
     write_resolution,
 )
+from pipeline.resolution import resolve
+from pipeline.rocm.index import IndexEntry, parse_html_index
 from tests.support.inputs import make_inputs
 from tests.support.therock_index import html_page, nightlies
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.run import settings as S
+from pipeline.inputs import settings as S
 from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
 
 

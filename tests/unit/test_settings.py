@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.run import settings as S
-from pipeline.run.inputs import read_inputs
+from pipeline.inputs import settings as S
+from pipeline.inputs.run_inputs import read_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,7 +155,7 @@ def test_only_the_inputs_module_reads_the_environment_and_the_clock() -> None:
         if re.search(r"os\.environ|os\.getenv|datetime\.now\(|utc_now\(\)", text):
             readers.append(rel)
     # inputs builds the run's inputs; cli reports an error before they exist; timeutil defines utc_now.
-    assert readers == ["pipeline/cli.py", "pipeline/run/inputs.py", "pipeline/util/timeutil.py"]
+    assert readers == ["pipeline/cli.py", "pipeline/inputs/run_inputs.py", "pipeline/util/timeutil.py"]
 
 
 def test_defaults_are_the_values_the_run_uses() -> None:

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.errors import SourceError
-from pipeline.run.matrix import MixPin
-from pipeline.run.resolution import SourceSpec
+from pipeline.inputs.matrix import MixPin
+from pipeline.inputs.resolution_file import SourceSpec
 from pipeline.source.checkout import (
     CheckoutInfo,
     build_tags_newest_first,

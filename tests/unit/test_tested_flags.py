@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-from pipeline.run.matrix import load_matrix
+from pipeline.inputs.matrix import load_matrix
 from tests.support.reduction import REDUCTION, flag_variable, reduction_flags
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.run.inputs import read_inputs
+from pipeline.inputs.run_inputs import read_inputs
 from pipeline.util.timeutil import format_utc, parse_now
 
 NOON = datetime(2026, 8, 7, 12, tzinfo=UTC)

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.cuda import cuda_cmake_args, cuda_env, parse_nvcc_version
-from pipeline.toolchain.rocm import (
+from pipeline.toolchain.therock import (
     RocmLayout,
     derived_identity,
     find_clang_dir,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ConfigError
-from pipeline.run.matrix import load_matrix, parse_matrix
-from pipeline.run.pins import parse_toolchain_pins
+from pipeline.inputs.matrix import load_matrix, parse_matrix
+from pipeline.inputs.pins import parse_toolchain_pins
 
 ROOT = Path(__file__).resolve().parents[2]
 P = Path("m.toml")

@@ -140,7 +140,7 @@ def _accepts_or_refuses(read: Callable[[], object], *codes: int) -> None:
 @EXAMPLES
 @given(data=st.data())
 def test_matrix_toml(tmp_path_factory: Any, data: st.DataObject) -> None:
-    from pipeline.run.matrix import load_matrix
+    from pipeline.inputs.matrix import load_matrix
 
     text = data.draw(mutated_text((ROOT / "matrix.toml").read_text(encoding="utf-8")))
     path = tmp_path_factory.mktemp("m") / "matrix.toml"
@@ -153,7 +153,7 @@ def test_matrix_toml(tmp_path_factory: Any, data: st.DataObject) -> None:
 
 
 def _valid_resolution() -> dict[str, Any]:
-    from pipeline.run.resolution import Resolution, ResolvedRocm
+    from pipeline.inputs.resolution_file import Resolution, ResolvedRocm
 
     leg = ResolvedRocm(policy="weekly", cutoff=date(2026, 8, 8), version="10.1.0a20260807",
                        file="therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz",
@@ -168,7 +168,7 @@ def _valid_resolution() -> dict[str, Any]:
 @EXAMPLES
 @given(data=st.data())
 def test_resolution(tmp_path_factory: Any, data: st.DataObject) -> None:
-    from pipeline.run.resolution import load_resolution
+    from pipeline.inputs.resolution_file import load_resolution
 
     path = tmp_path_factory.mktemp("r") / "resolved.json"
     path.write_text(data.draw(mutated_json(_valid_resolution())), encoding="utf-8")
@@ -324,7 +324,7 @@ GOOD_URLS = ["https://h.example/x.tar.gz", "http://127.0.0.1:8080/x", "file:///t
 
 
 def _resolution_with(url: str) -> Callable[[], object]:
-    from pipeline.run.resolution import load_resolution
+    from pipeline.inputs.resolution_file import load_resolution
 
     doc = _valid_resolution()
     doc["legs"]["rocm-linux-gfx110X"]["url"] = url
@@ -332,14 +332,14 @@ def _resolution_with(url: str) -> Callable[[], object]:
 
 
 def _pin_with(url: str) -> Callable[[], object]:
-    from pipeline.run.pins import parse_sdk_pin
+    from pipeline.inputs.pins import parse_sdk_pin
 
     return lambda: parse_sdk_pin({"url": url, "sha256": "a" * 64, "version": "1.4.328.1"}, Path("matrix.toml"),
                                  "toolchains.vulkan.linux")
 
 
 def _matrix_with(url: str) -> Callable[[], object]:
-    from pipeline.run.matrix import parse_matrix
+    from pipeline.inputs.matrix import parse_matrix
 
     data = {"source": {"repo": "https://github.com/ggml-org/llama.cpp", "tag": "b1"}, "rocm": {"index_url": url},
             "legs": {"cpu": {"backend": "cpu", "os": "linux"}}}
@@ -347,7 +347,7 @@ def _matrix_with(url: str) -> Callable[[], object]:
 
 
 def _flag_with(url: str) -> Callable[[], object]:
-    from pipeline.run.settings import INDEX_URL
+    from pipeline.inputs.settings import INDEX_URL
 
     return lambda: INDEX_URL.parse(url, "--index-url")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ConfigError, UsageError, describe_os_error
+from pipeline.inputs.matrix import parse_matrix
 from pipeline.report.render import hit_rate_of
 from pipeline.results.ninjalog import parse_log
-from pipeline.run.matrix import parse_matrix
 from pipeline.source.checkout import CheckoutInfo, folder_tag
 from pipeline.util.timeutil import parse_now
 

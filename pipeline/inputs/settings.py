@@ -9,7 +9,7 @@ the default. The README's table of overrides is generated from this table
 
 Environment variable names that the pipeline reads appear here and nowhere
 else in ``pipeline/``; this module reads no environment itself: the one
-module that builds the run's inputs (:mod:`pipeline.run.inputs`) hands it one.
+module that builds the run's inputs (:mod:`pipeline.inputs.run_inputs`) hands it one.
 """
 
 from __future__ import annotations

@@ -16,12 +16,12 @@ from operator import attrgetter
 from urllib.parse import unquote
 
 from pipeline.errors import NetworkError, ResolutionError, UsageError
+from pipeline.inputs.resolution_file import ResolvedRocm
 from pipeline.names import OSES, is_family
 from pipeline.rocm.index import IndexEntry, builds_for, families_in, tarball_base, tarball_url
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy, select_build
 from pipeline.rocm.versions import RocmBuild, tarball_name
-from pipeline.run.resolution import ResolvedRocm
 
 log = logging.getLogger(__name__)
 

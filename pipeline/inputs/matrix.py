@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.errors import ConfigError
+from pipeline.inputs.pins import ToolchainPins, parse_toolchain_pins
+from pipeline.inputs.settings import DEFAULT_ROCM_INDEX, MATRIX
 from pipeline.names import (
     BACKENDS,
     COMMIT_SHA,
+    DEFAULT_POLICY,
     GITHUB_REPO,
     GPU_TARGET,
     LEG_NAME,
@@ -35,8 +38,6 @@ from pipeline.names import (
     template_problem,
     url_problem,
 )
-from pipeline.run.pins import ToolchainPins, parse_toolchain_pins
-from pipeline.run.settings import DEFAULT_ROCM_INDEX, MATRIX
 
 # "toolchain": a string: check for toolchains installed from a verified archive (pipeline.ccache.compiler_check).
 COMPILER_CHECKS = ("content", "mtime", "toolchain")
@@ -69,7 +70,7 @@ class SourceConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class RocmConfig:
-    policy: str = "weekly-stable"
+    policy: str = DEFAULT_POLICY
     index_url: str = DEFAULT_ROCM_INDEX
 
 
@@ -152,7 +153,7 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
     """Read and validate a matrix file; raise ConfigError naming what is wrong.
 
     Which file is the run's is decided once, with the run's inputs (see
-    :mod:`pipeline.run.settings`).
+    :mod:`pipeline.inputs.settings`).
     """
     p = Path(path)
     try:

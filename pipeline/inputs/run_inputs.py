@@ -1,7 +1,7 @@
 """The run's inputs, fixed once per process at the command line.
 
 :class:`RunInputs` is built here, from the parsed arguments, the environment
-and the clock, with the precedence of :mod:`pipeline.run.settings` (flag >
+and the clock, with the precedence of :mod:`pipeline.inputs.settings` (flag >
 environment > matrix.toml > default). Everything below the CLI receives it
 as an argument: this is the one module that reads ``os.environ`` and the
 clock, so a leg run alone reads the clock once, and a test or a replay hands
@@ -20,10 +20,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 from pipeline.errors import ConfigError, UsageError
+from pipeline.inputs import settings as S
+from pipeline.inputs.matrix import Matrix, load_matrix
+from pipeline.inputs.resolution_file import Resolution, load_resolution
 from pipeline.names import is_safe_tag
-from pipeline.run import settings as S
-from pipeline.run.matrix import Matrix, load_matrix
-from pipeline.run.resolution import Resolution, load_resolution
 from pipeline.util.timeutil import utc_now
 
 

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.names import OSES, url_problem
+from pipeline.names import OSES, SHA256_HEX, url_problem
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # A PyPI project name (PEP 508) and an exact version: nothing pip could widen.
 _WHEEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
@@ -108,7 +107,7 @@ def _string(data: dict[str, Any], path: Path, key: str, name: str, pattern: re.P
 
 
 def _sha(value: Any, path: Path, key: str) -> str:
-    if not isinstance(value, str) or not _SHA256.match(value.lower()):
+    if not isinstance(value, str) or not SHA256_HEX.match(value.lower()):
         raise _fail(path, key, "a sha256 (64 hex digits)", value)
     return value.lower()
 

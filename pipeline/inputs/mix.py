@@ -16,20 +16,17 @@ changes the result).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 
 from pipeline.errors import SourceError
-from pipeline.run.matrix import MixPin
+from pipeline.inputs.matrix import MixPin
+from pipeline.names import COMMIT_SHA, GITHUB_REPO
 
 MIX_HASH_DIGITS = 7
 # A fixed identity for the synthetic merge commits: who merged must not vary
 # with the machine (a user.name in ~/.gitconfig would change the SHA).
 MIX_AUTHOR_NAME = "llama-pipeline"
 MIX_AUTHOR_EMAIL = "mix@llama-pipeline.invalid"
-
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 def mix_lines(pins: Sequence[MixPin]) -> str:
@@ -51,11 +48,11 @@ def mix_tag(base_tag: str, pins: Sequence[MixPin]) -> str:
 
 def check_pin(pin: MixPin, where: str) -> None:
     """Raise SourceError unless ``pin`` names an ``owner/name`` repo, a PR number and a full SHA."""
-    if not _REPO.match(pin.repo):
+    if not GITHUB_REPO.match(pin.repo):
         raise SourceError(f"{where}: malformed mix pin repo {pin.repo!r}: expected 'owner/name'")
     if isinstance(pin.number, bool) or not isinstance(pin.number, int) or pin.number < 1:
         raise SourceError(f"{where}: malformed mix pin number {pin.number!r} for {pin.repo}: expected a PR number >= 1")
-    if not _SHA.match(pin.sha):
+    if not COMMIT_SHA.match(pin.sha):
         raise SourceError(
             f"{where}: malformed mix pin {pin.repo}#{pin.number}: sha {pin.sha!r} is not 40 lowercase hex digits"
         )

@@ -28,15 +28,15 @@ from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
+from pipeline.inputs.matrix import Leg
 from pipeline.names import rocm_identity
-from pipeline.run.matrix import Leg
 from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
 from pipeline.util.fsutil import file_digest
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.run.resolution import ResolvedRocm
+    from pipeline.inputs.resolution_file import ResolvedRocm
     from pipeline.toolchain.installer.download import Downloaded
 
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.

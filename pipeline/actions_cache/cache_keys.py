@@ -15,7 +15,7 @@ The downloaded ROCm toolchain archive is cached too, under
 ``llama-toolchain--<leg>--<toolchain>`` (an exact key: another version's
 archive is of no use).
 
-``--`` is the separator: a leg name cannot contain it (pipeline.run.matrix),
+``--`` is the separator: a leg name cannot contain it (pipeline.inputs.matrix),
 a toolchain identity is normalised so it cannot, and a tag has a fixed shape
 without it. Everything above the I/O edge at the bottom is pure.
 """

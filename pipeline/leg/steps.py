@@ -33,13 +33,13 @@ from pipeline.ccache.session import (
 )
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
 from pipeline.guard.children import run_logged
+from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import render
 from pipeline.leg.context import LegContext, Step
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
-from pipeline.run.inputs import RunInputs
-from pipeline.run.matrix import Leg, Matrix
 from pipeline.toolchain.base import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
 

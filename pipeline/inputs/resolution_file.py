@@ -4,7 +4,7 @@ Written once by ``resolve`` (default ``out/resolved.json``) and read by every
 leg of the run, so every leg uses the same toolchain and commit even when the
 index or the repository gains something newer meanwhile. A leg reads a
 resolution only when one is named (``--resolved`` / its environment variable,
-see :mod:`pipeline.run.settings`): a file left by an earlier run is never used.
+see :mod:`pipeline.inputs.settings`): a file left by an earlier run is never used.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import SourceError, UsageError
+from pipeline.inputs.matrix import MixPin
+from pipeline.inputs.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
+from pipeline.inputs.settings import RESOLVED, parse_url
 from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date, url_problem
-from pipeline.run.matrix import MixPin
-from pipeline.run.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
-from pipeline.run.settings import RESOLVED, parse_url
 from pipeline.util.fsutil import atomic_write_json
 from pipeline.util.timeutil import format_utc, parse_now
 

@@ -1,18 +1,18 @@
 """A leg's cache identity in this run: its toolchain identity and the run's tag.
 
-The I/O side of :mod:`pipeline.actions_cache.keys` (which stays pure): a ROCm leg's
+The I/O side of :mod:`pipeline.actions_cache.cache_keys` (which stays pure): a ROCm leg's
 identity comes from the run's resolution (or is resolved now), so every leg
 of a run agrees without installing anything; other backends report theirs.
 """
 
 from __future__ import annotations
 
-from pipeline.actions_cache.keys import check_run_tag, key_toolchain
+from pipeline.actions_cache.cache_keys import check_run_tag, key_toolchain
 from pipeline.errors import UsageError
+from pipeline.inputs import settings as S
+from pipeline.inputs.matrix import Leg
+from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import rocm_identity
-from pipeline.run import settings as S
-from pipeline.run.inputs import RunInputs
-from pipeline.run.matrix import Leg
 from pipeline.util.console import make_console
 
 

@@ -1,0 +1,45 @@
+"""Running the pipeline as a user does (``python -m pipeline`` in a subprocess) and building one leg."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_pipeline(
+    args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pipeline ARGS`` in a subprocess, as a user would run it."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def build_leg(ws: Path, leg: str, cache: Path, *extra: str) -> dict:
+    """Build ``leg`` of ``ws/matrix.toml`` from ``ws/project`` into ``ws/out``; return its record.
+
+    The layout every leg test uses: the project and the output folder side by
+    side in one workspace, the cache outside it.
+    """
+    proc = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "build", leg, "--source", str(ws / "project"),
+         "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle", *extra],
+        check=True,
+    )
+    assert f"{leg}: success" in proc.stdout
+    return json.loads((ws / "out" / leg / "record.json").read_text())  # type: ignore[no-any-return]

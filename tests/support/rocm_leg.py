@@ -1,0 +1,120 @@
+"""The ROCm leg's test builders: a TheRock-shaped toolchain from Debian's clang, its index, its matrix.
+
+The tarball holds a real compiler (clang with its resource headers, under
+``lib/llvm/bin`` as in TheRock); :func:`serve_index` serves it with an index
+page from a local HTTP server.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import tarfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tests.support.httpserver import LocalServer, Response
+from tests.support.projects import write_matrix
+from tests.support.therock_index import html_page
+
+
+@functools.cache
+def debian_llvm() -> Path:
+    """Debian's clang 14 (CI installs it), else the newest /usr/lib/llvm-N with a clang."""
+    preferred = Path("/usr/lib/llvm-14")
+    if (preferred / "bin" / "clang").is_file():
+        return preferred
+    found = sorted(
+        (p for p in Path("/usr/lib").glob("llvm-*") if (p / "bin" / "clang").is_file()),
+        key=lambda p: int(p.name.removeprefix("llvm-")) if p.name.removeprefix("llvm-").isdigit() else 0,
+    )
+    if not found:
+        raise AssertionError("no /usr/lib/llvm-N/bin/clang: install Debian's clang (clang-14)")
+    return found[-1]
+
+
+LEG = "rocm-linux-gfx110X"
+FAMILY = "gfx110X-all"
+VERSION = "7.0.0a20250104"
+NEWER = "7.0.0a20250106"  # in the index, after the weekly cutoff of NOW
+NOW = "2025-01-08T12:00:00Z"  # cutoff: Saturday 2025-01-04
+INDEX = "/tarball-multi-arch/"
+UNITS = 8
+COMPILATIONS = UNITS + 1
+
+
+def tarball_name(os_name: str, family: str, version: str) -> str:
+    return f"therock-dist-{os_name}-{family}-{version}.tar.gz"
+
+
+def _add_link(tar: tarfile.TarFile, name: str, target: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.SYMTYPE
+    info.linkname = target
+    tar.addfile(info)
+
+
+def make_therock_from_debian_clang(dest: Path) -> Path:
+    """A small TheRock-shaped tarball: clang, clang++ and clang's resource headers."""
+    llvm = debian_llvm()
+    resource = next((llvm / "lib" / "clang").iterdir())
+    with tarfile.open(dest, "w:gz") as tar:
+        tar.add(llvm / "bin" / "clang", arcname="./lib/llvm/bin/clang")
+        _add_link(tar, "./lib/llvm/bin/clang++", "clang")
+        for header in sorted((resource / "include").glob("*.h")):
+            tar.add(header, arcname=f"./lib/llvm/lib/clang/{resource.name}/include/{header.name}")
+        _add_link(tar, "./bin/amdclang++", "../lib/llvm/bin/clang++")
+    return dest
+
+
+def sha256sum(name: str, body: bytes) -> bytes:
+    """``sha256sum``'s output for a file ``name`` holding ``body``."""
+    return f"{hashlib.sha256(body).hexdigest()}  {name}\n".encode()
+
+
+def serve_index(
+    server: LocalServer,
+    tarballs: dict[str, bytes],
+    extra: Sequence[str] = (),
+    checksums: Mapping[str, bytes] | None = None,
+) -> str:
+    """An index page listing ``tarballs`` and their ``.sha256sum`` (all served) and ``extra`` names (listed only).
+
+    Each tarball's checksum file is correct unless ``checksums`` gives its body
+    (a wrong or malformed checksum), keyed by tarball name.
+    """
+    sums = {name: sha256sum(name, body) for name, body in tarballs.items()}
+    sums.update(checksums or {})
+    listed = [*tarballs, *(name + ".sha256sum" for name in sums), *extra]
+    entries = [(name, "2025-01-04T09:30:00Z") for name in listed]
+    server.route(INDEX, Response(200, html_page(entries).encode(), {"Content-Type": "text/html"}))
+    for name, body in tarballs.items():
+        server.route(INDEX + name, Response(200, body, {"Content-Type": "application/gzip"}))
+    for name, body in sums.items():
+        server.route(INDEX + name + ".sha256sum", Response(200, body, {"Content-Type": "text/plain"}))
+    return server.url(INDEX)
+
+
+def rocm_matrix(path: Path, index_url: str, compiler_check: str) -> Path:
+    return write_matrix(
+        path,
+        compiler_check=compiler_check,
+        extra=f"""
+[rocm]
+policy = "weekly"
+index_url = "{index_url}"
+
+[legs.{LEG}]
+backend = "rocm"
+os = "linux"
+family = "{FAMILY}"
+targets = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
+cmake_args = ["-DGGML_HIP=ON", "-DGGML_HIP_ROCWMMA_FATTN=OFF"]
+
+[legs.rocm-windows-gfx1151]
+backend = "rocm"
+os = "windows"
+family = "gfx1151"
+targets = ["gfx1151"]
+""",
+    )
