@@ -18,7 +18,7 @@ def register(sub: Any) -> None:
         description="Every input that more than one command uses, declared once. Precedence: the flag, "
         "then the environment, then matrix.toml, then the default.",
     )
-    p.add_argument("--markdown", action="store_true", help="print the README's table")
+    p.add_argument("--markdown", action="store_true", help="print the table of docs/settings.md (Markdown)")
     p.set_defaults(func=run, needs_matrix=False)
 
 

@@ -125,11 +125,18 @@ def test_the_clock_is_read_once_and_a_replayed_now_wins() -> None:
     assert inputs.started == datetime(2026, 11, 30, 17, tzinfo=UTC)
 
 
-def test_the_readme_table_is_the_generated_one() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- settings-table -->\n(.*?)<!-- /settings-table -->", readme, re.S)
-    assert match, "README.md has no settings table between the markers"
-    assert match.group(1) == S.markdown_table()
+def test_the_docs_table_is_the_generated_one() -> None:
+    page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- settings-table -->\n(.*?)<!-- /settings-table -->", page, re.S)
+    assert match, "docs/settings.md has no settings table between the markers"
+    assert match.group(1) == S.markdown_table(), "regenerate it: python -m pipeline settings --markdown"
+
+
+def test_the_generated_table_keeps_placeholders_visible() -> None:
+    # b<digits> and <cache home> would be read as HTML tags by a Markdown renderer and vanish.
+    table = S.markdown_table()
+    assert "b&lt;digits&gt;" in table and "&lt;cache home&gt;/ccache/&lt;leg&gt;" in table
+    assert not re.search(r"<[a-z]", table)
 
 
 def test_environment_variable_names_live_in_the_settings_table_only() -> None:
@@ -159,7 +166,7 @@ def test_only_the_inputs_module_reads_the_environment_and_the_clock() -> None:
 
 
 def test_defaults_are_the_values_the_run_uses() -> None:
-    """With nothing set, each setting picks its own typed default (the README's documented ones)."""
+    """With nothing set, each setting picks its own typed default (the documented ones)."""
     from pathlib import Path
 
     unset = {s.name: S.pick(s, environ={}).value for s in S.SETTINGS}
