@@ -14,6 +14,18 @@ def _subclasses() -> list[type[errors.PipelineError]]:
     return [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.PipelineError)]
 
 
+def test_the_docs_table_is_the_generated_one() -> None:
+    match = re.search(r"<!-- exit-codes -->\n(.*?)<!-- /exit-codes -->", _page(), re.S)
+    assert match, "docs/settings.md has no exit-code table between the markers"
+    assert match.group(1) == errors.exit_codes_markdown(), "regenerate it: python -m pipeline settings --exit-codes"
+
+
+def test_every_code_an_error_exits_with_has_a_meaning() -> None:
+    assert errors.error_classes() == _subclasses()
+    codes = {c.exit_code for c in _subclasses()} | {errors.OS_ERROR_EXIT, errors.Terminated.exit_code, 130}
+    assert codes <= set(errors.EXIT_CODE_MEANINGS)
+
+
 def _page() -> str:
     return (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
 

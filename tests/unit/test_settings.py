@@ -209,3 +209,15 @@ def test_amounts_are_bounded_with_their_unit(setting: S.Setting, text: str, mess
 def test_zero_seconds_is_an_amount_and_zero_days_is_not() -> None:
     assert S.pick(S.WAIT_LOCK, environ={"PIPELINE_WAIT_LOCK": "0"}).value == 0.0
     assert S.pick(S.CACHE_MAX_AGE, environ={"PIPELINE_CACHE_MAX_AGE_DAYS": "0.5"}).value == 0.5
+
+
+@pytest.mark.parametrize("flag", ["--markdown", "--exit-codes"])
+def test_the_settings_command_prints_the_docs_tables(
+    flag: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline import cli, errors
+
+    monkeypatch.setattr(cli, "on_sigterm", lambda: None)  # no signal handler installed into pytest
+    assert cli.main(["settings", flag]) == 0
+    expected = S.markdown_table() if flag == "--markdown" else errors.exit_codes_markdown()
+    assert capsys.readouterr().out == expected
