@@ -148,3 +148,34 @@ def test_no_machine_load_notes_in_the_docs() -> None:
         if _LOAD_NOTE.search(line)
     ]
     assert offenders == []
+
+
+def _keys_table() -> str:
+    page = (DOCS / "matrix.md").read_text(encoding="utf-8")
+    return page.split("\n## Keys\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_key_of_the_shipped_matrix_is_in_the_reference() -> None:
+    import tomllib
+
+    shipped = tomllib.loads((ROOT / "matrix.toml").read_text(encoding="utf-8"))
+    table = _keys_table()
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    missing = []
+    for section, body in shipped.items():
+        if section == "legs":
+            wanted = [f"`legs.<name>.{key}`" for leg in body.values() for key in leg]
+        elif section == "toolchains":
+            # [toolchains.cuda] and [toolchains.vulkan.<os>]: each key named in its row.
+            cuda, vulkan = body.get("cuda", {}), body.get("vulkan", {})
+            row_cuda = next(r for r in rows if r.startswith("| `[toolchains.cuda]`"))
+            row_vulkan = next(r for r in rows if r.startswith("| `[toolchains.vulkan.<os>]`"))
+            wheel_keys = {k for w in cuda.get("wheels", []) for k in w} | {
+                f"sha256.{os_name}" for w in cuda.get("wheels", []) for os_name in w.get("sha256", {})}
+            missing += [k for k in (set(cuda) - {"wheels"}) | (wheel_keys - {"sha256"}) if f"`{k}`" not in row_cuda]
+            missing += [k for pin in vulkan.values() for k in pin if f"`{k}`" not in row_vulkan]
+            continue
+        else:
+            wanted = [f"`{section}.{key}`" for key in body]
+        missing += [w for w in wanted if not any(r.startswith(f"| {w}") for r in rows)]
+    assert missing == []
