@@ -110,6 +110,46 @@ class Terminated(KeyboardInterrupt):
 # command becomes one line at the CLI boundary with this code.
 OS_ERROR_EXIT = 11
 
+# What every exit code means, in the words of docs/settings.md's table: the table is generated
+# (`python -m pipeline settings --exit-codes`), its classes read from the hierarchy above.
+EXIT_CODE_MEANINGS: dict[int, str] = {
+    0: "success (`compare`: the two sides are identical)",
+    1: "CMake or Ninja failed, a bad record; `compare`: the sides differ",
+    2: "a bad flag or variable; a malformed `matrix.toml` (non-finite or out-of-range numbers, empty strings, "
+       "a BOM, a malformed URL)",
+    3: "the source tree could not be obtained, or is not what was asked for",
+    4: "a host could not be reached or answered badly after its retries",
+    5: "TheRock's index could not be understood",
+    6: "no ROCm build matches the policy, version or family",
+    7: "a toolchain could not be found, downloaded, verified or installed",
+    8: "the GitHub API refused or answered something unexpected",
+    9: "a bundle or manifest is corrupt, foreign or missing; `compare` met a FIFO or device",
+    10: "the run cannot be published as it is",
+    OS_ERROR_EXIT: "a path cannot be written or read: a file where a folder is needed, `/dev/null`, a read-only "
+                   "or full disk, a folder where a file is needed (`--out`, `--cache-dir`/`CCACHE_DIR`, "
+                   "`resolve --write`, `report --html`, `timings --trace`, `GITHUB_OUTPUT`)",
+    12: "another live run holds the leg's output folder, a toolchain install or a download "
+        "(`--wait-lock` waits instead)",
+    130: "interrupted by SIGINT (Ctrl-C)",
+    Terminated.exit_code: "stopped by SIGTERM",
+}
+
+
+def error_classes() -> list[type[PipelineError]]:
+    """Every error class of this module, in the order they are declared."""
+    return [c for c in globals().values() if isinstance(c, type) and issubclass(c, PipelineError)]
+
+
+def exit_codes_markdown() -> str:
+    """docs/settings.md's table of exit codes: each code, the error classes that exit with it, its meaning."""
+    rows = ["| exit code | error | meaning |", "| --- | --- | --- |"]
+    for code, meaning in sorted(EXIT_CODE_MEANINGS.items()):
+        names = [f"`{c.__name__}`" for c in error_classes() if c.exit_code == code]
+        if code == OS_ERROR_EXIT:
+            names.append("`OSError` (at the CLI boundary)")
+        rows.append(f"| {code} | {', '.join(names) or '-'} | {meaning} |")
+    return "\n".join(rows) + "\n"
+
 
 def describe_os_error(exc: OSError) -> str:
     """One line for an ``OSError``: the path(s) it names and the reason, e.g. ``out/x: Permission denied``."""

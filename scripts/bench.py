@@ -65,7 +65,7 @@ from pipeline.ccache.session import CcacheSetup, ccache_version, find_ccache  # 
 from pipeline.leg.steps import find_tool  # noqa: E402
 from pipeline.util.fsutil import atomic_write_json  # noqa: E402
 
-# Targets from the issue: printed, never asserted.
+# Targets: printed, never asserted.
 TARGET_WARM_OVER_COLD = 0.10
 TARGET_OVERHEAD_S = 1.5
 TARGET_RESOLVER_S = 0.100

@@ -1,4 +1,4 @@
-"""The benchmark on the real llama.cpp tree (issue 15, part 4), called by scripts/bench.py.
+"""The benchmark on the real llama.cpp tree, called by scripts/bench.py.
 
 The tree is llama.cpp 0c1e570 from llama-cpp-python 0.3.36's sdist, fetched
 as the end-to-end test fetches it (tests/support/llama_tree.py, kept in the
@@ -15,9 +15,9 @@ kind alike:
   pipeline's writer, cold and with an unchanged payload;
 - the compiler check per mode on a TheRock-sized (200 MB) compiler.
 
-Packaging uses the packaging cache of issue 15 part 2 (``write_tar_gz(cache=...)``);
+Packaging uses the packaging cache (``write_tar_gz(cache=...)``);
 the compiler check times with ``pipeline.ccache.compiler_check.time_compiler_check``
-(part 3) when present (HOOK: reported as absent otherwise).
+when present (reported as absent otherwise).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 LEG = "cpu"
-# Targets of issue 15: printed as ratios, never asserted.
+# Targets: printed as ratios, never asserted.
 TARGET_BUNDLE_OVER_RAW_S = 1.0
 TARGET_NOX_OVER_PIPELINE_S = 1.0
 TARGET_UNCHANGED_SPEEDUP = 5.0
@@ -130,7 +130,7 @@ def packaging(stage: Path, scratch: Path, repeat: int) -> dict[str, Any]:
 
     reference = _median([timed(tar_gzip) for _ in range(repeat)])
     _, entries = archive_entries(staged_files(stage, symlinks=True), {})
-    # Issue 15 part 2: members compressed one by one, reused by content hash from a packaging cache.
+    # Members compressed one by one, reused by content hash from a packaging cache.
     target = scratch / "pipeline.tar.gz"
     cache = scratch / "pack-cache"
     shutil.rmtree(cache, ignore_errors=True)
@@ -170,7 +170,7 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
     digest = hashlib.sha256(big.read_bytes()).hexdigest()
     version_text = subprocess.run([str(big), "--version"], capture_output=True, text=True, check=True).stdout
     (scratch / "unit.cpp").write_text("int f(int x) { return x * 2; }\n")
-    # HOOK (issue 15, part 3): the `toolchain` mode's value is string:<archive sha256>+<sha256 of the
+    # The `toolchain` mode's value is string:<archive sha256>+<sha256 of the
     # compilers' --version and NUL> (as pipeline.ccache.compiler_check.resolve_compiler_check makes it), and its
     # timing function is used when that module exists; imported by name so this file type-checks without it.
     versions = hashlib.sha256(version_text.encode() + bytes(1)).hexdigest()
@@ -179,7 +179,7 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
         timer: Callable[..., float] | None = importlib.import_module("pipeline.ccache.compiler_check").time_compiler_check
         timed_by = "pipeline.ccache.compiler_check.time_compiler_check"
     except (ImportError, AttributeError):
-        timer, timed_by = None, "absent (HOOK: issue 15 part 3 not merged): timed here"
+        timer, timed_by = None, "absent (no pipeline.ccache.compiler_check.time_compiler_check): timed here"
     results: dict[str, Any] = {"compiler_mb": BIG_COMPILER_BYTES // (1024 * 1024), "calls": calls,
                                "toolchain_check_from": timed_by}
     ccache = find_ccache()

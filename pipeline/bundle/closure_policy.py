@@ -44,7 +44,7 @@ LINUX_BASE_SYSTEM: tuple[str, ...] = (
     # release links the system libssl too, and Ubuntu 22.04 (the Linux legs' floor) ships libssl3
     # in its base image. Shipping a copy would pin a TLS library the bundle can never patch;
     # BoringSSL built in (the release job's way) is fetched at configure time, and legs build
-    # offline from a pinned source. README, "Flags per backend".
+    # offline from a pinned source. docs/matrix.md, "Flags per backend".
     "libssl.so.3",
     "libcrypto.so.3",
 )

@@ -4,8 +4,8 @@ In the spirit of nox's ``_options.py``: one :class:`Setting` per input, with
 its flag, environment variable(s), ``matrix.toml`` key, parser (the
 validator), default and help. One precedence rule, applied in one place
 (:func:`pick`): the flag, then the environment, then ``matrix.toml``, then
-the default. The README's table of overrides is generated from this table
-(``python -m pipeline settings --markdown``) and a test keeps them equal.
+the default. The docs' table of overrides (docs/settings.md) is generated from
+this table (``python -m pipeline settings --markdown``) and a test keeps them equal.
 
 Environment variable names that the pipeline reads appear here and nowhere
 else in ``pipeline/``; this module reads no environment itself: the one
@@ -51,14 +51,14 @@ class Setting:
     help: str
     # The value when nothing sets it, of the type ``parse`` returns (None: unset).
     default: Any = None
-    # How the default reads in --help and the README, when the value alone does not say it: a default
+    # How the default reads in --help and the docs, when the value alone does not say it: a default
     # computed from other inputs (the clock, the cache home) or what an unset value means.
     default_shown: str | None = None
     metavar: str | None = None
 
     @property
     def default_display(self) -> str:
-        """The default as --help and the README show it."""
+        """The default as --help and the docs show it."""
         if self.default_shown is not None:
             return self.default_shown
         if self.default is None:
@@ -373,7 +373,7 @@ def add_flag(parser: argparse.ArgumentParser, setting: Setting, *, help: str | N
 
 
 def default_text(setting: Setting) -> str:
-    """'$VAR, else matrix.toml's key, else DEFAULT' for help texts and the README."""
+    """'$VAR, else matrix.toml's key, else DEFAULT' for help texts and the docs."""
     parts = [f"${var}" for var in setting.env]
     if setting.matrix_key:
         parts.append(f"matrix.toml's {setting.matrix_key}")
@@ -381,13 +381,18 @@ def default_text(setting: Setting) -> str:
     return ", else ".join(parts)
 
 
+def _markdown_text(text: str) -> str:
+    # A help text's placeholders (b<digits>, <cache home>) would read as HTML tags and vanish.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def markdown_table() -> str:
-    """The README's table of overrides, generated from :data:`SETTINGS`."""
+    """The docs' table of overrides (docs/settings.md), generated from :data:`SETTINGS`."""
     rows = ["| setting | flag | environment | matrix.toml | default |", "| --- | --- | --- | --- | --- |"]
     for s in SETTINGS:
         env = ", ".join(f"`{v}`" for v in s.env) or "-"
         rows.append(
-            f"| {s.help} | {f'`{s.flag}`' if s.flag else '-'} | {env} | "
-            f"{f'`{s.matrix_key}`' if s.matrix_key else '-'} | {s.default_display} |"
+            f"| {_markdown_text(s.help)} | {f'`{s.flag}`' if s.flag else '-'} | {env} | "
+            f"{f'`{s.matrix_key}`' if s.matrix_key else '-'} | {_markdown_text(s.default_display)} |"
         )
     return "\n".join(rows) + "\n"

@@ -1,4 +1,4 @@
-"""The shipped nightly.yml, run whole by a real Actions runner (nektos/act), night after night (issue 20).
+"""The shipped nightly.yml, run whole by a real Actions runner (nektos/act), night after night.
 
 act runs the workflow's jobs on this machine in self-hosted mode, offline,
 with the pinned actions from the shared folder and its artifact and cache
@@ -261,8 +261,8 @@ def test_the_tested_leg_is_the_shipped_leg_plus_the_reduction(nights: Nights) ->
 
 
 def test_night_1_every_job_succeeds(nights: Nights, night1: ActRun) -> None:
-    # Pipeline defect (issue 20, 1): check-bundle refuses libssl.so.3 that libllama-common links on a
-    # runner with libssl-dev (the shipped cpu flags leave LLAMA_OPENSSL on): the build step fails.
+    # A pipeline defect this caught: check-bundle refused libssl.so.3, which libllama-common links on a
+    # runner with libssl-dev (the shipped cpu flags leave LLAMA_OPENSSL on), and the build step failed.
     expect_all_jobs_succeed(nights, night1)
 
 
@@ -283,7 +283,7 @@ def test_night_1_publishes_one_release_with_the_bundle_and_correct_checksums(nig
 def test_night_1_leaves_the_alert_issue_closed(nights: Nights, night1: ActRun) -> None:
     assert night1.step_results("alert").get("Open, update or close the alert issue") == "success"
     issues = alert_issues(nights.gh)
-    # Fails with night 1's build (defect 1 today): the alert then rightly opens an issue.
+    # Fails when night 1's build fails (check-bundle refusing libssl.so.3 did): the alert then rightly opens an issue.
     assert [(i["number"], i["state"]) for i in issues] == [(nights.old_alert, "closed")], (
         f"{night1.tail('alert', 8)}\n{jobs_report(nights, night1)}"
     )
@@ -329,8 +329,9 @@ def test_night_2_restores_ccache_from_the_cache_server_and_hits_every_compilatio
     """The next tag, the same compiled files: every compilation hits but the one that carries the tag.
 
     llama.cpp's ``common/build-info.cpp`` is generated with the build number and commit the programs
-    print (issue 20, defect 2: the run's tag and commit): its text changes with every tag, so it is the
-    one unit a new tag compiles, by design. Before defect 0's fix every unit missed (131 of 131).
+    print (the run's tag and commit): its text changes with every tag, so it is the
+    one unit a new tag compiles, by design. With the tree extracted into a folder named after its tag,
+    every unit missed (131 of 131).
     """
     restore = night2.output("build", "Restore ccache")
     # Night 1's cache, or on a warm machine the newest an earlier test run saved: by the restore prefix.
@@ -348,7 +349,7 @@ def test_night_2_restores_ccache_from_the_cache_server_and_hits_every_compilatio
 
 
 def test_night_3_a_silent_step_shows_heartbeats_in_the_log(nights: Nights, night3: ActRun) -> None:
-    """While no step finishes (the broken linker hangs), the log says the build is alive (issue 20, defect 8)."""
+    """While no step finishes (the broken linker hangs), the log says the build is alive."""
     log = re.sub(r"\x1b\[[0-9;]*m", "", night3.output("build", "Build"))
     beats = re.findall(rf"(?m)^{LEG}: \[\d+/\d+\] still building, .* elapsed$", log)
     assert beats, night3.tail("build", 40)
@@ -444,7 +445,7 @@ def test_published_programs_print_the_tags_build_number_and_llama_cpps_commit(
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     commit = nights.upstream.tags[tag][:7]
-    # Pipeline defect (issue 20, 2): llama.cpp's build-info.cmake asks git in the source folder, which
+    # A pipeline defect this caught: llama.cpp's build-info.cmake asks git in the source folder, which
     # the workflow unpacks inside the pipeline's own checkout: git answers for the pipeline repository.
     assert f"build {tag.removeprefix('b')}," in out and f"commit {commit})" in out, (tag, commit, out)
 

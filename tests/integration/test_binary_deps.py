@@ -180,7 +180,7 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
 def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_refused(
     elf_pair: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """Issue 20, defect 1: a program built on a runner with libssl-dev links OpenSSL 3 (the TLS policy).
+    """A program built on a runner with libssl-dev links OpenSSL 3 (the TLS policy).
 
     libssl.so.3 and libcrypto.so.3 are Ubuntu 22.04's base system; a library
     a clean target lacks (libdemo.so.2, made here) is refused as before.

@@ -73,7 +73,7 @@ def test_offline_clone_failure_suggests_source(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert str(tmp_path / "no-such-repo") in lines[0] and "pass --source DIR" in lines[0]
-    # The record, written as running before the clone, says how the run ended (issue 12).
+    # The record, written as running before the clone, says how the run ended.
     assert json.loads((tmp_path / "out" / "cpu" / "record.json").read_text())["status"] == "failed"
 
 

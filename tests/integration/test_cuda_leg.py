@@ -56,7 +56,7 @@ cmake_args = ["-DGGML_CUDA=ON"]
 
 
 def test_a_warm_cuda_build_in_another_folder_hits_every_cu_unit(tmp_path: Path) -> None:
-    """Issue 20, defect 9: the same project in another workspace (same layout) hits .cu units too.
+    """The same project in another workspace (same layout) hits .cu units too.
 
     nvcc gets its prefix maps as ``-Xcompiler=...``, which ccache hashes as
     written: an absolute folder there made every .cu unit miss elsewhere

@@ -1,4 +1,4 @@
-"""Fault injection: runs killed mid-way, two runs of one leg at once, corrupt downloads (issue 12).
+"""Fault injection: runs killed mid-way, two runs of one leg at once, corrupt downloads.
 
 Every case checks the exit code, the one line on stderr (no traceback),
 exactly what is left on disk, that no child process outlives the pipeline

@@ -31,7 +31,7 @@ def test_sessions_come_from_the_matrix(tmp_path: Path) -> None:
     matrix = write_matrix(tmp_path / "m.toml", extra='\n[legs.cpu-clang]\nbackend = "cpu"\n')
     proc = _nox(["-l"], matrix, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    for name in ("cpu", "cpu-clang", "resolve", "nightly", "tests", "lint", "report", "prune", "publish", "bench"):
+    for name in ("cpu", "cpu-clang", "resolve", "nightly", "tests", "lint", "docs", "report", "prune", "publish", "bench"):
         assert f"- {name} ->" in proc.stdout or f"* {name} ->" in proc.stdout, name
 
 

@@ -1,4 +1,4 @@
-"""Issue 14, part 6: a ROCm bundle proven portable.
+"""A ROCm bundle proven portable.
 
 A TheRock-shaped toolchain carries real runtime libraries (built here with
 gcc, with SONAMEs and symlink chains) that the leg's program links. Built

@@ -1,4 +1,4 @@
-"""Reproducible in any folder (issue 14, part 7), on a small generated project.
+"""Reproducible in any folder, on a small generated project.
 
 The project does what llama.cpp does: ``__FILE__`` in an assert-style macro
 compiled into a shared library, and (built RelWithDebInfo here) debug info,

@@ -1,4 +1,4 @@
-"""``prune --local``: the download cache, installed toolchains and the packaging cache kept bounded (issue 22).
+"""``prune --local``: the download cache, installed toolchains and the packaging cache kept bounded.
 
 Real folders laid out as the pipeline leaves them, ages set with os.utime,
 a real lock held by another live process; the command runs as a user runs it.

@@ -1,4 +1,4 @@
-"""The real llama.cpp tree through the nightly path, end to end (issue 14, parts 5 and 7).
+"""The real llama.cpp tree through the nightly path, end to end.
 
 No ``--source``: ``python -m pipeline resolve`` picks the newest ``b<digits>``
 tag old enough at the run's moment and pins the mix, then ``python -m
@@ -282,7 +282,7 @@ def test_the_bundled_program_runs_from_the_extracted_bundle(real_tree: RealTree,
             (run.workspace / "out" / "cpu" / "build.moved").rename(run.workspace / "out" / "cpu" / "build")
     assert version.returncode == 0, version.stderr
     commit = real_tree.runner.record["source"]["commit"]
-    # llama.cpp's build info (issue 20, defect 2): the tag's number and the commit that was built (the mix's
+    # llama.cpp's build info: the tag's number and the commit that was built (the mix's
     # merge commit), although the archive was unpacked inside another git repository (the workspace's).
     assert f"(build {BUILD_NUMBER}, commit {commit[:7]})" in version.stderr, version.stderr
     workspace_head = git(real_tree.laptop.workspace, "rev-parse", "--short=7", "HEAD")

@@ -183,7 +183,7 @@ def _build_from(forge: dict[str, object], archive: Path, out: Path, cache: Path)
 
 
 def test_the_next_nights_archive_of_a_new_tag_hits_every_object(forge: dict[str, object], tmp_path: Path) -> None:
-    """Issue 20, defect 0: two nights, two tags, the same compiled files: the second build is all hits.
+    """Two nights, two tags, the same compiled files: the second build is all hits.
 
     The archive of each night has another sha256; the tree it unpacks to must
     sit in the same folder, or every compile command (paths, prefix maps) and
@@ -237,7 +237,7 @@ file(WRITE "${CMAKE_BINARY_DIR}/build-info.txt" "[${LLAMA_BUILD_NUMBER}] [${LLAM
 
 
 def test_an_archive_build_inside_another_repository_reports_the_runs_tag_and_commit(tmp_path: Path) -> None:
-    """Issue 20, defect 2: the tree unpacked inside the pipeline's own checkout is not that checkout.
+    """The tree unpacked inside the pipeline's own checkout is not that checkout.
 
     CMake is handed the run's build number and commit, and git, asked in the
     tree's folder, finds no repository (not the one around the workspace).

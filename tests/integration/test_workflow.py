@@ -220,7 +220,7 @@ def test_the_source_is_made_once_and_handed_to_every_leg() -> None:
 
 
 def test_a_rerun_of_failed_jobs_may_upload_the_same_artifacts_again() -> None:
-    """Issue 20, defect 4: without overwrite, GitHub answers 409 for `record-<leg>` and `source` on a re-run."""
+    """Without overwrite, GitHub answers 409 for `record-<leg>` and `source` on a re-run."""
     text = WORKFLOW.read_text(encoding="utf-8")
     uploads = re.findall(r"uses: actions/upload-artifact@.*\n((?:        .*\n)+)", text)
     assert len(uploads) == 4
@@ -229,7 +229,7 @@ def test_a_rerun_of_failed_jobs_may_upload_the_same_artifacts_again() -> None:
 
 
 def test_the_alert_counts_a_cancelled_job_as_a_failure() -> None:
-    """Issue 20, defect 5: a cancelled build or publish must not close the alert issue."""
+    """A cancelled build or publish must not close the alert issue."""
     status = re.search(r"PIPELINE_NIGHTLY_STATUS: \$\{\{ (.*) \}\}", job_text("alert")).group(1)
     assert "contains(needs.*.result, 'failure')" in status
     assert "contains(needs.*.result, 'cancelled')" in status
@@ -237,7 +237,7 @@ def test_the_alert_counts_a_cancelled_job_as_a_failure() -> None:
 
 
 def test_a_manual_run_publishes_only_when_asked() -> None:
-    """Issue 20, defect 6: a manual run of some legs must not become the tag's release by default."""
+    """A manual run of some legs must not become the tag's release by default."""
     text = WORKFLOW.read_text(encoding="utf-8")
     publish = re.search(r"^      publish:\n((?:        .*\n)+)", text, re.MULTILINE).group(1)
     assert "type: boolean" in publish and "default: false" in publish
@@ -245,7 +245,7 @@ def test_a_manual_run_publishes_only_when_asked() -> None:
 
 
 def test_each_job_installs_once_and_the_log_is_not_taken_for_a_terminal() -> None:
-    """Issue 20, defect 8: one install per job (nox reuses it). The log itself (progress lines and heartbeats,
+    """One install per job (nox reuses it). The log itself (progress lines and heartbeats,
     unwrapped, with the workflow's FORCE_COLOR) is the act scenarios' to check (test_act_nightly.py)."""
     text = WORKFLOW.read_text(encoding="utf-8")
     assert not [v for v in run_values(WORKFLOW) if v.startswith("python -m pip ")], "install in the setup action only"
@@ -259,7 +259,7 @@ def test_each_job_installs_once_and_the_log_is_not_taken_for_a_terminal() -> Non
 
 
 def test_the_workflow_reads_as_the_runs_graph() -> None:
-    """Issue 21, part 5: the setup lives in the local action; the workflow stays short."""
+    """The setup lives in the local action; the workflow stays short."""
     text = WORKFLOW.read_text(encoding="utf-8")
     assert "setup-python" not in text
     code = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]

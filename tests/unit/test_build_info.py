@@ -1,4 +1,4 @@
-"""What the programs report as llama.cpp's build and commit (issue 20, defect 2): the run's tag and commit."""
+"""What the programs report as llama.cpp's build and commit: the run's tag and commit."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def test_project_matrix_declares_the_five_legs() -> None:
 
 def test_defaults() -> None:
     m = parse_matrix(BASE, Path("m.toml"))
-    # The week-stable rule is the default (issue 16); 'weekly' must be asked for.
+    # The week-stable rule is the default; 'weekly' must be asked for.
     assert m.rocm.policy == "weekly-stable"
     assert m.source.tag == "latest"
     assert m.leg("cpu").os == "linux"

@@ -1,4 +1,4 @@
-"""Locks, record states, archive proofs, leftovers and file modes (issue 12), with real files and real OS locks.
+"""Locks, record states, archive proofs, leftovers and file modes, with real files and real OS locks.
 
 A "live run" here is a lock held by this test through another lock object:
 ``flock`` locks belong to an open file, so a second one conflicts exactly as

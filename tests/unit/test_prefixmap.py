@@ -72,7 +72,7 @@ def test_each_language_gets_its_flags_variable() -> None:
 
 
 def test_nvcc_gets_only_the_relative_maps_for_its_host_compiler() -> None:
-    """ccache hashes -Xcompiler=... verbatim: an absolute folder in it would miss in any other folder (issue 20, 9)."""
+    """ccache hashes -Xcompiler=... verbatim: an absolute folder in it would miss in any other folder."""
     flags = ["-ffile-prefix-map=/w=.", "-ffile-prefix-map=../src/llama.cpp=.", "-ffile-prefix-map=/w/b=.",
              "-ffile-prefix-map=C:\\w\\b=.", "-ffile-prefix-map=C:/w/b=."]
     assert with_prefix_map([], ["CXX", "CUDA"], flags) == [

@@ -415,7 +415,7 @@ def test_weekly_stable_never_picks_an_unpublished_build_and_takes_the_newest_eli
     sunday = _sunday_of(start) + timedelta(days=7 * week)
     now = _week_moment(sunday, fraction)
     saturday = sunday - timedelta(days=1)
-    # The rule written out from the issue, independently of the policy module.
+    # The rule written out by hand, independently of the policy module.
     eligible = [
         x for x in builds
         if x.date <= saturday and (x.published is None or x.published < sf_midnight(sunday))

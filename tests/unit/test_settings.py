@@ -125,11 +125,18 @@ def test_the_clock_is_read_once_and_a_replayed_now_wins() -> None:
     assert inputs.started == datetime(2026, 11, 30, 17, tzinfo=UTC)
 
 
-def test_the_readme_table_is_the_generated_one() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- settings-table -->\n(.*?)<!-- /settings-table -->", readme, re.S)
-    assert match, "README.md has no settings table between the markers"
-    assert match.group(1) == S.markdown_table()
+def test_the_docs_table_is_the_generated_one() -> None:
+    page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- settings-table -->\n(.*?)<!-- /settings-table -->", page, re.S)
+    assert match, "docs/settings.md has no settings table between the markers"
+    assert match.group(1) == S.markdown_table(), "regenerate it: python -m pipeline settings --markdown"
+
+
+def test_the_generated_table_keeps_placeholders_visible() -> None:
+    # b<digits> and <cache home> would be read as HTML tags by a Markdown renderer and vanish.
+    table = S.markdown_table()
+    assert "b&lt;digits&gt;" in table and "&lt;cache home&gt;/ccache/&lt;leg&gt;" in table
+    assert not re.search(r"<[a-z]", table)
 
 
 def test_environment_variable_names_live_in_the_settings_table_only() -> None:
@@ -159,7 +166,7 @@ def test_only_the_inputs_module_reads_the_environment_and_the_clock() -> None:
 
 
 def test_defaults_are_the_values_the_run_uses() -> None:
-    """With nothing set, each setting picks its own typed default (the README's documented ones)."""
+    """With nothing set, each setting picks its own typed default (the documented ones)."""
     from pathlib import Path
 
     unset = {s.name: S.pick(s, environ={}).value for s in S.SETTINGS}
@@ -202,3 +209,15 @@ def test_amounts_are_bounded_with_their_unit(setting: S.Setting, text: str, mess
 def test_zero_seconds_is_an_amount_and_zero_days_is_not() -> None:
     assert S.pick(S.WAIT_LOCK, environ={"PIPELINE_WAIT_LOCK": "0"}).value == 0.0
     assert S.pick(S.CACHE_MAX_AGE, environ={"PIPELINE_CACHE_MAX_AGE_DAYS": "0.5"}).value == 0.5
+
+
+@pytest.mark.parametrize("flag", ["--markdown", "--exit-codes"])
+def test_the_settings_command_prints_the_docs_tables(
+    flag: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline import cli, errors
+
+    monkeypatch.setattr(cli, "on_sigterm", lambda: None)  # no signal handler installed into pytest
+    assert cli.main(["settings", flag]) == 0
+    expected = S.markdown_table() if flag == "--markdown" else errors.exit_codes_markdown()
+    assert capsys.readouterr().out == expected

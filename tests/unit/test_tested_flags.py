@@ -1,4 +1,4 @@
-"""The shipped configuration is what is tested (issue 20, "What to build" 2).
+"""The shipped configuration is what is tested.
 
 Every test module that builds the real llama.cpp tree (it uses
 tests/support/llama_tree.py) declares the legs it builds (``TESTED_LEGS``:

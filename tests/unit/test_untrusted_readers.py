@@ -1,11 +1,11 @@
-"""Every reader of a file someone else wrote, fed malformed variants of a valid one (issue 22, item 4).
+"""Every reader of a file someone else wrote, fed malformed variants of a valid one.
 
 Property-based (hypothesis): from a valid document, each example takes one
 or more mutations (a value of the wrong type, a missing key, a huge,
 negative or nan number, a bad URL or date, nested junk, a truncated text, a
 byte-order mark) and hands the result to the real reader. The reader either
 accepts it (the variant may still be valid) or raises the PipelineError
-subclass whose exit code README's table documents for that kind of file;
+subclass whose exit code docs/settings.md's table documents for that kind of file;
 anything else (a KeyError, a ValueError, an OverflowError...) is a traceback
 a user would see, and fails the test.
 """

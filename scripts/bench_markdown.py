@@ -1,0 +1,200 @@
+"""The benchmark's results as Markdown: docs/benchmarks.md is generated from scripts/bench.py's JSON.
+
+``python scripts/bench_markdown.py docs/bench/*.json --page docs/benchmarks.md``
+rewrites the block between the page's ``<!-- bench-results -->`` markers with
+one section per results file, newest first; without ``--page`` it prints the
+block. Every figure comes from the JSON, with the machine it was measured on
+(its CPU, cores, memory, OS and tool versions); nothing is typed by hand, and
+``tests/unit/test_bench_markdown.py`` keeps the page equal to what its files
+render.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from pipeline.util.fsutil import atomic_write_text  # noqa: E402
+
+BEGIN = "<!-- bench-results -->"
+END = "<!-- /bench-results -->"
+# scripts/bench.py's options with their defaults: a run's command line is rebuilt from its params.
+_DEFAULTS = {"units": 300, "repeat": 3, "cold_repeat": 1, "index_entries": 20_000, "caches": 20_000, "micro_repeat": 5}
+
+
+def command_line(result: dict[str, Any]) -> str:
+    """The ``scripts/bench.py`` command that made ``result`` (options left at their default are left out)."""
+    params = result["params"]
+    args = [f"--{name.replace('_', '-')} {params[name]}" for name, default in _DEFAULTS.items()
+            if params.get(name, default) != default]
+    if "real_tree" not in result:
+        args.append("--quick")
+    return " ".join(["python scripts/bench.py", *args])
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    """The machine, named: CPU model and cores, memory, OS, and the tools that built."""
+    def named(label: str, key: str) -> str | None:
+        value = machine.get(key)
+        return None if value is None else label.format(value)
+
+    parts = [f"{machine.get('cpus')} cores ({machine.get('cpu_model') or 'unknown CPU'})",
+             named("{} GiB", "memory_gib"), named("{}", "platform"), named("Python {}", "python")]
+    tools = [named("{}", "compiler"), named("ccache {}", "ccache"), named("CMake {}", "cmake"),
+             named("Ninja {}", "ninja")]
+    return "; ".join(p for p in parts if p) + ". Tools: " + ", ".join(t for t in tools if t) + "."
+
+
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _met(check: dict[str, Any]) -> str:
+    return "met" if check["met"] else "missed"
+
+
+def _builds(result: dict[str, Any]) -> list[str]:
+    lines = [_row("build", "median (s)", "runs (s)", "hits", "misses", "hit rate"), _row(*["---"] * 6)]
+    for kind, label in (("cold", "cold, pipeline"), ("warm-pipeline", "warm, pipeline"),
+                        ("warm-raw", "warm, raw cmake + ninja")):
+        runs = [r for r in result["runs"] if r["kind"] == kind]
+        if not runs:
+            continue
+        lines.append(_row(label, f"{statistics.median(r['wall_s'] for r in runs):.2f}",
+                          " ".join(f"{r['wall_s']:.2f}" for r in runs), runs[0]["hits"], runs[0]["misses"],
+                          f"{runs[0]['hit_rate']:.1%}"))
+    return lines
+
+
+def _targets(result: dict[str, Any]) -> list[str]:
+    t, r, p = result["targets"], result["resolver"], result["prune"]
+    lines = [_row("figure", "value", "target", ""), _row("---", "---:", "---:", "---")]
+    lines.append(_row("warm / cold (pipeline)", f"{t['warm_over_cold']['value']:.1%}",
+                      f"<= {t['warm_over_cold']['target']:.0%}", _met(t["warm_over_cold"])))
+    lines.append(_row("pipeline overhead on warm", f"{t['overhead']['value']:.2f} s",
+                      f"<= {t['overhead']['target']} s", _met(t["overhead"])))
+    lines.append(_row(f"resolver, {r['entries']} index entries", f"{t['resolver']['value'] * 1e3:.1f} ms",
+                      f"< {t['resolver']['target'] * 1e3:.0f} ms", _met(t["resolver"])))
+    lines.append(_row(f"prune plan, {p['caches']} caches", f"{t['prune']['value'] * 1e3:.1f} ms",
+                      f"< {t['prune']['target'] * 1e3:.0f} ms", _met(t["prune"])))
+    return lines
+
+
+def _details(result: dict[str, Any]) -> list[str]:
+    b, r, p = result["builds"], result["resolver"], result["prune"]
+    fc = b["fixed_cost"]
+    return [
+        _row("detail", "value"), _row("---", "---"),
+        _row("pipeline over raw, warm", f"{b['pipeline_overhead_s']:+.2f} s ({b['pipeline_over_raw']:.2f}x)"),
+        _row("python start", f"{fc['bare_python_s']:.2f} s"),
+        _row("`python -m pipeline --version`", f"{fc['cli_startup_s']:.2f} s"),
+        _row("in the pipeline, outside CMake and Ninja", f"{fc['in_process_outside_cmake_ninja_s']:.2f} s"),
+        _row(f"resolver: parse the {r['page_bytes'] / 1e6:.1f} MB index page", f"{r['parse_s'] * 1e3:.1f} ms"),
+        _row("resolver: select the weekly build", f"{r['select_s'] * 1e3:.1f} ms (picks {r['chosen']})"),
+        _row("prune plan: groups, to delete, foreign, malformed",
+             f"{p['groups']}, {p['delete_count']}, {p['foreign']}, {p['malformed']}"),
+        _row("prune plan: REST requests (listing pages and deletes)", p["api_requests"]),
+        _row("prune plan: listing parse", f"{p['listing_parse_s'] * 1e3:.0f} ms"),
+    ]
+
+
+_REAL_TREE_TARGETS = {
+    "bundle_over_raw_s": ("the pipeline (with bundle) over raw, warm", "s", "<="),
+    "nox_over_pipeline_s": ("`nox -s cpu` over the pipeline", "s", "<="),
+    "unchanged_packaging_speedup": ("packaging: cold over unchanged payload", "x", ">="),
+}
+
+
+def _real_tree(real: dict[str, Any]) -> list[str]:
+    b, pk, cc = real["builds"], real["packaging"], real["compiler_check"]
+    raw = b["raw_s"]
+    lines = ["", f"Real tree: {real['tree']}, {b['compilations']} compilations, warm {b['warm_hits']}/"
+             f"{b['compilations']} hits (median wall seconds).", "",
+             _row("command", "wall (s)", "vs raw"), _row("---", "---:", "---:")]
+    for label, key in (("raw cmake -G Ninja + ninja + ccache", "raw_s"),
+                       ("`python -m pipeline build cpu --no-bundle`", "pipeline_no_bundle_s"),
+                       ("`python -m pipeline build cpu`", "pipeline_s"), ("`nox -s cpu`", "nox_s"),
+                       ("cold: `python -m pipeline build cpu` (empty ccache)", "cold_s")):
+        lines.append(_row(label, f"{b[key]:.2f}", f"{b[key] / raw:.2f}"))
+    lines += ["", _row("figure", "value"), _row("---", "---"),
+              _row(f"packaging {pk['payload_mb']} MB: `tar` piped to `gzip -6`", f"{pk['tar_gzip6_s']:.2f} s ({pk['tar_gzip6_mb_s']} MB/s)"),
+              _row("packaging: the pipeline, cold", f"{pk['pipeline_cold_s']:.2f} s ({pk['pipeline_cold_mb_s']} MB/s)"),
+              _row("packaging: the pipeline, unchanged payload",
+                   f"{pk['pipeline_unchanged_s']:.2f} s ({pk['pipeline_unchanged_mb_s']} MB/s)"),
+              _row(f"compiler check, {cc['calls']} warm calls through a {cc['compiler_mb']} MB compiler: content",
+                   f"{cc['content_s']:.2f} s"),
+              _row("compiler check: toolchain", f"{cc['toolchain_s']:.2f} s ({cc['content_over_toolchain']}x)")]
+    lines += ["", _row("real-tree target", "value", "target", ""), _row("---", "---:", "---:", "---")]
+    for name, t in real["targets"].items():
+        label, unit, op = _REAL_TREE_TARGETS[name]
+        value = f"{t['value']:+.2f} s" if unit == "s" else f"{t['value']:.2f}x"
+        lines.append(_row(label, value, f"{op} {t['target']}{' s' if unit == 's' else 'x'}", _met(t)))
+    return lines
+
+
+def render_one(result: dict[str, Any]) -> str:
+    """One run: when, the command, the machine, then its tables."""
+    params = result["params"]
+    lines = [
+        f"### {result['date']}",
+        "",
+        f"`{command_line(result)}`: {params['units']} translation units, {params['repeat']} warm runs of each "
+        f"kind, {result['duration_s']} s in all.",
+        "",
+        f"Machine: {machine_line(result['machine'])}",
+        "",
+        *([f"Transcribed {result['transcribed']}.", ""] if result.get("transcribed") else []),
+        *_builds(result), "", *_targets(result), "", *_details(result),
+    ]
+    if "real_tree" in result:
+        lines += _real_tree(result["real_tree"])
+    return "\n".join(lines) + "\n"
+
+
+def render(results: Sequence[dict[str, Any]]) -> str:
+    """The page's block: every run, newest first."""
+    ordered = sorted(results, key=lambda r: str(r["date"]), reverse=True)
+    return "\n".join(render_one(r) for r in ordered)
+
+
+def load(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+
+
+def replace_block(page: str, block: str) -> str:
+    """``page`` with the text between its markers replaced by ``block``."""
+    pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.S)
+    if not pattern.search(page):
+        raise ValueError(f"no {BEGIN} ... {END} block in the page")
+    return pattern.sub(lambda _: f"{BEGIN}\n{block}{END}", page)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="scripts/bench_markdown.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="+", type=Path, help="results files written by scripts/bench.py (--json-out)")
+    p.add_argument("--page", type=Path, help="rewrite this page's results block (default: print the block)")
+    args = p.parse_args(argv)
+    block = render(load(args.results))
+    if args.page is None:
+        print(block, end="")
+        return 0
+    try:
+        atomic_write_text(args.page, replace_block(args.page.read_text(encoding="utf-8"), block))
+    except (OSError, ValueError) as err:
+        print(f"error: {args.page}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

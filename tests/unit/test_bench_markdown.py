@@ -1,0 +1,128 @@
+"""docs/benchmarks.md is what scripts/bench_markdown.py renders from the saved results, with the machine named."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "benchmarks.md"
+RESULTS = sorted((ROOT / "docs" / "bench").glob("*.json"))
+
+
+def _module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_markdown", ROOT / "scripts" / "bench_markdown.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_markdown", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+bm = _module()
+
+
+def _result(**over: Any) -> dict[str, Any]:
+    """A small result in scripts/bench.py's format (FORMAT 1), the generated project only."""
+    result: dict[str, Any] = {
+        "format": 1, "date": "2026-12-01T09:00:00+00:00", "duration_s": 42.5,
+        "machine": {"cpus": 16, "cpu_model": "Example CPU 9000", "memory_gib": 128.0, "platform": "Linux-x86_64",
+                    "python": "3.12.1", "compiler": "c++ 12.2.0", "ccache": "4.14.2", "cmake": "4.4.5",
+                    "ninja": "1.13.2", "load_average_start": [9.0, 9.0, 9.0]},
+        "params": {"units": 30, "repeat": 3, "cold_repeat": 1, "index_entries": 20000, "caches": 500,
+                   "micro_repeat": 5},
+        "runs": [
+            {"kind": "cold", "wall_s": 20.0, "hits": 0, "misses": 31, "hit_rate": 0.0},
+            *({"kind": "warm-pipeline", "wall_s": w, "hits": 31, "misses": 0, "hit_rate": 1.0} for w in (1.0, 3.0, 2.0)),
+            *({"kind": "warm-raw", "wall_s": w, "hits": 31, "misses": 0, "hit_rate": 1.0} for w in (1.5, 1.25, 1.75)),
+        ],
+        "builds": {"pipeline_overhead_s": 0.5, "pipeline_over_raw": 1.33,
+                   "fixed_cost": {"bare_python_s": 0.02, "cli_startup_s": 0.3, "in_process_outside_cmake_ninja_s": 0.1}},
+        "resolver": {"entries": 20000, "page_bytes": 2_200_000, "parse_s": 0.02, "select_s": 0.01,
+                     "chosen": "10.1.0a20260808"},
+        "prune": {"caches": 500, "listing_parse_s": 0.004, "groups": 10, "delete_count": 400, "foreign": 5,
+                  "malformed": 2, "api_requests": 410},
+        "targets": {"warm_over_cold": {"value": 0.1, "target": 0.1, "met": True},
+                    "overhead": {"value": 0.5, "target": 1.5, "met": True},
+                    "resolver": {"value": 0.03, "target": 0.1, "met": True},
+                    "prune": {"value": 2.0, "target": 1.0, "met": False}},
+    }
+    result.update(over)
+    return result
+
+
+def test_the_page_is_what_the_saved_results_render() -> None:
+    assert RESULTS, "docs/bench/ holds no results file"
+    page = PAGE.read_text(encoding="utf-8")
+    expected = bm.replace_block(page, bm.render(bm.load(RESULTS)))
+    assert page == expected, "regenerate: python scripts/bench_markdown.py docs/bench/*.json --page docs/benchmarks.md"
+
+
+def test_every_saved_run_names_its_machine_on_the_page() -> None:
+    page = PAGE.read_text(encoding="utf-8")
+    for path in RESULTS:
+        machine = json.loads(path.read_text(encoding="utf-8"))["machine"]
+        assert f"{machine['cpus']} cores ({machine['cpu_model']})" in page, path.name
+        assert f"{machine['memory_gib']} GiB" in page and f"ccache {machine['ccache']}" in page, path.name
+
+
+def test_a_run_renders_its_medians_machine_command_and_targets() -> None:
+    text = bm.render([_result()])
+    assert "Machine: 16 cores (Example CPU 9000); 128.0 GiB; Linux-x86_64; Python 3.12.1." in text
+    # Options left at bench.py's defaults are left out of the command; no real tree means --quick.
+    assert "`python scripts/bench.py --units 30 --caches 500 --quick`" in text
+    assert "| warm, pipeline | 2.00 | 1.00 3.00 2.00 | 31 | 0 | 100.0% |" in text
+    assert "| warm, raw cmake + ninja | 1.50 | 1.50 1.25 1.75 | 31 | 0 | 100.0% |" in text
+    assert "| prune plan, 500 caches | 2000.0 ms | < 1000 ms | missed |" in text
+    # The machine's load is measured but is no benchmark figure.
+    assert "load" not in text.lower()
+
+
+def test_runs_are_newest_first_and_a_real_tree_gets_its_tables() -> None:
+    older = _result(date="2026-11-01T00:00:00+00:00")
+    real = {"tree": "llama.cpp 0c1e570", "builds": {"cold_s": 200.0, "raw_s": 2.0, "pipeline_no_bundle_s": 2.5,
+                                                    "pipeline_s": 3.0, "nox_s": 4.0, "compilations": 129, "warm_hits": 129},
+            "packaging": {"payload_mb": 13.0, "tar_gzip6_s": 0.6, "tar_gzip6_mb_s": 22.0, "pipeline_cold_s": 0.3,
+                          "pipeline_cold_mb_s": 40.0, "pipeline_unchanged_s": 0.02, "pipeline_unchanged_mb_s": 650.0},
+            "compiler_check": {"compiler_mb": 200, "calls": 100, "content_s": 17.4, "toolchain_s": 0.28,
+                               "content_over_toolchain": 62.1},
+            "targets": {"bundle_over_raw_s": {"value": 1.0, "target": 1.0, "met": True},
+                        "nox_over_pipeline_s": {"value": 1.0, "target": 1.0, "met": True},
+                        "unchanged_packaging_speedup": {"value": 15.0, "target": 5.0, "met": True}}}
+    newer = _result(date="2026-12-01T00:00:00+00:00", real_tree=real)
+    text = bm.render([older, newer])
+    assert text.index("### 2026-12-01") < text.index("### 2026-11-01")
+    newest = text[: text.index("### 2026-11-01")]
+    assert "--quick" not in newest
+    assert "| `nox -s cpu` | 4.00 | 2.00 |" in newest
+    assert "| `nox -s cpu` over the pipeline | +1.00 s | <= 1.0 s | met |" in newest
+
+
+def test_a_transcribed_run_says_so() -> None:
+    text = bm.render([_result(transcribed="from a printed report")])
+    assert "Transcribed from a printed report." in text
+    assert "Transcribed" not in bm.render([_result()])
+
+
+def test_a_page_without_the_markers_is_refused() -> None:
+    with pytest.raises(ValueError, match="bench-results"):
+        bm.replace_block("# Benchmarks\n", "anything\n")
+
+
+def test_the_block_is_replaced_and_the_rest_of_the_page_kept() -> None:
+    page = f"intro\n{bm.BEGIN}\nold\n{bm.END}\noutro\n"
+    assert bm.replace_block(page, "new\n") == f"intro\n{bm.BEGIN}\nnew\n{bm.END}\noutro\n"
+
+
+def test_rendering_leaves_the_results_untouched() -> None:
+    result = _result()
+    before = copy.deepcopy(result)
+    bm.render([result])
+    assert result == before
