@@ -10,7 +10,10 @@ path --root`` names the ROCm root, and the generated project builds with it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import pytest
 
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import toolchains_dir
-from tests.support.pipeline_cli import build_leg, run_pipeline
+from tests.support.pipeline_cli import ROOT, build_leg, run_pipeline
 from tests.support.projects import write_cpp_project
 from tests.support.rocm_leg import (
     COMPILATIONS,
@@ -206,3 +209,30 @@ def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical
     assert (result["differing"], result["only_in_a"], result["only_in_b"]) == ([], [], [])
     assert result["manifest_differences"], "the two manifests name their own toolchain"
     assert all(d.startswith("toolchain.") for d in result["manifest_differences"]), result
+
+
+def test_nox_leg_session_from_wheels_resolves_installs_builds_and_rebuilds_warm(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """`nox -s rocm-linux-gfx110X` with rocm.source = "wheels": resolve, pip install, build; again warm."""
+    index_url = serve_all(http_server, wheel_sets)
+    ws = workspace(tmp_path, index_url)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
+           "-s", LEG, "--", "--source", str(ws / "project"), "--cache-dir", str(tmp_path / "ccache"),
+           "--now", NOW, "--no-bundle"]
+    env = {**os.environ, "PIPELINE_MATRIX": str(ws / "matrix.toml"), "PYTHONPATH": str(ROOT), "PIPELINE_OUT": str(out)}
+    records = []
+    for _ in range(2):
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        records.append(json.loads((out / LEG / "record.json").read_text()))
+    resolved = json.loads((out / "resolved.json").read_text())["legs"][LEG]
+    assert (resolved["source"], resolved["version"]) == ("wheels", VERSION)
+    first, second = records
+    assert first["toolchain"]["identity"] == second["toolchain"]["identity"]
+    assert first["toolchain"]["identity"].startswith(f"rocm-{VERSION}-wheels-")
+    assert (first["ccache"]["hits"], first["ccache"]["misses"]) == (0, COMPILATIONS)
+    assert (second["ccache"]["hits"], second["ccache"]["misses"]) == (COMPILATIONS, 0)
+    for wheel in wheel_sets[VERSION].values():
+        assert http_server.hits(f"/files/{wheel.name}") == 1
