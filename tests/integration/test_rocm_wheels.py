@@ -236,3 +236,25 @@ def test_nox_leg_session_from_wheels_resolves_installs_builds_and_rebuilds_warm(
     assert (second["ccache"]["hits"], second["ccache"]["misses"]) == (COMPILATIONS, 0)
     for wheel in wheel_sets[VERSION].values():
         assert http_server.hits(f"/files/{wheel.name}") == 1
+
+
+def test_compiler_check_toolchain_keys_a_wheel_install_on_its_verified_wheels(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """The wheels' compilers are links into the core package: still inside the verified install."""
+    import hashlib
+    import io
+
+    from rich.console import Console
+
+    from pipeline.ccache.compiler_check import resolve_compiler_check
+    from pipeline.inputs.matrix import load_matrix
+    from tests.support.inputs import prepare_leg_toolchain
+
+    index_url = serve_all(http_server, wheel_sets)
+    matrix = load_matrix(wheels_matrix(tmp_path / "matrix.toml", index_url, "toolchain"))
+    toolchain = prepare_leg_toolchain(matrix, LEG, Console(file=io.StringIO()), now=datetime(2025, 1, 8, 12, tzinfo=UTC))
+    check = resolve_compiler_check("toolchain", toolchain)
+    wheels = hashlib.sha256("\n".join(sorted(sha256_of(p) for p in wheel_sets[VERSION].values())).encode()).hexdigest()
+    assert check.note is None, check.note
+    assert check.value.startswith(f"string:{wheels}+")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from pipeline.errors import IndexFormatError, ResolutionError, UsageError
+from pipeline.inputs.matrix import Matrix, parse_matrix
 from pipeline.inputs.resolution_file import ResolvedRocm
 from pipeline.rocm.wheel_index import (
     IndexFile,
@@ -150,3 +153,34 @@ def test_a_wheel_resolution_round_trips_and_its_identity_follows_the_hashes() ->
         ResolvedRocm.from_json(dict(data, wheels=[dict(data["wheels"][0], sha256="nope")]), where="legs.x")
     with pytest.raises(UsageError, match=r"legs\.x\.wheels: a wheels build lists its files"):
         ResolvedRocm.from_json(dict(data, wheels=[]), where="legs.x")
+
+
+def _matrix(rocm: dict[str, object]) -> Matrix:
+    legs = {"rocm-a": {"backend": "rocm", "family": FAMILY, "targets": ["gfx1100"]}}
+    return parse_matrix({"rocm": rocm, "legs": legs}, Path("m.toml"))
+
+
+def test_matrix_rocm_source_and_wheel_index() -> None:
+    from pipeline.errors import ConfigError
+
+    m = _matrix({})
+    assert (m.rocm.source, m.rocm.wheel_index_for(FAMILY)) == ("tarball", "https://rocm.nightlies.amd.com/v2/gfx110X-all/")
+    m = _matrix({"source": "wheels", "wheel_index_url": "http://127.0.0.1:8/simple/{family}/"})
+    assert m.rocm.wheel_index_for("gfx1151") == "http://127.0.0.1:8/simple/gfx1151/"
+    with pytest.raises(ConfigError, match=r"m\.toml: rocm\.source.*'tarball', 'wheels'"):
+        _matrix({"source": "wheel"})
+    with pytest.raises(ConfigError, match=r"m\.toml: rocm\.wheel_index_url"):
+        _matrix({"wheel_index_url": "ftp://x/{family}/"})
+
+
+def test_a_leg_refuses_a_resolution_made_from_the_other_source() -> None:
+    from pipeline.inputs.resolution_file import Resolution
+    from pipeline.resolution.resolve import rocm_for_leg
+    from tests.support.inputs import make_inputs
+
+    tarball = ResolvedRocm(policy="latest", cutoff=None, version="7.0.0a20250107", file="t.tar.gz",
+                           url="https://x.example/t.tar.gz", published=None, os="linux", family=FAMILY)
+    resolution = Resolution(now=utc(2025, 1, 8), rocm_policy="latest", cutoff=None, legs={"rocm-a": tarball})
+    inputs = replace(make_inputs(_matrix({"source": "wheels"})), resolution=resolution, resolution_where="r.json")
+    with pytest.raises(ResolutionError, match=r"r\.json: leg 'rocm-a' was resolved from tarball, but m\.toml says rocm\.source = 'wheels'"):
+        rocm_for_leg(inputs, "rocm-a")
