@@ -258,3 +258,21 @@ def test_compiler_check_toolchain_keys_a_wheel_install_on_its_verified_wheels(
     wheels = hashlib.sha256("\n".join(sorted(sha256_of(p) for p in wheel_sets[VERSION].values())).encode()).hexdigest()
     assert check.note is None, check.note
     assert check.value.startswith(f"string:{wheels}+")
+
+
+def test_the_rocm_selector_published_as_an_sdist_is_built_offline_and_installed(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """TheRock ships `rocm` (the rocm-sdk tool) as an sdist: pip builds it with nothing fetched."""
+    from tests.support.rocm_wheels import make_selector_sdist
+
+    builds = {VERSION: {**wheel_sets[VERSION], "rocm": make_selector_sdist(tmp_path / "sdist", VERSION)}}
+    index_url = serve_wheel_index(http_server, [(builds[VERSION], UPLOADS[VERSION])], family=FAMILY, html=True)
+    ws = workspace(tmp_path, index_url, units=1)
+    record = build_leg(ws, LEG, tmp_path / "ccache", "--now", NOW)
+    details = record["toolchain"]["details"]
+    assert f"rocm-{VERSION}.tar.gz#sha256={sha256_of(builds[VERSION]['rocm'])}" in details["wheels"].split()
+    # PEP 503 HTML states no upload time: the build counts from its date.
+    assert "published" not in details
+    assert Path(details["root"]).name == "_rocm_sdk_devel"
+    assert (Path(details["install_root"]) / "site-packages/rocm_sdk/__main__.py").is_file()

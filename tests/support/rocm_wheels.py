@@ -192,3 +192,47 @@ def serve_wheel_index(
             server.route(f"{base}{project}/", Response(200, json.dumps(doc).encode(),
                                                         {"Content-Type": "application/vnd.pypi.simple.v1+json"}))
     return server.url(f"{SIMPLE}{{family}}/")
+
+
+# A PEP 517 backend inside the sdist: pip builds it with nothing fetched (--no-build-isolation).
+_BACKEND = '''import base64, hashlib, pathlib, zipfile
+
+NAME, VERSION = "rocm", pathlib.Path("VERSION").read_text().strip()
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    info = f"{NAME}-{VERSION}.dist-info"
+    members = {p.as_posix(): p.read_bytes() for p in sorted(pathlib.Path("rocm_sdk").rglob("*.py"))}
+    members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n".encode()
+    members[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\\nGenerator: sdist\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+    members[f"{info}/entry_points.txt"] = b"[console_scripts]\\nrocm-sdk = rocm_sdk.__main__:main\\n"
+    rows = [f"{k},sha256={base64.urlsafe_b64encode(hashlib.sha256(v).digest()).rstrip(b'=').decode()},{len(v)}"
+            for k, v in members.items()]
+    members[f"{info}/RECORD"] = ("\\n".join([*rows, f"{info}/RECORD,,"]) + "\\n").encode()
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(pathlib.Path(wheel_directory) / name, "w") as zf:
+        for k, v in members.items():
+            zf.writestr(k, v)
+    return name
+'''
+
+
+def make_selector_sdist(folder: Path, version: str) -> Path:
+    """TheRock's ``rocm`` selector as it publishes it: an sdist (here with an in-tree build backend)."""
+    top = f"rocm-{version}"
+    files = {
+        "pyproject.toml": b'[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+        "backend.py": _BACKEND.encode(),
+        "VERSION": version.encode(),
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: rocm\nVersion: {version}\n".encode(),
+        "rocm_sdk/__init__.py": f"__version__ = {version!r}\n".encode(),
+        "rocm_sdk/__main__.py": _ROCM_SDK_MAIN.encode(),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{top}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, body in files.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mtime = len(body), 1736000000
+            tar.addfile(info, io.BytesIO(body))
+    return path
