@@ -244,9 +244,9 @@ def wheel_builds(
                 break
             picked.append(WheelFile(project=project, entry=entry))
         else:
-            times = [f.entry.published for f in picked]
-            # The build exists once its last file is up; with no time stated, its date decides.
-            published = max(times) if all(t is not None for t in times) else None  # type: ignore[type-var]
+            times = [f.entry.published for f in picked if f.entry.published is not None]
+            # The build exists once its last file is up; with a time missing, its date decides.
+            published = max(times) if len(times) == len(picked) else None
             build = RocmBuild(
                 name=f"{SELECTOR}[libraries,devel]=={version}", os=os_name, family=family, version=version,
                 date=rocm_version_date(version), published=published, url=project_url(index_url, SELECTOR),

@@ -184,3 +184,19 @@ def test_a_leg_refuses_a_resolution_made_from_the_other_source() -> None:
     inputs = replace(make_inputs(_matrix({"source": "wheels"})), resolution=resolution, resolution_where="r.json")
     with pytest.raises(ResolutionError, match=r"r\.json: leg 'rocm-a' was resolved from tarball, but m\.toml says rocm\.source = 'wheels'"):
         rocm_for_leg(inputs, "rocm-a")
+
+
+def test_a_file_url_index_is_read_from_its_folders(tmp_path: Path) -> None:
+    from pipeline.rocm.wheel_resolve import fetch_page
+
+    for project, files in pages_for({"7.0.0a20250104": utc(2025, 1, 4, 9)}).items():
+        folder = tmp_path / project
+        folder.mkdir()
+        doc = {"meta": {"api-version": "1.1"}, "files": [
+            {"filename": f.file, "url": f"../files/{f.file}", "hashes": {"sha256": SHA},
+             "upload-time": "2025-01-04T09:00:00Z"} for f in files]}
+        (folder / "index.json").write_text(json.dumps(doc))
+    got = resolve_wheels("linux", FAMILY, policy="latest", now=utc(2025, 1, 8), index_url=tmp_path.as_uri(),
+                         fetch=fetch_page)
+    assert got.version == "7.0.0a20250104" and got.published == utc(2025, 1, 4, 9)
+    assert got.wheels[1].url == (tmp_path / "files" / got.wheels[1].file).as_uri()
