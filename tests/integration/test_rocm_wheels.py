@@ -166,14 +166,15 @@ def test_a_failing_index_is_retried_then_resolves_and_a_dead_one_is_one_error(
     index_url = serve_all(http_server, wheel_sets)
     page = f"/simple/{FAMILY}/rocm-sdk-core/"
     good = http_server._routes[("GET", page)][0]
-    http_server.route(page, Response(503, b"busy"), Response(503, b"busy"), good)
+    # Down, then rate-limited (a slow index asking to wait), then the page.
+    http_server.route(page, Response(503, b"busy"), Response(429, b"slow down", {"Retry-After": "0"}), good)
     ws = workspace(tmp_path, index_url, units=1)
     env = {"PIPELINE_HTTP_BACKOFF": "0"}
     args = ["--matrix", str(ws / "matrix.toml"), "resolve", "--no-source", "--out", str(tmp_path / "out"), "--now", NOW]
     proc = run_pipeline(args, env=env)
     assert proc.returncode == 0, proc.stderr
     assert http_server.hits(page) == 3
-    assert "HTTP 503" in proc.stderr  # each retry's wait is said
+    assert "HTTP 503" in proc.stderr and "HTTP 429" in proc.stderr  # each retry's wait is said
 
     http_server.route(page, Response(503, b"down"))
     proc = run_pipeline(args, env=env)
