@@ -10,7 +10,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from pipeline.backends.base import DataFolder, RuntimeProfile
-from pipeline.names import rocm_identity
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,9 +42,14 @@ class Rocm:
     downloads_toolchain = True
 
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
-        from pipeline.toolchain.therock import prepare_rocm
+        if request.rocm is not None and request.rocm.source == "wheels":
+            from pipeline.toolchain.therock_wheels import prepare_rocm_wheels
 
-        toolchain = prepare_rocm(request, console)
+            toolchain = prepare_rocm_wheels(request, console)
+        else:
+            from pipeline.toolchain.therock import prepare_rocm
+
+            toolchain = prepare_rocm(request, console)
         if not _msvc_applies(request):
             return toolchain
         from pipeline.toolchain.msvc import capture_msvc, with_msvc
@@ -57,7 +61,8 @@ class Rocm:
         if request.rocm is None:
             # --rocm-path: the install itself says what it is.
             return self.prepare(request, console).identity
-        identity = rocm_identity(request.rocm.version)
+        # The resolution's identity: the version (a wheel build adds its wheels' digest).
+        identity = request.rocm.identity
         if _msvc_applies(request):
             # The MSVC toolset is in every object of a Windows leg: key on it too.
             from pipeline.toolchain.msvc import capture_msvc

@@ -79,7 +79,8 @@ def resolve_compiler_check(
     if digest is None:
         return fallback(f"{toolchain.identity} was not installed by the pipeline from a verified archive")
     compilers = compilers_of(toolchain)
-    root = toolchain.details.get("root")
+    # A wheel install's compilers are links into its sibling packages: the whole install is what was verified.
+    root = toolchain.details.get("install_root") or toolchain.details.get("root")
     if not compilers or not root:
         return fallback(f"{toolchain.identity} names no compiler inside its install")
     # One ccache setting covers every compilation: each compiler must come from that archive.

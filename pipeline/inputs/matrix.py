@@ -68,10 +68,23 @@ class SourceConfig:
     mix: tuple[MixPin, ...] = ()
 
 
+# Where a ROCm leg's toolchain comes from: TheRock's tarball of the family, or its Python wheels.
+ROCM_SOURCES = ("tarball", "wheels")
+# TheRock's nightly wheel index: one PEP 503 simple index per GPU family ({family} is the leg's).
+DEFAULT_WHEEL_INDEX = "https://rocm.nightlies.amd.com/v2/{family}/"
+
+
 @dataclass(frozen=True, kw_only=True)
 class RocmConfig:
     policy: str = DEFAULT_POLICY
     index_url: str = DEFAULT_ROCM_INDEX
+    source: str = "tarball"
+    # A PEP 503 / 691 simple index; "{family}" in it becomes the leg's TheRock family.
+    wheel_index_url: str = DEFAULT_WHEEL_INDEX
+
+    def wheel_index_for(self, family: str) -> str:
+        """The wheel index a leg of ``family`` resolves against."""
+        return self.wheel_index_url.replace("{family}", family)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,6 +196,8 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     rocm = RocmConfig(
         policy=rocm_t.string("policy", RocmConfig.policy, check=_policy_check),
         index_url=rocm_t.string("index_url", RocmConfig.index_url, check=_url_check),
+        source=rocm_t.choice("source", ROCM_SOURCES, RocmConfig.source),
+        wheel_index_url=rocm_t.string("wheel_index_url", RocmConfig.wheel_index_url, check=_wheel_index_check),
     )
     rocm_t.done()
     cc = root.table("ccache")
@@ -303,6 +318,11 @@ def _policy_check(v: str) -> str | None:
 
 def _url_check(v: str) -> str | None:
     return url_problem(v)
+
+
+def _wheel_index_check(v: str) -> str | None:
+    # The "{family}" placeholder is filled per leg; the URL rule applies to what it becomes.
+    return url_problem(v.replace("{family}", "gfx110X-all"))
 
 
 def _remote_check(v: str) -> str | None:

@@ -9,6 +9,7 @@ see :mod:`pipeline.inputs.settings`): a file left by an earlier run is never use
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pipeline.errors import SourceError, UsageError
 from pipeline.inputs.matrix import MixPin
 from pipeline.inputs.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
 from pipeline.inputs.settings import RESOLVED, parse_url
-from pipeline.names import COMMIT_SHA, rocm_identity, rocm_version_date, url_problem
+from pipeline.names import COMMIT_SHA, SHA256_HEX, rocm_identity, rocm_version_date, url_problem
 from pipeline.util.fsutil import atomic_write_json
 from pipeline.util.timeutil import format_utc, parse_now
 
@@ -114,6 +115,52 @@ def _parse_date(value: Any, where: str) -> date | None:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResolvedWheel:
+    """One file of a wheel-sourced ROCm build: what the index listed, with the index's sha256."""
+
+    # The project's normalized name (PEP 503), e.g. "rocm-sdk-core".
+    project: str
+    # The file name, e.g. "rocm_sdk_core-10.1.0a20260807-py3-none-manylinux_2_28_x86_64.whl".
+    file: str
+    url: str
+    sha256: str
+    # PEP 700 upload-time when the index states one.
+    published: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"project": self.project, "file": self.file, "url": self.url, "sha256": self.sha256,
+                "published": None if self.published is None else format_utc(self.published)}
+
+    @classmethod
+    def from_json(cls, data: Any, *, where: str) -> ResolvedWheel:
+        if not isinstance(data, dict):
+            raise UsageError(f"{where}: expected an object, got {type(data).__name__}")
+        values: dict[str, str] = {}
+        for key in ("project", "file", "url", "sha256"):
+            value = data.get(key)
+            if not isinstance(value, str) or not value:
+                raise UsageError(f"{where}.{key}: expected a non-empty string, got {value!r}")
+            values[key] = value
+        _check_url(values["url"], f"{where}.url", optional=False)
+        if not SHA256_HEX.fullmatch(values["sha256"]):
+            raise UsageError(f"{where}.sha256: expected 64 lower-case hex digits, got {values['sha256']!r:.80}")
+        published = data.get("published")
+        if published is not None and not isinstance(published, str):
+            raise UsageError(f"{where}.published: expected an ISO-8601 string or null, got {published!r}")
+        return cls(**values, published=None if published is None else parse_now(published, where=f"{where}.published"))
+
+
+def wheels_identity(version: str, sha256s: list[str] | tuple[str, ...]) -> str:
+    """A wheel-sourced build's identity: its version and a digest of its wheels' sha256s.
+
+    The same version republished with other files is another toolchain (and
+    another ccache key); the order of the files does not matter.
+    """
+    digest = hashlib.sha256("\n".join(sorted(sha256s)).encode()).hexdigest()
+    return f"{rocm_identity(version)}-wheels-{digest[:12]}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedRocm:
     """The ROCm build one leg of a run uses."""
 
@@ -131,10 +178,15 @@ class ResolvedRocm:
     family: str
     # The index's ``<file>.sha256sum`` beside the tarball; None when it lists none.
     sha256_url: str | None = None
+    # "tarball" or "wheels" (matrix.toml's rocm.source); a wheel build names every file it installs.
+    source: str = "tarball"
+    wheels: tuple[ResolvedWheel, ...] = ()
 
     @property
     def identity(self) -> str:
-        """The toolchain's cache-key component, e.g. ``rocm-10.1.0a20260807``."""
+        """The toolchain's cache-key component, e.g. ``rocm-10.1.0a20260807`` (wheels: plus their digest)."""
+        if self.source == "wheels":
+            return wheels_identity(self.version, [w.sha256 for w in self.wheels])
         return rocm_identity(self.version)
 
     def to_json(self) -> dict[str, Any]:
@@ -151,6 +203,9 @@ class ResolvedRocm:
         # Only when known: the JSON of a build without a checksum stays what it always was.
         if self.sha256_url is not None:
             data["sha256_url"] = self.sha256_url
+        if self.source != "tarball":
+            data["source"] = self.source
+            data["wheels"] = [w.to_json() for w in self.wheels]
         return data
 
     @classmethod
@@ -181,7 +236,16 @@ class ResolvedRocm:
             rocm_version_date(version)
         except ValueError:
             raise UsageError(f"{where}.version: not a TheRock version: {version!r}") from None
+        source = data.get("source", "tarball")
+        if source not in ("tarball", "wheels"):
+            raise UsageError(f"{where}.source: expected 'tarball' or 'wheels', got {source!r:.60}")
+        wheels_raw = data.get("wheels", [])
+        if not isinstance(wheels_raw, list) or (source == "wheels") != bool(wheels_raw):
+            raise UsageError(f"{where}.wheels: a wheels build lists its files (a non-empty list), a tarball none")
+        wheels = tuple(ResolvedWheel.from_json(w, where=f"{where}.wheels[{i}]") for i, w in enumerate(wheels_raw))
         return cls(
+            source=source,
+            wheels=wheels,
             policy=text("policy"),
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
             version=version,

@@ -16,6 +16,7 @@ from pipeline.inputs.run_inputs import RunInputs
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
 from pipeline.rocm.resolve import Fetch, entry_names, load_entries, resolve_build, resolve_from_entries
+from pipeline.rocm.wheel_resolve import PageFetch, fetch_page, resolve_wheels
 from pipeline.util.retry import say_on_stderr
 
 
@@ -25,6 +26,20 @@ def index_fetch(inputs: RunInputs) -> Fetch:
         url, backoff=inputs.http_backoff, budget=inputs.http_retry_budget, on_wait=say_on_stderr
     )
 
+
+
+def wheel_page_fetch(inputs: RunInputs) -> PageFetch:
+    """Fetch a wheel index page with the run's retry backoff and budget (waits said on stderr)."""
+    return lambda url: fetch_page(url, backoff=inputs.http_backoff, budget=inputs.http_retry_budget,
+                                  on_wait=say_on_stderr)
+
+
+def _resolve_wheel_leg(inputs: RunInputs, leg: Leg, fetch: PageFetch | None) -> ResolvedRocm:
+    """A ROCm leg whose matrix.toml says ``source = "wheels"``: its family's wheel index."""
+    assert leg.family is not None
+    index = inputs.require_matrix().rocm.wheel_index_for(leg.family)
+    return resolve_wheels(leg.os, leg.family, policy=inputs.rocm_policy, now=inputs.now, index_url=index,
+                          fetch=fetch or wheel_page_fetch(inputs))
 
 
 def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:
@@ -38,6 +53,8 @@ def resolve_rocm(inputs: RunInputs, leg: str | Leg, *, fetch: Fetch | None = Non
     """The ROCm build of one leg at the run's moment, by the run's policy and index."""
     obj = _rocm_leg(inputs.require_matrix(), leg)
     assert obj.family is not None
+    if inputs.require_matrix().rocm.source == "wheels":
+        return _resolve_wheel_leg(inputs, obj, None)
     return resolve_build(
         obj.os, obj.family, policy=inputs.rocm_policy, now=inputs.now,
         index_url=inputs.index_url, fetch=fetch or index_fetch(inputs),
@@ -58,6 +75,8 @@ def resolve_run(
     matrix = inputs.require_matrix()
     policy, url, now = inputs.rocm_policy, inputs.index_url, inputs.now
     rocm_legs = [leg for leg in matrix.legs.values() if leg.needs_resolution]
+    if matrix.rocm.source == "wheels":
+        return _resolve_run_from_wheels(inputs, rocm_legs, source=source)
     entries = load_entries(url, policy, fetch or index_fetch(inputs)) if rocm_legs else []
     names = entry_names(entries) if entries else frozenset()
     legs: dict[str, ResolvedRocm] = {}
@@ -77,6 +96,38 @@ def resolve_run(
 
         resolution.source = resolve_source(
             matrix.source, now=now, tag=inputs.tag, git_url_template=inputs.git_url_template, environ=inputs.environ
+        )
+    return resolution
+
+
+def _resolve_run_from_wheels(inputs: RunInputs, rocm_legs: list[Leg], *, source: bool) -> Resolution:
+    """Every ROCm leg from its family's wheel index (each family's pages fetched once)."""
+    matrix = inputs.require_matrix()
+    fetch_once = wheel_page_fetch(inputs)
+    pages: dict[str, tuple[str, str]] = {}
+
+    def fetch(url: str) -> tuple[str, str]:
+        # Legs of one family share its pages: one fetch each, one view of the index for the run.
+        if url not in pages:
+            pages[url] = fetch_once(url)
+        return pages[url]
+
+    legs: dict[str, ResolvedRocm] = {}
+    for leg in rocm_legs:
+        try:
+            legs[leg.name] = _resolve_wheel_leg(inputs, leg, fetch)
+        except ResolutionError as err:
+            raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None
+    resolution = Resolution(
+        now=inputs.now, rocm_policy=inputs.rocm_policy, cutoff=cutoff_for(inputs.rocm_policy, inputs.now),
+        legs=legs, index_url=matrix.rocm.wheel_index_url,
+    )
+    if source:
+        from pipeline.source.checkout import resolve_source
+
+        resolution.source = resolve_source(
+            matrix.source, now=inputs.now, tag=inputs.tag, git_url_template=inputs.git_url_template,
+            environ=inputs.environ,
         )
     return resolution
 
@@ -101,6 +152,11 @@ def rocm_for_leg(inputs: RunInputs, leg: str | Leg) -> ResolvedRocm:
         raise ResolutionError(
             f"{where}: leg {obj.name!r} was resolved for {entry.os} {entry.family}, "
             f"but {matrix.path} says {obj.os} {obj.family}"
+        )
+    if entry.source != matrix.rocm.source:
+        raise ResolutionError(
+            f"{where}: leg {obj.name!r} was resolved from {entry.source}, "
+            f"but {matrix.path} says rocm.source = {matrix.rocm.source!r}"
         )
     if inputs.rocm_policy_overridden:
         wanted = parse_policy(inputs.rocm_policy, where=inputs.rocm_policy_where)

@@ -1,0 +1,142 @@
+"""Which wheel build of TheRock a leg takes: fetch the simple index's project pages, apply the policy.
+
+The I/O edge of :mod:`pipeline.rocm.wheel_index`. Pages are fetched with the
+same retry policy as the tarball index (connection errors, truncated bodies,
+5xx and 429 are retried with backoff within the run's budget; a 404 or
+another 4xx is not), then the run's policy picks among the complete builds
+exactly as it does among tarballs (:func:`pipeline.rocm.policy.select_build`),
+so ``--now`` replays what the index held then.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from pipeline.errors import IndexFormatError, NetworkError, ResolutionError, UsageError
+from pipeline.guard.redaction import redact
+from pipeline.inputs.resolution_file import ResolvedRocm, ResolvedWheel
+from pipeline.rocm.policy import cutoff_for, parse_policy, select_build
+from pipeline.rocm.wheel_index import (
+    ACCEPT,
+    JSON_TYPE,
+    IndexFile,
+    parse_project_page,
+    project_url,
+    projects_for,
+    wheel_builds,
+)
+from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
+
+if TYPE_CHECKING:
+    import requests
+
+# url -> (text, Content-Type)
+PageFetch = Callable[[str], tuple[str, str]]
+MAX_WAIT = 60.0
+
+
+def _get_once(session: requests.Session, url: str, timeout: float) -> tuple[str, str]:
+    import requests
+
+    try:
+        resp = session.get(url, timeout=timeout, headers={"Accept": ACCEPT})
+    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+        raise Retryable(" ".join(str(exc).split())[:200] or type(exc).__name__) from None
+    except requests.RequestException as exc:
+        raise NetworkError(f"{url}: {exc}") from None
+    status = resp.status_code
+    if status == 429 or status >= 500:
+        raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), time.time()))
+    if status == 404:
+        raise NetworkError(f"{url}: HTTP 404 {resp.reason} (no such project on the wheel index)")
+    if status >= 400:
+        raise NetworkError(f"{url}: HTTP {status} {resp.reason}")
+    declared = resp.headers.get("Content-Length")
+    if declared and declared.isdigit() and not resp.headers.get("Content-Encoding") and len(resp.content) < int(declared):
+        raise Retryable(f"truncated page: {len(resp.content)} of {declared} bytes")
+    try:
+        text = resp.content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise IndexFormatError(f"{url}: the page is not UTF-8 text") from None
+    return text, resp.headers.get("Content-Type", "text/html")
+
+
+def fetch_page(
+    url: str, *, timeout: float = 30, retries: int = 5, backoff: float | None = None, budget: float | None = None,
+    on_wait: Callable[[str], None] | None = None, session: requests.Session | None = None,
+) -> tuple[str, str]:
+    """One project page of a simple index: its text and Content-Type (``file://``: a ``.json`` file is JSON)."""
+    scheme = urlsplit(url).scheme
+    if scheme == "file":
+        from urllib.request import url2pathname
+
+        folder = Path(url2pathname(urlsplit(url).path))
+        for name, kind in (("index.json", JSON_TYPE), ("index.html", "text/html")):
+            if (folder / name).is_file():
+                return (folder / name).read_text(encoding="utf-8"), kind
+        raise NetworkError(f"{url}: no index.json or index.html there")
+    if scheme not in ("http", "https"):
+        raise UsageError(f"wheel index URL {url!r}: expected an http(s):// or file:// URL")
+    import requests
+
+    own = session is None
+    sess = session or requests.Session()
+    try:
+        return call_with_retries(
+            _get_once, sess, url, timeout, attempts=retries + 1,
+            backoff=DEFAULT_BACKOFF if backoff is None else backoff, max_wait=MAX_WAIT, jitter=True,
+            budget=budget, on_wait=on_wait, what=redact(f"GET {url}"),
+        )  # fmt: skip
+    except RetriesExhausted as err:
+        raise NetworkError(redact(f"{url}: failed after {err.attempts_text}: {err.last.reason}")) from None
+    finally:
+        if own:
+            sess.close()
+
+
+def load_pages(index_url: str, family: str, fetch: PageFetch) -> dict[str, list[IndexFile]]:
+    """Every project page one build of ``family`` needs, parsed."""
+    pages: dict[str, list[IndexFile]] = {}
+    for project in projects_for(family):
+        url = project_url(index_url, project)
+        text, content_type = fetch(url)
+        pages[project] = parse_project_page(text, content_type, where=url)
+    return pages
+
+
+def resolve_wheels(
+    os_name: str, family: str, *, policy: str, now: datetime, index_url: str,
+    fetch: PageFetch | None = None, pages: dict[str, list[IndexFile]] | None = None,
+) -> ResolvedRocm:
+    """The wheel build of one os/family that ``policy`` takes at ``now``, with every file and its sha256."""
+    parse_policy(policy, where="policy")
+    if pages is None:
+        pages = load_pages(index_url, family, fetch or fetch_page)
+    builds = wheel_builds(pages, os_name=os_name, family=family, index_url=index_url)
+    if not builds:
+        have = ", ".join(f"{p} ({len(files)} files)" for p, files in pages.items())
+        raise ResolutionError(
+            f"{index_url}: no version has a {os_name} file with a sha256 for each of "
+            f"{', '.join(projects_for(family))}; the index has: {have}"
+        )
+    by_build = {id(b.build): b for b in builds}
+    try:
+        chosen = select_build([b.build for b in builds], policy=policy, now=now)
+    except ResolutionError as err:
+        raise ResolutionError(err.message, hint=f"wheel index {index_url}") from None
+    files = by_build[id(chosen)].files
+    wheels = tuple(
+        ResolvedWheel(project=f.project, file=f.entry.file, url=f.entry.url, sha256=str(f.entry.sha256),
+                      published=f.entry.published)
+        for f in files
+    )
+    return ResolvedRocm(
+        policy=policy, cutoff=cutoff_for(policy, now), version=chosen.version, file=chosen.name,
+        url=chosen.url, published=chosen.published, os=os_name, family=family,
+        source="wheels", wheels=wheels,
+    )

@@ -1,0 +1,279 @@
+"""The ROCm leg from TheRock's wheels: real wheels made here, a local simple index, pip, rocm-sdk, a real build.
+
+The wheels hold Debian's clang laid out as TheRock packages it
+(tests/support/rocm_wheels.py); a PEP 691 index on 127.0.0.1 serves several
+nightly versions with PEP 700 upload times. The leg resolves one by the run's
+policy, pip installs exactly the resolved files with their hashes, ``rocm-sdk
+path --root`` names the ROCm root, and the generated project builds with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.support.httpserver import LocalServer, Response
+from tests.support.inputs import toolchains_dir
+from tests.support.pipeline_cli import ROOT, build_leg, run_pipeline
+from tests.support.projects import write_cpp_project
+from tests.support.rocm_leg import (
+    COMPILATIONS,
+    FAMILY,
+    LEG,
+    NEWER,
+    NOW,
+    UNITS,
+    VERSION,
+    make_therock_from_debian_clang,
+    rocm_matrix,
+    serve_index,
+    tarball_name,
+)
+from tests.support.rocm_wheels import make_therock_wheels, serve_wheel_index, sha256_of
+
+OLDER = "7.0.0a20250102"
+# Uploaded on their build dates; NEWER is after the weekly cutoff of NOW (Saturday 2025-01-04).
+UPLOADS = {OLDER: datetime(2025, 1, 2, 9, 30, tzinfo=UTC), VERSION: datetime(2025, 1, 4, 9, 30, tzinfo=UTC),
+           NEWER: datetime(2025, 1, 6, 9, 30, tzinfo=UTC)}
+
+
+@pytest.fixture(scope="module")
+def wheel_sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
+    root = tmp_path_factory.mktemp("wheels")
+    return {v: make_therock_wheels(root / v, v, FAMILY) for v in UPLOADS}
+
+
+def wheels_matrix(path: Path, index_url: str, compiler_check: str = "content") -> Path:
+    rocm_matrix(path, "http://127.0.0.1:9/unused/", compiler_check)
+    # The Windows leg's wheels install on Windows only: this matrix keeps the Linux leg.
+    text = path.read_text().split("[legs.rocm-windows-gfx1151]")[0]
+    return _set(path, text.replace('policy = "weekly"\n', f'policy = "weekly"\nsource = "wheels"\nwheel_index_url = "{index_url}"\n'))
+
+
+def _set(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def serve_all(server: LocalServer, wheel_sets: dict[str, dict[str, Path]], **kwargs: object) -> str:
+    return serve_wheel_index(server, [(wheel_sets[v], t) for v, t in UPLOADS.items()], family=FAMILY, **kwargs)  # type: ignore[arg-type]
+
+
+def workspace(tmp_path: Path, index_url: str, units: int = UNITS) -> Path:
+    ws = tmp_path / "ws"
+    write_cpp_project(ws / "project", units=units)
+    wheels_matrix(ws / "matrix.toml", index_url)
+    return ws
+
+
+def test_wheel_leg_resolves_installs_builds_and_hits_after_a_reinstall(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    index_url = serve_all(http_server, wheel_sets)
+    ws = workspace(tmp_path, index_url)
+    cache = tmp_path / "ccache"
+
+    first = build_leg(ws, LEG, cache, "--now", NOW)
+    tc = first["toolchain"]
+    assert tc["kind"] == "rocm" and tc["details"]["source"] == "wheels"
+    assert tc["identity"].startswith(f"rocm-{VERSION}-wheels-")
+    # Exactly the resolved build's four files, each with the sha256 of the file served.
+    listed = dict(item.split("#sha256=") for item in tc["details"]["wheels"].split())
+    assert listed == {p.name: sha256_of(p) for p in wheel_sets[VERSION].values()}
+    # rocm-sdk path --root: the expanded devel tree inside the install, clang reached through its links.
+    root = Path(tc["details"]["root"])
+    assert root.name == "_rocm_sdk_devel" and root.parent.parent.parent == toolchains_dir()
+    assert (root / "lib/llvm/bin/clang").is_symlink()
+    assert f"-DCMAKE_C_COMPILER={root}/lib/llvm/bin/clang" in first["cmake_args"]
+    assert (first["ccache"]["hits"], first["ccache"]["misses"]) == (0, COMPILATIONS)
+    for wheel in wheel_sets[VERSION].values():
+        assert http_server.hits(f"/files/{wheel.name}") == 1
+    for wheel in wheel_sets[NEWER].values():
+        assert http_server.hits(f"/files/{wheel.name}") == 0
+
+    # A fresh pip install of the same wheels: every file gets a new mtime.
+    install = Path(tc["details"]["install_root"])
+    clang_mtime = (install / "site-packages/_rocm_sdk_core/lib/llvm/bin/clang").stat().st_mtime_ns
+    shutil.rmtree(install)
+    second = build_leg(ws, LEG, cache, "--now", NOW)
+    assert second["toolchain"]["identity"] == tc["identity"]
+    assert (install / "site-packages/_rocm_sdk_core/lib/llvm/bin/clang").stat().st_mtime_ns != clang_mtime
+    for wheel in wheel_sets[VERSION].values():
+        assert http_server.hits(f"/files/{wheel.name}") == 1, "re-installed from the download cache"
+    assert (second["ccache"]["hits"], second["ccache"]["misses"]) == (COMPILATIONS, 0)
+
+    # The complete install is reused as is: nothing re-installed.
+    third = build_leg(ws, LEG, cache, "--now", NOW)
+    assert (install / "site-packages/_rocm_sdk_core/lib/llvm/bin/clang").stat().st_mtime_ns != clang_mtime
+    assert third["ccache"]["hits"] == COMPILATIONS
+
+
+def test_resolve_records_the_wheels_and_replays_an_earlier_moment(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    index_url = serve_all(http_server, wheel_sets)
+    ws = workspace(tmp_path, index_url, units=1)
+    out = tmp_path / "out"
+    for now, policy, expected in [(NOW, "weekly", VERSION), (NOW, "latest", NEWER),
+                                  ("2025-01-03T12:00:00Z", "latest", OLDER), (NOW, OLDER, OLDER)]:
+        proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "resolve", "--no-source", "--out", str(out),
+                             "--now", now, "--rocm-version", policy])
+        assert proc.returncode == 0, proc.stderr
+        entry = json.loads((out / "resolved.json").read_text())["legs"][LEG]
+        assert (entry["source"], entry["version"]) == ("wheels", expected), (now, policy)
+        assert {w["file"]: w["sha256"] for w in entry["wheels"]} == {
+            p.name: sha256_of(p) for p in wheel_sets[expected].values()}
+        assert entry["published"] == UPLOADS[expected].strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_hash_mismatch_is_refused_and_nothing_is_installed(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    core = wheel_sets[VERSION]["rocm-sdk-core"]
+    index_url = serve_all(http_server, wheel_sets, hashes={core.name: "0" * 64})
+    ws = workspace(tmp_path, index_url, units=1)
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+                         "--out", str(ws / "out"), "--now", NOW, "--no-bundle"])
+    assert proc.returncode == 7, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "sha256 mismatch" in proc.stderr and core.name in proc.stderr
+    assert not toolchains_dir().exists() or not [p for p in toolchains_dir().iterdir() if not p.name.startswith(".")]
+
+
+def test_a_missing_wheel_is_one_error_and_nothing_is_installed(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    devel = wheel_sets[VERSION]["rocm-sdk-devel"]
+    index_url = serve_all(http_server, wheel_sets, missing=[devel.name])
+    ws = workspace(tmp_path, index_url, units=1)
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+                         "--out", str(ws / "out"), "--now", NOW, "--no-bundle"])
+    assert proc.returncode == 4, proc.stderr
+    assert "Traceback" not in proc.stderr and "404" in proc.stderr and devel.name in proc.stderr
+    assert not toolchains_dir().exists() or not [p for p in toolchains_dir().iterdir() if not p.name.startswith(".")]
+
+
+def test_a_failing_index_is_retried_then_resolves_and_a_dead_one_is_one_error(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    index_url = serve_all(http_server, wheel_sets)
+    page = f"/simple/{FAMILY}/rocm-sdk-core/"
+    good = http_server._routes[("GET", page)][0]
+    # Down, then rate-limited (a slow index asking to wait), then the page.
+    http_server.route(page, Response(503, b"busy"), Response(429, b"slow down", {"Retry-After": "0"}), good)
+    ws = workspace(tmp_path, index_url, units=1)
+    env = {"PIPELINE_HTTP_BACKOFF": "0"}
+    args = ["--matrix", str(ws / "matrix.toml"), "resolve", "--no-source", "--out", str(tmp_path / "out"), "--now", NOW]
+    proc = run_pipeline(args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert http_server.hits(page) == 3
+    assert "HTTP 503" in proc.stderr and "HTTP 429" in proc.stderr  # each retry's wait is said
+
+    http_server.route(page, Response(503, b"down"))
+    proc = run_pipeline(args, env=env)
+    assert proc.returncode == 4, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{http_server.url(page)}: failed after" in proc.stderr
+
+
+def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical_bundles(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    wheel_index = serve_all(http_server, wheel_sets)
+    tarball = make_therock_from_debian_clang(tmp_path / "therock.tar.gz").read_bytes()
+    tar_index = serve_index(http_server, {tarball_name("linux", FAMILY, VERSION): tarball})
+    bundles = {}
+    for source in ("tarball", "wheels"):
+        ws = tmp_path / source
+        write_cpp_project(ws / "project", units=2)
+        if source == "wheels":
+            wheels_matrix(ws / "matrix.toml", wheel_index)
+        else:
+            rocm_matrix(ws / "matrix.toml", tar_index, "content")
+        run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+                      "--out", str(ws / "out"), "--cache-dir", str(tmp_path / f"cc-{source}"), "--now", NOW,
+                      "--tag", "b1"], check=True)
+        record = json.loads((ws / "out" / LEG / "record.json").read_text())
+        assert record["toolchain"]["details"]["source"] == ("download" if source == "tarball" else "wheels")
+        bundles[source] = ws / "out" / record["bundle"]
+    proc = run_pipeline(["compare", str(bundles["tarball"]), str(bundles["wheels"]), "--json"])
+    result = json.loads(proc.stdout)
+    # Every file is the same; the manifests differ only in where the toolchain came from.
+    assert result["identical_files"] == ["LICENSE", "demo"], result
+    assert (result["differing"], result["only_in_a"], result["only_in_b"]) == ([], [], [])
+    assert result["manifest_differences"], "the two manifests name their own toolchain"
+    assert all(d.startswith("toolchain.") for d in result["manifest_differences"]), result
+
+
+def test_nox_leg_session_from_wheels_resolves_installs_builds_and_rebuilds_warm(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """`nox -s rocm-linux-gfx110X` with rocm.source = "wheels": resolve, pip install, build; again warm."""
+    index_url = serve_all(http_server, wheel_sets)
+    ws = workspace(tmp_path, index_url)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
+           "-s", LEG, "--", "--source", str(ws / "project"), "--cache-dir", str(tmp_path / "ccache"),
+           "--now", NOW, "--no-bundle"]
+    env = {**os.environ, "PIPELINE_MATRIX": str(ws / "matrix.toml"), "PYTHONPATH": str(ROOT), "PIPELINE_OUT": str(out)}
+    records = []
+    for _ in range(2):
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        records.append(json.loads((out / LEG / "record.json").read_text()))
+    resolved = json.loads((out / "resolved.json").read_text())["legs"][LEG]
+    assert (resolved["source"], resolved["version"]) == ("wheels", VERSION)
+    first, second = records
+    assert first["toolchain"]["identity"] == second["toolchain"]["identity"]
+    assert first["toolchain"]["identity"].startswith(f"rocm-{VERSION}-wheels-")
+    assert (first["ccache"]["hits"], first["ccache"]["misses"]) == (0, COMPILATIONS)
+    assert (second["ccache"]["hits"], second["ccache"]["misses"]) == (COMPILATIONS, 0)
+    for wheel in wheel_sets[VERSION].values():
+        assert http_server.hits(f"/files/{wheel.name}") == 1
+
+
+def test_compiler_check_toolchain_keys_a_wheel_install_on_its_verified_wheels(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """The wheels' compilers are links into the core package: still inside the verified install."""
+    import hashlib
+    import io
+
+    from rich.console import Console
+
+    from pipeline.ccache.compiler_check import resolve_compiler_check
+    from pipeline.inputs.matrix import load_matrix
+    from tests.support.inputs import prepare_leg_toolchain
+
+    index_url = serve_all(http_server, wheel_sets)
+    matrix = load_matrix(wheels_matrix(tmp_path / "matrix.toml", index_url, "toolchain"))
+    toolchain = prepare_leg_toolchain(matrix, LEG, Console(file=io.StringIO()), now=datetime(2025, 1, 8, 12, tzinfo=UTC))
+    check = resolve_compiler_check("toolchain", toolchain)
+    wheels = hashlib.sha256("\n".join(sorted(sha256_of(p) for p in wheel_sets[VERSION].values())).encode()).hexdigest()
+    assert check.note is None, check.note
+    assert check.value.startswith(f"string:{wheels}+")
+
+
+def test_the_rocm_selector_published_as_an_sdist_is_built_offline_and_installed(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """TheRock ships `rocm` (the rocm-sdk tool) as an sdist: pip builds it with nothing fetched."""
+    from tests.support.rocm_wheels import make_selector_sdist
+
+    builds = {VERSION: {**wheel_sets[VERSION], "rocm": make_selector_sdist(tmp_path / "sdist", VERSION)}}
+    index_url = serve_wheel_index(http_server, [(builds[VERSION], UPLOADS[VERSION])], family=FAMILY, html=True)
+    ws = workspace(tmp_path, index_url, units=1)
+    record = build_leg(ws, LEG, tmp_path / "ccache", "--now", NOW)
+    details = record["toolchain"]["details"]
+    assert f"rocm-{VERSION}.tar.gz#sha256={sha256_of(builds[VERSION]['rocm'])}" in details["wheels"].split()
+    # PEP 503 HTML states no upload time: the build counts from its date.
+    assert "published" not in details
+    assert Path(details["root"]).name == "_rocm_sdk_devel"
+    assert (Path(details["install_root"]) / "site-packages/rocm_sdk/__main__.py").is_file()
