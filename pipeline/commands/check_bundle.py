@@ -17,7 +17,8 @@ _EPILOG = """\
 The bundle is unpacked into an empty temporary folder. It fails (exit 1),
 naming the file and the library, when a program or library needs a library
 that is neither in the bundle nor on the OS's base-system allowlist, when a
-RUNPATH/RPATH names an absolute (build-machine) folder, when it requires a
+RUNPATH/RPATH names an absolute (build-machine) folder or has an empty or
+relative entry (searched in the current working folder), when it requires a
 GLIBC_x.y above the leg's floor (glibc_max in matrix.toml, recorded in the
 manifest; default 2.35), or when LICENSE is missing. Then, unless --no-smoke
 or the bundle is for another OS, the smoke run, in a scrubbed environment
