@@ -29,7 +29,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_publish_api import (
+from tests.support.fake_github import FakeGitHub
+from tests.support.pipeline_cli import ROOT
+from tests.support.release_runs import (
     MATRIX,
     REPO,
     TAG,
@@ -39,8 +41,6 @@ from tests.integration.test_publish_api import (
     make_run,
     publish,
 )
-from tests.support.fake_github import FakeGitHub
-from tests.support.pipeline_cli import ROOT
 
 pytestmark = pytest.mark.integration
 
