@@ -256,8 +256,7 @@ def check_bundle(
         if not runs:
             skipped = "no llama-* programs"
     problems = list(result.problems) + [
-        Problem(file=r.program, kind="smoke", message=f"--version exited {r.exit_code}: {r.output.splitlines()[-1] if r.output else ''}")
-        for r in runs if not r.ok
+        Problem(file=r.program, kind="smoke", message=r.failure) for r in runs if not r.ok
     ] + [
         Problem(file=c.program or c.name, kind="smoke", message=c.line)
         for c in checks if not c.ok and c.name != "versions"
