@@ -21,7 +21,6 @@ of a zip). Then:
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smok
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
+from pipeline.util.tree_removal import remove_tree
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,7 +234,7 @@ def check_bundle(
     os_name = str(leg.get("os") or "linux")
     floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
     if scratch.exists():
-        shutil.rmtree(scratch)
+        remove_tree(scratch)
     unpacked = unpack(bundle, scratch / "bundle")
     # The safe extractor already lifts an archive's one top folder (llama-<tag>/) out.
     root = unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)

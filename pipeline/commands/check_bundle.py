@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 from pipeline.errors import UsageError
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import glibc_problem
+from pipeline.util.tree_removal import remove_tree
 
 _EPILOG = """\
 The bundle is unpacked into an empty temporary folder. It fails (exit 1),
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             smoke=not args.no_smoke, source_tree=args.source_tree,
         )
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(scratch)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

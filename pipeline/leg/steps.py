@@ -42,6 +42,7 @@ from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.base import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.util.tree_removal import remove_tree
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -301,7 +302,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         check_note=check.note,
     )
     if build.exists():
-        shutil.rmtree(build)
+        remove_tree(build)  # never through a link, never into a mount
     build.mkdir(parents=True)
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         ctx.warn(warning)

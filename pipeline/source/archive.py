@@ -14,6 +14,7 @@ commit gives the same bytes on every machine with the same git.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import shutil
@@ -29,6 +30,7 @@ from pipeline.errors import SourceError
 from pipeline.guard.children import popen_child, run_child
 from pipeline.names import is_safe_tag
 from pipeline.util.fsutil import atomic_output, atomic_write_json, file_digest
+from pipeline.util.tree_removal import remove_tree
 
 # The folder every archive unpacks to (the configure line names it; same on every leg).
 ARCHIVE_ROOT = "llama.cpp"
@@ -152,7 +154,8 @@ def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceMani
     except ToolchainError as err:
         raise SourceError(f"source archive {archive}: {err.message}") from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(staging)
     return target, manifest
 
 
