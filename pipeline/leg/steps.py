@@ -160,6 +160,9 @@ def run_leg(
     reproduction names the original's repository, tag and mix).
     """
     matrix = inputs.require_matrix()
+    # The settings a build reads later (read when used, so other commands ignore them): a bad one
+    # is refused here, before the lock, the record or any work.
+    _ = (inputs.wait_lock, inputs.heartbeat, inputs.http_backoff, inputs.http_retry_budget, inputs.git_url_template)
     clock = time.monotonic()
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
