@@ -122,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from pipeline.inputs.run_inputs import read_inputs
 
+        if not getattr(args, DEBUG.name, False):
+            pick(DEBUG, environ=os.environ)  # every command reads it: a value that is no boolean is refused
         inputs = read_inputs(
             args,
             need_matrix=getattr(args, "needs_matrix", True),

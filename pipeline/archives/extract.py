@@ -29,6 +29,7 @@ from pipeline.errors import ToolchainError
 from pipeline.guard.checkpoints import checkpoint
 from pipeline.names import member_name_problem
 from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
+from pipeline.util.tree_removal import remove_tree
 
 # Written inside the install as the last step before it is renamed into place.
 MARKER = ".pipeline-install.json"
@@ -298,19 +299,19 @@ def extract_archive(
             raise ToolchainError(f"cannot move the install into {target}: {exc.strerror}") from None
     finally:
         if staging.exists():
-            _remove_tree(staging)
+            _remove_tree(staging, quiet=True)
     return target
 
 
-def _remove_tree(path: Path) -> None:
-    def make_writable(func: Any, p: str, _exc: object) -> None:
-        # A read-only folder inside an archive must not make cleanup fail.
-        with contextlib.suppress(OSError):
-            Path(p).parent.chmod(0o755)
-            Path(p).chmod(0o755)
-            func(p)
-
-    shutil.rmtree(path, onerror=make_writable)
+def _remove_tree(path: Path, *, quiet: bool = False) -> None:
+    """Remove a tree of ours: a read-only folder inside (from an archive) does not stop it; a link
+    inside never has its target changed, a mount inside is left alone (util.tree_removal).
+    ToolchainError naming what is left, unless ``quiet`` (a clean-up after another error)."""
+    try:
+        remove_tree(path)
+    except OSError as exc:
+        if not quiet:
+            raise ToolchainError(f"cannot remove {exc.filename or path}: {exc.strerror}") from None
 
 
 def swap_into_place(new: Path, target: Path, staging: Path) -> None:
@@ -386,7 +387,7 @@ def remove_stale(folder: Path, prefix: str, suffixes: tuple[str, ...]) -> list[P
         if leftover.name.endswith(suffixes):
             with contextlib.suppress(OSError):
                 if leftover.is_dir() and not leftover.is_symlink():
-                    _remove_tree(leftover)
+                    _remove_tree(leftover, quiet=True)
                 else:
                     leftover.unlink()
                 removed.append(leftover)

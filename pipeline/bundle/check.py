@@ -7,8 +7,9 @@ of a zip). Then:
 - every ELF at the root (every ``.exe``/``.dll`` for Windows) must find each
   library it needs in the bundle, through its own ``$ORIGIN``-relative
   RUNPATH (beside it for Windows), or on the OS's base-system allowlist;
-- no RUNPATH/RPATH entry may name an absolute (build-machine) folder or leave
-  the bundle;
+- no RUNPATH/RPATH entry may name an absolute (build-machine) folder, leave
+  the bundle, or be empty or relative (``$ORIGIN:``, ``.``: the loader reads
+  those against the current working folder);
 - the newest ``GLIBC_x.y`` required must not be above the leg's floor
   (``glibc_max``; the highest required is reported, as auditwheel does);
 - a LICENSE must be at the root;
@@ -20,7 +21,6 @@ of a zip). Then:
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smok
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
+from pipeline.util.tree_removal import remove_tree
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,11 +123,21 @@ def _binaries(root: Path, os_name: str) -> list[str]:
     return found
 
 
-def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFindings) -> list[Path]:
+def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFindings, *, tag: str) -> list[Path]:
     """The bundle folders a file's RUNPATH reaches; a problem for each entry that is not one."""
     here = (root / rel).parent
     dirs = []
     for entry in entries:
+        if not entry or not (entry.startswith("/") or is_origin_relative(entry)):
+            # ld.so resolves an empty entry ("$ORIGIN:") or a relative one (".", "lib") against the
+            # working folder of whoever runs the program: a same-named file there would be loaded.
+            what = "an empty entry" if not entry else f"the relative entry {entry!r}"
+            found.problems.append(Problem(
+                file=rel, kind="runpath",
+                message=f"{tag} {':'.join(entries)!r} has {what}: the loader searches the current working "
+                        f"folder there (want $ORIGIN-relative entries only)",
+            ))
+            continue
         if not is_origin_relative(entry):
             found.problems.append(Problem(
                 file=rel, kind="runpath",
@@ -144,7 +155,7 @@ def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFin
 
 def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str]) -> None:
     info = read_elf(root / rel)
-    dirs = _search_dirs(root, rel, info.search_paths, found)
+    dirs = _search_dirs(root, rel, info.search_paths, found, tag="RUNPATH" if info.runpath else "RPATH")
     for library in info.needed:
         if any((d / library).exists() for d in dirs) or is_base_system("linux", library):
             continue
@@ -223,7 +234,7 @@ def check_bundle(
     os_name = str(leg.get("os") or "linux")
     floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
     if scratch.exists():
-        shutil.rmtree(scratch)
+        remove_tree(scratch)
     unpacked = unpack(bundle, scratch / "bundle")
     # The safe extractor already lifts an archive's one top folder (llama-<tag>/) out.
     root = unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
@@ -245,8 +256,7 @@ def check_bundle(
         if not runs:
             skipped = "no llama-* programs"
     problems = list(result.problems) + [
-        Problem(file=r.program, kind="smoke", message=f"--version exited {r.exit_code}: {r.output.splitlines()[-1] if r.output else ''}")
-        for r in runs if not r.ok
+        Problem(file=r.program, kind="smoke", message=r.failure) for r in runs if not r.ok
     ] + [
         Problem(file=c.program or c.name, kind="smoke", message=c.line)
         for c in checks if not c.ok and c.name != "versions"

@@ -29,7 +29,8 @@ class ElfInfo:
 
     needed: tuple[str, ...] = ()
     soname: str | None = None
-    # Each split on ':'; an empty tuple when the tag is absent.
+    # Each split on ':', empty entries kept (the loader reads one as the current working folder);
+    # an empty tuple when the tag is absent.
     runpath: tuple[str, ...] = ()
     rpath: tuple[str, ...] = ()
     # Version names required from each needed library, e.g. {"libc.so.6": ("GLIBC_2.34",)}.
@@ -64,7 +65,9 @@ def is_elf(path: Path) -> bool:
 
 
 def _split(value: str) -> tuple[str, ...]:
-    return tuple(p for p in value.split(":") if p)
+    # Empty entries are kept: "$ORIGIN:" makes ld.so search the current working folder, and the
+    # closure and check-bundle must see that entry to rewrite or refuse it.
+    return tuple(value.split(":"))
 
 
 def read_elf(path: Path) -> ElfInfo:

@@ -26,20 +26,27 @@ compute on the CPU backend the bundle ships beside the GPU one.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import subprocess
-import tempfile
+import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from pipeline.bundle.elfdeps import is_elf
 from pipeline.bundle.pedeps import is_pe
-from pipeline.guard.children import popen_child, stop_group
+from pipeline.guard.children import adopting_orphans, popen_child, stop_group
 
 PROGRAM_PREFIX = "llama-"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 TIMEOUT_SECONDS = 120
+# How long the output readers get after the program and its tree are gone (a writer that escaped
+# containment, on an OS without it, is not waited for).
+_READ_WAIT = 10.0
 _OUTPUT_CHARS = 400
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
@@ -66,6 +73,10 @@ _NTSTATUS_ERROR = 0xC0000000
 _LOADER_FAILURE = "error while loading shared libraries"
 
 
+# A usage text: what a program that takes no --version prints when it started and refused the flag.
+_USAGE = re.compile(r"\busage\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SmokeRun:
     """One program's ``--version`` run: its exit code and the start of what it printed."""
@@ -73,6 +84,8 @@ class SmokeRun:
     program: str
     exit_code: int
     output: str
+    # Whether what it printed (all that was kept, not only ``output``) holds a usage text.
+    usage: bool = False
 
     @property
     def printed_version(self) -> bool:
@@ -81,11 +94,23 @@ class SmokeRun:
     @property
     def ok(self) -> bool:
         """It started: every library loaded and its main() ran. Some of upstream's programs
-        (llama-simple, llama-gguf-hash...) take no --version and exit 1 with their usage; they pass."""
-        if self.exit_code == 0:
-            return True
+        (llama-simple, llama-gguf-hash...) take no --version and exit 1 with their usage; they pass.
+        Any other non-zero exit is no proof it started, whatever it printed."""
+        return self.exit_code == 0 or (self._could_have_started and (self.usage or bool(_USAGE.search(self.output))))
+
+    @property
+    def _could_have_started(self) -> bool:
         return (0 < self.exit_code < _NTSTATUS_ERROR and self.exit_code not in _NOT_STARTED_CODES
                 and _LOADER_FAILURE not in self.output)
+
+    @property
+    def failure(self) -> str:
+        """Why it does not count as started, with the last line it printed ("" when it does)."""
+        if self.ok:
+            return ""
+        tail = self.output.splitlines()[-1] if self.output else ""
+        why = " without printing a usage text (no sign it started)" if self._could_have_started else ""
+        return f"--version exited {self.exit_code}{why}: {tail}"
 
     def to_json(self) -> dict[str, object]:
         return {"program": self.program, "exit_code": self.exit_code, "output": self.output}
@@ -170,17 +195,63 @@ def scrubbed_env(home: Path) -> dict[str, str]:
     return {"PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
 
 
+# What is kept of each stream of a smoke program: its start and its end (what the checks read:
+# ggml's log of the backends it loaded comes first, the result last); the middle of a longer one
+# is counted and left out, so a program that prints gigabytes costs no memory.
+HEAD_BYTES = 256 * 1024
+TAIL_BYTES = 256 * 1024
+_CHUNK = 64 * 1024
+
+
+class _Bounded:
+    """One output stream read to its end, keeping its first and last bytes."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.left_out = 0
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[bytes]) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(pipe.fileno(), _CHUNK):
+                room = HEAD_BYTES - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.tail.append(chunk)
+                    self.tail_size += len(chunk)
+                    while self.tail_size - len(self.tail[0]) >= TAIL_BYTES:
+                        self.left_out += len(self.tail[0])
+                        self.tail_size -= len(self.tail.popleft())
+
+    def text(self, wait: float) -> str:
+        self._thread.join(wait)
+        tail = b"".join(self.tail)
+        cut = max(0, len(tail) - TAIL_BYTES)
+        left_out = self.left_out + cut
+        middle = f"\n[... {left_out} bytes left out ...]\n".encode() if left_out else b""
+        return (bytes(self.head) + middle + tail[cut:]).decode(errors="replace")
+
+
 def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
     """``<root>/<program> ARGS`` from ``home`` in the scrubbed environment; a program that cannot
-    start or hangs is exit code -1 with the reason as its output."""
+    start or hangs is exit code -1 with the reason as its output.
+
+    The program runs in a session of its own; once it exits (or times out) its group is stopped,
+    and so is whatever left the group (a ``setsid`` daemon: :func:`adopting_orphans`), so nothing
+    it started outlives the check, and nothing holds its output pipes open.
+    """
     home.mkdir(parents=True, exist_ok=True)
-    # Files, not pipes: a program that exits but leaves a child holding its stdout would keep a
-    # pipe open (and the smoke test waiting its whole timeout). What is left of its process
-    # group once it exits is stopped.
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with adopting_orphans() as contained:
         try:
             with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home),
-                             stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+                assert proc.stdout is not None and proc.stderr is not None
+                out, err = _Bounded(proc.stdout), _Bounded(proc.stderr)
                 try:
                     returncode = proc.wait(timeout=TIMEOUT_SECONDS)
                 except subprocess.TimeoutExpired:
@@ -188,18 +259,18 @@ def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
                     return _Ran(exit_code=-1, stdout="", stderr=f"no answer within {TIMEOUT_SECONDS}s")
                 finally:
                     stop_group(proc, grace=0.0)
+                    contained.stop_adopted()
+                # Every writer is gone now (where containment holds): the readers reach the end at once.
+                return _Ran(exit_code=returncode, stdout=out.text(_READ_WAIT), stderr=err.text(_READ_WAIT))
         except OSError as exc:
             return _Ran(exit_code=-1, stdout="", stderr=f"cannot start: {exc.strerror}")
-        out.seek(0)
-        err.seek(0)
-        return _Ran(exit_code=returncode, stdout=out.read().decode(errors="replace"),
-                    stderr=err.read().decode(errors="replace"))
 
 
 def run_version(root: Path, program: str, home: Path) -> SmokeRun:
     """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
     ran = _run(root, program, ["--version"], home)
-    return SmokeRun(program=program, exit_code=ran.exit_code, output=ran.text[:_OUTPUT_CHARS])
+    return SmokeRun(program=program, exit_code=ran.exit_code, output=ran.text[:_OUTPUT_CHARS],
+                    usage=ran.exit_code != 0 and bool(_USAGE.search(ran.text)))
 
 
 def versions_check(runs: Sequence[SmokeRun]) -> SmokeCheck:
@@ -209,9 +280,8 @@ def versions_check(runs: Sequence[SmokeRun]) -> SmokeCheck:
     bad = [r for r in runs if not r.ok]
     if bad:
         first = bad[0]
-        tail = first.output.splitlines()[-1] if first.output else ""
         return SmokeCheck(name="versions", status=FAILED, program=first.program,
-                          line=f"versions: {first.program} --version exited {first.exit_code}: {tail}"
+                          line=f"versions: {first.program} {first.failure}"
                                + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
     no_flag = [r.program for r in runs if not r.printed_version]
     others = f"; {', '.join(no_flag)} started but take no --version" if no_flag else ""

@@ -26,6 +26,7 @@ from typing import Any
 
 from pipeline.archives.deterministic import Entry
 from pipeline.util.fsutil import file_digest
+from pipeline.util.tree_removal import remove_tree
 
 LICENSE_NAME = "LICENSE"
 LICENSES_DIR = "licenses"
@@ -75,7 +76,7 @@ def toolchain_root(details: dict[str, str], env: dict[str, str]) -> Path | None:
 def fresh_stage(stage: Path) -> Path:
     """An empty ``stage`` folder (a previous run's is removed)."""
     if stage.exists() or stage.is_symlink():
-        shutil.rmtree(stage)
+        remove_tree(stage)  # never through a link, never into a mount
     stage.mkdir(parents=True)
     return stage
 

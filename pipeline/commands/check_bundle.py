@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,12 +12,14 @@ from typing import Any
 from pipeline.errors import UsageError
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import glibc_problem
+from pipeline.util.tree_removal import remove_tree
 
 _EPILOG = """\
 The bundle is unpacked into an empty temporary folder. It fails (exit 1),
 naming the file and the library, when a program or library needs a library
 that is neither in the bundle nor on the OS's base-system allowlist, when a
-RUNPATH/RPATH names an absolute (build-machine) folder, when it requires a
+RUNPATH/RPATH names an absolute (build-machine) folder or has an empty or
+relative entry (searched in the current working folder), when it requires a
 GLIBC_x.y above the leg's floor (glibc_max in matrix.toml, recorded in the
 manifest; default 2.35), or when LICENSE is missing. Then, unless --no-smoke
 or the bundle is for another OS, the smoke run, in a scrubbed environment
@@ -63,7 +65,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             smoke=not args.no_smoke, source_tree=args.source_tree,
         )
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(scratch)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -34,7 +34,9 @@ def register(sub: Any) -> None:
             "Check that every expected leg made its bundle, write SHA256SUMS and the notes under "
             "OUT/release/, then create (or find) the draft release for the run's tag, upload what is "
             "not there yet and publish it. A rerun resumes: assets already uploaded with the same "
-            "sha256 are kept. Token: $GITHUB_TOKEN or $GH_TOKEN."
+            "sha256 are kept. An asset is replaced, never removed first: the new bytes go up under a "
+            "staged name, are checked, then take the name (SHA256SUMS last, the notes after). "
+            "Token: $GITHUB_TOKEN or $GH_TOKEN."
         ),
     )
     add_github_options(p)
@@ -125,8 +127,10 @@ def _remote_state(
         return None, None, []
     client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)
+    from pipeline.release.publish import with_digests
+
     release = client.find_release(tag)
-    return client, release, client.list_assets(release) if release else []
+    return client, release, with_digests(client, client.list_assets(release)) if release else []
 
 
 def _print_plan(
@@ -145,6 +149,10 @@ def _print_plan(
         print(f"  {step.action:<9} {step.name:<{width}}  {step.local.size:>12} B  {step.reason}")
     for name in plan.extra:
         print(f"  {'leave':<9} {name:<{width}}  (on the release, not made by this run)")
+    for asset in plan.leftovers:
+        print(f"  {'remove':<9} {asset.name}  (staged by an interrupted run, not these bytes)")
+    for asset in plan.retired:
+        print(f"  {'remove':<9} {asset.name}  (set aside by an interrupted replacement)")
     for leg, why in allowed:
         print(f"  missing   {leg}: {why} (allowed)")
     if not apply:

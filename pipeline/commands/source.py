@@ -61,5 +61,6 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
                   f"{archive} ({manifest.size / 1e6:.1f} MB, sha256 {manifest.sha256[:16]}...)", highlight=False)
     # In Actions: the archive's file name for the legs (the `source` artifact keeps the folder's files).
     set_output("archive", archive.name, env=inputs.environ)
-    print(json.dumps({**manifest.to_json(), "path": str(archive)}, indent=2))
+    # The file list stays in the manifest beside the archive (thousands of lines).
+    print(json.dumps({**manifest.to_json(files=False), "path": str(archive)}, indent=2))
     return 0

@@ -5,7 +5,9 @@ helpers). Killing only the direct child on Ctrl-C or SIGTERM would leave
 those running as orphans, still writing into the build folder. Each child
 therefore starts a new process group (a new session on POSIX, a new process
 group on Windows), and :func:`stop_group` ends the whole group: first
-politely (Ninja then stops its own jobs), then for good.
+politely (Ninja then stops its own jobs), then for good. A child that must
+leave nothing behind at all (a bundle's program in the smoke run) also runs
+under :func:`adopting_orphans`, which catches what left the group.
 """
 
 from __future__ import annotations
@@ -53,6 +55,88 @@ def stop_group(proc: subprocess.Popen[Any], grace: float = GRACE_SECONDS) -> Non
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+# prctl(2): orphaned descendants re-parent to the nearest ancestor that set this, not to init.
+_PR_SET_CHILD_SUBREAPER = 36
+# Rounds of "kill what was adopted, reap it": each round's kills orphan the next generation.
+_ADOPTION_ROUNDS = 64
+
+
+def _set_subreaper(on: bool) -> bool:
+    """Make this process the subreaper of its descendants (Linux); False where the OS has none."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _own_children() -> set[int]:
+    """The pids whose parent is this process, read from /proc (zombies included)."""
+    me, found = os.getpid(), set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, the last ')' ends it.
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) > 1 and fields[1] == str(me):
+            found.add(int(entry.name))
+    return found
+
+
+class Containment:
+    """What :func:`adopting_orphans` yields: whether it holds, and how to end what it caught now."""
+
+    def __init__(self, before: set[int], active: bool) -> None:
+        self._before = before
+        self.active = active
+
+    def stop_adopted(self) -> None:
+        """Kill and reap every process adopted so far, round after round (killing one orphans its
+        own children, which are adopted in turn)."""
+        if not self.active:
+            return
+        for _ in range(_ADOPTION_ROUNDS):
+            adopted = _own_children() - self._before
+            if not adopted:
+                return
+            for pid in adopted:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in adopted:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+
+
+@contextlib.contextmanager
+def adopting_orphans() -> Iterator[Containment]:
+    """Contain what children start, even what leaves their process group and session.
+
+    Inside, this process is the subreaper of its descendants (``PR_SET_CHILD_SUBREAPER``): a
+    grandchild that calls ``setsid()`` and whose parent exits (a daemon) re-parents to this
+    process instead of init. On leaving (or at ``stop_adopted()``), every process adopted
+    meanwhile is killed and reaped. A cgroup would contain them too, but an unprivileged runner
+    cannot create one; the subreaper needs no privilege. Linux only: elsewhere ``active`` is
+    False and only the process group is stopped.
+    """
+    before = _own_children() if sys.platform.startswith("linux") else set()
+    containment = Containment(before, _set_subreaper(True))
+    try:
+        yield containment
+    finally:
+        if containment.active:
+            try:
+                containment.stop_adopted()
+            finally:
+                _set_subreaper(False)
 
 
 def run_child(

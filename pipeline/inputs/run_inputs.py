@@ -14,10 +14,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from pipeline.errors import ConfigError, UsageError
 from pipeline.inputs import settings as S
@@ -54,18 +55,41 @@ class RunInputs:
     cache_home: Path
     download_cache: Path
     toolchain_dir: Path
-    git_url_template: str
-    http_backoff: float
-    # Most seconds one HTTP request may spend waiting between its retries (PIPELINE_HTTP_RETRY_BUDGET).
-    http_retry_budget: float
-    # Seconds to wait for a lock another run holds (0: fail at once, naming the holder).
-    wait_lock: float = 0.0
-    # Seconds without a finished build step before a CI log gets a "still building" line (0: never).
-    heartbeat: float = S.DEFAULT_HEARTBEAT
     # Where the run's moment, policy and index came from: a flag, a variable, a matrix key or "default".
     origins: Mapping[str, str]
     # A read-only copy of the environment: the base of every child process's, GitHub's file commands.
     environ: Mapping[str, str]
+    # The flags of the settings read only when a command uses them (see the properties below).
+    lazy_flags: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+
+    # Settings read when a command asks for them, not when the run starts: a bad PIPELINE_HEARTBEAT
+    # stops a build (one line naming it), never `legs --json`, which has no heartbeat.
+
+    def _lazy(self, setting: S.Setting) -> Any:
+        return S.pick(setting, flag=self.lazy_flags.get(setting.name), environ=self.environ).value
+
+    @property
+    def git_url_template(self) -> str:
+        return str(self._lazy(S.GIT_URL_TEMPLATE))
+
+    @property
+    def http_backoff(self) -> float:
+        return float(self._lazy(S.HTTP_BACKOFF))
+
+    @property
+    def http_retry_budget(self) -> float:
+        """Most seconds one HTTP request may spend waiting between its retries (PIPELINE_HTTP_RETRY_BUDGET)."""
+        return float(self._lazy(S.HTTP_RETRY_BUDGET))
+
+    @property
+    def wait_lock(self) -> float:
+        """Seconds to wait for a lock another run holds (0: fail at once, naming the holder)."""
+        return float(self._lazy(S.WAIT_LOCK))
+
+    @property
+    def heartbeat(self) -> float:
+        """Seconds without a finished build step before a CI log gets a "still building" line (0: never)."""
+        return float(self._lazy(S.HEARTBEAT))
 
     def require_matrix(self) -> Matrix:
         if self.matrix is None:
@@ -176,11 +200,7 @@ def read_inputs(
         cache_home=cache_home,
         download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
-        git_url_template=S.pick(S.GIT_URL_TEMPLATE, environ=env).value,
-        http_backoff=S.pick(S.HTTP_BACKOFF, environ=env).value,
-        http_retry_budget=S.pick(S.HTTP_RETRY_BUDGET, environ=env).value,
-        wait_lock=S.pick(S.WAIT_LOCK, flag=_flag(args, S.WAIT_LOCK), environ=env).value,
-        heartbeat=S.pick(S.HEARTBEAT, environ=env).value,
+        lazy_flags=MappingProxyType({S.WAIT_LOCK.name: _flag(args, S.WAIT_LOCK)}),
         origins=MappingProxyType({
             S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
             S.ROCM_VERSION.name: policy.where,

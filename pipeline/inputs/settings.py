@@ -143,7 +143,24 @@ def parse_budget(text: str, where: str) -> float:
 
 
 def parse_heartbeat(text: str, where: str) -> float:
-    return _parse_seconds(text, where, MAX_HEARTBEAT)
+    # 0 turns it off; below a second, a heartbeat is a flood (thousands of lines in one build).
+    value = _parse_seconds(text, where, MAX_HEARTBEAT)
+    if 0 < value < MIN_HEARTBEAT:
+        raise UsageError(f"{where}: expected 0 (no heartbeat) or {MIN_HEARTBEAT:g} to {MAX_HEARTBEAT:g} seconds, got {text!r}")
+    return value
+
+
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def parse_bool(text: str, where: str) -> bool:
+    """``true/false``, ``1/0``, ``yes/no`` (any case); anything else is refused, never taken for false."""
+    value = text.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise UsageError(f"{where}: expected true, false, 1, 0, yes or no, got {text!r}")
 
 
 def parse_days(text: str, where: str) -> float:
@@ -177,6 +194,7 @@ DEFAULT_CACHE_MAX_GB = 40.0
 DEFAULT_RETRY_BUDGET = 300.0
 # An hour: a CI log silent for longer looks hung to whoever reads it (and to a job timeout).
 MAX_HEARTBEAT = 3600.0
+MIN_HEARTBEAT = 1.0
 DEFAULT_HEARTBEAT = 60.0
 
 
@@ -278,7 +296,7 @@ NIGHTLY_STATUS = Setting(
     help="how the nightly ended: success or failure (alert)",
 )
 FORCE = Setting(
-    name="force", env=("PIPELINE_FORCE",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
+    name="force", env=("PIPELINE_FORCE",), parse=parse_bool,
     default=False, help="build even when the release for the tag exists (release-exists --force)",
 )
 WAIT_LOCK = Setting(
@@ -291,7 +309,7 @@ HEARTBEAT = Setting(
     default=DEFAULT_HEARTBEAT, help="in a CI log, a 'still building' line after this many seconds without a finished step (0: none)",
 )
 DEBUG = Setting(
-    name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=lambda t, w: t.strip().lower() in ("1", "true", "yes"),
+    name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=parse_bool,
     default=False, help="show the traceback behind an error line (the one-line message stays)",
 )
 HTTP_RETRY_BUDGET = Setting(

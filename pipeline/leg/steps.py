@@ -42,6 +42,7 @@ from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.base import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.util.tree_removal import remove_tree
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -159,6 +160,9 @@ def run_leg(
     reproduction names the original's repository, tag and mix).
     """
     matrix = inputs.require_matrix()
+    # The settings a build reads later (read when used, so other commands ignore them): a bad one
+    # is refused here, before the lock, the record or any work.
+    _ = (inputs.wait_lock, inputs.heartbeat, inputs.http_backoff, inputs.http_retry_budget, inputs.git_url_template)
     clock = time.monotonic()
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
@@ -301,7 +305,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         check_note=check.note,
     )
     if build.exists():
-        shutil.rmtree(build)
+        remove_tree(build)  # never through a link, never into a mount
     build.mkdir(parents=True)
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         ctx.warn(warning)

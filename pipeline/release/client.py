@@ -11,6 +11,7 @@ found by listing the releases, so a rerun finds the draft a crashed run left.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,6 +43,8 @@ class Release:
     prerelease: bool = False
     # Where GitHub creates (created) the tag: a commit SHA or a branch ("" when the answer has none).
     target_commitish: str = ""
+    # The notes as the release holds them now: a rerun compares them with its own (owed or not).
+    body: str = ""
 
     @classmethod
     def from_api(cls, data: Any, *, where: str) -> Release:
@@ -52,7 +55,8 @@ class Release:
             raise GitHubError(f"{where}: malformed release: needs an integer 'id', 'tag_name' and 'upload_url'")
         return cls(id=ident, tag=tag, draft=bool(data.get("draft")), upload_url=upload,
                    html_url=str(data.get("html_url", "")), prerelease=bool(data.get("prerelease")),
-                   target_commitish=str(data.get("target_commitish") or ""))  # fmt: skip
+                   target_commitish=str(data.get("target_commitish") or ""),
+                   body=str(data.get("body") or ""))  # fmt: skip
 
 
 def _asset(data: Any, where: str) -> RemoteAsset:
@@ -158,6 +162,31 @@ class ReleasesClient(RestClient):
         """Delete one asset; False when it was already gone."""
         resp = self._request("DELETE", f"{self.repo_url}/releases/assets/{asset_id}", accept=(404,))
         return resp.status_code != 404
+
+    def rename_asset(self, asset_id: int, name: str) -> RemoteAsset:
+        """Give asset ``asset_id`` the name ``name`` (``PATCH .../releases/assets/{id}``); AssetExists on a clash."""
+        url = f"{self.repo_url}/releases/assets/{asset_id}"
+        resp = self._request("PATCH", url, json={"name": name}, accept=(422,))
+        where = f"PATCH {self._path(url)}"
+        if resp.status_code == 422:
+            if _is_already_exists(resp):
+                raise AssetExists(f"{where}: an asset named {name} is already on the release")
+            raise GitHubError(self.hide_token(f"{where}: HTTP 422 renaming to {name}"))
+        return _asset(_json_body(resp, where), where)
+
+    def asset_sha256(self, asset_id: int) -> str:
+        """The sha256 of an asset's bytes, read back (for a server that reports no digest)."""
+        url = f"{self.repo_url}/releases/assets/{asset_id}"
+        resp = self._request("GET", url, headers={"Accept": "application/octet-stream"}, stream=True)
+        digest = hashlib.sha256()
+        try:
+            for chunk in resp.iter_content(chunk_size=1 << 20):
+                digest.update(chunk)
+        except OSError as exc:
+            raise GitHubError(f"GET {self._path(url)}: reading the asset back failed: {exc}") from None
+        finally:
+            resp.close()
+        return digest.hexdigest()
 
     def upload_asset(self, release: Release, name: str, path: Path, content_type: str) -> RemoteAsset:
         """Upload ``path`` as asset ``name``; AssetExists on GitHub's 422 ``already_exists``."""

@@ -7,7 +7,14 @@ rerun after a crash resumes instead of starting over:
 
 - an asset already there with the same sha256 is kept;
 - one left half-uploaded (GitHub's ``starter`` state) is uploaded again;
-- one that differs is a conflict unless ``replace`` (then deleted and uploaded).
+- one that differs is a conflict unless ``replace`` (then replaced).
+
+A replacement is never a removal first: the new bytes go up under a staged
+name (``<name>.pending-<sha256[:16]>``), are checked, and only then take the
+name; the old copy steps aside (``<name>.previous-<id>``) and is deleted once
+the whole release is new. A rerun reads what an interrupted run left from
+those names: a staged copy of the right bytes is renamed instead of sent
+again, one of other bytes and every previous copy are deleted.
 """
 
 from __future__ import annotations
@@ -298,6 +305,8 @@ class AssetStep:
     local: LocalAsset
     remote: RemoteAsset | None = None
     reason: str = ""
+    # A staged copy of exactly these bytes already on the release (an interrupted run's): renamed, not sent again.
+    staged: RemoteAsset | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,6 +314,10 @@ class UploadPlan:
     steps: tuple[AssetStep, ...]
     # Assets on the release that this run does not have: left alone.
     extra: tuple[str, ...] = ()
+    # Staged copies no step can use (other bytes, half uploaded): deleted before anything else.
+    leftovers: tuple[RemoteAsset, ...] = ()
+    # Previous copies an interrupted replacement set aside: deleted once the release is new.
+    retired: tuple[RemoteAsset, ...] = ()
 
     @property
     def conflicts(self) -> tuple[AssetStep, ...]:
@@ -332,19 +345,55 @@ def _compare(local: LocalAsset, remote: RemoteAsset, replace: bool) -> AssetStep
     return AssetStep(action=action, name=local.name, local=local, remote=remote, reason=differs)
 
 
+STAGED_MARK = ".pending-"
+RETIRED_MARK = ".previous-"
+_STAGED_DIGITS = 16
+
+
+def staged_name(name: str, sha256: str) -> str:
+    """The name new bytes are uploaded under before they replace (or become) ``name``."""
+    return f"{name}{STAGED_MARK}{sha256[:_STAGED_DIGITS]}"
+
+
+def retired_name(name: str, asset_id: int) -> str:
+    """The name a replaced asset steps aside to until the whole release is new."""
+    return f"{name}{RETIRED_MARK}{asset_id}"
+
+
+def _marked(name: str, mark: str) -> bool:
+    head, found, tail = name.rpartition(mark)
+    return bool(found and head and tail.isalnum())
+
+
+def _ready(asset: LocalAsset, copy: RemoteAsset) -> bool:
+    """Is ``copy`` a complete staged upload of ``asset``'s bytes (as far as the server says)?"""
+    return (copy.name == staged_name(asset.name, asset.sha256) and copy.state == "uploaded"
+            and copy.size == asset.size and copy.sha256 in (None, asset.sha256))  # fmt: skip
+
+
 def plan_uploads(local: Sequence[LocalAsset], remote: Sequence[RemoteAsset], *, replace: bool = False) -> UploadPlan:
     """One step per local asset, in order, with ``SHA256SUMS`` last (it vouches for the rest)."""
-    by_name = {r.name: r for r in remote}
+    staged = [r for r in remote if _marked(r.name, STAGED_MARK)]
+    retired = tuple(r for r in remote if _marked(r.name, RETIRED_MARK))
+    by_name = {r.name: r for r in remote if r not in staged and r not in retired}
     ordered = sorted(local, key=lambda a: (a.name == SUMS_NAME, a.name))
     steps = []
+    used: set[int] = set()
     for asset in ordered:
         there = by_name.get(asset.name)
         if there is None:
-            steps.append(AssetStep(action="upload", name=asset.name, local=asset, reason="not on the release"))
+            step = AssetStep(action="upload", name=asset.name, local=asset, reason="not on the release")
         else:
-            steps.append(_compare(asset, there, replace))
+            step = _compare(asset, there, replace)
+        copy = next((c for c in staged if _ready(asset, c)), None)
+        if copy is not None and step.action not in ("keep", "conflict"):
+            used.add(copy.id)
+            step = AssetStep(action=step.action, name=step.name, local=asset, remote=step.remote,
+                             reason=f"{step.reason}; staged as {copy.name} already", staged=copy)  # fmt: skip
+        steps.append(step)
     extra = tuple(sorted(set(by_name) - {a.name for a in local}))
-    return UploadPlan(steps=tuple(steps), extra=extra)
+    leftovers = tuple(c for c in staged if c.id not in used)
+    return UploadPlan(steps=tuple(steps), extra=extra, leftovers=leftovers, retired=retired)
 
 
 def parse_digest(value: Any) -> str | None:

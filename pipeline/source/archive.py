@@ -14,21 +14,25 @@ commit gives the same bytes on every machine with the same git.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.archives.extract import MARKER, extract_archive, tree_change
+from pipeline.archives.extract import MARKER, extract_archive
 from pipeline.errors import SourceError
 from pipeline.guard.children import popen_child, run_child
 from pipeline.names import is_safe_tag
-from pipeline.util.fsutil import atomic_output, atomic_write_json, file_digest
+from pipeline.util.fsutil import atomic_output, atomic_write_json, file_digest, stream_digest
+from pipeline.util.tree_removal import remove_tree
 
 # The folder every archive unpacks to (the configure line names it; same on every leg).
 ARCHIVE_ROOT = "llama.cpp"
@@ -47,11 +51,16 @@ class SourceManifest:
     sha256: str
     size: int
     source: Mapping[str, Any]
+    # Every file of the tree the archive unpacks to (relative to it): ``"<sha256> <size>[ x]"``, or
+    # ``"-> <target>"`` for a link. A reused tree is checked against this list, which travels with
+    # the archive, never against a list kept inside the tree (one edited with it would agree).
+    files: Mapping[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, files: bool = True) -> dict[str, Any]:
         return {
             "format": MANIFEST_FORMAT, "archive": self.archive, "tag": self.tag, "commit": self.commit,
             "sha256": self.sha256, "size": self.size, "source": dict(self.source),
+            **({"files": dict(self.files)} if files else {}),
         }
 
 
@@ -85,9 +94,48 @@ def write_source_archive(
         if proc.returncode != 0:
             raise SourceError(f"{checkout}: git archive failed: {err.strip().splitlines()[-1:] or proc.returncode}")
     size, sha = file_digest(archive)
-    manifest = SourceManifest(archive=archive.name, tag=tag, commit=commit, sha256=sha, size=size, source=source)
+    manifest = SourceManifest(archive=archive.name, tag=tag, commit=commit, sha256=sha, size=size, source=source,
+                              files=archive_listing(archive))
     atomic_write_json(manifest_path(archive), manifest.to_json())
     return archive, manifest
+
+
+def archive_listing(archive: Path) -> dict[str, str]:
+    """What the archive's tree holds, read from its members (see :attr:`SourceManifest.files`)."""
+    found: dict[str, str] = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in tar:
+            rel = member.name.removeprefix(f"{ARCHIVE_ROOT}/").rstrip("/")
+            if not rel or rel == ARCHIVE_ROOT or member.isdir():
+                continue
+            if member.issym():
+                found[rel] = f"-> {member.linkname}"
+            elif member.isreg() and (data := tar.extractfile(member)) is not None:
+                with data:
+                    digest = stream_digest(data)[1]
+                found[rel] = f"{digest} {member.size}" + (" x" if member.mode & 0o100 else "")
+    return dict(sorted(found.items()))
+
+
+def tree_listing(root: Path) -> dict[str, str]:
+    """The same listing, read from an unpacked tree (the extractor's marker file left out)."""
+    found: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        here = Path(dirpath)
+        for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if rel == MARKER:
+                continue
+            if path.is_symlink():
+                found[rel] = f"-> {path.readlink()}"
+            elif path.is_file():
+                size, digest = file_digest(path)
+                found[rel] = f"{digest} {size}" + (" x" if path.stat().st_mode & 0o100 else "")
+            else:
+                found[rel] = "not a file"
+    return dict(sorted(found.items()))
 
 
 def read_manifest(archive: Path) -> SourceManifest:
@@ -104,11 +152,15 @@ def read_manifest(archive: Path) -> SourceManifest:
     try:
         if data.get("format") != MANIFEST_FORMAT:
             raise SourceError(f"{path}: manifest format {data.get('format')!r}, expected {MANIFEST_FORMAT}")
+        files = data.get("files") or {}
+        if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+            raise SourceError(f"{path}: malformed source manifest (files: expected an object of strings)")
         manifest = SourceManifest(
             archive=str(data["archive"]), tag=str(data["tag"]), commit=str(data["commit"]),
             sha256=str(data["sha256"]), size=int(data["size"]), source=dict(data.get("source") or {}),
+            files=files,
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise SourceError(f"{path}: malformed source manifest ({exc})") from None
     # The tag names the bundle file and the release: from a file someone else wrote, it is checked
     # here like a --tag on the command line ("../../x" would name a file outside the output folder).
@@ -125,10 +177,11 @@ def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceMani
     paths ccache hands the compiler, the ``-ffile-prefix-map`` flags), so a
     folder named after the archive's hash made every new tag a cold build.
     A folder whose marker names this archive's sha256 and whose files are
-    unchanged since they were extracted (every file's digest, listed in the
-    marker) is re-used; anything else is replaced: the new tree is
-    extracted beside it and swapped in whole, so a build never sees a mix of
-    two tags. The caller holds the leg's lock.
+    exactly those the manifest lists (every file's digest: the manifest
+    travels with the archive and vouches for it by its sha256) is re-used;
+    anything else is replaced: the new tree is extracted beside it, checked
+    against the manifest's list, and swapped in whole, so a build never sees a
+    mix of two tags. The caller holds the leg's lock.
     """
     manifest = read_manifest(archive)
     size, sha = file_digest(archive)
@@ -146,35 +199,49 @@ def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceMani
     remove_stale(target.parent, f".{target.name}.", (".partial",))
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
     try:
-        new = extract_archive(archive, staging / "new", marker={"sha256": manifest.sha256, "commit": manifest.commit},
-                              digests=True)
+        new = extract_archive(archive, staging / "new", marker={"sha256": manifest.sha256, "commit": manifest.commit})
+        if manifest.files and (differs := _first_difference(tree_listing(new), manifest.files)):
+            raise SourceError(f"source archive {archive}: its tree does not match its manifest's file list ({differs})")
         swap_into_place(new, target, staging)
     except ToolchainError as err:
         raise SourceError(f"source archive {archive}: {err.message}") from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(staging)
     return target, manifest
 
 
 def _extracted_from(target: Path, manifest: SourceManifest) -> bool:
     """Whether ``target`` is still exactly what this archive extracted to.
 
-    The marker names the archive and lists every file's digest; a tree whose
-    files were edited, added or removed since is extracted again, so what is
-    built is always what the record's ``archive_sha256`` says. An older
-    marker without the list is not trusted either.
+    Its marker must name the archive, and its files must be the manifest's list, each one hashed
+    (a source tree is small: an edit that kept size and time is found too); a file added, edited
+    or removed since, even together with the marker, means it is extracted again. A manifest
+    without the list (an older one) never lets a tree be re-used.
     """
+    if not manifest.files:
+        return False
     try:
         marker = json.loads((target / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not isinstance(marker, dict) or marker.get("sha256") != manifest.sha256 or not isinstance(marker.get("files"), dict):
+    if not isinstance(marker, dict) or marker.get("sha256") != manifest.sha256:
         return False
     try:
-        # Every file hashed (a source tree is small): an edit that kept size and time is found too.
-        return tree_change(target, marker["files"], quick=False, added=True) is None
+        return _first_difference(tree_listing(target), manifest.files) is None
     except OSError:
         return False
+
+
+def _first_difference(found: Mapping[str, str], listed: Mapping[str, str]) -> str | None:
+    for rel in sorted(set(found) | set(listed)):
+        if rel not in found:
+            return f"{rel} is missing"
+        if rel not in listed:
+            return f"{rel} was added"
+        if found[rel] != listed[rel]:
+            return f"{rel} changed"
+    return None
 
 
 def git_objects_bytes(repo: Path) -> int:

@@ -28,10 +28,10 @@ def test_a_build_in_a_ci_log_prints_progress_and_heartbeats_unwrapped(tmp_path: 
     project = write_cpp_project(ws / "project", units=8)
     # One step that finishes nothing for a while, as a long HIP compile does: heartbeats fill it.
     with (project / "CMakeLists.txt").open("a") as cml:
-        cml.write('add_custom_target(slow_step ALL COMMAND "${CMAKE_COMMAND}" -E sleep 3 DEPENDS demo)\n')
+        cml.write('add_custom_target(slow_step ALL COMMAND "${CMAKE_COMMAND}" -E sleep 4 DEPENDS demo)\n')
     write_matrix(ws / "matrix.toml")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "TERM")}
-    env.update(PYTHONPATH=str(ROOT), FORCE_COLOR="1", GITHUB_ACTIONS="true", PIPELINE_HEARTBEAT="0.5")
+    env.update(PYTHONPATH=str(ROOT), FORCE_COLOR="1", GITHUB_ACTIONS="true", PIPELINE_HEARTBEAT="1")  # the shortest heartbeat there is
     proc = subprocess.run(
         [sys.executable, "-m", "pipeline", "--matrix", str(ws / "matrix.toml"), "build", "cpu",
          "--source", str(project), "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"),

@@ -8,91 +8,29 @@ import os
 import signal
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from pipeline.bundle.make import bundle_name
 from pipeline.errors import GitHubError, PublishError
-from pipeline.inputs.matrix import load_matrix
 from pipeline.release.client import ReleasesClient
 from pipeline.release.plan import LocalAsset, UploadPlan, plan_uploads
 from pipeline.release.publish import apply_release
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT, run_pipeline
+from tests.support.release_runs import (
+    COMMIT,
+    MATRIX,
+    REPO,
+    TAG,
+    TOKEN,
+    assert_release_complete,
+    env_for,
+    make_run,
+    publish,
+)
 
 pytestmark = pytest.mark.integration
-
-REPO = "octo/llama"
-TOKEN = "ghs_publish_secret_0123456789"
-TAG = "b7000"
-# Every leg of matrix.toml: a run of some of them is a partial release (see the tests at the end).
-LEGS = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X", "rocm-windows-gfx1151")
-COMMIT = "0c1e570" + "0" * 33
-MATRIX = ROOT / "matrix.toml"
-
-
-def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS) -> dict[str, Path]:
-    """A run's output folder as the workflow downloads it: records in OUT/<leg>/, bundles in OUT/dist/."""
-    bundles: dict[str, Path] = {}
-    for i, leg in enumerate(legs):
-        name = bundle_name(load_matrix(MATRIX).leg(leg), TAG)
-        record: dict[str, Any] = {
-            "leg": leg,
-            "backend": leg.split("-")[0],
-            "os": "linux",
-            "started": "2026-08-10T09:17:00+00:00",
-            "status": "failed" if leg in failed else "success",
-            "wall_seconds": 100.0 + i,
-            "source": {"tag": TAG, "base_tag": TAG, "commit": COMMIT, "mix": []},
-            "toolchain": {"identity": f"{leg}-toolchain"},
-            "ccache": {"hit_rate": 0.25 * i},
-            "bundle": None if leg in failed else f"dist/{name}",
-        }
-        (out / leg).mkdir(parents=True)
-        (out / leg / "record.json").write_text(json.dumps(record))
-        if leg in failed:
-            continue
-        payload = out / "payload" / leg / "bin" / "llama-cli"
-        payload.parent.mkdir(parents=True)
-        payload.write_bytes(os.urandom(4096) + leg.encode())
-        (out / "dist").mkdir(exist_ok=True)
-        with tarfile.open(out / "dist" / name, "w:gz") as tar:
-            tar.add(payload, arcname=f"bin/llama-cli-{leg}")
-        bundles[name] = out / "dist" / name
-    return bundles
-
-
-def env_for(gh: FakeGitHub, **extra: str) -> dict[str, str]:
-    return {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_LEGS": ",".join(LEGS), **extra}
-
-
-def publish(gh: FakeGitHub, out: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return run_pipeline(
-        ["--matrix", str(MATRIX), "publish", "--repo", REPO, "--api-url", gh.api_url, "--out", str(out), *args],
-        env=env_for(gh, **env),
-    )
-
-
-def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path) -> None:
-    release = gh.release(TAG)
-    assert release is not None and release["draft"] is False
-    assert [r["tag_name"] for r in gh.releases] == [TAG]  # never a second release for one tag
-    assert gh.asset_names(TAG) == sorted([*bundles, "SHA256SUMS"])
-    by_name = {a["name"]: a for a in release["assets"]}
-    assert all(a["state"] == "uploaded" for a in by_name.values())
-    check = tmp / "check"
-    check.mkdir()
-    for name, asset in by_name.items():
-        (check / name).write_bytes(gh.asset_bytes[asset["id"]])
-    for name, path in bundles.items():
-        assert (check / name).read_bytes() == path.read_bytes()
-    # The real sha256sum vouches for SHA256SUMS and every uploaded bundle.
-    proc = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=check, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count(": OK") == len(bundles)
 
 
 def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:

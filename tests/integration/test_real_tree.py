@@ -59,6 +59,7 @@ from tests.support.llama_tree import (
     Forge,
     prepared_forge,
 )
+from tests.support.planted import PLANTED_MESSAGE, plant_libraries
 
 # The matrix template and the legs it declares (tests/unit/test_tested_flags.py reads them here).
 from tests.support.real_tree_matrix import MATRIX as MATRIX
@@ -291,6 +292,26 @@ def test_the_bundled_program_runs_from_the_extracted_bundle(real_tree: RealTree,
     base = next(p for p in files.iterdir() if p.name.startswith("libggml-base.so") and not p.is_symlink())
     assert workspace_head.encode() not in base.read_bytes()
     assert "(built with the e2e mix)" in usage.stdout
+
+
+def test_every_elf_file_searches_only_the_bundles_folders(real_tree: RealTree, tmp_path: Path) -> None:
+    """CMake links the tree's libraries with RUNPATH ``$ORIGIN:`` (an empty entry: the working folder)."""
+    files = _extract(real_tree.runner.bundle, tmp_path / "bundle")
+    elfs = [p for p in sorted(files.iterdir())
+            if p.is_file() and not p.is_symlink() and p.read_bytes()[:4] == b"\x7fELF"]  # fmt: skip
+    names = [p.name for p in elfs]
+    assert PROGRAM in names and "libggml-cpu.so" in names and any(n.startswith("libllama.so") for n in names)
+    for path in elfs:
+        out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+        assert "(RPATH)" not in out, path.name
+        for runpath in re.findall(r"\(RUNPATH\)\s+Library runpath: \[(.*)\]", out):
+            assert all(re.fullmatch(r"\$ORIGIN(/[^:]+)?", e) for e in runpath.split(":")), (path.name, runpath)
+    # Run from a folder holding files named like the system libraries it needs: none is loaded.
+    planted = plant_libraries(tmp_path / "downloads", ("libm.so.6", "libgomp.so.1", "libgcc_s.so.1"))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "LC_ALL": "C"}
+    proc = subprocess.run([str(files / PROGRAM), "--version"], cwd=planted, env=env, capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert proc.returncode == 0 and PLANTED_MESSAGE not in proc.stderr, proc.stderr
 
 
 def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:

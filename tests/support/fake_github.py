@@ -11,7 +11,14 @@ releases only (drafts are listed by ``GET .../releases``), a second release
 for a tag answers 422 ``already_exists``, assets are uploaded to a second
 server (GitHub's separate uploads host) named by the release's
 ``upload_url`` template and carry a ``digest``; a duplicate name answers 422
-``already_exists``. A release records ``target_commitish``, ``prerelease``
+``already_exists``. ``PATCH .../releases/assets/{id}`` renames an asset (422
+``already_exists`` when another asset has the name), ``GET
+.../releases/assets/{id}`` with ``Accept: application/octet-stream`` answers
+its bytes; ``digests=False`` plays a server that reports no ``digest``.
+``history`` holds each release's assets (name -> bytes) and notes after every
+change, so a test checks every moment, not only the end; ``on_change`` runs
+after a change took effect and before its answer is sent (a test kills the
+client there: a run killed between two steps). A release records ``target_commitish``, ``prerelease``
 and which release is latest (``make_latest``, default true for a published
 non-prerelease); a ``target_commitish`` naming a commit the repository does
 not hold (``commits``: the SHAs it has) answers 422 ``invalid``, as GitHub
@@ -40,6 +47,8 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b'{"message": "scripted fault"}'
     times: int = 1
+    # Matching requests let through before the fault fires.
+    after: int = 0
 
 
 @dataclass
@@ -57,8 +66,14 @@ class FakeGitHub:
     """``with FakeGitHub(repo="o/r", token="t") as gh: gh.add_cache(...); gh.api_url``."""
 
     def __init__(self, *, repo: str = "octo/llama", token: str = "test-token", max_per_page: int = 7,
-                 commits: tuple[str, ...] = ()) -> None:
+                 commits: tuple[str, ...] = (), digests: bool = True) -> None:
         self.repo = repo
+        self.digests = digests
+        # After every change (a 2xx POST, PATCH or DELETE): the method and path, and per tag the
+        # release's draft flag, notes and assets (name -> bytes).
+        self.history: list[tuple[str, dict[str, dict[str, Any]]]] = []
+        # Called with each change's request after it took effect, before the answer is sent.
+        self.on_change: Callable[[Seen], None] | None = None
         # The commits this repository holds (a target_commitish must be one of them, or a branch).
         self.commits = set(commits)
         # The id of the release GitHub shows as "Latest".
@@ -89,8 +104,8 @@ class FakeGitHub:
 
             def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                for k, v in (headers or {}).items():
+                headers = {"Content-Type": "application/json; charset=utf-8", **(headers or {})}
+                for k, v in headers.items():
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -105,6 +120,8 @@ class FakeGitHub:
                     self.command, self.path, self.headers.get("Authorization"), data, uploads=uploads,
                     partial=len(data) < length,
                 )
+                if outer.on_change and self.command != "GET" and status < 300:
+                    outer.on_change(outer.requests[-1])
                 self._reply(status, body, headers)
                 if uploads and status == 201 and outer.on_upload:
                     outer.on_upload(outer.uploads_done)
@@ -168,10 +185,12 @@ class FakeGitHub:
         )
 
     def fault(self, method: str, pattern: str, status: int, *, times: int = 1, headers: dict[str, str] | None = None,
-              body: bytes | None = None) -> None:
-        """Answer the next ``times`` requests matching ``method`` and ``pattern`` with ``status``."""
+              body: bytes | None = None, after: int = 0) -> None:
+        """Answer the next ``times`` requests matching ``method`` and ``pattern`` with ``status``
+        (once ``after`` of them went through)."""
         self.faults.append(
-            Fault(method, pattern, status, headers or {}, body if body is not None else b'{"message": "fault"}', times)
+            Fault(method, pattern, status, headers or {}, body if body is not None else b'{"message": "fault"}', times,
+                  after)
         )
 
     def hits(self, method: str, status: int | None = None) -> int:
@@ -188,7 +207,20 @@ class FakeGitHub:
         with self._lock:
             status, body, headers = self._route(method, parts.path, parts.query, query, auth, data, uploads, partial)
             self.requests.append(Seen(method, parts.path, query, auth, status, uploads))
+            if method != "GET" and status < 300:
+                self.history.append((f"{method} {parts.path}", self.snapshot()))
         return status, body, headers
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Per tag: ``draft``, ``prerelease``, ``body`` and ``assets`` (name -> bytes, uploaded ones only)."""
+        return {
+            r["tag_name"]: {
+                "draft": r["draft"], "prerelease": r["prerelease"], "body": r["body"],
+                "assets": {a["name"]: self.asset_bytes[a["id"]] for a in r["assets"] if a["state"] == "uploaded"},
+                "starter": sorted(a["name"] for a in r["assets"] if a["state"] != "uploaded"),
+            }
+            for r in self.releases
+        }
 
     def _route(
         self, method: str, path: str, raw_query: str, query: dict[str, list[str]], auth: str | None,
@@ -197,6 +229,9 @@ class FakeGitHub:
         target = f"{path}?{raw_query}" if raw_query else path
         for fault in self.faults:
             if fault.times > 0 and fault.method == method and re.search(fault.pattern, target):
+                if fault.after > 0:
+                    fault.after -= 1
+                    continue
                 fault.times -= 1
                 return fault.status, fault.body, fault.headers
         if auth != f"Bearer {self.token}":
@@ -280,7 +315,7 @@ class FakeGitHub:
             "name": name,
             "size": len(data),
             "state": state,
-            "digest": f"sha256:{hashlib.sha256(data).hexdigest()}",
+            "digest": f"sha256:{hashlib.sha256(data).hexdigest()}" if self.digests else None,
             "content_type": "application/octet-stream",
         }
         release["assets"].append(asset)
@@ -321,6 +356,19 @@ class FakeGitHub:
                 if newly_published or patch.get("make_latest") == "true":
                     self._maybe_latest(release, patch)
                 return 200, _json(self._release_json(release)), {}
+        if method in ("GET", "PATCH") and (m := re.fullmatch(r"/releases/assets/(\d+)", path)):
+            found = next(((r, a) for r in self.releases for a in r["assets"] if a["id"] == int(m.group(1))), None)
+            if found is None:
+                return 404, _json({"message": "Not Found"}), {}
+            release, asset = found
+            if method == "GET":
+                return 200, self.asset_bytes[asset["id"]], {"Content-Type": "application/octet-stream"}
+            name = json.loads(data or b"{}").get("name", asset["name"])
+            if any(a["name"] == name and a is not asset for a in release["assets"]):
+                errors = [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]
+                return 422, _json({"message": "Validation Failed", "errors": errors}), {}
+            asset["name"] = name
+            return 200, _json(asset), {}
         if method == "DELETE" and (m := re.fullmatch(r"/releases/assets/(\d+)", path)):
             for release in self.releases:
                 for i, asset in enumerate(release["assets"]):

@@ -216,3 +216,26 @@ def test_when_assets_that_differ_are_replaced(
     asked: bool, forced: bool, prerelease: bool, partial: tuple[str, ...], expected: bool
 ) -> None:
     assert replaces_assets(asked=asked, forced=forced, release_is_prerelease=prerelease, partial=partial) is expected
+
+
+def test_an_interrupted_replacement_is_read_from_the_staged_and_previous_names() -> None:
+    new_a, new_b = hashlib.sha256(b"A2").hexdigest(), hashlib.sha256(b"B2").hexdigest()
+    mine = [local("a.tar.gz", b"A2"), local("b.zip", b"B2"), local("c.zip", b"C")]
+    there = [
+        remote(1, f"a.tar.gz.previous-{7}", b"A1"),  # set aside; its new copy took the name
+        remote(2, "a.tar.gz", b"A2"),
+        remote(3, "b.zip", b"B1"),
+        remote(4, f"b.zip.pending-{new_b[:16]}", b"B2"),  # staged, checked, not renamed yet
+        remote(5, f"c.zip.pending-{new_a[:16]}", b"A2"),  # staged bytes that are not c.zip's
+        remote(6, "c.zip.pending-0123456789abcdef", b"C", state="starter"),
+        remote(7, "notes.txt", b"kept by hand"),
+    ]
+    plan = plan_uploads(mine, there, replace=True)
+    assert [(s.action, s.name, s.staged.id if s.staged else None) for s in plan.steps] == [
+        ("keep", "a.tar.gz", None), ("replace", "b.zip", 4), ("upload", "c.zip", None)]
+    assert [a.id for a in plan.leftovers] == [5, 6]
+    assert [a.id for a in plan.retired] == [1]
+    assert plan.extra == ("notes.txt",)
+    # Staged bytes of the wrong size are never taken for these, even without a digest.
+    short = plan_uploads([local("b.zip", b"B2")], [remote(4, f"b.zip.pending-{new_b[:16]}", b"B", digest=False)])
+    assert short.steps[0].staged is None and [a.id for a in short.leftovers] == [4]

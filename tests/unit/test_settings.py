@@ -39,7 +39,7 @@ VALUES = {
     "status": ("failure", "success", None),
     "force": (None, "true", None),
     "wait_lock": ("30", "5", None),
-    "heartbeat": (None, "0.5", None),
+    "heartbeat": (None, "1.5", None),
     "http_retry_budget": (None, "45", None),
     # --debug is a switch (store_true), read before the run's inputs: only its variable goes through pick.
     "debug": (None, "1", None),

@@ -111,3 +111,15 @@ def test_a_program_started_when_it_ran_even_without_a_version_flag() -> None:
     check = versions_check(not_started)
     assert (check.status, check.line) == (
         "failed", "versions: a --version exited 127: a: error while loading shared libraries: libx.so.1 (and 3 more)")
+
+
+def test_a_non_zero_exit_counts_as_started_only_with_a_usage_text() -> None:
+    from pipeline.bundle.smoke import SmokeRun, versions_check
+
+    quiet_failure = SmokeRun(program="llama-x", exit_code=3, output="main: loading model\nsomething went wrong")
+    assert not quiet_failure.ok
+    assert versions_check([quiet_failure]).line == (
+        "versions: llama-x --version exited 3 without printing a usage text (no sign it started): something went wrong")
+    # The usage text may come after the 400 characters kept as output: the run says it saw one.
+    assert SmokeRun(program="llama-y", exit_code=1, output="log " * 200, usage=True).ok
+    assert SmokeRun(program="llama-z", exit_code=2, output="usage: llama-z [options]").ok

@@ -1,0 +1,90 @@
+"""A run's output folder and a publish against the fake GitHub, for the release tests.
+
+``make_run`` writes what the workflow downloads before ``publish``: one record
+per leg and real tar.gz bundles of random bytes (so two runs differ);
+``publish`` runs ``python -m pipeline publish`` on it; ``assert_release_complete``
+checks the release with the real ``sha256sum -c``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from pipeline.bundle.make import bundle_name
+from pipeline.inputs.matrix import load_matrix
+from tests.support.fake_github import FakeGitHub
+from tests.support.pipeline_cli import ROOT, run_pipeline
+
+REPO = "octo/llama"
+TOKEN = "ghs_publish_secret_0123456789"
+TAG = "b7000"
+# Every leg of matrix.toml: a run of some of them is a partial release.
+LEGS = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X", "rocm-windows-gfx1151")
+COMMIT = "0c1e570" + "0" * 33
+MATRIX = ROOT / "matrix.toml"
+
+
+def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS) -> dict[str, Path]:
+    """A run's output folder as the workflow downloads it: records in OUT/<leg>/, bundles in OUT/dist/."""
+    bundles: dict[str, Path] = {}
+    for i, leg in enumerate(legs):
+        name = bundle_name(load_matrix(MATRIX).leg(leg), TAG)
+        record: dict[str, Any] = {
+            "leg": leg,
+            "backend": leg.split("-")[0],
+            "os": "linux",
+            "started": "2026-08-10T09:17:00+00:00",
+            "status": "failed" if leg in failed else "success",
+            "wall_seconds": 100.0 + i,
+            "source": {"tag": TAG, "base_tag": TAG, "commit": COMMIT, "mix": []},
+            "toolchain": {"identity": f"{leg}-toolchain"},
+            "ccache": {"hit_rate": 0.25 * i},
+            "bundle": None if leg in failed else f"dist/{name}",
+        }
+        (out / leg).mkdir(parents=True)
+        (out / leg / "record.json").write_text(json.dumps(record))
+        if leg in failed:
+            continue
+        payload = out / "payload" / leg / "bin" / "llama-cli"
+        payload.parent.mkdir(parents=True)
+        payload.write_bytes(os.urandom(4096) + leg.encode())
+        (out / "dist").mkdir(exist_ok=True)
+        with tarfile.open(out / "dist" / name, "w:gz") as tar:
+            tar.add(payload, arcname=f"bin/llama-cli-{leg}")
+        bundles[name] = out / "dist" / name
+    return bundles
+
+
+def env_for(gh: FakeGitHub, **extra: str) -> dict[str, str]:
+    return {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_LEGS": ",".join(LEGS), **extra}
+
+
+def publish(gh: FakeGitHub, out: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return run_pipeline(
+        ["--matrix", str(MATRIX), "publish", "--repo", REPO, "--api-url", gh.api_url, "--out", str(out), *args],
+        env=env_for(gh, **env),
+    )
+
+
+def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path) -> None:
+    release = gh.release(TAG)
+    assert release is not None and release["draft"] is False
+    assert [r["tag_name"] for r in gh.releases] == [TAG]  # never a second release for one tag
+    assert gh.asset_names(TAG) == sorted([*bundles, "SHA256SUMS"])
+    by_name = {a["name"]: a for a in release["assets"]}
+    assert all(a["state"] == "uploaded" for a in by_name.values())
+    check = tmp / "check"
+    check.mkdir()
+    for name, asset in by_name.items():
+        (check / name).write_bytes(gh.asset_bytes[asset["id"]])
+    for name, path in bundles.items():
+        assert (check / name).read_bytes() == path.read_bytes()
+    # The real sha256sum vouches for SHA256SUMS and every uploaded bundle.
+    proc = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=check, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": OK") == len(bundles)
