@@ -44,7 +44,7 @@ def test_the_nav_parser_sees_pages_and_skips_comments() -> None:
     # The check above is only as good as its reading of the nav.
     nav = _nav_pages()
     assert nav[0] == "index.md" and "architecture.md" in nav and "settings.md" in nav
-    assert "safety.md" not in nav  # named in a comment of mkdocs.yml, not (yet) a page
+    assert "whole-release.md" not in nav  # named in a comment of mkdocs.yml, not (yet) a page
 
 
 def test_the_readme_stays_short() -> None:
