@@ -167,12 +167,7 @@ class ReleasesClient(RestClient):
         """Give asset ``asset_id`` the name ``name`` (``PATCH .../releases/assets/{id}``); AssetExists on a clash."""
         url = f"{self.repo_url}/releases/assets/{asset_id}"
         resp = self._request("PATCH", url, json={"name": name}, accept=(422,))
-        where = f"PATCH {self._path(url)}"
-        if resp.status_code == 422:
-            if _is_already_exists(resp):
-                raise AssetExists(f"{where}: an asset named {name} is already on the release")
-            raise GitHubError(self.hide_token(f"{where}: HTTP 422 renaming to {name}"))
-        return _asset(_json_body(resp, where), where)
+        return self._asset_answer(resp, f"PATCH {self._path(url)}", name, doing=f"renaming to {name}")
 
     def asset_sha256(self, asset_id: int) -> str:
         """The sha256 of an asset's bytes, read back (for a server that reports no digest)."""
@@ -203,11 +198,14 @@ class ReleasesClient(RestClient):
 
         headers = {"Content-Type": content_type, "Content-Length": str(path.stat().st_size)}
         resp = self._request("POST", url, body=body, headers=headers, accept=(422,))
-        where = f"POST {self._path(url)}"
+        return self._asset_answer(resp, f"POST {self._path(url)}", name, doing=f"uploading {name}")
+
+    def _asset_answer(self, resp: Any, where: str, name: str, *, doing: str) -> RemoteAsset:
+        """The asset an upload or a rename answers; AssetExists on GitHub's 422 ``already_exists``."""
         if resp.status_code == 422:
             if _is_already_exists(resp):
                 raise AssetExists(f"{where}: an asset named {name} is already on the release")
-            raise GitHubError(self.hide_token(f"{where}: HTTP 422 uploading {name}"))
+            raise GitHubError(self.hide_token(f"{where}: HTTP 422 {doing}"))
         return _asset(_json_body(resp, where), where)
 
     # -- issues
