@@ -57,11 +57,15 @@ def _describe(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _get_once(session: requests.Session, url: str, timeout: float) -> str:
+# What the tarball index is asked for: its HTML page or the S3 XML listing.
+_INDEX_ACCEPT = "text/html, application/xml, */*"
+
+
+def _get_once(session: requests.Session, url: str, timeout: float, accept: str, not_found: str) -> tuple[str, str]:
     import requests
 
     try:
-        resp = session.get(url, timeout=timeout, headers={"Accept": "text/html, application/xml, */*"})
+        resp = session.get(url, timeout=timeout, headers={"Accept": accept})
     except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
         raise Retryable(_describe(exc)) from None
     except requests.RequestException as exc:
@@ -69,6 +73,8 @@ def _get_once(session: requests.Session, url: str, timeout: float) -> str:
     status = resp.status_code
     if status == 429 or status >= 500:
         raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), time.time()))
+    if status == 404 and not_found:
+        raise NetworkError(f"{url}: HTTP 404 {resp.reason} ({not_found})")
     if status >= 400:
         raise NetworkError(f"{url}: HTTP {status} {resp.reason}")
     declared = resp.headers.get("Content-Length")
@@ -81,23 +87,31 @@ def _get_once(session: requests.Session, url: str, timeout: float) -> str:
         and len(resp.content) < int(declared)
     ):
         raise Retryable(f"truncated page: {len(resp.content)} of {declared} bytes")
-    # requests guesses ISO-8859-1 for text/* without a charset; the index is UTF-8 unless it says so.
-    charset = _CHARSET.search(resp.headers.get("Content-Type", ""))
+    # requests guesses ISO-8859-1 for text/* without a charset; an index is UTF-8 unless it says so.
+    content_type = resp.headers.get("Content-Type", "text/html")
+    charset = _CHARSET.search(content_type)
     encoding = charset.group(1) if charset else "utf-8-sig"
     try:
-        return resp.content.decode(encoding)
+        return resp.content.decode(encoding), content_type
     except (UnicodeDecodeError, LookupError):
-        raise IndexFormatError(f"{url}: the page is not {encoding} text") from None
+        named = encoding if charset else "UTF-8"
+        raise IndexFormatError(f"{url}: the page is not {named} text") from None
 
 
-def _get_text(
+def get_page(
     session: requests.Session, url: str, *, timeout: float, retries: int, backoff: float,
     budget: float | None = None, on_wait: Callable[[str], None] | None = None,
-) -> str:
+    accept: str = _INDEX_ACCEPT, not_found: str = "",
+) -> tuple[str, str]:
+    """One page over HTTP(S) with the index retry policy: its text and Content-Type.
+
+    Connection errors, truncated bodies, 5xx and 429 are retried with backoff within
+    ``budget``; another 4xx is one error (a 404 says ``not_found`` when given).
+    """
     try:
         return call_with_retries(
-            _get_once, session, url, timeout, attempts=retries + 1, backoff=backoff, max_wait=MAX_WAIT, jitter=True,
-            budget=budget, on_wait=on_wait, what=redact(f"GET {url}"),
+            _get_once, session, url, timeout, accept, not_found, attempts=retries + 1, backoff=backoff,
+            max_wait=MAX_WAIT, jitter=True, budget=budget, on_wait=on_wait, what=redact(f"GET {url}"),
         )
     except RetriesExhausted as err:
         raise NetworkError(redact(f"{url}: failed after {err.attempts_text}: {err.last.reason}")) from None
@@ -154,7 +168,7 @@ def fetch_index(
                 text = _read_file_url(page_url)
             else:
                 assert session is not None
-                text = _get_text(
+                text, _ = get_page(
                     session, page_url, timeout=timeout, retries=retries, backoff=wait, budget=budget, on_wait=on_wait
                 )
             if sniff_format(text) == "html":

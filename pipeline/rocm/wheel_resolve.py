@@ -10,16 +10,15 @@ so ``--now`` replays what the index held then.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pipeline.errors import IndexFormatError, NetworkError, ResolutionError, UsageError
-from pipeline.guard.redaction import redact
+from pipeline.errors import NetworkError, ResolutionError, UsageError
 from pipeline.inputs.resolution_file import ResolvedRocm, ResolvedWheel
+from pipeline.rocm.index_fetch import get_page
 from pipeline.rocm.policy import cutoff_for, parse_policy, select_build
 from pipeline.rocm.wheel_index import (
     ACCEPT,
@@ -30,40 +29,13 @@ from pipeline.rocm.wheel_index import (
     projects_for,
     wheel_builds,
 )
-from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
+from pipeline.util.retry import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
     import requests
 
 # url -> (text, Content-Type)
 PageFetch = Callable[[str], tuple[str, str]]
-MAX_WAIT = 60.0
-
-
-def _get_once(session: requests.Session, url: str, timeout: float) -> tuple[str, str]:
-    import requests
-
-    try:
-        resp = session.get(url, timeout=timeout, headers={"Accept": ACCEPT})
-    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-        raise Retryable(" ".join(str(exc).split())[:200] or type(exc).__name__) from None
-    except requests.RequestException as exc:
-        raise NetworkError(f"{url}: {exc}") from None
-    status = resp.status_code
-    if status == 429 or status >= 500:
-        raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), time.time()))
-    if status == 404:
-        raise NetworkError(f"{url}: HTTP 404 {resp.reason} (no such project on the wheel index)")
-    if status >= 400:
-        raise NetworkError(f"{url}: HTTP {status} {resp.reason}")
-    declared = resp.headers.get("Content-Length")
-    if declared and declared.isdigit() and not resp.headers.get("Content-Encoding") and len(resp.content) < int(declared):
-        raise Retryable(f"truncated page: {len(resp.content)} of {declared} bytes")
-    try:
-        text = resp.content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise IndexFormatError(f"{url}: the page is not UTF-8 text") from None
-    return text, resp.headers.get("Content-Type", "text/html")
 
 
 def fetch_page(
@@ -87,13 +59,10 @@ def fetch_page(
     own = session is None
     sess = session or requests.Session()
     try:
-        return call_with_retries(
-            _get_once, sess, url, timeout, attempts=retries + 1,
-            backoff=DEFAULT_BACKOFF if backoff is None else backoff, max_wait=MAX_WAIT, jitter=True,
-            budget=budget, on_wait=on_wait, what=redact(f"GET {url}"),
-        )  # fmt: skip
-    except RetriesExhausted as err:
-        raise NetworkError(redact(f"{url}: failed after {err.attempts_text}: {err.last.reason}")) from None
+        return get_page(
+            sess, url, timeout=timeout, retries=retries, backoff=DEFAULT_BACKOFF if backoff is None else backoff,
+            budget=budget, on_wait=on_wait, accept=ACCEPT, not_found="no such project on the wheel index",
+        )
     finally:
         if own:
             sess.close()
