@@ -346,7 +346,7 @@ def configure_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
         code, tail = run_logged(cmd, env=env, log=log)
     record.phases["configure"] = round(time.monotonic() - t0, 3)
     if code != 0:
-        _fail(ctx, "CMake configure", tail, [])
+        _fail(ctx, "CMake configure", tail, [], since=0)
     return plan
 
 
@@ -358,6 +358,8 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True)}
     t0 = time.monotonic()
     with ctx.log.open("a", encoding="utf-8") as log, NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
+        # Where the build's own output starts: its first error is looked for from there.
+        since = log.tell()
         code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
     record.phases["build"] = round(time.monotonic() - t0, 3)
     stats = ccache.read_stats()
@@ -369,7 +371,7 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
         if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
             ctx.warn(lost)
     if code != 0:
-        _fail(ctx, "Ninja build", tail, progress.failed)
+        _fail(ctx, "Ninja build", tail, progress.failed, since=since)
     record.timings = _timings(plan.build)
     return plan
 
@@ -429,10 +431,25 @@ def _timings(build: Path) -> dict[str, object] | None:
     return timings_for_build(build)
 
 
-def _fail(ctx: LegContext, step: str, tail: deque[str], failed: list[str]) -> None:
-    """Show the log's tail and raise BuildError naming the failed step (:func:`run_leg` writes the failed record)."""
+def _first_error_in_log(log: Path, since: int) -> str | None:
+    """The first real error the step wrote to ``log`` from offset ``since`` (:mod:`pipeline.leg.first_error`)."""
+    from pipeline.leg.first_error import first_error
+
+    try:
+        with log.open("r", encoding="utf-8", errors="replace") as text:
+            text.seek(since)
+            return first_error(text)
+    except OSError:
+        return None
+
+
+def _fail(ctx: LegContext, step: str, tail: deque[str], failed: list[str], *, since: int) -> None:
+    """Show the log's tail and raise BuildError naming the failed step and quoting its first real error
+    (:func:`run_leg` writes the failed record)."""
     render.log_tail(ctx.console, ctx.log, tail)
     what = f"{step} failed"
     if failed:
         what += f" at {failed[0]}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+    if cause := _first_error_in_log(ctx.log, since):
+        what += f": {cause}"
     raise BuildError(f"{ctx.record.leg}: {what}; full log: {ctx.log}")
