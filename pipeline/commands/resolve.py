@@ -62,6 +62,8 @@ def register(sub: Any) -> None:
     )
     S.add_flag(p, S.OUT)
     S.add_flag(p, S.TAG, help="llama.cpp tag of the run, b<digits> or latest (whole-run mode)")
+    S.add_flag(p, S.ROCM_PATH, help="whole-run mode: the rocm legs build with this installed ROCm: none is resolved, "
+               "no index is fetched")
     p.add_argument(
         "--no-source",
         action="store_true",
@@ -108,6 +110,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         return 0
 
     matrix = inputs.require_matrix()
+    if inputs.rocm_path is not None and any(leg.needs_resolution for leg in matrix.legs.values()):
+        err.print(f"ROCm: the rocm legs build with {inputs.rocm_path} ({inputs.origins.get(S.ROCM_PATH.name)}): "
+                  "no ROCm build resolved, no index fetched", highlight=False)
     with err.status(f"resolving the run's inputs ({matrix.source.repo})"):
         resolution = resolve_run(inputs, fetch=fetch_with_status(err, inputs), source=not args.no_source)
     target = args.write if args.write is not None else inputs.out / DEFAULT_RESOLVED_PATH.name

@@ -209,6 +209,11 @@ RESOLVED = Setting(
     name="resolved", flag="--resolved", env=("PIPELINE_RESOLVED",), parse=parse_text, metavar="PATH_OR_JSON",
     default_shown="none (resolve now)", help="the run's resolution from `resolve`: a file or inline JSON",
 )
+ROCM_PATH = Setting(
+    name="rocm_path", flag="--rocm-path", env=("PIPELINE_ROCM_PATH",), parse=parse_text, metavar="DIR",
+    default_shown="none (download TheRock's build)",
+    help="an installed ROCm the rocm legs build with instead of TheRock's download (resolve then fetches no index)",
+)
 SOURCE_ARCHIVE = Setting(
     name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE",), parse=parse_text, metavar="PATH",
     default_shown="none (check out the source)",
@@ -300,7 +305,7 @@ HTTP_RETRY_BUDGET = Setting(
 )
 
 SETTINGS: tuple[Setting, ...] = (
-    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
+    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, ROCM_PATH, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
     HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )

@@ -1,4 +1,4 @@
-"""One leg: source tree -> toolchain -> ccache -> CMake configure -> Ninja build -> bundle -> check.
+"""One leg: source tree -> toolchain -> preflight -> ccache -> CMake configure -> Ninja build -> bundle -> check.
 
 Every step is ``step(ctx, previous)``: the :class:`~pipeline.leg.context.LegContext`
 and the previous step's result; what the steps print is :mod:`pipeline.leg.render`.
@@ -148,7 +148,7 @@ def run_leg(
     *,
     provenance: Mapping[str, Any] | None = None,
 ) -> LegRun:
-    """Build one leg: source, toolchain, ccache, configure, build, bundle, check.
+    """Build one leg: source, toolchain, preflight, ccache, configure, build, bundle, check.
 
     One run at a time: the leg's output folder is locked for the whole run
     (BusyError naming the holder, or a wait of ``--wait-lock``). The record
@@ -203,7 +203,7 @@ def _run_steps(ctx: LegContext, *, clock: float, provenance: Mapping[str, Any] |
     """The chain: each step is called with the context and the previous step's result."""
     source = source_step(ctx, None)
     ctx.record.source = {**source.info, **(provenance or {})}
-    prepared = toolchain_step(ctx, source)
+    prepared = preflight_step(ctx, toolchain_step(ctx, source))
     plan = ccache_step(ctx, prepared)
     plan = configure_step(ctx, plan)
     plan = build_step(ctx, plan)
@@ -280,6 +280,18 @@ def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
     toolchain = prepare_toolchain(request, ctx.console)
     ctx.record.toolchain = toolchain.to_record()
     return Prepared(source=previous, toolchain=toolchain)
+
+
+def preflight_step(ctx: LegContext, previous: Prepared) -> Prepared:
+    """Before any build folder exists: the toolchain against what the tree requires (:mod:`pipeline.leg.preflight`);
+    a too-old HIP or Vulkan headers stop the leg here with one line."""
+    from pipeline.leg.preflight import preflight
+
+    toolchain = preflight(ctx.leg.name, previous.toolchain, previous.source.path, ctx.console)
+    if toolchain is previous.toolchain:
+        return previous
+    ctx.record.toolchain = toolchain.to_record()
+    return Prepared(source=previous.source, toolchain=toolchain)
 
 
 def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
@@ -419,7 +431,7 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
 
 # The steps in their order, each ``step(ctx, previous)`` (mypy checks every one against Step).
 STEPS: tuple[Step[Any, Any], ...] = (
-    source_step, toolchain_step, ccache_step, configure_step, build_step, bundle_step, check_step,
+    source_step, toolchain_step, preflight_step, ccache_step, configure_step, build_step, bundle_step, check_step,
 )
 
 
