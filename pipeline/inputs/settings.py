@@ -318,6 +318,8 @@ GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
 CC, CXX = "CC", "CXX"
 CUDA_PATH = "CUDA_PATH"
 XDG_CACHE_HOME = "XDG_CACHE_HOME"
+# The Vulkan loader's driver (ICD) selection: the machine's, kept in a smoke run's scrubbed environment.
+VULKAN_DRIVER_VARIABLES = ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES")
 LOCALAPPDATA = "LOCALAPPDATA"
 # The interrupt tests' hook (guard/checkpoints.py), not a setting of a run: where a run pauses.
 PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"

@@ -418,7 +418,8 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
     check = check_built_bundle(bundle, leg, scratch=ctx.work / "check",
-                               source_tree=Path(tree) if isinstance(tree, str) and tree else None)
+                               source_tree=Path(tree) if isinstance(tree, str) and tree else None,
+                               environ=ctx.inputs.environ)
     record.bundle_check = check.to_json()
     for smoke in check.checks:
         render.note(ctx.console, leg.name, smoke.line)
