@@ -11,7 +11,11 @@ loaded. Only a module the loader could not open is a missing library.
 With a device (a GPU, or Mesa's lavapipe, a software Vulkan driver that runs
 on the CPU), ``llama-simple`` offloads the model (``-ngl 99``) and
 llama.cpp logs ``using device <name> (<description>) (<id>) - <n> MiB
-free``: the check passes naming that device and its backend.
+free``: the check passes naming that device and its backend. ggml-vulkan
+passes over a CPU-type device unless ``GGML_VK_VISIBLE_DEVICES`` names it
+("ggml_vulkan: No devices found."); on a machine whose only Vulkan devices
+are such (no GPU, lavapipe installed) the run is repeated with
+:data:`CPU_VULKAN_DEVICE`, so the Vulkan backend still computes.
 
 Pure: ggml's and llama.cpp's log text in, findings out
 (:func:`pipeline.bundle.smoke.gpu_forward_pass_check` runs the program).
@@ -31,6 +35,8 @@ BACKEND_WORDS = {"vulkan": "Vulkan", "cuda": "CUDA", "hip": "ROCm/HIP", "sycl": 
                  "metal": "Metal", "cann": "CANN", "musa": "MUSA"}
 # Layers llama-simple offloads: all of them (its own default).
 GPU_LAYERS = "99"
+# ggml-vulkan's device choice (GGML_VK_VISIBLE_DEVICES): the first device, when every device is a CPU one.
+CPU_VULKAN_DEVICE = {"GGML_VK_VISIBLE_DEVICES": "0"}
 
 _INIT_NULL = re.compile(r"failed to initialize backend from (?P<path>.+?): ggml_backend_init returned NULL")
 _OPEN_FAILED = re.compile(r"failed to load (?P<path>.+?): (?P<why>.+)$", re.M)
@@ -69,6 +75,11 @@ def devices_used(log: str) -> list[Device]:
     return [Device(name=m.group("name"), description=m.group("description")) for m in _USING_DEVICE.finditer(log)]
 
 
+def only_cpu_vulkan_devices(log: str) -> bool:
+    """ggml-vulkan found a driver but no device it takes by default (no GPU; a CPU device it passes over)."""
+    return _NO_VULKAN_DEVICES in log
+
+
 def no_device_reason(backend: str, module: str, log: str) -> str:
     """Why ``module`` (of ``backend``) ran nothing, from the run's log, in words."""
     word = backend_word(backend)
@@ -78,7 +89,7 @@ def no_device_reason(backend: str, module: str, log: str) -> str:
         driver = "Vulkan driver (ICD)" if backend == "vulkan" else f"{word} driver"
         return f"no {word} device: {module} loaded, and its ggml_backend_init found no {driver} or device"
     if backend == "vulkan" and _NO_VULKAN_DEVICES in log:
-        return f"no {word} device: {module} loaded, and the Vulkan driver lists none"
+        return f"no {word} device: {module} loaded, and its driver lists no device ggml-vulkan takes, not even a CPU one"
     return f"no {word} device: {module} loaded, and llama.cpp put the model on none of its devices"
 
 

@@ -412,7 +412,14 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
     reason when the machine has no device for any GPU module
     (:mod:`pipeline.bundle.gpu_smoke`); failed when the offloaded run fails.
     """
-    from pipeline.bundle.gpu_smoke import GPU_LAYERS, backend_word, devices_used, no_device_reason
+    from pipeline.bundle.gpu_smoke import (
+        CPU_VULKAN_DEVICE,
+        GPU_LAYERS,
+        backend_word,
+        devices_used,
+        no_device_reason,
+        only_cpu_vulkan_devices,
+    )
 
     gpu = {backend: files for backend, files in backend_modules(root, os_name).items() if backend != "cpu"}
     if not gpu:
@@ -424,9 +431,15 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
-    ran = _run(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", GPU_LAYERS, FORWARD_PROMPT],
-               home, driver_env)
+    args = ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", GPU_LAYERS, FORWARD_PROMPT]
+    ran = _run(root, program, args, home, driver_env)
     used = devices_used(ran.both)
+    via = ""
+    if not used and "vulkan" in gpu and only_cpu_vulkan_devices(ran.both):
+        # No GPU, but a CPU Vulkan device (lavapipe): ggml-vulkan takes it when named.
+        ran = _run(root, program, args, home, {**(driver_env or {}), **CPU_VULKAN_DEVICE})
+        used = devices_used(ran.both)
+        via = ", a CPU Vulkan device (" + " ".join(f"{k}={v}" for k, v in CPU_VULKAN_DEVICE.items()) + ")"
     if not used:
         reasons = [no_device_reason(backend, files[0], ran.both) for backend, files in sorted(gpu.items())]
         return SmokeCheck(name=name, status=SKIPPED, program=program, line=f"{name}: skipped: {'; '.join(reasons)}")
@@ -440,7 +453,8 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
                    next(iter(sorted(gpu))))
     return SmokeCheck(name=name, status=PASSED, program=program,
                       line=f"{name}: {program} decoded {decoded.group('n')} tokens on {device.name} "
-                           f"({device.description}), the {backend_word(backend)} backend ({', '.join(gpu[backend])})")
+                           f"({device.description}){via}, the {backend_word(backend)} backend "
+                           f"({', '.join(gpu[backend])})")
 
 
 def smoke_checks(

@@ -10,6 +10,7 @@ is skipped saying "no Vulkan device", and nothing blames a library.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,14 +50,29 @@ def test_with_lavapipe_the_gpu_forward_pass_runs_on_the_vulkan_backend(tmp_path:
     drivers = {"VK_ICD_FILENAMES": str(LAVAPIPE)}
     gpu = gpu_forward_pass_check(root, "linux", tmp_path / "home", drivers)
     assert gpu is not None and gpu.status == PASSED, gpu
-    # lavapipe's device is llvmpipe (LLVM <version>, <n> bits), whatever Mesa's version.
+    # lavapipe's device is llvmpipe (LLVM <version>, <n> bits), whatever Mesa's version; ggml-vulkan takes a
+    # CPU device only when GGML_VK_VISIBLE_DEVICES names it, which the check does when there is no other.
     assert gpu.line.startswith("gpu-forward-pass: llama-simple decoded 4 tokens on Vulkan0 (llvmpipe (LLVM ")
-    assert gpu.line.endswith("), the Vulkan backend (libggml-vulkan.so)")
+    assert gpu.line.endswith(" bits)), a CPU Vulkan device (GGML_VK_VISIBLE_DEVICES=0), "
+                             "the Vulkan backend (libggml-vulkan.so)")
     backends = backends_check(root, "linux", tmp_path / "home", backend_dl=True, driver_env=drivers)
     assert backends.status == PASSED and "Vulkan (libggml-vulkan.so)" in backends.line
     # The CPU forward pass stays on the CPU (no layer offloaded).
     cpu = forward_pass_check(root, "linux", tmp_path / "home", drivers)
     assert cpu.status == PASSED and cpu.line.endswith("on libggml-cpu.so")
+
+
+@needs_lavapipe
+def test_lavapipe_alone_is_no_device_for_ggml_vulkan_unless_named(tmp_path: Path) -> None:
+    """Without the retry's variable, lavapipe is passed over (as ggml-vulkan's default choice does)."""
+    root = write_vulkan_bundle_root(tmp_path / "bundle")
+    env = scrubbed_env(tmp_path, {"VK_ICD_FILENAMES": str(LAVAPIPE)})
+    ran = subprocess.run([str(root / "llama-simple"), "-m", "x", "-ngl", "99"], env=env, capture_output=True,
+                         text=True, check=True)
+    assert "ggml_vulkan: No devices found." in ran.stderr and "using device" not in ran.stderr
+    named = subprocess.run([str(root / "llama-simple"), "-m", "x", "-ngl", "99"], capture_output=True, text=True,
+                           env={**env, "GGML_VK_VISIBLE_DEVICES": "0"}, check=True)
+    assert "using device Vulkan0 (llvmpipe" in named.stderr
 
 
 def test_without_a_vulkan_driver_the_gpu_check_is_a_skip_that_says_no_device(tmp_path: Path) -> None:

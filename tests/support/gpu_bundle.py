@@ -6,7 +6,10 @@ module that does what ggml-vulkan's ``ggml_backend_init`` does first, for
 real: create a Vulkan 1.2 instance through the system's loader and list the
 physical devices (lavapipe, Mesa's software driver, is one; with
 ``VK_ICD_FILENAMES`` at nothing there is no driver and the instance fails,
-so the init returns NULL, as ggml's does).
+so the init returns NULL, as ggml's does), then pick its devices by
+ggml-vulkan's rule (llama.cpp 0c1e570's ``ggml_vk_instance_init``): GPUs,
+and a CPU device such as lavapipe only when ``GGML_VK_VISIBLE_DEVICES``
+names it, else "No devices found".
 
 ``llama-simple`` here loads every ``libggml-*.so`` beside it, as
 ``ggml_backend_load_all`` does, and logs with ggml's and llama.cpp's own
@@ -39,24 +42,45 @@ const char * stand_in_device_name(int i) { (void) i; return ""; }
 """
 
 _VULKAN_MODULE = """\
+#include <stdio.h>
+#include <stdlib.h>
 #include <vulkan/vulkan.h>
 static int vk_reg;
 static char names[8][VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
 static uint32_t count;
-/* What ggml-vulkan's reg does first: an instance (Vulkan 1.2), then its devices; NULL when no driver. */
+/* What ggml-vulkan's reg does first: an instance (Vulkan 1.2), then its devices; NULL when no driver.
+   Its device choice: GGML_VK_VISIBLE_DEVICES's indices when set, else every discrete or integrated GPU,
+   else the first device that is not a CPU; a CPU device (lavapipe) only when named. */
 void * ggml_backend_init(void) {
     VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "ggml-vulkan", 1, NULL, 0, VK_API_VERSION_1_2};
     VkInstanceCreateInfo info = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, NULL, 0, &app, 0, NULL, 0, NULL};
     VkInstance instance;
     if (vkCreateInstance(&info, NULL, &instance) != VK_SUCCESS) return 0;
     VkPhysicalDevice devices[8];
-    count = 8;
-    if (vkEnumeratePhysicalDevices(instance, &count, devices) < 0) count = 0;
-    for (uint32_t i = 0; i < count; i++) {
+    uint32_t found = 8;
+    if (vkEnumeratePhysicalDevices(instance, &found, devices) < 0) found = 0;
+    const char * visible = getenv("GGML_VK_VISIBLE_DEVICES");
+    count = 0;
+    for (uint32_t i = 0; i < found; i++) {
         VkPhysicalDeviceProperties props;
         vkGetPhysicalDeviceProperties(devices[i], &props);
-        for (int c = 0; c < VK_MAX_PHYSICAL_DEVICE_NAME_SIZE; c++) names[i][c] = props.deviceName[c];
+        int gpu = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+               || props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+        int named = visible != NULL && (uint32_t) atoi(visible) == i;
+        if ((visible == NULL && gpu) || named) {
+            for (int c = 0; c < VK_MAX_PHYSICAL_DEVICE_NAME_SIZE; c++) names[count][c] = props.deviceName[c];
+            count++;
+        }
     }
+    for (uint32_t i = 0; visible == NULL && count == 0 && i < found; i++) {
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(devices[i], &props);
+        if (props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+            for (int c = 0; c < VK_MAX_PHYSICAL_DEVICE_NAME_SIZE; c++) names[count][c] = props.deviceName[c];
+            count++;
+        }
+    }
+    if (count == 0) fprintf(stderr, "ggml_vulkan: No devices found.\\n");
     return &vk_reg;
 }
 const char * stand_in_name(void) { return "Vulkan"; }
@@ -107,8 +131,6 @@ int main(int argc, char ** argv) {
         fprintf(stderr, "%s: loaded %s backend from %s\\n", "load_backend", name, path);
         if (strcmp(name, "Vulkan") == 0 && ((count_fn) dlsym(h, "stand_in_device_count"))() > 0)
             gpu_device = ((dev_fn) dlsym(h, "stand_in_device_name"))(0);
-        if (strcmp(name, "Vulkan") == 0 && ((count_fn) dlsym(h, "stand_in_device_count"))() == 0)
-            fprintf(stderr, "ggml_vulkan: No devices found.\\n");
     }
     closedir(d);
     if (ngl > 0 && gpu_device)
