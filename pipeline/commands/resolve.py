@@ -88,8 +88,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError("resolve: give either --leg or --os with --family, not both")
     if args.leg is None and single and (args.os_name is None or args.family is None):
         raise UsageError("resolve: --os and --family go together (or use --leg)")
-    if single and (args.write is not None or args.tag is not None or args.no_source):
-        raise UsageError("resolve: --write, --tag and --no-source are for the whole run (without --leg/--os/--family)")
+    if single and (args.write is not None or args.tag is not None or args.no_source
+                   or getattr(args, S.ROCM_PATH.name, None) is not None):
+        raise UsageError("resolve: --write, --tag, --no-source and --rocm-path are for the whole run "
+                         "(without --leg/--os/--family)")
 
     now = inputs.now
     if single:

@@ -177,3 +177,14 @@ def test_a_nox_rocm_leg_with_rocm_path_builds_with_the_index_down(http_server: L
     assert http_server.hits("/index/") == 0
     record = json.loads((out / "rocm-linux-gfx1030" / "record.json").read_text())
     assert record["status"] == "success" and record["toolchain"]["details"]["source"] == "rocm-path"
+
+
+def test_resolve_for_one_leg_refuses_a_rocm_path(http_server: LocalServer, tmp_path: Path) -> None:
+    """One leg's resolution is an index question: a given install has no place there."""
+    matrix = _rocm_matrix(tmp_path / "m.toml", http_server.url("/index/"))
+    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--leg", "rocm-linux-gfx1030", "--rocm-path", "/usr"])
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: resolve: --write, --tag, --no-source and --rocm-path are for the whole run (without --leg/--os/--family)"
+    ]
+    assert http_server.hits("/index/") == 0
