@@ -30,7 +30,7 @@ from tests.support.pipeline_cli import run_pipeline
 from tests.support.reduction import reduce_leg_flags, shipped_flags, toml_list
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+pytestmark = pytest.mark.integration
 
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
 TESTED_SHARED, _SHIPPED_VULKAN = shipped_flags("vulkan")
@@ -123,6 +123,7 @@ def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) ->
     assert not (out / "vulkan" / "build").exists()
 
 
+@pytest.mark.e2e
 def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> None:
     if (problem := _headers_problem(_partial_tree(tmp_path / "partial"))) is not None:
         pytest.skip(f"the real-tree vulkan build needs newer headers: {problem}")
@@ -144,7 +145,8 @@ def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> 
     checks = {c["name"]: c for c in first["bundle_check"]["checks"]}
     gpu = checks["gpu-forward-pass"]
     if LAVAPIPE.is_file():
-        assert gpu["status"] == "passed" and " on Vulkan0 (llvmpipe " in gpu["line"], gpu["line"]
+        # ggml-vulkan takes lavapipe only when named; the check names it when there is no GPU.
+        assert gpu["status"] == "passed" and " on Vulkan0 (" in gpu["line"], gpu["line"]
     else:
         assert gpu["status"] == "skipped" and "no Vulkan device" in gpu["line"], gpu["line"]
     assert checks["forward-pass"]["status"] == "passed"
