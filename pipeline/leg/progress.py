@@ -88,7 +88,8 @@ class StepCounter:
 
     The leg's Ninja prints one status line per finished step, its ``done``
     rising by one (a console step prints its line as it starts, so a count
-    may repeat); its ``total`` only shrinks (``restat`` prunes steps). A step
+    may repeat); its ``total`` may change as it goes (``restat`` prunes steps,
+    a dyndep file adds some), the count going on by one. A step
     that runs another Ninja (an ExternalProject) has that Ninja's output
     printed after its own status line: a counter starting again at 1 with a
     total of its own. Those lines belong to the nested build and are
@@ -112,8 +113,8 @@ class StepCounter:
         if nested is not None and total == nested[1] and done in (nested[0], nested[0] + 1):
             self._nested = (done, total)
             return False
-        if done == self.done + 1 and total < self.total and total >= done:
-            # Restat pruned steps: the leg's count goes on with a smaller total.
+        if done == self.done + 1 and total >= done:
+            # The leg's count goes on with another total: restat pruned steps, or a dyndep file added some.
             return self._accept(done, total)
         self._nested = (done, total)
         return False

@@ -157,6 +157,10 @@ def test_a_nested_ninja_stays_out_of_the_legs_count() -> None:
         ([(1, 40), (2, 40), (1, 2), (2, 2), (3, 40)], [(1, 40), (2, 40), (3, 40)]),
         # Restat right after a nested build.
         ([(5, 40), (1, 2), (2, 2), (6, 38)], [(5, 40), (6, 38)]),
+        # A dyndep file added steps: the count goes on with the larger total.
+        ([(1, 10), (2, 10), (3, 14), (4, 14)], [(1, 10), (2, 10), (3, 14), (4, 14)]),
+        # A nested build whose count passes the leg's stays nested while it counts on.
+        ([(3, 10), (1, 40), (2, 40), (3, 40), (4, 40), (5, 40), (4, 10)], [(3, 10), (4, 10)]),
     ],
 )
 def test_step_counter_table(lines: list[tuple[int, int]], leg_lines: list[tuple[int, int]]) -> None:
