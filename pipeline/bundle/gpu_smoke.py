@@ -33,6 +33,8 @@ from pipeline.inputs.settings import VULKAN_DRIVER_VARIABLES
 # How a backend module's name (libggml-<name>.so) reads in a line.
 BACKEND_WORDS = {"vulkan": "Vulkan", "cuda": "CUDA", "hip": "ROCm/HIP", "sycl": "SYCL", "opencl": "OpenCL",
                  "metal": "Metal", "cann": "CANN", "musa": "MUSA"}
+# The backend modules that drive a GPU (libggml-<name>.so); rpc, blas and cpu do not.
+GPU_BACKENDS = frozenset(BACKEND_WORDS)
 # Layers llama-simple offloads: all of them (its own default).
 GPU_LAYERS = "99"
 # ggml-vulkan's device choice (GGML_VK_VISIBLE_DEVICES): the first device, when every device is a CPU one.

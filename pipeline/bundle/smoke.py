@@ -414,6 +414,7 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
     """
     from pipeline.bundle.gpu_smoke import (
         CPU_VULKAN_DEVICE,
+        GPU_BACKENDS,
         GPU_LAYERS,
         backend_word,
         devices_used,
@@ -421,7 +422,8 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
         only_cpu_vulkan_devices,
     )
 
-    gpu = {backend: files for backend, files in backend_modules(root, os_name).items() if backend != "cpu"}
+    # Only GPU backends: the RPC client (libggml-rpc) and BLAS are not devices of this machine.
+    gpu = {backend: files for backend, files in backend_modules(root, os_name).items() if backend in GPU_BACKENDS}
     if not gpu:
         return None
     name = "gpu-forward-pass"

@@ -114,4 +114,6 @@ def test_a_module_that_does_not_load_still_fails_the_backends_check(tmp_path: Pa
 
 def test_a_cpu_only_bundle_has_no_gpu_check(tmp_path: Path) -> None:
     root = write_vulkan_bundle_root(tmp_path / "bundle", vulkan_module=False)
+    # The cpu leg ships the RPC client beside the CPU backend: not a GPU.
+    (root / "libggml-rpc.so").write_bytes((root / "libggml-cpu.so").read_bytes())
     assert gpu_forward_pass_check(root, "linux", tmp_path / "home") is None
