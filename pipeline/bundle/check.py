@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,12 +223,13 @@ def unpack(bundle: Path, dest: Path) -> Path:
 
 def check_bundle(
     bundle: Path, *, scratch: Path, host_os: str, glibc_max: str | None = None, smoke: bool = True,
-    source_tree: Path | None = None,
+    source_tree: Path | None = None, environ: Mapping[str, str] | None = None,
 ) -> BundleCheck:
     """Unpack ``bundle`` under the empty folder ``scratch`` and check it; the smoke run happens
     when ``smoke`` and the bundle is for ``host_os``. ``glibc_max`` overrides the manifest's floor.
     ``source_tree``: the llama.cpp tree the bundle was built from (its ``models/`` vocab for the
-    tokenizer check; without it that check is skipped, saying so).
+    tokenizer check; without it that check is skipped, saying so). ``environ``: the run's
+    environment, of which the smoke run keeps the GPU driver selection only.
     """
     manifest = read_manifest(bundle)
     leg = manifest.get("leg") or {}
@@ -252,7 +254,10 @@ def check_bundle(
         models = source_tree / "models" if source_tree is not None else None
         args = manifest.get("cmake_args")
         backend_dl = expects_cpu_module([str(a) for a in args] if isinstance(args, list) else [])
-        runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl)
+        from pipeline.bundle.gpu_smoke import driver_selection
+
+        runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl,
+                                    driver_env=driver_selection(environ or {}))
         if not runs:
             skipped = "no llama-* programs"
     problems = list(result.problems) + [
@@ -280,8 +285,9 @@ def host_os() -> str:
     return "windows" if sys.platform == "win32" else "linux"
 
 
-def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path, source_tree: Path | None = None) -> BundleCheck:
+def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path, source_tree: Path | None = None,
+                       environ: Mapping[str, str] | None = None) -> BundleCheck:
     """The check every build runs on its bundle: the leg's glibc floor, the smoke run on its own OS
     (with the tree it built for the tokenizer check)."""
     return check_bundle(bundle, scratch=scratch, host_os=host_os(), glibc_max=leg.glibc_max if leg.os == "linux" else None,
-                        source_tree=source_tree)
+                        source_tree=source_tree, environ=environ)

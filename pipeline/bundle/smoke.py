@@ -16,8 +16,16 @@ one line in the check's result:
   llama.cpp's own tokenizer test expects, with a vocab-only GGUF of the
   source tree's ``models/`` and its ``.inp``/``.out`` pair;
 - ``forward-pass``: a program generates tokens with a tiny random-weight
-  llama model (:mod:`pipeline.bundle.tiny_model`), so the backend variant
-  the machine picks actually computes.
+  llama model (:mod:`pipeline.bundle.tiny_model`) on the CPU (``-ngl 0``),
+  so the backend variant the machine picks actually computes;
+- ``gpu-forward-pass`` (a bundle with a GPU module): the same with every
+  layer offloaded; it passes naming the device it ran on (a GPU, or
+  lavapipe, Mesa's software Vulkan driver), and is skipped saying "no
+  <backend> device" on a machine without one (:mod:`pipeline.bundle.gpu_smoke`).
+
+The GPU driver is the machine's: the Vulkan loader's driver selection
+(``VK_ICD_FILENAMES`` and its kin, :data:`pipeline.inputs.settings.VULKAN_DRIVER_VARIABLES`)
+is passed through to every run when the check's environment sets it.
 
 A check whose program (or input) the bundle does not have is skipped with
 its reason, never silently. GPU legs pass without a GPU: their programs
@@ -32,7 +40,7 @@ import re
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -190,9 +198,10 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     return found
 
 
-def scrubbed_env(home: Path) -> dict[str, str]:
-    """The whole environment of a smoke run: nothing of the build machine's."""
-    return {"PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
+def scrubbed_env(home: Path, driver_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a smoke run: nothing of the build machine's; ``driver_env``: the machine's
+    GPU driver selection (the Vulkan loader's ICD variables), which the run keeps."""
+    return {**(driver_env or {}), "PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
 
 
 # What is kept of each stream of a smoke program: its start and its end (what the checks read:
@@ -237,7 +246,7 @@ class _Bounded:
         return (bytes(self.head) + middle + tail[cut:]).decode(errors="replace")
 
 
-def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
+def _run(root: Path, program: str, args: Sequence[str], home: Path, driver_env: Mapping[str, str] | None = None) -> _Ran:
     """``<root>/<program> ARGS`` from ``home`` in the scrubbed environment; a program that cannot
     start or hangs is exit code -1 with the reason as its output.
 
@@ -248,7 +257,7 @@ def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
     home.mkdir(parents=True, exist_ok=True)
     with adopting_orphans() as contained:
         try:
-            with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home),
+            with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home, driver_env),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
                 assert proc.stdout is not None and proc.stderr is not None
                 out, err = _Bounded(proc.stdout), _Bounded(proc.stderr)
@@ -266,9 +275,9 @@ def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
             return _Ran(exit_code=-1, stdout="", stderr=f"cannot start: {exc.strerror}")
 
 
-def run_version(root: Path, program: str, home: Path) -> SmokeRun:
+def run_version(root: Path, program: str, home: Path, driver_env: Mapping[str, str] | None = None) -> SmokeRun:
     """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
-    ran = _run(root, program, ["--version"], home)
+    ran = _run(root, program, ["--version"], home, driver_env)
     return SmokeRun(program=program, exit_code=ran.exit_code, output=ran.text[:_OUTPUT_CHARS],
                     usage=ran.exit_code != 0 and bool(_USAGE.search(ran.text)))
 
@@ -293,7 +302,8 @@ def _present(root: Path, names: Sequence[str], os_name: str) -> str | None:
     return next((program_file(n, os_name) for n in names if (root / program_file(n, os_name)).is_file()), None)
 
 
-def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = False) -> SmokeCheck:
+def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = False,
+                   driver_env: Mapping[str, str] | None = None) -> SmokeCheck:
     """Every backend module of the bundle loads (see the module docstring), and the devices it lists.
 
     Which modules loaded is read from ggml's own log in a ``llama-simple``
@@ -306,7 +316,9 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
 
     ``backend_dl``: the bundle was built with ``GGML_BACKEND_DL`` and the CPU
     backend (its manifest says so): a CPU module must then be there and load,
-    even when the bundle lost every module.
+    even when the bundle lost every module. A GPU module that loads but
+    finds no driver or device (``ggml_backend_init`` returned NULL) loaded:
+    its libraries resolved; it is said so, never as a missing library.
     """
     modules = backend_modules(root, os_name)
     if not modules and not backend_dl:
@@ -319,15 +331,22 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
-    ran = _run(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home)
+    ran = _run(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home, driver_env)
     loaded = {Path(m.group("path").replace("\\", "/")).name: m.group("name") for m in _LOADED.finditer(ran.both)}
+    from pipeline.bundle.gpu_smoke import backend_word, found_no_device
+
+    no_device = found_no_device(ran.both)
     missing = []
     if backend_dl and "cpu" not in modules:
         missing.append(f"the CPU backend (no {'ggml-cpu*.dll' if os_name == 'windows' else 'libggml-cpu*.so'} in the bundle)")
     for backend, files in sorted(modules.items()):
-        if not any(f in loaded for f in files):
+        if not any(f in loaded or f in no_device for f in files):
             missing.append(files[0] if len(files) == 1 else f"{backend} ({', '.join(files)})")
     said = ", ".join(f"{name} ({file})" for file, name in sorted(loaded.items(), key=lambda kv: kv[1]))
+    idle = [f"{backend_word(backend)} ({file}) loaded but found no device"
+            for backend, files in sorted(modules.items()) for file in files if file in no_device]
+    if idle:
+        said = ", ".join(filter(None, [said, *idle]))
     if missing:
         return SmokeCheck(name="backends", status=FAILED, program=program,
                           line=f"backends: {', '.join(missing)} did not load in {program} "
@@ -336,7 +355,7 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     if lister is None:
         devices = f"devices not listed (no {', '.join(DEVICE_LISTERS)})"
     else:
-        listed = _run(root, lister, ["--list-devices"], home)
+        listed = _run(root, lister, ["--list-devices"], home, driver_env)
         if listed.exit_code != 0:
             return SmokeCheck(name="backends", status=FAILED, program=lister,
                               line=f"backends: {lister} --list-devices exited {listed.exit_code}: {listed.last_line()}")
@@ -375,7 +394,8 @@ def vocab_test_case(inp: str, out: str) -> tuple[str, list[int]] | None:
     return None
 
 
-def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None) -> SmokeCheck:
+def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None,
+                    driver_env: Mapping[str, str] | None = None) -> SmokeCheck:
     """``llama-tokenize`` with the tree's vocab gives the ids the tree's own test expects."""
     program = _present(root, (TOKENIZER,), os_name)
     if program is None:
@@ -397,7 +417,7 @@ def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None) -
     prompt.write_bytes(text.encode("utf-8"))
     # As the tree's test tokenizes: no special tokens added, none parsed.
     ran = _run(root, program, ["-m", str(vocab), "-f", str(prompt), "--ids", "--no-bos", "--no-parse-special",
-                               "--log-disable"], home)
+                               "--log-disable"], home, driver_env)
     if ran.exit_code != 0:
         return SmokeCheck(name="tokenizer", status=FAILED, program=program,
                           line=f"tokenizer: {program} exited {ran.exit_code}: {ran.last_line()}")
@@ -418,8 +438,8 @@ def _ids(stdout: str) -> list[int] | None:
     return None
 
 
-def forward_pass_check(root: Path, os_name: str, home: Path) -> SmokeCheck:
-    """One generation with a tiny random-weight model: the backend the machine picked computes."""
+def forward_pass_check(root: Path, os_name: str, home: Path, driver_env: Mapping[str, str] | None = None) -> SmokeCheck:
+    """One generation with a tiny random-weight model on the CPU: the backend variant the machine picked computes."""
     program = _present(root, (FORWARD_PROGRAM,), os_name)
     if program is None:
         return SmokeCheck(name="forward-pass", status=SKIPPED,
@@ -427,7 +447,9 @@ def forward_pass_check(root: Path, os_name: str, home: Path) -> SmokeCheck:
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
-    ran = _run(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), FORWARD_PROMPT], home)
+    # On the CPU: no layer offloaded, whatever GPU the machine has (gpu-forward-pass offloads them).
+    ran = _run(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", "0", FORWARD_PROMPT], home,
+               driver_env)
     decoded = _DECODED.search(ran.both)
     # Fewer than asked is fine: a random model may pick its end-of-generation token early.
     if ran.exit_code != 0 or decoded is None or int(decoded.group("n")) < 1:
@@ -452,16 +474,74 @@ def expects_cpu_module(cmake_args: Sequence[str]) -> bool:
     return value("GGML_BACKEND_DL") in ("ON", "TRUE", "1", "YES") and value("GGML_CPU") not in ("OFF", "FALSE", "0", "NO")
 
 
+def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
+                           driver_env: Mapping[str, str] | None = None) -> SmokeCheck | None:
+    """The forward pass with every layer offloaded, when the bundle ships a GPU module (None: it ships none).
+
+    Passed naming the device llama.cpp's log says it used; skipped with the
+    reason when the machine has no device for any GPU module
+    (:mod:`pipeline.bundle.gpu_smoke`); failed when the offloaded run fails.
+    """
+    from pipeline.bundle.gpu_smoke import (
+        CPU_VULKAN_DEVICE,
+        GPU_BACKENDS,
+        GPU_LAYERS,
+        backend_word,
+        devices_used,
+        no_device_reason,
+        only_cpu_vulkan_devices,
+    )
+
+    # Only GPU backends: the RPC client (libggml-rpc) and BLAS are not devices of this machine.
+    gpu = {backend: files for backend, files in backend_modules(root, os_name).items() if backend in GPU_BACKENDS}
+    if not gpu:
+        return None
+    name = "gpu-forward-pass"
+    program = _present(root, (FORWARD_PROGRAM,), os_name)
+    if program is None:
+        return SmokeCheck(name=name, status=SKIPPED, line=f"{name}: skipped: no {FORWARD_PROGRAM} in the bundle")
+    from pipeline.bundle.tiny_model import write_tiny_llama
+
+    model = write_tiny_llama(home / "tiny-llama.gguf")
+    args = ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", GPU_LAYERS, FORWARD_PROMPT]
+    ran = _run(root, program, args, home, driver_env)
+    used = devices_used(ran.both)
+    via = ""
+    if not used and "vulkan" in gpu and only_cpu_vulkan_devices(ran.both):
+        # No GPU, but a CPU Vulkan device (lavapipe): ggml-vulkan takes it when named.
+        ran = _run(root, program, args, home, {**(driver_env or {}), **CPU_VULKAN_DEVICE})
+        used = devices_used(ran.both)
+        via = ", a CPU Vulkan device (" + " ".join(f"{k}={v}" for k, v in CPU_VULKAN_DEVICE.items()) + ")"
+    if not used:
+        reasons = [no_device_reason(backend, files[0], ran.both) for backend, files in sorted(gpu.items())]
+        return SmokeCheck(name=name, status=SKIPPED, program=program, line=f"{name}: skipped: {'; '.join(reasons)}")
+    decoded = _DECODED.search(ran.both)
+    device = used[0]
+    if ran.exit_code != 0 or decoded is None or int(decoded.group("n")) < 1:
+        return SmokeCheck(name=name, status=FAILED, program=program,
+                          line=f"{name}: {program} on {device.name} ({device.description}) exited {ran.exit_code}: "
+                               f"{ran.last_line()}")
+    backend = next((b for b in sorted(gpu) if device.name.lower().startswith(backend_word(b).split("/")[0].lower())),
+                   next(iter(sorted(gpu))))
+    return SmokeCheck(name=name, status=PASSED, program=program,
+                      line=f"{name}: {program} decoded {decoded.group('n')} tokens on {device.name} "
+                           f"({device.description}){via}, the {backend_word(backend)} backend "
+                           f"({', '.join(gpu[backend])})")
+
+
 def smoke_checks(
-    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False
+    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False,
+    driver_env: Mapping[str, str] | None = None,
 ) -> tuple[list[SmokeRun], list[SmokeCheck]]:
     """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
-    ``backend_dl``: see :func:`backends_check`."""
-    runs = [run_version(root, p, home) for p in main_programs(root, os_name)]
+    ``backend_dl``: see :func:`backends_check`; ``driver_env``: the machine's GPU driver selection."""
+    runs = [run_version(root, p, home, driver_env) for p in main_programs(root, os_name)]
     checks = [
         versions_check(runs),
-        backends_check(root, os_name, home, backend_dl=backend_dl),
-        tokenizer_check(root, os_name, home, models),
-        forward_pass_check(root, os_name, home),
+        backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env),
+        tokenizer_check(root, os_name, home, models, driver_env),
+        forward_pass_check(root, os_name, home, driver_env),
     ]
+    if (gpu := gpu_forward_pass_check(root, os_name, home, driver_env)) is not None:
+        checks.append(gpu)
     return runs, checks

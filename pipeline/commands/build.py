@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     leg = inputs.require_matrix().leg(args.leg)
     options = LegOptions(
-        source=args.source, rocm_path=args.rocm_path, cuda_path=args.cuda_path, vulkan_sdk=args.vulkan_sdk,
+        source=args.source, rocm_path=inputs.rocm_path, cuda_path=args.cuda_path, vulkan_sdk=args.vulkan_sdk,
         remote_cache=args.remote_cache, no_bundle=args.no_bundle,
     )
     run_leg(inputs, leg, options, make_console(inputs.environ, stderr=False))

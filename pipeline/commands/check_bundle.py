@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     try:
         result = check_bundle(
             args.bundle, scratch=scratch / "work", host_os=host_os(), glibc_max=args.glibc_max,
-            smoke=not args.no_smoke, source_tree=args.source_tree,
+            smoke=not args.no_smoke, source_tree=args.source_tree, environ=inputs.environ,
         )
     finally:
         with contextlib.suppress(OSError):

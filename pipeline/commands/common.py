@@ -35,7 +35,7 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     S.add_flag(p, S.ROCM_VERSION)
     S.add_flag(p, S.NOW)
     S.add_flag(p, S.INDEX_URL)
-    p.add_argument("--rocm-path", type=Path, metavar="DIR", help="use this ROCm install instead of downloading one")
+    S.add_flag(p, S.ROCM_PATH)
     p.add_argument("--cuda-path", type=Path, metavar="DIR", help="use this CUDA install instead of the pinned wheels")
     p.add_argument("--vulkan-sdk", type=Path, metavar="DIR", help="use this Vulkan SDK instead of the pinned archive")
     S.add_flag(p, S.RESOLVED)
@@ -52,7 +52,7 @@ def add_for_build(p: argparse.ArgumentParser, extra: str = "") -> None:
         nargs=argparse.REMAINDER,
         metavar="BUILD_ARGS",
         help="last: the arguments of a `build` run; the run settings among them (--now, --rocm-version, "
-        f"--index-url, --tag, --out) apply{'; ' + extra if extra else ''} (what a Nox session passes on)",
+        f"--index-url, --tag, --out, --rocm-path) apply{'; ' + extra if extra else ''} (what a Nox session passes on)",
     )
 
 
@@ -63,7 +63,7 @@ def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) ->
     # The leg name is the build's positional argument; a placeholder when the session gives none.
     build, unknown = parser.parse_known_args(["-", *[a for a in build_args if a != "--"]])
     merged = argparse.Namespace(**vars(args))
-    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name):
+    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name, S.ROCM_PATH.name):
         if getattr(build, name, None) is not None:
             setattr(merged, name, getattr(build, name))
     if build.source is not None and hasattr(merged, "no_source"):

@@ -62,6 +62,8 @@ def register(sub: Any) -> None:
     )
     S.add_flag(p, S.OUT)
     S.add_flag(p, S.TAG, help="llama.cpp tag of the run, b<digits> or latest (whole-run mode)")
+    S.add_flag(p, S.ROCM_PATH, help="whole-run mode: the rocm legs build with this installed ROCm: none is resolved, "
+               "no index is fetched")
     p.add_argument(
         "--no-source",
         action="store_true",
@@ -86,8 +88,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError("resolve: give either --leg or --os with --family, not both")
     if args.leg is None and single and (args.os_name is None or args.family is None):
         raise UsageError("resolve: --os and --family go together (or use --leg)")
-    if single and (args.write is not None or args.tag is not None or args.no_source):
-        raise UsageError("resolve: --write, --tag and --no-source are for the whole run (without --leg/--os/--family)")
+    if single and (args.write is not None or args.tag is not None or args.no_source
+                   or getattr(args, S.ROCM_PATH.name, None) is not None):
+        raise UsageError("resolve: --write, --tag, --no-source and --rocm-path are for the whole run "
+                         "(without --leg/--os/--family)")
 
     now = inputs.now
     if single:
@@ -108,6 +112,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         return 0
 
     matrix = inputs.require_matrix()
+    if inputs.rocm_path is not None and any(leg.needs_resolution for leg in matrix.legs.values()):
+        err.print(f"ROCm: the rocm legs build with {inputs.rocm_path} ({inputs.origins.get(S.ROCM_PATH.name)}): "
+                  "no ROCm build resolved, no index fetched", highlight=False)
     with err.status(f"resolving the run's inputs ({matrix.source.repo})"):
         resolution = resolve_run(inputs, fetch=fetch_with_status(err, inputs), source=not args.no_source)
     target = args.write if args.write is not None else inputs.out / DEFAULT_RESOLVED_PATH.name

@@ -50,6 +50,8 @@ class RunInputs:
     out: Path
     # The run's source archive (`source` made it once; legs extract it instead of cloning), if named.
     source_archive: Path | None = None
+    # An installed ROCm the rocm legs build with (--rocm-path / PIPELINE_ROCM_PATH): no index is fetched.
+    rocm_path: Path | None = None
     # An explicit ccache directory for every leg of this process (--cache-dir / CCACHE_DIR).
     cache_dir: Path | None
     cache_home: Path
@@ -184,6 +186,7 @@ def read_inputs(
     cache_home = Path(S.pick(S.CACHE_HOME, environ=env, default=default_cache_home(env)).value)
     cache_dir = S.pick(S.CACHE_DIR, flag=_flag(args, S.CACHE_DIR), environ=env).value
     source_archive = S.pick(S.SOURCE_ARCHIVE, flag=_flag(args, S.SOURCE_ARCHIVE), environ=env).value
+    rocm_path = S.pick(S.ROCM_PATH, flag=_flag(args, S.ROCM_PATH), environ=env)
     return RunInputs(
         now=now,
         started=started,
@@ -197,6 +200,7 @@ def read_inputs(
         out=Path(S.pick(S.OUT, flag=_flag(args, S.OUT), environ=env).value),
         cache_dir=Path(cache_dir) if cache_dir else None,
         source_archive=Path(source_archive) if source_archive else None,
+        rocm_path=Path(rocm_path.value) if rocm_path.value else None,
         cache_home=cache_home,
         download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
@@ -205,6 +209,7 @@ def read_inputs(
             S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
             S.ROCM_VERSION.name: policy.where,
             S.INDEX_URL.name: index_url.where,
+            S.ROCM_PATH.name: rocm_path.where,
         }),
         environ=env,
     )

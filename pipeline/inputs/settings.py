@@ -227,6 +227,11 @@ RESOLVED = Setting(
     name="resolved", flag="--resolved", env=("PIPELINE_RESOLVED",), parse=parse_text, metavar="PATH_OR_JSON",
     default_shown="none (resolve now)", help="the run's resolution from `resolve`: a file or inline JSON",
 )
+ROCM_PATH = Setting(
+    name="rocm_path", flag="--rocm-path", env=("PIPELINE_ROCM_PATH",), parse=parse_text, metavar="DIR",
+    default_shown="none (download TheRock's build)",
+    help="an installed ROCm the rocm legs build with instead of TheRock's download (resolve then fetches no index)",
+)
 SOURCE_ARCHIVE = Setting(
     name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE",), parse=parse_text, metavar="PATH",
     default_shown="none (check out the source)",
@@ -318,7 +323,7 @@ HTTP_RETRY_BUDGET = Setting(
 )
 
 SETTINGS: tuple[Setting, ...] = (
-    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
+    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, ROCM_PATH, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
     HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )
@@ -331,6 +336,8 @@ GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
 CC, CXX = "CC", "CXX"
 CUDA_PATH = "CUDA_PATH"
 XDG_CACHE_HOME = "XDG_CACHE_HOME"
+# The Vulkan loader's driver (ICD) selection: the machine's, kept in a smoke run's scrubbed environment.
+VULKAN_DRIVER_VARIABLES = ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES")
 LOCALAPPDATA = "LOCALAPPDATA"
 # The interrupt tests' hook (guard/checkpoints.py), not a setting of a run: where a run pauses.
 PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"

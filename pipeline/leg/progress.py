@@ -5,6 +5,12 @@ step (a HIP template instantiation can compile for many minutes) would leave
 the log silent and the job looking hung, so a heartbeat line also comes
 every ``heartbeat`` seconds while no step has finished, with the step count
 and the elapsed time. The clock is a parameter: tests drive it by hand.
+
+What a line shows is pure (:func:`shorten_step`, :class:`StepCounter`): a
+step's words stay whole (its object path is shortened in the middle), and
+the ``[n/total]`` lines of a Ninja run by one of the build's steps (an
+ExternalProject such as llama.cpp's ``vulkan-shaders-gen``, whose output
+the outer Ninja prints after its own status line) never count as the leg's.
 """
 
 from __future__ import annotations
@@ -23,6 +29,99 @@ from pipeline.util.timeutil import hours_minutes_seconds
 NINJA_STATUS = "[%f/%t] "
 _STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
 HEARTBEAT_SECONDS = 60.0
+# How much of a step a line shows: on the live bar, and in a CI log's sparse lines.
+BAR_STEP_WIDTH = 60
+LOG_STEP_WIDTH = 80
+# What stands for the folders left out of a shortened path.
+ELLIPSIS = "..."
+
+
+def shorten_path(path: str, width: int) -> str:
+    """``path`` in at most ``width`` characters by leaving out folders in its middle.
+
+    The first folder and the file name always stay (a file name is never
+    cut, even when it alone is wider than ``width``); folders come back
+    alternately beside the file name and after the first, while they fit.
+    """
+    parts = path.split("/")
+    if len(path) <= width or len(parts) < 3:
+        return path
+
+    def text(head: int, tail: int) -> str:
+        # parts[:head], the ellipsis, parts[tail:]
+        return "/".join([*parts[:head], ELLIPSIS, *parts[tail:]])
+
+    head, tail = 1, len(parts) - 1
+    beside_file = True
+    while True:
+        wider = [(head, tail - 1), (head + 1, tail)]
+        for new_head, new_tail in wider if beside_file else wider[::-1]:
+            if new_head < new_tail and len(text(new_head, new_tail)) <= width:
+                head, tail = new_head, new_tail
+                break
+        else:
+            return text(head, tail)
+        beside_file = not beside_file
+
+
+def shorten_step(step: str, width: int) -> str:
+    """A Ninja step's description in about ``width`` characters, every word whole.
+
+    Only the longest path in it is shortened, in its middle
+    (:func:`shorten_path`); the words before it ("Building CXX object") and
+    after it always stay. A step with no path to shorten is shown whole.
+    """
+    if len(step) <= width:
+        return step
+    words = step.split(" ")
+    paths = [i for i, word in enumerate(words) if "/" in word]
+    if not paths:
+        return step
+    longest = max(paths, key=lambda i: len(words[i]))
+    room = width - (len(step) - len(words[longest]))
+    words[longest] = shorten_path(words[longest], max(room, 0))
+    return " ".join(words)
+
+
+class StepCounter:
+    """Which ``[done/total]`` lines are the leg's own Ninja's, and its count so far.
+
+    The leg's Ninja prints one status line per finished step, its ``done``
+    rising by one (a console step prints its line as it starts, so a count
+    may repeat); its ``total`` may change as it goes (``restat`` prunes steps,
+    a dyndep file adds some), the count going on by one. A step
+    that runs another Ninja (an ExternalProject) has that Ninja's output
+    printed after its own status line: a counter starting again at 1 with a
+    total of its own. Those lines belong to the nested build and are
+    refused until a line continues the leg's own count.
+    """
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
+        # The nested build's count while its lines come (None: none is running).
+        self._nested: tuple[int, int] | None = None
+
+    def take(self, done: int, total: int) -> bool:
+        """Whether ``[done/total]`` is the leg's own line (then it becomes the count)."""
+        if not self.total:
+            return self._accept(done, total)
+        continues = done in (self.done, self.done + 1)
+        if total == self.total and continues:
+            return self._accept(done, total)
+        nested = self._nested
+        if nested is not None and total == nested[1] and done in (nested[0], nested[0] + 1):
+            self._nested = (done, total)
+            return False
+        if done == self.done + 1 and total >= done:
+            # The leg's count goes on with another total: restat pruned steps, or a dyndep file added some.
+            return self._accept(done, total)
+        self._nested = (done, total)
+        return False
+
+    def _accept(self, done: int, total: int) -> bool:
+        self.done, self.total, self._nested = done, total, None
+        return True
 
 
 def elapsed_text(seconds: float) -> str:
@@ -54,8 +153,7 @@ class NinjaProgress:
         self.heartbeat = heartbeat
         self._clock = clock
         self._last_decile = -1
-        self._done = 0
-        self._total = 0
+        self._steps = StepCounter()
         self._started = clock()
         self._quiet_since = self._started
         self._stop = threading.Event()
@@ -102,9 +200,9 @@ class NinjaProgress:
         if now - self._quiet_since < self.heartbeat:
             return
         self._quiet_since = now
-        total = str(self._total) if self._total else "?"
+        total = str(self._steps.total) if self._steps.total else "?"
         self.console.print(
-            f"{self.leg}: [{self._done}/{total}] still building, {elapsed_text(now - self._started)} elapsed",
+            f"{self.leg}: [{self._steps.done}/{total}] still building, {elapsed_text(now - self._started)} elapsed",
             highlight=False,
         )
 
@@ -117,14 +215,16 @@ class NinjaProgress:
         if not match:
             return
         done, total = int(match.group(1)), int(match.group(2))
-        self._done, self._total = done, total
-        # A finished step: the log is alive, the heartbeat starts over.
+        # Any finished step (a nested build's too): the log is alive, the heartbeat starts over.
         self._quiet_since = self._clock()
+        if not self._steps.take(done, total):
+            return
         step = line[match.end() :].strip()
         if self._progress and self._task is not None:
-            self._progress.update(self._task, completed=done, total=total, step=step[-60:])
+            self._progress.update(self._task, completed=done, total=total, step=shorten_step(step, BAR_STEP_WIDTH))
         elif total:
             decile = done * 10 // total
             if decile != self._last_decile:
                 self._last_decile = decile
-                self.console.print(f"{self.leg}: [{done}/{total}] {step[-80:]}")
+                self.console.print(f"{self.leg}: [{done}/{total}] {shorten_step(step, LOG_STEP_WIDTH)}",
+                                   highlight=False, markup=False)

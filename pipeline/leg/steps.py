@@ -1,4 +1,4 @@
-"""One leg: source tree -> toolchain -> ccache -> CMake configure -> Ninja build -> bundle -> check.
+"""One leg: source tree -> toolchain -> preflight -> ccache -> CMake configure -> Ninja build -> bundle -> check.
 
 Every step is ``step(ctx, previous)``: the :class:`~pipeline.leg.context.LegContext`
 and the previous step's result; what the steps print is :mod:`pipeline.leg.render`.
@@ -149,7 +149,7 @@ def run_leg(
     *,
     provenance: Mapping[str, Any] | None = None,
 ) -> LegRun:
-    """Build one leg: source, toolchain, ccache, configure, build, bundle, check.
+    """Build one leg: source, toolchain, preflight, ccache, configure, build, bundle, check.
 
     One run at a time: the leg's output folder is locked for the whole run
     (BusyError naming the holder, or a wait of ``--wait-lock``). The record
@@ -207,7 +207,7 @@ def _run_steps(ctx: LegContext, *, clock: float, provenance: Mapping[str, Any] |
     """The chain: each step is called with the context and the previous step's result."""
     source = source_step(ctx, None)
     ctx.record.source = {**source.info, **(provenance or {})}
-    prepared = toolchain_step(ctx, source)
+    prepared = preflight_step(ctx, toolchain_step(ctx, source))
     plan = ccache_step(ctx, prepared)
     plan = configure_step(ctx, plan)
     plan = build_step(ctx, plan)
@@ -286,6 +286,18 @@ def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
     return Prepared(source=previous, toolchain=toolchain)
 
 
+def preflight_step(ctx: LegContext, previous: Prepared) -> Prepared:
+    """Before any build folder exists: the toolchain against what the tree requires (:mod:`pipeline.leg.preflight`);
+    a too-old HIP or Vulkan headers stop the leg here with one line."""
+    from pipeline.leg.preflight import preflight
+
+    toolchain = preflight(ctx.leg.name, previous.toolchain, previous.source.path, ctx.console)
+    if toolchain is previous.toolchain:
+        return previous
+    ctx.record.toolchain = toolchain.to_record()
+    return Prepared(source=previous.source, toolchain=toolchain)
+
+
 def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
     """The leg's ccache (settings, remote storage, compiler check) and a fresh build folder."""
     from pipeline.ccache.compiler_check import resolve_compiler_check
@@ -350,7 +362,7 @@ def configure_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
         code, tail = run_logged(cmd, env=env, log=log)
     record.phases["configure"] = round(time.monotonic() - t0, 3)
     if code != 0:
-        _fail(ctx, "CMake configure", tail, [])
+        _fail(ctx, "CMake configure", tail, [], since=0)
     return plan
 
 
@@ -362,6 +374,8 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True)}
     t0 = time.monotonic()
     with ctx.log.open("a", encoding="utf-8") as log, NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
+        # Where the build's own output starts: its first error is looked for from there.
+        since = log.tell()
         code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
     record.phases["build"] = round(time.monotonic() - t0, 3)
     stats = ccache.read_stats()
@@ -373,7 +387,7 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
         if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
             ctx.warn(lost)
     if code != 0:
-        _fail(ctx, "Ninja build", tail, progress.failed)
+        _fail(ctx, "Ninja build", tail, progress.failed, since=since)
     record.timings = _timings(plan.build)
     return plan
 
@@ -408,7 +422,8 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
     check = check_built_bundle(bundle, leg, scratch=ctx.work / "check",
-                               source_tree=Path(tree) if isinstance(tree, str) and tree else None)
+                               source_tree=Path(tree) if isinstance(tree, str) and tree else None,
+                               environ=ctx.inputs.environ)
     record.bundle_check = check.to_json()
     for smoke in check.checks:
         render.note(ctx.console, leg.name, smoke.line)
@@ -421,7 +436,7 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
 
 # The steps in their order, each ``step(ctx, previous)`` (mypy checks every one against Step).
 STEPS: tuple[Step[Any, Any], ...] = (
-    source_step, toolchain_step, ccache_step, configure_step, build_step, bundle_step, check_step,
+    source_step, toolchain_step, preflight_step, ccache_step, configure_step, build_step, bundle_step, check_step,
 )
 
 
@@ -433,10 +448,25 @@ def _timings(build: Path) -> dict[str, object] | None:
     return timings_for_build(build)
 
 
-def _fail(ctx: LegContext, step: str, tail: deque[str], failed: list[str]) -> None:
-    """Show the log's tail and raise BuildError naming the failed step (:func:`run_leg` writes the failed record)."""
+def _first_error_in_log(log: Path, since: int) -> str | None:
+    """The first real error the step wrote to ``log`` from offset ``since`` (:mod:`pipeline.leg.first_error`)."""
+    from pipeline.leg.first_error import first_error
+
+    try:
+        with log.open("r", encoding="utf-8", errors="replace") as text:
+            text.seek(since)
+            return first_error(text)
+    except OSError:
+        return None
+
+
+def _fail(ctx: LegContext, step: str, tail: deque[str], failed: list[str], *, since: int) -> None:
+    """Show the log's tail and raise BuildError naming the failed step and quoting its first real error
+    (:func:`run_leg` writes the failed record)."""
     render.log_tail(ctx.console, ctx.log, tail)
     what = f"{step} failed"
     if failed:
         what += f" at {failed[0]}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+    if cause := _first_error_in_log(ctx.log, since):
+        what += f": {cause}"
     raise BuildError(f"{ctx.record.leg}: {what}; full log: {ctx.log}")

@@ -70,12 +70,15 @@ def resolve_run(
     """Every ROCm leg once, from one index fetch and the run's one ``now``.
 
     ``source``: also resolve the llama.cpp tag and mix set (``git ls-remote``
-    of matrix.toml's repo; the run's tag overrides matrix.toml's).
+    of matrix.toml's repo; the run's tag overrides matrix.toml's). With the
+    run's ``rocm_path`` (an installed ROCm the legs build with) no ROCm leg
+    is resolved and the index is not fetched: offline, or with the index
+    down, such a run still resolves.
     """
     matrix = inputs.require_matrix()
     policy, url, now = inputs.rocm_policy, inputs.index_url, inputs.now
-    rocm_legs = [leg for leg in matrix.legs.values() if leg.needs_resolution]
-    if matrix.rocm.source == "wheels":
+    rocm_legs = [leg for leg in matrix.legs.values() if leg.needs_resolution] if inputs.rocm_path is None else []
+    if rocm_legs and matrix.rocm.source == "wheels":
         return _resolve_run_from_wheels(inputs, rocm_legs, source=source)
     entries = load_entries(url, policy, fetch or index_fetch(inputs)) if rocm_legs else []
     names = entry_names(entries) if entries else frozenset()

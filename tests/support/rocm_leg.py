@@ -109,7 +109,7 @@ backend = "rocm"
 os = "linux"
 family = "{FAMILY}"
 targets = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
-cmake_args = ["-DGGML_HIP=ON", "-DGGML_HIP_ROCWMMA_FATTN=OFF"]
+cmake_args = ["-DGGML_HIP=ON"]
 
 [legs.rocm-windows-gfx1151]
 backend = "rocm"

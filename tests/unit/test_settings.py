@@ -22,6 +22,7 @@ VALUES = {
     "tag": ("b1", "b2", "latest"),
     "resolved": ("flag.json", "env.json", None),
     "source_archive": ("flag.tar.gz", "env.tar.gz", None),
+    "rocm_path": ("/flag/rocm", "/env/rocm", None),
     "out": ("flag-out", "env-out", None),
     "cache_dir": ("flag-cache", "env-cache", None),
     "remote_cache": ("redis://127.0.0.1:1", None, "redis://127.0.0.1:3"),

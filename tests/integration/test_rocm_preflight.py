@@ -1,0 +1,190 @@
+"""A given ROCm install (``--rocm-path`` / ``PIPELINE_ROCM_PATH``): no index, and checked before configure.
+
+Debian's HIP under ``/usr`` (5.2.3; its hip-config-version.cmake says
+5.2.0, which is what ``find_package(hip)`` hands the tree) against the real
+llama.cpp tree's own floor (``ggml/src/ggml-hip/CMakeLists.txt``: HIP 6.1).
+Only the tree's CMake files are needed: the check stops the leg before
+CMake runs, so they are read from the sdist, not built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import ToolchainError
+from pipeline.leg.steps import find_tool
+from tests.support.httpserver import LocalServer
+from tests.support.pipeline_cli import ROOT, run_pipeline
+from tests.support.projects import PROJECT_LICENSE, write_cpp_project, write_matrix
+from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
+
+pytestmark = pytest.mark.integration
+
+SHIPPED = ROOT / "matrix.toml"
+LEG = "rocm-linux-gfx110X"
+# What the real tree (0c1e570) states, where it states it.
+TREE_HIP_FLOOR = "6.1"
+TREE_FLOOR_AT = "ggml/src/ggml-hip/CMakeLists.txt:54"
+DEBIAN_HIP = Path("/usr/lib/x86_64-linux-gnu/cmake/hip")
+
+needs_debian_hip = pytest.mark.skipif(not (DEBIAN_HIP / "hip-config.cmake").is_file(),
+                                      reason="Debian's HIP (hipcc, libamdhip64-dev) is not installed")
+
+
+def _hip_project(root: Path) -> Path:
+    """What ggml-hip's configure does first: find_package(hip), then say the version it found."""
+    root.mkdir(parents=True)
+    (root / "LICENSE").write_text(PROJECT_LICENSE)
+    (root / "CMakeLists.txt").write_text(textwrap.dedent("""\
+        cmake_minimum_required(VERSION 3.21)
+        project(hipfind C CXX)
+        find_package(hip CONFIG REQUIRED)
+        message(STATUS "hip_VERSION=${hip_VERSION}")
+        """))
+    return root
+
+
+def _cmake_says_hip_version(tmp_path: Path) -> str:
+    """The HIP version CMake itself finds at /usr (what the tree's check compares), independently of the pipeline."""
+    project = _hip_project(tmp_path / "probe")
+    proc = subprocess.run(
+        [str(find_tool("cmake")), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", "-S", str(project),
+         "-B", str(tmp_path / "probe-build"), "-DCMAKE_PREFIX_PATH=/usr", "-DCMAKE_POLICY_VERSION_MINIMUM=3.5"],
+        capture_output=True, text=True, env={**os.environ, "HIP_PLATFORM": "amd"}, check=False,
+    )  # fmt: skip
+    match = re.search(r"hip_VERSION=(\S+)", proc.stdout)
+    assert match, proc.stdout + proc.stderr
+    return match.group(1)
+
+
+def _real_tree_cmake_files(dest: Path) -> Path:
+    sdist = cached_sdist()
+    if sdist is None:
+        pytest.skip(missing_reason())
+    for name, text in tree_texts(sdist, is_cmake_file).items():
+        path = dest / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return dest
+
+
+@needs_debian_hip
+@pytest.mark.parametrize("given_by", ["flag", "environment"])
+def test_a_hip_older_than_the_tree_requires_is_one_line_before_configure(tmp_path: Path, given_by: str) -> None:
+    found = _cmake_says_hip_version(tmp_path)
+    tree = _real_tree_cmake_files(tmp_path / "llama.cpp")
+    out = tmp_path / "out"
+    args = ["--matrix", str(SHIPPED), "build", LEG, "--source", str(tree), "--out", str(out),
+            "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"]
+    env = {"HIP_PLATFORM": "amd"}
+    if given_by == "flag":
+        args += ["--rocm-path", "/usr"]
+    else:
+        env["PIPELINE_ROCM_PATH"] = "/usr"
+    proc = run_pipeline(args, env=env)
+    assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        f"error: {LEG}: HIP {found} at /usr (from {DEBIAN_HIP}/hip-config-version.cmake) is older than "
+        f"HIP {TREE_HIP_FLOOR}, which this llama.cpp requires ({TREE_FLOOR_AT})"
+    ], proc.stderr
+    assert "Traceback" not in proc.stderr
+    # Before configure: CMake never ran, no build folder was made.
+    record = json.loads((out / LEG / "record.json").read_text())
+    assert record["status"] == "failed" and "configure" not in record["phases"]
+    assert not (out / LEG / "build").exists() and not (out / LEG / "build.log").exists()
+
+
+@needs_debian_hip
+def test_a_hip_config_the_pinned_cmake_refuses_is_configured_with_the_policy_floor(tmp_path: Path) -> None:
+    """Debian's hip-config.cmake asks for CMake 3.3; CMake 4 refuses it unless told the policy floor."""
+    ws = tmp_path / "ws"
+    _hip_project(ws / "project")
+    write_matrix(ws / "matrix.toml", extra=textwrap.dedent("""
+        [legs.rocm-linux-gfx1030]
+        backend = "rocm"
+        os = "linux"
+        family = "gfx103X-all"
+        targets = ["gfx1030"]
+        cmake_args = ["-DGGML_HIP=ON"]
+        """))
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "rocm-linux-gfx1030", "--source",
+                         str(ws / "project"), "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"),
+                         "--no-bundle", "--rocm-path", "/usr"], env={"HIP_PLATFORM": "amd"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (f"rocm-linux-gfx1030: {DEBIAN_HIP}/hip-config.cmake asks for CMake < 3.5: configuring with "
+            "-DCMAKE_POLICY_VERSION_MINIMUM=3.5") in proc.stdout
+    record = json.loads((ws / "out" / "rocm-linux-gfx1030" / "record.json").read_text())
+    assert "-DCMAKE_POLICY_VERSION_MINIMUM=3.5" in record["cmake_args"]
+    assert record["toolchain"]["details"]["cmake_policy_version_minimum"] == "3.5"
+    log = (ws / "out" / "rocm-linux-gfx1030" / "build.log").read_text()
+    # The package loaded, with the version the version check reads.
+    assert f"hip_VERSION={_cmake_says_hip_version(tmp_path)}" in log
+    assert "Compatibility with CMake < 3.5 has been removed" not in log
+
+
+def _rocm_matrix(path: Path, index_url: str) -> Path:
+    return write_matrix(path, extra=textwrap.dedent(f"""
+        [rocm]
+        index_url = "{index_url}"
+
+        [legs.rocm-linux-gfx1030]
+        backend = "rocm"
+        os = "linux"
+        family = "gfx103X-all"
+        targets = ["gfx1030"]
+        """))
+
+
+@pytest.mark.parametrize("given_by", ["flag", "environment"])
+def test_resolve_for_a_build_with_a_rocm_path_fetches_no_index(http_server: LocalServer, tmp_path: Path,
+                                                               given_by: str) -> None:
+    matrix = _rocm_matrix(tmp_path / "m.toml", http_server.url("/index/"))
+    target = tmp_path / "resolved.json"
+    build_args = ["--source", str(tmp_path), *(["--rocm-path", "/opt/rocm-given"] if given_by == "flag" else [])]
+    env = {"PIPELINE_ROCM_PATH": "/opt/rocm-given"} if given_by == "environment" else {}
+    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--write", str(target), "--for-build", *build_args],
+                        env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert http_server.hits("/index/") == 0
+    assert json.loads(target.read_text())["legs"] == {}
+    assert "the rocm legs build with /opt/rocm-given" in proc.stderr
+
+
+@needs_debian_hip
+def test_a_nox_rocm_leg_with_rocm_path_builds_with_the_index_down(http_server: LocalServer, tmp_path: Path) -> None:
+    """``nox -s <rocm leg> -- --rocm-path DIR``: its resolve session fetches nothing, the leg builds."""
+    matrix = _rocm_matrix(tmp_path / "m.toml", http_server.url("/index/"))
+    write_cpp_project(tmp_path / "proj", units=2)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
+         "-s", "rocm-linux-gfx1030", "--", "--rocm-path", "/usr", "--source", str(tmp_path / "proj"),
+         "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-bundle"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PIPELINE_MATRIX": str(matrix), "PYTHONPATH": str(ROOT), "PIPELINE_OUT": str(out),
+             "HIP_PLATFORM": "amd"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert http_server.hits("/index/") == 0
+    record = json.loads((out / "rocm-linux-gfx1030" / "record.json").read_text())
+    assert record["status"] == "success" and record["toolchain"]["details"]["source"] == "rocm-path"
+
+
+def test_resolve_for_one_leg_refuses_a_rocm_path(http_server: LocalServer, tmp_path: Path) -> None:
+    """One leg's resolution is an index question: a given install has no place there."""
+    matrix = _rocm_matrix(tmp_path / "m.toml", http_server.url("/index/"))
+    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--leg", "rocm-linux-gfx1030", "--rocm-path", "/usr"])
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: resolve: --write, --tag, --no-source and --rocm-path are for the whole run (without --leg/--os/--family)"
+    ]
+    assert http_server.hits("/index/") == 0
