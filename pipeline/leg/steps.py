@@ -37,6 +37,7 @@ from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import render
 from pipeline.leg.context import LegContext, Step
+from pipeline.leg.layout import place_tree, tree_place
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
@@ -226,8 +227,8 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
 
 
 def source_step(ctx: LegContext, previous: None) -> SourceTree:
-    """The tree to build: ``--source``, else the run's source archive (unpacked in ``<work>/src``), else the
-    source checked out under ``<out>/src``."""
+    """The tree to build: ``--source``, else the run's source archive, else the source checked out under
+    ``<out>/src``; compiled from ``<work>/src/llama.cpp`` in every case (:mod:`pipeline.leg.layout`)."""
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
 
     inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
@@ -237,14 +238,15 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
         info = describe_checkout(path, environ=inputs.environ)
         tag = folder_tag(info, inputs.tag)
         return SourceTree(
-            path=path, info={"path": str(path), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag=tag
+            path=place_tree(ctx.work, path), info={"path": str(path), "tag": tag, "commit": info.commit,
+                                                   "dirty": info.dirty}, tag=tag,
         )
     if inputs.source_archive is not None:
-        from pipeline.source.archive import ARCHIVE_ROOT, unpack_source_archive
+        from pipeline.source.archive import unpack_source_archive
 
         with console.status(f"extracting {inputs.source_archive.name}"):
             # One fixed folder per leg, whatever the tag: the compile commands stay the same night to night.
-            path, manifest = unpack_source_archive(inputs.source_archive, ctx.work / "src" / ARCHIVE_ROOT)
+            path, manifest = unpack_source_archive(inputs.source_archive, tree_place(ctx.work))
         check_cmake_project(path)
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
@@ -266,7 +268,8 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
     check_cmake_project(path)
     # What this leg's clone fetched (a re-used clone fetches only what it lacks).
     fetched = max(0, git_objects_bytes(path) - before)
-    return SourceTree(path=path, info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
+    return SourceTree(path=place_tree(ctx.work, path),
+                      info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
                       tag=spec.tag)
 
 
