@@ -328,6 +328,11 @@ def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:
             "versions": "passed", "backends": "passed", "tokenizer": "skipped", "forward-pass": "passed"}
         assert [c["line"] for c in data["checks"] if c["name"] == "tokenizer"] == [
             "tokenizer: skipped: no llama.cpp source tree given for its models/ vocab"]
+    # A relative --source-tree is the caller's folder's (the smoke run's programs run elsewhere).
+    proc = pipeline(["check-bundle", str(real_tree.runner.bundle), "--json", "--source-tree",
+                     os.path.join("out", "src", "llama.cpp")], cwd=real_tree.runner.workspace, env={})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {c["name"]: c["status"] for c in json.loads(proc.stdout)["checks"]}["tokenizer"] == "passed", proc.stdout
 
 
 def test_a_bundle_that_lost_its_cpu_backend_fails_the_backends_check(real_tree: RealTree, tmp_path: Path) -> None:
