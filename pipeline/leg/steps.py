@@ -237,9 +237,13 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
         path = options.source.resolve()
         info = describe_checkout(path, environ=inputs.environ)
         tag = folder_tag(info, inputs.tag)
+        if info.commit is None:
+            ctx.warn(not_a_repository(options.source, tag))
         return SourceTree(
             path=place_tree(ctx.work, path), info={"path": str(path), "tag": tag, "commit": info.commit,
                                                    "dirty": info.dirty}, tag=tag,
+            # No repository of its own: git must not answer for one above it (see _base_env).
+            outside_git=info.commit is None,
         )
     if inputs.source_archive is not None:
         from pipeline.source.archive import unpack_source_archive
@@ -271,6 +275,15 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
     return SourceTree(path=place_tree(ctx.work, path),
                       info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
                       tag=spec.tag)
+
+
+def not_a_repository(source: Path, tag: str) -> str:
+    """What a ``--source`` folder that is no git repository gets, said once before the build."""
+    from pipeline.source.build_info import build_number
+
+    return (f"--source {source} is not a git repository: the bundle is tagged {tag!r} and its programs report "
+            f"build {build_number(tag) or 0}, commit unknown (pass --tag b<N> for a build number, or build a "
+            "git checkout)")
 
 
 def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
