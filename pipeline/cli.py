@@ -25,6 +25,7 @@ from pathlib import Path
 from pipeline import __version__
 from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_os_error
 from pipeline.guard.checkpoints import arm as arm_checkpoints
+from pipeline.guard.children import deliver_interrupt
 from pipeline.inputs.settings import DEBUG, MATRIX, add_flag, default_text, pick
 
 # Order is the order of `--help`.
@@ -112,16 +113,24 @@ def report_error(err: PipelineError) -> None:
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated()
+    deliver_interrupt(Terminated())
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    deliver_interrupt(KeyboardInterrupt())
 
 
 def on_sigterm() -> None:
-    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt): children are stopped, records say so."""
+    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), SIGINT a KeyboardInterrupt: children are
+    stopped, records say so. Both wait while a child is being started, until its group can be stopped
+    (:func:`pipeline.guard.children.deliver_interrupt`)."""
     import signal
     import threading
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _raise_interrupt)
 
 
 def debug_wanted(args: argparse.Namespace) -> bool:
