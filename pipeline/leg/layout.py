@@ -46,3 +46,13 @@ def place_tree(work: Path, tree: Path) -> Path:
     except OSError:
         return tree
     return place
+
+
+def clear_place(path: Path) -> None:
+    """Remove a link :func:`place_tree` left at ``path``, before something is checked out there.
+
+    A checkout into the link would write into the folder it points at: a
+    user's own tree, given with ``--source`` to an earlier run.
+    """
+    if path.is_symlink():
+        path.unlink()
