@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.support.gitrepos import commit_tree
 from tests.support.pipeline_cli import ROOT
 from tests.support.projects import write_cpp_project, write_matrix
 
@@ -158,7 +160,8 @@ def test_leg_session_installs_once_then_starts_without_reinstalling(tmp_path: Pa
     """A real virtualenv (uv where installed): the first run installs the project, the
     second on the unchanged checkout does not, and neither prints a warning."""
     matrix = write_matrix(tmp_path / "m.toml")
-    write_cpp_project(tmp_path / "proj", units=2)
+    # A checkout, as a user builds: a plain folder would get the (wanted) not-a-git-repository warning.
+    commit_tree(write_cpp_project(tmp_path / "proj", units=2), when=datetime(2026, 3, 1, tzinfo=UTC))
     args = ["--envdir", str(tmp_path / "envs"), "-s", "cpu", "--", "--source", str(tmp_path / "proj"),
             "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-bundle"]
     env = {**os.environ, "PIPELINE_MATRIX": str(matrix)}
