@@ -22,10 +22,10 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
+from pipeline.commands.common import out_of_build_args  # noqa: E402
 from pipeline.errors import ConfigError  # noqa: E402
 from pipeline.inputs.matrix import Leg, Matrix, load_matrix  # noqa: E402
 from pipeline.inputs.settings import MATRIX as MATRIX_SETTING  # noqa: E402
-from pipeline.inputs.settings import OUT as OUT_SETTING  # noqa: E402
 from pipeline.inputs.settings import RESOLVED  # noqa: E402
 from pipeline.util.fsutil import atomic_write_text  # noqa: E402
 
@@ -45,8 +45,6 @@ HOST_OS = "windows" if sys.platform == "win32" else "linux" if sys.platform.star
 # The run's resolution, when `resolve` ran in this nox invocation (a leg's dependency):
 # a file left by an earlier run is never picked up by a standalone leg.
 _RESOLVED_THIS_RUN: list[str] = []
-# Where `resolve` writes the run's resolution (the pipeline itself honours the same variable for --out).
-OUT = Path(os.environ.get(OUT_SETTING.env_var) or OUT_SETTING.default)
 
 
 # The stamp inside a session's venv: what the project was last installed from.
@@ -85,8 +83,11 @@ def _install(session: nox.Session, extras: str = "") -> None:
 
 
 def _resolve_run(session: nox.Session) -> str:
-    """Resolve the run once; the pipeline reads its own settings out of the leg's arguments."""
-    target = (OUT / "resolved.json").resolve()
+    """Resolve the run once; the pipeline reads its own settings out of the leg's arguments.
+
+    The resolution goes where the legs' ``--out`` is (``nox -s cpu -- --out DIR``), else ``PIPELINE_OUT``.
+    """
+    target = (out_of_build_args(session.posargs, os.environ) / "resolved.json").resolve()
     session.run("python", "-m", "pipeline", "resolve", "--write", str(target), "--for-build", *session.posargs)
     return str(target)
 

@@ -20,10 +20,12 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pipeline import __version__
 from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_os_error
 from pipeline.guard.checkpoints import arm as arm_checkpoints
+from pipeline.guard.children import deliver_interrupt
 from pipeline.inputs.settings import DEBUG, MATRIX, add_flag, default_text, pick
 
 # Order is the order of `--help`.
@@ -70,14 +72,36 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Build llama.cpp prebuilt bundles from matrix.toml.",
     )
     parser.add_argument("--version", action="version", version=f"pipeline {__version__}")
-    add_flag(parser, MATRIX)
-    assert DEBUG.flag is not None
-    parser.add_argument(DEBUG.flag, dest=DEBUG.name, action="store_true",
-                        help=f"{DEBUG.help} (default: {default_text(DEBUG)})")
+    add_global_flags(parser, default=None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in (only,) if only else COMMANDS:
         importlib.import_module(f"pipeline.commands.{name.replace('-', '_')}").register(sub)
+    # After the command too (`build cpu --matrix X`: what `nox -s cpu -- --matrix X` runs). Suppressed
+    # defaults: a command's parser sets them only when given, so a flag before the command holds.
+    for command in sub.choices.values():
+        add_global_flags(command, default=argparse.SUPPRESS)
     return parser
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, default: object) -> None:
+    """``--matrix`` and ``--debug``: every command takes them, before or after its name."""
+    add_flag(parser, MATRIX, default=default)
+    assert DEBUG.flag is not None
+    parser.add_argument(DEBUG.flag, dest=DEBUG.name, action="store_true", default=default or False,
+                        help=f"{DEBUG.help} (default: {default_text(DEBUG)})")
+
+
+def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
+    """Every path argument taken from the caller's folder, whatever folder a child process later runs in.
+
+    A relative ``--source-tree ../llama.cpp`` reached the smoke run, whose
+    programs run in a scratch home, and named nothing there; a relative
+    ``--rocm-path`` would reach the compilers, which run in the build folder.
+    """
+    for name, value in vars(args).items():
+        if isinstance(value, Path) and not value.is_absolute():
+            setattr(args, name, value.absolute())
+    return args
 
 
 def report_error(err: PipelineError) -> None:
@@ -89,16 +113,24 @@ def report_error(err: PipelineError) -> None:
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated()
+    deliver_interrupt(Terminated())
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    deliver_interrupt(KeyboardInterrupt())
 
 
 def on_sigterm() -> None:
-    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt): children are stopped, records say so."""
+    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), SIGINT a KeyboardInterrupt: children are
+    stopped, records say so. Both wait while a child is being started, until its group can be stopped
+    (:func:`pipeline.guard.children.deliver_interrupt`)."""
     import signal
     import threading
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _raise_interrupt)
 
 
 def debug_wanted(args: argparse.Namespace) -> bool:
@@ -117,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The interrupt tests' hook (guard/checkpoints.py): inert unless PIPELINE_PAUSE_AT/_DIR are set.
     arm_checkpoints(os.environ)
     parser = build_parser(chosen_command(argv))
-    args = parser.parse_args(argv)
+    args = absolute_paths(parser.parse_args(argv))
     debug = debug_wanted(args)
     try:
         from pipeline.inputs.run_inputs import read_inputs

@@ -14,7 +14,7 @@ In one run, on one machine:
 4. Builds it warm with raw ``cmake -G Ninja`` + ``ninja`` + ccache, no
    pipeline: the same cmake and ninja, the same configure arguments (from the
    pipeline's record), the same ccache environment and cache, a build
-   directory at the same depth (so ``base_dir`` yields the same relative
+   directory beside the pipeline's (so ``base_dir`` yields the same relative
    paths), ``--repeat`` times, interleaved with step 3.
 5. Times the ROCm resolver (parse the HTML ``const files = [...]`` page,
    pick the weekly build) over a generated index of ``--index-entries``
@@ -260,7 +260,8 @@ class Bench:
     def raw_build(self, record: dict[str, Any]) -> BuildRun:
         """The same configure and build with cmake + ninja + ccache only."""
         cc = record["ccache"]
-        build = self.out / "raw" / "build"  # the depth of out/cpu/build: same relative paths
+        # Beside the pipeline's build folder (under its base_dir, at its depth): the same relative paths.
+        build = self.out / LEG / "raw-build"
         if build.exists():
             shutil.rmtree(build)
         build.parent.mkdir(parents=True, exist_ok=True)
@@ -273,7 +274,7 @@ class Bench:
             base_dir=Path(cc["base_dir"]),
             compiler_check=cc["compiler_check"],
             max_size="5G",
-            stats_log=self.out / "raw" / "ccache-stats.log",
+            stats_log=build.parent / "raw-ccache-stats.log",
         )
         setup.stats_log.unlink(missing_ok=True)
         env = {**self.env, **setup.env(with_stats_log=True)}

@@ -91,7 +91,8 @@ class RealTreeBench:
         from pipeline.leg.steps import find_tool
 
         cc = record["ccache"]
-        build = self.out / "raw" / "build"
+        # Beside the pipeline's build folder (under its base_dir, at its depth): the same relative paths.
+        build = self.out / LEG / "raw-build"
         shutil.rmtree(build, ignore_errors=True)
         build.parent.mkdir(parents=True, exist_ok=True)
         args = list(record["cmake_args"])

@@ -78,8 +78,12 @@ def ccache_version(exe: Path) -> str:
 
 
 def workspace_of(*paths: Path) -> Path:
-    """The common ancestor of the source tree and the build directory."""
-    return Path(os.path.commonpath([str(p.resolve()) for p in paths]))
+    """The common ancestor of the source tree and the build directory, as the compiler is handed them.
+
+    A link given as the tree (the leg's fixed place for it: pipeline/leg/layout.py) is not followed:
+    its folder is what the compile commands name.
+    """
+    return Path(os.path.commonpath([str(p.parent.resolve() / p.name) for p in paths]))
 
 
 

@@ -52,18 +52,33 @@ def add_for_build(p: argparse.ArgumentParser, extra: str = "") -> None:
         nargs=argparse.REMAINDER,
         metavar="BUILD_ARGS",
         help="last: the arguments of a `build` run; the run settings among them (--now, --rocm-version, "
-        f"--index-url, --tag, --out, --rocm-path) apply{'; ' + extra if extra else ''} (what a Nox session passes on)",
+        f"--index-url, --tag, --out, --rocm-path, --matrix) apply{'; ' + extra if extra else ''} (what a Nox session passes on)",
     )
+
+
+def _parse_build_args(build_args: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """A leg's build arguments as `build` reads them (its global flags after the leg included)."""
+    parser = argparse.ArgumentParser(prog="resolve --for-build", add_help=False)
+    add_build_arguments(parser)
+    S.add_flag(parser, S.MATRIX)
+    # The leg name is the build's positional argument; a placeholder when the session gives none.
+    return parser.parse_known_args(["-", *[a for a in build_args if a != "--"]])
+
+
+def out_of_build_args(build_args: Sequence[str], environ: Mapping[str, str]) -> Path:
+    """The output folder a leg's build arguments name (``--out``, else its variable, else the default).
+
+    The noxfile's resolve session writes the run's resolution there, where the legs' ``--out`` is.
+    """
+    build, _ = _parse_build_args(build_args)
+    return Path(S.pick(S.OUT, flag=build.out, environ=environ).value)
 
 
 def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) -> argparse.Namespace:
     """``args`` with the run settings a leg's build arguments carry (``--for-build``)."""
-    parser = argparse.ArgumentParser(prog="resolve --for-build", add_help=False)
-    add_build_arguments(parser)
-    # The leg name is the build's positional argument; a placeholder when the session gives none.
-    build, unknown = parser.parse_known_args(["-", *[a for a in build_args if a != "--"]])
+    build, unknown = _parse_build_args(build_args)
     merged = argparse.Namespace(**vars(args))
-    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name, S.ROCM_PATH.name):
+    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name, S.ROCM_PATH.name, S.MATRIX.name):
         if getattr(build, name, None) is not None:
             setattr(merged, name, getattr(build, name))
     if build.source is not None and hasattr(merged, "no_source"):

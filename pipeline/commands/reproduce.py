@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pipeline.bundle.compare import compare_sides, load_side
@@ -19,6 +19,7 @@ from pipeline.bundle.make import read_manifest
 from pipeline.errors import BundleError, SourceError
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
+from pipeline.leg.layout import clear_place
 from pipeline.leg.reproduce import manifest_leg, material_differences, recorded_source_dir, spec_from_manifest
 from pipeline.names import is_safe_tag
 from pipeline.util.fsutil import confined
@@ -82,7 +83,11 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         provenance = {k: recorded.get(k) for k in ("repo", "base_tag", "base_commit", "mix", "mix_hash")}
     else:
         spec = spec_from_manifest(manifest, matrix, where)
-        source = confined(out, recorded_source_dir(manifest) or "src/llama.cpp", f"{where}: source folder", BundleError)
+        rel = PurePosixPath(recorded_source_dir(manifest) or "src/llama.cpp")
+        what = f"{where}: source folder"
+        # An earlier --source run's link there (its folder confined first) goes: a checkout never runs through it.
+        clear_place(confined(out, str(rel.parent), what, BundleError) / rel.name)
+        source = confined(out, str(rel), what, BundleError)
         with console.status(f"checking out {spec.tag} at {str(commit)[:12]}"):
             head = checkout_source(spec, source, git_url_template=inputs.git_url_template, environ=inputs.environ)
         provenance = spec.to_json()

@@ -19,7 +19,8 @@ from pathlib import Path
 from pipeline.inputs.settings import PAUSE_AT, PAUSE_DIR
 
 # The points the pipeline offers (a name outside this set in PIPELINE_PAUSE_AT is ignored).
-POINTS = frozenset({"extract", "pack"})
+# "child": right after a child process started, before the code that stops its group holds it.
+POINTS = frozenset({"extract", "pack", "child"})
 MAX_WAIT = 600.0
 _POLL = 0.02
 

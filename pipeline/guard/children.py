@@ -8,6 +8,13 @@ group on Windows), and :func:`stop_group` ends the whole group: first
 politely (Ninja then stops its own jobs), then for good. A child that must
 leave nothing behind at all (a bundle's program in the smoke run) also runs
 under :func:`adopting_orphans`, which catches what left the group.
+
+An interrupt that lands while a child is being started (inside ``Popen``,
+after the fork, or before the code that would stop it has begun) used to
+escape with nobody holding the child: the pipeline exited 143 and the child
+lived on. The signal handlers therefore hand their exception to
+:func:`deliver_interrupt`, which holds it while this thread starts a child
+and raises it once the child's group can be stopped.
 """
 
 from __future__ import annotations
@@ -17,12 +24,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import ToolchainError
+from pipeline.guard.checkpoints import checkpoint
 from pipeline.guard.redaction import redact_command, secrets_in
 
 # How long a group gets to stop after the polite signal before it is killed.
@@ -34,6 +43,46 @@ def group_kwargs() -> dict[str, Any]:
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}
+
+
+class _Held(threading.local):
+    # Children being started by this thread, and an interrupt that arrived meanwhile.
+    depth = 0
+    pending: BaseException | None = None
+
+
+_held = _Held()
+
+
+def deliver_interrupt(exc: BaseException) -> None:
+    """What the SIGINT/SIGTERM handlers call: raise ``exc`` now, or, while a child is being started, once
+    the child is in the hands of the code that stops its group."""
+    if _held.depth:
+        _held.pending = _held.pending or exc
+        return
+    raise exc
+
+
+def _start(cmd: str | Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """``Popen`` in a group of its own with interrupts held; the caller calls :func:`_release` first thing
+    inside the ``try`` whose ``except`` stops the group."""
+    _held.depth += 1
+    try:
+        proc = subprocess.Popen(cmd if isinstance(cmd, str) else list(cmd), **group_kwargs(), **kwargs)
+        # The interrupt tests' point: a signal sent while the run is held here lands in the race's window.
+        checkpoint("child")
+        return proc
+    except BaseException:
+        _release()  # the child never started: an interrupt held meanwhile is raised instead
+        raise
+
+
+def _release() -> None:
+    """End the hold of :func:`_start`; an interrupt that arrived meanwhile is raised here."""
+    _held.depth -= 1
+    if not _held.depth and _held.pending is not None:
+        exc, _held.pending = _held.pending, None
+        raise exc
 
 
 def stop_group(proc: subprocess.Popen[Any], grace: float = GRACE_SECONDS) -> None:
@@ -154,8 +203,9 @@ def run_child(
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
     if input is not None:
         kwargs["stdin"] = subprocess.PIPE
-    proc = subprocess.Popen(cmd if isinstance(cmd, str) else list(cmd), **group_kwargs(), **kwargs)
+    proc = _start(cmd, **kwargs)
     try:
+        _release()
         stdout, stderr = proc.communicate(input, timeout=timeout)
     except BaseException:
         stop_group(proc)
@@ -174,8 +224,9 @@ def popen_child(cmd: Sequence[str], **kwargs: Any) -> Iterator[subprocess.Popen[
     output) stops the whole group before it propagates; a normal exit waits
     for the child and closes its pipes.
     """
-    proc = subprocess.Popen(list(cmd), **group_kwargs(), **kwargs)
+    proc = _start(cmd, **kwargs)
     try:
+        _release()
         yield proc
         proc.wait()
     except BaseException:
@@ -206,8 +257,9 @@ def run_logged(
     log.flush()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     try:
-        proc = subprocess.Popen(
-            list(cmd),
+        # Its own group: Ctrl-C or SIGTERM to the pipeline stops the whole tree (no orphan Ninja).
+        proc = _start(
+            cmd,
             cwd=cwd,
             env=dict(env),
             stdout=subprocess.PIPE,
@@ -216,13 +268,12 @@ def run_logged(
             text=True,
             errors="replace",
             bufsize=1,
-            # Its own group: Ctrl-C or SIGTERM to the pipeline stops the whole tree (no orphan Ninja).
-            **group_kwargs(),
         )
     except OSError as exc:
         raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
     assert proc.stdout is not None
     try:
+        _release()
         for line in proc.stdout:
             log.write(line)
             tail.append(line.rstrip("\n"))

@@ -37,6 +37,7 @@ from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import render
 from pipeline.leg.context import LegContext, Step
+from pipeline.leg.layout import place_tree, tree_place
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
@@ -230,8 +231,8 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
 
 
 def source_step(ctx: LegContext, previous: None) -> SourceTree:
-    """The tree to build: ``--source``, else the run's source archive (unpacked in ``<work>/src``), else the
-    source checked out under ``<out>/src``."""
+    """The tree to build: ``--source``, else the run's source archive, else the source checked out under
+    ``<out>/src``; compiled from ``<work>/src/llama.cpp`` in every case (:mod:`pipeline.leg.layout`)."""
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
 
     inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
@@ -240,15 +241,20 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
         path = options.source.resolve()
         info = describe_checkout(path, environ=inputs.environ)
         tag = folder_tag(info, inputs.tag)
+        if info.commit is None:
+            ctx.warn(not_a_repository(options.source, tag))
         return SourceTree(
-            path=path, info={"path": str(path), "tag": tag, "commit": info.commit, "dirty": info.dirty}, tag=tag
+            path=place_tree(ctx.work, path), info={"path": str(path), "tag": tag, "commit": info.commit,
+                                                   "dirty": info.dirty}, tag=tag,
+            # No repository of its own: git must not answer for one above it (see _base_env).
+            outside_git=info.commit is None,
         )
     if inputs.source_archive is not None:
-        from pipeline.source.archive import ARCHIVE_ROOT, unpack_source_archive
+        from pipeline.source.archive import unpack_source_archive
 
         with console.status(f"extracting {inputs.source_archive.name}"):
             # One fixed folder per leg, whatever the tag: the compile commands stay the same night to night.
-            path, manifest = unpack_source_archive(inputs.source_archive, ctx.work / "src" / ARCHIVE_ROOT)
+            path, manifest = unpack_source_archive(inputs.source_archive, tree_place(ctx.work))
         check_cmake_project(path)
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
@@ -270,8 +276,18 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
     check_cmake_project(path)
     # What this leg's clone fetched (a re-used clone fetches only what it lacks).
     fetched = max(0, git_objects_bytes(path) - before)
-    return SourceTree(path=path, info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
+    return SourceTree(path=place_tree(ctx.work, path),
+                      info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
                       tag=spec.tag)
+
+
+def not_a_repository(source: Path, tag: str) -> str:
+    """What a ``--source`` folder that is no git repository gets, said once before the build."""
+    from pipeline.source.build_info import build_number
+
+    return (f"--source {source} is not a git repository: the bundle is tagged {tag!r} and its programs report "
+            f"build {build_number(tag) or 0}, commit unknown (pass --tag b<N> for a build number, or build a "
+            "git checkout)")
 
 
 def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:

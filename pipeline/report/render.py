@@ -191,8 +191,12 @@ def _count(value: int | None) -> str:
     return "—" if value is None else str(value)
 
 
-def _changed(value: bool | None) -> str:
-    return {True: "changed", False: "same", None: "?"}[value]
+def _changed(row: LegRow) -> str:
+    """``changed`` / ``same``; with nothing to compare against, why: the cache had no toolchain noted yet
+    (a first build, or a new cache directory), or the record names no toolchain."""
+    if row.toolchain_changed is not None:
+        return "changed" if row.toolchain_changed else "same"
+    return NEW_CACHE if row.toolchain != "unknown" else "—"
 
 
 def _split(row: LegRow) -> str:
@@ -205,6 +209,8 @@ def _split(row: LegRow) -> str:
     return f"{format_seconds(device)} / {format_seconds(host)}{tail}"
 
 
+# "Toolchain vs cache" when the cache had no toolchain noted: nothing to compare with, not an unknown.
+NEW_CACHE = "new cache"
 HEADERS = (
     "Leg",
     "Status",
@@ -214,7 +220,13 @@ HEADERS = (
     "Wall",
     "Toolchain",
     "Toolchain vs cache",
-    "Device / host",
+    "Device / host (summed)",
+)
+# Under every rendering of the table: the last column adds up parallel steps, the wall clock does not.
+SUMMED_NOTE = (
+    "Device / host (summed): the compile steps' times added up over the parallel jobs, so they can exceed "
+    "Wall; Toolchain vs cache: whether the toolchain differs from the one that filled the leg's ccache "
+    f"({NEW_CACHE}: none had yet)."
 )
 
 
@@ -227,7 +239,7 @@ def _cells(row: LegRow) -> list[str]:
         format_rate(row.hit_rate),
         format_seconds(row.wall_seconds),
         row.toolchain,
-        _changed(row.toolchain_changed),
+        _changed(row),
         _split(row),
     ]
 
@@ -251,7 +263,7 @@ def render_markdown(rows: Sequence[LegRow], *, threshold: float) -> str:
             cells[4] = f"**{cells[4]}** ⚠️"
         lines.append("| " + " | ".join(cells) + " |")
     warnings = warnings_of(rows)
-    lines.append("")
+    lines.extend(["", f"<sub>{SUMMED_NOTE}</sub>", ""])
     if warnings:
         lines.append(f"**Cache alarms** (hit rate under {threshold:.0%} with an unchanged toolchain):")
         lines.append("")
@@ -281,6 +293,7 @@ def console_table(rows: Sequence[LegRow]) -> Table:
 
 def print_report(console: Console, rows: Sequence[LegRow]) -> None:
     console.print(console_table(rows))
+    console.print(SUMMED_NOTE, style="dim", highlight=False)
     for warning in warnings_of(rows):
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     for row in rows:
@@ -390,11 +403,18 @@ def render_html(
         body.append(f"<tr{cls}>{cells}</tr>")
     warnings = "".join(f"<li>{html.escape(w)}</li>" for w in warnings_of(rows))
     alarms = f'<ul class="alarms">{warnings}</ul>' if warnings else ""
+    # check-bundle's verdict on each bundle, as the console and the step summary give it.
+    checks = "".join(
+        f'<li class="{"passed" if "passed" in c else "failed"}">{html.escape(c)}</li>'
+        for c in (r.bundle_check for r in rows) if c
+    )
     parts = {
         "generated": html.escape(generated),
         "head": head,
         "rows": "\n".join(body),
+        "note": html.escape(SUMMED_NOTE),
         "alarms": alarms,
+        "checks": f'<h2 class="checks">Bundle checks</h2>\n<ul class="checks">{checks}</ul>' if checks else "",
         "data": _json_for_script(data),
         "script": _asset("report.js"),
     }

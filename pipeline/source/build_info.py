@@ -25,6 +25,12 @@ _NUMBERED_TAG = re.compile(r"^b(\d+)(?:-mix-[0-9a-f]{7,40})?$")
 SHORT_SHA = 7
 
 
+def build_number(tag: str) -> int | None:
+    """The build number a run tag names (``b7000``, ``b7000-mix-<hash>``: 7000); None for any other tag."""
+    match = _NUMBERED_TAG.fullmatch(tag)
+    return int(match.group(1)) if match else None
+
+
 def build_info_args(tag: str, commit: str | None) -> list[str]:
     """``-DLLAMA_BUILD_NUMBER=N`` when ``tag`` is a run tag, ``-DLLAMA_BUILD_COMMIT=<sha[:7]>`` when the commit is known.
 
@@ -32,8 +38,8 @@ def build_info_args(tag: str, commit: str | None) -> list[str]:
     without a commit): llama.cpp's own answer is kept there.
     """
     args = []
-    if match := _NUMBERED_TAG.fullmatch(tag):
-        args.append(f"-DLLAMA_BUILD_NUMBER={int(match.group(1))}")
+    if (number := build_number(tag)) is not None:
+        args.append(f"-DLLAMA_BUILD_NUMBER={number}")
     if commit and COMMIT_SHA.fullmatch(commit):
         args.append(f"-DLLAMA_BUILD_COMMIT={commit[:SHORT_SHA]}")
     return args

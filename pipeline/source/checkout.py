@@ -399,9 +399,17 @@ def checkout_source(spec: SourceSpec, dest: Path, *, git_url_template: str, envi
 
 
 def describe_checkout(path: Path, *, environ: Mapping[str, str]) -> CheckoutInfo:
-    """Commit, tag and dirtiness of a source folder given with ``--source`` (no git: all unknown)."""
+    """Commit, tag and dirtiness of a source folder given with ``--source`` (no git: all unknown).
+
+    A folder inside another repository (a plain copy of the tree under some
+    project's checkout) is no repository of its own: git would answer for
+    the other project, so it counts as no git at all.
+    """
     head = _git(["rev-parse", "HEAD"], cwd=path, what="", check=False, base=environ)
     if head.returncode != 0:
+        return CheckoutInfo(commit=None, tag=None, dirty=False)
+    top = _git(["rev-parse", "--show-toplevel"], cwd=path, what="", check=False, base=environ)
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
         return CheckoutInfo(commit=None, tag=None, dirty=False)
     exact = _git(["describe", "--tags", "--exact-match", "HEAD"], cwd=path, what="", check=False, base=environ)
     described = exact if exact.returncode == 0 else _git(

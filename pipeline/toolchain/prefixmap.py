@@ -10,8 +10,9 @@ them. Three maps, in this order:
 1. the workspace (ccache's ``base_dir``) -> ``.``: any other path under it;
 2. the source tree -> ``.``, absolute and as seen from the build directory:
    ccache's base_dir rewriting hands the compiler *relative* paths
-   (``../../src/llama.cpp/ggml/src/ggml.c``), which depend on where the
-   source sits relative to the build directory (``--source`` anywhere); both
+   (``../src/llama.cpp/ggml/src/ggml.c``; a leg always compiles its tree
+   from the same place beside its build folder, pipeline/leg/layout.py, so
+   that spelling does not change with the depth of the output folder); both
    spellings become ``./ggml/src/ggml.c``;
 3. the build directory -> ``.``: ``DW_AT_comp_dir``.
 

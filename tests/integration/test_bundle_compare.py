@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 import textwrap
@@ -247,6 +248,27 @@ def test_reproduce_command_rebuilds_an_identical_bundle(setup: Setup, two_builds
     assert "2 of 2 files identical (identical)" in proc.stdout
     rebuilt = tmp_path / "out" / "dist" / bundle_a.name
     assert rebuilt.read_bytes() == bundle_a.read_bytes()
+
+
+def test_reproduce_without_source_never_checks_out_into_a_tree_linked_by_an_earlier_run(
+    setup: Setup, two_builds: tuple, tmp_path: Path
+) -> None:
+    """--source is linked at <out>/cpu/src/llama.cpp; a later reproduce into the same --out checks out
+    there itself: into a folder of its own, not through the link into the user's tree (a checkout cleans)."""
+    (_, bundle_a, _), _ = two_builds
+    user = tmp_path / "my-llama.cpp"
+    shutil.copytree(setup.root / "first" / "out" / "src" / "llama.cpp", user, symlinks=True)
+    (user / "my-notes.txt").write_text("not tracked, mine\n")
+    common = ["--matrix", str(setup.matrix), "reproduce", str(bundle_a), "--out", str(tmp_path / "out"),
+              "--cache-dir", str(setup.cache)]
+    env = {"PIPELINE_GIT_URL_TEMPLATE": setup.template}
+    for extra in (["--source", str(user)], []):
+        proc = run_pipeline([*common, *extra], env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "2 of 2 files identical (identical)" in proc.stdout
+    assert (user / "my-notes.txt").read_text() == "not tracked, mine\n"
+    place = tmp_path / "out" / "cpu" / "src" / "llama.cpp"
+    assert place.is_dir() and not place.is_symlink()
 
 
 def test_reproduce_refuses_a_source_at_another_commit(setup: Setup, two_builds: tuple, tmp_path: Path) -> None:

@@ -141,6 +141,11 @@ def write_slow_project(root: Path, gate: Path) -> Path:
     return root
 
 
+def slow_step(ws: Path) -> str:
+    """What a running slow step's command line holds: its gate (the tree's own path is the leg's link to it)."""
+    return str(ws / "gate" / "started")
+
+
 def pause_env(ws: Path, point: str) -> dict[str, str]:
     """Hold the run at ``point`` (guard/checkpoints.py); it writes ``<ws>/pause/<point>.reached`` there."""
     (ws / "pause").mkdir(parents=True, exist_ok=True)
@@ -180,7 +185,7 @@ def test_signal_during_ninja_stops_the_whole_tree_and_records_interrupted(
     wait_for("the slow compile step", (gate / "started").exists, proc=proc, logs=tmp_path / "logs")
     during = record_of(ws / "out", "cpu")
     assert during["status"] == "running"
-    assert processes_mentioning(str(ws / "project" / "slow_step.py")), "the slow step should be running"
+    assert processes_mentioning(slow_step(ws)), "the slow step should be running"
 
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == code
@@ -188,7 +193,7 @@ def test_signal_during_ninja_stops_the_whole_tree_and_records_interrupted(
     assert lines == [f"error: interrupted ({name}): child processes stopped"]
     # Nothing of the build outlives the pipeline: no Ninja, no compile step.
     assert processes_mentioning(str(ws / "out" / "cpu" / "build")) == []
-    assert processes_mentioning(str(ws / "project" / "slow_step.py")) == []
+    assert processes_mentioning(slow_step(ws)) == []
     after = record_of(ws / "out", "cpu")
     assert after["status"] == "interrupted"
     assert after["started"] == during["started"]
@@ -219,7 +224,7 @@ def test_killed_run_leaves_a_running_record_that_reads_as_interrupted(slow_ws: P
     finally:
         # SIGKILL leaves the child group running (nothing can stop it from inside): the test ends it.
         (gate / "release").write_text("go")
-        wait_for("the orphaned step to end", lambda: not processes_mentioning(str(ws / "project" / "slow_step.py")),
+        wait_for("the orphaned step to end", lambda: not processes_mentioning(slow_step(ws)),
                  timeout=60)
     rerun = run_pipeline(cpu_args(ws), check=True)
     assert "Traceback" not in rerun.stderr
@@ -491,12 +496,12 @@ def test_sigterm_during_configure_stops_cmake_and_records_interrupted(tmp_path: 
     write_matrix(ws / "matrix.toml")
     proc = start_pipeline(cpu_args(ws), tmp_path / "logs")
     wait_for("the configure step", (gate / "started").exists, proc=proc, logs=tmp_path / "logs")
-    assert processes_mentioning(str(ws / "project" / "slow_step.py")), "the configure step should be running"
+    assert processes_mentioning(slow_step(ws)), "the configure step should be running"
 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 143
     assert stderr_lines(tmp_path / "logs") == ["error: interrupted (SIGTERM): child processes stopped"]
-    assert processes_mentioning(str(ws / "project" / "slow_step.py")) == []
+    assert processes_mentioning(slow_step(ws)) == []
     assert processes_mentioning(str(ws / "out" / "cpu" / "build")) == []
     assert record_of(ws / "out", "cpu")["status"] == "interrupted"
 
@@ -609,6 +614,25 @@ def test_sigterm_during_source_stops_git_and_leaves_no_archive(git_ws: Path, tmp
     assert "Traceback" not in rerun.stderr
     made = json.loads(rerun.stdout)
     assert Path(made["path"]).is_file() and made["tag"] == "b1"
+
+
+def test_sigterm_while_a_child_is_starting_stops_it_before_the_pipeline_exits(git_ws: Path, tmp_path: Path) -> None:
+    """The race behind a surviving `git archive` under load: the signal lands after the child started but
+    before the code that stops its group holds it. The run is held exactly there (the "child" point)."""
+    ws = git_ws
+    # The first child `source` starts is `git ls-remote`: gated, it would wait for ever if nothing stopped it.
+    wrapper, env = gated_git(ws, "ls-remote")
+    args = ["--matrix", str(ws / "matrix.toml"), "source", "--out", str(ws / "out"), "--now", "2026-03-14T12:00:00Z"]
+    proc = start_pipeline(args, tmp_path / "logs", env={**env, **pause_env(ws, "child")})
+    wait_for("the child's start", (ws / "pause" / "child.reached").exists, proc=proc, logs=tmp_path / "logs")
+    wait_for("git ls-remote", (ws / "gate" / "started").exists, proc=proc, logs=tmp_path / "logs")
+
+    proc.send_signal(signal.SIGTERM)
+    (ws / "pause" / "child.release").write_text("go")
+    assert proc.wait(timeout=60) == 143
+    assert stderr_lines(tmp_path / "logs") == ["error: interrupted (SIGTERM): child processes stopped"]
+    # The pipeline waited for the child's group: nothing of it outlives the exit.
+    assert processes_mentioning(str(wrapper)) == []
 
 
 def test_sigterm_during_a_legs_clone_stops_git_and_records_interrupted(git_ws: Path, tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.support.gitrepos import commit_tree
 from tests.support.pipeline_cli import ROOT
 from tests.support.projects import write_cpp_project, write_matrix
 
@@ -44,6 +46,29 @@ def test_leg_session_builds_with_arguments_after_dashes(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = json.loads((out / "cpu" / "record.json").read_text())
     assert record["ccache"]["misses"] == 4
+
+
+def test_a_leg_session_takes_the_matrix_after_dashes(tmp_path: Path) -> None:
+    """`nox -s cpu -- --matrix OTHER`: the global flag after the command reaches the build."""
+    matrix = write_matrix(tmp_path / "m.toml")
+    other = tmp_path / "other.toml"
+    other.write_text(matrix.read_text().replace('"-DCMAKE_BUILD_TYPE=Release"', '"-DCMAKE_BUILD_TYPE=MinSizeRel"'))
+    write_cpp_project(tmp_path / "proj", units=1)
+    out = tmp_path / "out"
+    proc = _nox(["-s", "cpu", "--", "--matrix", str(other), "--source", str(tmp_path / "proj"), "--out", str(out),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-bundle"], matrix, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "-DCMAKE_BUILD_TYPE=MinSizeRel" in json.loads((out / "cpu" / "record.json").read_text())["cmake_args"]
+
+
+def test_the_resolve_session_writes_where_the_legs_out_is(tmp_path: Path) -> None:
+    """`--out DIR` after dashes, no PIPELINE_OUT: the run's resolution lands in DIR, beside the legs' folders."""
+    matrix = write_matrix(tmp_path / "m.toml")
+    out = tmp_path / "elsewhere"
+    env = dict.fromkeys(("PIPELINE_OUT", "PIPELINE_RESOLVED"), "")
+    proc = _nox(["-s", "resolve", "--", "--no-source", "--out", str(out)], matrix, tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((out / "resolved.json").read_text())["legs"] == {}
 
 
 def test_bad_matrix_is_one_line(tmp_path: Path) -> None:
@@ -135,7 +160,8 @@ def test_leg_session_installs_once_then_starts_without_reinstalling(tmp_path: Pa
     """A real virtualenv (uv where installed): the first run installs the project, the
     second on the unchanged checkout does not, and neither prints a warning."""
     matrix = write_matrix(tmp_path / "m.toml")
-    write_cpp_project(tmp_path / "proj", units=2)
+    # A checkout, as a user builds: a plain folder would get the (wanted) not-a-git-repository warning.
+    commit_tree(write_cpp_project(tmp_path / "proj", units=2), when=datetime(2026, 3, 1, tzinfo=UTC))
     args = ["--envdir", str(tmp_path / "envs"), "-s", "cpu", "--", "--source", str(tmp_path / "proj"),
             "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-bundle"]
     env = {**os.environ, "PIPELINE_MATRIX": str(matrix)}

@@ -24,7 +24,8 @@ Two workspaces build the same run: ``runner/`` first (cold, or warm when the
 machine's test cache already has the objects: only success is asserted), then
 ``elsewhere/laptop/`` (100% hits whatever the cache held). Their bundles must
 be byte-identical, hold no path of either workspace, and ``reproduce`` of the
-runner's bundle in a third folder must compare equal.
+runner's bundle in a third folder, and in the runner's own (its default
+``out/reproduce``), must compare equal with every object a hit.
 
 The ccache directory and the sdist live under ``~/.cache/llama-pipeline-tests``
 (``PIPELINE_TEST_CACHE``), so a CI rerun on the same machine is warm.
@@ -348,6 +349,11 @@ def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:
             "versions": "passed", "backends": "passed", "tokenizer": "skipped", "forward-pass": "passed"}
         assert [c["line"] for c in data["checks"] if c["name"] == "tokenizer"] == [
             "tokenizer: skipped: no llama.cpp source tree given for its models/ vocab"]
+    # A relative --source-tree is the caller's folder's (the smoke run's programs run elsewhere).
+    proc = pipeline(["check-bundle", str(real_tree.runner.bundle), "--json", "--source-tree",
+                     os.path.join("out", "src", "llama.cpp")], cwd=real_tree.runner.workspace, env={})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {c["name"]: c["status"] for c in json.loads(proc.stdout)["checks"]}["tokenizer"] == "passed", proc.stdout
 
 
 def test_a_bundle_that_lost_its_cpu_backend_fails_the_backends_check(real_tree: RealTree, tmp_path: Path) -> None:
@@ -439,6 +445,24 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(real_tree: RealTree
     )  # fmt: skip
     assert "(identical)" in proc.stdout, proc.stdout
     assert (ws / "out" / "dist" / real_tree.runner.bundle.name).read_bytes() == real_tree.runner.bundle.read_bytes()
+    stats = json.loads((ws / "out" / "cpu" / "record.json").read_text())["ccache"]
+    assert (stats["hits"], stats["misses"]) == (COMPILATIONS, 0), stats
+
+
+def test_reproduce_right_after_the_build_in_its_default_folder_hits_every_object(real_tree: RealTree) -> None:
+    """From the runner's workspace, as a user would: the clone as a relative --source, reproduce's default
+    --out (out/reproduce, one level deeper than the build's out): every object a hit."""
+    ws = real_tree.runner.workspace
+    env = {"PIPELINE_GIT_URL_TEMPLATE": real_tree.forge.template, "PIPELINE_CACHE_HOME": str(real_tree.root / "ch")}
+    proc = pipeline(
+        ["--matrix", str(real_tree.matrix), "reproduce", str(real_tree.runner.bundle), "--source",
+         os.path.join("out", "src", "llama.cpp"), "--cache-dir", str(real_tree.cache)],
+        cwd=ws,
+        env=env,
+    )  # fmt: skip
+    assert "(identical)" in proc.stdout, proc.stdout
+    stats = json.loads((ws / "out" / "reproduce" / "cpu" / "record.json").read_text())["ccache"]
+    assert (stats["hits"], stats["misses"]) == (COMPILATIONS, 0), stats
 
 
 def test_the_source_archive_of_the_real_tree_is_made_once_and_deterministic(tmp_path: Path) -> None:

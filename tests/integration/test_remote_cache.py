@@ -14,12 +14,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from pipeline.ccache.remote import RemoteBackend, parse_remote, probe_endpoint
+from tests.support.gitrepos import commit_tree
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import MINIMAL_MATRIX, write_cpp_project
 
@@ -168,7 +170,8 @@ def http_storage() -> Iterator[HttpStorage]:
 
 
 def _workspace(root: Path, *, matrix_remote: str | None = None) -> Path:
-    write_cpp_project(root / "project", units=UNITS)
+    # A checkout, as users build: the tests below count the remote cache's warnings alone.
+    commit_tree(write_cpp_project(root / "project", units=UNITS), when=datetime(2026, 3, 1, tzinfo=UTC))
     text = MINIMAL_MATRIX.format(compiler_check="content")
     if matrix_remote:
         text = text.replace("[ccache]\n", f'[ccache]\nremote = "{matrix_remote}"\n')

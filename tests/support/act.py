@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from filelock import FileLock, Timeout
 
 from tests.support.gitrepos import git
@@ -53,6 +55,8 @@ ACT_VERSION = "0.2.89"
 # The pinned actions, one folder per `<owner>-<repo>@<sha>` (see its README); CI has shared/ beside the clone.
 ACTIONS_ENV = "PIPELINE_TEST_ACTIONS"
 DEFAULT_ACTIONS = ROOT.parent / "shared" / "actions"
+# Where a pinned action is fetched from when no folder of them is given: its public repository.
+ACTION_URL = "https://github.com/{owner}/{repo}.git"
 # What the jobs inherit from the test's environment besides what the harness sets: the package
 # registry clients' own settings (an index mirror, a CA bundle, a proxy), nothing of the pipeline's.
 PASSED_ENV = re.compile(r"^(PIP_\w+|UV_\w+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY|SSL_CERT_\w+|REQUESTS_CA_BUNDLE|LANG)$")
@@ -92,10 +96,63 @@ def pinned_actions(files: Iterable[Path], folder: Path) -> dict[str, Path]:
 
 
 def actions_folder() -> Path:
-    folder = Path(os.environ.get(ACTIONS_ENV) or DEFAULT_ACTIONS)
-    if not folder.is_dir():
-        raise AssertionError(f"{folder}: no folder of pinned actions (set {ACTIONS_ENV})")
-    return folder
+    """``$PIPELINE_TEST_ACTIONS`` (it must exist), else the folder beside the checkout, else the test cache's.
+
+    A user's fresh clone has no folder beside it: the pinned actions are then
+    fetched from their public repositories into the test cache (:func:`fetch_pinned_actions`).
+    """
+    explicit = os.environ.get(ACTIONS_ENV)
+    if explicit:
+        if not Path(explicit).is_dir():
+            raise AssertionError(f"{explicit}: no folder of pinned actions ({ACTIONS_ENV})")
+        return Path(explicit)
+    if DEFAULT_ACTIONS.is_dir():
+        return DEFAULT_ACTIONS
+    return fetch_pinned_actions(workflow_files(), e2e_cache_root() / "actions")
+
+
+def fetch_pinned_actions(files: Iterable[Path], cache: Path, url_template: str = ACTION_URL) -> Path:
+    """Every action ``files`` pin, at its pinned SHA, under ``cache`` (``<owner>-<repo>@<sha>``, as beside the
+    checkout): fetched once with git from ``url_template`` (``{owner}``, ``{repo}``), re-used after.
+
+    Offline (a fetch fails), the act tests are skipped saying so: they need the actions.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache / ".fetch.lock")):
+        for path in files:
+            for owner, repo, sha in USES.findall(path.read_text(encoding="utf-8")):
+                target = cache / f"{owner}-{repo}@{sha}"
+                if (target / "action.yml").is_file():
+                    continue
+                url = url_template.format(owner=owner, repo=repo)
+                staging = Path(tempfile.mkdtemp(dir=cache, prefix=f".{target.name}."))
+                try:
+                    git(staging, "init", "--quiet")
+                    if problem := _fetch(staging, url, sha):
+                        pytest.skip(
+                            f"the pinned action {owner}/{repo}@{sha} is not beside the checkout ({DEFAULT_ACTIONS}), "
+                            f"{ACTIONS_ENV} is unset, and fetching it from {url} failed (offline?): {problem}"
+                        )
+                    git(staging, "checkout", "--quiet", "FETCH_HEAD")
+                    if (head := git(staging, "rev-parse", "HEAD")) != sha:
+                        raise AssertionError(f"{url}: fetched {head}, not the pinned {sha}")
+                    shutil.rmtree(staging / ".git")
+                    staging.rename(target)
+                finally:
+                    shutil.rmtree(staging, ignore_errors=True)
+    return cache
+
+
+def _fetch(repo: Path, url: str, sha: str) -> str | None:
+    """``git fetch --depth 1 URL SHA`` into ``repo``; what went wrong, or None. Never asks for credentials."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    try:
+        proc = subprocess.run(["git", "fetch", "--quiet", "--depth", "1", url, sha], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "no answer in 300 s"
+    lines = proc.stderr.strip().splitlines()
+    return None if proc.returncode == 0 else (lines[-1] if lines else f"git exit {proc.returncode}")
 
 
 def runner_labels(files: Iterable[Path], extra: Iterable[str] = ()) -> list[str]:

@@ -155,10 +155,50 @@ def test_markdown_has_one_row_per_leg_and_lists_alarms() -> None:
     assert table[0].startswith("| Leg | Status | Hits | Misses | Hit rate |")
     assert "| a\\|b | success | 10 | 90 | **10.0%** ⚠️ |" in md
     assert (
-        "| cpu | success | 90 | 10 | 90.0% | 12m 34s | gcc-12.2.0 | ? | 20m 00s / 5m 00s (80% device) |" in md
+        "| cpu | success | 90 | 10 | 90.0% | 12m 34s | gcc-12.2.0 | new cache | 20m 00s / 5m 00s (80% device) |" in md
     )
     assert "**Cache alarms** (hit rate under 90% with an unchanged toolchain):" in md
     assert "- a\\|b: ccache hit rate 10% is under 90%" in md
+
+
+def test_a_first_build_says_new_cache_and_a_record_without_a_toolchain_says_nothing() -> None:
+    unknown = record("cuda")
+    unknown.toolchain = {}
+    rows = report.leg_rows([record("cpu"), unknown, record("rocm", previous_toolchain="gcc-12.2.0")], {}, 0.9)
+    md = report.render_markdown(rows, threshold=0.9)
+    vs_cache = {line.split(" | ")[0][2:]: line.split(" | ")[7] for line in md.splitlines() if line.startswith("| ")}
+    assert vs_cache == {"Leg": "Toolchain vs cache", "cpu": "new cache", "cuda": "—", "rocm": "same"}
+    assert "?" not in md
+
+
+def test_summed_step_times_are_labelled_as_summed_everywhere() -> None:
+    rows = report.leg_rows([record("cpu")], {}, 0.9)
+    md = report.render_markdown(rows, threshold=0.9)
+    # 20m + 5m of steps in a 12m 34s build: the column says it adds up parallel jobs.
+    assert "| Device / host (summed) |" in md
+    assert "the compile steps' times added up over the parallel jobs, so they can exceed Wall" in md
+    console = Console(record=True, width=300)
+    report.print_report(console, rows)
+    text = console.export_text()
+    assert "Device / host (summed)" in text and "added up over the parallel jobs" in text
+    page = html_page([record("cpu")])
+    assert "<th>Device / host (summed)</th>" in page and "added up over the parallel jobs" in page
+
+
+def test_html_shows_each_bundle_check_as_the_console_and_markdown_do() -> None:
+    passed, failed = record("cpu"), record("cuda")
+    passed.bundle_check = {"ok": True, "summary": "check-bundle passed: 7 files, smoke run 3/3", "problems": []}
+    failed.bundle_check = {"ok": False, "summary": "check-bundle failed",
+                           "problems": [{"file": "libx.so", "message": "needs libcuda.so.1", "kind": "needed"}]}
+    rows = report.leg_rows([passed, failed], {}, 0.9)
+    page = report.render_html([passed, failed], rows, generated="2026-08-09 07:00 UTC", threshold=0.9)
+    md = report.render_markdown(rows, threshold=0.9)
+    for line in ("cpu: check-bundle passed: 7 files, smoke run 3/3",
+                 "cuda: check-bundle failed: libx.so: needs libcuda.so.1"):
+        assert f"- {line}" in md
+        assert f">{line}</li>" in page
+    assert '<li class="failed">cuda: check-bundle failed' in page
+    assert "Bundle checks" not in html_page([record("cpu")])
 
 
 def test_markdown_without_alarms_has_no_alarm_section() -> None:
