@@ -57,6 +57,10 @@ _VOCAB_TEST_SEPARATOR = "\n__ggml_vocab_test__\n"
 # ggml's log line for each backend module it loaded (GGML_LOG_INFO, printed in Release builds too).
 _LOADED = re.compile(r"loaded (?P<name>\S+) backend from (?P<path>.+?)\s*$", re.MULTILINE)
 _DECODED = re.compile(r"decoded (?P<n>\d+) tokens")
+# ggml-cuda's own lines when its module loads (ggml_cuda_init, GGML_LOG_INFO / GGML_LOG_ERROR).
+_CUDA_FOUND = re.compile(r"ggml_cuda_init: found (?P<n>\d+) CUDA devices")
+_CUDA_DEVICE = re.compile(r"^\s*Device \d+: ([^,\n]+), compute capability", re.MULTILINE)
+_CUDA_FAILED = re.compile(r"ggml_cuda_init: failed to initialize CUDA: (?P<why>.*)$", re.MULTILINE)
 
 
 # A program the loader could not start: 127/126 (a shell's words, and the loader's own exit code on a
@@ -165,12 +169,19 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     return found
 
 
-def scrubbed_env(home: Path) -> dict[str, str]:
-    """The whole environment of a smoke run: nothing of the build machine's."""
-    return {"PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
+def scrubbed_env(home: Path, library_dir: Path | None = None) -> dict[str, str]:
+    """The whole environment of a smoke run: nothing of the build machine's.
+
+    ``library_dir``: a folder outside the bundle holding only check-bundle's
+    stand-in for a system library (:mod:`pipeline.bundle.driver_standin`).
+    """
+    env = {"PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
+    if library_dir is not None:
+        env["LD_LIBRARY_PATH"] = str(library_dir)
+    return env
 
 
-def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
+def _run(root: Path, program: str, args: Sequence[str], home: Path, library_dir: Path | None = None) -> _Ran:
     """``<root>/<program> ARGS`` from ``home`` in the scrubbed environment; a program that cannot
     start or hangs is exit code -1 with the reason as its output."""
     home.mkdir(parents=True, exist_ok=True)
@@ -179,7 +190,7 @@ def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
     # group once it exits is stopped.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home),
+            with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home, library_dir),
                              stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
                 try:
                     returncode = proc.wait(timeout=TIMEOUT_SECONDS)
@@ -196,9 +207,9 @@ def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
                     stderr=err.read().decode(errors="replace"))
 
 
-def run_version(root: Path, program: str, home: Path) -> SmokeRun:
+def run_version(root: Path, program: str, home: Path, library_dir: Path | None = None) -> SmokeRun:
     """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
-    ran = _run(root, program, ["--version"], home)
+    ran = _run(root, program, ["--version"], home, library_dir)
     return SmokeRun(program=program, exit_code=ran.exit_code, output=ran.text[:_OUTPUT_CHARS])
 
 
@@ -223,7 +234,10 @@ def _present(root: Path, names: Sequence[str], os_name: str) -> str | None:
     return next((program_file(n, os_name) for n in names if (root / program_file(n, os_name)).is_file()), None)
 
 
-def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = False) -> SmokeCheck:
+def backends_check(
+    root: Path, os_name: str, home: Path, *, backend_dl: bool = False, library_dir: Path | None = None,
+    driver: str | None = None,
+) -> SmokeCheck:
     """Every backend module of the bundle loads (see the module docstring), and the devices it lists.
 
     Which modules loaded is read from ggml's own log in a ``llama-simple``
@@ -236,7 +250,9 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
 
     ``backend_dl``: the bundle was built with ``GGML_BACKEND_DL`` and the CPU
     backend (its manifest says so): a CPU module must then be there and load,
-    even when the bundle lost every module.
+    even when the bundle lost every module. ``library_dir``: see
+    :func:`scrubbed_env`; ``driver``: how the run met the GPU driver, said in the line.
+    The CUDA module's own report (found N devices, or why none) is quoted.
     """
     modules = backend_modules(root, os_name)
     if not modules and not backend_dl:
@@ -249,7 +265,7 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
-    ran = _run(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home)
+    ran = _run(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home, library_dir)
     loaded = {Path(m.group("path").replace("\\", "/")).name: m.group("name") for m in _LOADED.finditer(ran.both)}
     missing = []
     if backend_dl and "cpu" not in modules:
@@ -266,13 +282,25 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     if lister is None:
         devices = f"devices not listed (no {', '.join(DEVICE_LISTERS)})"
     else:
-        listed = _run(root, lister, ["--list-devices"], home)
+        listed = _run(root, lister, ["--list-devices"], home, library_dir)
         if listed.exit_code != 0:
             return SmokeCheck(name="backends", status=FAILED, program=lister,
                               line=f"backends: {lister} --list-devices exited {listed.exit_code}: {listed.last_line()}")
         devices = f"{lister} --list-devices: {', '.join(_listed_devices(listed.stdout)) or 'no device'} besides the CPU"
+    cuda = cuda_report(ran.both)
+    notes = "".join(f"; {note}" for note in (cuda, driver) if note)
     return SmokeCheck(name="backends", status=PASSED, program=program,
-                      line=f"backends: {program} loaded {said}; {devices}")
+                      line=f"backends: {program} loaded {said}; {devices}{notes}")
+
+
+def cuda_report(log: str) -> str | None:
+    """What ggml's CUDA backend said of the devices at load (``ggml_cuda_init``), in a few words; None if silent."""
+    found = _CUDA_FOUND.search(log)
+    if found:
+        names = _CUDA_DEVICE.findall(log)
+        return f"CUDA found {found.group('n')} device(s)" + (f": {', '.join(names)}" if names else "")
+    failed = _CUDA_FAILED.search(log)
+    return f"CUDA found no device ({failed.group('why').strip()})" if failed else None
 
 
 def _listed_devices(stdout: str) -> list[str]:
@@ -305,7 +333,7 @@ def vocab_test_case(inp: str, out: str) -> tuple[str, list[int]] | None:
     return None
 
 
-def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None) -> SmokeCheck:
+def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None, library_dir: Path | None = None) -> SmokeCheck:
     """``llama-tokenize`` with the tree's vocab gives the ids the tree's own test expects."""
     program = _present(root, (TOKENIZER,), os_name)
     if program is None:
@@ -327,7 +355,7 @@ def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None) -
     prompt.write_bytes(text.encode("utf-8"))
     # As the tree's test tokenizes: no special tokens added, none parsed.
     ran = _run(root, program, ["-m", str(vocab), "-f", str(prompt), "--ids", "--no-bos", "--no-parse-special",
-                               "--log-disable"], home)
+                               "--log-disable"], home, library_dir)
     if ran.exit_code != 0:
         return SmokeCheck(name="tokenizer", status=FAILED, program=program,
                           line=f"tokenizer: {program} exited {ran.exit_code}: {ran.last_line()}")
@@ -348,7 +376,7 @@ def _ids(stdout: str) -> list[int] | None:
     return None
 
 
-def forward_pass_check(root: Path, os_name: str, home: Path) -> SmokeCheck:
+def forward_pass_check(root: Path, os_name: str, home: Path, library_dir: Path | None = None) -> SmokeCheck:
     """One generation with a tiny random-weight model: the backend the machine picked computes."""
     program = _present(root, (FORWARD_PROGRAM,), os_name)
     if program is None:
@@ -357,7 +385,7 @@ def forward_pass_check(root: Path, os_name: str, home: Path) -> SmokeCheck:
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
-    ran = _run(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), FORWARD_PROMPT], home)
+    ran = _run(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), FORWARD_PROMPT], home, library_dir)
     decoded = _DECODED.search(ran.both)
     # Fewer than asked is fine: a random model may pick its end-of-generation token early.
     if ran.exit_code != 0 or decoded is None or int(decoded.group("n")) < 1:
@@ -383,15 +411,16 @@ def expects_cpu_module(cmake_args: Sequence[str]) -> bool:
 
 
 def smoke_checks(
-    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False
+    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False,
+    library_dir: Path | None = None, driver: str | None = None,
 ) -> tuple[list[SmokeRun], list[SmokeCheck]]:
     """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
-    ``backend_dl``: see :func:`backends_check`."""
-    runs = [run_version(root, p, home) for p in main_programs(root, os_name)]
+    ``backend_dl``, ``library_dir`` and ``driver``: see :func:`backends_check`."""
+    runs = [run_version(root, p, home, library_dir) for p in main_programs(root, os_name)]
     checks = [
         versions_check(runs),
-        backends_check(root, os_name, home, backend_dl=backend_dl),
-        tokenizer_check(root, os_name, home, models),
-        forward_pass_check(root, os_name, home),
+        backends_check(root, os_name, home, backend_dl=backend_dl, library_dir=library_dir, driver=driver),
+        tokenizer_check(root, os_name, home, models, library_dir),
+        forward_pass_check(root, os_name, home, library_dir),
     ]
     return runs, checks

@@ -137,9 +137,10 @@ def compile_no_device_library(cc: Path, symbols: Sequence[str], out: Path, *, so
         src = Path(tmp) / "driver.c"
         src.write_text(no_device_source(symbols), encoding="utf-8")
         built = Path(tmp) / out.name
-        cmd = [str(cc), "-shared", "-fPIC", "-nostdlib", "-O0", f"-Wl,-soname,{soname}", "-o", str(built), str(src)]
+        # From its own folder, by a relative name: no temporary path in the library, the same file every time.
+        cmd = [str(cc), "-shared", "-fPIC", "-nostdlib", "-O0", f"-Wl,-soname,{soname}", "-o", built.name, src.name]
         try:
-            proc = run_child(cmd, capture_output=True, text=True, timeout=300)
+            proc = run_child(cmd, capture_output=True, text=True, timeout=300, cwd=tmp)
         except (OSError, subprocess.SubprocessError) as exc:
             raise ToolchainError(f"cannot run {cc} to make {out.name}: {exc}") from None
         if proc.returncode != 0:

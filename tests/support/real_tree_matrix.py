@@ -7,6 +7,8 @@ the source is the forge's llama.cpp with one pinned pull request mixed in.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from tests.support.llama_tree import PR_NUMBER, PR_REPO
@@ -56,8 +58,9 @@ def shipped_cuda_pins() -> str:
     """The shipped matrix.toml's ``[toolchains.cuda]`` tables, as text: the test installs the pinned wheels."""
     text = SHIPPED_MATRIX.read_text(encoding="utf-8")
     start = text.index("[toolchains.cuda]")
-    end = text.index("\n[toolchains.", start + 1) if "\n[toolchains.vulkan" in text[start:] else text.index("\n[legs.", start)
-    return text[start:end].strip() + "\n"
+    # Up to the next table that is not one of the pinned wheels.
+    end = re.search(r"(?m)^\[(?!\[?toolchains\.cuda\b)", text[start + 1 :])
+    return text[start : start + 1 + end.start() if end else len(text)].strip() + "\n"
 
 
 # The cuda leg: the same run (source, mix, shared flags), its pinned wheels, one architecture.
@@ -67,12 +70,11 @@ CUDA_MATRIX = MATRIX.split("[legs.cpu]")[0] + shipped_cuda_pins().replace("{", "
 [legs.cuda]
 backend = "cuda"
 os = "linux"
-cuda_architectures = ["{cuda_architecture}"]
+cuda_architectures = [""" + json.dumps([CUDA_ARCHITECTURE])[1:-1] + """]
 cmake_args = """ + toml_list(CUDA_LEGS["cuda"]).replace("{", "{{").replace("}", "}}") + "\n"
 
 
 def cuda_matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
-                     pr_number: int = PR_NUMBER, cuda_architecture: str = CUDA_ARCHITECTURE) -> str:
+                     pr_number: int = PR_NUMBER) -> str:
     """The reduced cuda matrix (see the module docstring) for this forge."""
-    return CUDA_MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number,
-                              pr_sha=pr_sha, cuda_architecture=cuda_architecture)
+    return CUDA_MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha)
