@@ -17,6 +17,7 @@ It is for linking only: the real ``libcuda.so.1`` comes with the driver.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 
@@ -100,3 +101,15 @@ def no_device_source(symbols: Iterable[str]) -> str:
             raise ValueError(f"not a CUDA driver symbol: {name!r}")
         lines.append(f"int {name}(void) {{ return {NO_DEVICE}; }}")
     return "\n".join(lines) + "\n"
+
+
+def pinned_identity(version: str, wheels: Iterable[tuple[str, str]], host_identity: str) -> str:
+    """The identity of a toolkit installed from pinned wheels, known before anything is installed.
+
+    ``cuda-13.2.86-<digest>-gcc-12.2.0``: the toolkit's version, the first 8
+    hex digits of the sha256 of every ``name==version sha256`` line (so a
+    re-pinned wheel, cuBLAS say, changes it), and the host compiler's identity.
+    Not yet key-safe (``safe_identity`` makes it so).
+    """
+    lines = "".join(f"{requirement} {sha.lower()}\n" for requirement, sha in sorted(wheels))
+    return f"cuda-{version}-{hashlib.sha256(lines.encode()).hexdigest()[:8]}-{host_identity}"

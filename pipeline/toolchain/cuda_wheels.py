@@ -13,6 +13,7 @@ missing or edited installs the toolkit again.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ from pipeline.errors import NetworkError, ToolchainError
 from pipeline.guard.children import run_child
 from pipeline.inputs import settings
 from pipeline.inputs.pins import CudaPins
-from pipeline.toolchain.base import Toolchain, ToolchainRequest
+from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
 from pipeline.toolchain.cuda import cuda_toolchain
 from pipeline.toolchain.cuda_layout import (
     DRIVER_SONAME,
@@ -32,10 +33,11 @@ from pipeline.toolchain.cuda_layout import (
     driver_entry_points,
     install_folder,
     no_device_source,
+    pinned_identity,
     unversioned_links,
     wheel_tree,
 )
-from pipeline.toolchain.host import find_compiler
+from pipeline.toolchain.host import find_compiler, host_toolchain
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.util.fsutil import file_digest
 from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
@@ -209,4 +211,31 @@ def prepare_cuda(request: ToolchainRequest, console: Console | None = None, *, p
     if pins is None:
         return cuda_toolchain(leg, env)
     tree = install_cuda_wheels(pins, request, python=python, console=console)
-    return cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")
+    toolchain = cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")
+    # The identity the cache key was computed with before the install (cuda_identity).
+    return dataclasses.replace(toolchain, identity=_pinned(pins, leg.os, request))
+
+
+def _pinned(pins: CudaPins, os_name: str, request: ToolchainRequest) -> str:
+    pairs = pins.wheels_for(os_name)
+    return safe_identity(pinned_identity(pins.version, [(w.requirement, sha) for w, sha in pairs],
+                                         host_toolchain(request.environ).identity))
+
+
+def cuda_identity(request: ToolchainRequest) -> str:
+    """The leg's CUDA identity without installing anything (``cache-key``), the one :func:`prepare_cuda` gives.
+
+    Pinned wheels: from the pins and the host compiler's version alone
+    (:func:`pipeline.toolchain.cuda_layout.pinned_identity`), nothing
+    downloaded or written. ``--cuda-path`` or a system CUDA: that nvcc's
+    ``--version``, as the build reads it.
+    """
+    leg = request.leg
+    if request.cuda_path is not None:
+        return prepare_cuda(request, python="").identity
+    pins = request.pins.cuda if request.pins else None
+    if pins is None:
+        return cuda_toolchain(leg, request.environ).identity
+    if not pins.wheels_for(leg.os):
+        raise ToolchainError(f"[toolchains.cuda] pins no {leg.os} sha256 for every wheel: cannot install CUDA {pins.version}")
+    return _pinned(pins, leg.os, request)
