@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -42,6 +43,8 @@ from typing import Any
 
 import pytest
 
+from pipeline.bundle.driver_standin import system_has_driver
+from pipeline.bundle.smoke import scrubbed_env
 from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, init_repo
 from tests.support.llama_tree import BASE_TAG, Forge, prepared_forge
@@ -50,7 +53,7 @@ from tests.support.llama_tree import BASE_TAG, Forge, prepared_forge
 from tests.support.real_tree_matrix import CUDA_LEGS as TESTED_LEGS
 from tests.support.real_tree_matrix import CUDA_MATRIX as MATRIX  # noqa: F401
 from tests.support.real_tree_matrix import TESTED_SHARED, cuda_matrix_text
-from tests.support.reduction import CUDA_ARCHITECTURE
+from tests.support.reduction import CUDA_ARCHITECTURE, REDUCED_PROGRAMS
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -162,3 +165,99 @@ def test_the_cuda_leg_builds_from_the_wheels_and_the_warm_build_hits_every_unit(
     toolchain = record["toolchain"]
     assert toolchain["details"]["source"] == "wheels 13.2.86", toolchain
     assert toolchain["details"]["cuda_root"] == str(e2e_cache_root() / "toolchains" / "cuda-13.2.86-linux" / "nvidia" / "cu13")
+
+
+def dynamic_section(path: Path) -> str:
+    """``readelf -d``: binutils' reading of the file's NEEDED, SONAME and RUNPATH entries."""
+    return subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_bundle_ships_the_cuda_module_and_its_runtime_with_origin_runpaths(cuda_tree: CudaTree, tmp_path: Path) -> None:
+    _succeeded(cuda_tree.runner)
+    files = _extract(cuda_tree.runner.bundle, tmp_path / "x")
+    names = sorted(p.name for p in files.iterdir())
+    assert "libggml-cuda.so" in names, names
+    for lib in CUDA_RUNTIME:
+        assert lib in names, f"{lib} not shipped: {names}"
+    # The driver is the machine's: needed by the module, never shipped (not even the link stub).
+    assert not [n for n in names if n.startswith("libcuda.so")], names
+    module = dynamic_section(files / "libggml-cuda.so")
+    for lib in ("libcuda.so.1", "libcudart.so.13", "libcublas.so.13"):
+        assert f"Shared library: [{lib}]" in module, module
+    # Every ELF file that needs a library of the bundle finds it beside itself, through $ORIGIN alone.
+    shipped = set(names)
+    for path in sorted(files.iterdir()):
+        if path.is_symlink() or not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
+            continue
+        dynamic = dynamic_section(path)
+        needed = set(re.findall(r"Shared library: \[([^\]]+)\]", dynamic))
+        entries = [e for found in re.findall(r"Library (?:runpath|rpath): \[([^\]]*)\]", dynamic) for e in found.split(":")]
+        assert all(e.startswith("$ORIGIN") for e in entries), f"{path.name}: {entries}"
+        if needed & shipped:
+            assert "$ORIGIN" in entries, f"{path.name} needs {sorted(needed & shipped)}; RUNPATH {entries}"
+
+
+def _backends_line() -> str:
+    """The backends line without a driver: the module loaded against the stand-in, and ggml-cuda's own report."""
+    return ("backends: llama-simple loaded CPU (libggml-cpu.so), CUDA (libggml-cuda.so), RPC (libggml-rpc.so); "
+            "llama-tokenize --list-devices: no device besides the CPU; "
+            "CUDA found no device (no CUDA-capable device is detected); "
+            "no NVIDIA driver here: libcuda.so.1 was a stand-in answering 'no device', made for the check")
+
+
+def test_check_bundle_loads_the_cuda_module_without_a_driver_and_ggml_finds_no_device(cuda_tree: CudaTree) -> None:
+    with_driver = system_has_driver(scrubbed_env(cuda_tree.root / "probe-home"))
+
+    def backends_ok(line: str) -> None:
+        if with_driver:
+            # The real driver is used: no stand-in, and ggml-cuda says what it found.
+            assert "stand-in" not in line and "the machine's NVIDIA driver (libcuda.so.1)" in line, line
+        else:
+            assert line == _backends_line(), line
+
+    for run in (cuda_tree.runner, cuda_tree.laptop):
+        check = _succeeded(run)["bundle_check"]
+        assert check["ok"] is True and check["problems"] == [], check
+        lines = {c["name"]: (c["status"], c["line"]) for c in check["checks"]}
+        assert lines["backends"][0] == "passed", lines["backends"]
+        backends_ok(lines["backends"][1])
+        # The CPU checks pass as on the cpu leg: the programs start, tokenize and compute on the CPU module.
+        assert lines["versions"][0] == lines["tokenizer"][0] == lines["forward-pass"][0] == "passed", lines
+        assert [s["program"] for s in check["smoke"]] == sorted(REDUCED_PROGRAMS), check
+    # The command agrees, on the bundle alone; the stand-in lived in a folder of the check's scratch.
+    proc = pipeline(["check-bundle", str(cuda_tree.runner.bundle), "--json"], cwd=cuda_tree.root, env=cuda_tree.env)
+    data = json.loads(proc.stdout)
+    assert data["ok"] is True, data
+    backends_ok({c["name"]: c["line"] for c in data["checks"]}["backends"])
+    assert not list(cuda_tree.runner.workspace.rglob("libcuda.so*"))
+
+
+def _repack(root: Path, dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest, "w:gz", compresslevel=1) as tar:
+        tar.add(root, arcname=root.name)
+    return dest
+
+
+def test_the_standin_hides_no_missing_runtime_library(cuda_tree: CudaTree, tmp_path: Path) -> None:
+    """Without the bundled libcudart the module must not load: the stand-in is the driver, nothing more."""
+    _succeeded(cuda_tree.runner)
+    root = _extract(cuda_tree.runner.bundle, tmp_path / "x")
+    for path in root.glob("libcudart.so*"):
+        path.unlink()
+    bad = _repack(root, tmp_path / "bad" / cuda_tree.runner.bundle.name)
+    proc = pipeline(["check-bundle", str(bad)], cwd=tmp_path, env=cuda_tree.env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: libggml-cuda.so: needs libcudart.so.13: neither in the bundle" in proc.stdout, proc.stdout
+    assert "backends: libggml-cuda.so did not load in llama-simple (a library it needs is missing or it is broken)" in proc.stdout
+
+
+def test_a_bundle_that_ships_the_driver_is_refused(cuda_tree: CudaTree, tmp_path: Path) -> None:
+    _succeeded(cuda_tree.runner)
+    root = _extract(cuda_tree.runner.bundle, tmp_path / "x")
+    stub = e2e_cache_root() / "toolchains" / "cuda-13.2.86-linux" / "nvidia" / "cu13" / "lib" / "stubs" / "libcuda.so"
+    (root / "libcuda.so.1").write_bytes(stub.read_bytes())
+    bad = _repack(root, tmp_path / "bad" / cuda_tree.runner.bundle.name)
+    proc = pipeline(["check-bundle", str(bad), "--no-smoke"], cwd=tmp_path, env=cuda_tree.env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "libcuda.so.1: the GPU driver's own library ships with the driver, never in a bundle" in proc.stdout
