@@ -1,4 +1,8 @@
-"""The cuda backend: ``--cuda-path``, else matrix.toml's pinned wheels, else a system CUDA."""
+"""The cuda backend: ``--cuda-path``, else matrix.toml's pinned wheels, else a system CUDA.
+
+Its cache identity comes from the pins and the host compiler alone, so a
+cache key installs nothing (the wheels are fetched by the build).
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,10 @@ class Cuda:
         return prepare_cuda(request, console, python=sys.executable)
 
     def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
-        return self.prepare(request, console).identity
+        # From the pins (or the given nvcc): a cache key never installs the toolkit.
+        from pipeline.toolchain.cuda_wheels import cuda_identity
+
+        return cuda_identity(request)
 
     def runtime(self, os_name: str) -> RuntimeProfile:
         return _WINDOWS if os_name == "windows" else _LINUX

@@ -26,7 +26,10 @@ class Vulkan:
         return prepare_vulkan(request, console)
 
     def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
-        return self.prepare(request, console).identity
+        # From the pin (or the given SDK / the system's tools): a cache key never installs the SDK.
+        from pipeline.toolchain.vulkan_sdk import vulkan_identity
+
+        return vulkan_identity(request)
 
     def runtime(self, os_name: str) -> RuntimeProfile:
         return NO_RUNTIME

@@ -13,14 +13,19 @@ of a zip). Then:
 - the newest ``GLIBC_x.y`` required must not be above the leg's floor
   (``glibc_max``; the highest required is reported, as auditwheel does);
 - a LICENSE must be at the root;
+- no GPU driver library ships (``libcuda.so*``, ``nvcuda.dll``): the
+  driver's own, installed with it (a CUDA bundle may need it, never carry it);
 - the smoke run (:mod:`pipeline.bundle.smoke`), unless the bundle is for
   another OS: each main program's ``--version``, the backends load, a
-  tokenizer check and one forward pass.
+  tokenizer check and one forward pass. A CUDA bundle on a machine without
+  an NVIDIA driver is run against a stand-in driver made for the check
+  (:mod:`pipeline.bundle.driver_standin`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
+from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke
 from pipeline.bundle.elfdeps import is_elf, parse_version, read_elf, version_text
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
-from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
+from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, scrubbed_env, smoke_checks
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
@@ -100,6 +106,10 @@ class BundleCheck:
             "smoke_skipped": self.smoke_skipped,
             "checks": [c.to_json() for c in self.checks],
         }
+
+
+# The NVIDIA driver's libraries (Linux, Windows): allowed as a need, refused as a shipped file.
+_DRIVER_FILE = re.compile(r"^(?:libcuda\.so(?:\.[0-9.]+)?|nvcuda\.dll)$", re.IGNORECASE)
 
 
 @dataclass
@@ -198,6 +208,12 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleChec
             file=found.glibc_by or "?", kind="glibc", library="libc.so.6",
             message=f"requires GLIBC_{version_text(found.glibc)}, above the leg's floor glibc_max = {glibc_max}",
         ))
+    for name in sorted(in_bundle):
+        if _DRIVER_FILE.match(name):
+            found.problems.append(Problem(
+                file=in_bundle[name], kind="driver", library=name,
+                message="the GPU driver's own library ships with the driver, never in a bundle",
+            ))
     if not (root / LICENSE_NAME).is_file():
         found.problems.append(Problem(file=LICENSE_NAME, kind="license", message="missing: every bundle carries llama.cpp's LICENSE"))
     return BundleCheck(
@@ -246,6 +262,7 @@ def check_bundle(
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None
+    driver_problems: list[Problem] = []
     if not smoke:
         skipped = "--no-smoke"
     elif os_name != host_os:
@@ -256,11 +273,16 @@ def check_bundle(
         backend_dl = expects_cpu_module([str(a) for a in args] if isinstance(args, list) else [])
         from pipeline.bundle.gpu_smoke import driver_selection
 
+        # Its own folder beside the unpacked bundle: the stand-in is beside nothing that ships.
+        driver = (driver_for_smoke(root, scratch / "driver", scrubbed_env(scratch / "home")) if os_name == "linux"
+                  else DriverForSmoke())
+        if driver.problem:
+            driver_problems.append(Problem(file=driver.needed_by[0], kind="smoke", library=DRIVER, message=driver.problem))
         runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl,
-                                    driver_env=driver_selection(environ or {}))
+                                    driver_env={**driver_selection(environ or {}), **driver.env}, driver=driver.line)
         if not runs:
             skipped = "no llama-* programs"
-    problems = list(result.problems) + [
+    problems = list(result.problems) + driver_problems + [
         Problem(file=r.program, kind="smoke", message=r.failure) for r in runs if not r.ok
     ] + [
         Problem(file=c.program or c.name, kind="smoke", message=c.line)

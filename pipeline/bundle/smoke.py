@@ -72,6 +72,10 @@ _VOCAB_TEST_SEPARATOR = "\n__ggml_vocab_test__\n"
 # ggml's log line for each backend module it loaded (GGML_LOG_INFO, printed in Release builds too).
 _LOADED = re.compile(r"loaded (?P<name>\S+) backend from (?P<path>.+?)\s*$", re.MULTILINE)
 _DECODED = re.compile(r"decoded (?P<n>\d+) tokens")
+# ggml-cuda's own lines when its module loads (ggml_cuda_init, GGML_LOG_INFO / GGML_LOG_ERROR).
+_CUDA_FOUND = re.compile(r"ggml_cuda_init: found (?P<n>\d+) CUDA devices")
+_CUDA_DEVICE = re.compile(r"^\s*Device \d+: ([^,\n]+), compute capability", re.MULTILINE)
+_CUDA_FAILED = re.compile(r"ggml_cuda_init: failed to initialize CUDA: (?P<why>.*)$", re.MULTILINE)
 
 
 # A program the loader could not start: 127/126 (a shell's words, and the loader's own exit code on a
@@ -199,8 +203,13 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
 
 
 def scrubbed_env(home: Path, driver_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of a smoke run: nothing of the build machine's; ``driver_env``: the machine's
-    GPU driver selection (the Vulkan loader's ICD variables), which the run keeps."""
+    """The whole environment of a smoke run: nothing of the build machine's.
+
+    ``driver_env``: how the run finds the GPU driver, kept as given: the
+    machine's Vulkan loader selection (its ICD variables), or
+    ``LD_LIBRARY_PATH`` to a folder outside the bundle holding only
+    check-bundle's stand-in NVIDIA driver (:mod:`pipeline.bundle.driver_standin`).
+    """
     return {**(driver_env or {}), "PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
 
 
@@ -303,7 +312,7 @@ def _present(root: Path, names: Sequence[str], os_name: str) -> str | None:
 
 
 def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = False,
-                   driver_env: Mapping[str, str] | None = None) -> SmokeCheck:
+                   driver_env: Mapping[str, str] | None = None, driver: str | None = None) -> SmokeCheck:
     """Every backend module of the bundle loads (see the module docstring), and the devices it lists.
 
     Which modules loaded is read from ggml's own log in a ``llama-simple``
@@ -319,6 +328,8 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     even when the bundle lost every module. A GPU module that loads but
     finds no driver or device (``ggml_backend_init`` returned NULL) loaded:
     its libraries resolved; it is said so, never as a missing library.
+    ``driver_env``: see :func:`scrubbed_env`; ``driver``: how the run met the GPU driver, said in the line.
+    The CUDA module's own report (found N devices, or why none) is quoted.
     """
     modules = backend_modules(root, os_name)
     if not modules and not backend_dl:
@@ -360,8 +371,20 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
             return SmokeCheck(name="backends", status=FAILED, program=lister,
                               line=f"backends: {lister} --list-devices exited {listed.exit_code}: {listed.last_line()}")
         devices = f"{lister} --list-devices: {', '.join(_listed_devices(listed.stdout)) or 'no device'} besides the CPU"
+    cuda = cuda_report(ran.both)
+    notes = "".join(f"; {note}" for note in (cuda, driver) if note)
     return SmokeCheck(name="backends", status=PASSED, program=program,
-                      line=f"backends: {program} loaded {said}; {devices}")
+                      line=f"backends: {program} loaded {said}; {devices}{notes}")
+
+
+def cuda_report(log: str) -> str | None:
+    """What ggml's CUDA backend said of the devices at load (``ggml_cuda_init``), in a few words; None if silent."""
+    found = _CUDA_FOUND.search(log)
+    if found:
+        names = _CUDA_DEVICE.findall(log)
+        return f"CUDA found {found.group('n')} device(s)" + (f": {', '.join(names)}" if names else "")
+    failed = _CUDA_FAILED.search(log)
+    return f"CUDA found no device ({failed.group('why').strip()})" if failed else None
 
 
 def _listed_devices(stdout: str) -> list[str]:
@@ -531,14 +554,14 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
 
 def smoke_checks(
     root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False,
-    driver_env: Mapping[str, str] | None = None,
+    driver_env: Mapping[str, str] | None = None, driver: str | None = None,
 ) -> tuple[list[SmokeRun], list[SmokeCheck]]:
     """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
-    ``backend_dl``: see :func:`backends_check`; ``driver_env``: the machine's GPU driver selection."""
+    ``backend_dl``, ``driver_env`` and ``driver``: see :func:`backends_check`."""
     runs = [run_version(root, p, home, driver_env) for p in main_programs(root, os_name)]
     checks = [
         versions_check(runs),
-        backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env),
+        backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env, driver=driver),
         tokenizer_check(root, os_name, home, models, driver_env),
         forward_pass_check(root, os_name, home, driver_env),
     ]

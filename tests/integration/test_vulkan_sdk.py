@@ -86,7 +86,9 @@ def test_vulkan_leg_installs_the_pinned_sdk_and_builds_with_it(tmp_path: Path) -
     assert tc["compilers"]["GLSL"].endswith(f"({sdk / 'bin' / 'glslc'})")
     assert tc["details"]["include_dir"] == str(sdk / "include")
     assert tc["details"]["vulkan_headers"].endswith(f".{FAKE_PATCH}")
-    assert tc["identity"].startswith(f"vulkan-{tc['details']['vulkan_headers']}-glslc-")
+    # Keyed on the pin (known before the install: cache-key installs nothing), its tools in the details.
+    assert tc["identity"].startswith(f"vulkan-sdk-{SDK_VERSION}-{sha[:8]}-")
+    assert tc["details"]["glslc"]
     # The second build hit the cache: the installed SDK was not re-extracted.
     assert (record["ccache"]["hits"], record["ccache"]["misses"]) == (COMPILATIONS, 0)
     cache = (ws / "out" / "vulkan" / "build" / "CMakeCache.txt").read_text()

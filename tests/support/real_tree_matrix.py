@@ -1,4 +1,4 @@
-"""The real-tree tests' matrix: the shipped cpu leg plus the one CI reduction, on a local forge.
+"""The real-tree tests' matrices: a shipped leg plus the one CI reduction, on a local forge.
 
 The shipped flags come from matrix.toml and the reduction from
 tests/support/reduction.py (tests/unit/test_tested_flags.py checks both);
@@ -7,10 +7,18 @@ the source is the forge's llama.cpp with one pinned pull request mixed in.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from tests.support.llama_tree import PR_NUMBER, PR_REPO
-from tests.support.reduction import reduce_leg_flags, shipped_flags, toml_list
+from tests.support.reduction import (
+    CUDA_ARCHITECTURE,
+    SHIPPED_MATRIX,
+    reduce_leg_flags,
+    shipped_flags,
+    toml_list,
+)
 
 MIN_AGE_HOURS = 6
 
@@ -44,3 +52,29 @@ def matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOU
                 pr_number: int = PR_NUMBER) -> str:
     """The reduced matrix (see the module docstring) for this forge."""
     return MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha)
+
+
+def shipped_cuda_pins() -> str:
+    """The shipped matrix.toml's ``[toolchains.cuda]`` tables, as text: the test installs the pinned wheels."""
+    text = SHIPPED_MATRIX.read_text(encoding="utf-8")
+    start = text.index("[toolchains.cuda]")
+    # Up to the next table that is not one of the pinned wheels.
+    end = re.search(r"(?m)^\[(?!\[?toolchains\.cuda\b)", text[start + 1 :])
+    return text[start : start + 1 + end.start() if end else len(text)].strip() + "\n"
+
+
+# The cuda leg: the same run (source, mix, shared flags), its pinned wheels, one architecture.
+_, _SHIPPED_CUDA = shipped_flags("cuda")
+CUDA_LEGS: dict[str, list[str]] = {"cuda": reduce_leg_flags(_SHIPPED_CUDA)}
+CUDA_MATRIX = MATRIX.split("[legs.cpu]")[0] + shipped_cuda_pins().replace("{", "{{").replace("}", "}}") + """
+[legs.cuda]
+backend = "cuda"
+os = "linux"
+cuda_architectures = [""" + json.dumps([CUDA_ARCHITECTURE])[1:-1] + """]
+cmake_args = """ + toml_list(CUDA_LEGS["cuda"]).replace("{", "{{").replace("}", "}}") + "\n"
+
+
+def cuda_matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
+                     pr_number: int = PR_NUMBER) -> str:
+    """The reduced cuda matrix (see the module docstring) for this forge."""
+    return CUDA_MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha)

