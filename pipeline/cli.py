@@ -47,6 +47,7 @@ COMMANDS = (
     "simulate",
     "source",
     "timings",
+    "verify",
 )
 
 

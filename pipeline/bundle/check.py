@@ -11,7 +11,9 @@ of a zip). Then:
   the bundle;
 - the newest ``GLIBC_x.y`` required must not be above the leg's floor
   (``glibc_max``; the highest required is reported, as auditwheel does);
-- a LICENSE must be at the root;
+- a LICENSE must be at the root, and every third-party file copied from
+  the toolchain must have its license files in the bundle
+  (:mod:`pipeline.bundle.third_party`);
 - the smoke run (:mod:`pipeline.bundle.smoke`), unless the bundle is for
   another OS: each main program's ``--version``, the backends load, a
   tokenizer check and one forward pass.
@@ -32,6 +34,7 @@ from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
 from pipeline.bundle.stage import LICENSE_NAME
+from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
 
@@ -245,6 +248,9 @@ def check_bundle(
         if not runs:
             skipped = "no llama-* programs"
     problems = list(result.problems) + [
+        # A redistributed runtime travels with its license, or the bundle does not ship.
+        Problem(file=path, kind="license", message=why) for path, why in license_problems(manifest, root)
+    ] + [
         Problem(file=r.program, kind="smoke", message=f"--version exited {r.exit_code}: {r.output.splitlines()[-1] if r.output else ''}")
         for r in runs if not r.ok
     ] + [
