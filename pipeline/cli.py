@@ -34,6 +34,7 @@ COMMANDS = (
     "cache-save",
     "check-bundle",
     "compare",
+    "deadman",
     "legs",
     "matrix",
     "prune",

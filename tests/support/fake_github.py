@@ -78,6 +78,8 @@ class FakeGitHub:
         self.on_upload: Callable[[int], None] | None = None
         self.uploads_done = 0
         self._next_id = 1000
+        # What the fake stamps on a release it creates or publishes (created_at, published_at).
+        self.now = "2026-03-14T12:00:00Z"
         self._lock = threading.Lock()
         outer = self
 
@@ -132,11 +134,16 @@ class FakeGitHub:
         return f"http://{host!s}:{port}"
 
     def add_release(self, tag: str, *, draft: bool = False, prerelease: bool = False,
-                    assets: dict[str, bytes] | None = None) -> dict[str, Any]:
-        """A release already on the repository (with ``assets``: name -> bytes, all uploaded)."""
+                    assets: dict[str, bytes] | None = None, published_at: str | None = None) -> dict[str, Any]:
+        """A release already on the repository (with ``assets``: name -> bytes, all uploaded).
+
+        ``published_at``: when it was published (ISO 8601; GitHub's field is null for a draft).
+        """
         with self._lock:
             release = self._new_release({"tag_name": tag, "name": tag, "body": "", "draft": draft,
                                          "prerelease": prerelease})
+            if published_at is not None and not draft:
+                release["published_at"] = release["created_at"] = published_at
             for name, data in (assets or {}).items():
                 self._store_asset(release, name, data)
         return release
@@ -237,6 +244,19 @@ class FakeGitHub:
         headers = {"Link": ", ".join(links)} if links else {}
         return 200, _json({"total_count": total, "actions_caches": items}), headers
 
+    def _page(self, items: list[Any], base: str, query: dict[str, list[str]]) -> tuple[int, bytes, dict[str, str]]:
+        """One page of a plain JSON list (releases, jobs are wrapped by their callers) with its Link header."""
+        per_page = min(int(query.get("per_page", ["30"])[0]), self.max_per_page)
+        page = int(query.get("page", ["1"])[0])
+        last = max(1, -(-len(items) // per_page))
+        extra = "".join(f"&{k}={v[0]}" for k, v in sorted(query.items()) if k not in ("per_page", "page"))
+        links = []
+        if page < last:
+            links.append(f'<{self.api_url}{base}?per_page={per_page}&page={page + 1}{extra}>; rel="next"')
+            links.append(f'<{self.api_url}{base}?per_page={per_page}&page={last}{extra}>; rel="last"')
+        headers = {"Link": ", ".join(links)} if links else {}
+        return 200, _json(items[(page - 1) * per_page : page * per_page]), headers
+
     # -- releases
 
     def _new_id(self) -> int:
@@ -258,6 +278,9 @@ class FakeGitHub:
             "target_commitish": body.get("target_commitish") or "main",
             "html_url": f"https://github.invalid/{self.repo}/releases/tag/{body['tag_name']}",
             "upload_url": f"{self.uploads_url}/repos/{self.repo}/releases/{ident}/assets{{?name,label}}",
+            "created_at": self.now,
+            # GitHub: null until the release is published.
+            "published_at": None if body.get("draft") else self.now,
             "assets": [],
         }
         self.releases.append(release)
@@ -294,7 +317,8 @@ class FakeGitHub:
             found = next((r for r in self.releases if r["tag_name"] == m.group(1) and not r["draft"]), None)
             return (200, _json(self._release_json(found)), {}) if found else (404, _json({"message": "Not Found"}), {})
         if method == "GET" and path == "/releases":
-            return 200, _json([self._release_json(r) for r in reversed(self.releases)]), {}
+            # Newest first, paged as GitHub pages it (per_page, page, a Link header).
+            return self._page([self._release_json(r) for r in reversed(self.releases)], f"/repos/{self.repo}/releases", query)
         if method == "POST" and path == "/releases":
             body = json.loads(data or b"{}")
             if any(r["tag_name"] == body.get("tag_name") for r in self.releases):
@@ -314,6 +338,8 @@ class FakeGitHub:
             if method == "PATCH" and not m.group(2):
                 patch = json.loads(data or b"{}")
                 newly_published = release["draft"] and patch.get("draft") is False
+                if newly_published:
+                    release["published_at"] = self.now
                 release.update({k: v for k, v in patch.items() if k in ("draft", "body", "name", "prerelease")})
                 if self.latest_id == release["id"] and (release["prerelease"] or patch.get("make_latest") == "false"):
                     self.latest_id = None
