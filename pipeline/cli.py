@@ -43,6 +43,7 @@ COMMANDS = (
     "replay",
     "report",
     "reproduce",
+    "retry",
     "resolve",
     "settings",
     "simulate",

@@ -16,6 +16,8 @@ and which release is latest (``make_latest``, default true for a published
 non-prerelease); a ``target_commitish`` naming a commit the repository does
 not hold (``commits``: the SHAs it has) answers 422 ``invalid``, as GitHub
 does for a commit of another repository. Issues: list by label and state, create, comment, close.
+Workflow runs: a run, its jobs (paged, under ``jobs``), each job's check-run
+annotations, and ``POST .../runs/{id}/rerun-failed-jobs``.
 """
 
 from __future__ import annotations
@@ -78,6 +80,10 @@ class FakeGitHub:
         self.on_upload: Callable[[int], None] | None = None
         self.uploads_done = 0
         self._next_id = 1000
+        # Workflow runs by id ({"run": ..., "jobs": [...]}), check-run annotations by job id, runs re-run.
+        self.runs: dict[int, dict[str, Any]] = {}
+        self.annotations: dict[int, list[dict[str, Any]]] = {}
+        self.reruns: list[int] = []
         # What the fake stamps on a release it creates or publishes (created_at, published_at).
         self.now = "2026-03-14T12:00:00Z"
         self._lock = threading.Lock()
@@ -215,6 +221,8 @@ class FakeGitHub:
             return self._releases(method, path[len(repo):], query, data)
         if path.startswith(f"{repo}/issues"):
             return self._issues(method, path[len(repo):], query, data)
+        if path.startswith((f"{repo}/actions/runs/", f"{repo}/check-runs/")):
+            return self._runs(method, path[len(repo):], query)
         base = f"/repos/{self.repo}/actions/caches"
         if method == "GET" and path == base:
             return self._list(base, query)
@@ -373,6 +381,44 @@ class FakeGitHub:
         asset = self._store_asset(release, name, data)
         self.uploads_done += 1
         return 201, _json(asset), {}
+
+    # -- workflow runs
+
+    def add_run(self, run_id: int, *, attempt: int = 1, conclusion: str = "failure",
+                jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """A finished workflow run; ``jobs``: GitHub's job objects (``name``, ``conclusion``, ``steps``,
+        and ``annotations``: the messages of its check run)."""
+        run = {"id": run_id, "name": "nightly", "run_attempt": attempt, "status": "completed",
+               "conclusion": conclusion, "html_url": f"https://github.invalid/{self.repo}/actions/runs/{run_id}"}
+        made = []
+        for job in jobs or []:
+            ident = self._new_id()
+            self.annotations[ident] = [{"message": m, "annotation_level": "failure"} for m in job.get("annotations", [])]
+            made.append({"id": ident, "run_id": run_id, "run_attempt": attempt, "status": "completed",
+                         **{k: v for k, v in job.items() if k != "annotations"}})
+        self.runs[run_id] = {"run": run, "jobs": made}
+        return run
+
+    def _runs(self, method: str, path: str, query: dict[str, list[str]]) -> tuple[int, bytes, dict[str, str]]:
+        if method == "GET" and (m := re.fullmatch(r"/check-runs/(\d+)/annotations", path)):
+            found = self.annotations.get(int(m.group(1)))
+            if found is None:
+                return 404, _json({"message": "Not Found"}), {}
+            return self._page(found, f"/repos/{self.repo}{path}", query)
+        m = re.fullmatch(r"/actions/runs/(\d+)(/jobs|/rerun-failed-jobs)?", path)
+        entry = self.runs.get(int(m.group(1))) if m else None
+        if m is None or entry is None:
+            return 404, _json({"message": "Not Found"}), {}
+        if method == "GET" and m.group(2) is None:
+            return 200, _json(entry["run"]), {}
+        if method == "GET" and m.group(2) == "/jobs":
+            status, body, headers = self._page(entry["jobs"], f"/repos/{self.repo}{path}", query)
+            return status, _json({"total_count": len(entry["jobs"]), "jobs": json.loads(body)}), headers
+        if method == "POST" and m.group(2) == "/rerun-failed-jobs":
+            self.reruns.append(int(m.group(1)))
+            entry["run"]["run_attempt"] += 1
+            return 201, _json({}), {}
+        return 404, _json({"message": "Not Found"}), {}
 
     # -- issues
 
