@@ -36,6 +36,7 @@ COMMANDS = (
     "cache-save",
     "check-bundle",
     "compare",
+    "deadman",
     "legs",
     "matrix",
     "prune",
@@ -44,11 +45,13 @@ COMMANDS = (
     "replay",
     "report",
     "reproduce",
+    "retry",
     "resolve",
     "settings",
     "simulate",
     "source",
     "timings",
+    "verify",
 )
 
 

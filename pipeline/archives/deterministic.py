@@ -32,6 +32,10 @@ from pipeline.util.fsutil import atomic_output, stream_digest
 FIXED_MTIME = 315532800
 
 
+# The member whose bytes read_members yields by default: a bundle's manifest.
+MANIFEST_MEMBER = "manifest.json"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Entry:
     """One archive member: a file (from disk or bytes), a symlink, or a directory."""
@@ -259,35 +263,36 @@ def archive_kind(path: Path) -> str | None:
     return None
 
 
-def read_members(path: Path) -> Iterator[tuple[Member, bytes | None]]:
+def read_members(path: Path, keep: tuple[str, ...] = (MANIFEST_MEMBER,)) -> Iterator[tuple[Member, bytes | None]]:
     """Every file and symlink of an archive (directories skipped), with its digest.
 
-    The content is also yielded for a member called ``manifest.json`` (small),
-    at the top or one folder down, so the caller needs a single pass. A damaged archive raises BundleError.
+    The content is also yielded for a member named in ``keep`` (small: the
+    manifest, the SBOM), at the top or one folder down, so the caller needs a
+    single pass. A damaged archive raises BundleError.
     """
     kind = archive_kind(path)
     if kind is None:
         raise BundleError(f"{path}: not a bundle (neither a .tar.gz nor a .zip)")
     try:
         if kind == "tar.gz":
-            yield from _read_tar(path)
+            yield from _read_tar(path, keep)
         else:
-            yield from _read_zip(path)
+            yield from _read_zip(path, keep)
     except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, gzip.BadGzipFile) as exc:
         raise BundleError(f"{path}: corrupt bundle: {exc or type(exc).__name__}") from None
 
 
-def _file_member(name: str, fh: IO[bytes]) -> tuple[Member, bytes | None]:
-    """A regular file's entry; the manifest's bytes are kept, every other file is only hashed."""
+def _file_member(name: str, fh: IO[bytes], keep: tuple[str, ...]) -> tuple[Member, bytes | None]:
+    """A regular file's entry; the bytes of those in ``keep`` are kept, every other file is only hashed."""
     # A bundle's manifest sits at the top or in the bundle's one top folder (``llama-<tag>/manifest.json``).
-    if name.rsplit("/", 1)[-1] == "manifest.json" and name.count("/") <= 1:
+    if name.rsplit("/", 1)[-1] in keep and name.count("/") <= 1:
         data = fh.read()
         return Member(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()), data
     size, digest = stream_digest(fh)
     return Member(name=name, size=size, sha256=digest), None
 
 
-def _read_tar(path: Path) -> Iterator[tuple[Member, bytes | None]]:
+def _read_tar(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes | None]]:
     with tarfile.open(path, mode="r:gz") as tar:
         for info in tar:
             name = _safe_name(path, info.name)
@@ -298,12 +303,12 @@ def _read_tar(path: Path) -> Iterator[tuple[Member, bytes | None]]:
             elif info.isfile():
                 fh = tar.extractfile(info)
                 assert fh is not None
-                yield _file_member(name, fh)
+                yield _file_member(name, fh, keep)
             else:
                 raise BundleError(f"{path}: foreign archive: {name} is neither a file, a symlink nor a folder")
 
 
-def _read_zip(path: Path) -> Iterator[tuple[Member, bytes | None]]:
+def _read_zip(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes | None]]:
     with zipfile.ZipFile(path) as zf:
         for info in zf.infolist():
             name = _safe_name(path, info.filename)
@@ -313,4 +318,4 @@ def _read_zip(path: Path) -> Iterator[tuple[Member, bytes | None]]:
                 if stat.S_ISLNK(info.external_attr >> 16):
                     yield Member(name=name, link=fh.read().decode("utf-8", "replace")), None
                 else:
-                    yield _file_member(name, fh)
+                    yield _file_member(name, fh, keep)

@@ -12,7 +12,9 @@ of a zip). Then:
   those against the current working folder);
 - the newest ``GLIBC_x.y`` required must not be above the leg's floor
   (``glibc_max``; the highest required is reported, as auditwheel does);
-- a LICENSE must be at the root;
+- a LICENSE must be at the root, and every third-party file copied from
+  the toolchain must have its license files in the bundle
+  (:mod:`pipeline.bundle.third_party`);
 - no GPU driver library ships (``libcuda.so*``, ``nvcuda.dll``): the
   driver's own, installed with it (a CUDA bundle may need it, never carry it);
 - the smoke run (:mod:`pipeline.bundle.smoke`), unless the bundle is for
@@ -39,6 +41,7 @@ from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, scrubbed_env, smoke_checks
 from pipeline.bundle.stage import LICENSE_NAME
+from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
 from pipeline.util.tree_removal import remove_tree
@@ -283,6 +286,9 @@ def check_bundle(
         if not runs:
             skipped = "no llama-* programs"
     problems = list(result.problems) + driver_problems + [
+        # A redistributed runtime travels with its license, or the bundle does not ship.
+        Problem(file=path, kind="license", message=why) for path, why in license_problems(manifest, root)
+    ] + [
         Problem(file=r.program, kind="smoke", message=r.failure) for r in runs if not r.ok
     ] + [
         Problem(file=c.program or c.name, kind="smoke", message=c.line)

@@ -1,7 +1,8 @@
 """Comparing two bundles (or folders, or manifests) file by file: what ``compare`` and ``reproduce`` report.
 
 Files are compared by size and sha256; a bundle's manifest is compared as
-inputs (tag, source commit, toolchain, CMake arguments), not as a file.
+inputs (tag, source commit, toolchain, CMake arguments), not as a file (nor
+is the SBOM made from it).
 Paths are relative to the bundle's root: a tar.gz's top folder
 (``llama-<tag>/``) is left out, so bundles of two tags compare file by file.
 """
@@ -22,6 +23,7 @@ from pipeline.bundle.make import (
     parse_manifest,
     unpacked_root,
 )
+from pipeline.bundle.sbom import SBOM_NAME
 from pipeline.bundle.stage import member_name
 from pipeline.errors import BundleError
 from pipeline.util.fsutil import file_digest
@@ -115,6 +117,8 @@ def _load_archive(path: Path) -> Side:
         if top and not name.startswith(top + "/"):
             raise BundleError(f"{path}: corrupt bundle: {name} is outside its top folder {top}/")
         side.files[name[len(top) + 1:] if top else name] = digest
+    # The SBOM is made from the manifest, as the manifest is from the files: compared through it.
+    side.files.pop(SBOM_NAME, None)
     listed = {str(e["path"]): _digest_of_entry(e, str(path)) for e in side.manifest["files"]}
     if listed != side.files:
         wrong = sorted(set(listed) ^ set(side.files)) or sorted(k for k in listed if listed[k] != side.files[k])
@@ -146,6 +150,7 @@ def _load_folder(path: Path) -> Side:
             side.manifest = None  # an ordinary file of an ordinary folder
         else:
             del side.files[MANIFEST_NAME]
+            side.files.pop(SBOM_NAME, None)
     return side
 
 

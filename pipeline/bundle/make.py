@@ -19,6 +19,7 @@ no absolute paths of the machine (see :func:`portable_text`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,7 +31,8 @@ from typing import Any
 from pipeline.archives.deterministic import Entry, archive_kind, read_members, write_tar_gz, write_zip
 from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
-from pipeline.bundle.closure import complete_runtime
+from pipeline.bundle.closure import complete_runtime, usable_toolchain_root
+from pipeline.bundle.sbom import SBOM_NAME, SBOM_SUFFIX, sbom_json
 from pipeline.bundle.stage import (
     STAGE_DIR,
     archive_entries,
@@ -43,12 +45,13 @@ from pipeline.bundle.stage import (
     toolchain_root,
     top_folder,
 )
+from pipeline.bundle.third_party import describe_third_party
 from pipeline.errors import BundleError
 from pipeline.inputs.matrix import Leg
 from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.base import Toolchain
-from pipeline.util.fsutil import confined
+from pipeline.util.fsutil import atomic_write_bytes, confined
 
 FORMAT = "llama-pipeline-bundle"
 # 2: the bundle's root is upstream's flat layout under llama-<tag>/ (tar.gz); 1 had bin/ and lib/ at the top.
@@ -264,15 +267,21 @@ def package_bundle(
     stage = fresh_stage(out_dir / leg.name / STAGE_DIR)
     for pf in payload:
         stage_file(stage, pf.relpath, pf.path, pf.link)
+    runtime_root = toolchain_root(toolchain.details, toolchain.env)
     closure = complete_runtime(
         stage,
         os_name=leg.os,
         backend=leg.backend,
         targets=leg.targets,
-        toolchain_root=toolchain_root(toolchain.details, toolchain.env),
+        toolchain_root=runtime_root,
     )
     source = record.source.get("path")
     stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)
+    # Where each copied runtime file came from, its license files copied in beside llama.cpp's.
+    third_party = describe_third_party(
+        stage, closure.copied, toolchain_root=usable_toolchain_root(runtime_root),
+        details={"kind": toolchain.kind, **{k: toolchain.details[k] for k in TOOLCHAIN_KEYS if k in toolchain.details}},
+    )  # fmt: skip
     files, entries = archive_entries(
         staged_files(stage, symlinks=not zipped), {c.path: c.origin for c in closure.copied}, top=top
     )
@@ -290,10 +299,16 @@ def package_bundle(
     )
     # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
     manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
-    entries.append(Entry(name=member_name(top, MANIFEST_NAME), mode=MANIFEST_MODE, data=manifest_bytes(manifest)))
+    manifest["third_party"] = third_party
+    raw_manifest = manifest_bytes(manifest)
+    entries.append(Entry(name=member_name(top, MANIFEST_NAME), mode=MANIFEST_MODE, data=raw_manifest))
+    # The SBOM lists every file above and the manifest; it travels inside the bundle and beside it.
+    sbom = sbom_json(manifest, manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(), manifest_name=MANIFEST_NAME)
+    entries.append(Entry(name=member_name(top, SBOM_NAME), mode=MANIFEST_MODE, data=sbom))
     # The name carries the tag (a manifest's, a record's): it must stay a file of dist/.
     target = confined(out_dir / DIST_DIR, name, "bundle name", BundleError)
     stats = (write_zip if zipped else write_tar_gz)(target, entries, cache=pack_cache)
+    atomic_write_bytes(target.with_name(target.name + SBOM_SUFFIX), sbom)
     return target, stats
 
 

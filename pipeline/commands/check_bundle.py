@@ -21,7 +21,9 @@ that is neither in the bundle nor on the OS's base-system allowlist, when a
 RUNPATH/RPATH names an absolute (build-machine) folder or has an empty or
 relative entry (searched in the current working folder), when it requires a
 GLIBC_x.y above the leg's floor (glibc_max in matrix.toml, recorded in the
-manifest; default 2.35), or when LICENSE is missing. Then, unless --no-smoke
+manifest; default 2.35), when LICENSE is missing, or when a file copied from
+the toolchain (a redistributed runtime) has no license file in the bundle
+(the manifest's third_party list names them). Then, unless --no-smoke
 or the bundle is for another OS, the smoke run, in a scrubbed environment
 (no LD_LIBRARY_PATH, no toolchain on PATH, HOME elsewhere), one line per
 check: each llama-* program starts (--version); the backends load (every

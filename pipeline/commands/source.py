@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ def register(sub: Any) -> None:
         help="check the run's source out once and write it as an archive for every leg",
         description="Resolve the run's source (the resolution's, else matrix.toml's tag and mix), check it "
         "out under <out>/src/llama.cpp and write <out>/source/llama.cpp-<tag>.tar.gz with its manifest "
-        "(<archive>.json: tag, commit, mix, sha256, fetched bytes).",
+        "(<archive>.json: tag, commit, mix, sha256, fetched bytes). Before the mix is merged each pin is "
+        "checked: its commit must exist and merge onto the tag (a conflict is one error naming the pull "
+        "request and the paths); one already merged upstream is dropped with a warning (step summary too).",
     )
     S.add_flag(p, S.OUT)
     S.add_flag(p, S.TAG)
@@ -35,10 +38,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.github.runner import set_output
+    from pipeline.github.runner import annotate, append_summary, set_output
     from pipeline.resolution.resolve import source_for_run
     from pipeline.source.archive import git_objects_bytes, write_source_archive
-    from pipeline.source.checkout import checkout_source
+    from pipeline.source.checkout import checkout_source, preflight_mix
     from pipeline.util.console import make_console
 
     console = make_console(inputs.environ, stderr=True)
@@ -48,6 +51,15 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     with console.status("resolving the source"):
         spec = source_for_run(inputs)
     before = git_objects_bytes(checkout)
+    if spec.mix:
+        with console.status(f"checking the {len(spec.mix)} mix pins against {spec.base_tag}"):
+            preflight = preflight_mix(spec, checkout, git_url_template=inputs.git_url_template, environ=inputs.environ)
+        # A pull request merged upstream since it was pinned is no reason to fail the night.
+        for pin, why in preflight.dropped:
+            line = f"mix pin {pin.repo}#{pin.number} dropped: {why}"
+            annotate("warning", line, env=inputs.environ, stream=sys.stderr)
+            append_summary(f"- :warning: {line}", env=inputs.environ)
+        spec = preflight.spec
     with console.status(f"checking out {spec.tag} into {checkout}"):
         commit = checkout_source(spec, checkout, git_url_template=inputs.git_url_template, environ=inputs.environ)
     # What this run fetched (a re-used clone fetches only what it lacks): shown in the manifest and each record.

@@ -109,6 +109,8 @@ class GitHubConfig:
     # GitHub evicts past 10 GB per repository; warn well before.
     cache_limit_bytes: int = 10 * 1024**3
     cache_warn_fraction: float = 0.8
+    # deadman: no published nightly for longer than this opens the stale issue.
+    stale_days: float = 2.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,6 +219,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         keep=gh.integer("keep", 2, minimum=1),
         cache_limit_bytes=gh.integer("cache_limit_bytes", GitHubConfig.cache_limit_bytes, minimum=1),
         cache_warn_fraction=gh.number("cache_warn_fraction", 0.8, minimum=0, maximum=1),
+        stale_days=gh.number("stale_days", 2.0, minimum=0.01, maximum=3650),
     )
     gh.done()
     cm = root.table("cmake")

@@ -300,6 +300,11 @@ NIGHTLY_STATUS = Setting(
     name="status", flag="--status", env=("PIPELINE_NIGHTLY_STATUS",), parse=parse_text, metavar="STATUS",
     help="how the nightly ended: success or failure (alert)",
 )
+STALE_DAYS = Setting(
+    name="stale_days", flag="--stale-days", env=("PIPELINE_STALE_DAYS",), matrix_key="github.stale_days",
+    parse=parse_days, metavar="DAYS", default=2.0,
+    help="deadman: the newest published nightly release older than this many days opens the stale issue",
+)
 FORCE = Setting(
     name="force", env=("PIPELINE_FORCE",), parse=parse_bool,
     default=False, help="build even when the release for the tag exists (release-exists --force)",
@@ -325,7 +330,7 @@ HTTP_RETRY_BUDGET = Setting(
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, ROCM_PATH, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
-    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
+    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, STALE_DAYS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.

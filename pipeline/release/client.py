@@ -111,6 +111,10 @@ class ReleasesClient(RestClient):
                 return release
         return None
 
+    def all_releases(self) -> list[dict[str, Any]]:
+        """Every release of the repository, drafts included, as GitHub lists them (all pages)."""
+        return [item for item in self._pages(f"{self.repo_url}/releases?per_page={PER_PAGE}") if isinstance(item, dict)]
+
     def create_draft(
         self, tag: str, name: str, body: str, *, target_commitish: str | None = None, prerelease: bool = False
     ) -> Release:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline.bundle.sbom import SBOM_SUFFIX
 from pipeline.errors import PublishError
 from pipeline.guard.locks import is_held
 from pipeline.names import DIST_DIR
@@ -68,13 +69,18 @@ def bundle_path(out: Path, bundle: str, where: str = "record") -> Path:
 
 
 def release_files(out: Path, present: Sequence[LegResult], notes: str) -> list[LocalAsset]:
-    """Hash the bundles, write ``SHA256SUMS`` and the notes under ``OUT/release/``; the assets to upload."""
+    """Hash the bundles (and the SBOM beside each), write ``SHA256SUMS`` and the notes under ``OUT/release/``; the assets to upload."""
     assets: list[LocalAsset] = []
     for result in present:
         assert result.bundle is not None and result.bundle_name is not None  # coverage checked it
         path = bundle_path(out, result.bundle, f"leg {result.leg}")
         size, digest = file_digest(path)
         assets.append(LocalAsset(name=result.bundle_name, sha256=digest, size=size, path=str(path)))
+        # The bundle's SBOM goes beside it on the release (and into SHA256SUMS), when the build wrote one.
+        sbom = path.with_name(path.name + SBOM_SUFFIX)
+        if sbom.is_file():
+            size, digest = file_digest(sbom)
+            assets.append(LocalAsset(name=sbom.name, sha256=digest, size=size, path=str(sbom)))
     names = [a.name for a in assets]
     if dupes := sorted({n for n in names if names.count(n) > 1} | ({SUMS_NAME} & set(names))):
         raise PublishError(f"two legs made bundles of one name: {', '.join(dupes)}")

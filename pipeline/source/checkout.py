@@ -18,7 +18,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -371,6 +371,69 @@ def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str, *, environ: Mapp
                 f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}) conflicts with {onto} in: {', '.join(conflicts)}"
             )
         raise SourceError(f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}) cannot be merged onto {onto}: {_last_message(proc)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MixPreflight:
+    """The mix as it will be merged, and the pins left out (with why)."""
+
+    spec: SourceSpec
+    # (pin, why): pull requests already in the base tag, dropped with a warning.
+    dropped: tuple[tuple[MixPin, str], ...] = ()
+
+
+def _trial_merge(dest: Path, onto: str, pin: MixPin, *, environ: Mapping[str, str]) -> tuple[str | None, list[str]]:
+    """(tree of the merge, conflicting paths) of ``pin`` onto ``onto``, in memory: nothing is checked out."""
+    proc = _git(["merge-tree", "--write-tree", "--name-only", "--no-messages", onto, pin.sha], cwd=dest, what="",
+                check=False, isolated=True, base=environ)  # fmt: skip
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode == 0 and lines:
+        return lines[0], []
+    if proc.returncode == 1 and lines:
+        return None, sorted(dict.fromkeys(lines[1:]))
+    raise SourceError(f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}): trial merge onto {onto[:12]} failed: "
+                      f"{_last_message(proc)}")  # fmt: skip
+
+
+def preflight_mix(spec: SourceSpec, dest: Path, *, git_url_template: str, environ: Mapping[str, str]) -> MixPreflight:
+    """Check each mix pin before the merge: its commit exists, it merges onto the tag, it is not upstream yet.
+
+    Every pin is fetched into the clone at ``dest`` (SourceError naming the
+    pull request when its commit is gone) and merged onto the base tag in
+    memory (``git merge-tree``). A pull request whose commit the tag already
+    holds, or whose merge changes nothing (squash-merged upstream), is
+    dropped: the returned spec leaves it out. A conflict is one SourceError
+    naming the pull request and the conflicting paths.
+    """
+    if not spec.mix:
+        return MixPreflight(spec=spec)
+    check_pins(spec.mix, "source.mix")
+    dest = dest.resolve()
+    _prepare_clone(dest, _fetch_location(spec.repo), environ=environ)
+    base_commit = _fetch_base(dest, spec, environ=environ)
+    base_tree = _git(["rev-parse", f"{base_commit}^{{tree}}"], cwd=dest, what="cannot read the tag's tree",
+                     base=environ).stdout.strip()  # fmt: skip
+    kept: list[MixPin] = []
+    dropped: list[tuple[MixPin, str]] = []
+    for pin in spec.mix:
+        _fetch_pin(dest, pin, git_url_template, environ=environ)
+        ancestor = _git(["merge-base", "--is-ancestor", pin.sha, base_commit], cwd=dest, what="", check=False,
+                        base=environ)  # fmt: skip
+        if ancestor.returncode == 0:
+            dropped.append((pin, f"its commit {pin.sha[:12]} is already in {spec.base_tag} (merged upstream)"))
+            continue
+        tree, conflicts = _trial_merge(dest, base_commit, pin, environ=environ)
+        if conflicts:
+            raise SourceError(f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}) does not merge onto {spec.base_tag}: "
+                              f"conflicts in {', '.join(conflicts)}")  # fmt: skip
+        if tree == base_tree:
+            dropped.append((pin, f"merging it onto {spec.base_tag} changes nothing (merged upstream)"))
+            continue
+        kept.append(pin)
+    if not dropped:
+        return MixPreflight(spec=spec)
+    reduced = replace(spec, mix=tuple(kept), commit=None if kept else spec.base_commit)
+    return MixPreflight(spec=reduced, dropped=tuple(dropped))
 
 
 def checkout_source(spec: SourceSpec, dest: Path, *, git_url_template: str, environ: Mapping[str, str]) -> str:

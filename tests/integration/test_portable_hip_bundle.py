@@ -27,7 +27,7 @@ from tests.support.inputs import toolchains_dir
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_matrix
 from tests.support.rocm_leg import FAMILY, LEG, NOW, VERSION, debian_llvm, serve_index, tarball_name
-from tests.support.runtime_libs import EXPECTED_VERSION, build_runtime, write_hip_project
+from tests.support.runtime_libs import EXPECTED_VERSION, LICENSES, build_runtime, write_hip_project
 
 TAG = "b4711"
 # The bundle's one top folder, as in upstream's Linux archives.
@@ -56,6 +56,7 @@ def make_therock_with_runtime(tmp: Path) -> bytes:
         for header in sorted((resource / "include").glob("*.h")):
             tar.add(header, arcname=f"./lib/llvm/lib/clang/{resource.name}/include/{header.name}")
         tar.add(tree / "lib", arcname="./lib", recursive=True)
+        tar.add(tree / "share", arcname="./share", recursive=True)
     return dest.read_bytes()
 
 
@@ -144,6 +145,23 @@ def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tupl
     assert came_from["libamdhip64.so.7"] == "lib/libamdhip64.so.7"
     assert came_from["rocblas/library/Kernels.so-000-gfx1100.hsaco"] == "lib/rocblas/library/Kernels.so-000-gfx1100.hsaco"
     assert str(root) not in json.dumps(manifest) and str(tmp_path) not in json.dumps(manifest)
+    # Each redistributed runtime file travels with its component's license, from the toolchain's share/doc/.
+    third = {e["path"]: e for e in manifest["third_party"]}
+    assert set(third) == {p for p, f in came_from.items() if not p.endswith((".so.7", ".so.4", ".so.1"))}
+    assert third["librocblas.so.4.5.0"]["licenses"] == ["licenses/toolchain/share/doc/rocblas/LICENSE.md"]
+    assert third["libamdhip64.so.7.1.0"]["licenses"] == ["licenses/toolchain/share/doc/hip/LICENSE.txt"]
+    assert third["libhsa-runtime64.so.1.15.0"]["licenses"] == ["licenses/toolchain/share/doc/hsa-runtime/LICENSE"]
+    assert third["librocblas.so.4.5.0"]["version"] == VERSION
+    for rel, text in LICENSES.items():
+        assert tar_member(bundle, f"{TOP}/licenses/toolchain/{rel}").decode() == text
+    # The SBOM inside and beside the bundle lists every file, the runtime with where it came from.
+    sbom = json.loads(tar_member(bundle, f"{TOP}/sbom.cdx.json"))
+    assert (bundle.parent / (bundle.name + ".cdx.json")).read_bytes() == tar_member(bundle, f"{TOP}/sbom.cdx.json")
+    paths = {p["value"] for c in sbom["components"] for p in c.get("properties", []) if p["name"] == "llama-pipeline:path"}
+    assert paths == {n.removeprefix(f"{TOP}/") for n, m in members.items() if not m.isdir()} - {"sbom.cdx.json"}
+    hip = next(c for c in sbom["components"] if c["name"] == "libamdhip64.so.7.1.0")
+    assert hip["type"] == "library" and hip["version"] == VERSION
+    assert hip["licenses"] == [{"license": {"name": "see licenses/toolchain/share/doc/hip/LICENSE.txt"}}]
 
     # The toolchain is gone; the bundle runs on its own, from elsewhere, with nothing of the build's environment.
     shutil.rmtree(root)
@@ -197,5 +215,14 @@ def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[P
     assert "error: llama-hipdemo: needs libamdhip64.so.7: it is in the bundle (libamdhip64.so.7)" in proc.stdout
     data = json.loads(run_pipeline(["check-bundle", str(tmp_path / "absolute.tar.gz"), "--json"]).stdout)
     assert data["ok"] is False
+
+    # The toolchain's licenses removed: a redistributed runtime without its license does not ship.
+    unlicensed = unpack(bundle, tmp_path / "unlicensed")
+    shutil.rmtree(unlicensed / "licenses" / "toolchain")
+    proc = check_bundle(repack(unlicensed, tmp_path / "unlicensed.tar.gz"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ("error: libamdhip64.so.7.1.0: a third-party file (from the toolchain's lib/libamdhip64.so.7.1.0): "
+            "its license files are not in the bundle: licenses/toolchain/share/doc/hip/LICENSE.txt") in proc.stdout
+    assert "error: librocblas.so.4.5.0: a third-party file" in proc.stdout
     assert {(p["file"], p["kind"]) for p in data["problems"]} >= {("llama-hipdemo", "runpath"),
                                                                    ("llama-hipdemo", "library")}

@@ -15,6 +15,8 @@ from tests.support.pipeline_cli import ROOT
 pytestmark = pytest.mark.integration
 
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+# The release operations around the nightly: its one retry and the dead-man check.
+OPERATIONS = ROOT / ".github" / "workflows" / "operations.yml"
 # The local composite action every job starts with (checkout, then this): Python and the one install.
 SETUP = ROOT / ".github" / "actions" / "setup-pipeline" / "action.yml"
 # What a step may run: nox, the pipeline, or installing them.
@@ -47,7 +49,8 @@ def run_values(*paths: Path) -> list[str]:
     return values
 
 
-@pytest.mark.parametrize(("schema", "path"), [("vendor.github-workflows", WORKFLOW), ("vendor.github-actions", SETUP)])
+@pytest.mark.parametrize(("schema", "path"), [("vendor.github-workflows", WORKFLOW), ("vendor.github-actions", SETUP),
+                                              ("vendor.github-workflows", OPERATIONS)])
 def test_schema_validation_passes(schema: str, path: Path) -> None:
     proc = subprocess.run(
         [tool("check-jsonschema"), "--builtin-schema", schema, str(path)],
@@ -61,7 +64,7 @@ def test_schema_validation_passes(schema: str, path: Path) -> None:
 
 def test_zizmor_finds_nothing() -> None:
     proc = subprocess.run(
-        [tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", str(WORKFLOW), str(SETUP)],
+        [tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", str(WORKFLOW), str(SETUP), str(OPERATIONS)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -139,6 +142,7 @@ def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
         "actions/cache/save",
         "actions/upload-artifact",
         "actions/download-artifact",
+        "actions/attest-build-provenance",
     }
 
 
@@ -150,8 +154,8 @@ def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
     assert [j.split(":", 1)[0] for j in jobs] == ["resolve", "build", "summary", "publish", "alert", "prune"]
     special = {
         "prune": {"contents": "read", "actions": "write"},
-        # The only job that may write the repository's contents (the release) ...
-        "publish": {"contents": "write"},
+        # The only job that may write the repository's contents (the release), and sign its provenance ...
+        "publish": {"contents": "write", "id-token": "write", "attestations": "write"},
         # ... and the only one that may touch issues.
         "alert": {"contents": "read", "issues": "write"},
     }
@@ -264,3 +268,38 @@ def test_the_workflow_reads_as_the_runs_graph() -> None:
     assert "setup-python" not in text
     code = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
     assert len(code) <= 200, len(code)
+
+
+ATTEST = "actions/attest-build-provenance@e8998f949152b193b063cb0ec769d69d929409be # v2.4.0"
+
+
+def test_publish_attests_the_bundles_and_sboms_except_under_act() -> None:
+    publish = job_text("publish")
+    step = re.search(r"      - name: (Attest[^\n]*)\n        if: (.*)\n        uses: (.*)\n        with: (.*)\n", publish)
+    assert step, publish
+    name, condition, uses, with_ = step.groups()
+    assert uses == ATTEST
+    # act sets ACT; GitHub does not. The step's name carries the reason act's log shows for the skip.
+    assert condition == "${{ !env.ACT }}" and "skipped under act" in name and "OIDC" in name
+    assert with_ == '{ subject-path: "out/dist/*" }'  # the bundles and the SBOMs beside them
+    # After the release is published, in the same job.
+    assert publish.index("nox --no-venv -s publish") < publish.index(ATTEST)
+    others = WORKFLOW.read_text(encoding="utf-8").replace(publish, "")
+    assert "id-token" not in others.split("\njobs:\n", 1)[1] and "attestations:" not in others
+
+
+def test_operations_run_the_retry_and_the_deadman_one_command_each() -> None:
+    text = OPERATIONS.read_text(encoding="utf-8")
+    values = run_values(OPERATIONS)
+    assert values == ['python -m pipeline retry --run-id "$RUN_ID" --apply', "python -m pipeline deadman --apply"]
+    for value in values:
+        assert not SHELL_CHAINING.search(value) and "${{" not in value and ALLOWED.match(value), value
+    # The retry follows the nightly's completion and reads the failed run; the dead-man check is daily.
+    assert re.search(r"workflow_run:.*\n    workflows: \[nightly\]\n    types: \[completed\]", text)
+    assert re.search(r"^name: nightly$", WORKFLOW.read_text(encoding="utf-8"), re.MULTILINE)
+    assert "RUN_ID: ${{ github.event.workflow_run.id }}" in text
+    assert re.search(r"schedule:\n(?:    #.*\n)*    - cron: ", text)
+    retry, deadman = text.split("\n  retry:\n", 1)[1].split("\n  deadman:\n", 1)
+    assert "actions: write" in retry and "checks: read" in retry and "issues" not in retry
+    assert "permissions: { contents: read, issues: write }" in deadman and "actions: write" not in deadman
+    assert re.search(r"^permissions: \{\}$", text, re.MULTILINE)

@@ -23,6 +23,8 @@ and which release is latest (``make_latest``, default true for a published
 non-prerelease); a ``target_commitish`` naming a commit the repository does
 not hold (``commits``: the SHAs it has) answers 422 ``invalid``, as GitHub
 does for a commit of another repository. Issues: list by label and state, create, comment, close.
+Workflow runs: a run, its jobs (paged, under ``jobs``), each job's check-run
+annotations, and ``POST .../runs/{id}/rerun-failed-jobs``.
 """
 
 from __future__ import annotations
@@ -93,6 +95,12 @@ class FakeGitHub:
         self.on_upload: Callable[[int], None] | None = None
         self.uploads_done = 0
         self._next_id = 1000
+        # Workflow runs by id ({"run": ..., "jobs": [...]}), check-run annotations by job id, runs re-run.
+        self.runs: dict[int, dict[str, Any]] = {}
+        self.annotations: dict[int, list[dict[str, Any]]] = {}
+        self.reruns: list[int] = []
+        # What the fake stamps on a release it creates or publishes (created_at, published_at).
+        self.now = "2026-03-14T12:00:00Z"
         self._lock = threading.Lock()
         outer = self
 
@@ -149,11 +157,16 @@ class FakeGitHub:
         return f"http://{host!s}:{port}"
 
     def add_release(self, tag: str, *, draft: bool = False, prerelease: bool = False,
-                    assets: dict[str, bytes] | None = None) -> dict[str, Any]:
-        """A release already on the repository (with ``assets``: name -> bytes, all uploaded)."""
+                    assets: dict[str, bytes] | None = None, published_at: str | None = None) -> dict[str, Any]:
+        """A release already on the repository (with ``assets``: name -> bytes, all uploaded).
+
+        ``published_at``: when it was published (ISO 8601; GitHub's field is null for a draft).
+        """
         with self._lock:
             release = self._new_release({"tag_name": tag, "name": tag, "body": "", "draft": draft,
                                          "prerelease": prerelease})
+            if published_at is not None and not draft:
+                release["published_at"] = release["created_at"] = published_at
             for name, data in (assets or {}).items():
                 self._store_asset(release, name, data)
         return release
@@ -243,6 +256,8 @@ class FakeGitHub:
             return self._releases(method, path[len(repo):], query, data)
         if path.startswith(f"{repo}/issues"):
             return self._issues(method, path[len(repo):], query, data)
+        if path.startswith((f"{repo}/actions/runs/", f"{repo}/check-runs/")):
+            return self._runs(method, path[len(repo):], query)
         base = f"/repos/{self.repo}/actions/caches"
         if method == "GET" and path == base:
             return self._list(base, query)
@@ -272,6 +287,19 @@ class FakeGitHub:
         headers = {"Link": ", ".join(links)} if links else {}
         return 200, _json({"total_count": total, "actions_caches": items}), headers
 
+    def _page(self, items: list[Any], base: str, query: dict[str, list[str]]) -> tuple[int, bytes, dict[str, str]]:
+        """One page of a plain JSON list (releases, jobs are wrapped by their callers) with its Link header."""
+        per_page = min(int(query.get("per_page", ["30"])[0]), self.max_per_page)
+        page = int(query.get("page", ["1"])[0])
+        last = max(1, -(-len(items) // per_page))
+        extra = "".join(f"&{k}={v[0]}" for k, v in sorted(query.items()) if k not in ("per_page", "page"))
+        links = []
+        if page < last:
+            links.append(f'<{self.api_url}{base}?per_page={per_page}&page={page + 1}{extra}>; rel="next"')
+            links.append(f'<{self.api_url}{base}?per_page={per_page}&page={last}{extra}>; rel="last"')
+        headers = {"Link": ", ".join(links)} if links else {}
+        return 200, _json(items[(page - 1) * per_page : page * per_page]), headers
+
     # -- releases
 
     def _new_id(self) -> int:
@@ -293,6 +321,9 @@ class FakeGitHub:
             "target_commitish": body.get("target_commitish") or "main",
             "html_url": f"https://github.invalid/{self.repo}/releases/tag/{body['tag_name']}",
             "upload_url": f"{self.uploads_url}/repos/{self.repo}/releases/{ident}/assets{{?name,label}}",
+            "created_at": self.now,
+            # GitHub: null until the release is published.
+            "published_at": None if body.get("draft") else self.now,
             "assets": [],
         }
         self.releases.append(release)
@@ -329,7 +360,8 @@ class FakeGitHub:
             found = next((r for r in self.releases if r["tag_name"] == m.group(1) and not r["draft"]), None)
             return (200, _json(self._release_json(found)), {}) if found else (404, _json({"message": "Not Found"}), {})
         if method == "GET" and path == "/releases":
-            return 200, _json([self._release_json(r) for r in reversed(self.releases)]), {}
+            # Newest first, paged as GitHub pages it (per_page, page, a Link header).
+            return self._page([self._release_json(r) for r in reversed(self.releases)], f"/repos/{self.repo}/releases", query)
         if method == "POST" and path == "/releases":
             body = json.loads(data or b"{}")
             if any(r["tag_name"] == body.get("tag_name") for r in self.releases):
@@ -349,6 +381,8 @@ class FakeGitHub:
             if method == "PATCH" and not m.group(2):
                 patch = json.loads(data or b"{}")
                 newly_published = release["draft"] and patch.get("draft") is False
+                if newly_published:
+                    release["published_at"] = self.now
                 release.update({k: v for k, v in patch.items() if k in ("draft", "body", "name", "prerelease")})
                 if self.latest_id == release["id"] and (release["prerelease"] or patch.get("make_latest") == "false"):
                     self.latest_id = None
@@ -395,6 +429,44 @@ class FakeGitHub:
         asset = self._store_asset(release, name, data)
         self.uploads_done += 1
         return 201, _json(asset), {}
+
+    # -- workflow runs
+
+    def add_run(self, run_id: int, *, attempt: int = 1, conclusion: str = "failure",
+                jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """A finished workflow run; ``jobs``: GitHub's job objects (``name``, ``conclusion``, ``steps``,
+        and ``annotations``: the messages of its check run)."""
+        run = {"id": run_id, "name": "nightly", "run_attempt": attempt, "status": "completed",
+               "conclusion": conclusion, "html_url": f"https://github.invalid/{self.repo}/actions/runs/{run_id}"}
+        made = []
+        for job in jobs or []:
+            ident = self._new_id()
+            self.annotations[ident] = [{"message": m, "annotation_level": "failure"} for m in job.get("annotations", [])]
+            made.append({"id": ident, "run_id": run_id, "run_attempt": attempt, "status": "completed",
+                         **{k: v for k, v in job.items() if k != "annotations"}})
+        self.runs[run_id] = {"run": run, "jobs": made}
+        return run
+
+    def _runs(self, method: str, path: str, query: dict[str, list[str]]) -> tuple[int, bytes, dict[str, str]]:
+        if method == "GET" and (m := re.fullmatch(r"/check-runs/(\d+)/annotations", path)):
+            found = self.annotations.get(int(m.group(1)))
+            if found is None:
+                return 404, _json({"message": "Not Found"}), {}
+            return self._page(found, f"/repos/{self.repo}{path}", query)
+        m = re.fullmatch(r"/actions/runs/(\d+)(/jobs|/rerun-failed-jobs)?", path)
+        entry = self.runs.get(int(m.group(1))) if m else None
+        if m is None or entry is None:
+            return 404, _json({"message": "Not Found"}), {}
+        if method == "GET" and m.group(2) is None:
+            return 200, _json(entry["run"]), {}
+        if method == "GET" and m.group(2) == "/jobs":
+            status, body, headers = self._page(entry["jobs"], f"/repos/{self.repo}{path}", query)
+            return status, _json({"total_count": len(entry["jobs"]), "jobs": json.loads(body)}), headers
+        if method == "POST" and m.group(2) == "/rerun-failed-jobs":
+            self.reruns.append(int(m.group(1)))
+            entry["run"]["run_attempt"] += 1
+            return 201, _json({}), {}
+        return 404, _json({"message": "Not Found"}), {}
 
     # -- issues
 

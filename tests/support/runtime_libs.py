@@ -28,6 +28,12 @@ KERNELS = {
     "TensileLibrary_lazy_gfx1030.dat": b"gfx1030 lazy",
     "TensileLibrary_fallback.dat": b"any target",
 }
+# TheRock's per-component license files (share/doc/<component>/), which its bundles must carry.
+LICENSES = {
+    "share/doc/rocblas/LICENSE.md": "rocBLAS: MIT License (test copy)\n",
+    "share/doc/hip/LICENSE.txt": "HIP: MIT License (test copy)\n",
+    "share/doc/hsa-runtime/LICENSE": "ROCR runtime: NCSA license (test copy)\n",
+}
 # What llama-hipdemo --version prints: 40000 + 700 + 15.
 EXPECTED_VERSION = "hipdemo version 40715"
 
@@ -54,6 +60,9 @@ def build_runtime(root: Path) -> list[str]:
     kernels.mkdir(parents=True)
     for name, body in KERNELS.items():
         (kernels / name).write_bytes(body)
+    for rel, text in LICENSES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     return made
 
 

@@ -179,10 +179,11 @@ def test_bundle_holds_the_selected_files_and_a_manifest(tmp_path: Path) -> None:
         "llama-b100/llama-cli",
         "llama-b100/llama-server",
         "llama-b100/manifest.json",
+        "llama-b100/sbom.cdx.json",
     ]
     for m in members:
         assert (m.mtime, m.uid, m.gid, m.uname, m.gname) == (FIXED_MTIME, 0, 0, "root", "root")
-        assert m.mode == (0o644 if m.name.endswith("manifest.json") else 0o755)
+        assert m.mode == (0o644 if m.name.endswith(("manifest.json", "sbom.cdx.json")) else 0o755)
     assert read_manifest(path)["root"] == "llama-b100"
 
 

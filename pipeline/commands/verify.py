@@ -1,0 +1,54 @@
+"""``python -m pipeline verify BUNDLE``: is a downloaded bundle what the release published?"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pipeline.inputs.run_inputs import RunInputs
+
+_EPILOG = """\
+Download the bundle, SHA256SUMS and the SBOM beside it (<bundle>.cdx.json)
+from the release, then:
+
+  python -m pipeline verify llama-b1-bin-ubuntu-x64.tar.gz \\
+      --sums SHA256SUMS --sbom llama-b1-bin-ubuntu-x64.tar.gz.cdx.json
+
+--sums checks the archive's sha256 (and the SBOM's) against SHA256SUMS.
+The SBOM (--sbom, else the copy inside the bundle) must list every file of
+the bundle with its sha256, and the bundle must hold nothing else. Each
+difference is one line naming the file. Then it prints the `gh attestation
+verify` command that checks the bundle's build provenance with GitHub.
+Exit codes: 0 verified, 1 a difference, 2 a bad argument, 9 not a bundle.
+"""
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "verify",
+        help="verify a downloaded bundle against the release's SHA256SUMS and its SBOM",
+        description="Verify a bundle: its sha256 against SHA256SUMS, every file against the SBOM, nothing extra.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bundle", metavar="BUNDLE", type=Path, help="a bundle (.tar.gz or .zip) as downloaded")
+    p.add_argument("--sums", metavar="SHA256SUMS", type=Path, help="the release's SHA256SUMS")
+    p.add_argument("--sbom", metavar="SBOM", type=Path,
+                   help="the SBOM beside the bundle on the release (default: the copy inside the bundle)")
+    p.add_argument("--repo", metavar="OWNER/REPO",
+                   help="the repository that published the release, for the printed `gh attestation verify` line")
+    p.set_defaults(func=run, needs_matrix=False)
+
+
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    from pipeline.bundle.verify import attestation_command, verify_bundle
+
+    result = verify_bundle(args.bundle, sums=args.sums, sbom=args.sbom)
+    for difference in result.differences:
+        print(f"error: {difference.line}")
+    checked = f"{result.files_checked} files against {result.sbom}" + (f", sha256 against {result.sums}" if result.sums else "")
+    verdict = "verified" if result.ok else f"{len(result.differences)} differences"
+    print(f"{args.bundle}: {verdict}: {checked}")
+    print(f"build provenance: {attestation_command(args.bundle, args.repo)}")
+    return 0 if result.ok else 1

@@ -1,0 +1,76 @@
+"""A workflow run's jobs and their annotations, and re-running its failed jobs: the I/O edge of ``retry``.
+
+``GET /repos/{o}/{r}/actions/runs/{id}`` (its attempt and conclusion),
+``GET .../runs/{id}/jobs?filter=latest`` (paged; each job is also a check
+run, whose annotations carry GitHub's own messages such as "The hosted
+runner lost communication with the server"), ``GET
+/repos/{o}/{r}/check-runs/{job_id}/annotations`` and ``POST
+.../runs/{id}/rerun-failed-jobs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pipeline.errors import GitHubError
+from pipeline.github.rest import MAX_PAGES, RestClient, _json_body
+from pipeline.names import GITHUB_PER_PAGE as PER_PAGE
+from pipeline.release.retry import JobSeen
+
+
+class RunsClient(RestClient):
+    """The Actions runs of one repository, as far as one retry needs them."""
+
+    permission = "actions: write"
+    user_agent = "llama-pipeline-retry"
+
+    @property
+    def repo_url(self) -> str:
+        return f"{self.api_url}/repos/{self.repo}"
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        """The run: ``run_attempt``, ``conclusion``, ``name``, ``html_url``."""
+        url = f"{self.repo_url}/actions/runs/{run_id}"
+        data = _json_body(self._request("GET", url), f"GET {self._path(url)}")
+        if not isinstance(data, dict) or not isinstance(data.get("run_attempt"), int):
+            raise GitHubError(f"GET {self._path(url)}: malformed run: no integer 'run_attempt'")
+        return data
+
+    def jobs(self, run_id: int) -> list[tuple[int, JobSeen]]:
+        """(check run id, job) for every job of the run's latest attempt."""
+        found: list[tuple[int, JobSeen]] = []
+        for item in self._paged(f"{self.repo_url}/actions/runs/{run_id}/jobs?filter=latest&per_page={PER_PAGE}", "jobs"):
+            if not isinstance(item, dict) or not isinstance(item.get("id"), int):
+                raise GitHubError(f"GET jobs of run {run_id}: malformed job: no integer 'id'")
+            steps = tuple(
+                (str(s.get("name", "?")), s.get("conclusion")) for s in item.get("steps") or [] if isinstance(s, dict)
+            )
+            found.append((item["id"], JobSeen(name=str(item.get("name", item["id"])), conclusion=item.get("conclusion"),
+                                              steps=steps)))
+        return found
+
+    def annotations(self, check_run_id: int) -> tuple[str, ...]:
+        """The messages GitHub and the steps wrote on one job (its check run)."""
+        url = f"{self.repo_url}/check-runs/{check_run_id}/annotations?per_page={PER_PAGE}"
+        return tuple(str(a.get("message", "")) for a in self._paged(url, None) if isinstance(a, dict))
+
+    def rerun_failed_jobs(self, run_id: int) -> None:
+        self._request("POST", f"{self.repo_url}/actions/runs/{run_id}/rerun-failed-jobs", json={})
+
+    def _paged(self, url: str, key: str | None) -> Iterator[Any]:
+        """Every item of a paged answer: a list, or the list under ``key`` of an object."""
+        next_url: str | None = url
+        seen: set[str] = set()
+        while next_url:
+            if next_url in seen or len(seen) >= MAX_PAGES:
+                raise GitHubError(f"GET {self._path(next_url)}: the Link header loops")
+            seen.add(next_url)
+            resp = self._request("GET", next_url)
+            where = f"GET {self._path(next_url)}"
+            body = _json_body(resp, where)
+            items = body.get(key) if key is not None and isinstance(body, dict) else body
+            if not isinstance(items, list):
+                raise GitHubError(f"{where}: malformed answer: expected a list{f' under {key!r}' if key else ''}")
+            yield from items
+            next_url = self._next_url(resp, where)

@@ -1,0 +1,70 @@
+"""A bundle's CycloneDX SBOM: valid by the library's own validator, every file listed with its true hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from pipeline.bundle.sbom import SBOM_NAME, SBOM_SUFFIX, sbom_files, validation_error
+from tests.support.small_bundle import COMMIT, small_bundle
+
+build = small_bundle
+
+
+def members(bundle: Path) -> dict[str, bytes]:
+    """Every file of the tar.gz by its path below the top folder, read with tarfile (not the pipeline)."""
+    with tarfile.open(bundle) as tar:
+        found = {}
+        for m in tar.getmembers():
+            if m.isfile():
+                fh = tar.extractfile(m)
+                assert fh is not None
+                found[m.name.split("/", 1)[1]] = fh.read()
+    return found
+
+
+def sbom_of(bundle: Path) -> tuple[bytes, dict[str, Any]]:
+    raw = members(bundle)[SBOM_NAME]
+    return raw, json.loads(raw)
+
+
+def test_the_sbom_validates_lists_every_file_and_its_hashes_match(tmp_path: Path) -> None:
+    bundle = build(tmp_path)
+    raw, data = sbom_of(bundle)
+    assert validation_error(raw) is None
+    assert (data["bomFormat"], data["specVersion"]) == ("CycloneDX", "1.6")
+    files = members(bundle)
+    listed = sbom_files(raw, "test")
+    # Everything the archive holds but the SBOM itself, manifest.json included.
+    assert set(listed) == set(files) - {SBOM_NAME}
+    assert "manifest.json" in listed and "llama-cli" in listed
+    for path, entry in listed.items():
+        assert entry.sha256 == hashlib.sha256(files[path]).hexdigest(), path
+    # The release asset beside the bundle is the same SBOM.
+    assert bundle.with_name(bundle.name + SBOM_SUFFIX).read_bytes() == raw
+
+
+def test_the_sbom_names_llama_cpp_with_its_tag_commit_and_license(tmp_path: Path) -> None:
+    _, data = sbom_of(build(tmp_path))
+    llama = next(c for c in data["components"] if c["name"] == "llama.cpp")
+    assert llama["version"] == "b100"
+    assert {"name": "llama-pipeline:commit", "value": COMMIT} in llama["properties"]
+    assert llama["licenses"] == [{"expression": "MIT"}]
+    assert data["metadata"]["component"]["name"] == "llama-b100-bin-ubuntu-x64.tar.gz"
+    assert "timestamp" not in data["metadata"]
+
+
+def test_the_same_inputs_give_the_same_sbom(tmp_path: Path) -> None:
+    assert sbom_of(build(tmp_path / "a"))[0] == sbom_of(build(tmp_path / "b"))[0]
+
+
+def test_the_validator_refuses_a_broken_sbom(tmp_path: Path) -> None:
+    # The validation above means something only if it can fail.
+    _, data = sbom_of(build(tmp_path))
+    data["components"][0]["hashes"] = [{"alg": "SHA-999", "content": "00"}]
+    assert validation_error(json.dumps(data).encode()) is not None
+    data["specVersion"] = "9.9"
+    assert validation_error(json.dumps(data).encode()) is not None

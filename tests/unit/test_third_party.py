@@ -1,0 +1,107 @@
+"""Where a bundle's redistributed runtime came from, and the licenses that must travel with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline.bundle.closure import CopiedFile
+from pipeline.bundle.third_party import TOOLCHAIN_LICENSES, describe_third_party, license_problems
+
+RUNTIME_SHA = "3" * 64
+BLAS_SHA = "4" * 64
+EULA = "NVIDIA Software License Agreement ... Attachment A: redistributable files\n"
+
+
+def wheel_install(install: Path) -> Path:
+    """NVIDIA's wheels as they unpack (nvidia_cuda_runtime 13.x's own layout): one tree, a dist-info per wheel."""
+    tree = install / "nvidia" / "cu13"
+    (tree / "lib").mkdir(parents=True)
+    for lib in ("libcudart.so.13", "libcublas.so.13"):
+        (tree / "lib" / lib).write_bytes(b"\x7fELF " + lib.encode())
+    for name, version, lib in (("nvidia_cuda_runtime", "13.2.86", "libcudart.so.13"),
+                               ("nvidia_cublas", "13.3.0.5", "libcublas.so.13")):
+        info = install / f"{name}-{version}.dist-info"
+        (info / "licenses").mkdir(parents=True)
+        (info / "licenses" / "License.txt").write_text(EULA)
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.4\nName: {name.replace('_', '-')}\nVersion: {version}\n"
+            "License-Expression: LicenseRef-NVIDIA-Proprietary\nLicense-File: License.txt\n"
+        )
+        (info / "RECORD").write_text(f"nvidia/cu13/lib/{lib},sha256=x,1\n{info.name}/METADATA,,\n")
+    (install / ".pipeline-install.json").write_text(json.dumps({"archives": [
+        {"label": "nvidia-cuda-runtime==13.2.86", "sha256": RUNTIME_SHA},
+        {"label": "nvidia-cublas==13.3.0.5", "sha256": BLAS_SHA},
+    ]}))
+    return tree
+
+
+def test_a_wheel_file_names_its_wheel_its_sha256_and_carries_the_wheel_license(tmp_path: Path) -> None:
+    tree = wheel_install(tmp_path / "cuda")
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    copied = [CopiedFile(path="libcudart.so.13", origin="lib/libcudart.so.13"),
+              CopiedFile(path="libcublas.so.13", origin="lib/libcublas.so.13"),
+              CopiedFile(path="libcudart.so", origin="lib/libcudart.so", link="libcudart.so.13")]
+    listed = describe_third_party(stage, copied, toolchain_root=tree, details={"kind": "cuda", "version": "13.2.86"})
+    by_path = {e["path"]: e for e in listed}
+    # A symlink is no file of its own: its target is listed.
+    assert set(by_path) == {"libcudart.so.13", "libcublas.so.13"}
+    runtime = by_path["libcudart.so.13"]
+    assert (runtime["package"], runtime["version"]) == ("nvidia-cuda-runtime", "13.2.86")
+    assert (runtime["archive"], runtime["archive_sha256"]) == ("nvidia-cuda-runtime==13.2.86", RUNTIME_SHA)
+    assert runtime["declared_license"] == "LicenseRef-NVIDIA-Proprietary"
+    license_path = f"{TOOLCHAIN_LICENSES}/nvidia_cuda_runtime-13.2.86.dist-info/licenses/License.txt"
+    assert runtime["licenses"] == [license_path]
+    assert (stage / license_path).read_text() == EULA
+    assert by_path["libcublas.so.13"]["archive_sha256"] == BLAS_SHA
+
+
+def test_an_archive_file_gets_its_component_license_else_every_license(tmp_path: Path) -> None:
+    root = tmp_path / "therock"
+    (root / "lib" / "rocblas" / "library").mkdir(parents=True)
+    (root / "lib" / "librocblas.so.4.5.0").write_bytes(b"\x7fELF")
+    (root / "lib" / "libzstd.so.1").write_bytes(b"\x7fELF")
+    (root / "lib" / "rocblas" / "library" / "Kernels.hsaco").write_bytes(b"k")
+    for component in ("rocblas", "hip"):
+        (root / "share" / "doc" / component).mkdir(parents=True)
+        (root / "share" / "doc" / component / "LICENSE.md").write_text(f"{component} license\n")
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    copied = [CopiedFile(path="librocblas.so.4.5.0", origin="lib/librocblas.so.4.5.0"),
+              CopiedFile(path="libzstd.so.1", origin="lib/libzstd.so.1"),
+              CopiedFile(path="rocblas/library/Kernels.hsaco", origin="lib/rocblas/library/Kernels.hsaco")]
+    details = {"kind": "therock", "version": "7.10.0a20260301", "url": "https://example.invalid/t.tar.gz",
+               "sha256": "5" * 64}
+    by_path = {e["path"]: e for e in describe_third_party(stage, copied, toolchain_root=root, details=details)}
+    rocblas = by_path["librocblas.so.4.5.0"]
+    assert rocblas["licenses"] == [f"{TOOLCHAIN_LICENSES}/share/doc/rocblas/LICENSE.md"]
+    assert (rocblas["archive"], rocblas["archive_sha256"], rocblas["version"]) == (
+        "https://example.invalid/t.tar.gz", "5" * 64, "7.10.0a20260301")
+    every = [f"{TOOLCHAIN_LICENSES}/share/doc/hip/LICENSE.md", f"{TOOLCHAIN_LICENSES}/share/doc/rocblas/LICENSE.md"]
+    assert by_path["libzstd.so.1"]["licenses"] == every
+    assert by_path["rocblas/library/Kernels.hsaco"]["licenses"] == every
+    assert (stage / TOOLCHAIN_LICENSES / "share/doc/hip/LICENSE.md").read_text() == "hip license\n"
+
+
+def test_a_third_party_file_without_a_license_in_the_bundle_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "licenses").mkdir()
+    (tmp_path / "licenses" / "EULA.txt").write_text(EULA)
+    manifest = {
+        "files": [
+            {"path": "llama-cli", "sha256": "0" * 64, "size": 1},
+            {"path": "libcudart.so.13", "sha256": "1" * 64, "size": 1, "from_toolchain": "lib/libcudart.so.13"},
+            {"path": "libcudart.so", "symlink": "libcudart.so.13", "from_toolchain": "lib/libcudart.so"},
+            {"path": "libcublas.so.13", "sha256": "2" * 64, "size": 1, "from_toolchain": "lib/libcublas.so.13"},
+            {"path": "libcublasLt.so.13", "sha256": "3" * 64, "size": 1, "from_toolchain": "lib/libcublasLt.so.13"},
+        ],
+        "third_party": [
+            {"path": "libcudart.so.13", "licenses": ["licenses/EULA.txt"]},
+            {"path": "libcublas.so.13", "licenses": ["licenses/gone.txt"]},
+        ],
+    }
+    problems = dict(license_problems(manifest, tmp_path))
+    # The program is llama.cpp's own; a symlink is covered by its target.
+    assert sorted(problems) == ["libcublas.so.13", "libcublasLt.so.13"]
+    assert "licenses/gone.txt" in problems["libcublas.so.13"]
+    assert "no license in the bundle" in problems["libcublasLt.so.13"]
