@@ -12,9 +12,13 @@ of a zip). Then:
 - the newest ``GLIBC_x.y`` required must not be above the leg's floor
   (``glibc_max``; the highest required is reported, as auditwheel does);
 - a LICENSE must be at the root;
+- every ELF is built for the bundle's architecture (``arch`` in its
+  manifest), and its libraries are checked against that architecture's
+  base system (``ld-linux-aarch64.so.1`` for arm64);
 - the smoke run (:mod:`pipeline.bundle.smoke`), unless the bundle is for
   another OS: each main program's ``--version``, the backends load, a
-  tokenizer check and one forward pass.
+  tokenizer check and one forward pass; a Linux arm64 bundle on an x86-64
+  machine runs under ``qemu-aarch64`` (:mod:`pipeline.bundle.emulation`).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
-from pipeline.bundle.elfdeps import is_elf, parse_version, read_elf, version_text
+from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
+from pipeline.bundle.emulation import host_arch, how_to_run
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
@@ -41,7 +46,7 @@ class Problem:
     """One reason the bundle would not run on a clean machine."""
 
     file: str
-    kind: str  # "library", "runpath", "glibc", "license", "smoke"
+    kind: str  # "library", "runpath", "glibc", "license", "smoke", "arch"
     message: str
     library: str | None = None
 
@@ -60,6 +65,9 @@ class BundleCheck:
     bundle: str
     os: str
     files_checked: int
+    arch: str = "x64"
+    # How the smoke run started the programs when not directly ("under qemu-aarch64 -L ...").
+    emulator: str | None = None
     problems: tuple[Problem, ...] = ()
     glibc_required: str | None = None
     glibc_required_by: str | None = None
@@ -89,6 +97,8 @@ class BundleCheck:
             "ok": self.ok,
             "summary": self.summary,
             "os": self.os,
+            "arch": self.arch,
+            "emulator": self.emulator,
             "files_checked": self.files_checked,
             "problems": [p.to_json() for p in self.problems],
             "glibc_required": self.glibc_required,
@@ -142,16 +152,19 @@ def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFin
     return dirs
 
 
-def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str]) -> None:
+def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
     info = read_elf(root / rel)
+    if (machine := elf_arch(root / rel)) != arch:
+        found.problems.append(Problem(file=rel, kind="arch",
+                                      message=f"built for {machine}, the bundle is for {arch}"))
     dirs = _search_dirs(root, rel, info.search_paths, found)
     for library in info.needed:
-        if any((d / library).exists() for d in dirs) or is_base_system("linux", library):
+        if any((d / library).exists() for d in dirs) or is_base_system("linux", library, arch):
             continue
         if library in in_bundle:
             message = f"needs {library}: it is in the bundle ({in_bundle[library]}) but not on its RUNPATH"
         else:
-            message = f"needs {library}: neither in the bundle nor on the linux base-system allowlist"
+            message = f"needs {library}: neither in the bundle nor on the linux/{arch} base-system allowlist"
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
     for version in info.glibc_versions[-1:]:
         if found.glibc is None or version > found.glibc:
@@ -169,8 +182,8 @@ def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, s
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
 
 
-def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleCheck:
-    """Check an unpacked bundle (no smoke test): libraries, RUNPATHs, glibc floor, LICENSE."""
+def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64") -> BundleCheck:
+    """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE."""
     found = _TreeFindings()
     windows = os_name == "windows"
     in_bundle = {
@@ -179,7 +192,10 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleChec
     }
     for rel in _binaries(root, os_name):
         found.files += 1
-        (_check_pe if windows else _check_elf)(root, rel, found, in_bundle)
+        if windows:
+            _check_pe(root, rel, found, in_bundle)
+        else:
+            _check_elf(root, rel, found, in_bundle, arch)
     floor = parse_version(glibc_max) if glibc_max and not windows else None
     if floor is not None and found.glibc is not None and found.glibc > floor:
         found.problems.append(Problem(
@@ -221,6 +237,7 @@ def check_bundle(
     manifest = read_manifest(bundle)
     leg = manifest.get("leg") or {}
     os_name = str(leg.get("os") or "linux")
+    arch = str(leg.get("arch") or "x64")
     floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
     if scratch.exists():
         shutil.rmtree(scratch)
@@ -229,19 +246,21 @@ def check_bundle(
     root = unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
     if not root.is_dir():
         raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
-    result = check_tree(root, os_name=os_name, glibc_max=floor)
+    result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch)
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None
+    how = how_to_run(os_name, arch, host_os=host_os, host=host_arch())
     if not smoke:
         skipped = "--no-smoke"
-    elif os_name != host_os:
-        skipped = f"a {os_name} bundle on a {host_os} machine"
+    elif how.skipped is not None:
+        skipped = how.skipped
     else:
         models = source_tree / "models" if source_tree is not None else None
         args = manifest.get("cmake_args")
         backend_dl = expects_cpu_module([str(a) for a in args] if isinstance(args, list) else [])
-        runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl)
+        runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl,
+                                    prefix=how.prefix)
         if not runs:
             skipped = "no llama-* programs"
     problems = list(result.problems) + [
@@ -254,6 +273,8 @@ def check_bundle(
     return BundleCheck(
         bundle=str(bundle),
         os=os_name,
+        arch=arch,
+        emulator=how.note,
         files_checked=result.files_checked,
         problems=tuple(problems),
         glibc_required=result.glibc_required,
@@ -267,7 +288,7 @@ def check_bundle(
 
 def host_os() -> str:
     """The OS this process runs on, in matrix.toml's words."""
-    return "windows" if sys.platform == "win32" else "linux"
+    return "windows" if sys.platform == "win32" else "macos" if sys.platform == "darwin" else "linux"
 
 
 def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path, source_tree: Path | None = None) -> BundleCheck:

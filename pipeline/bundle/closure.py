@@ -92,9 +92,11 @@ def usable_toolchain_root(root: Path | None) -> Path | None:
 
 
 class _Walker:
-    def __init__(self, stage: Path, *, os_name: str, profile: RuntimeProfile, root: Path | None) -> None:
+    def __init__(self, stage: Path, *, os_name: str, profile: RuntimeProfile, root: Path | None,
+                 arch: str = "x64") -> None:
         self.stage = stage
         self.os = os_name
+        self.arch = arch
         self.profile = profile
         self.root = root
         self.windows = os_name == "windows"
@@ -132,7 +134,7 @@ class _Walker:
                 if key in self.present:
                     self.needs_from.setdefault(rel, set()).add(folder_of(self.present[key]))
                     continue
-                if is_base_system(self.os, library):
+                if is_base_system(self.os, library, self.arch):
                     continue
                 found = self._find(rel, library)
                 if found is None:
@@ -242,6 +244,7 @@ def complete_runtime(
     targets: tuple[str, ...],
     toolchain_root: Path | None,
     patchelf: Path | None = None,
+    arch: str = "x64",
 ) -> Closure:
     """Copy what the binaries of ``stage`` need from the toolchain, then set their RUNPATHs.
 
@@ -249,7 +252,7 @@ def complete_runtime(
     ``patchelf`` is looked up only when a RUNPATH must change.
     """
     walker = _Walker(stage, os_name=os_name, profile=runtime_profile(backend, os_name),
-                     root=usable_toolchain_root(toolchain_root))
+                     root=usable_toolchain_root(toolchain_root), arch=arch)
     walker.walk()
     if walker.root is not None:
         for folder in walker.profile.data_folders:

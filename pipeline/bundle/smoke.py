@@ -30,6 +30,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,6 +166,11 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     return found
 
 
+# What every program of one smoke run is started under (``qemu-aarch64 -L <sysroot>`` for an arm64
+# bundle on x86-64: pipeline.bundle.emulation); set by smoke_checks for the run, empty: directly.
+_PREFIX: ContextVar[tuple[str, ...]] = ContextVar("smoke_prefix", default=())
+
+
 def scrubbed_env(home: Path) -> dict[str, str]:
     """The whole environment of a smoke run: nothing of the build machine's."""
     return {"PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
@@ -179,7 +185,7 @@ def _run(root: Path, program: str, args: Sequence[str], home: Path) -> _Ran:
     # group once it exits is stopped.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home),
+            with popen_child([*_PREFIX.get(), str(root / program), *args], cwd=home, env=scrubbed_env(home),
                              stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
                 try:
                     returncode = proc.wait(timeout=TIMEOUT_SECONDS)
@@ -383,15 +389,20 @@ def expects_cpu_module(cmake_args: Sequence[str]) -> bool:
 
 
 def smoke_checks(
-    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False
+    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False,
+    prefix: Sequence[str] = (),
 ) -> tuple[list[SmokeRun], list[SmokeCheck]]:
     """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
-    ``backend_dl``: see :func:`backends_check`."""
-    runs = [run_version(root, p, home) for p in main_programs(root, os_name)]
-    checks = [
-        versions_check(runs),
-        backends_check(root, os_name, home, backend_dl=backend_dl),
-        tokenizer_check(root, os_name, home, models),
-        forward_pass_check(root, os_name, home),
-    ]
+    ``backend_dl``: see :func:`backends_check`; ``prefix``: the emulator every program runs under."""
+    token = _PREFIX.set(tuple(prefix))
+    try:
+        runs = [run_version(root, p, home) for p in main_programs(root, os_name)]
+        checks = [
+            versions_check(runs),
+            backends_check(root, os_name, home, backend_dl=backend_dl),
+            tokenizer_check(root, os_name, home, models),
+            forward_pass_check(root, os_name, home),
+        ]
+    finally:
+        _PREFIX.reset(token)
     return runs, checks
