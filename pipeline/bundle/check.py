@@ -33,12 +33,14 @@ from typing import Any
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
 from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
 from pipeline.bundle.emulation import host_arch, how_to_run
+from pipeline.bundle.machodeps import is_macho, read_macho, signature_matches, version_tuple
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
+from pipeline.names import DEFAULT_MACOS_MIN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +48,7 @@ class Problem:
     """One reason the bundle would not run on a clean machine."""
 
     file: str
-    kind: str  # "library", "runpath", "glibc", "license", "smoke", "arch"
+    kind: str  # "library", "runpath", "glibc", "license", "smoke", "arch", "macos", "signature"
     message: str
     library: str | None = None
 
@@ -127,6 +129,9 @@ def _binaries(root: Path, os_name: str) -> list[str]:
         if os_name == "windows":
             if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
                 found.append(item.name)
+        elif os_name == "macos":
+            if is_macho(item):
+                found.append(item.name)
         elif is_elf(item):
             found.append(item.name)
     return found
@@ -182,7 +187,47 @@ def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, s
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
 
 
-def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64") -> BundleCheck:
+def _check_macho(root: Path, rel: str, found: _TreeFindings, arch: str, macos_min: str | None) -> None:
+    """A macOS file: its arch, install names inside the bundle or the base system, no build-machine
+    LC_RPATH, its minos at most the leg's, and (arm64) a signature that matches its bytes."""
+    slices = read_macho(root / rel)
+    if arch not in {s.arch for s in slices}:
+        found.problems.append(Problem(file=rel, kind="arch", message=f"built for {', '.join(s.arch for s in slices)}, "
+                                                                       f"the bundle is for {arch}"))
+    here = (root / rel).parent
+    for info in (s for s in slices if s.arch == arch):
+        relative = [r for r in info.rpaths if r.startswith(("@loader_path", "@executable_path"))]
+        for entry in info.rpaths:
+            if entry not in relative:
+                found.problems.append(Problem(file=rel, kind="runpath",
+                                              message=f"build-machine LC_RPATH {entry!r} (want @loader_path-relative)"))
+        dirs = [Path(os.path.normpath(here / r.split("/", 1)[1])) if "/" in r else here for r in relative]
+        for lib in info.needed:
+            if is_base_system("macos", lib, arch):
+                continue
+            name = lib.rsplit("/", 1)[-1]
+            if lib.startswith("@rpath/"):
+                ok = any((d / name).exists() and d.is_relative_to(root) for d in dirs)
+            elif lib.startswith(("@loader_path/", "@executable_path/")):
+                ok = (here / name).exists()
+            else:
+                found.problems.append(Problem(file=rel, kind="library", library=lib,
+                                              message=f"needs {lib}: an absolute install name outside the macOS base "
+                                                      "system (want @rpath/... and the library in the bundle)"))
+                continue
+            if not ok:
+                found.problems.append(Problem(file=rel, kind="library", library=lib,
+                                              message=f"needs {lib}: not found in the bundle through its LC_RPATHs"))
+        if macos_min and info.minos and version_tuple(info.minos) > version_tuple(macos_min):
+            found.problems.append(Problem(file=rel, kind="macos", message=f"requires macOS {info.minos} "
+                                          f"(LC_BUILD_VERSION minos), above the leg's macos_min = {macos_min}"))
+    if arch == "arm64" and signature_matches(root / rel) is not True:
+        found.problems.append(Problem(file=rel, kind="signature", message=(
+            "no code signature that matches its bytes: arm64 macOS kills it (sign it ad hoc: codesign --force --sign -)")))
+
+
+def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64",
+               macos_min: str | None = None) -> BundleCheck:
     """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE."""
     found = _TreeFindings()
     windows = os_name == "windows"
@@ -194,9 +239,11 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         found.files += 1
         if windows:
             _check_pe(root, rel, found, in_bundle)
+        elif os_name == "macos":
+            _check_macho(root, rel, found, arch, macos_min)
         else:
             _check_elf(root, rel, found, in_bundle, arch)
-    floor = parse_version(glibc_max) if glibc_max and not windows else None
+    floor = parse_version(glibc_max) if glibc_max and os_name == "linux" else None
     if floor is not None and found.glibc is not None and found.glibc > floor:
         found.problems.append(Problem(
             file=found.glibc_by or "?", kind="glibc", library="libc.so.6",
@@ -211,7 +258,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         problems=tuple(found.problems),
         glibc_required=version_text(found.glibc) if found.glibc else None,
         glibc_required_by=found.glibc_by,
-        glibc_max=None if windows else glibc_max,
+        glibc_max=glibc_max if os_name == "linux" else None,
     )
 
 
@@ -246,7 +293,8 @@ def check_bundle(
     root = unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
     if not root.is_dir():
         raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
-    result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch)
+    macos_min = str(leg.get("macos_min") or DEFAULT_MACOS_MIN) if os_name == "macos" else None
+    result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min)
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None
