@@ -35,7 +35,7 @@ from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, v
 from pipeline.bundle.emulation import host_arch, how_to_run
 from pipeline.bundle.machodeps import is_macho, read_macho, signature_matches, version_tuple
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
-from pipeline.bundle.pedeps import is_pe, read_pe_imports
+from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.errors import BundleError, ToolchainError
@@ -176,10 +176,12 @@ def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, 
             found.glibc, found.glibc_by = version, rel
 
 
-def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str]) -> None:
+def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
+    if (machine := pe_arch(root / rel)) != arch:
+        found.problems.append(Problem(file=rel, kind="arch", message=f"built for {machine}, the bundle is for {arch}"))
     beside = {p.name.lower() for p in (root / rel).parent.iterdir()}
     for library in read_pe_imports(root / rel):
-        if library.lower() in beside or is_base_system("windows", library):
+        if library.lower() in beside or is_base_system("windows", library, arch):
             continue
         where = in_bundle.get(library.lower())
         message = (f"needs {library}: it is in the bundle ({where}) but not beside it" if where
@@ -238,7 +240,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
     for rel in _binaries(root, os_name):
         found.files += 1
         if windows:
-            _check_pe(root, rel, found, in_bundle)
+            _check_pe(root, rel, found, in_bundle, arch)
         elif os_name == "macos":
             _check_macho(root, rel, found, arch, macos_min)
         else:

@@ -218,3 +218,49 @@ def test_macos_legs_target_the_legs_macos_min() -> None:
         assert f"-DCMAKE_OSX_DEPLOYMENT_TARGET={leg.macos_min}" in leg.cmake_args
     assert "-DGGML_METAL_EMBED_LIBRARY=ON" in SHIPPED.leg("metal-macos-arm64").cmake_args
     assert "-DGGML_METAL=OFF" in SHIPPED.leg("cpu-macos-x64").cmake_args
+
+
+def _configure(leg_name: str, toolchain_args: tuple[str, ...] = ()) -> dict[str, str]:
+    """The leg's configure line as the pipeline builds it on a Windows runner, as -D name -> value (the last wins)."""
+    from pipeline.ccache.session import CcacheSetup
+    from pipeline.leg.steps import cmake_arguments
+    from pipeline.toolchain.base import Toolchain
+
+    ws = Path("C:/a/ws")
+    ccache = CcacheSetup(executable=ws / "venv/Scripts/ccache.exe", version="4.14.2", cache_dir=ws / "ccache",
+                         base_dir=ws / "out", compiler_check="content", max_size="5G", stats_log=ws / "stats.log")
+    toolchain = Toolchain(kind="clang", identity="clang-19", cmake_args=toolchain_args)
+    args = cmake_arguments(SHIPPED, SHIPPED.leg(leg_name), toolchain, ccache, ws / "out/src/llama.cpp", ws / "out/build")
+    values: dict[str, str] = {}
+    for arg in args:
+        if arg.startswith("-D") and "=" in arg:
+            name, value = arg[2:].split("=", 1)
+            values[name.split(":", 1)[0]] = value
+    return values
+
+
+# What the release job passes on Windows (upstream release.yml's windows-cpu job, with the arch's
+# llama.cpp toolchain file; the other legs add their backend), as -D values.
+JOB_WINDOWS_CPU = {"GGML_NATIVE": "OFF", "GGML_BACKEND_DL": "ON", "GGML_OPENMP": "ON"}
+
+
+@pytest.mark.parametrize(("leg", "arch", "variants"), [("cpu-windows", "x64", "ON"), ("cpu-windows-arm64", "arm64", "OFF")])
+def test_windows_cpu_configure_lines_are_the_jobs(leg: str, arch: str, variants: str) -> None:
+    values = _configure(leg)
+    expected = {**JOB_WINDOWS_CPU, "CMAKE_TOOLCHAIN_FILE": f"cmake/{arch}-windows-llvm.cmake",
+                "GGML_CPU_ALL_VARIANTS": variants}
+    assert {k: values.get(k) for k in expected} == expected
+    # The bundle is a shared-library one, as upstream's zip: programs beside ggml's DLLs.
+    assert values["BUILD_SHARED_LIBS"] == "ON"
+
+
+def test_windows_gpu_configure_lines_add_their_backend() -> None:
+    vulkan = _configure("vulkan-windows")
+    assert (vulkan["GGML_VULKAN"], vulkan["GGML_BACKEND_DL"], vulkan["GGML_NATIVE"]) == ("ON", "ON", "OFF")
+    from pipeline.toolchain.cuda import cuda_cmake_args
+
+    leg = SHIPPED.leg("cuda-windows-12.8-legacy")
+    nvcc = Path("C:/t/cuda/bin/nvcc.exe")
+    cuda = _configure(leg.name, cuda_cmake_args(nvcc, Path("C:/msvc/cl.exe"), leg.cuda_architectures))
+    assert cuda["GGML_CUDA"] == "ON" and cuda["CMAKE_CUDA_ARCHITECTURES"] == "50-virtual;61-virtual"
+    assert cuda["CMAKE_CUDA_COMPILER"] == "C:/t/cuda/bin/nvcc.exe"
