@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,9 @@ from pipeline.inputs.matrix import load_matrix
 from pipeline.release.client import ReleasesClient
 from pipeline.release.plan import LocalAsset, UploadPlan, plan_uploads
 from pipeline.release.publish import apply_release
+from pipeline.source.archive import write_source_archive
 from tests.support.fake_github import FakeGitHub
+from tests.support.gitrepos import commit_files, init_repo
 from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration
@@ -29,7 +33,10 @@ REPO = "octo/llama"
 TOKEN = "ghs_publish_secret_0123456789"
 TAG = "b7000"
 # Every leg of matrix.toml: a run of some of them is a partial release (see the tests at the end).
-LEGS = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X", "rocm-windows-gfx1151")
+LEGS = tuple(load_matrix(ROOT / "matrix.toml").legs)
+# Every leg's bundle, the source archive and SHA256SUMS.
+ASSETS = len(LEGS) + 2
+SOURCE_ASSET = "llama.cpp-source-b7000.tar.gz"
 COMMIT = "0c1e570" + "0" * 33
 MATRIX = ROOT / "matrix.toml"
 
@@ -62,7 +69,18 @@ def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] =
         with tarfile.open(out / "dist" / name, "w:gz") as tar:
             tar.add(payload, arcname=f"bin/llama-cli-{leg}")
         bundles[name] = out / "dist" / name
+    write_source(out)
     return bundles
+
+
+def write_source(out: Path) -> Path:
+    """The run's source archive where `source` writes it (OUT/source/), made by the pipeline from a small tree."""
+    tree = out / "tree"
+    init_repo(tree)
+    commit_files(tree, {"CMakeLists.txt": "project(llama)\n", "LICENSE": "MIT\n"}, "llama.cpp",
+                 when=datetime(2026, 8, 10, 9, 0, tzinfo=UTC))
+    archive, _ = write_source_archive(tree, out / "source", tag=TAG, source={"tag": TAG}, environ=os.environ)
+    return archive
 
 
 def env_for(gh: FakeGitHub, **extra: str) -> dict[str, str]:
@@ -80,7 +98,7 @@ def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path)
     release = gh.release(TAG)
     assert release is not None and release["draft"] is False
     assert [r["tag_name"] for r in gh.releases] == [TAG]  # never a second release for one tag
-    assert gh.asset_names(TAG) == sorted([*bundles, "SHA256SUMS"])
+    assert gh.asset_names(TAG) == sorted([*bundles, SOURCE_ASSET, "SHA256SUMS"])
     by_name = {a["name"]: a for a in release["assets"]}
     assert all(a["state"] == "uploaded" for a in by_name.values())
     check = tmp / "check"
@@ -92,7 +110,9 @@ def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path)
     # The real sha256sum vouches for SHA256SUMS and every uploaded bundle.
     proc = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=check, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count(": OK") == len(bundles)
+    assert proc.stdout.count(": OK") == len(bundles) + 1  # and the source archive
+    # The source its bundles were built from, byte for byte.
+    assert (check / SOURCE_ASSET).read_bytes() == next(tmp.glob("*/source/llama.cpp-b7000.tar.gz")).read_bytes()
 
 
 def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
@@ -103,7 +123,7 @@ def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
         assert gh.releases == []
         assert {r.method for r in gh.requests} == {"GET"}
     assert "release b7000: none yet: a draft will be created" in proc.stdout
-    assert "dry run: would upload 6, keep 0 (pass --apply to publish)" in proc.stdout
+    assert f"dry run: would upload {ASSETS}, keep 0 (pass --apply to publish)" in proc.stdout
     assert proc.stdout.index("llama-b7000-bin-ubuntu-vulkan") < proc.stdout.index("SHA256SUMS")
 
 
@@ -115,18 +135,20 @@ def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert_release_complete(gh, bundles, tmp_path)
         uploads = [r for r in gh.requests if r.method == "POST" and r.path.endswith("/assets")]
-        assert len(uploads) == 6 and all(r.uploads for r in uploads)
+        assert len(uploads) == ASSETS and all(r.uploads for r in uploads)
         assert not any(r.uploads for r in gh.requests if r not in uploads)
         release = gh.release(TAG)
         assert release is not None
         assert "| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolkit" not in release["body"]
-        assert "| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolchain | 25.0% | 1m 41s | not checked |" in release["body"]
+        i = LEGS.index("cuda")  # make_run's figures for the cuda leg: hit rate 0.25 * i, 100 + i seconds
+        assert (f"| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolchain | {25.0 * i:.1f}% | "
+                f"1m {40 + i}s | not checked |") in release["body"]
 
         before = len(gh.requests)
         again = publish(gh, tmp_path / "out", "--apply")
         assert again.returncode == 0, again.stderr
         assert not [r for r in gh.requests[before:] if r.method != "GET"]
-        assert "6 kept, already live" in again.stdout
+        assert f"{ASSETS} kept, already live" in again.stdout
     assert "release-url<<" in outputs.read_text()
 
 
@@ -139,7 +161,7 @@ def test_a_5xx_and_a_429_in_the_middle_of_the_uploads_are_retried(tmp_path: Path
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert_release_complete(gh, bundles, tmp_path)
         statuses = [r.status for r in gh.requests if r.uploads]
-        assert statuses.count(502) == 1 and statuses.count(429) == 1 and statuses.count(201) == 6
+        assert statuses.count(502) == 1 and statuses.count(429) == 1 and statuses.count(201) == ASSETS
 
 
 def test_a_crash_after_half_the_assets_then_a_resume(tmp_path: Path) -> None:
@@ -171,7 +193,7 @@ def test_a_crash_after_half_the_assets_then_a_resume(tmp_path: Path) -> None:
         for name in kept_before:
             assert f"keep      {name}" in resume.stdout
         # Every asset uploaded once, the ones kept were not sent again.
-        assert gh.uploads_done == 6
+        assert gh.uploads_done == ASSETS
 
 
 def test_the_coverage_gate_blocks_a_failed_leg_unless_allowed(tmp_path: Path) -> None:
@@ -316,11 +338,13 @@ def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> Non
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "release b7000: not looked up (no token or repository" in proc.stdout
-    assert "dry run: would upload 2, keep 0" in proc.stdout
+    assert "dry run: would upload 3, keep 0" in proc.stdout  # the bundle, the source archive, SHA256SUMS
     sums = (tmp_path / "out" / "release" / "SHA256SUMS").read_text()
+    # The source archive is listed under its asset name: check it as a download would be named.
+    shutil.copyfile(tmp_path / "out" / "source" / "llama.cpp-b7000.tar.gz", tmp_path / "out" / "dist" / SOURCE_ASSET)
     check = subprocess.run(["sha256sum", "-c", str(tmp_path / "out" / "release" / "SHA256SUMS")],
                            cwd=tmp_path / "out" / "dist", capture_output=True, text=True)  # fmt: skip
-    assert check.returncode == 0 and sums.count("\n") == 1
+    assert check.returncode == 0 and sums.count("\n") == 2
 
 
 def release_exists(gh: FakeGitHub, tmp: Path, *extra: str, **env: str) -> dict[str, str]:
@@ -339,8 +363,8 @@ def test_a_run_of_some_legs_is_a_prerelease_never_latest_and_the_full_run_comple
         refused = publish(gh, tmp_path / "manual", "--apply", PIPELINE_LEGS="cpu")
         assert refused.returncode == PublishError.exit_code
         assert refused.stderr.strip().splitlines() == [
-            "error: the run expects 1 of the 5 legs of matrix.toml (not rocm-linux-gfx110X, rocm-windows-gfx1151, "
-            "cuda, vulkan): pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
+            f"error: the run expects 1 of the {len(LEGS)} legs of matrix.toml (not {', '.join(x for x in LEGS if x != 'cpu')}): "
+            "pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
         ]
         assert gh.requests == []
 
