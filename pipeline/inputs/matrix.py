@@ -87,6 +87,8 @@ class CcacheConfig:
     evict_older_than_days: float = 7.0
     # A run that stored fewer new objects than this need not upload its cache.
     save_min_new_entries: int = 1
+    # One warm build's ccache (the cpu leg's, measured): the budget planner's floor per leg.
+    warm_size: str = "27Mi"
     remote: str | None = None
 
 
@@ -217,6 +219,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         compiler_check=cc.choice("compiler_check", COMPILER_CHECKS, CcacheConfig.compiler_check),
         evict_older_than_days=cc.number("evict_older_than_days", 7.0, minimum=0),
         save_min_new_entries=cc.integer("save_min_new_entries", 1, minimum=0),
+        warm_size=cc.string("warm_size", CcacheConfig.warm_size, check=_size_check),
         remote=cc.optional_str("remote", check=_remote_check),
     )
     cc.done()

@@ -73,3 +73,21 @@ def test_legs_json_lists_the_38_legs_offline_installing_nothing(tmp_path: Path) 
     assert default[0]["bundle"].startswith("llama-latest-bin-")
     bad = run_pipeline(["--matrix", str(MATRIX), "legs", "--json", "--tag", "../x"], env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--tag '../x'" in bad.stderr
+
+
+def test_cache_budget_gives_each_of_the_38_legs_its_share_and_warns_on_max_size(tmp_path: Path) -> None:
+    proc = run_pipeline(["--matrix", str(MATRIX), "cache-budget", "--json"], env={"HTTPS_PROXY": "http://127.0.0.1:9"})
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert len(plan["legs"]) == 38 and plan["keep"] == 2
+    # 80% of GitHub's 10 GiB over 38 legs x 2 generations.
+    assert {leg["share_bytes"] for leg in plan["legs"]} == {int(10 * 1024**3 * 0.8) // 76}
+    assert all(leg["fits"] for leg in plan["legs"])
+    assert proc.stderr.startswith("warning: [ccache] max_size 4.7 GiB lets 38 legs x 2 generations grow to")
+    # A repository with GitHub's limit at 1 GiB: 10.8 MiB per leg, less than a warm cpu build's 27 MiB.
+    small = tmp_path / "matrix.toml"
+    small.write_text(MATRIX.read_text().replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 1073741824"))
+    tight = run_pipeline(["--matrix", str(small), "cache-budget"])
+    assert tight.returncode == 0
+    assert "warning: 38 of 38 legs get 10.8 MiB of ccache each within 819.2 MiB" in tight.stderr
+    assert "too small for a warm build" in tight.stdout
