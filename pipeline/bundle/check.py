@@ -169,7 +169,8 @@ def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, 
         if library in in_bundle:
             message = f"needs {library}: it is in the bundle ({in_bundle[library]}) but not on its RUNPATH"
         else:
-            message = f"needs {library}: neither in the bundle nor on the linux/{arch} base-system allowlist"
+            where = "linux" if arch == "x64" else f"linux {arch}"
+            message = f"needs {library}: neither in the bundle nor on the {where} base-system allowlist"
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
     for version in info.glibc_versions[-1:]:
         if found.glibc is None or version > found.glibc:

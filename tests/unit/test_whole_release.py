@@ -6,6 +6,7 @@ architectures, as the issue's table gives them) and upstream's asset names.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -264,3 +265,16 @@ def test_windows_gpu_configure_lines_add_their_backend() -> None:
     cuda = _configure(leg.name, cuda_cmake_args(nvcc, Path("C:/msvc/cl.exe"), leg.cuda_architectures))
     assert cuda["GGML_CUDA"] == "ON" and cuda["CMAKE_CUDA_ARCHITECTURES"] == "50-virtual;61-virtual"
     assert cuda["CMAKE_CUDA_COMPILER"] == "C:/t/cuda/bin/nvcc.exe"
+
+
+def test_the_docs_leg_table_is_legs_json() -> None:
+    text = (ROOT / "docs" / "whole-release.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \| `", line)]
+    expected = []
+    for i, leg in enumerate(SHIPPED.legs.values(), 1):
+        r = leg_description(SHIPPED, leg, tag="b1234")
+        targets = " ".join(r["targets"]) or "-"
+        expected.append(f"| {i} | `{r['name']}` | {r['backend']} | {r['os']} / {r['arch']} | {r['runner']} | {targets} | "
+                        f"{r['toolkit']} | `{r['bundle']}` |")
+    assert rows == expected
+    assert "have not run on\n> Windows or macOS" in text
