@@ -278,3 +278,15 @@ def test_the_docs_leg_table_is_legs_json() -> None:
                         f"{r['toolkit']} | `{r['bundle']}` |")
     assert rows == expected
     assert "have not run on\n> Windows or macOS" in text
+
+
+def test_reproduce_refuses_a_bundle_of_another_arch_than_the_legs() -> None:
+    from pipeline.errors import BundleError
+    from pipeline.leg.reproduce import manifest_leg
+
+    # Manifests from before legs had an arch were x64 bundles.
+    assert manifest_leg({"leg": {"name": "cpu", "backend": "cpu", "os": "linux", "family": None}}, SHIPPED, "m").name == "cpu"
+    arm = {"leg": {"name": "cpu-arm64", "backend": "cpu", "os": "linux", "arch": "arm64", "family": None}}
+    assert manifest_leg(arm, SHIPPED, "m").arch == "arm64"
+    with pytest.raises(BundleError, match=r"m: leg 'cpu' was a arch 'arm64' leg, .*matrix\.toml now says 'x64'"):
+        manifest_leg({"leg": {**arm["leg"], "name": "cpu"}}, SHIPPED, "m")
