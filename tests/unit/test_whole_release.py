@@ -290,3 +290,34 @@ def test_reproduce_refuses_a_bundle_of_another_arch_than_the_legs() -> None:
     assert manifest_leg(arm, SHIPPED, "m").arch == "arm64"
     with pytest.raises(BundleError, match=r"m: leg 'cpu' was a arch 'arm64' leg, .*matrix\.toml now says 'x64'"):
         manifest_leg({"leg": {**arm["leg"], "name": "cpu"}}, SHIPPED, "m")
+
+
+def test_the_workflow_runs_every_leg_on_its_runner_through_the_same_nox_session() -> None:
+    import yaml
+
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text(encoding="utf-8"))
+    build = flow["jobs"]["build"]
+    # One job per matrix entry (one per leg), on the leg's runner, Linux, Windows or macOS alike.
+    assert build["runs-on"] == "${{ matrix.runner }}"
+    assert build["strategy"]["matrix"] == "${{ fromJSON(needs.resolve.outputs.matrix) }}"
+    # bash on every OS (a Windows runner's default shell is PowerShell), and the leg's own nox session.
+    assert build["defaults"]["run"]["shell"] == "bash"
+    runs = [step.get("run", "") for step in build["steps"]]
+    assert any(r.startswith("nox --no-venv -s \"$SESSION\"") for r in runs)
+    publish = flow["jobs"]["publish"]["steps"]
+    assert {"name": "source", "path": "out/source"} in [s.get("with") for s in publish]
+
+
+def test_the_nightly_session_builds_what_this_machine_can() -> None:
+    import noxfile
+
+    reasons = {name: noxfile.builds_here(leg) for name, leg in SHIPPED.legs.items()}
+    if (noxfile.HOST_OS, noxfile.HOST_ARCH) != ("linux", "x64"):
+        pytest.skip(f"the expectations are a Linux x64 machine's, this one is {noxfile.HOST_OS}/{noxfile.HOST_ARCH}")
+    assert reasons["cpu"] is None and reasons["cpu-arm64"] is None  # cross-built here
+    assert reasons["vulkan-arm64"] == "it builds for arm64 on an arm64 runner, this machine is x64"
+    assert reasons["metal-macos-arm64"] == "it builds on macos, this machine runs linux"
+    # Every Linux x64 leg (7 ROCm, 7 CUDA, vulkan, cpu) and the cross-built cpu-arm64.
+    built = {name for name, reason in reasons.items() if reason is None}
+    linux_x64 = {n for n, leg in SHIPPED.legs.items() if (leg.os, leg.arch) == ("linux", "x64")}
+    assert len(linux_x64) == 16 and built == linux_x64 | {"cpu-arm64"}
