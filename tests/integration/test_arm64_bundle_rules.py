@@ -60,3 +60,23 @@ def test_an_arm64_library_needing_the_x86_64_loader_is_refused(tmp_path: Path) -
     lines = [p.line for p in check_tree(root, os_name="linux", glibc_max="2.35", arch="arm64").problems]
     assert lines == ["libggml-demo.so: needs ld-linux-x86-64.so.2: neither in the bundle nor on the linux arm64 "
                      "base-system allowlist"]
+
+
+def test_the_cross_compiler_is_the_arm64_legs_cache_identity(tmp_path: Path) -> None:
+    import platform
+
+    from tests.support.pipeline_cli import ROOT, run_pipeline
+
+    if platform.machine() != "x86_64":
+        pytest.skip(f"the cross build is an x86-64 machine's (this one is {platform.machine()})")
+    version = subprocess.run([CROSS, "-dumpfullversion"], capture_output=True, text=True, check=True).stdout.strip()
+    env = {"PIPELINE_CACHE_HOME": str(tmp_path / "home")}
+    arm = run_pipeline(["--matrix", str(ROOT / "matrix.toml"), "cache-key", "cpu-arm64", "--tag", "b1234"], env=env)
+    assert arm.returncode == 0, arm.stderr
+    assert f"key:          llama-ccache--cpu-arm64--gcc-{version}-aarch64-linux-gnu--b1234" in arm.stdout
+    # A leg of another arch that cannot cross-build here is refused by the build, naming it.
+    (tmp_path / "CMakeLists.txt").write_text("project(x)\n")
+    refused = run_pipeline(["--matrix", str(ROOT / "matrix.toml"), "build", "vulkan-arm64", "--source", str(tmp_path),
+                            "--out", str(tmp_path / "out")], env=env)
+    assert refused.returncode == 7 and refused.stderr.count("error:") == 1, refused.stderr
+    assert "leg vulkan-arm64 (vulkan) builds for arm64 on an arm64 runner: this machine is x64" in refused.stderr
