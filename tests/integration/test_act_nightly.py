@@ -272,10 +272,12 @@ def test_night_1_publishes_one_release_with_the_bundle_and_correct_checksums(nig
     assert len(releases) == 1, f"published releases for {tag}: {len(releases)}\n{jobs_report(nights, night1)}"
     release = releases[0]
     bundle = f"llama-{tag}-bin-ubuntu-x64.tar.gz"
-    assert sorted(a["name"] for a in release["assets"]) == sorted([bundle, "SHA256SUMS"])
+    # The release carries the source its bundle was built from, as the release job's does.
+    source = f"llama.cpp-source-{tag}.tar.gz"
+    assert sorted(a["name"] for a in release["assets"]) == sorted([bundle, source, "SHA256SUMS"])
     sums = asset_bytes(nights.gh, release, "SHA256SUMS").decode()
-    expected = hashlib.sha256(asset_bytes(nights.gh, release, bundle)).hexdigest()
-    assert sums == f"{expected}  {bundle}\n"
+    expected = {name: hashlib.sha256(asset_bytes(nights.gh, release, name)).hexdigest() for name in (bundle, source)}
+    assert sums == "".join(f"{expected[name]}  {name}\n" for name in sorted(expected))
     assert all(a["state"] == "uploaded" for a in release["assets"])
     assert len([r for r in nights.gh.releases if r["tag_name"] == tag]) == 1  # no draft left beside it
 
