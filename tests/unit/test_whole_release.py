@@ -146,6 +146,10 @@ def test_cuda_lines_and_the_arm64_wheels() -> None:
     assert arm is not None and [sha for _, sha in arm.wheels_for("linux")] == [SHA_ARM]
     x64 = pins.for_leg(None, "x64").cuda
     assert x64 is not None and [sha for _, sha in x64.wheels_for("linux")] == [SHA]
+    # LunarG's pinned SDK archives are x86-64 ones: an arm64 leg uses the runner's Vulkan.
+    assert SHIPPED.toolchains.for_leg(None, "arm64").vulkan == {}
+    assert leg_toolkit(SHIPPED, SHIPPED.leg("vulkan-arm64")) == "Vulkan SDK (system)"
+    assert leg_toolkit(SHIPPED, SHIPPED.leg("vulkan")) == "Vulkan SDK 1.4.357.1"
     with pytest.raises(ConfigError, match=r"toolchains\.cuda-12\.version: expected a CUDA 12\.x version"):
         parse_toolchain_pins({"cuda-12": {"version": "13.0.1"}}, P)
 
