@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.bundle.elfdeps import is_elf
+from pipeline.bundle.machodeps import is_macho
 from pipeline.bundle.pedeps import is_pe
 from pipeline.guard.children import popen_child, stop_group
 
@@ -140,6 +141,9 @@ def main_programs(root: Path, os_name: str) -> list[str]:
         if os_name == "windows":
             if item.suffix.lower() == ".exe" and is_pe(item):
                 found.append(item.name)
+        elif os_name == "macos":
+            if not item.name.endswith(".dylib") and is_macho(item):
+                found.append(item.name)
         elif ".so" not in item.name and is_elf(item):
             found.append(item.name)
     return found
@@ -156,8 +160,9 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     ``libggml-<name>[-<variant>].so`` (``ggml-<name>[-<variant>].dll``);
     ``ggml-base`` is the library every module links, not a backend.
     """
+    suffix = {"windows": "dll", "macos": "dylib"}.get(os_name, "so")
     pattern = (re.compile(r"^ggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.dll$", re.IGNORECASE) if os_name == "windows"
-               else re.compile(r"^libggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.so$"))
+               else re.compile(rf"^libggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.{suffix}$"))
     found: dict[str, list[str]] = {}
     for item in sorted(root.iterdir()) if root.is_dir() else ():
         match = pattern.match(item.name)

@@ -117,6 +117,11 @@ def test_the_closure_copies_absolute_names_in_and_makes_every_name_bundle_relati
     assert all(signature_matches(stage / f) for f in ("llama-demo", "libggml-bar.dylib", "libomp.dylib"))
     check = check_tree(stage, os_name="macos", glibc_max=None, arch="arm64", macos_min="13.3")
     assert check.problems == () and check.files_checked == 4
+    # What a Mac's smoke run would start: the llama-* programs, and the ggml modules beside them.
+    from pipeline.bundle.smoke import backend_modules, main_programs
+
+    assert main_programs(stage, "macos") == ["llama-demo"]
+    assert backend_modules(stage, "macos") == {"bar": ["libggml-bar.dylib"]}
 
 
 def test_check_bundle_names_what_would_not_run_on_a_mac(tmp_path: Path) -> None:
