@@ -325,3 +325,14 @@ def test_the_nightly_session_builds_what_this_machine_can() -> None:
     built = {name for name, reason in reasons.items() if reason is None}
     linux_x64 = {n for n, leg in SHIPPED.legs.items() if (leg.os, leg.arch) == ("linux", "x64")}
     assert len(linux_x64) == 16 and built == linux_x64 | {"cpu-arm64"}
+
+
+def test_the_13x_wheels_are_pinned_for_the_arm64_runner_too() -> None:
+    pins = SHIPPED.toolchains.cuda
+    assert pins is not None
+    assert all(len(w.sha256.get("linux-aarch64", "")) == 64 for w in pins.wheels)
+    # aarch64 wheels are other files than the x86-64 ones.
+    assert all(w.sha256["linux-aarch64"] != w.sha256["linux"] for w in pins.wheels)
+    arm = SHIPPED.toolchains.for_leg(SHIPPED.leg("cuda-13-portable-arm64").cuda_line, "arm64").cuda
+    assert arm is not None
+    assert [sha for _, sha in arm.wheels_for("linux")] == [w.sha256["linux-aarch64"] for w in pins.wheels]
