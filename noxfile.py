@@ -41,7 +41,20 @@ except ConfigError as err:
     print(f"error: {err}", file=sys.stderr)
     sys.exit(err.exit_code)
 
-HOST_OS = "windows" if sys.platform == "win32" else "linux" if sys.platform.startswith("linux") else sys.platform
+from pipeline.util.host import host_arch, host_os  # noqa: E402
+
+HOST_OS = host_os()
+HOST_ARCH = host_arch()
+
+
+def builds_here(leg: Leg) -> str | None:
+    """Why ``leg`` cannot build on this machine, or None: its OS, and its arch unless it cross-builds
+    (Linux cpu on x86-64 with Debian's aarch64 GCC; Windows cpu with llama.cpp's clang toolchain files)."""
+    if leg.os != HOST_OS:
+        return f"it builds on {leg.os}, this machine runs {HOST_OS}"
+    if leg.arch != HOST_ARCH and not (leg.backend == "cpu" and leg.os in ("linux", "windows")):
+        return f"it builds for {leg.arch} on an {leg.arch} runner, this machine is {HOST_ARCH}"
+    return None
 # The run's resolution, when `resolve` ran in this nox invocation (a leg's dependency):
 # a file left by an earlier run is never picked up by a standalone leg.
 _RESOLVED_THIS_RUN: list[str] = []
@@ -105,7 +118,7 @@ def _register_leg(leg: Leg) -> None:
         env = {RESOLVED.env_var: _RESOLVED_THIS_RUN[0]} if leg.needs_resolution and _RESOLVED_THIS_RUN else {}
         session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)
 
-    leg_session.__doc__ = f"Build the {leg.name} bundle ({leg.backend}, {leg.os})."
+    leg_session.__doc__ = f"Build the {leg.name} bundle ({leg.backend}, {leg.os}/{leg.arch})."
     nox.session(name=leg.name, requires=["resolve"] if leg.needs_resolution else [])(leg_session)
 
 
@@ -117,10 +130,10 @@ for _leg in MATRIX.legs.values():
 def nightly(session: nox.Session) -> None:
     """Every leg that can run on this OS, with one resolution; the others are skipped."""
     _install(session)
-    runnable = [leg for leg in MATRIX.legs.values() if leg.os == HOST_OS]
+    runnable = [leg for leg in MATRIX.legs.values() if builds_here(leg) is None]
     for leg in MATRIX.legs.values():
-        if leg.os != HOST_OS:
-            session.log(f"skipping {leg.name}: it builds on {leg.os}, this machine runs {HOST_OS}")
+        if (reason := builds_here(leg)) is not None:
+            session.log(f"skipping {leg.name}: {reason}")
     env = {RESOLVED.env_var: _resolve_run(session)} if any(leg.needs_resolution for leg in runnable) else {}
     for leg in runnable:
         session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)

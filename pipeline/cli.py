@@ -32,6 +32,7 @@ from pipeline.inputs.settings import DEBUG, MATRIX, add_flag, default_text, pick
 COMMANDS = (
     "alert",
     "build",
+    "cache-budget",
     "cache-key",
     "cache-save",
     "check-bundle",

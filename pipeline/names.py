@@ -11,12 +11,52 @@ import re
 import string
 from datetime import date
 
-OSES = ("linux", "windows")
+# The OSes a leg builds for; TheRock publishes for the first two only (ROCM_OSES).
+OSES = ("linux", "windows", "macos")
+ROCM_OSES = ("linux", "windows")
+# The CPU architectures a leg builds for, in upstream's asset words; x64 unless a leg says otherwise.
+ARCHES = ("x64", "arm64")
+DEFAULT_ARCH = "x64"
+# GitHub's hosted runner label per (os, arch) when a leg names none: the release job's runners.
+DEFAULT_RUNNERS: dict[tuple[str, str], str] = {
+    ("linux", "x64"): "ubuntu-22.04",
+    ("linux", "arm64"): "ubuntu-22.04-arm",
+    ("windows", "x64"): "windows-2022",
+    # Windows on arm64 is cross-compiled on an x64 runner with clang, as the release job does.
+    ("windows", "arm64"): "windows-2022",
+    ("macos", "arm64"): "macos-26",
+    ("macos", "x64"): "macos-15-intel",
+}
+# The glibc of each Linux runner image: a bundle built there may require no newer GLIBC_x.y.
+RUNNER_GLIBC: dict[str, str] = {
+    "ubuntu-22.04": "2.35",
+    "ubuntu-22.04-arm": "2.35",
+    "ubuntu-24.04": "2.39",
+    "ubuntu-24.04-arm": "2.39",
+}
+# A Linux runner this table does not know (a self-hosted one): Ubuntu 22.04's floor.
+DEFAULT_GLIBC = "2.35"
+# The oldest macOS a macOS bundle runs on (LC_BUILD_VERSION minos), as the release job's.
+DEFAULT_MACOS_MIN = "13.3"
+
+
+def default_runner(os_name: str, arch: str) -> str:
+    """The hosted runner a leg of ``os_name``/``arch`` runs on when matrix.toml names none."""
+    return DEFAULT_RUNNERS[(os_name, arch)]
+
+
+def runner_glibc(runner: str) -> str:
+    """The glibc floor of a Linux runner label (:data:`RUNNER_GLIBC`; 2.35 for one it does not know)."""
+    return RUNNER_GLIBC.get(runner, DEFAULT_GLIBC)
+
+
+def arch_problem(value: str) -> str | None:
+    return None if value in ARCHES else "one of " + ", ".join(repr(a) for a in ARCHES)
 # The largest page GitHub's REST API serves (per_page).
 GITHUB_PER_PAGE = 100
 # The first retry wait of every HTTP client, seconds (the run's PIPELINE_HTTP_BACKOFF default).
 DEFAULT_BACKOFF = 1.0
-BACKENDS = ("cpu", "cuda", "rocm", "vulkan")
+BACKENDS = ("cpu", "cuda", "metal", "rocm", "vulkan")
 # ROCm toolchain policies that are rules; anything else must be an explicit version.
 WEEKLY_STABLE = "weekly-stable"
 POLICIES = (WEEKLY_STABLE, "weekly", "latest")
@@ -175,9 +215,9 @@ def member_name_problem(name: str) -> str | None:
 # keeps the ROCm family in ROCm names, since one bundle per GPU family is built. The {variant} is the
 # backend's own word (pipeline.backends), and pipeline.backends.render_name fills the template in.
 
-DEFAULT_TEMPLATE = "llama-{tag}-bin-{os_label}{variant}-x64"
-FIELDS = ("tag", "os_label", "variant", "backend", "family", "leg")
-OS_LABELS = {"linux": "ubuntu", "windows": "win"}
+DEFAULT_TEMPLATE = "llama-{tag}-bin-{os_label}{variant}-{arch}"
+FIELDS = ("tag", "os_label", "variant", "backend", "family", "leg", "arch")
+OS_LABELS = {"linux": "ubuntu", "windows": "win", "macos": "macos"}
 _SAFE_FILE_NAME = re.compile(r"^[A-Za-z0-9._+-]+$")
 
 
@@ -192,7 +232,8 @@ def template_problem(template: str) -> str | None:
         return f"a name template using only {', '.join('{' + f + '}' for f in FIELDS)} (not {{{unknown[0]}}})"
     if "tag" not in fields:
         return "a name template containing {tag} (each run's bundle needs its own name)"
-    probe = template.format(tag="b1", os_label="ubuntu", variant="-cpu", backend="cpu", family="gfx1100", leg="leg")
+    probe = template.format(tag="b1", os_label="ubuntu", variant="-cpu", backend="cpu", family="gfx1100", leg="leg",
+                            arch="x64")
     if not _SAFE_FILE_NAME.match(probe):
         return "a name template that gives a file name of letters, digits, '.', '_', '+' and '-'"
     return None

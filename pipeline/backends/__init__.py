@@ -16,23 +16,24 @@ backoff and budget) reaches every backend's downloads.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pipeline.backends import cpu, cuda, rocm, vulkan
+from pipeline.backends import cpu, cuda, metal, rocm, vulkan
 from pipeline.backends.base import Backend, RuntimeProfile
 from pipeline.errors import ToolchainError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import DEFAULT_TEMPLATE, OS_LABELS
+from pipeline.names import DEFAULT_ARCH, DEFAULT_TEMPLATE, OS_LABELS
 from pipeline.toolchain.base import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["BACKENDS", "Backend", "backend_of", "prepare_toolchain", "render_name", "runtime_profile",
-           "toolchain_request"]
+__all__ = ["BACKENDS", "Backend", "backend_of", "leg_description", "leg_toolkit", "prepare_toolchain", "render_name",
+           "runtime_profile", "toolchain_request"]
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (cpu.BACKEND, cuda.BACKEND, rocm.BACKEND, vulkan.BACKEND)}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (cpu.BACKEND, cuda.BACKEND, metal.BACKEND, rocm.BACKEND,
+                                                     vulkan.BACKEND)}
 
 
 def backend_of(leg: Leg) -> Backend:
@@ -68,7 +69,8 @@ def toolchain_request(
         rocm_version=inputs.rocm_policy if inputs.rocm_policy_overridden else None,
         cuda_path=cuda_path,
         vulkan_sdk=vulkan_sdk,
-        pins=inputs.require_matrix().toolchains,
+        # The leg's own CUDA line and arch: the toolchain sees one line's pins as [toolchains.cuda].
+        pins=inputs.require_matrix().toolchains.for_leg(leg.cuda_line, leg.arch),
         download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir,
         http_backoff=inputs.http_backoff,
@@ -79,7 +81,13 @@ def toolchain_request(
 
 
 def prepare_toolchain(request: ToolchainRequest, console: Console) -> Toolchain:
-    """Find (or install) the toolchain that builds ``request.leg``."""
+    """Find (or install) the toolchain that builds ``request.leg``; a ToolchainError for a leg of another
+    arch that this machine cannot cross-build."""
+    from pipeline.toolchain.cross import cross_problem
+    from pipeline.util.host import host_arch, host_os
+
+    if (problem := cross_problem(request.leg, host_os=host_os(), host=host_arch())) is not None:
+        raise ToolchainError(problem)
     return backend_of(request.leg).prepare(request, console)
 
 
@@ -90,7 +98,8 @@ def runtime_profile(backend: str, os_name: str) -> RuntimeProfile:
 
 
 def render_name(
-    template: str | None, *, tag: str, leg: str, backend: str, os_name: str, family: str | None
+    template: str | None, *, tag: str, leg: str, backend: str, os_name: str, family: str | None,
+    arch: str = DEFAULT_ARCH,
 ) -> str:
     """The bundle's file name: the template (:data:`pipeline.names.DEFAULT_TEMPLATE`) filled in, plus
     ``.zip`` (Windows) or ``.tar.gz``."""
@@ -102,5 +111,44 @@ def render_name(
         backend=backend,
         family=family or "",
         leg=leg,
+        arch=arch,
     )
     return f"{stem}.{'zip' if os_name == 'windows' else 'tar.gz'}"
+
+
+def leg_toolkit(matrix: Matrix, leg: Leg) -> str:
+    """The toolchain ``leg`` builds with, as matrix.toml pins it (offline: nothing is asked or installed).
+
+    CUDA and Vulkan: the pinned version (``system`` when matrix.toml pins none);
+    ROCm: TheRock's family and the run's policy (the version is resolved per run);
+    CPU and Metal: the runner's compiler (a Linux arm64 leg cross-built on x86-64 uses
+    Debian's aarch64-linux-gnu GCC).
+    """
+    pins = matrix.toolchains.for_leg(leg.cuda_line, leg.arch)
+    if leg.backend == "cuda":
+        cuda = pins.cuda
+        return f"CUDA {cuda.version}" if cuda is not None else "CUDA (system)"
+    if leg.backend == "vulkan":
+        sdk = pins.vulkan.get(leg.os)
+        return f"Vulkan SDK {sdk.version}" if sdk is not None else "Vulkan SDK (system)"
+    if leg.backend == "rocm":
+        return f"TheRock {leg.family} ({matrix.rocm.policy})"
+    if leg.os == "macos":
+        return "Xcode (runner)"
+    return "host C/C++ compiler"
+
+
+def leg_description(matrix: Matrix, leg: Leg, *, tag: str) -> dict[str, Any]:
+    """What ``legs --json`` prints for ``leg``: its name, backend, os, arch, runner, targets, toolkit and the
+    bundle's file name for ``tag``."""
+    return {
+        "name": leg.name,
+        "backend": leg.backend,
+        "os": leg.os,
+        "arch": leg.arch,
+        "runner": leg.runner,
+        "targets": list(leg.targets or leg.cuda_architectures),
+        "toolkit": leg_toolkit(matrix, leg),
+        "bundle": render_name(leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os,
+                              family=leg.family, arch=leg.arch),
+    }

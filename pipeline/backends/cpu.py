@@ -1,4 +1,4 @@
-"""The cpu backend: the host C/C++ compiler, nothing downloaded, nothing to carry."""
+"""The cpu backend: the host C/C++ compiler (a cross compiler for another arch), nothing downloaded, nothing to carry."""
 
 from __future__ import annotations
 
@@ -17,8 +17,14 @@ class Cpu:
     downloads_toolchain = False
 
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
+        from pipeline.toolchain.cross import cross_target, cross_toolchain
         from pipeline.toolchain.host import host_toolchain
+        from pipeline.util.host import host_arch, host_os
 
+        # A Linux arm64 leg on an x86-64 machine: Debian's aarch64 GCC through a toolchain file.
+        target = cross_target(request.leg, host_os=host_os(), host=host_arch())
+        if target is not None:
+            return cross_toolchain(target, request.environ, request.toolchain_dir)
         return host_toolchain(request.environ)
 
     def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
@@ -28,8 +34,9 @@ class Cpu:
         return NO_RUNTIME
 
     def bundle_variant(self, os_name: str, family: str | None) -> str:
-        # Upstream's CPU assets carry no backend word: llama-<tag>-bin-ubuntu-x64.
-        return ""
+        # Upstream's CPU assets carry no backend word on Linux and macOS (llama-<tag>-bin-ubuntu-x64,
+        # llama-<tag>-bin-macos-x64), and "cpu" on Windows (llama-<tag>-bin-win-cpu-arm64).
+        return "-cpu" if os_name == "windows" else ""
 
 
 BACKEND = Cpu()

@@ -17,11 +17,15 @@ of a zip). Then:
   (:mod:`pipeline.bundle.third_party`);
 - no GPU driver library ships (``libcuda.so*``, ``nvcuda.dll``): the
   driver's own, installed with it (a CUDA bundle may need it, never carry it);
+- every ELF is built for the bundle's architecture (``arch`` in its
+  manifest), and its libraries are checked against that architecture's
+  base system (``ld-linux-aarch64.so.1`` for arm64);
 - the smoke run (:mod:`pipeline.bundle.smoke`), unless the bundle is for
   another OS: each main program's ``--version``, the backends load, a
   tokenizer check and one forward pass. A CUDA bundle on a machine without
   an NVIDIA driver is run against a stand-in driver made for the check
-  (:mod:`pipeline.bundle.driver_standin`).
+  (:mod:`pipeline.bundle.driver_standin`); a Linux arm64 bundle on an x86-64
+  machine runs under ``qemu-aarch64`` (:mod:`pipeline.bundle.emulation`).
 """
 
 from __future__ import annotations
@@ -35,15 +39,18 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
-from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke
-from pipeline.bundle.elfdeps import is_elf, parse_version, read_elf, version_text
+from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
+from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
+from pipeline.bundle.emulation import host_arch, how_to_run
+from pipeline.bundle.machodeps import is_macho, read_macho, signature_matches, version_tuple
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
-from pipeline.bundle.pedeps import is_pe, read_pe_imports
+from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, scrubbed_env, smoke_checks
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
+from pipeline.names import DEFAULT_MACOS_MIN
 from pipeline.util.tree_removal import remove_tree
 
 
@@ -52,7 +59,7 @@ class Problem:
     """One reason the bundle would not run on a clean machine."""
 
     file: str
-    kind: str  # "library", "runpath", "glibc", "license", "smoke"
+    kind: str  # "library", "runpath", "glibc", "license", "smoke", "arch", "macos", "signature"
     message: str
     library: str | None = None
 
@@ -71,6 +78,9 @@ class BundleCheck:
     bundle: str
     os: str
     files_checked: int
+    arch: str = "x64"
+    # How the smoke run started the programs when not directly ("under qemu-aarch64 -L ...").
+    emulator: str | None = None
     problems: tuple[Problem, ...] = ()
     glibc_required: str | None = None
     glibc_required_by: str | None = None
@@ -100,6 +110,8 @@ class BundleCheck:
             "ok": self.ok,
             "summary": self.summary,
             "os": self.os,
+            "arch": self.arch,
+            "emulator": self.emulator,
             "files_checked": self.files_checked,
             "problems": [p.to_json() for p in self.problems],
             "glibc_required": self.glibc_required,
@@ -131,6 +143,9 @@ def _binaries(root: Path, os_name: str) -> list[str]:
             continue
         if os_name == "windows":
             if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
+                found.append(item.name)
+        elif os_name == "macos":
+            if is_macho(item):
                 found.append(item.name)
         elif is_elf(item):
             found.append(item.name)
@@ -167,26 +182,32 @@ def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFin
     return dirs
 
 
-def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str]) -> None:
+def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
     info = read_elf(root / rel)
+    if (machine := elf_arch(root / rel)) != arch:
+        found.problems.append(Problem(file=rel, kind="arch",
+                                      message=f"built for {machine}, the bundle is for {arch}"))
     dirs = _search_dirs(root, rel, info.search_paths, found, tag="RUNPATH" if info.runpath else "RPATH")
     for library in info.needed:
-        if any((d / library).exists() for d in dirs) or is_base_system("linux", library):
+        if any((d / library).exists() for d in dirs) or is_base_system("linux", library, arch):
             continue
         if library in in_bundle:
             message = f"needs {library}: it is in the bundle ({in_bundle[library]}) but not on its RUNPATH"
         else:
-            message = f"needs {library}: neither in the bundle nor on the linux base-system allowlist"
+            where = "linux" if arch == "x64" else f"linux {arch}"
+            message = f"needs {library}: neither in the bundle nor on the {where} base-system allowlist"
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
     for version in info.glibc_versions[-1:]:
         if found.glibc is None or version > found.glibc:
             found.glibc, found.glibc_by = version, rel
 
 
-def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str]) -> None:
+def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
+    if (machine := pe_arch(root / rel)) != arch:
+        found.problems.append(Problem(file=rel, kind="arch", message=f"built for {machine}, the bundle is for {arch}"))
     beside = {p.name.lower() for p in (root / rel).parent.iterdir()}
     for library in read_pe_imports(root / rel):
-        if library.lower() in beside or is_base_system("windows", library):
+        if library.lower() in beside or is_base_system("windows", library, arch):
             continue
         where = in_bundle.get(library.lower())
         message = (f"needs {library}: it is in the bundle ({where}) but not beside it" if where
@@ -194,8 +215,48 @@ def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, s
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
 
 
-def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleCheck:
-    """Check an unpacked bundle (no smoke test): libraries, RUNPATHs, glibc floor, LICENSE."""
+def _check_macho(root: Path, rel: str, found: _TreeFindings, arch: str, macos_min: str | None) -> None:
+    """A macOS file: its arch, install names inside the bundle or the base system, no build-machine
+    LC_RPATH, its minos at most the leg's, and (arm64) a signature that matches its bytes."""
+    slices = read_macho(root / rel)
+    if arch not in {s.arch for s in slices}:
+        found.problems.append(Problem(file=rel, kind="arch", message=f"built for {', '.join(s.arch for s in slices)}, "
+                                                                       f"the bundle is for {arch}"))
+    here = (root / rel).parent
+    for info in (s for s in slices if s.arch == arch):
+        relative = [r for r in info.rpaths if r.startswith(("@loader_path", "@executable_path"))]
+        for entry in info.rpaths:
+            if entry not in relative:
+                found.problems.append(Problem(file=rel, kind="runpath",
+                                              message=f"build-machine LC_RPATH {entry!r} (want @loader_path-relative)"))
+        dirs = [Path(os.path.normpath(here / r.split("/", 1)[1])) if "/" in r else here for r in relative]
+        for lib in info.needed:
+            if is_base_system("macos", lib, arch):
+                continue
+            name = lib.rsplit("/", 1)[-1]
+            if lib.startswith("@rpath/"):
+                ok = any((d / name).exists() and d.is_relative_to(root) for d in dirs)
+            elif lib.startswith(("@loader_path/", "@executable_path/")):
+                ok = (here / name).exists()
+            else:
+                found.problems.append(Problem(file=rel, kind="library", library=lib,
+                                              message=f"needs {lib}: an absolute install name outside the macOS base "
+                                                      "system (want @rpath/... and the library in the bundle)"))
+                continue
+            if not ok:
+                found.problems.append(Problem(file=rel, kind="library", library=lib,
+                                              message=f"needs {lib}: not found in the bundle through its LC_RPATHs"))
+        if macos_min and info.minos and version_tuple(info.minos) > version_tuple(macos_min):
+            found.problems.append(Problem(file=rel, kind="macos", message=f"requires macOS {info.minos} "
+                                          f"(LC_BUILD_VERSION minos), above the leg's macos_min = {macos_min}"))
+    if arch == "arm64" and signature_matches(root / rel) is not True:
+        found.problems.append(Problem(file=rel, kind="signature", message=(
+            "no code signature that matches its bytes: arm64 macOS kills it (sign it ad hoc: codesign --force --sign -)")))
+
+
+def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64",
+               macos_min: str | None = None) -> BundleCheck:
+    """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE."""
     found = _TreeFindings()
     windows = os_name == "windows"
     in_bundle = {
@@ -204,8 +265,13 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleChec
     }
     for rel in _binaries(root, os_name):
         found.files += 1
-        (_check_pe if windows else _check_elf)(root, rel, found, in_bundle)
-    floor = parse_version(glibc_max) if glibc_max and not windows else None
+        if windows:
+            _check_pe(root, rel, found, in_bundle, arch)
+        elif os_name == "macos":
+            _check_macho(root, rel, found, arch, macos_min)
+        else:
+            _check_elf(root, rel, found, in_bundle, arch)
+    floor = parse_version(glibc_max) if glibc_max and os_name == "linux" else None
     if floor is not None and found.glibc is not None and found.glibc > floor:
         found.problems.append(Problem(
             file=found.glibc_by or "?", kind="glibc", library="libc.so.6",
@@ -226,7 +292,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None) -> BundleChec
         problems=tuple(found.problems),
         glibc_required=version_text(found.glibc) if found.glibc else None,
         glibc_required_by=found.glibc_by,
-        glibc_max=None if windows else glibc_max,
+        glibc_max=glibc_max if os_name == "linux" else None,
     )
 
 
@@ -253,6 +319,7 @@ def check_bundle(
     manifest = read_manifest(bundle)
     leg = manifest.get("leg") or {}
     os_name = str(leg.get("os") or "linux")
+    arch = str(leg.get("arch") or "x64")
     floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
     if scratch.exists():
         remove_tree(scratch)
@@ -261,15 +328,19 @@ def check_bundle(
     root = unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
     if not root.is_dir():
         raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
-    result = check_tree(root, os_name=os_name, glibc_max=floor)
+    macos_min = str(leg.get("macos_min") or DEFAULT_MACOS_MIN) if os_name == "macos" else None
+    result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min)
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None
     driver_problems: list[Problem] = []
+    how = how_to_run(os_name, arch, host_os=host_os, host=host_arch())
     if not smoke:
         skipped = "--no-smoke"
-    elif os_name != host_os:
-        skipped = f"a {os_name} bundle on a {host_os} machine"
+    elif how.skipped is not None:
+        skipped = how.skipped
+    elif how.prefix and os_name == "linux" and driver_users(root):
+        skipped = f"a CUDA bundle for {arch} {how.note}: no stand-in NVIDIA driver for {arch} here"
     else:
         models = source_tree / "models" if source_tree is not None else None
         args = manifest.get("cmake_args")
@@ -281,8 +352,15 @@ def check_bundle(
                   else DriverForSmoke())
         if driver.problem:
             driver_problems.append(Problem(file=driver.needed_by[0], kind="smoke", library=DRIVER, message=driver.problem))
-        runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl,
-                                    driver_env={**driver_selection(environ or {}), **driver.env}, driver=driver.line)
+        try:
+            runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl,
+                                        driver_env={**driver_selection(environ or {}), **driver.env},
+                                        driver=driver.line, prefix=how.prefix)
+        finally:
+            # The stand-in exists for the run only: no libcuda.so* is left under the output folder, where
+            # a later step (an upload of out/, a loader search) could take it for the driver.
+            if driver.library_dir is not None:
+                remove_tree(driver.library_dir)
         if not runs:
             skipped = "no llama-* programs"
     problems = list(result.problems) + driver_problems + [
@@ -297,6 +375,8 @@ def check_bundle(
     return BundleCheck(
         bundle=str(bundle),
         os=os_name,
+        arch=arch,
+        emulator=how.note,
         files_checked=result.files_checked,
         problems=tuple(problems),
         glibc_required=result.glibc_required,
@@ -310,7 +390,7 @@ def check_bundle(
 
 def host_os() -> str:
     """The OS this process runs on, in matrix.toml's words."""
-    return "windows" if sys.platform == "win32" else "linux"
+    return "windows" if sys.platform == "win32" else "macos" if sys.platform == "darwin" else "linux"
 
 
 def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path, source_tree: Path | None = None,

@@ -92,9 +92,11 @@ def usable_toolchain_root(root: Path | None) -> Path | None:
 
 
 class _Walker:
-    def __init__(self, stage: Path, *, os_name: str, profile: RuntimeProfile, root: Path | None) -> None:
+    def __init__(self, stage: Path, *, os_name: str, profile: RuntimeProfile, root: Path | None,
+                 arch: str = "x64") -> None:
         self.stage = stage
         self.os = os_name
+        self.arch = arch
         self.profile = profile
         self.root = root
         self.windows = os_name == "windows"
@@ -132,7 +134,7 @@ class _Walker:
                 if key in self.present:
                     self.needs_from.setdefault(rel, set()).add(folder_of(self.present[key]))
                     continue
-                if is_base_system(self.os, library):
+                if is_base_system(self.os, library, self.arch):
                     continue
                 found = self._find(rel, library)
                 if found is None:
@@ -242,14 +244,18 @@ def complete_runtime(
     targets: tuple[str, ...],
     toolchain_root: Path | None,
     patchelf: Path | None = None,
+    arch: str = "x64",
 ) -> Closure:
     """Copy what the binaries of ``stage`` need from the toolchain, then set their RUNPATHs.
 
     ``stage`` is the bundle's root (programs and libraries flat); it is changed in place.
-    ``patchelf`` is looked up only when a RUNPATH must change.
+    ``patchelf`` is looked up only when a RUNPATH must change. A macOS bundle's Mach-O files go
+    through :mod:`pipeline.bundle.macho_closure` instead.
     """
+    if os_name == "macos":
+        return _macho_closure(stage, arch)
     walker = _Walker(stage, os_name=os_name, profile=runtime_profile(backend, os_name),
-                     root=usable_toolchain_root(toolchain_root))
+                     root=usable_toolchain_root(toolchain_root), arch=arch)
     walker.walk()
     if walker.root is not None:
         for folder in walker.profile.data_folders:
@@ -268,6 +274,15 @@ def complete_runtime(
             set_runpath(patchelf, stage / rel, wanted)
             runpaths.append((rel, wanted))
     return Closure(copied=tuple(walker.copied), unresolved=tuple(walker.unresolved), runpaths=tuple(runpaths))
+
+
+def _macho_closure(stage: Path, arch: str) -> Closure:
+    from pipeline.bundle.macho_closure import complete_macho_runtime
+
+    made = complete_macho_runtime(stage, arch=arch)
+    # The macOS toolchain is the system's: a copied library's origin is its install name.
+    return Closure(copied=tuple(CopiedFile(path=name, origin=origin) for name, origin in made.copied),
+                   unresolved=tuple(made.unresolved), runpaths=tuple((rel, "@loader_path") for rel in made.edited))
 
 
 def set_runpath(patchelf: Path, path: Path, runpath: str) -> None:

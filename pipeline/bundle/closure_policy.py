@@ -20,17 +20,14 @@ import re
 DEFAULT_GLIBC_MAX = "2.35"
 
 LINUX_BASE_SYSTEM: tuple[str, ...] = (
-    # glibc
+    # glibc (its loader and libmvec differ per architecture: LINUX_ARCH_BASE_SYSTEM)
     "libc.so.6",
     "libm.so.6",
-    "libmvec.so.1",
     "libpthread.so.0",
     "libdl.so.2",
     "librt.so.1",
     "libutil.so.1",
     "libresolv.so.2",
-    "ld-linux-x86-64.so.2",
-    "ld-linux-aarch64.so.1",
     # The GCC runtime (libgomp: GGML's OpenMP; upstream's Ubuntu bundles rely on it too)
     "libstdc++.so.6",
     "libgcc_s.so.1",
@@ -82,15 +79,35 @@ WINDOWS_BASE_SYSTEM: tuple[str, ...] = (
     "nvcuda.dll",
 )
 
-BASE_SYSTEM: dict[str, tuple[str, ...]] = {"linux": LINUX_BASE_SYSTEM, "windows": WINDOWS_BASE_SYSTEM}
+# glibc's dynamic loader is named for its architecture; libmvec (vector math) is x86-64's only in
+# Ubuntu 22.04's glibc 2.35 (aarch64 got one in 2.38): an arm64 bundle needing it would not load there.
+LINUX_ARCH_BASE_SYSTEM: dict[str, tuple[str, ...]] = {
+    "x64": ("ld-linux-x86-64.so.2", "libmvec.so.1"),
+    "arm64": ("ld-linux-aarch64.so.1",),
+}
+
+# macOS: a library is named by its install name, a path. What the OS itself keeps there (libSystem,
+# libc++, the frameworks: Metal, Foundation, Accelerate) is the base system; anything else, and every
+# @rpath/@loader_path name, must be in the bundle.
+MACOS_BASE_PREFIXES: tuple[str, ...] = ("/usr/lib/", "/System/Library/")
+
+BASE_SYSTEM: dict[tuple[str, str], tuple[str, ...]] = {
+    **{("linux", arch): LINUX_BASE_SYSTEM + extra for arch, extra in LINUX_ARCH_BASE_SYSTEM.items()},
+    # The same DLL names on x64 and arm64 Windows.
+    ("windows", "x64"): WINDOWS_BASE_SYSTEM,
+    ("windows", "arm64"): WINDOWS_BASE_SYSTEM,
+}
 
 
-def is_base_system(os_name: str, library: str) -> bool:
-    """Is ``library`` (a DT_NEEDED or DLL name) part of the base system of ``os_name``?
+def is_base_system(os_name: str, library: str, arch: str = "x64") -> bool:
+    """Is ``library`` (a DT_NEEDED or DLL name, a Mach-O install name) part of the base system of
+    ``os_name`` on ``arch``?
 
-    Windows names are case-insensitive; Linux names are exact.
+    Windows names are case-insensitive; Linux names are exact; macOS install names are paths.
     """
-    patterns = BASE_SYSTEM.get(os_name, ())
+    if os_name == "macos":
+        return library.startswith(MACOS_BASE_PREFIXES)
+    patterns = BASE_SYSTEM.get((os_name, arch), ())
     if os_name == "windows":
         name = library.lower()
         return any(fnmatch.fnmatchcase(name, p) for p in patterns)

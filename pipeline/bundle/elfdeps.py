@@ -106,6 +106,20 @@ def read_elf(path: Path) -> ElfInfo:
     )
 
 
+# e_machine -> the architecture in matrix.toml's words (names.ARCHES); anything else keeps pyelftools' name.
+_MACHINES = {"EM_X86_64": "x64", "EM_AARCH64": "arm64"}
+
+
+def elf_arch(path: Path) -> str:
+    """The architecture ``path`` was built for: ``x64``, ``arm64``, or pyelftools' ``EM_*`` name."""
+    try:
+        with path.open("rb") as fh:
+            machine = str(ELFFile(fh).header["e_machine"])
+    except (ELFError, OSError, ValueError) as exc:
+        raise BundleError(f"{path}: not a readable ELF file: {exc}") from None
+    return _MACHINES.get(machine, machine)
+
+
 def version_text(version: tuple[int, ...]) -> str:
     return ".".join(str(p) for p in version)
 

@@ -74,7 +74,8 @@ TOOLCHAIN_KEYS = ("version", "url", "sha256")
 def bundle_name(leg: Leg, tag: str) -> str:
     """The leg's name template (upstream's style by default) filled in: see :mod:`pipeline.names`."""
     return render_name(
-        leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os, family=leg.family
+        leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os, family=leg.family,
+        arch=leg.arch,
     )
 
 
@@ -163,10 +164,12 @@ def build_manifest(
             "name": leg.name,
             "backend": leg.backend,
             "os": leg.os,
+            "arch": leg.arch,
             "family": leg.family,
             "targets": list(leg.targets),
             "cuda_architectures": list(leg.cuda_architectures),
             **({"glibc_max": leg.glibc_max} if leg.os == "linux" else {}),
+            **({"macos_min": leg.macos_min} if leg.os == "macos" else {}),
         },
         "tag": tag,
         "source": source_manifest(source, tag=tag, commit=commit),
@@ -274,6 +277,7 @@ def package_bundle(
         backend=leg.backend,
         targets=leg.targets,
         toolchain_root=runtime_root,
+        arch=leg.arch,
     )
     source = record.source.get("path")
     stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)

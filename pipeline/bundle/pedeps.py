@@ -27,6 +27,23 @@ def is_pe(path: Path) -> bool:
         return False
 
 
+# IMAGE_FILE_HEADER.Machine -> the architecture in matrix.toml's words.
+_MACHINES = {0x8664: "x64", 0xAA64: "arm64"}
+
+
+def pe_arch(path: Path) -> str:
+    """The architecture ``path`` was built for: ``x64``, ``arm64``, or the machine number in hex."""
+    try:
+        pe = pefile.PE(str(path), fast_load=True)
+    except (pefile.PEFormatError, OSError) as exc:
+        raise BundleError(f"{path}: not a readable PE file: {exc}") from None
+    try:
+        machine = int(pe.FILE_HEADER.Machine)
+    finally:
+        pe.close()
+    return _MACHINES.get(machine, hex(machine))
+
+
 def read_pe_imports(path: Path) -> tuple[str, ...]:
     """The DLLs ``path`` imports (normal and delay-loaded), in table order, without duplicates."""
     try:

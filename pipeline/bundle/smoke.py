@@ -41,11 +41,13 @@ import subprocess
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from pipeline.bundle.elfdeps import is_elf
+from pipeline.bundle.machodeps import is_macho
 from pipeline.bundle.pedeps import is_pe
 from pipeline.guard.children import adopting_orphans, popen_child, stop_group
 
@@ -176,6 +178,9 @@ def main_programs(root: Path, os_name: str) -> list[str]:
         if os_name == "windows":
             if item.suffix.lower() == ".exe" and is_pe(item):
                 found.append(item.name)
+        elif os_name == "macos":
+            if not item.name.endswith(".dylib") and is_macho(item):
+                found.append(item.name)
         elif ".so" not in item.name and is_elf(item):
             found.append(item.name)
     return found
@@ -192,14 +197,20 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     ``libggml-<name>[-<variant>].so`` (``ggml-<name>[-<variant>].dll``);
     ``ggml-base`` is the library every module links, not a backend.
     """
+    suffix = {"windows": "dll", "macos": "dylib"}.get(os_name, "so")
     pattern = (re.compile(r"^ggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.dll$", re.IGNORECASE) if os_name == "windows"
-               else re.compile(r"^libggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.so$"))
+               else re.compile(rf"^libggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.{suffix}$"))
     found: dict[str, list[str]] = {}
     for item in sorted(root.iterdir()) if root.is_dir() else ():
         match = pattern.match(item.name)
         if match and match.group(1).lower() != "base" and not item.is_dir():
             found.setdefault(match.group(1).lower(), []).append(item.name)
     return found
+
+
+# What every program of one smoke run is started under (``qemu-aarch64 -L <sysroot>`` for an arm64
+# bundle on x86-64: pipeline.bundle.emulation); set by smoke_checks for the run, empty: directly.
+_PREFIX: ContextVar[tuple[str, ...]] = ContextVar("smoke_prefix", default=())
 
 
 def scrubbed_env(home: Path, driver_env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -266,7 +277,7 @@ def _run(root: Path, program: str, args: Sequence[str], home: Path, driver_env: 
     home.mkdir(parents=True, exist_ok=True)
     with adopting_orphans() as contained:
         try:
-            with popen_child([str(root / program), *args], cwd=home, env=scrubbed_env(home, driver_env),
+            with popen_child([*_PREFIX.get(), str(root / program), *args], cwd=home, env=scrubbed_env(home, driver_env),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
                 assert proc.stdout is not None and proc.stderr is not None
                 out, err = _Bounded(proc.stdout), _Bounded(proc.stderr)
@@ -554,17 +565,22 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
 
 def smoke_checks(
     root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False,
-    driver_env: Mapping[str, str] | None = None, driver: str | None = None,
+    driver_env: Mapping[str, str] | None = None, driver: str | None = None, prefix: Sequence[str] = (),
 ) -> tuple[list[SmokeRun], list[SmokeCheck]]:
     """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
-    ``backend_dl``, ``driver_env`` and ``driver``: see :func:`backends_check`."""
-    runs = [run_version(root, p, home, driver_env) for p in main_programs(root, os_name)]
-    checks = [
-        versions_check(runs),
-        backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env, driver=driver),
-        tokenizer_check(root, os_name, home, models, driver_env),
-        forward_pass_check(root, os_name, home, driver_env),
-    ]
-    if (gpu := gpu_forward_pass_check(root, os_name, home, driver_env)) is not None:
-        checks.append(gpu)
+    ``backend_dl``, ``driver_env`` and ``driver``: see :func:`backends_check`; ``prefix``: the emulator
+    every program runs under."""
+    token = _PREFIX.set(tuple(prefix))
+    try:
+        runs = [run_version(root, p, home, driver_env) for p in main_programs(root, os_name)]
+        checks = [
+            versions_check(runs),
+            backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env, driver=driver),
+            tokenizer_check(root, os_name, home, models, driver_env),
+            forward_pass_check(root, os_name, home, driver_env),
+        ]
+        if (gpu := gpu_forward_pass_check(root, os_name, home, driver_env)) is not None:
+            checks.append(gpu)
+    finally:
+        _PREFIX.reset(token)
     return runs, checks

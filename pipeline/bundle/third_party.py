@@ -17,6 +17,11 @@ sha256), and is covered by the license files that archive ships:
   (``librocblas.so.4`` and ``share/doc/rocblas/``) gets that component's
   licenses; any other gets all of them.
 
+- a file copied from outside any toolchain (a macOS bundle's Homebrew
+  ``libomp``, named by an absolute install name) is covered by the license
+  files of the nearest folder above it that has some (a Homebrew keg keeps
+  ``LICENSE.TXT`` at its top, beside ``lib/``).
+
 The license files are copied under ``licenses/toolchain/`` (their path in the
 install kept), and the manifest's ``third_party`` list names, for every
 copied file, its package, origin and license files. ``check-bundle`` refuses a
@@ -148,6 +153,16 @@ def _archive_package(install: Path, archives: Sequence[Mapping[str, str]], detai
     )
 
 
+def _package_around(path: Path) -> tuple[Path, Package]:
+    """A file copied from outside the toolchain: the nearest folder above it with license files, and its package."""
+    for folder in list(path.parents)[:_MARKER_DEPTH]:
+        package = _archive_package(folder, [], {"kind": folder.name})
+        if package.license_files:
+            return folder, Package(name=path.name, version=None, archive=str(folder), archive_sha256=None,
+                                   license_files=package.license_files, components=package.components)
+    return path.parent, Package(name=path.name, version=None, archive=None, archive_sha256=None)
+
+
 def _licenses_for(package: Package, bundle_path: str) -> tuple[str, ...]:
     if package.components:
         name = bundle_path.rsplit("/", 1)[-1].lower()
@@ -167,23 +182,28 @@ def describe_third_party(
     ``details``: the toolchain's kind, version, url and sha256 as the manifest has them.
     """
     files = [c for c in copied if c.link is None]
-    if not files or toolchain_root is None:
+    outside = [c for c in files if Path(c.origin).is_absolute()]
+    if not files or (toolchain_root is None and not outside):
         return []
-    root = toolchain_root.resolve()
-    install = find_install(root)
-    archives = _marker_archives(install)
-    wheels = _wheel_packages(install, archives)
-    fallback = _archive_package(install, archives, details)
+    root = toolchain_root.resolve() if toolchain_root is not None else None
+    install = find_install(root) if root is not None else None
+    archives = _marker_archives(install) if install is not None else []
+    wheels = _wheel_packages(install, archives) if install is not None else {}
+    fallback = _archive_package(install, archives, details) if install is not None else None
     listed: list[dict[str, Any]] = []
     for item in sorted(files, key=lambda c: c.path):
-        in_install = (root / item.origin).resolve().relative_to(install).as_posix()
-        package = wheels.get(in_install, fallback)
+        if Path(item.origin).is_absolute() or root is None or install is None or fallback is None:
+            install_of, package = _package_around(Path(item.origin).resolve())
+        else:
+            install_of = install
+            in_install = (root / item.origin).resolve().relative_to(install).as_posix()
+            package = wheels.get(in_install, fallback)
         licenses = _licenses_for(package, item.path)
         for rel in licenses:
             dest = stage / TOOLCHAIN_LICENSES / rel
             if not dest.is_file():
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(install / rel, dest)
+                shutil.copyfile(install_of / rel, dest)
         listed.append({
             "path": item.path,
             "package": package.name,

@@ -21,10 +21,16 @@ that is neither in the bundle nor on the OS's base-system allowlist, when a
 RUNPATH/RPATH names an absolute (build-machine) folder or has an empty or
 relative entry (searched in the current working folder), when it requires a
 GLIBC_x.y above the leg's floor (glibc_max in matrix.toml, recorded in the
-manifest; default 2.35), when LICENSE is missing, or when a file copied from
-the toolchain (a redistributed runtime) has no license file in the bundle
-(the manifest's third_party list names them). Then, unless --no-smoke
-or the bundle is for another OS, the smoke run, in a scrubbed environment
+manifest; default 2.35), when a file is built for another arch than the
+bundle's (arch in the manifest; each arch has its base system), when LICENSE
+is missing, or when a file copied from the toolchain (a redistributed runtime)
+has no license file in the bundle (the manifest's third_party list names
+them). A macOS bundle: install names inside the bundle or under
+/usr/lib and /System/Library, @loader_path-relative LC_RPATHs, LC_BUILD_VERSION
+minos at most the leg's macos_min (13.3) and, on arm64, code signatures that
+match the files. Then, unless --no-smoke or the bundle is for another OS, the
+smoke run (a Linux arm64 bundle on x86-64 runs under qemu-aarch64 -L
+/usr/aarch64-linux-gnu, Debian's qemu-user), in a scrubbed environment
 (no LD_LIBRARY_PATH, no toolchain on PATH, HOME elsewhere), one line per
 check: each llama-* program starts (--version); the backends load (every
 ggml backend module of a GGML_BACKEND_DL bundle, a GPU one without a GPU,

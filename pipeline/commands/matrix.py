@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
         "matrix",
         help="print the legs as the JSON of a GitHub Actions strategy.matrix",
         description=(
-            "One entry per leg: its name, Nox session, runner label, OS and backend. On GitHub "
+            "One entry per leg: its name, Nox session, runner label, OS, arch and backend. On GitHub "
             "Actions the JSON is also written to the step output 'matrix', and with --resolved "
             "the run's resolution to the output 'resolved'."
         ),
@@ -43,7 +43,8 @@ def github_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
     for name in legs:
         leg = matrix.legs[name]
         include.append(
-            {"leg": name, "session": name, "runner": leg.runner, "os": leg.os, "backend": leg.backend}
+            {"leg": name, "session": name, "runner": leg.runner, "os": leg.os, "arch": leg.arch,
+             "backend": leg.backend}
         )
     return {"include": include}
 

@@ -11,7 +11,7 @@ from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.release.client import Release, ReleasesClient
-from pipeline.release.collect import bundles_present, read_results, release_files
+from pipeline.release.collect import bundles_present, find_source_archive, read_results, release_files
 from pipeline.release.plan import (
     UploadPlan,
     built_commit,
@@ -43,6 +43,8 @@ def register(sub: Any) -> None:
     S.add_flag(p, S.OUT, help="the run's output folder: OUT/*/record.json and the bundles")
     p.add_argument("--tag", help="the release's tag (default: the llama.cpp tag the records name)")
     S.add_flag(p, S.LEGS, help="the legs expected")
+    S.add_flag(p, S.SOURCE_ARCHIVE, help="the run's source archive, uploaded as llama.cpp-source-<tag>.tar.gz "
+                                         "(default: OUT/source/llama.cpp-<tag>.tar.gz, as `source` writes it)")
     p.add_argument("--allow-missing", action="append", default=[], metavar="LEG",
                    help="publish even though LEG failed or made no bundle (repeatable)")  # fmt: skip
     p.add_argument("--partial", action="store_true",
@@ -78,7 +80,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     partial = left_out(all_legs, coverage)
     tag = args.tag or built_tag(coverage.present)
     notes = release_notes(tag, coverage, partial)
-    assets = release_files(out, coverage.present, notes)
+    source = find_source_archive(out, tag, inputs.source_archive)
+    if source is None:
+        print(f"warning: no source archive for {tag} (OUT/source/ or --source-archive): the release carries none")
+    assets = release_files(out, coverage.present, notes, tag=tag, source_archive=source)
 
     client, release, remote = _remote_state(repo, api_url, tag, token, inputs)
     replace = replaces_assets(

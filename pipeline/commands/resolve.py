@@ -23,7 +23,7 @@ from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.resolution_file import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import OSES
+from pipeline.names import ROCM_OSES
 from pipeline.resolution.resolve import resolve_run
 from pipeline.rocm.resolve import load_entries, resolve_from_entries
 from pipeline.util.timeutil import format_utc
@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--leg", metavar="LEG", help="take os and family from this leg of the matrix")
-    p.add_argument("--os", choices=OSES, dest="os_name", help="target OS (with --family)")
+    p.add_argument("--os", choices=ROCM_OSES, dest="os_name", help="target OS (with --family)")
     p.add_argument("--family", metavar="FAMILY", help="TheRock GPU family, e.g. gfx110X-all (with --os)")
     add_resolution_options(p)
     p.add_argument(

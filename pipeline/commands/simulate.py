@@ -10,7 +10,7 @@ from typing import Any
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import OSES
+from pipeline.names import ROCM_OSES
 from pipeline.rocm import simulate as sim
 from pipeline.util.timeutil import EARLIEST_MOMENT, LATEST_MOMENT
 
@@ -64,7 +64,7 @@ def register(sub: Any) -> None:
         "(default: every rule)",
     )
     S.add_flag(p, S.INDEX_URL)
-    p.add_argument("--os", choices=OSES, help="tarball OS (default: the first ROCm leg's)")
+    p.add_argument("--os", choices=ROCM_OSES, help="tarball OS (default: the first ROCm leg's)")
     p.add_argument("--family", help="TheRock GPU family, e.g. gfx110X-all (default: the first ROCm leg's)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run, needs_matrix=False)

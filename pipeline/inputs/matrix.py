@@ -14,16 +14,19 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.errors import ConfigError
-from pipeline.inputs.pins import ToolchainPins, parse_toolchain_pins
+from pipeline.inputs.pins import DEFAULT_CUDA_LINE, ToolchainPins, parse_toolchain_pins
 from pipeline.inputs.settings import DEFAULT_ROCM_INDEX, MATRIX
 from pipeline.names import (
+    ARCHES,
     BACKENDS,
     COMMIT_SHA,
+    DEFAULT_ARCH,
+    DEFAULT_MACOS_MIN,
     DEFAULT_POLICY,
     GITHUB_REPO,
     GPU_TARGET,
@@ -31,10 +34,13 @@ from pipeline.names import (
     LEG_NAME_MAX,
     OSES,
     POLICIES,
+    ROCM_OSES,
     ROCM_VERSION,
     UPSTREAM_TAG,
+    default_runner,
     glibc_problem,
     is_family,
+    runner_glibc,
     template_problem,
     url_problem,
 )
@@ -94,6 +100,8 @@ class CcacheConfig:
     evict_older_than_days: float = 7.0
     # A run that stored fewer new objects than this need not upload its cache.
     save_min_new_entries: int = 1
+    # One warm build's ccache (the cpu leg's, measured): the budget planner's floor per leg.
+    warm_size: str = "27Mi"
     remote: str | None = None
 
 
@@ -114,6 +122,14 @@ class GitHubConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RocmFamily:
+    """One GPU family of [rocm_families]: the name TheRock's index gives its tarballs, and its targets."""
+
+    therock: str
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Leg:
     """One bundle to build: the unit of session, cache key and record."""
 
@@ -121,14 +137,22 @@ class Leg:
     backend: str
     os: str
     runner: str
+    # The CPU architecture the bundle runs on (names.ARCHES): part of its name, record and matrix entry.
+    arch: str = DEFAULT_ARCH
     cmake_args: tuple[str, ...] = ()
     family: str | None = None
     targets: tuple[str, ...] = ()
     cuda_architectures: tuple[str, ...] = ()
+    # A cuda leg's CUDA line ("12": [toolchains.cuda-12]; None: [toolchains.cuda]) and the
+    # [cuda_profiles.<line>] profile its cuda_architectures came from, if any.
+    cuda_line: str | None = None
+    cuda_profile: str | None = None
     # The bundle's name template (pipeline.names); None: upstream's style.
     bundle_name: str | None = None
-    # The newest GLIBC_x.y a Linux bundle may require (check-bundle); Ubuntu 22.04's by default.
+    # The newest GLIBC_x.y a Linux bundle may require (check-bundle); its runner's glibc by default.
     glibc_max: str = "2.35"
+    # macOS: the oldest macOS its binaries may ask for (LC_BUILD_VERSION minos, check-bundle).
+    macos_min: str = DEFAULT_MACOS_MIN
 
     @property
     def needs_resolution(self) -> bool:
@@ -148,6 +172,10 @@ class Matrix:
     legs: Mapping[str, Leg] = field(default_factory=dict)
     # [toolchains]: pinned CUDA wheels and SDK archives.
     toolchains: ToolchainPins = field(default_factory=ToolchainPins)
+    # [cuda_profiles.<line>]: named sets of CUDA architectures ("portable" -> ["75", "80", ...]).
+    cuda_profiles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    # [rocm_families.<name>]: a GPU family's TheRock name and its targets.
+    rocm_families: Mapping[str, RocmFamily] = field(default_factory=dict)
 
     def leg(self, name: str) -> Leg:
         """The leg called ``name``, or a ConfigError with a "did you mean"."""
@@ -208,6 +236,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         compiler_check=cc.choice("compiler_check", COMPILER_CHECKS, CcacheConfig.compiler_check),
         evict_older_than_days=cc.number("evict_older_than_days", 7.0, minimum=0),
         save_min_new_entries=cc.integer("save_min_new_entries", 1, minimum=0),
+        warm_size=cc.string("warm_size", CcacheConfig.warm_size, check=_size_check),
         remote=cc.optional_str("remote", check=_remote_check),
     )
     cc.done()
@@ -226,10 +255,12 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     cmake_args = cm.str_list("args")
     cm.done()
     toolchains = parse_toolchain_pins(root.table("toolchains").data, path)
+    profiles = _parse_cuda_profiles(root.table("cuda_profiles"))
+    families = _parse_rocm_families(root.table("rocm_families"))
     legs_t = root.table("legs", required=True)
     legs: dict[str, Leg] = {}
     for name in legs_t.names():
-        legs[name] = _parse_leg(name, legs_t)
+        legs[name] = _parse_leg(name, legs_t, profiles, families)
     legs_t.done()
     if not legs:
         raise ConfigError(f"{path}: legs: at least one leg must be declared")
@@ -244,7 +275,36 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         cmake_args=tuple(cmake_args),
         legs=legs,
         toolchains=toolchains,
+        cuda_profiles=profiles,
+        rocm_families=families,
     )
+
+
+def _parse_rocm_families(t: _Table) -> dict[str, RocmFamily]:
+    """``[rocm_families.<name>]``: ``therock`` (the index's family name) and ``targets``."""
+    out: dict[str, RocmFamily] = {}
+    for name in t.names():
+        ft = t.table(name)
+        out[name] = RocmFamily(therock=ft.string("therock", None, check=_family_check),
+                               targets=tuple(ft.str_list("targets", check=_target_check)))
+        if not out[name].targets:
+            raise ConfigError(f"{t.path}: rocm_families.{name}.targets: required (e.g. ['gfx1100', 'gfx1101'])")
+        ft.done()
+    t.done()
+    return out
+
+
+def _parse_cuda_profiles(t: _Table) -> dict[str, dict[str, tuple[str, ...]]]:
+    """``[cuda_profiles.<line>]``: profile name -> CUDA architectures, per CUDA line."""
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for line in t.names():
+        if not re.fullmatch(r"\d+", line):
+            raise ConfigError(f"{t.path}: cuda_profiles.{line}: expected a CUDA major version such as '13'")
+        lt = t.table(line)
+        out[line] = {name: tuple(lt.str_list(name, check=_cuda_arch_check)) for name in lt.names()}
+        lt.done()
+    t.done()
+    return out
 
 
 def _parse_source(t: _Table) -> SourceConfig:
@@ -266,7 +326,10 @@ def _parse_source(t: _Table) -> SourceConfig:
     return SourceConfig(repo=repo, tag=tag, min_age_hours=min_age, mix=tuple(pins))
 
 
-def _parse_leg(name: str, legs_t: _Table) -> Leg:
+def _parse_leg(
+    name: str, legs_t: _Table, profiles: Mapping[str, Mapping[str, tuple[str, ...]]],
+    families: Mapping[str, RocmFamily] | None = None,
+) -> Leg:
     where = f"{legs_t.path}: legs.{name}"
     if len(name) > LEG_NAME_MAX or not LEG_NAME.match(name):
         raise ConfigError(
@@ -276,19 +339,36 @@ def _parse_leg(name: str, legs_t: _Table) -> Leg:
     t = legs_t.table(name, required=True)
     backend = t.choice("backend", BACKENDS, None)
     os_name = t.choice("os", OSES, "linux")
+    arch = t.choice("arch", ARCHES, DEFAULT_ARCH)
+    runner = t.string("runner", default_runner(os_name, arch), check=_nonempty)
     leg = Leg(
         name=name,
         backend=backend,
         os=os_name,
-        runner=t.string("runner", "windows-2022" if os_name == "windows" else "ubuntu-24.04", check=_nonempty),
+        runner=runner,
+        arch=arch,
         cmake_args=tuple(t.str_list("cmake_args")),
         family=t.optional_str("family", check=_family_check),
         targets=tuple(t.str_list("targets", check=_target_check)),
         cuda_architectures=tuple(t.str_list("cuda_architectures")),
+        cuda_line=t.optional_str("cuda_line", check=_cuda_line_check),
+        cuda_profile=t.optional_str("cuda_profile", check=_nonempty),
         bundle_name=t.optional_str("bundle_name", check=template_problem),
-        glibc_max=t.string("glibc_max", Leg.glibc_max, check=glibc_problem),
+        glibc_max=t.string("glibc_max", runner_glibc(runner), check=glibc_problem),
+        macos_min=t.string("macos_min", DEFAULT_MACOS_MIN, check=_macos_version_check),
     )
+    gpu_family = t.optional_str("gpu_family", check=_nonempty)
     t.done()
+    if gpu_family is not None:
+        found = (families or {}).get(gpu_family)
+        if backend != "rocm":
+            raise ConfigError(f"{where}.gpu_family: only a rocm leg takes gpu_family")
+        if found is None:
+            raise ConfigError(f"{where}.gpu_family: no [rocm_families.{gpu_family}] in the matrix"
+                              + _did_you_mean(gpu_family, families or {}))
+        if leg.family is not None or leg.targets:
+            raise ConfigError(f"{where}: gpu_family names the family and targets: drop family/targets")
+        leg = replace(leg, family=found.therock, targets=found.targets)
     if backend == "rocm":
         if leg.family is None:
             raise ConfigError(f"{where}.family: required for a rocm leg (TheRock family, e.g. 'gfx110X-all')")
@@ -298,8 +378,25 @@ def _parse_leg(name: str, legs_t: _Table) -> Leg:
         for key, value in (("family", leg.family), ("targets", leg.targets)):
             if value:
                 raise ConfigError(f"{where}.{key}: only a rocm leg takes {key}, this leg's backend is {backend!r}")
-    if leg.cuda_architectures and backend != "cuda":
-        raise ConfigError(f"{where}.cuda_architectures: only a cuda leg takes cuda_architectures")
+    if backend == "rocm" and (os_name not in ROCM_OSES or arch != "x64"):
+        raise ConfigError(f"{where}: a rocm leg builds for linux or windows on x64 (TheRock's tarballs), "
+                          f"not {os_name}/{arch}")
+    if backend == "metal" and (os_name, arch) != ("macos", "arm64"):
+        raise ConfigError(f"{where}: a metal leg builds for macos on arm64 (Apple silicon), not {os_name}/{arch}")
+    if os_name == "macos" and backend not in ("cpu", "metal"):
+        raise ConfigError(f"{where}: a macos leg is a metal or cpu leg, not {backend}")
+    for key in ("cuda_architectures", "cuda_line", "cuda_profile"):
+        if getattr(leg, key) and backend != "cuda":
+            raise ConfigError(f"{where}.{key}: only a cuda leg takes {key}")
+    if leg.cuda_profile is not None:
+        line = leg.cuda_line or DEFAULT_CUDA_LINE
+        known = profiles.get(line, {})
+        if leg.cuda_profile not in known:
+            raise ConfigError(f"{where}.cuda_profile: no profile {leg.cuda_profile!r} in [cuda_profiles.{line}]"
+                              + _did_you_mean(leg.cuda_profile, known))
+        if leg.cuda_architectures:
+            raise ConfigError(f"{where}: cuda_profile and cuda_architectures both name the architectures: keep one")
+        leg = replace(leg, cuda_architectures=known[leg.cuda_profile])
     return leg
 
 
@@ -335,6 +432,18 @@ def _remote_check(v: str) -> str | None:
 
 def _size_check(v: str) -> str | None:
     return None if _SIZE.match(v) else "a size like '5G' or '500M'"
+
+
+def _macos_version_check(v: str) -> str | None:
+    return None if re.match(r"^\d+\.\d+$", v) else "a macOS version like '13.3'"
+
+
+def _cuda_line_check(v: str) -> str | None:
+    return None if re.fullmatch(r"\d+", v) else "a CUDA major version such as '12'"
+
+
+def _cuda_arch_check(v: str) -> str | None:
+    return None if re.fullmatch(r"\d+[af]?(?:-(?:real|virtual))?", v) else "a CUDA architecture like '86' or '50-virtual'"
 
 
 def _tag_check(v: str) -> str | None:

@@ -27,11 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.names import OSES, SHA256_HEX, url_problem
+from pipeline.names import SHA256_HEX, url_problem
+
+# What a wheel's sha256 is pinned for: NVIDIA publishes x86-64 Linux and Windows wheels, and
+# aarch64 Linux ones (``linux-aarch64``, the arm64 runners') for the 13.x line.
+PIN_PLATFORMS = ("linux", "windows", "linux-aarch64")
+# The Vulkan SDK archives: one per OS.
+SDK_OSES = ("linux", "windows")
+# The CUDA line [toolchains.cuda] pins; other lines are [toolchains.cuda-<major>].
+DEFAULT_CUDA_LINE = "13"
 
 # A PyPI project name (PEP 508) and an exact version: nothing pip could widen.
 _WHEEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
+_CUDA_LINE = re.compile(r"^cuda-\d+$")
 _REL = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
 
 
@@ -54,6 +63,15 @@ class CudaPins:
 
     version: str
     wheels: tuple[WheelPin, ...]
+
+    def for_arch(self, arch: str) -> CudaPins:
+        """These pins as an ``arch`` leg installs them: an arm64 leg's Linux wheels are the ``linux-aarch64`` ones."""
+        if arch != "arm64":
+            return self
+        wheels = tuple(WheelPin(name=w.name, version=w.version,
+                                sha256={"linux": w.sha256["linux-aarch64"]} if "linux-aarch64" in w.sha256 else {})
+                       for w in self.wheels)  # fmt: skip
+        return CudaPins(version=self.version, wheels=wheels)
 
     def wheels_for(self, os_name: str) -> tuple[tuple[WheelPin, str], ...]:
         """(wheel, sha256) for ``os_name``; empty when the pins do not cover that OS."""
@@ -79,6 +97,22 @@ class ToolchainPins:
 
     cuda: CudaPins | None = None
     vulkan: Mapping[str, SdkPin] = field(default_factory=dict)
+    # Other CUDA lines, by major version ("12": [toolchains.cuda-12]); [toolchains.cuda] is DEFAULT_CUDA_LINE.
+    cuda_lines: Mapping[str, CudaPins] = field(default_factory=dict)
+
+    def cuda_for(self, line: str | None) -> CudaPins | None:
+        """The pins of CUDA line ``line`` (None: the default line)."""
+        if line is None or line == DEFAULT_CUDA_LINE:
+            return self.cuda
+        return self.cuda_lines.get(line)
+
+    def for_leg(self, cuda_line: str | None, arch: str) -> ToolchainPins:
+        """The pins one leg installs from: its CUDA line as ``cuda``, for its arch."""
+        cuda = self.cuda_for(cuda_line)
+        # LunarG's SDK archives pinned here are x86-64 ones: an arm64 leg uses the runner's Vulkan.
+        vulkan = self.vulkan if arch == "x64" else {}
+        return ToolchainPins(cuda=cuda.for_arch(arch) if cuda is not None else None, vulkan=vulkan,
+                             cuda_lines=self.cuda_lines)
 
 
 def _fail(path: Path, key: str, expected: str, value: Any = None) -> ConfigError:
@@ -112,13 +146,16 @@ def _sha(value: Any, path: Path, key: str) -> str:
     return value.lower()
 
 
-def parse_cuda_pins(data: Any, path: Path) -> CudaPins:
-    """``[toolchains.cuda]`` -> :class:`CudaPins`."""
-    key = "toolchains.cuda"
+def parse_cuda_pins(data: Any, path: Path, key: str = "toolchains.cuda", *, wheels_required: bool = True) -> CudaPins:
+    """``[toolchains.cuda]`` (or another line's table) -> :class:`CudaPins`.
+
+    ``wheels_required=False``: a line declared by its version before its wheels are pinned; a
+    leg of it fails to install, naming the missing pins, and builds nothing.
+    """
     t = _table(data, path, key)
     version = _string(t, path, key, "version", _VERSION, "a version such as '13.2.86'")
-    raw = t.pop("wheels", None)
-    if not isinstance(raw, list) or not raw:
+    raw = t.pop("wheels", None if wheels_required else [])
+    if not isinstance(raw, list) or (wheels_required and not raw):
         raise _fail(path, f"{key}.wheels", "a non-empty array of tables", raw)
     wheels: list[WheelPin] = []
     for i, item in enumerate(raw):
@@ -127,11 +164,11 @@ def parse_cuda_pins(data: Any, path: Path) -> CudaPins:
         name = _string(w, path, where, "name", _WHEEL_NAME, "a package name")
         wversion = _string(w, path, where, "version", _VERSION, "an exact version such as '13.2.86'")
         shas = _table(w.pop("sha256", None), path, f"{where}.sha256")
-        hashes = {os_name: _sha(shas.pop(os_name), path, f"{where}.sha256.{os_name}")
-                  for os_name in OSES if os_name in shas}  # fmt: skip
+        hashes = {platform: _sha(shas.pop(platform), path, f"{where}.sha256.{platform}")
+                  for platform in PIN_PLATFORMS if platform in shas}  # fmt: skip
         _unknown(shas, path, f"{where}.sha256")
         if not hashes:
-            raise _fail(path, f"{where}.sha256", "a sha256 for 'linux' and/or 'windows'")
+            raise _fail(path, f"{where}.sha256", "a sha256 for 'linux', 'windows' and/or 'linux-aarch64'")
         _unknown(w, path, where)
         if any(p.name.lower() == name.lower() for p in wheels):
             raise ConfigError(f"{path}: {where}.name: {name!r} is listed twice")
@@ -159,12 +196,18 @@ def parse_toolchain_pins(data: Any, path: Path) -> ToolchainPins:
     """The whole ``[toolchains]`` table (``{}`` when absent)."""
     t = _table(data if data is not None else {}, path, "toolchains")
     cuda = parse_cuda_pins(t.pop("cuda"), path) if "cuda" in t else None
+    lines: dict[str, CudaPins] = {}
+    for name in [n for n in t if _CUDA_LINE.match(n)]:
+        line = name.removeprefix("cuda-")
+        lines[line] = parse_cuda_pins(t.pop(name), path, f"toolchains.{name}", wheels_required=False)
+        if not lines[line].version.startswith(f"{line}."):
+            raise _fail(path, f"toolchains.{name}.version", f"a CUDA {line}.x version", lines[line].version)
     vulkan: dict[str, SdkPin] = {}
     if "vulkan" in t:
         v = _table(t.pop("vulkan"), path, "toolchains.vulkan")
-        for os_name in OSES:
+        for os_name in SDK_OSES:
             if os_name in v:
                 vulkan[os_name] = parse_sdk_pin(v.pop(os_name), path, f"toolchains.vulkan.{os_name}")
         _unknown(v, path, "toolchains.vulkan")
     _unknown(t, path, "toolchains")
-    return ToolchainPins(cuda=cuda, vulkan=vulkan)
+    return ToolchainPins(cuda=cuda, vulkan=vulkan, cuda_lines=lines)

@@ -27,10 +27,12 @@ def manifest_leg(manifest: dict[str, Any], matrix: Matrix, where: str) -> Leg:
     if not isinstance(info, dict) or not isinstance(info.get("name"), str):
         raise BundleError(f"{where}: corrupt manifest: no leg name")
     leg = matrix.leg(info["name"])
-    for key in ("backend", "os", "family"):
-        if info.get(key) != getattr(leg, key):
+    # A manifest from before legs had an arch was an x64 bundle.
+    recorded = {**info, "arch": info.get("arch", "x64")}
+    for key in ("backend", "os", "arch", "family"):
+        if recorded.get(key) != getattr(leg, key):
             raise BundleError(
-                f"{where}: leg {leg.name!r} was a {key} {info.get(key)!r} leg, {matrix.path} now says {getattr(leg, key)!r}"
+                f"{where}: leg {leg.name!r} was a {key} {recorded.get(key)!r} leg, {matrix.path} now says {getattr(leg, key)!r}"
             )
     return leg
 

@@ -180,6 +180,7 @@ def run_leg(
             leg=leg.name,
             backend=leg.backend,
             os=leg.os,
+            arch=leg.arch,
             # The real moment, even when replaying an earlier --now.
             started=inputs.started.isoformat(timespec="seconds"),
             status="running",

@@ -16,7 +16,14 @@ from pipeline.bundle.sbom import SBOM_SUFFIX
 from pipeline.errors import PublishError
 from pipeline.guard.locks import is_held
 from pipeline.names import DIST_DIR
-from pipeline.release.plan import SUMS_NAME, LegResult, LocalAsset, leg_result, sha256sums_text
+from pipeline.release.plan import (
+    SUMS_NAME,
+    LegResult,
+    LocalAsset,
+    leg_result,
+    sha256sums_text,
+    source_asset_name,
+)
 from pipeline.results.record import RECORD_NAME, leg_lock, record_problem
 from pipeline.util.fsutil import atomic_write_text, confined, file_digest
 
@@ -68,8 +75,26 @@ def bundle_path(out: Path, bundle: str, where: str = "record") -> Path:
     return confined(out / DIST_DIR, name, f"{where}: bundle", PublishError)
 
 
-def release_files(out: Path, present: Sequence[LegResult], notes: str) -> list[LocalAsset]:
-    """Hash the bundles (and the SBOM beside each), write ``SHA256SUMS`` and the notes under ``OUT/release/``; the assets to upload."""
+def find_source_archive(out: Path, tag: str, given: Path | None) -> Path | None:
+    """The run's source archive: ``given`` (``--source-archive``), else ``OUT/source/`` as ``source`` wrote it.
+
+    Its manifest must name ``tag``: a release carries the source of its own bundles.
+    """
+    from pipeline.source.archive import archive_name, read_manifest
+
+    path = given if given is not None else out / "source" / archive_name(tag)
+    if given is None and not path.is_file():
+        return None
+    manifest = read_manifest(path)
+    if manifest.tag != tag:
+        raise PublishError(f"source archive {path}: it is {manifest.tag}'s source, the release is {tag}'s")
+    return path
+
+
+def release_files(out: Path, present: Sequence[LegResult], notes: str, *, tag: str | None = None,
+                  source_archive: Path | None = None) -> list[LocalAsset]:
+    """Hash the bundles (the SBOM beside each, and the source archive, as ``llama.cpp-source-<tag>.tar.gz``),
+    write ``SHA256SUMS`` and the notes under ``OUT/release/``; the assets to upload."""
     assets: list[LocalAsset] = []
     for result in present:
         assert result.bundle is not None and result.bundle_name is not None  # coverage checked it
@@ -81,6 +106,9 @@ def release_files(out: Path, present: Sequence[LegResult], notes: str) -> list[L
         if sbom.is_file():
             size, digest = file_digest(sbom)
             assets.append(LocalAsset(name=sbom.name, sha256=digest, size=size, path=str(sbom)))
+    if source_archive is not None and tag is not None:
+        size, digest = file_digest(source_archive)
+        assets.append(LocalAsset(name=source_asset_name(tag), sha256=digest, size=size, path=str(source_archive)))
     names = [a.name for a in assets]
     if dupes := sorted({n for n in names if names.count(n) > 1} | ({SUMS_NAME} & set(names))):
         raise PublishError(f"two legs made bundles of one name: {', '.join(dupes)}")

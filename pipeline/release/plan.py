@@ -28,6 +28,13 @@ from pipeline.names import COMMIT_SHA, SHA256_HEX
 from pipeline.util.timeutil import duration_text
 
 SUMS_NAME = "SHA256SUMS"
+# The release carries the source its bundles were built from, as the release job's does.
+SOURCE_ASSET = "llama.cpp-source-{tag}.tar.gz"
+
+
+def source_asset_name(tag: str) -> str:
+    """The source archive's asset name: ``llama.cpp-source-<tag>.tar.gz``."""
+    return SOURCE_ASSET.format(tag=tag)
 # A LegResult's status when its record says none (never "success").
 NO_STATUS = "no status"
 

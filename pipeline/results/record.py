@@ -38,6 +38,8 @@ class LegRecord:
     os: str
     # ISO-8601 UTC moment the run started.
     started: str
+    # The CPU architecture the bundle is for (older records have none: x64).
+    arch: str = "x64"
     wall_seconds: float = 0.0
     # One of STATUSES.
     status: str = "success"

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 from pipeline.errors import NetworkError, ResolutionError, UsageError
 from pipeline.inputs.resolution_file import ResolvedRocm
-from pipeline.names import OSES, is_family
+from pipeline.names import ROCM_OSES, is_family
 from pipeline.rocm.index import IndexEntry, builds_for, families_in, tarball_base, tarball_url
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy, select_build
@@ -47,8 +47,8 @@ def load_entries(index_url: str, policy: str, fetch: Fetch | None = None) -> Seq
 
 
 def _check_target(os_name: str, family: str) -> None:
-    if os_name not in OSES:
-        raise UsageError(f"unknown os {os_name!r}: expected one of {', '.join(OSES)}")
+    if os_name not in ROCM_OSES:
+        raise UsageError(f"unknown os {os_name!r}: expected one of {', '.join(ROCM_OSES)}")
     if not is_family(family):
         raise UsageError(f"{family!r} is not a TheRock family name (e.g. 'gfx110X-all', 'gfx1151')")
 

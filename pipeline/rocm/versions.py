@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from pipeline.names import (
     FAMILY_PATTERN,
-    OSES,
+    ROCM_OSES,
     ROCM_VERSION_PATTERN,
     rocm_version_date,
 )
@@ -24,7 +24,7 @@ from pipeline.names import (
 # names.py's OS list, family and version patterns. Every '-'-separated part of a family after the
 # first starts with a letter, so the split between family and version (a digit) is unambiguous.
 _TARBALL = re.compile(
-    rf"therock-dist-({'|'.join(OSES)})-({FAMILY_PATTERN})-({ROCM_VERSION_PATTERN})\.tar\.gz"
+    rf"therock-dist-({'|'.join(ROCM_OSES)})-({FAMILY_PATTERN})-({ROCM_VERSION_PATTERN})\.tar\.gz"
 )
 # The parts of a version (names.ROCM_VERSION_PATTERN, in groups) that order it.
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2})")

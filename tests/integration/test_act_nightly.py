@@ -276,9 +276,11 @@ def test_night_1_publishes_one_release_with_the_bundle_its_sbom_and_correct_chec
     release = releases[0]
     bundle = f"llama-{tag}-bin-ubuntu-x64.tar.gz"
     sbom = f"{bundle}.cdx.json"
-    assert sorted(a["name"] for a in release["assets"]) == sorted([bundle, sbom, "SHA256SUMS"])
+    # The release carries the source its bundle was built from, as the release job's does.
+    source = f"llama.cpp-source-{tag}.tar.gz"
+    assert sorted(a["name"] for a in release["assets"]) == sorted([bundle, sbom, source, "SHA256SUMS"])
     sums = asset_bytes(nights.gh, release, "SHA256SUMS").decode()
-    digests = {name: hashlib.sha256(asset_bytes(nights.gh, release, name)).hexdigest() for name in (bundle, sbom)}
+    digests = {name: hashlib.sha256(asset_bytes(nights.gh, release, name)).hexdigest() for name in (bundle, sbom, source)}
     assert sums == "".join(f"{digests[name]}  {name}\n" for name in sorted(digests))
     assert all(a["state"] == "uploaded" for a in release["assets"])
     assert len([r for r in nights.gh.releases if r["tag_name"] == tag]) == 1  # no draft left beside it

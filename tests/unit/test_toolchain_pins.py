@@ -41,8 +41,11 @@ def test_repository_legs_run_on_ubuntu_22_04_and_gpu_legs_ship_rpc_dl_and_cpu_va
     matrix = load_matrix(ROOT / "matrix.toml")
     for leg in matrix.legs.values():
         if leg.os == "linux":
-            assert leg.runner == "ubuntu-22.04", leg.name
-        if leg.backend != "cpu":
+            # The release job's runners: 22.04 (x64 and arm), 24.04-arm only for arm64 CUDA 13.
+            expected = "ubuntu-24.04-arm" if (leg.arch, leg.backend) == ("arm64", "cuda") else (
+                "ubuntu-22.04-arm" if leg.arch == "arm64" else "ubuntu-22.04")
+            assert leg.runner == expected, leg.name
+        if leg.backend not in ("cpu", "metal"):
             for flag in ("-DGGML_RPC=ON", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON"):
                 assert flag in leg.cmake_args, (leg.name, flag)
         if leg.backend == "rocm":
