@@ -16,7 +16,7 @@ class CachesClient(RestClient):
 
     @property
     def caches_url(self) -> str:
-        return f"{self.api_url}/repos/{self.repo}/actions/caches"
+        return f"{self.repo_url}/actions/caches"
 
     def list_caches(self, on_page: Callable[[int, int], None] | None = None) -> list[CacheEntry]:
         """Every cache of the repository, following ``Link: rel="next"`` to the end.

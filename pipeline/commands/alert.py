@@ -6,12 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline.commands.common import add_github_options, expected_legs, github_target
+from pipeline.commands.common import add_github_options, apply_issue_action, expected_legs, github_target
 from pipeline.errors import UsageError
 from pipeline.github import rest
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_label, check_status, plan_alert
+from pipeline.release.client import ReleasesClient
 from pipeline.release.collect import read_results
 from pipeline.release.plan import NO_STATUS
 from pipeline.util.retry import say_on_stderr
@@ -74,7 +75,6 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     expected = expected_legs(args, inputs)
     failed, record_tag = failed_legs(expected, inputs.out) if args.status == "failure" else ([], None)
     token = rest.token_from_env(inputs.environ, permission="issues: write")
-    from pipeline.release.client import ReleasesClient
 
     client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)
@@ -91,12 +91,6 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     print(plan.body, end="")
     if not args.apply:
         return 0
-    if plan.action == "open":
-        number = client.create_issue(plan.title, plan.body, args.label)
-        print(f"opened #{number}")
-    elif plan.action == "comment" and plan.issue:
-        client.comment(plan.issue, plan.body)
-    elif plan.action == "close" and plan.issue:
-        client.comment(plan.issue, plan.body)
-        client.close_issue(plan.issue)
+    apply_issue_action(client, plan.action, issue=plan.issue, title=plan.title, body=plan.body, label=args.label)
     return 0
+

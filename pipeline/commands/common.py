@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from pipeline.bundle.compare import Comparison
     from pipeline.inputs.run_inputs import RunInputs
+    from pipeline.release.client import ReleasesClient
     from pipeline.rocm.index import IndexEntry
     from pipeline.rocm.resolve import Fetch
 
@@ -176,3 +177,15 @@ def print_comparison(console: Console, result: Comparison) -> None:
     style = "green" if result.same else "red"
     verdict = "identical" if result.same else "different"
     console.print(f"[{style}]{result.summary}[/] ({verdict})", highlight=False)
+
+
+def apply_issue_action(client: ReleasesClient, action: str, *, issue: int | None, title: str, body: str,
+                       label: str) -> None:
+    """Do what an issue plan decided (alert's, deadman's): open one, comment on it, or comment and close it."""
+    if action == "open":
+        print(f"opened #{client.create_issue(title, body, label)}")
+    elif action == "comment" and issue:
+        client.comment(issue, body)
+    elif action == "close" and issue:
+        client.comment(issue, body)
+        client.close_issue(issue)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.commands.common import add_github_options, github_target
+from pipeline.commands.common import add_github_options, apply_issue_action, github_target
 from pipeline.errors import UsageError
 from pipeline.github import rest
 from pipeline.inputs import settings as S
@@ -61,11 +61,5 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     print(f"{prefix}{plan.action} {target} (label {args.label})")
     if not args.apply:
         return 0
-    if plan.action == "open":
-        print(f"opened #{client.create_issue(TITLE, plan.body, args.label)}")
-    elif plan.action == "comment" and plan.issue:
-        client.comment(plan.issue, plan.body)
-    elif plan.action == "close" and plan.issue:
-        client.comment(plan.issue, plan.body)
-        client.close_issue(plan.issue)
+    apply_issue_action(client, plan.action, issue=plan.issue, title=TITLE, body=plan.body, label=args.label)
     return 0

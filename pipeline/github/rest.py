@@ -130,6 +130,11 @@ class RestClient:
             }
         )
 
+    @property
+    def repo_url(self) -> str:
+        """The repository's REST root, ``<api>/repos/<owner>/<name>``."""
+        return f"{self.api_url}/repos/{self.repo}"
+
     def __repr__(self) -> str:  # never the headers: they hold the token
         return f"{type(self).__name__}(repo={self.repo!r}, api_url={self.api_url!r})"
 

@@ -87,10 +87,6 @@ class ReleasesClient(RestClient):
     permission = "contents: write"
     user_agent = "llama-pipeline-publish"
 
-    @property
-    def repo_url(self) -> str:
-        return f"{self.api_url}/repos/{self.repo}"
-
     # -- releases
 
     def published_release(self, tag: str) -> Release | None:

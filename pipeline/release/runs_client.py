@@ -25,10 +25,6 @@ class RunsClient(RestClient):
     permission = "actions: write"
     user_agent = "llama-pipeline-retry"
 
-    @property
-    def repo_url(self) -> str:
-        return f"{self.api_url}/repos/{self.repo}"
-
     def run(self, run_id: int) -> dict[str, Any]:
         """The run: ``run_attempt``, ``conclusion``, ``name``, ``html_url``."""
         url = f"{self.repo_url}/actions/runs/{run_id}"

@@ -28,7 +28,8 @@ import pytest
 
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import PR_NUMBER, PR_REPO, prepared_forge
-from tests.support.reduction import REDUCED_PROGRAMS, reduce_leg_flags, shipped_flags, toml_list
+from tests.support.real_tree_matrix import RUN_TEMPLATE, leg_table
+from tests.support.reduction import REDUCED_PROGRAMS, reduce_leg_flags, shipped_flags
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -41,29 +42,8 @@ SYSROOT = "/usr/aarch64-linux-gnu"
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
 TESTED_SHARED, _SHIPPED = shipped_flags(LEG)
 TESTED_LEGS: dict[str, list[str]] = {LEG: reduce_leg_flags(_SHIPPED)}
-MATRIX = """\
-[source]
-repo = "{upstream}"
-tag = "latest"
-min_age_hours = {min_age}
-
-[[source.mix]]
-repo = "{pr_repo}"
-number = {pr_number}
-sha = "{pr_sha}"
-
-[ccache]
-compiler_check = "content"
-
-[cmake]
-args = """ + toml_list(TESTED_SHARED).replace("{", "{{").replace("}", "}}") + """
-
-[legs.cpu-arm64]
-backend = "cpu"
-os = "linux"
-arch = "arm64"
-runner = "ubuntu-22.04-arm"
-cmake_args = """ + toml_list(TESTED_LEGS[LEG]).replace("{", "{{").replace("}", "}}") + "\n"
+MATRIX = RUN_TEMPLATE + leg_table(LEG, TESTED_LEGS[LEG], backend="cpu", os="linux", arch="arm64",
+                                  runner="ubuntu-22.04-arm")
 
 
 def _missing() -> str | None:

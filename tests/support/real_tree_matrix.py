@@ -22,10 +22,17 @@ from tests.support.reduction import (
 
 MIN_AGE_HOURS = 6
 
-# The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
+
+
+def _escaped(flags: list[str]) -> str:
+    """A TOML list of ``flags`` inside a ``str.format`` template."""
+    return toml_list(flags).replace("{", "{{").replace("}", "}}")
+
+
+# The run every real-tree leg builds in: the forge's source with its pull request mixed in, content
+# compiler checks and the shipped [cmake] args. A template: the forge fills in its fields.
 TESTED_SHARED, _SHIPPED_CPU = shipped_flags("cpu")
-TESTED_LEGS: dict[str, list[str]] = {"cpu": reduce_leg_flags(_SHIPPED_CPU)}
-MATRIX = """\
+RUN_TEMPLATE = """\
 [source]
 repo = "{upstream}"
 tag = "latest"
@@ -40,12 +47,18 @@ sha = "{pr_sha}"
 compiler_check = "content"
 
 [cmake]
-args = """ + toml_list(TESTED_SHARED).replace("{", "{{").replace("}", "}}") + """
+args = """ + _escaped(TESTED_SHARED) + "\n"
 
-[legs.cpu]
-backend = "cpu"
-os = "linux"
-cmake_args = """ + toml_list(TESTED_LEGS["cpu"]).replace("{", "{{").replace("}", "}}") + "\n"
+
+def leg_table(name: str, flags: list[str], **keys: str) -> str:
+    """``[legs.<name>]`` with ``keys`` as TOML strings and ``flags`` as its cmake_args, for a template."""
+    lines = [f"[legs.{name}]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
+    return "\n" + "\n".join(lines) + "\ncmake_args = " + _escaped(flags) + "\n"
+
+
+# The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
+TESTED_LEGS: dict[str, list[str]] = {"cpu": reduce_leg_flags(_SHIPPED_CPU)}
+MATRIX = RUN_TEMPLATE + leg_table("cpu", TESTED_LEGS["cpu"], backend="cpu", os="linux")
 
 
 def matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
@@ -66,12 +79,12 @@ def shipped_cuda_pins() -> str:
 # The cuda leg: the same run (source, mix, shared flags), its pinned wheels, one architecture.
 _, _SHIPPED_CUDA = shipped_flags("cuda")
 CUDA_LEGS: dict[str, list[str]] = {"cuda": reduce_leg_flags(_SHIPPED_CUDA)}
-CUDA_MATRIX = MATRIX.split("[legs.cpu]")[0] + shipped_cuda_pins().replace("{", "{{").replace("}", "}}") + """
+CUDA_MATRIX = RUN_TEMPLATE + shipped_cuda_pins().replace("{", "{{").replace("}", "}}") + """
 [legs.cuda]
 backend = "cuda"
 os = "linux"
 cuda_architectures = [""" + json.dumps([CUDA_ARCHITECTURE])[1:-1] + """]
-cmake_args = """ + toml_list(CUDA_LEGS["cuda"]).replace("{", "{{").replace("}", "}}") + "\n"
+cmake_args = """ + _escaped(CUDA_LEGS["cuda"]) + "\n"
 
 
 def cuda_matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
