@@ -78,11 +78,12 @@ def _rocm(server: LocalServer, tmp: Path) -> Served:
 
 
 def _wheel(tmp: Path) -> Path:
-    """A minimal, valid wheel holding the libraries the CUDA installer links."""
+    """A minimal, valid wheel holding the libraries the CUDA installer links and the driver header its stub is made from."""
     info = f"nvidia_cuda_fake-{CUDA_VERSION}.dist-info"
     libs = {f"nvidia/cu13/lib/lib{lib}.so.13": b"lib" for lib in ("cudart", "cublas", "cublasLt", "nvrtc")}
     return make_zip(tmp / WHEEL_FILE, {
         **libs,
+        "nvidia/cu13/include/cuda.h": b"typedef int CUresult;\nCUresult CUDAAPI cuInit(unsigned int Flags);\n",
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {WHEEL_NAME}\nVersion: {CUDA_VERSION}\n".encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{info}/RECORD": b"",

@@ -85,9 +85,10 @@ def test_a_compile_error_is_quoted_with_its_file_and_line(tmp_path: Path) -> Non
         })
     (line,), log = _failed_build(tmp_path)
     # The failed step, then GCC's own words with the file, line and column it names (the source as the
-    # compile command names it, relative to the build folder under ccache's base_dir), then the log.
+    # compile command names it: relative to the build folder, through the leg's one tree place
+    # out/<leg>/src/llama.cpp, docs/flags-and-reproduce.md), then the log.
     assert line.startswith("error: cpu: Ninja build failed at CMakeFiles/ggml-vulkan.dir/ggml-vulkan.cpp.o: "
-                           "../../../project/ggml-vulkan.cpp:3:9: error: ")
+                           "../src/llama.cpp/ggml-vulkan.cpp:3:9: error: ")
     # GCC's quotes depend on the locale (typographic in UTF-8, ASCII in C).
     assert re.search(r"error: .LayerSettingEXT. is not a member of .vk.; full log: ", line), line
     assert line.endswith(f"; full log: {log}")

@@ -29,18 +29,25 @@ from typing import Any
 
 import pytest
 
+from tests.support import release_runs
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT
-from tests.support.release_runs import (
-    MATRIX,
-    REPO,
-    TAG,
-    TOKEN,
-    assert_release_complete,
-    env_for,
-    make_run,
-    publish,
-)
+from tests.support.release_runs import FIVE_LEGS, REPO, SOURCE_ASSET, TAG, TOKEN, assert_release_complete
+
+# Every request of a publish is counted below: the run has five legs, not the shipped matrix's.
+MATRIX = release_runs.FIVE_LEGS_MATRIX
+
+
+def make_run(out: Path, *, legs: tuple[str, ...] = FIVE_LEGS) -> dict[str, Path]:
+    return release_runs.make_run(out, legs=legs, matrix=MATRIX)
+
+
+def publish(gh: FakeGitHub, out: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return release_runs.publish(gh, out, *args, matrix=MATRIX, legs=FIVE_LEGS, **env)
+
+
+def env_for(gh: FakeGitHub) -> dict[str, str]:
+    return release_runs.env_for(gh, legs=FIVE_LEGS)
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +59,10 @@ def _marked(name: str) -> bool:
 
 
 def _bytes_of(bundles: dict[str, Path]) -> dict[str, bytes]:
-    return {name: path.read_bytes() for name, path in bundles.items()}
+    """The bundles' bytes and the run's source archive's (beside them on the release) by asset name."""
+    out = next(iter(bundles.values())).parents[1]
+    return {**{name: path.read_bytes() for name, path in bundles.items()},
+            SOURCE_ASSET: (out / "source" / f"llama.cpp-{TAG}.tar.gz").read_bytes()}
 
 
 def state(gh: FakeGitHub) -> dict[str, Any]:
@@ -220,7 +230,7 @@ def test_completing_a_partial_release_whose_sums_upload_fails_keeps_its_sums(tmp
         first = publish(gh, tmp_path / "manual", "--apply", "--partial", PIPELINE_LEGS="cpu")
         assert first.returncode == 0, first.stdout + first.stderr
         before = state(gh)
-        assert before["prerelease"] is True and sorted(before["assets"]) == sorted([*partial, SUMS])
+        assert before["prerelease"] is True and sorted(before["assets"]) == sorted([*partial, SOURCE_ASSET, SUMS])
         bundles = make_run(tmp_path / "nightly")
         gh.fault("POST", rf"/assets\?name={SUMS}", 502, times=100)
         failed = publish(gh, tmp_path / "nightly", "--apply")
@@ -242,9 +252,9 @@ def test_notes_still_owed_are_written_by_a_rerun_that_uploads_nothing(tmp_path: 
         gh.release(TAG)["body"] = "the notes of an earlier build"  # type: ignore[index]
         rerun = publish(gh, tmp_path / "first", "--apply")
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-        assert "updated the notes of b7000" in rerun.stdout and "0 uploaded, 6 kept" in rerun.stdout
+        assert "updated the notes of b7000" in rerun.stdout and "0 uploaded, 7 kept" in rerun.stdout
         assert gh.release(TAG)["body"] == notes  # type: ignore[index]
-        assert gh.uploads_done == 6  # the first run's uploads only
+        assert gh.uploads_done == 7  # the first run's uploads only (five bundles, the source archive, SHA256SUMS)
 
 
 def test_a_server_without_digests_has_each_upload_read_back(tmp_path: Path) -> None:

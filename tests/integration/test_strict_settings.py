@@ -54,7 +54,7 @@ def test_a_bad_debug_variable_is_one_line_for_every_command() -> None:
 def test_a_bad_value_of_a_setting_a_command_does_not_read_does_not_stop_it(name: str, value: str) -> None:
     proc = run_pipeline(["--matrix", str(MATRIX), "legs", "--json"], env={name: value})
     assert proc.returncode == 0, proc.stderr
-    assert "cpu" in json.loads(proc.stdout)
+    assert "cpu" in [leg["name"] for leg in json.loads(proc.stdout)]
 
 
 @pytest.mark.parametrize("value,why", [

@@ -34,13 +34,18 @@ LEGS = tuple(load_matrix(MATRIX).legs)
 ASSETS = len(LEGS) + 2
 SOURCE_ASSET = "llama.cpp-source-b7000.tar.gz"
 COMMIT = "0c1e570" + "0" * 33
+# A run of five legs (one per kind of bundle name), for the tests that count a publish's requests.
+FIVE_LEGS_MATRIX = Path(__file__).resolve().parent / "data" / "five_legs.toml"
+FIVE_LEGS = tuple(load_matrix(FIVE_LEGS_MATRIX).legs)
 
 
-def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS) -> dict[str, Path]:
+def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS,
+             matrix: Path = MATRIX) -> dict[str, Path]:
     """A run's output folder as the workflow downloads it: records in OUT/<leg>/, bundles in OUT/dist/."""
     bundles: dict[str, Path] = {}
+    declared = load_matrix(matrix)
     for i, leg in enumerate(legs):
-        name = bundle_name(load_matrix(MATRIX).leg(leg), TAG)
+        name = bundle_name(declared.leg(leg), TAG)
         record: dict[str, Any] = {
             "leg": leg,
             "backend": leg.split("-")[0],
@@ -78,14 +83,15 @@ def write_source(out: Path) -> Path:
     return archive
 
 
-def env_for(gh: FakeGitHub, **extra: str) -> dict[str, str]:
-    return {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_LEGS": ",".join(LEGS), **extra}
+def env_for(gh: FakeGitHub, *, legs: tuple[str, ...] = LEGS, **extra: str) -> dict[str, str]:
+    return {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_LEGS": ",".join(legs), **extra}
 
 
-def publish(gh: FakeGitHub, out: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def publish(gh: FakeGitHub, out: Path, *args: str, matrix: Path = MATRIX, legs: tuple[str, ...] = LEGS,
+            **env: str) -> subprocess.CompletedProcess[str]:
     return run_pipeline(
-        ["--matrix", str(MATRIX), "publish", "--repo", REPO, "--api-url", gh.api_url, "--out", str(out), *args],
-        env=env_for(gh, **env),
+        ["--matrix", str(matrix), "publish", "--repo", REPO, "--api-url", gh.api_url, "--out", str(out), *args],
+        env=env_for(gh, legs=legs, **env),
     )
 
 
@@ -107,4 +113,5 @@ def assert_release_complete(gh: FakeGitHub, bundles: dict[str, Path], tmp: Path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count(": OK") == len(bundles) + 1  # and the source archive
     # The source its bundles were built from, byte for byte.
-    assert (check / SOURCE_ASSET).read_bytes() == next(tmp.glob("*/source/llama.cpp-b7000.tar.gz")).read_bytes()
+    out = next(iter(bundles.values())).parents[1]  # OUT/dist/<bundle>
+    assert (check / SOURCE_ASSET).read_bytes() == (out / "source" / f"llama.cpp-{TAG}.tar.gz").read_bytes()
