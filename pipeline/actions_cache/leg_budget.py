@@ -101,9 +101,13 @@ def plan_leg_budget(
 
 
 def matrix_leg_budget(matrix: Matrix) -> LegBudget:
-    """:func:`plan_leg_budget` for matrix.toml's legs, ``[github]`` limit and ``[ccache]`` sizes."""
+    """:func:`plan_leg_budget` for matrix.toml's legs, ``[github]`` limit and ``[ccache]`` sizes.
+
+    Every declared leg gets its share, a disabled one too: it is planned, so enabling it later
+    does not shrink the others' caches past what they hold.
+    """
     return plan_leg_budget(
-        list(matrix.legs), limit_bytes=matrix.github.cache_limit_bytes, warn_fraction=matrix.github.cache_warn_fraction,
+        list(matrix.declared), limit_bytes=matrix.github.cache_limit_bytes, warn_fraction=matrix.github.cache_warn_fraction,
         keep=matrix.github.keep, max_size_bytes=parse_size(matrix.ccache.max_size),
         warm_bytes=parse_size(matrix.ccache.warm_size),
     )

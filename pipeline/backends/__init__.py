@@ -139,8 +139,8 @@ def leg_toolkit(matrix: Matrix, leg: Leg) -> str:
 
 
 def leg_description(matrix: Matrix, leg: Leg, *, tag: str) -> dict[str, Any]:
-    """What ``legs --json`` prints for ``leg``: its name, backend, os, arch, runner, targets, toolkit and the
-    bundle's file name for ``tag``."""
+    """What ``legs --json`` prints for ``leg``: its name, backend, os, arch, runner, targets, toolkit, the
+    bundle's file name for ``tag``, and why it is disabled (None when it is built)."""
     return {
         "name": leg.name,
         "backend": leg.backend,
@@ -151,4 +151,6 @@ def leg_description(matrix: Matrix, leg: Leg, *, tag: str) -> dict[str, Any]:
         "toolkit": leg_toolkit(matrix, leg),
         "bundle": render_name(leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os,
                               family=leg.family, arch=leg.arch),
+        # Why the leg is not built (matrix.toml's ``disabled``); null for the legs a run builds.
+        "disabled": leg.disabled,
     }

@@ -17,6 +17,9 @@ class Cpu:
     downloads_toolchain = False
 
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
+        return self._toolchain(request, write=True)
+
+    def _toolchain(self, request: ToolchainRequest, *, write: bool) -> Toolchain:
         from pipeline.toolchain.cross import cross_target, cross_toolchain
         from pipeline.toolchain.host import host_toolchain
         from pipeline.util.host import host_arch, host_os
@@ -24,11 +27,12 @@ class Cpu:
         # A Linux arm64 leg on an x86-64 machine: Debian's aarch64 GCC through a toolchain file.
         target = cross_target(request.leg, host_os=host_os(), host=host_arch())
         if target is not None:
-            return cross_toolchain(target, request.environ, request.toolchain_dir)
+            return cross_toolchain(target, request.environ, request.toolchain_dir, write=write)
         return host_toolchain(request.environ)
 
     def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
-        return self.prepare(request, console).identity
+        # Nothing written: a key is computed where nothing is built (the workflow's "Cache keys" step).
+        return self._toolchain(request, write=False).identity
 
     def runtime(self, os_name: str) -> RuntimeProfile:
         return NO_RUNTIME

@@ -19,8 +19,8 @@ def register(sub: Any) -> None:
         description=(
             "One line per leg; with --json one object per leg: name, backend, os, arch, runner, targets "
             "(GPU targets or CUDA architectures), toolkit (the pinned toolchain version, or what the run "
-            "resolves or the runner has) and bundle (its file name for --tag). Offline: reads matrix.toml "
-            "only, installs nothing."
+            "resolves or the runner has), bundle (its file name for --tag) and disabled (why a declared leg "
+            "is not built, or null). Offline: reads matrix.toml only, installs nothing."
         ),
     )
     p.add_argument("--json", action="store_true", help="print a JSON array, one object per leg")
@@ -34,12 +34,13 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     tag = args.tag or matrix.source.tag
     if not is_safe_tag(tag):
         raise UsageError(f"--tag {tag!r}: expected a tag that can name a file, like 'b1234'")
-    rows = [leg_description(matrix, leg, tag=tag) for leg in matrix.legs.values()]
+    rows = [leg_description(matrix, leg, tag=tag) for leg in matrix.declared_legs]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         for row in rows:
             targets = f" targets={';'.join(row['targets'])}" if row["targets"] else ""
             print(f"{row['name']}\t{row['backend']}\t{row['os']}/{row['arch']}\t{row['runner']}\t"
-                  f"{row['toolkit']}{targets}\t{row['bundle']}")
+                  f"{row['toolkit']}{targets}\t{row['bundle']}"
+                  + (f"\tdisabled: {row['disabled']}" if row["disabled"] else ""))
     return 0

@@ -153,6 +153,8 @@ class Leg:
     glibc_max: str = "2.35"
     # macOS: the oldest macOS its binaries may ask for (LC_BUILD_VERSION minos, check-bundle).
     macos_min: str = DEFAULT_MACOS_MIN
+    # Why the leg is declared but not built (None: it is built): it stays listed, with the reason.
+    disabled: str | None = None
 
     @property
     def needs_resolution(self) -> bool:
@@ -169,7 +171,11 @@ class Matrix:
     report: ReportConfig
     github: GitHubConfig
     cmake_args: tuple[str, ...]
+    # The legs the run builds; a leg that says ``disabled = "<why>"`` is in ``disabled_legs`` instead.
     legs: Mapping[str, Leg] = field(default_factory=dict)
+    disabled_legs: Mapping[str, Leg] = field(default_factory=dict)
+    # Every leg's name in the file's order, disabled ones included.
+    declared: tuple[str, ...] = ()
     # [toolchains]: pinned CUDA wheels and SDK archives.
     toolchains: ToolchainPins = field(default_factory=ToolchainPins)
     # [cuda_profiles.<line>]: named sets of CUDA architectures ("portable" -> ["75", "80", ...]).
@@ -177,8 +183,15 @@ class Matrix:
     # [rocm_families.<name>]: a GPU family's TheRock name and its targets.
     rocm_families: Mapping[str, RocmFamily] = field(default_factory=dict)
 
+    @property
+    def declared_legs(self) -> list[Leg]:
+        """Every leg the file declares, in its order, the disabled ones included (``legs``: the ones built)."""
+        return [self.legs.get(name) or self.disabled_legs[name] for name in self.declared]
+
     def leg(self, name: str) -> Leg:
-        """The leg called ``name``, or a ConfigError with a "did you mean"."""
+        """The leg called ``name``, or a ConfigError with a "did you mean" (or why it is disabled)."""
+        if name in self.disabled_legs:
+            raise ConfigError(f"leg {name!r} is disabled in {self.path}: {self.disabled_legs[name].disabled}")
         try:
             return self.legs[name]
         except KeyError:
@@ -259,11 +272,14 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     families = _parse_rocm_families(root.table("rocm_families"))
     legs_t = root.table("legs", required=True)
     legs: dict[str, Leg] = {}
-    for name in legs_t.names():
-        legs[name] = _parse_leg(name, legs_t, profiles, families)
+    disabled: dict[str, Leg] = {}
+    declared = tuple(legs_t.names())
+    for name in declared:
+        leg = _parse_leg(name, legs_t, profiles, families)
+        (disabled if leg.disabled is not None else legs)[name] = leg
     legs_t.done()
     if not legs:
-        raise ConfigError(f"{path}: legs: at least one leg must be declared")
+        raise ConfigError(f"{path}: legs: at least one leg must be declared (and not disabled)")
     root.done()
     return Matrix(
         path=path,
@@ -274,6 +290,8 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         github=github,
         cmake_args=tuple(cmake_args),
         legs=legs,
+        disabled_legs=disabled,
+        declared=declared,
         toolchains=toolchains,
         cuda_profiles=profiles,
         rocm_families=families,
@@ -356,6 +374,7 @@ def _parse_leg(
         bundle_name=t.optional_str("bundle_name", check=template_problem),
         glibc_max=t.string("glibc_max", runner_glibc(runner), check=glibc_problem),
         macos_min=t.string("macos_min", DEFAULT_MACOS_MIN, check=_macos_version_check),
+        disabled=t.optional_str("disabled", check=_nonempty),
     )
     gpu_family = t.optional_str("gpu_family", check=_nonempty)
     t.done()

@@ -71,9 +71,12 @@ def toolchain_file_text(target: CrossTarget, cc: Path, cxx: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cross_toolchain(target: CrossTarget, environ: Mapping[str, str], folder: Path) -> Toolchain:
+def cross_toolchain(target: CrossTarget, environ: Mapping[str, str], folder: Path, *, write: bool = True) -> Toolchain:
     """The cross compilers of ``target`` (``<triple>-gcc``/``-g++`` on PATH) and the toolchain file written
-    under ``folder``; a ToolchainError naming the Debian packages when they are missing."""
+    under ``folder``; a ToolchainError naming the Debian packages when they are missing.
+
+    ``write=False``: the same toolchain, its file not written (a cache key is computed, nothing is built).
+    """
     try:
         cc = find_compiler("CC_" + target.processor.upper(), (f"{target.triple}-gcc",), environ)
         cxx = find_compiler("CXX_" + target.processor.upper(), (f"{target.triple}-g++",), environ)
@@ -89,7 +92,7 @@ def cross_toolchain(target: CrossTarget, environ: Mapping[str, str], folder: Pat
     cxx_family, cxx_version = compiler_version(cxx)
     path = folder / "cross" / f"{target.triple}-{family}-{version}.cmake"
     text = toolchain_file_text(target, cc, cxx)
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+    if write and (not path.is_file() or path.read_text(encoding="utf-8") != text):
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
     return Toolchain(

@@ -80,6 +80,14 @@ def test_every_legs_key_is_computed_offline_and_writes_nothing(tmp_path: Path) -
                             cwd=cwd, env=env)  # fmt: skip
         assert proc.returncode == 0, f"cache-key {leg}: {proc.stdout}{proc.stderr}"
         keys[leg] = json.loads(proc.stdout)["key"]
+    # A leg the matrix declares but does not build has no key: one line says why, and nothing is written.
+    assert SHIPPED.disabled_legs, "the shipped matrix's disabled legs (the CUDA 12.8 line) are checked here"
+    for leg, declared in SHIPPED.disabled_legs.items():
+        proc = run_pipeline(["--matrix", str(ROOT / "matrix.toml"), "cache-key", leg, "--json"], cwd=cwd, env=env)
+        assert proc.returncode == 2 and proc.stdout == "", proc
+        assert proc.stderr.strip().splitlines() == [f"error: leg {leg!r} is disabled in {ROOT / 'matrix.toml'}: "
+                                                    f"{declared.disabled}"], proc.stderr
+    assert len(set(keys.values())) == len(keys)  # one cache per leg
     assert files_under(tmp_path) == before
     host = host_toolchain(os.environ).identity
     cuda = SHIPPED.toolchains.cuda

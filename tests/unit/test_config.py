@@ -130,3 +130,28 @@ def test_config_and_policy_module_know_the_same_rules() -> None:
     from pipeline.rocm.policy import POLICIES
 
     assert CONFIG_POLICIES == POLICIES == ("weekly-stable", "weekly", "latest")
+
+
+def test_a_disabled_leg_is_declared_listed_and_never_built() -> None:
+    data = {"legs": {"cpu": {"backend": "cpu"},
+                     "cuda-old": {"backend": "cuda", "disabled": "no compiler in the wheels"},
+                     "vulkan": {"backend": "vulkan"}}}
+    m = parse_matrix(data, Path("m.toml"))
+    assert list(m.legs) == ["cpu", "vulkan"]  # what a run builds: sessions, the GitHub matrix, publish
+    assert list(m.disabled_legs) == ["cuda-old"]
+    assert [leg.name for leg in m.declared_legs] == ["cpu", "cuda-old", "vulkan"]  # the file's order
+    with pytest.raises(ConfigError) as info:
+        m.leg("cuda-old")
+    assert str(info.value) == "leg 'cuda-old' is disabled in m.toml: no compiler in the wheels"
+
+
+def test_a_disabled_leg_needs_a_reason_and_one_leg_must_be_built() -> None:
+    assert "legs.cpu.disabled" in _err({"legs": {"cpu": {"backend": "cpu", "disabled": " "}}})
+    assert "not disabled" in _err({"legs": {"cpu": {"backend": "cpu", "disabled": "later"}}})
+
+
+def test_the_shipped_matrix_disables_only_the_cuda_12_8_line() -> None:
+    m = load_matrix(ROOT / "matrix.toml")
+    assert sorted(m.disabled_legs) == sorted(name for name, leg in m.disabled_legs.items() if leg.cuda_line == "12")
+    assert len(m.disabled_legs) == 8 and len(m.legs) + len(m.disabled_legs) == 38
+    assert not [leg for leg in m.legs.values() if leg.cuda_line == "12"]
