@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pipeline.actions_cache.entries import PER_PAGE, CacheEntry
-from pipeline.errors import GitHubError
-from pipeline.github.rest import MAX_PAGES, RestClient, _json_body
+from pipeline.github.rest import RestClient
 
 
 class CachesClient(RestClient):
@@ -24,27 +23,14 @@ class CachesClient(RestClient):
         ``on_page(page_number, entries_so_far)`` reports progress. Entries are
         de-duplicated by id (a cache created while paging may shift a page).
         """
-        url: str | None = f"{self.caches_url}?per_page={PER_PAGE}"
-        seen_urls: set[str] = set()
         entries: dict[int, CacheEntry] = {}
-        page = 0
-        while url:
-            if url in seen_urls or page >= MAX_PAGES:
-                raise GitHubError(f"GET {self._path(url)}: the Link header loops; gave up after {page} pages")
-            seen_urls.add(url)
-            page += 1
-            resp = self._request("GET", url)
-            where = f"GET {self._path(url)}"
-            body = _json_body(resp, where)
-            items = body.get("actions_caches") if isinstance(body, dict) else None
-            if not isinstance(items, list):
-                raise GitHubError(f"{where}: malformed answer: no 'actions_caches' list")
+        pages = self._pages(f"{self.caches_url}?per_page={PER_PAGE}", key="actions_caches")
+        for page, (where, items) in enumerate(pages, 1):
             for item in items:
                 entry = CacheEntry.from_api(item, where=where)
                 entries[entry.id] = entry
             if on_page:
                 on_page(page, len(entries))
-            url = self._next_url(resp, where)
         return list(entries.values())
 
     def delete_cache(self, cache_id: int) -> bool:

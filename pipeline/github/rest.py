@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -151,6 +151,27 @@ class RestClient:
     def _path(self, url: str) -> str:
         parts = urlsplit(url)
         return parts.path + (f"?{parts.query}" if parts.query else "")
+
+    def _pages(self, url: str, *, key: str | None = None) -> Iterator[tuple[str, list[Any]]]:
+        """Each page of a paged answer, following ``Link: rel="next"``: (where, its items).
+
+        The items are the answer itself (a list) or the list under ``key`` of an
+        object; a chain longer than ``MAX_PAGES`` or back onto itself is an error.
+        """
+        next_url: str | None = url
+        seen: set[str] = set()
+        while next_url:
+            if next_url in seen or len(seen) >= MAX_PAGES:
+                raise GitHubError(f"GET {self._path(next_url)}: the Link header loops; gave up after {len(seen)} pages")
+            seen.add(next_url)
+            resp = self._request("GET", next_url)
+            where = f"GET {self._path(next_url)}"
+            body = _json_body(resp, where)
+            items = body if key is None else body.get(key) if isinstance(body, dict) else None
+            if not isinstance(items, list):
+                raise GitHubError(f"{where}: malformed answer: expected a list{f' under {key!r}' if key else ''}")
+            yield where, items
+            next_url = self._next_url(resp, where)
 
     def _next_url(self, resp: requests.Response, where: str) -> str | None:
         nxt = resp.links.get("next", {}).get("url")

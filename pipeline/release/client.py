@@ -21,7 +21,7 @@ from typing import IO, Any
 from urllib.parse import quote, urlsplit
 
 from pipeline.errors import GitHubError
-from pipeline.github.rest import MAX_PAGES, RestClient, _json_body
+from pipeline.github.rest import RestClient, _json_body
 from pipeline.names import GITHUB_PER_PAGE as PER_PAGE
 from pipeline.release.plan import RemoteAsset, parse_digest
 
@@ -101,7 +101,7 @@ class ReleasesClient(RestClient):
         """The release for ``tag``, draft or published; None when there is none."""
         if found := self.published_release(tag):
             return found
-        for item in self._pages(f"{self.repo_url}/releases?per_page={PER_PAGE}"):
+        for item in self._items(f"{self.repo_url}/releases?per_page={PER_PAGE}"):
             release = Release.from_api(item, where="GET releases")
             if release.tag == tag:
                 return release
@@ -109,7 +109,7 @@ class ReleasesClient(RestClient):
 
     def all_releases(self) -> list[dict[str, Any]]:
         """Every release of the repository, drafts included, as GitHub lists them (all pages)."""
-        return [item for item in self._pages(f"{self.repo_url}/releases?per_page={PER_PAGE}") if isinstance(item, dict)]
+        return [item for item in self._items(f"{self.repo_url}/releases?per_page={PER_PAGE}") if isinstance(item, dict)]
 
     def create_draft(
         self, tag: str, name: str, body: str, *, target_commitish: str | None = None, prerelease: bool = False
@@ -156,7 +156,7 @@ class ReleasesClient(RestClient):
     def list_assets(self, release: Release) -> list[RemoteAsset]:
         """Every asset of ``release``, all pages."""
         url = f"{self.repo_url}/releases/{release.id}/assets?per_page={PER_PAGE}"
-        return [_asset(item, "GET assets") for item in self._pages(url)]
+        return [_asset(item, "GET assets") for item in self._items(url)]
 
     def delete_asset(self, asset_id: int) -> bool:
         """Delete one asset; False when it was already gone."""
@@ -215,7 +215,7 @@ class ReleasesClient(RestClient):
         url = f"{self.repo_url}/issues?state=open&labels={quote(label, safe='')}&per_page={PER_PAGE}"
         numbers = [
             item["number"]
-            for item in self._pages(url)
+            for item in self._items(url)
             if isinstance(item, dict) and isinstance(item.get("number"), int) and "pull_request" not in item
         ]
         return min(numbers) if numbers else None
@@ -233,22 +233,12 @@ class ReleasesClient(RestClient):
 
     # -- internals
 
-    def _pages(self, url: str, on_page: Callable[[int], None] | None = None) -> Iterator[Any]:
-        next_url: str | None = url
-        seen: set[str] = set()
-        while next_url:
-            if next_url in seen or len(seen) >= MAX_PAGES:
-                raise GitHubError(f"GET {self._path(next_url)}: the Link header loops")
-            seen.add(next_url)
-            resp = self._request("GET", next_url)
-            where = f"GET {self._path(next_url)}"
-            items = _json_body(resp, where)
-            if not isinstance(items, list):
-                raise GitHubError(f"{where}: malformed answer: expected a list")
+    def _items(self, url: str, on_page: Callable[[int], None] | None = None) -> Iterator[Any]:
+        """Every item of a paged list; ``on_page(pages_so_far)`` after each page."""
+        for page, (_, items) in enumerate(self._pages(url), 1):
             yield from items
             if on_page:
-                on_page(len(seen))
-            next_url = self._next_url(resp, where)
+                on_page(page)
 
 
 def _number(data: Any, where: str) -> int:

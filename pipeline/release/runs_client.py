@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipeline.errors import GitHubError
-from pipeline.github.rest import MAX_PAGES, RestClient, _json_body
+from pipeline.github.rest import RestClient, _json_body
 from pipeline.names import GITHUB_PER_PAGE as PER_PAGE
 from pipeline.release.retry import JobSeen
 
@@ -56,17 +56,5 @@ class RunsClient(RestClient):
 
     def _paged(self, url: str, key: str | None) -> Iterator[Any]:
         """Every item of a paged answer: a list, or the list under ``key`` of an object."""
-        next_url: str | None = url
-        seen: set[str] = set()
-        while next_url:
-            if next_url in seen or len(seen) >= MAX_PAGES:
-                raise GitHubError(f"GET {self._path(next_url)}: the Link header loops")
-            seen.add(next_url)
-            resp = self._request("GET", next_url)
-            where = f"GET {self._path(next_url)}"
-            body = _json_body(resp, where)
-            items = body.get(key) if key is not None and isinstance(body, dict) else body
-            if not isinstance(items, list):
-                raise GitHubError(f"{where}: malformed answer: expected a list{f' under {key!r}' if key else ''}")
+        for _, items in self._pages(url, key=key):
             yield from items
-            next_url = self._next_url(resp, where)

@@ -146,7 +146,7 @@ def test_size_warning_from_matrix_github_section(gh: FakeGitHub, tmp_path: Path)
         ("none", "wrong-token", "HTTP 401"),
         ("none", None, "no GitHub token"),
         ("malformed", TOKEN, "malformed JSON"),
-        ("not-a-list", TOKEN, "no 'actions_caches' list"),
+        ("not-a-list", TOKEN, "expected a list under 'actions_caches'"),
         ("forbidden", TOKEN, "HTTP 403"),
         ("rate-limit-far", TOKEN, "rate limited"),
         ("always-500", TOKEN, "failed after 5 attempts: HTTP 500"),
