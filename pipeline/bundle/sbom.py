@@ -66,7 +66,9 @@ def _llama_cpp(manifest: Mapping[str, Any]) -> Component:
     source = manifest.get("source") or {}
     tag = str(manifest.get("tag") or "")
     props = [Property(name="llama-pipeline:commit", value=str(source["commit"]))] if source.get("commit") else []
-    props += [Property(name="llama-pipeline:mix", value=str(pr)) for pr in source.get("mix") or []]
+    # One pull request merged onto the tag: owner/name#number@sha (the same text whatever order the
+    # record or the manifest kept its keys in: a reproduced bundle's SBOM is the same bytes).
+    props += [Property(name="llama-pipeline:mix", value=_mix_text(pr)) for pr in source.get("mix") or []]
     refs = [ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(str(source["repo"])))] if source.get("repo") else []
     return Component(
         name="llama.cpp", version=tag or None, type=ComponentType.LIBRARY, bom_ref="llama.cpp",
@@ -164,3 +166,9 @@ def sbom_files(raw: bytes, where: str) -> dict[str, SbomFile]:
     if not found:
         raise BundleError(f"{where}: the SBOM lists no bundle files ({PATH_PROPERTY} properties)")
     return found
+
+
+def _mix_text(pr: Any) -> str:
+    if isinstance(pr, Mapping):
+        return f"{pr.get('repo')}#{pr.get('number')}@{pr.get('sha')}"
+    return str(pr)

@@ -68,3 +68,21 @@ def test_the_validator_refuses_a_broken_sbom(tmp_path: Path) -> None:
     assert validation_error(json.dumps(data).encode()) is not None
     data["specVersion"] = "9.9"
     assert validation_error(json.dumps(data).encode()) is not None
+
+
+def test_a_mixed_pull_request_reads_the_same_whatever_its_key_order() -> None:
+    # A build's record keeps a mix pin's keys in matrix.toml's order, a manifest read back (reproduce)
+    # in sorted order: the SBOM inside the bundle must be the same bytes for both.
+    from pipeline.bundle.sbom import sbom_json
+
+    sha = "487dfed1e9825dc8bf2829d4cf10409e98b6d39d"
+
+    def manifest(pin: dict[str, Any]) -> dict[str, Any]:
+        return {"name": "llama-b1-bin-ubuntu-x64.tar.gz", "tag": "b1", "files": [],
+                "source": {"tag": "b1", "commit": COMMIT, "mix": [pin]}}
+
+    built = sbom_json(manifest({"repo": "ggml-org/llama.cpp", "number": 4242, "sha": sha}), manifest_sha256="0" * 64)
+    again = sbom_json(manifest({"number": 4242, "repo": "ggml-org/llama.cpp", "sha": sha}), manifest_sha256="0" * 64)
+    assert built == again
+    props = [p for c in json.loads(built)["components"] for p in c.get("properties", [])]
+    assert {"name": "llama-pipeline:mix", "value": f"ggml-org/llama.cpp#4242@{sha}"} in props
