@@ -6,7 +6,7 @@ through the unversioned links the installer adds, and the cache key must
 carry the exact CUDA version. The wheels (about 560 MB) are downloaded once
 into ``~/.cache/llama-pipeline-tests/downloads`` and kept across runs on one
 machine; the install itself (about 1 GB) is redone in the test's folder.
-Measured here (2 shared cores): the whole test takes 40 s cold (nothing
+On a 2-core machine the whole test takes about 40 s cold (nothing
 cached; its first build, wheels fetched and installed, 27 s) and 32 s with the
 download cache warm (first build 20 s).
 """

@@ -22,8 +22,8 @@ What outlives a run sits in the test cache (``~/.cache/llama-pipeline-tests``,
 ``PIPELINE_TEST_CACHE``): the wheels (``downloads/``), the installed toolkit
 (``toolchains/``: its absolute include paths reach every nvcc call, so both
 workspaces must see it at one path for the laptop's build to hit) and the
-ccache (``ccache/``, shared with the cpu real-tree test). Measured here on 2
-shared cores: the cold build about 50 minutes, the warm one a few minutes
+ccache (``ccache/``, shared with the cpu real-tree test). On a 2-core
+machine the cold build takes tens of minutes, the warm one a few
 (docs/cuda.md). Deselect with ``-m "not e2e"``.
 """
 
@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 # Compilations of the reduced cuda leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
 COMPILATIONS = 277
-# Budget for one build: about 50 min cold on 2 loaded cores; CI shares the machine.
+# Budget for one build: a cold one on 2 cores takes tens of minutes, and CI runs other tests beside it.
 BUILD_TIMEOUT = 4 * 3600
 BUILD_NUMBER = int(BASE_TAG.removeprefix("b"))
 # The CUDA runtime libraries ggml-cuda links (its CMakeLists: CUDA::cudart, cublas, cublasLt), by soname.
