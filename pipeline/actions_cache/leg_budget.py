@@ -107,7 +107,7 @@ def matrix_leg_budget(matrix: Matrix) -> LegBudget:
     does not shrink the others' caches past what they hold.
     """
     return plan_leg_budget(
-        list(matrix.declared), limit_bytes=matrix.github.cache_limit_bytes, warn_fraction=matrix.github.cache_warn_fraction,
+        list(matrix.all_legs), limit_bytes=matrix.github.cache_limit_bytes, warn_fraction=matrix.github.cache_warn_fraction,
         keep=matrix.github.keep, max_size_bytes=parse_size(matrix.ccache.max_size),
         warm_bytes=parse_size(matrix.ccache.warm_size),
     )

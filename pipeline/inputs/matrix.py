@@ -15,6 +15,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -171,11 +172,8 @@ class Matrix:
     report: ReportConfig
     github: GitHubConfig
     cmake_args: tuple[str, ...]
-    # The legs the run builds; a leg that says ``disabled = "<why>"`` is in ``disabled_legs`` instead.
-    legs: Mapping[str, Leg] = field(default_factory=dict)
-    disabled_legs: Mapping[str, Leg] = field(default_factory=dict)
-    # Every leg's name in the file's order, disabled ones included.
-    declared: tuple[str, ...] = ()
+    # Every leg the file declares, in its order, a disabled one included (``legs``: the ones built).
+    all_legs: Mapping[str, Leg] = field(default_factory=dict)
     # [toolchains]: pinned CUDA wheels and SDK archives.
     toolchains: ToolchainPins = field(default_factory=ToolchainPins)
     # [cuda_profiles.<line>]: named sets of CUDA architectures ("portable" -> ["75", "80", ...]).
@@ -183,10 +181,20 @@ class Matrix:
     # [rocm_families.<name>]: a GPU family's TheRock name and its targets.
     rocm_families: Mapping[str, RocmFamily] = field(default_factory=dict)
 
+    @cached_property
+    def legs(self) -> Mapping[str, Leg]:
+        """The legs a run builds: every declared one but those that say ``disabled = "<why>"``."""
+        return {name: leg for name, leg in self.all_legs.items() if leg.disabled is None}
+
+    @cached_property
+    def disabled_legs(self) -> Mapping[str, Leg]:
+        """The legs declared but not built, each with its reason (``Leg.disabled``)."""
+        return {name: leg for name, leg in self.all_legs.items() if leg.disabled is not None}
+
     @property
     def declared_legs(self) -> list[Leg]:
-        """Every leg the file declares, in its order, the disabled ones included (``legs``: the ones built)."""
-        return [self.legs.get(name) or self.disabled_legs[name] for name in self.declared]
+        """Every leg the file declares, in its order, the disabled ones included."""
+        return list(self.all_legs.values())
 
     def leg(self, name: str) -> Leg:
         """The leg called ``name``, or a ConfigError with a "did you mean" (or why it is disabled)."""
@@ -271,14 +279,9 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     profiles = _parse_cuda_profiles(root.table("cuda_profiles"))
     families = _parse_rocm_families(root.table("rocm_families"))
     legs_t = root.table("legs", required=True)
-    legs: dict[str, Leg] = {}
-    disabled: dict[str, Leg] = {}
-    declared = tuple(legs_t.names())
-    for name in declared:
-        leg = _parse_leg(name, legs_t, profiles, families)
-        (disabled if leg.disabled is not None else legs)[name] = leg
+    legs = {name: _parse_leg(name, legs_t, profiles, families) for name in legs_t.names()}
     legs_t.done()
-    if not legs:
+    if all(leg.disabled is not None for leg in legs.values()):
         raise ConfigError(f"{path}: legs: at least one leg must be declared (and not disabled)")
     root.done()
     return Matrix(
@@ -289,9 +292,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         report=report,
         github=github,
         cmake_args=tuple(cmake_args),
-        legs=legs,
-        disabled_legs=disabled,
-        declared=declared,
+        all_legs=legs,
         toolchains=toolchains,
         cuda_profiles=profiles,
         rocm_families=families,
