@@ -173,6 +173,11 @@ class RestClient:
             yield where, items
             next_url = self._next_url(resp, where)
 
+    def _items(self, url: str, *, key: str | None = None) -> Iterator[Any]:
+        """Every item of a paged answer (see :meth:`_pages`), page after page."""
+        for _, items in self._pages(url, key=key):
+            yield from items
+
     def _next_url(self, resp: requests.Response, where: str) -> str | None:
         nxt = resp.links.get("next", {}).get("url")
         if not nxt:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,15 +230,6 @@ class ReleasesClient(RestClient):
 
     def close_issue(self, number: int) -> None:
         self._request("PATCH", f"{self.repo_url}/issues/{number}", json={"state": "closed", "state_reason": "completed"})
-
-    # -- internals
-
-    def _items(self, url: str, on_page: Callable[[int], None] | None = None) -> Iterator[Any]:
-        """Every item of a paged list; ``on_page(pages_so_far)`` after each page."""
-        for page, (_, items) in enumerate(self._pages(url), 1):
-            yield from items
-            if on_page:
-                on_page(page)
 
 
 def _number(data: Any, where: str) -> int:

@@ -10,7 +10,6 @@ runner lost communication with the server"), ``GET
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from pipeline.errors import GitHubError
@@ -36,7 +35,7 @@ class RunsClient(RestClient):
     def jobs(self, run_id: int) -> list[tuple[int, JobSeen]]:
         """(check run id, job) for every job of the run's latest attempt."""
         found: list[tuple[int, JobSeen]] = []
-        for item in self._paged(f"{self.repo_url}/actions/runs/{run_id}/jobs?filter=latest&per_page={PER_PAGE}", "jobs"):
+        for item in self._items(f"{self.repo_url}/actions/runs/{run_id}/jobs?filter=latest&per_page={PER_PAGE}", key="jobs"):
             if not isinstance(item, dict) or not isinstance(item.get("id"), int):
                 raise GitHubError(f"GET jobs of run {run_id}: malformed job: no integer 'id'")
             steps = tuple(
@@ -49,12 +48,7 @@ class RunsClient(RestClient):
     def annotations(self, check_run_id: int) -> tuple[str, ...]:
         """The messages GitHub and the steps wrote on one job (its check run)."""
         url = f"{self.repo_url}/check-runs/{check_run_id}/annotations?per_page={PER_PAGE}"
-        return tuple(str(a.get("message", "")) for a in self._paged(url, None) if isinstance(a, dict))
+        return tuple(str(a.get("message", "")) for a in self._items(url) if isinstance(a, dict))
 
     def rerun_failed_jobs(self, run_id: int) -> None:
         self._request("POST", f"{self.repo_url}/actions/runs/{run_id}/rerun-failed-jobs", json={})
-
-    def _paged(self, url: str, key: str | None) -> Iterator[Any]:
-        """Every item of a paged answer: a list, or the list under ``key`` of an object."""
-        for _, items in self._pages(url, key=key):
-            yield from items
