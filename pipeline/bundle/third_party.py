@@ -34,7 +34,7 @@ import email.parser
 import json
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -153,6 +153,20 @@ def _archive_package(install: Path, archives: Sequence[Mapping[str, str]], detai
     )
 
 
+def _toolchain_packages(root: Path, details: Mapping[str, Any]) -> Callable[[str], tuple[Path, Package]]:
+    """Where a file copied from the toolchain at ``root`` came from: its install and the package (a wheel
+    whose RECORD lists it, else the toolchain's own archive), read once for every file."""
+    install = find_install(root)
+    archives = _marker_archives(install)
+    wheels = _wheel_packages(install, archives)
+    fallback = _archive_package(install, archives, details)
+
+    def owner(origin: str) -> tuple[Path, Package]:
+        return install, wheels.get((root / origin).resolve().relative_to(install).as_posix(), fallback)
+
+    return owner
+
+
 def _package_around(path: Path) -> tuple[Path, Package]:
     """A file copied from outside the toolchain: the nearest folder above it with license files, and its package."""
     for folder in list(path.parents)[:_MARKER_DEPTH]:
@@ -182,22 +196,16 @@ def describe_third_party(
     ``details``: the toolchain's kind, version, url and sha256 as the manifest has them.
     """
     files = [c for c in copied if c.link is None]
-    outside = [c for c in files if Path(c.origin).is_absolute()]
-    if not files or (toolchain_root is None and not outside):
-        return []
-    root = toolchain_root.resolve() if toolchain_root is not None else None
-    install = find_install(root) if root is not None else None
-    archives = _marker_archives(install) if install is not None else []
-    wheels = _wheel_packages(install, archives) if install is not None else {}
-    fallback = _archive_package(install, archives, details) if install is not None else None
+    in_toolchain = _toolchain_packages(toolchain_root.resolve(), details) if toolchain_root is not None else None
     listed: list[dict[str, Any]] = []
     for item in sorted(files, key=lambda c: c.path):
-        if Path(item.origin).is_absolute() or root is None or install is None or fallback is None:
-            install_of, package = _package_around(Path(item.origin).resolve())
+        origin = Path(item.origin)
+        if origin.is_absolute():
+            install_of, package = _package_around(origin.resolve())
+        elif in_toolchain is not None:
+            install_of, package = in_toolchain(item.origin)
         else:
-            install_of = install
-            in_install = (root / item.origin).resolve().relative_to(install).as_posix()
-            package = wheels.get(in_install, fallback)
+            continue  # relative to a toolchain root the build does not have: nothing to say where from
         licenses = _licenses_for(package, item.path)
         for rel in licenses:
             dest = stage / TOOLCHAIN_LICENSES / rel
