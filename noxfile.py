@@ -22,7 +22,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.commands.common import out_of_build_args  # noqa: E402
+from pipeline.commands.shared.build_args import out_of_build_args  # noqa: E402
 from pipeline.errors import ConfigError  # noqa: E402
 from pipeline.inputs.matrix import Leg, Matrix, load_matrix  # noqa: E402
 from pipeline.inputs.settings import MATRIX as MATRIX_SETTING  # noqa: E402
@@ -41,7 +41,7 @@ except ConfigError as err:
     print(f"error: {err}", file=sys.stderr)
     sys.exit(err.exit_code)
 
-from pipeline.util.host import host_arch, host_os  # noqa: E402
+from pipeline.util.this_machine import host_arch, host_os  # noqa: E402
 
 HOST_OS = host_os()
 HOST_ARCH = host_arch()

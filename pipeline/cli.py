@@ -24,9 +24,9 @@ from pathlib import Path
 
 from pipeline import __version__
 from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_os_error
-from pipeline.guard.checkpoints import arm as arm_checkpoints
-from pipeline.guard.children import deliver_interrupt
 from pipeline.inputs.settings import DEBUG, MATRIX, add_flag, default_text, pick
+from pipeline.processes.groups import deliver_interrupt
+from pipeline.processes.pause_points import arm as arm_checkpoints
 
 # Order is the order of `--help`.
 COMMANDS = (
@@ -127,7 +127,7 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 def on_sigterm() -> None:
     """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), SIGINT a KeyboardInterrupt: children are
     stopped, records say so. Both wait while a child is being started, until its group can be stopped
-    (:func:`pipeline.guard.children.deliver_interrupt`)."""
+    (:func:`pipeline.processes.groups.deliver_interrupt`)."""
     import signal
     import threading
 
@@ -150,7 +150,7 @@ def debug_wanted(args: argparse.Namespace) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     on_sigterm()
-    # The interrupt tests' hook (guard/checkpoints.py): inert unless PIPELINE_PAUSE_AT/_DIR are set.
+    # The interrupt tests' hook (processes/pause_points.py): inert unless PIPELINE_PAUSE_AT/_DIR are set.
     arm_checkpoints(os.environ)
     parser = build_parser(chosen_command(argv))
     args = absolute_paths(parser.parse_args(argv))

@@ -17,45 +17,10 @@ ROCM_OSES = ("linux", "windows")
 # The CPU architectures a leg builds for, in upstream's asset words; x64 unless a leg says otherwise.
 ARCHES = ("x64", "arm64")
 DEFAULT_ARCH = "x64"
-# GitHub's hosted runner label per (os, arch) when a leg names none: the release job's runners.
-DEFAULT_RUNNERS: dict[tuple[str, str], str] = {
-    ("linux", "x64"): "ubuntu-22.04",
-    ("linux", "arm64"): "ubuntu-22.04-arm",
-    ("windows", "x64"): "windows-2022",
-    # Windows on arm64 is cross-compiled on an x64 runner with clang, as the release job does.
-    ("windows", "arm64"): "windows-2022",
-    ("macos", "arm64"): "macos-26",
-    ("macos", "x64"): "macos-15-intel",
-}
-# The glibc of each Linux runner image: a bundle built there may require no newer GLIBC_x.y.
-RUNNER_GLIBC: dict[str, str] = {
-    "ubuntu-22.04": "2.35",
-    "ubuntu-22.04-arm": "2.35",
-    "ubuntu-24.04": "2.39",
-    "ubuntu-24.04-arm": "2.39",
-}
-# A Linux runner this table does not know (a self-hosted one): Ubuntu 22.04's floor.
-DEFAULT_GLIBC = "2.35"
-# The oldest macOS a macOS bundle runs on (LC_BUILD_VERSION minos), as the release job's.
-DEFAULT_MACOS_MIN = "13.3"
-
-
-def default_runner(os_name: str, arch: str) -> str:
-    """The hosted runner a leg of ``os_name``/``arch`` runs on when matrix.toml names none."""
-    return DEFAULT_RUNNERS[(os_name, arch)]
-
-
-def runner_glibc(runner: str) -> str:
-    """The glibc floor of a Linux runner label (:data:`RUNNER_GLIBC`; 2.35 for one it does not know)."""
-    return RUNNER_GLIBC.get(runner, DEFAULT_GLIBC)
 
 
 def arch_problem(value: str) -> str | None:
     return None if value in ARCHES else "one of " + ", ".join(repr(a) for a in ARCHES)
-# The largest page GitHub's REST API serves (per_page).
-GITHUB_PER_PAGE = 100
-# The first retry wait of every HTTP client, seconds (the run's PIPELINE_HTTP_BACKOFF default).
-DEFAULT_BACKOFF = 1.0
 BACKENDS = ("cpu", "cuda", "metal", "rocm", "vulkan")
 # ROCm toolchain policies that are rules; anything else must be an explicit version.
 WEEKLY_STABLE = "weekly-stable"
@@ -160,15 +125,6 @@ def rocm_version_date(version: str) -> date:
     return date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
 
 
-def human_bytes(n: float) -> str:
-    """``512 B``, ``1.5 KiB`` ... ``12.0 GiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 def parse_policy(text: str, *, where: str) -> str:
     """A policy name or a TheRock version; anything else is a UsageError naming ``where``."""
     from pipeline.errors import UsageError
@@ -243,6 +199,3 @@ def template_problem(template: str) -> str | None:
 DIST_DIR = "dist"
 
 
-def glibc_problem(value: str) -> str | None:
-    """Why ``value`` is not a glibc version like '2.35', or None."""
-    return None if re.match(r"^2\.\d+$", value) else "a glibc version like '2.35'"

@@ -384,12 +384,12 @@ def _time(fn: Callable[[], Any], repeat: int, modules: Sequence[ModuleType]) -> 
 def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
     import pipeline.rocm.index
     import pipeline.rocm.policy
-    import pipeline.rocm.resolve
+    import pipeline.rocm.tarball_resolve
     import pipeline.rocm.versions
     from pipeline.rocm.index import parse_html_index
-    from pipeline.rocm.resolve import resolve_from_entries
+    from pipeline.rocm.tarball_resolve import resolve_from_entries
 
-    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.rocm.resolve)
+    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.rocm.tarball_resolve)
     now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
     page = index_page(entries, now.date())
     url = "https://index.invalid/tarball-multi-arch/"

@@ -46,7 +46,7 @@ def archive_decision(inputs: RunInputs) -> ArchiveDecision:
         return _no_room(ccache, limit)
     sizes: dict[str, int | None] = {}
     for name in rocm_legs:
-        from pipeline.resolution.resolve import rocm_for_leg
+        from pipeline.run_resolution import rocm_for_leg
 
         try:
             url = rocm_for_leg(inputs, name).url

@@ -1,6 +1,6 @@
 """GitHub Actions caches as data: one listed cache entry, validated (pure).
 
-The REST client (:mod:`pipeline.actions_cache.client`) lists them; the prune plan
+The REST client (:mod:`pipeline.actions_cache.caches_client`) lists them; the prune plan
 (:mod:`pipeline.actions_cache.prune`) decides over them without any I/O.
 """
 
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.errors import GitHubError
-from pipeline.names import GITHUB_PER_PAGE
+from pipeline.github.limits import GITHUB_PER_PAGE
 
 PER_PAGE = GITHUB_PER_PAGE
 

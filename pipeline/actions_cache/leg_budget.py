@@ -19,7 +19,7 @@ from typing import Any
 
 from pipeline.actions_cache.budget import parse_size
 from pipeline.inputs.matrix import Matrix
-from pipeline.names import human_bytes
+from pipeline.util.byte_sizes import human_bytes
 
 
 @dataclass(frozen=True, kw_only=True)

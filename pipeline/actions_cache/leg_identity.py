@@ -31,7 +31,7 @@ def given_toolchain(leg: Leg, given: str) -> str:
     return key_toolchain(given)
 
 
-def cache_key_tag(inputs: RunInputs) -> str:
+def run_tag_for_key(inputs: RunInputs) -> str:
     """The run's tag (``cache-key --tag`` aside): the resolution's, else matrix.toml's explicit tag.
 
     The resolution's tag carries the mix suffix that a ``PIPELINE_TAG`` base tag lacks.

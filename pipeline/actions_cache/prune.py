@@ -21,7 +21,7 @@ from pipeline.actions_cache.budget import CacheBudget, budget_by_kind
 from pipeline.actions_cache.cache_keys import MalformedKeyError, parse_key
 from pipeline.actions_cache.entries import PER_PAGE, CacheEntry
 from pipeline.errors import PipelineError, UsageError
-from pipeline.names import human_bytes
+from pipeline.util.byte_sizes import human_bytes
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,8 +24,8 @@ from typing import IO, BinaryIO
 from pipeline.archives import packing
 from pipeline.archives.zipwriter import ZipWriter
 from pipeline.errors import BundleError
-from pipeline.guard.checkpoints import checkpoint
 from pipeline.names import member_name_problem
+from pipeline.processes.pause_points import checkpoint
 from pipeline.util.fsutil import atomic_output, stream_digest
 
 # 1980-01-01T00:00:00Z: the earliest moment a zip can store, used for tar too.

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
-from pipeline.guard.checkpoints import checkpoint
 from pipeline.names import member_name_problem
+from pipeline.processes.pause_points import checkpoint
 from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
 from pipeline.util.tree_removal import remove_tree
 

@@ -1,6 +1,6 @@
 """One module per backend behind one small interface, picked from a table.
 
-:class:`~pipeline.backends.base.Backend` says everything a backend differs
+:class:`~pipeline.backends.protocol.Backend` says everything a backend differs
 in: how its toolchain is prepared, its cache identity, the runtime its
 bundles carry, its bundle name. ``BACKENDS`` is the table; the rest of the
 pipeline asks :func:`backend_of` and never names a backend itself.
@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.backends import cpu, cuda, metal, rocm, vulkan
-from pipeline.backends.base import Backend, RuntimeProfile
+from pipeline.backends.protocol import Backend, RuntimeProfile
 from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import DEFAULT_ARCH, DEFAULT_TEMPLATE, OS_LABELS
-from pipeline.toolchain.base import Toolchain, ToolchainRequest
+from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -58,7 +58,7 @@ def toolchain_request(
     """
     rocm = None
     if leg.needs_resolution and rocm_path is None:
-        from pipeline.resolution.resolve import rocm_for_leg
+        from pipeline.run_resolution import rocm_for_leg
 
         rocm = rocm_for_leg(inputs, leg)
     return ToolchainRequest(
@@ -84,7 +84,7 @@ def prepare_toolchain(request: ToolchainRequest, console: Console) -> Toolchain:
     """Find (or install) the toolchain that builds ``request.leg``; a ToolchainError for a leg of another
     arch that this machine cannot cross-build."""
     from pipeline.toolchain.cross import cross_problem
-    from pipeline.util.host import host_arch, host_os
+    from pipeline.util.this_machine import host_arch, host_os
 
     if (problem := cross_problem(request.leg, host_os=host_os(), host=host_arch())) is not None:
         raise ToolchainError(problem)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.backends.base import NO_RUNTIME, RuntimeProfile
+from pipeline.backends.protocol import NO_RUNTIME, RuntimeProfile
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
 
 class Cpu:
@@ -21,8 +21,8 @@ class Cpu:
 
     def _toolchain(self, request: ToolchainRequest, *, write: bool) -> Toolchain:
         from pipeline.toolchain.cross import cross_target, cross_toolchain
-        from pipeline.toolchain.host import host_toolchain
-        from pipeline.util.host import host_arch, host_os
+        from pipeline.toolchain.host_compiler import host_toolchain
+        from pipeline.util.this_machine import host_arch, host_os
 
         # A Linux arm64 leg on an x86-64 machine: Debian's aarch64 GCC through a toolchain file.
         target = cross_target(request.leg, host_os=host_os(), host=host_arch())

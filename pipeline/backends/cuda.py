@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.backends.base import RuntimeProfile
+from pipeline.backends.protocol import RuntimeProfile
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
 _LINUX = RuntimeProfile(library_dirs=("lib64", "lib", "targets/x86_64-linux/lib"))
 _WINDOWS = RuntimeProfile(library_dirs=("bin", "bin/x64"))

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.backends.base import NO_RUNTIME, RuntimeProfile
+from pipeline.backends.protocol import NO_RUNTIME, RuntimeProfile
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
 
 class Metal:
@@ -23,7 +23,7 @@ class Metal:
     downloads_toolchain = False
 
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
-        from pipeline.toolchain.host import host_toolchain
+        from pipeline.toolchain.host_compiler import host_toolchain
 
         return host_toolchain(request.environ)
 

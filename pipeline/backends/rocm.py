@@ -9,12 +9,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from pipeline.backends.base import DataFolder, RuntimeProfile
+from pipeline.backends.protocol import DataFolder, RuntimeProfile
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
 _LINUX = RuntimeProfile(
     library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64"),

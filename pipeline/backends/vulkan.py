@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.backends.base import NO_RUNTIME, RuntimeProfile
+from pipeline.backends.protocol import NO_RUNTIME, RuntimeProfile
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.base import Toolchain, ToolchainRequest
+    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
 
 class Vulkan:

@@ -50,7 +50,7 @@ from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.matrix import Leg
-from pipeline.names import DEFAULT_MACOS_MIN
+from pipeline.inputs.runners import DEFAULT_MACOS_MIN
 from pipeline.util.tree_removal import remove_tree
 
 

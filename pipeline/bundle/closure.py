@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.backends import runtime_profile
-from pipeline.backends.base import DataFolder, RuntimeProfile
+from pipeline.backends.protocol import DataFolder, RuntimeProfile
 from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
 from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.errors import BundleError, ToolchainError
-from pipeline.guard.children import run_child
+from pipeline.processes.groups import run_child
 
 # Copied runtime libraries go to the bundle's root, beside the programs, as upstream's bundles
 # and the release job do; data folders (rocblas/library) go below it.

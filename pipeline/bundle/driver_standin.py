@@ -33,7 +33,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from pipeline.bundle.elfdeps import is_elf, read_elf
-from pipeline.guard.children import run_child
+from pipeline.processes.groups import run_child
 
 DRIVER = "libcuda.so.1"
 # CUresult CUDA_ERROR_NO_DEVICE (cuda.h).

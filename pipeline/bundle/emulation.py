@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.util.host import host_arch as host_arch
+from pipeline.util.this_machine import host_arch as host_arch
 
 # (os, arch) -> (qemu-user program, the sysroot it loads libraries from), for a Linux host.
 QEMU: dict[tuple[str, str], tuple[str, str]] = {

@@ -38,7 +38,7 @@ from pathlib import Path
 from pipeline.bundle.closure_policy import is_base_system
 from pipeline.bundle.machodeps import is_macho, read_macho, signature_matches
 from pipeline.errors import BundleError, ToolchainError
-from pipeline.guard.children import run_child
+from pipeline.processes.groups import run_child
 
 # Install-name prefixes that resolve inside the bundle (its files sit flat at the root).
 RELATIVE_PREFIXES = ("@rpath/", "@loader_path/", "@executable_path/")

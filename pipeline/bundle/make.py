@@ -50,7 +50,7 @@ from pipeline.errors import BundleError
 from pipeline.inputs.matrix import Leg
 from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.base import Toolchain
+from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.util.fsutil import atomic_write_bytes, confined
 
 FORMAT = "llama-pipeline-bundle"

@@ -49,7 +49,7 @@ from typing import IO
 from pipeline.bundle.elfdeps import is_elf
 from pipeline.bundle.machodeps import is_macho
 from pipeline.bundle.pedeps import is_pe
-from pipeline.guard.children import adopting_orphans, popen_child, stop_group
+from pipeline.processes.groups import adopting_orphans, popen_child, stop_group
 
 PROGRAM_PREFIX = "llama-"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"

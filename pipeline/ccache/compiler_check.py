@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.guard.children import run_child
 from pipeline.names import SHA256_HEX
-from pipeline.toolchain.base import Toolchain, version_output
+from pipeline.processes.groups import run_child
+from pipeline.toolchain.compiler_set import Toolchain, version_output
 
 TOOLCHAIN_MODE = "toolchain"
 _COMPILER_ARG = re.compile(r"^-DCMAKE_(C|CXX|HIP|CUDA)_COMPILER=(.+)$")

@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from pipeline.errors import UsageError
-from pipeline.guard.redaction import redact_url
+from pipeline.redaction import redact_url
 
 SCHEMES = ("redis", "http")
 DEFAULT_PORTS = {"redis": 6379, "http": 80}

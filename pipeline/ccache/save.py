@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ToolchainError
-from pipeline.guard.children import run_child
+from pipeline.processes.groups import run_child
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline._vendor.ccache_stats import CcacheStatsError, parse_stats_log, summarize
+from pipeline.ccache.stats_parser import CcacheStatsError, parse_stats_log, summarize
 from pipeline.errors import ToolchainError
 from pipeline.results.record import RECORD_NAME, LegRecord
 

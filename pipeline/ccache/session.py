@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline._vendor.ccache_stats import CcacheStatsError, CcacheSummary, parse_stats_log, summarize
+from pipeline.ccache.stats_parser import CcacheStatsError, CcacheSummary, parse_stats_log, summarize
 from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import CcacheConfig
 
@@ -71,7 +71,7 @@ def find_ccache() -> Path:
 
 
 def ccache_version(exe: Path) -> str:
-    from pipeline.toolchain.base import version_output
+    from pipeline.toolchain.compiler_set import version_output
 
     match = re.search(r"ccache version (\S+)", version_output(exe))
     return match.group(1) if match else "unknown"

@@ -6,16 +6,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline.commands.common import add_github_options, apply_issue_action, expected_legs, github_target
+from pipeline.commands.shared.github_args import add_github_options, expected_legs, github_target
+from pipeline.commands.shared.issue_actions import apply_issue_action
 from pipeline.errors import UsageError
 from pipeline.github import rest
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_label, check_status, plan_alert
-from pipeline.release.client import ReleasesClient
 from pipeline.release.collect import read_results
 from pipeline.release.plan import NO_STATUS
-from pipeline.util.retry import say_on_stderr
+from pipeline.release.releases_client import ReleasesClient
+from pipeline.util.http_retry import say_on_stderr
 
 
 def register(sub: Any) -> None:

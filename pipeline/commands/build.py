@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.commands.common import add_build_arguments
+from pipeline.commands.shared.build_args import add_build_arguments
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg.options import LegOptions
 

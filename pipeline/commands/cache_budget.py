@@ -10,7 +10,7 @@ from typing import Any
 from pipeline.actions_cache.leg_budget import matrix_leg_budget
 from pipeline.github import runner
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import human_bytes
+from pipeline.util.byte_sizes import human_bytes
 
 
 def register(sub: Any) -> None:

@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("leg", metavar="LEG", help="a leg of the matrix")
     p.add_argument(
-        "--tag", dest="key_tag",
+        "--tag", dest="run_tag",
         help="the run's tag, e.g. b10327 or b10327-mix-1a2b3c4 (default: the resolution's)",
     )
     p.add_argument(
@@ -39,12 +39,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.actions_cache.leg_identity import cache_key_tag, given_toolchain, toolchain_identity
+    from pipeline.actions_cache.leg_identity import run_tag_for_key, given_toolchain, toolchain_identity
     from pipeline.backends import backend_of
     from pipeline.ccache.session import leg_cache_dir
 
     leg = inputs.require_matrix().leg(args.leg)
-    tag = check_run_tag(args.key_tag) if args.key_tag else cache_key_tag(inputs)
+    tag = check_run_tag(args.run_tag) if args.run_tag else run_tag_for_key(inputs)
     toolchain = given_toolchain(leg, args.toolchain) if args.toolchain else toolchain_identity(inputs, leg)
     key = cache_key(leg.name, toolchain, tag)
     restore = restore_keys(leg.name, toolchain)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import glibc_problem
+from pipeline.inputs.runners import glibc_problem
 from pipeline.util.tree_removal import remove_tree
 
 _EPILOG = """\

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bundle.compare import compare
-from pipeline.commands.common import print_comparison
+from pipeline.commands.shared.comparison_table import print_comparison
 from pipeline.inputs.run_inputs import RunInputs
 
 _EPILOG = """\

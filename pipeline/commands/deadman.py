@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.commands.common import add_github_options, apply_issue_action, github_target
+from pipeline.commands.shared.github_args import add_github_options, github_target
+from pipeline.commands.shared.issue_actions import apply_issue_action
 from pipeline.errors import UsageError
 from pipeline.github import rest
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.release.alert import check_label
 from pipeline.release.deadman import DEFAULT_STALE_LABEL, TITLE, plan_deadman, release_seen
-from pipeline.util.retry import say_on_stderr
+from pipeline.util.http_retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if not repo:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     token = rest.token_from_env(inputs.environ, permission="issues: write")
-    from pipeline.release.client import ReleasesClient
+    from pipeline.release.releases_client import ReleasesClient
 
     client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
                             budget=inputs.http_retry_budget, on_wait=say_on_stderr)  # fmt: skip

@@ -7,14 +7,14 @@ import json
 import sys
 from typing import Any
 
-from pipeline.actions_cache.client import CachesClient
+from pipeline.actions_cache.caches_client import CachesClient
 from pipeline.actions_cache.prune import PrunePlan, PruneResult, apply_plan, plan_prune, summary_markdown
 from pipeline.errors import UsageError
 from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.util.fsutil import human_bytes
-from pipeline.util.retry import say_on_stderr
+from pipeline.util.http_retry import say_on_stderr
 
 
 def register(sub: Any) -> None:

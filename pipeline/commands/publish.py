@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.commands.common import add_github_options, expected_legs, github_target, is_forced
+from pipeline.commands.shared.build_args import is_forced
+from pipeline.commands.shared.github_args import add_github_options, expected_legs, github_target
 from pipeline.errors import GitHubError, PublishError, UsageError
 from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.release.client import Release, ReleasesClient
 from pipeline.release.collect import bundles_present, find_source_archive, read_results, release_files
 from pipeline.release.plan import (
     UploadPlan,
@@ -23,7 +23,8 @@ from pipeline.release.plan import (
     release_notes,
     replaces_assets,
 )
-from pipeline.util.retry import say_on_stderr
+from pipeline.release.releases_client import Release, ReleasesClient
+from pipeline.util.http_retry import say_on_stderr
 
 
 def register(sub: Any) -> None:

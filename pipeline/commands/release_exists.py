@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.commands.common import add_github_options, github_target, is_forced
+from pipeline.commands.shared.build_args import is_forced
+from pipeline.commands.shared.github_args import add_github_options, github_target
 from pipeline.errors import UsageError
 from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.resolution_file import Resolution
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.util.retry import say_on_stderr
+from pipeline.util.http_retry import say_on_stderr
 
 
 def register(sub: Any) -> None:
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError("no tag: pass --tag TAG or --resolved PATH")
     force = is_forced(args.force, inputs.environ)
     token = rest.token_from_env(inputs.environ, permission="contents: read")
-    from pipeline.release.client import ReleasesClient
+    from pipeline.release.releases_client import ReleasesClient
 
     client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
         budget=inputs.http_retry_budget, on_wait=say_on_stderr)

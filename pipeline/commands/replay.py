@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pipeline.commands.common import add_resolution_options, fetch_with_status
+from pipeline.commands.shared.resolution_args import add_resolution_options, fetch_with_status
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import Leg
@@ -27,8 +27,8 @@ from pipeline.inputs.resolution_file import Resolution, load_resolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.rocm.index import builds_for
 from pipeline.rocm.policy import WEEK_ZONE, is_explicit, parse_policy
-from pipeline.rocm.resolve import load_entries, resolve_from_entries
 from pipeline.rocm.simulate import ReplayRow, replay_moments, replay_rows
+from pipeline.rocm.tarball_resolve import load_entries, resolve_from_entries
 from pipeline.rocm.versions import RocmBuild
 from pipeline.util.timeutil import format_utc
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipeline.commands.common import add_for_build, settings_from_build_args
+from pipeline.commands.shared.build_args import add_for_build, settings_from_build_args
 from pipeline.errors import PipelineError, UsageError
 from pipeline.github import runner
 from pipeline.inputs import settings as S
@@ -102,7 +102,7 @@ def _threshold(args: argparse.Namespace, inputs: RunInputs) -> float:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.report import render as report
+    from pipeline.report import formats as report
     from pipeline.util.console import make_console
     if args.for_build is not None:
         from pipeline.inputs.run_inputs import read_inputs

@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from dataclasses import replace
 
-    from pipeline.commands.common import print_comparison
+    from pipeline.commands.shared.comparison_table import print_comparison
     from pipeline.leg.options import LegOptions
     from pipeline.leg.steps import run_leg
     from pipeline.source.checkout import checkout_source, describe_checkout

@@ -13,19 +13,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.commands.common import (
-    add_for_build,
-    add_resolution_options,
-    fetch_with_status,
-    settings_from_build_args,
-)
+from pipeline.commands.shared.build_args import add_for_build, settings_from_build_args
+from pipeline.commands.shared.resolution_args import add_resolution_options, fetch_with_status
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.resolution_file import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import ROCM_OSES
-from pipeline.resolution.resolve import resolve_run
-from pipeline.rocm.resolve import load_entries, resolve_from_entries
+from pipeline.rocm.tarball_resolve import load_entries, resolve_from_entries
+from pipeline.run_resolution import resolve_run
 from pipeline.util.timeutil import format_utc
 
 if TYPE_CHECKING:

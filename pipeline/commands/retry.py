@@ -6,13 +6,13 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from pipeline.commands.common import add_github_options, github_target
+from pipeline.commands.shared.github_args import add_github_options, github_target
 from pipeline.errors import UsageError
 from pipeline.github import rest
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.release.retry import decide_retry
-from pipeline.util.retry import say_on_stderr
+from pipeline.release.rerun_decision import decide_retry
+from pipeline.util.http_retry import say_on_stderr
 
 
 def _run_id(text: str) -> int:

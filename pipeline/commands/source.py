@@ -3,7 +3,7 @@
 The parent job runs it after ``resolve`` (with the run's resolution, so it
 builds the same tag and mix as the legs would); the workflow hands the archive
 and its manifest to every leg as an artifact, and the legs build with
-``--source-archive`` (or ``PIPELINE_SOURCE``) instead of cloning.
+``--source-archive`` (or ``PIPELINE_SOURCE_ARCHIVE``) instead of cloning.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.github.runner import annotate, append_summary, set_output
-    from pipeline.resolution.resolve import source_for_run
+    from pipeline.run_resolution import source_for_run
     from pipeline.source.archive import git_objects_bytes, write_source_archive
     from pipeline.source.checkout import checkout_source, preflight_mix
     from pipeline.util.console import make_console

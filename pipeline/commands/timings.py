@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        from pipeline.report.render import print_timings
+        from pipeline.report.formats import print_timings
         from pipeline.util.console import make_console
 
         print_timings(make_console(inputs.environ), summary, title=str(build_dir))

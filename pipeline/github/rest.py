@@ -1,7 +1,7 @@
 """GitHub's REST API: :class:`RestClient`, the one transport (token headers, the
 shared retry policy, one-line errors). Its clients live with their features:
-Actions caches in :mod:`pipeline.actions_cache.client`, releases and issues in
-:mod:`pipeline.release.client`; the runner's files and commands are
+Actions caches in :mod:`pipeline.actions_cache.caches_client`, releases and issues in
+:mod:`pipeline.release.releases_client`; the runner's files and commands are
 :mod:`pipeline.github.runner`. The token comes from
 ``GITHUB_TOKEN`` or ``GH_TOKEN``; it lives only in the session's headers and
 never appears in a message, a repr or a log line: error lines are redacted,
@@ -18,9 +18,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
-from pipeline.guard.redaction import redact
 from pipeline.inputs import settings
-from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
+from pipeline.inputs.settings import DEFAULT_BACKOFF
+from pipeline.redaction import redact
+from pipeline.util.http_retry import (
+    RetriesExhausted,
+    Retryable,
+    call_with_retries,
+    retry_after,
+)
 
 if TYPE_CHECKING:
     import requests
@@ -253,7 +259,7 @@ class RestClient:
 
 
 def redact_token(text: str, token: str) -> str:
-    """``text`` without ``token``, URL credentials or auth headers (:func:`pipeline.guard.redaction.redact`)."""
+    """``text`` without ``token``, URL credentials or auth headers (:func:`pipeline.redaction.redact`)."""
     return redact(text, (token,))
 
 

@@ -21,13 +21,13 @@ from typing import Any, TypeVar
 
 from pipeline.errors import ConfigError
 from pipeline.inputs.pins import DEFAULT_CUDA_LINE, ToolchainPins, parse_toolchain_pins
+from pipeline.inputs.runners import DEFAULT_MACOS_MIN, default_runner, glibc_problem, runner_glibc
 from pipeline.inputs.settings import DEFAULT_ROCM_INDEX, MATRIX
 from pipeline.names import (
     ARCHES,
     BACKENDS,
     COMMIT_SHA,
     DEFAULT_ARCH,
-    DEFAULT_MACOS_MIN,
     DEFAULT_POLICY,
     GITHUB_REPO,
     GPU_TARGET,
@@ -38,10 +38,7 @@ from pipeline.names import (
     ROCM_OSES,
     ROCM_VERSION,
     UPSTREAM_TAG,
-    default_runner,
-    glibc_problem,
     is_family,
-    runner_glibc,
     template_problem,
     url_problem,
 )

@@ -22,16 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.names import (
-    DEFAULT_BACKOFF,
-    DEFAULT_POLICY,
-    ROCM_VERSION_EXAMPLE,
-    UPSTREAM_TAG,
-    parse_policy,
-    url_problem,
-)
+from pipeline.names import DEFAULT_POLICY, ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy, url_problem
 
 Parse = Callable[[str, str], Any]
+
+
+# The first retry wait of every HTTP client, seconds (the run's PIPELINE_HTTP_BACKOFF default).
+DEFAULT_BACKOFF = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,7 +230,7 @@ ROCM_PATH = Setting(
     help="an installed ROCm the rocm legs build with instead of TheRock's download (resolve then fetches no index)",
 )
 SOURCE_ARCHIVE = Setting(
-    name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE",), parse=parse_text, metavar="PATH",
+    name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE_ARCHIVE",), parse=parse_text, metavar="PATH",
     default_shown="none (check out the source)",
     help="the run's source archive from `source` (its manifest beside it): legs extract it instead of cloning",
 )
@@ -344,7 +341,7 @@ XDG_CACHE_HOME = "XDG_CACHE_HOME"
 # The Vulkan loader's driver (ICD) selection: the machine's, kept in a smoke run's scrubbed environment.
 VULKAN_DRIVER_VARIABLES = ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES")
 LOCALAPPDATA = "LOCALAPPDATA"
-# The interrupt tests' hook (guard/checkpoints.py), not a setting of a run: where a run pauses.
+# The interrupt tests' hook (processes/pause_points.py), not a setting of a run: where a run pauses.
 PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"
 
 

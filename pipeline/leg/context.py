@@ -17,7 +17,7 @@ from rich.console import Console
 
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.leg import render
+from pipeline.leg import console_lines as render
 from pipeline.leg.options import LegOptions
 from pipeline.results.record import LegRecord
 

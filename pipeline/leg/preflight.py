@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 
 from pipeline.errors import ToolchainError
-from pipeline.leg import render
+from pipeline.leg import console_lines as render
 from pipeline.source.requirements import (
     HIP_CMAKELISTS,
     VULKAN_SOURCE,
@@ -33,7 +33,7 @@ from pipeline.source.requirements import (
     version_less,
     vulkan_extensions_used,
 )
-from pipeline.toolchain.base import Toolchain
+from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.gpu_versions import (
     CMAKE4_FLOOR,
     header_declares,

@@ -1,7 +1,7 @@
 """One leg: source tree -> toolchain -> preflight -> ccache -> CMake configure -> Ninja build -> bundle -> check.
 
 Every step is ``step(ctx, previous)``: the :class:`~pipeline.leg.context.LegContext`
-and the previous step's result; what the steps print is :mod:`pipeline.leg.render`.
+and the previous step's result; what the steps print is :mod:`pipeline.leg.console_lines`.
 
 The build directory is fresh every run (``<out>/<leg>/build``): a warm run
 is warm because of ccache, never because of a stale tree. One run at a time
@@ -32,16 +32,16 @@ from pipeline.ccache.session import (
     workspace_of,
 )
 from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
-from pipeline.guard.children import run_logged
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.leg import render
+from pipeline.leg import console_lines as render
 from pipeline.leg.context import LegContext, Step
 from pipeline.leg.layout import place_tree, tree_place
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
+from pipeline.processes.groups import run_logged
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
-from pipeline.toolchain.base import Toolchain
+from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
 from pipeline.util.tree_removal import remove_tree
 
@@ -171,7 +171,7 @@ def run_leg(
     if options.source is not None:
         # A wrong --source is the user's typo: refused before anything is written.
         check_cmake_project(options.source)
-    from pipeline.guard.locks import hold
+    from pipeline.processes.locks import hold
 
     work.mkdir(parents=True, exist_ok=True)
     with hold(leg_lock(work), what=f"the output folder {work}", since=inputs.started,
@@ -260,7 +260,7 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
         return SourceTree(path=path, info=record_info, tag=manifest.tag, outside_git=True)
-    from pipeline.resolution.resolve import source_for_run
+    from pipeline.run_resolution import source_for_run
     from pipeline.source.archive import git_objects_bytes
 
     matrix = inputs.require_matrix()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pipeline.bundle.sbom import SBOM_SUFFIX
 from pipeline.errors import PublishError
-from pipeline.guard.locks import is_held
 from pipeline.names import DIST_DIR
+from pipeline.processes.locks import is_held
 from pipeline.release.plan import (
     SUMS_NAME,
     LegResult,

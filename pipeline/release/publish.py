@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pipeline.errors import PipelineError, PublishError
-from pipeline.release.client import AssetExists, Release, ReleasesClient
 from pipeline.release.plan import (
     STAGED_MARK,
     SUMS_NAME,
@@ -37,6 +36,7 @@ from pipeline.release.plan import (
     sha256sums_text,
     staged_name,
 )
+from pipeline.release.releases_client import AssetExists, Release, ReleasesClient
 
 
 def content_type(name: str) -> str:

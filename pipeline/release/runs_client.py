@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.errors import GitHubError
+from pipeline.github.limits import GITHUB_PER_PAGE as PER_PAGE
 from pipeline.github.rest import RestClient, _json_body
-from pipeline.names import GITHUB_PER_PAGE as PER_PAGE
-from pipeline.release.retry import JobSeen
+from pipeline.release.rerun_decision import JobSeen
 
 
 class RunsClient(RestClient):

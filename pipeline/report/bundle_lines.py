@@ -1,4 +1,4 @@
-"""The report's lines on each leg's bundle check (pure; rendered by pipeline.report.render)."""
+"""The report's lines on each leg's bundle check (pure; rendered by pipeline.report.formats)."""
 
 from __future__ import annotations
 

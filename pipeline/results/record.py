@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import PipelineError
-from pipeline.guard.locks import is_held
+from pipeline.processes.locks import is_held
 from pipeline.util.fsutil import atomic_write_json
 
 RECORD_NAME = "record.json"
-# Beside the record: the lock a leg run holds on its output folder (pipeline.guard.locks).
+# Beside the record: the lock a leg run holds on its output folder (pipeline.processes.locks).
 LOCK_NAME = ".lock"
 # What a record's status can say. "running" is written before any work; a
 # "running" record whose run holds no lock any more reads as "interrupted".

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pipeline.errors import IndexFormatError, NetworkError, UsageError
-from pipeline.guard.redaction import redact
+from pipeline.inputs.settings import DEFAULT_BACKOFF
+from pipeline.redaction import redact
 from pipeline.rocm.index import (
     IndexEntry,
     next_page_url,
@@ -24,7 +25,12 @@ from pipeline.rocm.index import (
     parse_s3_page,
     sniff_format,
 )
-from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
+from pipeline.util.http_retry import (
+    RetriesExhausted,
+    Retryable,
+    call_with_retries,
+    retry_after,
+)
 
 if TYPE_CHECKING:
     import requests
@@ -148,7 +154,7 @@ def fetch_index(
     unreachable or answers another 4xx, IndexFormatError when the page is not an
     index. ``on_page(pages, entries)`` is called after each page (progress).
     ``budget`` caps the seconds one page's retries take; ``on_wait`` gets a
-    line before each retry's wait (see :func:`pipeline.util.retry.call_with_retries`).
+    line before each retry's wait (see :func:`pipeline.util.http_retry.call_with_retries`).
     """
     scheme = urlsplit(url).scheme
     if scheme not in ("http", "https", "file"):

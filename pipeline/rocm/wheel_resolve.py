@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from pipeline.errors import NetworkError, ResolutionError, UsageError
 from pipeline.inputs.resolution_file import ResolvedRocm, ResolvedWheel
+from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.rocm.index_fetch import get_page
 from pipeline.rocm.policy import cutoff_for, parse_policy, select_build
 from pipeline.rocm.wheel_index import (
@@ -29,7 +30,6 @@ from pipeline.rocm.wheel_index import (
     projects_for,
     wheel_builds,
 )
-from pipeline.util.retry import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
     import requests

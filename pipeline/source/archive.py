@@ -29,8 +29,8 @@ from typing import Any
 
 from pipeline.archives.extract import MARKER, extract_archive
 from pipeline.errors import SourceError
-from pipeline.guard.children import popen_child, run_child
 from pipeline.names import is_safe_tag
+from pipeline.processes.groups import popen_child, run_child
 from pipeline.util.fsutil import atomic_output, atomic_write_json, file_digest, stream_digest
 from pipeline.util.tree_removal import remove_tree
 

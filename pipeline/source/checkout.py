@@ -23,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pipeline.errors import ResolutionError, SourceError
-from pipeline.guard.children import run_child
 from pipeline.inputs.matrix import MixPin, SourceConfig
 from pipeline.inputs.mix import (
     check_pins,
@@ -32,6 +31,7 @@ from pipeline.inputs.mix import (
 )
 from pipeline.inputs.resolution_file import SourceSpec
 from pipeline.names import BUILD_TAG, SAFE_TAG_MAX, is_safe_tag, safe_identity
+from pipeline.processes.groups import run_child
 
 _PEELED = "^{}"
 # Candidate tags whose dates are read per fetch: 1, 2, 4, ... up to this many.

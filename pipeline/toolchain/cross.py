@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import Leg
-from pipeline.toolchain.base import Toolchain, safe_identity
-from pipeline.toolchain.host import compiler_version, find_compiler
+from pipeline.toolchain.compiler_set import Toolchain, safe_identity
+from pipeline.toolchain.host_compiler import compiler_version, find_compiler
 from pipeline.util.fsutil import atomic_write_text
 
 

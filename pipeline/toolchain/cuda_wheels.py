@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.guard.children import run_child
 from pipeline.inputs import settings
 from pipeline.inputs.pins import CudaPins
-from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
-from pipeline.toolchain.cuda import cuda_toolchain
+from pipeline.inputs.settings import DEFAULT_BACKOFF
+from pipeline.processes.groups import run_child
+from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
 from pipeline.toolchain.cuda_layout import (
     DRIVER_SONAME,
     DRIVER_STUB,
@@ -37,10 +37,11 @@ from pipeline.toolchain.cuda_layout import (
     unversioned_links,
     wheel_tree,
 )
-from pipeline.toolchain.host import find_compiler, host_toolchain
+from pipeline.toolchain.cuda_nvcc import cuda_toolchain
+from pipeline.toolchain.host_compiler import find_compiler, host_toolchain
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.util.fsutil import file_digest
-from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
+from pipeline.util.http_retry import RetriesExhausted, Retryable, call_with_retries
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.guard.children import run_child
+from pipeline.processes.groups import run_child
 
 # The ROCm packages ggml-hip's configure loads (find_package and enable_language(HIP)).
 ROCM_PACKAGES = ("hip", "hip-lang", "hipblas", "hipblaslt", "rocblas", "rccl", "amd_comgr", "hsa-runtime64")
@@ -120,7 +120,7 @@ def header_declares(text: str, extension: str) -> bool:
 
 def vulkan_header(include_dir: Path) -> tuple[Path, str, str] | None:
     """``(vulkan_core.h, its version "1.3.239", its text)`` under ``include_dir``, or None when it is missing."""
-    from pipeline.toolchain.vulkan import parse_header_version
+    from pipeline.toolchain.vulkan_tools import parse_header_version
 
     header = include_dir / "vulkan" / "vulkan_core.h"
     text = _read(header)

@@ -9,7 +9,7 @@ nothing removes the old ones. ``python -m pipeline prune --local`` plans
 - then, least recently used first, entries go until the cache fits ``--max-size`` GB.
 
 "Used" is the newest of the entry's own mtime and its lock file's: every
-install and download takes its lock (:mod:`pipeline.guard.locks`), also
+install and download takes its lock (:mod:`pipeline.processes.locks`), also
 when it only finds the thing already there, and the lock file's mtime is
 touched then; the packaging cache touches a member when it reuses it.
 
@@ -30,7 +30,7 @@ from typing import Any
 
 from pipeline.archives.extract import MARKER, remove_install
 from pipeline.errors import BusyError
-from pipeline.guard.locks import LOCK_SUFFIX, hold, is_held
+from pipeline.processes.locks import LOCK_SUFFIX, hold, is_held
 
 # A day: longer than any build, which uses a toolchain without holding its lock.
 RECENT_SECONDS = 86400.0

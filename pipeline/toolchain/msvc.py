@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.guard.children import run_child
-from pipeline.toolchain.base import Toolchain, safe_identity
+from pipeline.processes.groups import run_child
+from pipeline.toolchain.compiler_set import Toolchain, safe_identity
 from pipeline.toolchain.msvc_env import (
     MsvcEnv,
     default_vswhere,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.inputs.matrix import Leg
 from pipeline.names import rocm_identity
-from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
+from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
 from pipeline.util.fsutil import file_digest
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ def rocm_toolchain(
     its binary and device libraries, stable for one install and different for
     another build.
     """
-    from pipeline.toolchain.host import compiler_version
+    from pipeline.toolchain.host_compiler import compiler_version
 
     if not root.is_dir():
         raise ToolchainError(f"{root}: ROCm install not found (no such directory)")
@@ -377,7 +377,7 @@ def install_check(os_name: str) -> Callable[[Path], None]:
     """
     import sys
 
-    from pipeline.toolchain.base import version_output
+    from pipeline.toolchain.compiler_set import version_output
 
     def check(root: Path) -> None:
         clang = find_clang_dir(root, os_name) / exe(os_name, "clang")

@@ -32,8 +32,8 @@ from pipeline.archives.extract import (
     tree_digests,
 )
 from pipeline.errors import ToolchainError
-from pipeline.guard.children import run_child
-from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
+from pipeline.processes.groups import run_child
+from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, installed_set
 from pipeline.toolchain.therock import install_check, rocm_toolchain
@@ -96,7 +96,7 @@ def install_wheels(
     resolved: ResolvedRocm, request: ToolchainRequest, console: Console, *, python: str
 ) -> tuple[Path, bool]:
     """The install folder of ``resolved``'s wheels (installed now unless complete), and whether it was reused."""
-    from pipeline.guard.locks import hold
+    from pipeline.processes.locks import hold
 
     environ = dict(request.environ)
     refs = [ArchiveRef(label=w.file, sha256=w.sha256) for w in resolved.wheels]

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
 from pipeline.inputs.pins import SdkPin
-from pipeline.toolchain.base import Toolchain, ToolchainRequest, safe_identity
-from pipeline.toolchain.host import host_toolchain
+from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
+from pipeline.toolchain.host_compiler import host_toolchain
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
-from pipeline.toolchain.vulkan import vulkan_toolchain
+from pipeline.toolchain.vulkan_tools import vulkan_toolchain
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from pipeline.errors import PipelineError
-from pipeline.names import human_bytes as human_bytes
+from pipeline.util.byte_sizes import human_bytes as human_bytes
 
 
 def current_umask() -> int:

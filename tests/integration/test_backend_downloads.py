@@ -30,9 +30,9 @@ from rich.console import Console
 
 from pipeline.backends import toolchain_request
 from pipeline.errors import BusyError, NetworkError, ToolchainError
-from pipeline.guard.locks import hold
 from pipeline.inputs.matrix import load_matrix
-from pipeline.toolchain.base import ToolchainRequest
+from pipeline.processes.locks import hold
+from pipeline.toolchain.compiler_set import ToolchainRequest
 from tests.support.archives import make_tar, make_zip, tar_file, therock_members
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs

@@ -30,7 +30,7 @@ from pipeline.leg.options import LegOptions
 from pipeline.leg.steps import run_leg
 from pipeline.results.record import LegRecord
 from pipeline.source.checkout import checkout_source, resolve_source
-from pipeline.toolchain.host import host_toolchain
+from pipeline.toolchain.host_compiler import host_toolchain
 from tests.support.bundles import make_bundle
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 from tests.support.inputs import leg_inputs

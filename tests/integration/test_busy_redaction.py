@@ -26,7 +26,7 @@ HOLDER = textwrap.dedent(
     import sys
     from datetime import UTC, datetime
     from pathlib import Path
-    from pipeline.guard.locks import hold
+    from pipeline.processes.locks import hold
     from pipeline.results.record import leg_lock
     with hold(leg_lock(Path(sys.argv[-1])), what="x", since=datetime.now(UTC)):
         print("held", flush=True)

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.actions_cache.cache_keys import parse_key
 from pipeline.inputs.resolution_file import Resolution, ResolvedRocm
-from pipeline.toolchain.host import host_toolchain
+from pipeline.toolchain.host_compiler import host_toolchain
 from tests.support.actions_files import read_file_commands
 from tests.support.httpserver import LocalServer, Response
 from tests.support.pipeline_cli import ROOT, run_pipeline

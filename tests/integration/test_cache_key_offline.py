@@ -21,7 +21,7 @@ import yaml
 
 from pipeline.inputs.matrix import load_matrix
 from pipeline.inputs.resolution_file import Resolution, ResolvedRocm
-from pipeline.toolchain.host import host_toolchain
+from pipeline.toolchain.host_compiler import host_toolchain
 from tests.support.pipeline_cli import ROOT, run_pipeline
 
 pytestmark = pytest.mark.integration

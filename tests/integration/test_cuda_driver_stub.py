@@ -24,7 +24,7 @@ from pipeline.bundle.driver_standin import driver_for_smoke, imported_driver_sym
 from pipeline.bundle.elfdeps import read_elf
 from pipeline.bundle.smoke import scrubbed_env
 from pipeline.inputs.matrix import load_matrix
-from pipeline.toolchain.base import ToolchainRequest
+from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.cuda_wheels import install_cuda_wheels
 from pipeline.util.fsutil import file_digest
 from tests.support.cache_root import e2e_cache_root

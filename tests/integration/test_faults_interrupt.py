@@ -147,7 +147,7 @@ def slow_step(ws: Path) -> str:
 
 
 def pause_env(ws: Path, point: str) -> dict[str, str]:
-    """Hold the run at ``point`` (guard/checkpoints.py); it writes ``<ws>/pause/<point>.reached`` there."""
+    """Hold the run at ``point`` (processes/pause_points.py); it writes ``<ws>/pause/<point>.reached`` there."""
     (ws / "pause").mkdir(parents=True, exist_ok=True)
     return {"PIPELINE_PAUSE_AT": point, "PIPELINE_PAUSE_DIR": str(ws / "pause")}
 
@@ -426,7 +426,7 @@ def test_kill_during_download(rocm_ws: tuple[Path, TarballServer], tmp_path: Pat
 def test_kill_during_extraction(rocm_ws: tuple[Path, TarballServer], tmp_path: Path, sig: signal.Signals,
                                 code: int) -> None:
     ws, server = rocm_ws
-    # The run holds at the first member it extracts (guard/checkpoints.py): the signal lands mid-extraction
+    # The run holds at the first member it extracts (processes/pause_points.py): the signal lands mid-extraction
     # however fast or slow the machine is.
     proc = start_pipeline(rocm_args(ws), tmp_path / "logs", env={**rocm_env(ws), **pause_env(ws, "extract")})
     toolchains = ws / "toolchains"
@@ -656,7 +656,7 @@ def test_sigterm_during_a_legs_clone_stops_git_and_records_interrupted(git_ws: P
 
 
 # --------------------------------------------------------------------------
-# The group machinery itself (guard/children.py)
+# The group machinery itself (processes/groups.py)
 
 
 def _alive(pid: int) -> bool:
@@ -668,7 +668,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_popen_child_stops_the_whole_group_when_its_block_fails(tmp_path: Path) -> None:
-    from pipeline.guard.children import popen_child
+    from pipeline.processes.groups import popen_child
 
     # The child starts a grandchild and prints its pid: both must be gone after the failed block.
     script = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']);" \

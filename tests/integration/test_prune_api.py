@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.actions_cache.cache_keys import cache_key, toolchain_cache_key
-from pipeline.actions_cache.client import CachesClient
+from pipeline.actions_cache.caches_client import CachesClient
 from pipeline.errors import GitHubError
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT, run_pipeline

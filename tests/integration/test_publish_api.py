@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import GitHubError, PublishError
-from pipeline.release.client import ReleasesClient
 from pipeline.release.plan import LocalAsset, UploadPlan, plan_uploads
 from pipeline.release.publish import apply_release
+from pipeline.release.releases_client import ReleasesClient
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.release_runs import (

@@ -20,12 +20,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from pipeline import run_resolution as resolve
 from pipeline.errors import IndexFormatError, NetworkError
 from pipeline.inputs.matrix import load_matrix
-from pipeline.resolution import resolve
 from pipeline.rocm.index import IndexEntry
 from pipeline.rocm.index_fetch import fetch_index
-from pipeline.rocm.resolve import resolve_build
+from pipeline.rocm.tarball_resolve import resolve_build
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs
 from tests.support.pipeline_cli import run_pipeline

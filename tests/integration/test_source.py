@@ -243,9 +243,9 @@ def test_url_template_from_environment(forge: Forge, tmp_path: Path, monkeypatch
 def test_the_run_resolution_carries_the_source_to_every_leg(
     forge: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from pipeline import run_resolution as resolve
     from pipeline.inputs.matrix import parse_matrix
     from pipeline.inputs.resolution_file import write_resolution
-    from pipeline.resolution import resolve
     from tests.support.inputs import make_inputs
 
     def resolve_run(matrix: Any, *, now: datetime, source: bool) -> Any:

@@ -124,7 +124,7 @@ def test_leg_builds_from_the_archive_without_cloning(forge: dict[str, object], t
     made = _source(forge, tmp_path / "parent" / "out")
     archive = Path(str(made["path"]))
     leg_out = tmp_path / "leg" / "out"
-    env = {**forge["env"], "PIPELINE_SOURCE": str(archive),  # type: ignore[dict-item]
+    env = {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive),  # type: ignore[dict-item]
            # Any clone would fail: the leg must not fetch.
            "PIPELINE_GIT_URL_TEMPLATE": "file:///nonexistent/{repo}"}
     env["PIPELINE_MATRIX"] = str(Path(str(forge["env"]["PIPELINE_MATRIX"])))  # type: ignore[index]
@@ -157,7 +157,7 @@ def test_an_archive_without_its_manifest_is_one_clear_error(forge: dict[str, obj
     archive = Path(str(made["path"]))
     Path(str(archive) + ".json").unlink()
     proc = _pipeline(["build", "cpu", "--out", str(tmp_path / "leg"), "--no-bundle"],
-                     {**forge["env"], "PIPELINE_SOURCE": str(archive)}, tmp_path)  # type: ignore[dict-item]
+                     {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}, tmp_path)  # type: ignore[dict-item]
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"error: source archive {archive}: its manifest {archive.name}.json is missing" in proc.stderr
@@ -175,7 +175,7 @@ def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(forge: dict[st
 
 
 def _build_from(forge: dict[str, object], archive: Path, out: Path, cache: Path) -> dict[str, object]:
-    env = {**forge["env"], "PIPELINE_SOURCE": str(archive)}  # type: ignore[dict-item]
+    env = {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}  # type: ignore[dict-item]
     proc = _pipeline(["build", "cpu", "--out", str(out), "--cache-dir", str(cache), "--no-bundle"], env, out.parent)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record: dict[str, object] = json.loads((out / "cpu" / "record.json").read_text())
@@ -271,7 +271,7 @@ def test_a_manifest_tag_that_leaves_the_output_folder_is_refused(forge: dict[str
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "tag": "../../probe-evil-tag"}))
     leg_out = tmp_path / "leg" / "out"
     proc = _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc")],
-                     {**forge["env"], "PIPELINE_SOURCE": str(archive)}, tmp_path)  # type: ignore[dict-item]
+                     {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}, tmp_path)  # type: ignore[dict-item]
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
@@ -284,7 +284,7 @@ def test_an_edited_extracted_tree_is_not_built(forge: dict[str, object], tmp_pat
     made = _source(forge, tmp_path / "src" / "out")
     archive = Path(str(made["path"]))
     leg_out = tmp_path / "leg" / "out"
-    env = {**forge["env"], "PIPELINE_SOURCE": str(archive)}  # type: ignore[dict-item]
+    env = {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}  # type: ignore[dict-item]
 
     def build() -> subprocess.CompletedProcess[str]:
         return _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],

@@ -142,7 +142,7 @@ def test_report_line_of_a_bundle_check() -> None:
 
 
 def test_report_renders_each_legs_bundle_check() -> None:
-    from pipeline.report.render import leg_rows, render_markdown
+    from pipeline.report.formats import leg_rows, render_markdown
     from pipeline.results.record import LegRecord
 
     ok = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-01-01T00:00:00+00:00",

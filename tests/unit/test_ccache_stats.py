@@ -1,4 +1,4 @@
-"""Tests for pipeline._vendor.ccache_stats: real ccache 4.14 samples, older formats, bad input."""
+"""Tests for pipeline.ccache.stats_parser: real ccache 4.14 samples, older formats, bad input."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline._vendor.ccache_stats import (
+from pipeline.ccache.stats_parser import (
     ERROR_COUNTERS,
     KNOWN_COUNTERS,
     UNCACHEABLE_COUNTERS,

@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.archives.extract import check_archive, extract_archive, remove_stale
 from pipeline.errors import BusyError, ToolchainError
-from pipeline.guard.locks import describe_holder, hold, is_held
+from pipeline.processes.locks import describe_holder, hold, is_held
 from pipeline.results.record import LegRecord, leg_lock
 from pipeline.toolchain.installer.download import download
 from pipeline.util.fsutil import atomic_write_json, atomic_write_text
@@ -264,18 +264,18 @@ def test_bundles_are_readable_by_others(tmp_path: Path, suffix: str) -> None:
 
 
 # --------------------------------------------------------------------------
-# Every child in a process group of its own (guard/children.py)
+# Every child in a process group of its own (processes/groups.py)
 
 
 def test_no_module_starts_a_process_outside_the_group_machinery() -> None:
-    """subprocess.run/Popen outside guard/children.py would start a child an interrupt leaves running."""
+    """subprocess.run/Popen outside processes/groups.py would start a child an interrupt leaves running."""
     import ast
 
     root = Path(__file__).resolve().parents[2] / "pipeline"
     starters = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
     found = []
     for path in sorted(root.rglob("*.py")):
-        if path == root / "guard" / "children.py":
+        if path == root / "processes" / "groups.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Attribute) and node.attr in starters and isinstance(node.value, ast.Name)

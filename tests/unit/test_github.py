@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.actions_cache.client import CachesClient
+from pipeline.actions_cache.caches_client import CachesClient
 from pipeline.actions_cache.entries import CacheEntry
 from pipeline.errors import GitHubError, UsageError
 from pipeline.github import rest, runner

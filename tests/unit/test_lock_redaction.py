@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import BusyError
-from pipeline.guard.locks import hold, holder_file
+from pipeline.processes.locks import hold, holder_file
 
 SINCE = datetime(2026, 8, 10, 9, 17, tzinfo=UTC)
 PASSWORD = "pa55w0rd"

@@ -116,7 +116,7 @@ def test_rocm_folders_stay_in_front_of_msvc_on_path() -> None:
 
 
 def test_msvc_version_goes_into_the_toolchain_identity() -> None:
-    from pipeline.toolchain.base import Toolchain
+    from pipeline.toolchain.compiler_set import Toolchain
     from pipeline.toolchain.msvc import with_msvc
 
     before = parse_set_output(recorded("set-before.txt"))

@@ -217,7 +217,7 @@ def test_local_plan_never_removes_a_held_or_recently_used_entry() -> None:
 def test_holding_a_lock_marks_its_thing_used(tmp_path: Path) -> None:
     import os
 
-    from pipeline.guard.locks import hold
+    from pipeline.processes.locks import hold
 
     lock = tmp_path / ".rocm.lock"
     lock.write_text("")

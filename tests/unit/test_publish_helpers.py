@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands import common, release_exists
+from pipeline.commands import release_exists
+from pipeline.commands.shared import github_args
 from pipeline.commands.alert import default_run_url
 from pipeline.commands.release_exists import tag_from_resolution
 from pipeline.errors import UsageError
@@ -26,7 +27,7 @@ def expected_legs(flag: str | None, env_value: str | None, all_legs: list[str]) 
     """`--legs`, else PIPELINE_LEGS, else every leg of the matrix (``all_legs``)."""
     assert all_legs == list(MATRIX.legs)
     environ = {"PIPELINE_LEGS": env_value} if env_value is not None else {}
-    return common.expected_legs(argparse.Namespace(legs=flag), make_inputs(MATRIX, environ=environ))
+    return github_args.expected_legs(argparse.Namespace(legs=flag), make_inputs(MATRIX, environ=environ))
 
 
 def is_forced(flag: bool | None, env_value: str | None) -> bool:

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.ccache.remote import redact_url as redact_remote
 from pipeline.github.rest import RestClient, redact_token
-from pipeline.guard.redaction import MASK, redact, redact_command, redact_url, secrets_in
+from pipeline.redaction import MASK, redact, redact_command, redact_url, secrets_in
 
 TOKEN = "ghp_0123456789abcdefABCDEF0123456789abcd"
 

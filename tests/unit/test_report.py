@@ -1,4 +1,4 @@
-"""pipeline.report.render (rows, cache alarm, markdown, HTML, console) and the report command."""
+"""pipeline.report.formats (rows, cache alarm, markdown, HTML, console) and the report command."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from pipeline.cli import main
-from pipeline.report import render as report
+from pipeline.report import formats as report
 from pipeline.results.record import LegRecord
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pipeline import run_resolution as resolve
 from pipeline.errors import IndexFormatError, NetworkError, ResolutionError, UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import parse_matrix
@@ -22,7 +23,6 @@ from pipeline.inputs.resolution_file import (
     load_resolution,
     write_resolution,
 )
-from pipeline.resolution import resolve
 from pipeline.rocm.index import IndexEntry, parse_html_index
 from tests.support.inputs import make_inputs
 from tests.support.therock_index import html_page, nightlies

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.release.retry import JobSeen, decide_retry, judge_job
+from pipeline.release.rerun_decision import JobSeen, decide_retry, judge_job
 
 LOST = "The hosted runner: GitHub Actions 12 lost communication with the server. Anything in your workflow that terminates the runner process, starves it for CPU/Memory, or blocks its network access can cause this error."
 SHUTDOWN = "The runner has received a shutdown signal. This can happen when the runner service is stopped, or a manually started runner is canceled."

@@ -175,7 +175,7 @@ def test_matrix_rocm_source_and_wheel_index() -> None:
 
 def test_a_leg_refuses_a_resolution_made_from_the_other_source() -> None:
     from pipeline.inputs.resolution_file import Resolution
-    from pipeline.resolution.resolve import rocm_for_leg
+    from pipeline.run_resolution import rocm_for_leg
     from tests.support.inputs import make_inputs
 
     tarball = ResolvedRocm(policy="latest", cutoff=None, version="7.0.0a20250107", file="t.tar.gz",

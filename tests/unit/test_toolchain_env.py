@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import pytest
 
 from pipeline.errors import ToolchainError
-from pipeline.toolchain.cuda import cuda_cmake_args, cuda_env, parse_nvcc_version
+from pipeline.toolchain.cuda_nvcc import cuda_cmake_args, cuda_env, parse_nvcc_version
 from pipeline.toolchain.therock import (
     RocmLayout,
     derived_identity,
@@ -18,7 +18,7 @@ from pipeline.toolchain.therock import (
     launcher_languages,
     rocm_env,
 )
-from pipeline.toolchain.vulkan import parse_glslc_version, parse_header_version
+from pipeline.toolchain.vulkan_tools import parse_glslc_version, parse_header_version
 from tests.support.toolchains import find_layout
 
 TARGETS = ("gfx1100", "gfx1101", "gfx1102", "gfx1103")

@@ -240,7 +240,7 @@ def test_s3_index(data: st.DataObject) -> None:
 @EXAMPLES
 @given(data=st.data())
 def test_ccache_stats_log(data: st.DataObject) -> None:
-    from pipeline._vendor.ccache_stats import CcacheStatsError, parse_stats_log, summarize
+    from pipeline.ccache.stats_parser import CcacheStatsError, parse_stats_log, summarize
 
     valid = (ROOT / "tests" / "unit" / "data" / "ccache" / "stats-log-4.14.log").read_text(encoding="utf-8")
     try:
@@ -252,7 +252,7 @@ def test_ccache_stats_log(data: st.DataObject) -> None:
 @EXAMPLES
 @given(data=st.data())
 def test_ccache_print_stats_json(data: st.DataObject) -> None:
-    from pipeline._vendor.ccache_stats import CcacheStatsError, parse_print_stats, summarize
+    from pipeline.ccache.stats_parser import CcacheStatsError, parse_print_stats, summarize
 
     valid = json.loads((ROOT / "tests" / "unit" / "data" / "ccache" / "print-stats-4.14.json").read_text())
     try:
@@ -397,7 +397,7 @@ def _valid_record() -> dict[str, Any]:
 def test_leg_record(tmp_path_factory: Any, data: st.DataObject) -> None:
     from pipeline.ccache.save_stats import save_inputs
     from pipeline.release.collect import read_results
-    from pipeline.report.render import leg_rows
+    from pipeline.report.formats import leg_rows
     from pipeline.results.record import LegRecord
 
     out = tmp_path_factory.mktemp("o")

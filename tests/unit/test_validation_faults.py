@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.errors import ConfigError, UsageError, describe_os_error
 from pipeline.inputs.matrix import parse_matrix
-from pipeline.report.render import hit_rate_of
+from pipeline.report.formats import hit_rate_of
 from pipeline.results.ninjalog import parse_log
 from pipeline.source.checkout import CheckoutInfo, folder_tag
 from pipeline.util.timeutil import parse_now
@@ -90,7 +90,7 @@ def test_os_errors_read_as_path_and_reason() -> None:
 
 
 def test_a_record_with_a_negative_count_is_shown_as_unknown_and_says_so() -> None:
-    from pipeline.report.render import leg_row
+    from pipeline.report.formats import leg_row
     from pipeline.results.record import LegRecord
 
     rec = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-08-09T06:00:00Z",

@@ -229,7 +229,7 @@ def _configure(leg_name: str, toolchain_args: tuple[str, ...] = ()) -> dict[str,
     """The leg's configure line as the pipeline builds it on a Windows runner, as -D name -> value (the last wins)."""
     from pipeline.ccache.session import CcacheSetup
     from pipeline.leg.steps import cmake_arguments
-    from pipeline.toolchain.base import Toolchain
+    from pipeline.toolchain.compiler_set import Toolchain
 
     ws = Path("C:/a/ws")
     ccache = CcacheSetup(executable=ws / "venv/Scripts/ccache.exe", version="4.14.2", cache_dir=ws / "ccache",
@@ -262,7 +262,7 @@ def test_windows_cpu_configure_lines_are_the_jobs(leg: str, arch: str, variants:
 def test_windows_gpu_configure_lines_add_their_backend() -> None:
     vulkan = _configure("vulkan-windows")
     assert (vulkan["GGML_VULKAN"], vulkan["GGML_BACKEND_DL"], vulkan["GGML_NATIVE"]) == ("ON", "ON", "OFF")
-    from pipeline.toolchain.cuda import cuda_cmake_args
+    from pipeline.toolchain.cuda_nvcc import cuda_cmake_args
 
     leg = SHIPPED.leg("cuda-windows-13-older")
     nvcc = Path("C:/t/cuda/bin/nvcc.exe")

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
-from pipeline.guard.redaction import redact
+from pipeline.inputs.settings import DEFAULT_BACKOFF
+from pipeline.redaction import redact
 from pipeline.util.fsutil import atomic_write_json, confined, fix_mode, human_bytes
-from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries
+from pipeline.util.http_retry import RetriesExhausted, Retryable, call_with_retries
 
 if TYPE_CHECKING:
     import requests
@@ -120,7 +121,7 @@ def download(
             console.print(f"download cache: {hit.path.name} ({human_bytes(hit.size)})", highlight=False)
         return hit
     from pipeline.archives.extract import remove_stale
-    from pipeline.guard.locks import hold
+    from pipeline.processes.locks import hold
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     name = file_name_of(url)

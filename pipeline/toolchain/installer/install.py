@@ -38,9 +38,9 @@ from pipeline.archives.extract import (
     tree_digests,
 )
 from pipeline.errors import ToolchainError
+from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.toolchain.installer.download import download, file_name_of
 from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
-from pipeline.util.retry import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
     import requests
@@ -156,7 +156,7 @@ def install_archive_set(
         raise ToolchainError(f"{target.name}: no archives to install")
     if name_problem(target.name) or target.name in (".", ".."):
         raise ToolchainError(f"unsafe install folder name {target.name!r}")
-    from pipeline.guard.locks import hold
+    from pipeline.processes.locks import hold
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with hold(target.parent / f".{target.name}.lock", what=f"the install {target}", since=since,

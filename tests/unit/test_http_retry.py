@@ -8,7 +8,13 @@ import pytest
 
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
-from pipeline.util.retry import DEFAULT_BACKOFF, RetriesExhausted, Retryable, call_with_retries, retry_after
+from pipeline.inputs.settings import DEFAULT_BACKOFF
+from pipeline.util.http_retry import (
+    RetriesExhausted,
+    Retryable,
+    call_with_retries,
+    retry_after,
+)
 
 
 def _failing(outcomes: list[BaseException | str]):

@@ -21,8 +21,8 @@ from typing import IO, Any
 from urllib.parse import quote, urlsplit
 
 from pipeline.errors import GitHubError
+from pipeline.github.limits import GITHUB_PER_PAGE as PER_PAGE
 from pipeline.github.rest import RestClient, _json_body
-from pipeline.names import GITHUB_PER_PAGE as PER_PAGE
 from pipeline.release.plan import RemoteAsset, parse_digest
 
 _TEMPLATE = re.compile(r"\{[^}]*\}$")

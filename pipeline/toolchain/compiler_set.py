@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ToolchainError
-from pipeline.guard.children import run_child
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.pins import ToolchainPins
 from pipeline.names import safe_identity
+from pipeline.processes.groups import run_child
 
 if TYPE_CHECKING:
     from pipeline.inputs.resolution_file import ResolvedRocm

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs import settings
-from pipeline.toolchain.base import Toolchain, safe_identity, version_output
+from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from pipeline.errors import BusyError
-from pipeline.guard.redaction import redact, redact_command
+from pipeline.redaction import redact, redact_command
 from pipeline.util.fsutil import atomic_write_json
 
 LOCK_SUFFIX = ".lock"

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import ToolchainError
-from pipeline.guard.checkpoints import checkpoint
-from pipeline.guard.redaction import redact_command, secrets_in
+from pipeline.processes.pause_points import checkpoint
+from pipeline.redaction import redact_command, secrets_in
 
 # How long a group gets to stop after the polite signal before it is killed.
 GRACE_SECONDS = 10.0

@@ -20,10 +20,7 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import TypeVar
 
-from pipeline.names import DEFAULT_BACKOFF as DEFAULT_BACKOFF
-
 _T = TypeVar("_T")
-
 
 class Retryable(Exception):
     """A failure worth another attempt; ``wait``: what the server asked for (seconds), if anything."""

@@ -15,9 +15,15 @@ from pipeline.inputs.resolution_file import Resolution, ResolvedRocm, SourceSpec
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
-from pipeline.rocm.resolve import Fetch, entry_names, load_entries, resolve_build, resolve_from_entries
+from pipeline.rocm.tarball_resolve import (
+    Fetch,
+    entry_names,
+    load_entries,
+    resolve_build,
+    resolve_from_entries,
+)
 from pipeline.rocm.wheel_resolve import PageFetch, fetch_page, resolve_wheels
-from pipeline.util.retry import say_on_stderr
+from pipeline.util.http_retry import say_on_stderr
 
 
 def index_fetch(inputs: RunInputs) -> Fetch:

@@ -11,8 +11,8 @@ from pathlib import Path
 from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.settings import CUDA_PATH
-from pipeline.toolchain.base import Toolchain, safe_identity, version_output
-from pipeline.toolchain.host import host_toolchain
+from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
+from pipeline.toolchain.host_compiler import host_toolchain
 
 DEFAULT_CUDA_ROOT = Path("/usr/local/cuda")
 _RELEASE = re.compile(r"release\s+(\d+\.\d+)(?:,\s*V(\d+\.\d+\.\d+))?")

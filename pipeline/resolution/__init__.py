@@ -1,1 +1,0 @@
-"""Resolving a run once (ROCm builds per leg, the source) and the resolution file that carries it."""
