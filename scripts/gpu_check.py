@@ -192,7 +192,8 @@ def check_record(record: dict[str, object]) -> None:
 
 
 def forward_pass_on_the_gpu(record: dict[str, object], out: Path | None) -> None:
-    from pipeline.bundle.smoke import FORWARD_PROGRAM, FORWARD_PROMPT, FORWARD_TOKENS, scrubbed_env
+    from pipeline.bundle.smoke import FORWARD_PROGRAM, FORWARD_PROMPT, FORWARD_TOKENS
+    from pipeline.bundle.smoke_process import scrubbed_env
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     bundle = OUT_DIR / str(record["bundle"])

@@ -45,7 +45,8 @@ from pipeline.bundle.emulation import host_arch, how_to_run
 from pipeline.bundle.machodeps import is_macho, read_macho, signature_matches, version_tuple
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
-from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, scrubbed_env, smoke_checks
+from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
+from pipeline.bundle.smoke_process import scrubbed_env
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError

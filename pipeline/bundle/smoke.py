@@ -34,29 +34,17 @@ compute on the CPU backend the bundle ships beside the GPU one.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import subprocess
-import threading
-from collections import deque
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from pipeline.bundle.elfdeps import is_elf
 from pipeline.bundle.machodeps import is_macho
 from pipeline.bundle.pedeps import is_pe
-from pipeline.processes.groups import adopting_orphans, popen_child, stop_group
+from pipeline.bundle.smoke_process import PROGRAM_PREFIX_ARGS, run_program
 
 PROGRAM_PREFIX = "llama-"
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-TIMEOUT_SECONDS = 120
-# How long the output readers get after the program and its tree are gone (a writer that escaped
-# containment, on an OS without it, is not waited for).
-_READ_WAIT = 10.0
 _OUTPUT_CHARS = 400
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
@@ -147,26 +135,6 @@ class SmokeCheck:
         return {"name": self.name, "status": self.status, "line": self.line, "program": self.program}
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Ran:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def text(self) -> str:
-        return (self.stdout + self.stderr).strip()
-
-    @property
-    def both(self) -> str:
-        """stderr then stdout, each ending a line: what a log line is searched in."""
-        return f"{self.stderr}\n{self.stdout}\n"
-
-    def last_line(self) -> str:
-        lines = self.text.splitlines()
-        return lines[-1].strip() if lines else "(no output)"
-
-
 def main_programs(root: Path, os_name: str) -> list[str]:
     """The bundle's main programs: ``llama-*`` executables at its root (``.exe`` on Windows), sorted."""
     if not root.is_dir():
@@ -208,96 +176,9 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     return found
 
 
-# What every program of one smoke run is started under (``qemu-aarch64 -L <sysroot>`` for an arm64
-# bundle on x86-64: pipeline.bundle.emulation); set by smoke_checks for the run, empty: directly.
-_PREFIX: ContextVar[tuple[str, ...]] = ContextVar("smoke_prefix", default=())
-
-
-def scrubbed_env(home: Path, driver_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of a smoke run: nothing of the build machine's.
-
-    ``driver_env``: how the run finds the GPU driver, kept as given: the
-    machine's Vulkan loader selection (its ICD variables), or
-    ``LD_LIBRARY_PATH`` to a folder outside the bundle holding only
-    check-bundle's stand-in NVIDIA driver (:mod:`pipeline.bundle.driver_standin`).
-    """
-    return {**(driver_env or {}), "PATH": SYSTEM_PATH, "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(home)}
-
-
-# What is kept of each stream of a smoke program: its start and its end (what the checks read:
-# ggml's log of the backends it loaded comes first, the result last); the middle of a longer one
-# is counted and left out, so a program that prints gigabytes costs no memory.
-HEAD_BYTES = 256 * 1024
-TAIL_BYTES = 256 * 1024
-_CHUNK = 64 * 1024
-
-
-class _Bounded:
-    """One output stream read to its end, keeping its first and last bytes."""
-
-    def __init__(self, pipe: IO[bytes]) -> None:
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_size = 0
-        self.left_out = 0
-        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
-        self._thread.start()
-
-    def _read(self, pipe: IO[bytes]) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while chunk := os.read(pipe.fileno(), _CHUNK):
-                room = HEAD_BYTES - len(self.head)
-                if room > 0:
-                    self.head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    self.tail.append(chunk)
-                    self.tail_size += len(chunk)
-                    while self.tail_size - len(self.tail[0]) >= TAIL_BYTES:
-                        self.left_out += len(self.tail[0])
-                        self.tail_size -= len(self.tail.popleft())
-
-    def text(self, wait: float) -> str:
-        self._thread.join(wait)
-        tail = b"".join(self.tail)
-        cut = max(0, len(tail) - TAIL_BYTES)
-        left_out = self.left_out + cut
-        middle = f"\n[... {left_out} bytes left out ...]\n".encode() if left_out else b""
-        return (bytes(self.head) + middle + tail[cut:]).decode(errors="replace")
-
-
-def _run(root: Path, program: str, args: Sequence[str], home: Path, driver_env: Mapping[str, str] | None = None) -> _Ran:
-    """``<root>/<program> ARGS`` from ``home`` in the scrubbed environment; a program that cannot
-    start or hangs is exit code -1 with the reason as its output.
-
-    The program runs in a session of its own; once it exits (or times out) its group is stopped,
-    and so is whatever left the group (a ``setsid`` daemon: :func:`adopting_orphans`), so nothing
-    it started outlives the check, and nothing holds its output pipes open.
-    """
-    home.mkdir(parents=True, exist_ok=True)
-    with adopting_orphans() as contained:
-        try:
-            with popen_child([*_PREFIX.get(), str(root / program), *args], cwd=home, env=scrubbed_env(home, driver_env),
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-                assert proc.stdout is not None and proc.stderr is not None
-                out, err = _Bounded(proc.stdout), _Bounded(proc.stderr)
-                try:
-                    returncode = proc.wait(timeout=TIMEOUT_SECONDS)
-                except subprocess.TimeoutExpired:
-                    stop_group(proc, grace=1.0)
-                    return _Ran(exit_code=-1, stdout="", stderr=f"no answer within {TIMEOUT_SECONDS}s")
-                finally:
-                    stop_group(proc, grace=0.0)
-                    contained.stop_adopted()
-                # Every writer is gone now (where containment holds): the readers reach the end at once.
-                return _Ran(exit_code=returncode, stdout=out.text(_READ_WAIT), stderr=err.text(_READ_WAIT))
-        except OSError as exc:
-            return _Ran(exit_code=-1, stdout="", stderr=f"cannot start: {exc.strerror}")
-
-
 def run_version(root: Path, program: str, home: Path, driver_env: Mapping[str, str] | None = None) -> SmokeRun:
     """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
-    ran = _run(root, program, ["--version"], home, driver_env)
+    ran = run_program(root, program, ["--version"], home, driver_env)
     return SmokeRun(program=program, exit_code=ran.exit_code, output=ran.text[:_OUTPUT_CHARS],
                     usage=ran.exit_code != 0 and bool(_USAGE.search(ran.text)))
 
@@ -353,7 +234,7 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
-    ran = _run(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home, driver_env)
+    ran = run_program(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home, driver_env)
     loaded = {Path(m.group("path").replace("\\", "/")).name: m.group("name") for m in _LOADED.finditer(ran.both)}
     from pipeline.bundle.gpu_smoke import backend_word, found_no_device
 
@@ -377,7 +258,7 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     if lister is None:
         devices = f"devices not listed (no {', '.join(DEVICE_LISTERS)})"
     else:
-        listed = _run(root, lister, ["--list-devices"], home, driver_env)
+        listed = run_program(root, lister, ["--list-devices"], home, driver_env)
         if listed.exit_code != 0:
             return SmokeCheck(name="backends", status=FAILED, program=lister,
                               line=f"backends: {lister} --list-devices exited {listed.exit_code}: {listed.last_line()}")
@@ -450,7 +331,7 @@ def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None,
     home.mkdir(parents=True, exist_ok=True)
     prompt.write_bytes(text.encode("utf-8"))
     # As the tree's test tokenizes: no special tokens added, none parsed.
-    ran = _run(root, program, ["-m", str(vocab), "-f", str(prompt), "--ids", "--no-bos", "--no-parse-special",
+    ran = run_program(root, program, ["-m", str(vocab), "-f", str(prompt), "--ids", "--no-bos", "--no-parse-special",
                                "--log-disable"], home, driver_env)
     if ran.exit_code != 0:
         return SmokeCheck(name="tokenizer", status=FAILED, program=program,
@@ -482,7 +363,7 @@ def forward_pass_check(root: Path, os_name: str, home: Path, driver_env: Mapping
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
     # On the CPU: no layer offloaded, whatever GPU the machine has (gpu-forward-pass offloads them).
-    ran = _run(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", "0", FORWARD_PROMPT], home,
+    ran = run_program(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", "0", FORWARD_PROMPT], home,
                driver_env)
     decoded = _DECODED.search(ran.both)
     # Fewer than asked is fine: a random model may pick its end-of-generation token early.
@@ -538,12 +419,12 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
     args = ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", GPU_LAYERS, FORWARD_PROMPT]
-    ran = _run(root, program, args, home, driver_env)
+    ran = run_program(root, program, args, home, driver_env)
     used = devices_used(ran.both)
     via = ""
     if not used and "vulkan" in gpu and only_cpu_vulkan_devices(ran.both):
         # No GPU, but a CPU Vulkan device (lavapipe): ggml-vulkan takes it when named.
-        ran = _run(root, program, args, home, {**(driver_env or {}), **CPU_VULKAN_DEVICE})
+        ran = run_program(root, program, args, home, {**(driver_env or {}), **CPU_VULKAN_DEVICE})
         used = devices_used(ran.both)
         via = ", a CPU Vulkan device (" + " ".join(f"{k}={v}" for k, v in CPU_VULKAN_DEVICE.items()) + ")"
     if not used:
@@ -570,7 +451,7 @@ def smoke_checks(
     """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
     ``backend_dl``, ``driver_env`` and ``driver``: see :func:`backends_check`; ``prefix``: the emulator
     every program runs under."""
-    token = _PREFIX.set(tuple(prefix))
+    token = PROGRAM_PREFIX_ARGS.set(tuple(prefix))
     try:
         runs = [run_version(root, p, home, driver_env) for p in main_programs(root, os_name)]
         checks = [
@@ -582,5 +463,5 @@ def smoke_checks(
         if (gpu := gpu_forward_pass_check(root, os_name, home, driver_env)) is not None:
             checks.append(gpu)
     finally:
-        _PREFIX.reset(token)
+        PROGRAM_PREFIX_ARGS.reset(token)
     return runs, checks

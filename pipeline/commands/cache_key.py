@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
-    from pipeline.actions_cache.leg_identity import run_tag_for_key, given_toolchain, toolchain_identity
+    from pipeline.actions_cache.leg_identity import given_toolchain, run_tag_for_key, toolchain_identity
     from pipeline.backends import backend_of
     from pipeline.ccache.session import leg_cache_dir
 

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.github.runner import annotate, append_summary, set_output
     from pipeline.run_resolution import source_for_run
     from pipeline.source.archive import git_objects_bytes, write_source_archive
-    from pipeline.source.checkout import checkout_source, preflight_mix
+    from pipeline.source.checkout import checkout_source
+    from pipeline.source.mix_merge import preflight_mix
     from pipeline.util.console import make_console
 
     console = make_console(inputs.environ, stderr=True)

@@ -8,47 +8,52 @@ import this module before any virtualenv exists.
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pipeline.errors import ConfigError
+from pipeline.inputs.matrix_checks import (
+    cuda_arch_check,
+    cuda_line_check,
+    family_check,
+    macos_version_check,
+    nonempty,
+    policy_check,
+    remote_check,
+    repo_check,
+    sha_check,
+    size_check,
+    tag_check,
+    target_check,
+    url_check,
+    wheel_index_check,
+)
 from pipeline.inputs.pins import DEFAULT_CUDA_LINE, ToolchainPins, parse_toolchain_pins
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN, default_runner, glibc_problem, runner_glibc
 from pipeline.inputs.settings import DEFAULT_ROCM_INDEX, MATRIX
+from pipeline.inputs.toml_table import TomlTable, did_you_mean
 from pipeline.names import (
     ARCHES,
     BACKENDS,
-    COMMIT_SHA,
     DEFAULT_ARCH,
     DEFAULT_POLICY,
-    GITHUB_REPO,
-    GPU_TARGET,
     LEG_NAME,
     LEG_NAME_MAX,
     OSES,
-    POLICIES,
     ROCM_OSES,
-    ROCM_VERSION,
-    UPSTREAM_TAG,
-    is_family,
     template_problem,
-    url_problem,
 )
 
 # "toolchain": a string: check for toolchains installed from a verified archive (pipeline.ccache.compiler_check).
 COMPILER_CHECKS = ("content", "mtime", "toolchain")
 
 DEFAULT_SOURCE_REPO = "https://github.com/ggml-org/llama.cpp"
-
-_SIZE = re.compile(r"^\d+(?:\.\d+)?\s*[KMGT]i?B?$|^\d+$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,7 +207,7 @@ class Matrix:
         except KeyError:
             raise ConfigError(
                 f"unknown leg {name!r} in {self.path}: expected one of {', '.join(self.legs)}"
-                + _did_you_mean(name, self.legs)
+                + did_you_mean(name, self.legs)
             ) from None
 
 
@@ -238,24 +243,24 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
 
 def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     """Validate already-parsed TOML data (the file name is used in messages)."""
-    root = _Table(data, path, "")
+    root = TomlTable(data, path, "")
     source = _parse_source(root.table("source"))
     rocm_t = root.table("rocm")
     rocm = RocmConfig(
-        policy=rocm_t.string("policy", RocmConfig.policy, check=_policy_check),
-        index_url=rocm_t.string("index_url", RocmConfig.index_url, check=_url_check),
+        policy=rocm_t.string("policy", RocmConfig.policy, check=policy_check),
+        index_url=rocm_t.string("index_url", RocmConfig.index_url, check=url_check),
         source=rocm_t.choice("source", ROCM_SOURCES, RocmConfig.source),
-        wheel_index_url=rocm_t.string("wheel_index_url", RocmConfig.wheel_index_url, check=_wheel_index_check),
+        wheel_index_url=rocm_t.string("wheel_index_url", RocmConfig.wheel_index_url, check=wheel_index_check),
     )
     rocm_t.done()
     cc = root.table("ccache")
     ccache = CcacheConfig(
-        max_size=cc.string("max_size", CcacheConfig.max_size, check=_size_check),
+        max_size=cc.string("max_size", CcacheConfig.max_size, check=size_check),
         compiler_check=cc.choice("compiler_check", COMPILER_CHECKS, CcacheConfig.compiler_check),
         evict_older_than_days=cc.number("evict_older_than_days", 7.0, minimum=0),
         save_min_new_entries=cc.integer("save_min_new_entries", 1, minimum=0),
-        warm_size=cc.string("warm_size", CcacheConfig.warm_size, check=_size_check),
-        remote=cc.optional_str("remote", check=_remote_check),
+        warm_size=cc.string("warm_size", CcacheConfig.warm_size, check=size_check),
+        remote=cc.optional_str("remote", check=remote_check),
     )
     cc.done()
     rep = root.table("report")
@@ -296,13 +301,13 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     )
 
 
-def _parse_rocm_families(t: _Table) -> dict[str, RocmFamily]:
+def _parse_rocm_families(t: TomlTable) -> dict[str, RocmFamily]:
     """``[rocm_families.<name>]``: ``therock`` (the index's family name) and ``targets``."""
     out: dict[str, RocmFamily] = {}
     for name in t.names():
         ft = t.table(name)
-        out[name] = RocmFamily(therock=ft.string("therock", None, check=_family_check),
-                               targets=tuple(ft.str_list("targets", check=_target_check)))
+        out[name] = RocmFamily(therock=ft.string("therock", None, check=family_check),
+                               targets=tuple(ft.str_list("targets", check=target_check)))
         if not out[name].targets:
             raise ConfigError(f"{t.path}: rocm_families.{name}.targets: required (e.g. ['gfx1100', 'gfx1101'])")
         ft.done()
@@ -310,29 +315,29 @@ def _parse_rocm_families(t: _Table) -> dict[str, RocmFamily]:
     return out
 
 
-def _parse_cuda_profiles(t: _Table) -> dict[str, dict[str, tuple[str, ...]]]:
+def _parse_cuda_profiles(t: TomlTable) -> dict[str, dict[str, tuple[str, ...]]]:
     """``[cuda_profiles.<line>]``: profile name -> CUDA architectures, per CUDA line."""
     out: dict[str, dict[str, tuple[str, ...]]] = {}
     for line in t.names():
         if not re.fullmatch(r"\d+", line):
             raise ConfigError(f"{t.path}: cuda_profiles.{line}: expected a CUDA major version such as '13'")
         lt = t.table(line)
-        out[line] = {name: tuple(lt.str_list(name, check=_cuda_arch_check)) for name in lt.names()}
+        out[line] = {name: tuple(lt.str_list(name, check=cuda_arch_check)) for name in lt.names()}
         lt.done()
     t.done()
     return out
 
 
-def _parse_source(t: _Table) -> SourceConfig:
-    repo = t.string("repo", DEFAULT_SOURCE_REPO, check=_nonempty)
-    tag = t.string("tag", "latest", check=_tag_check)
+def _parse_source(t: TomlTable) -> SourceConfig:
+    repo = t.string("repo", DEFAULT_SOURCE_REPO, check=nonempty)
+    tag = t.string("tag", "latest", check=tag_check)
     min_age = t.number("min_age_hours", 6.0, minimum=0)
     pins: list[MixPin] = []
     for i, item in enumerate(t.table_list("mix")):
         pin = MixPin(
-            repo=item.string("repo", None, check=_repo_check),
+            repo=item.string("repo", None, check=repo_check),
             number=item.integer("number", None, minimum=1),
-            sha=item.string("sha", None, check=_sha_check),
+            sha=item.string("sha", None, check=sha_check),
         )
         item.done()
         if any(p.repo == pin.repo and p.number == pin.number for p in pins):
@@ -343,7 +348,7 @@ def _parse_source(t: _Table) -> SourceConfig:
 
 
 def _parse_leg(
-    name: str, legs_t: _Table, profiles: Mapping[str, Mapping[str, tuple[str, ...]]],
+    name: str, legs_t: TomlTable, profiles: Mapping[str, Mapping[str, tuple[str, ...]]],
     families: Mapping[str, RocmFamily] | None = None,
 ) -> Leg:
     where = f"{legs_t.path}: legs.{name}"
@@ -356,7 +361,7 @@ def _parse_leg(
     backend = t.choice("backend", BACKENDS, None)
     os_name = t.choice("os", OSES, "linux")
     arch = t.choice("arch", ARCHES, DEFAULT_ARCH)
-    runner = t.string("runner", default_runner(os_name, arch), check=_nonempty)
+    runner = t.string("runner", default_runner(os_name, arch), check=nonempty)
     leg = Leg(
         name=name,
         backend=backend,
@@ -364,17 +369,17 @@ def _parse_leg(
         runner=runner,
         arch=arch,
         cmake_args=tuple(t.str_list("cmake_args")),
-        family=t.optional_str("family", check=_family_check),
-        targets=tuple(t.str_list("targets", check=_target_check)),
+        family=t.optional_str("family", check=family_check),
+        targets=tuple(t.str_list("targets", check=target_check)),
         cuda_architectures=tuple(t.str_list("cuda_architectures")),
-        cuda_line=t.optional_str("cuda_line", check=_cuda_line_check),
-        cuda_profile=t.optional_str("cuda_profile", check=_nonempty),
+        cuda_line=t.optional_str("cuda_line", check=cuda_line_check),
+        cuda_profile=t.optional_str("cuda_profile", check=nonempty),
         bundle_name=t.optional_str("bundle_name", check=template_problem),
         glibc_max=t.string("glibc_max", runner_glibc(runner), check=glibc_problem),
-        macos_min=t.string("macos_min", DEFAULT_MACOS_MIN, check=_macos_version_check),
-        disabled=t.optional_str("disabled", check=_nonempty),
+        macos_min=t.string("macos_min", DEFAULT_MACOS_MIN, check=macos_version_check),
+        disabled=t.optional_str("disabled", check=nonempty),
     )
-    gpu_family = t.optional_str("gpu_family", check=_nonempty)
+    gpu_family = t.optional_str("gpu_family", check=nonempty)
     t.done()
     if gpu_family is not None:
         found = (families or {}).get(gpu_family)
@@ -382,7 +387,7 @@ def _parse_leg(
             raise ConfigError(f"{where}.gpu_family: only a rocm leg takes gpu_family")
         if found is None:
             raise ConfigError(f"{where}.gpu_family: no [rocm_families.{gpu_family}] in the matrix"
-                              + _did_you_mean(gpu_family, families or {}))
+                              + did_you_mean(gpu_family, families or {}))
         if leg.family is not None or leg.targets:
             raise ConfigError(f"{where}: gpu_family names the family and targets: drop family/targets")
         leg = replace(leg, family=found.therock, targets=found.targets)
@@ -410,7 +415,7 @@ def _parse_leg(
         known = profiles.get(line, {})
         if leg.cuda_profile not in known:
             raise ConfigError(f"{where}.cuda_profile: no profile {leg.cuda_profile!r} in [cuda_profiles.{line}]"
-                              + _did_you_mean(leg.cuda_profile, known))
+                              + did_you_mean(leg.cuda_profile, known))
         if leg.cuda_architectures:
             raise ConfigError(f"{where}: cuda_profile and cuda_architectures both name the architectures: keep one")
         leg = replace(leg, cuda_architectures=known[leg.cuda_profile])
@@ -420,180 +425,4 @@ def _parse_leg(
 # --------------------------------------------------------------------------
 # Value checks: each returns an error description, or None when fine.
 
-Check = Callable[[str], "str | None"]
 
-
-def _nonempty(v: str) -> str | None:
-    return None if v.strip() else "a non-empty string"
-
-
-def _policy_check(v: str) -> str | None:
-    if v in POLICIES or ROCM_VERSION.fullmatch(v):
-        return None
-    return "'weekly-stable', 'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
-
-
-def _url_check(v: str) -> str | None:
-    return url_problem(v)
-
-
-def _wheel_index_check(v: str) -> str | None:
-    # The "{family}" placeholder is filled per leg; the URL rule applies to what it becomes.
-    return url_problem(v.replace("{family}", "gfx110X-all"))
-
-
-def _remote_check(v: str) -> str | None:
-    # ccache 4.14 fails every call on a scheme it cannot handle: accept only what it can.
-    return None if re.match(r"^(redis|http)://", v) else "a redis:// or http:// URL"
-
-
-def _size_check(v: str) -> str | None:
-    return None if _SIZE.match(v) else "a size like '5G' or '500M'"
-
-
-def _macos_version_check(v: str) -> str | None:
-    return None if re.match(r"^\d+\.\d+$", v) else "a macOS version like '13.3'"
-
-
-def _cuda_line_check(v: str) -> str | None:
-    return None if re.fullmatch(r"\d+", v) else "a CUDA major version such as '12'"
-
-
-def _cuda_arch_check(v: str) -> str | None:
-    return None if re.fullmatch(r"\d+[af]?(?:-(?:real|virtual))?", v) else "a CUDA architecture like '86' or '50-virtual'"
-
-
-def _tag_check(v: str) -> str | None:
-    return None if UPSTREAM_TAG.match(v) else "'latest' or a tag like 'b10327'"
-
-
-def _repo_check(v: str) -> str | None:
-    return None if GITHUB_REPO.match(v) else "'owner/name'"
-
-
-def _sha_check(v: str) -> str | None:
-    return None if COMMIT_SHA.match(v) else "a full commit SHA (40 lowercase hex digits)"
-
-
-def _family_check(v: str) -> str | None:
-    return None if is_family(v) else "a TheRock family like 'gfx110X-all'"
-
-
-def _target_check(v: str) -> str | None:
-    return None if GPU_TARGET.match(v) else "a GPU target like 'gfx1100'"
-
-
-def _did_you_mean(word: str, choices: object) -> str:
-    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)  # type: ignore[attr-defined]
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-_T = TypeVar("_T")
-_MISSING: Any = object()
-# Every number of matrix.toml is hours, days or a fraction: past this it is a typo or an overflow waiting.
-MAX_NUMBER = 1e6
-
-
-class _Table:
-    """A TOML table being consumed: each read pops a key; ``done`` rejects leftovers."""
-
-    def __init__(self, data: Mapping[str, Any], path: Path, prefix: str) -> None:
-        self.data = dict(data)
-        self.path = path
-        self.prefix = prefix
-        self.known: list[str] = []
-
-    def _key(self, key: str) -> str:
-        return f"{self.prefix}.{key}" if self.prefix else key
-
-    def _fail(self, key: str, expected: str, value: Any = _MISSING) -> ConfigError:
-        got = "" if value is _MISSING else f", got {value!r}"
-        return ConfigError(f"{self.path}: {self._key(key)}: expected {expected}{got}")
-
-    def _take(self, key: str, default: Any) -> Any:
-        self.known.append(key)
-        if key in self.data:
-            return self.data.pop(key)
-        if default is None:
-            raise ConfigError(f"{self.path}: {self._key(key)}: required key is missing")
-        return default
-
-    def names(self) -> list[str]:
-        return list(self.data)
-
-    def table(self, key: str, *, required: bool = False) -> _Table:
-        self.known.append(key)
-        value = self.data.pop(key, _MISSING)
-        if value is _MISSING:
-            if required:
-                raise ConfigError(f"{self.path}: {self._key(key)}: required table is missing")
-            value = {}
-        if not isinstance(value, dict):
-            raise self._fail(key, "a table", value)
-        return _Table(value, self.path, self._key(key))
-
-    def table_list(self, key: str) -> list[_Table]:
-        value = self._take(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise self._fail(key, "an array of tables", value)
-        return [_Table(v, self.path, f"{self._key(key)}[{i}]") for i, v in enumerate(value)]
-
-    def string(self, key: str, default: Any, *, check: Check | None = None) -> Any:
-        value = self._take(key, default)
-        if not isinstance(value, str):
-            raise self._fail(key, "a string", value)
-        if check and (problem := check(value)):
-            raise self._fail(key, problem, value)
-        return value
-
-    def optional_str(self, key: str, *, check: Check | None = None) -> str | None:
-        if key not in self.data:
-            self.known.append(key)
-            return None
-        return self.string(key, None, check=check)  # type: ignore[no-any-return]
-
-    def choice(self, key: str, choices: tuple[str, ...], default: Any) -> Any:
-        value = self._take(key, default)
-        if not isinstance(value, str) or value not in choices:
-            expected = "one of " + ", ".join(repr(c) for c in choices)
-            hint = _did_you_mean(value, choices) if isinstance(value, str) else ""
-            raise ConfigError(f"{self.path}: {self._key(key)}: expected {expected}, got {value!r}{hint}")
-        return value
-
-    def integer(self, key: str, default: Any, *, minimum: int | None = None) -> Any:
-        value = self._take(key, default)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise self._fail(key, "an integer", value)
-        if minimum is not None and value < minimum:
-            raise self._fail(key, f"an integer >= {minimum}", value)
-        return value
-
-    def number(self, key: str, default: Any, *, minimum: float | None = None, maximum: float | None = None) -> Any:
-        value = self._take(key, default)
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise self._fail(key, "a number", value)
-        # nan slips past every comparison (a nan threshold silently turns an alarm off); inf and
-        # 1e308 overflow later as durations: refuse them here, naming the key.
-        if not math.isfinite(value):
-            raise self._fail(key, "a finite number", value)
-        maximum = MAX_NUMBER if maximum is None else maximum
-        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-            raise self._fail(key, f"a number {bounds}", value)
-        return float(value)
-
-    def str_list(self, key: str, *, check: Check | None = None) -> list[str]:
-        value = self._take(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._fail(key, "an array of strings", value)
-        for item in value:
-            if check and (problem := check(item)):
-                raise self._fail(key, f"each item {problem}", item)
-        return value
-
-    def done(self) -> None:
-        """Reject any key nobody asked for."""
-        for key in self.data:
-            raise ConfigError(
-                f"{self.path}: {self._key(key)}: unknown key" + _did_you_mean(key, self.known)
-            )

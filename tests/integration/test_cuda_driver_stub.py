@@ -22,7 +22,7 @@ import pytest
 
 from pipeline.bundle.driver_standin import driver_for_smoke, imported_driver_symbols, system_has_driver
 from pipeline.bundle.elfdeps import read_elf
-from pipeline.bundle.smoke import scrubbed_env
+from pipeline.bundle.smoke_process import scrubbed_env
 from pipeline.inputs.matrix import load_matrix
 from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.cuda_wheels import install_cuda_wheels

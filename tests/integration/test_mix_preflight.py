@@ -13,7 +13,8 @@ import pytest
 from pipeline.errors import SourceError
 from pipeline.inputs.matrix import MixPin
 from pipeline.inputs.resolution_file import SourceSpec
-from pipeline.source.checkout import MixPreflight, checkout_source, preflight_mix
+from pipeline.source.checkout import checkout_source
+from pipeline.source.mix_merge import MixPreflight, preflight_mix
 from tests.support.gitrepos import clone, commit_files, git, init_repo, tag
 from tests.support.pipeline_cli import run_pipeline
 

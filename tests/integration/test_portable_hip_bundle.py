@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.bundle.closure import find_patchelf
-from pipeline.bundle.smoke import scrubbed_env
+from pipeline.bundle.smoke_process import scrubbed_env
 from tests.support.httpserver import LocalServer
 from tests.support.inputs import toolchains_dir
 from tests.support.pipeline_cli import run_pipeline

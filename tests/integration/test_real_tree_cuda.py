@@ -44,7 +44,7 @@ from typing import Any
 import pytest
 
 from pipeline.bundle.driver_standin import system_has_driver
-from pipeline.bundle.smoke import scrubbed_env
+from pipeline.bundle.smoke_process import scrubbed_env
 from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, init_repo
 from tests.support.llama_tree import BASE_TAG, Forge, prepared_forge

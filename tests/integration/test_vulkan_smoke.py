@@ -22,9 +22,9 @@ from pipeline.bundle.smoke import (
     backends_check,
     forward_pass_check,
     gpu_forward_pass_check,
-    scrubbed_env,
     smoke_checks,
 )
+from pipeline.bundle.smoke_process import scrubbed_env
 from tests.support.gpu_bundle import LOG_FORMATS, write_vulkan_bundle_root
 from tests.support.tree_files import cached_sdist, missing_reason, tree_texts
 

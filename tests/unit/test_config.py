@@ -126,7 +126,7 @@ def test_near_policy_names_are_rejected_naming_the_key_and_the_choices(policy: s
 
 def test_config_and_policy_module_know_the_same_rules() -> None:
     # config stays stdlib-only (noxfile imports it before any venv), so it keeps its own tuple.
-    from pipeline.inputs.matrix import POLICIES as CONFIG_POLICIES
+    from pipeline.names import POLICIES as CONFIG_POLICIES
     from pipeline.rocm.policy import POLICIES
 
     assert CONFIG_POLICIES == POLICIES == ("weekly-stable", "weekly", "latest")

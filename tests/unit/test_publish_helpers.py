@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.commands import release_exists
-from pipeline.commands.shared import github_args
 from pipeline.commands.alert import default_run_url
 from pipeline.commands.release_exists import tag_from_resolution
+from pipeline.commands.shared import github_args
 from pipeline.errors import UsageError
 from pipeline.github.rest import redact_token
 from pipeline.inputs.matrix import parse_matrix

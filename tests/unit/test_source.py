@@ -11,14 +11,9 @@ from hypothesis import strategies as st
 from pipeline.errors import SourceError
 from pipeline.inputs.matrix import MixPin
 from pipeline.inputs.resolution_file import SourceSpec
-from pipeline.source.checkout import (
-    CheckoutInfo,
-    build_tags_newest_first,
-    folder_tag,
-    git_url,
-    old_enough,
-    parse_ls_remote_tags,
-)
+from pipeline.source.checkout import CheckoutInfo, folder_tag
+from pipeline.source.git_commands import git_url
+from pipeline.source.tags import build_tags_newest_first, old_enough, parse_ls_remote_tags
 
 LS_REMOTE = (
     "1111111111111111111111111111111111111111\trefs/tags/b99\n"

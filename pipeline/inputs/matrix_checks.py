@@ -1,0 +1,81 @@
+"""What a matrix.toml value must look like: one check per kind, each the text an error says was expected, or None (pure)."""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.names import (
+    COMMIT_SHA,
+    GITHUB_REPO,
+    GPU_TARGET,
+    POLICIES,
+    ROCM_VERSION,
+    UPSTREAM_TAG,
+    is_family,
+    url_problem,
+)
+
+# "toolchain": a string: check for toolchains installed from a verified archive (pipeline.ccache.compiler_check).
+
+
+_SIZE = re.compile(r"^\d+(?:\.\d+)?\s*[KMGT]i?B?$|^\d+$", re.IGNORECASE)
+
+
+def nonempty(v: str) -> str | None:
+    return None if v.strip() else "a non-empty string"
+
+
+def policy_check(v: str) -> str | None:
+    if v in POLICIES or ROCM_VERSION.fullmatch(v):
+        return None
+    return "'weekly-stable', 'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
+
+
+def url_check(v: str) -> str | None:
+    return url_problem(v)
+
+
+def wheel_index_check(v: str) -> str | None:
+    # The "{family}" placeholder is filled per leg; the URL rule applies to what it becomes.
+    return url_problem(v.replace("{family}", "gfx110X-all"))
+
+
+def remote_check(v: str) -> str | None:
+    # ccache 4.14 fails every call on a scheme it cannot handle: accept only what it can.
+    return None if re.match(r"^(redis|http)://", v) else "a redis:// or http:// URL"
+
+
+def size_check(v: str) -> str | None:
+    return None if _SIZE.match(v) else "a size like '5G' or '500M'"
+
+
+def macos_version_check(v: str) -> str | None:
+    return None if re.match(r"^\d+\.\d+$", v) else "a macOS version like '13.3'"
+
+
+def cuda_line_check(v: str) -> str | None:
+    return None if re.fullmatch(r"\d+", v) else "a CUDA major version such as '12'"
+
+
+def cuda_arch_check(v: str) -> str | None:
+    return None if re.fullmatch(r"\d+[af]?(?:-(?:real|virtual))?", v) else "a CUDA architecture like '86' or '50-virtual'"
+
+
+def tag_check(v: str) -> str | None:
+    return None if UPSTREAM_TAG.match(v) else "'latest' or a tag like 'b10327'"
+
+
+def repo_check(v: str) -> str | None:
+    return None if GITHUB_REPO.match(v) else "'owner/name'"
+
+
+def sha_check(v: str) -> str | None:
+    return None if COMMIT_SHA.match(v) else "a full commit SHA (40 lowercase hex digits)"
+
+
+def family_check(v: str) -> str | None:
+    return None if is_family(v) else "a TheRock family like 'gfx110X-all'"
+
+
+def target_check(v: str) -> str | None:
+    return None if GPU_TARGET.match(v) else "a GPU target like 'gfx1100'"
