@@ -218,7 +218,7 @@ def test_the_source_is_made_once_and_handed_to_every_leg() -> None:
     build_job = text.split("\n  build:\n")[1].split("\n  summary:\n")[0]
     assert "with: { name: source, path: out/source/, if-no-files-found: error, overwrite: true }" in resolve_job
     assert "source: ${{ steps.source.outputs.archive }}" in resolve_job
-    assert "PIPELINE_SOURCE: out/source/${{ needs.resolve.outputs.source }}" in build_job
+    assert "PIPELINE_SOURCE_ARCHIVE: out/source/${{ needs.resolve.outputs.source }}" in build_job
     # Downloaded before the build step runs.
     assert build_job.index("with: { name: source, path: out/source }") < build_job.index('-s "$SESSION"')
 
