@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.httpserver import LocalServer, Response
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_matrix
+from tests.support.rocm_leg import LEG as ROCM_LEG
+from tests.support.rocm_leg import rocm_matrix
 
 CASES = {
     "syntax": ("[legs.cpu\nbackend = 'cpu'\n", "TOML syntax error"),
@@ -85,4 +88,48 @@ def test_malformed_tag(tag: str, with_source: bool, tmp_path: Path) -> None:
     source = ["--source", str(tmp_path / "proj")] if with_source else []
     proc = run_pipeline(["--matrix", str(matrix), "build", "cpu", *source, "--tag", tag, "--out", str(tmp_path / "out")])
     _assert_one_clean_line(proc, f"--tag {tag!r}")
+    assert not (tmp_path / "out").exists()
+
+
+# Month 13: the shape of a TheRock version (X.Y.Z + a + 8 digits), not a date.
+NO_SUCH_DATE = "10.1.0a20261399"
+POLICY_EXPECTED_START = "expected 'weekly-stable', 'weekly', 'latest' or a version like '10.1.0a20260807'"
+
+
+def _policy_commands(tmp_path: Path) -> dict[str, list[str]]:
+    (tmp_path / "proj").mkdir(exist_ok=True)
+    (tmp_path / "proj" / "CMakeLists.txt").write_text("project(x)\n")
+    out = str(tmp_path / "out")
+    return {
+        "legs": ["legs"],
+        "resolve": ["resolve", "--out", out],
+        "build": ["build", ROCM_LEG, "--source", str(tmp_path / "proj"), "--out", out],
+    }
+
+
+@pytest.mark.parametrize("command", ["legs", "resolve", "build"])
+def test_a_matrix_policy_whose_date_is_not_a_day_is_refused_before_any_work(command: str, tmp_path: Path) -> None:
+    """One rule of a version everywhere: `legs` used to accept month 13, `resolve` to ask the index six times."""
+    with LocalServer() as index:
+        index.route("/index/", Response(200, b"<html></html>"))
+        matrix = rocm_matrix(tmp_path / "matrix.toml", index.url("/index/"), "content")
+        matrix.write_text(matrix.read_text().replace('policy = "weekly"', f'policy = "{NO_SUCH_DATE}"'))
+        proc = run_pipeline(["--matrix", str(matrix), *_policy_commands(tmp_path)[command]],
+                            env={"PIPELINE_HTTP_BACKOFF": "0"})
+        assert index.requests == []
+    _assert_one_clean_line(proc, f"error: {matrix}: rocm.policy: {POLICY_EXPECTED_START}")
+    assert proc.stderr.rstrip().endswith(f"got {NO_SUCH_DATE!r}")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["resolve", "build"])
+def test_the_same_policy_as_a_flag_is_refused_the_same_way(command: str, tmp_path: Path) -> None:
+    with LocalServer() as index:
+        index.route("/index/", Response(200, b"<html></html>"))
+        matrix = rocm_matrix(tmp_path / "matrix.toml", index.url("/index/"), "content")
+        proc = run_pipeline(["--matrix", str(matrix), *_policy_commands(tmp_path)[command],
+                             "--rocm-version", NO_SUCH_DATE], env={"PIPELINE_HTTP_BACKOFF": "0"})
+        assert index.requests == []
+    _assert_one_clean_line(proc, f"error: --rocm-version: {POLICY_EXPECTED_START}")
+    assert proc.stderr.rstrip().endswith(f"got {NO_SUCH_DATE!r}")
     assert not (tmp_path / "out").exists()
