@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.httpserver import LocalServer, Response
-from tests.support.pipeline_cli import run_pipeline
+from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.projects import write_matrix
 from tests.support.rocm_leg import LEG as ROCM_LEG
 from tests.support.rocm_leg import rocm_matrix
@@ -49,6 +49,15 @@ def test_unknown_leg(tmp_path: Path) -> None:
     _assert_one_clean_line(proc, "unknown leg 'cpux'")
     assert "did you mean 'cpu'" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_guess_for_an_unknown_leg_comes_before_the_list_of_legs(tmp_path: Path) -> None:
+    """The shipped matrix lists 30 legs: the "did you mean" must not hide after hundreds of characters."""
+    matrix = ROOT / "matrix.toml"
+    proc = run_pipeline(["--matrix", str(matrix), "build", "cpux", "--out", str(tmp_path / "out")])
+    _assert_one_clean_line(proc, f"error: unknown leg 'cpux' in {matrix} (did you mean 'cpu'?): expected one of ")
+    line = proc.stderr.strip()
+    assert len(line) > 500 and line.index("did you mean") < 100
 
 
 def test_source_that_is_not_a_cmake_project(tmp_path: Path) -> None:
