@@ -70,6 +70,20 @@ def test_source_that_is_not_a_cmake_project(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("make", "expected"), [("file", "not a directory"), ("nothing", "no such directory")])
+def test_a_source_that_is_a_file_is_not_a_directory(make: str, expected: str, tmp_path: Path) -> None:
+    """A file given for --source is named as such, not reported missing."""
+    matrix = write_matrix(tmp_path / "matrix.toml")
+    source = tmp_path / "CMakeLists.txt"
+    if make == "file":
+        source.write_text("project(x)\n")
+    proc = run_pipeline(["--matrix", str(matrix), "build", "cpu", "--source", str(source),
+                         "--out", str(tmp_path / "out")])
+    _assert_one_clean_line(proc, f"error: --source {source}: {expected}")
+    assert proc.stderr.strip() == f"error: --source {source}: {expected}"
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_matrix(tmp_path: Path) -> None:
     proc = run_pipeline(["legs"], cwd=tmp_path)
     _assert_one_clean_line(proc, "matrix.toml: matrix file not found")
