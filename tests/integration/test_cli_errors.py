@@ -18,6 +18,9 @@ CASES = {
     "unknown key": ("[legs.cpu]\nbackend = 'cpu'\nflags = []\n", "legs.cpu.flags: unknown key"),
     "wrong type": ("[legs.cpu]\nbackend = 'cpu'\ncmake_args = 1\n", "expected an array of strings"),
     "missing key": ("[legs.cpu]\nos = 'linux'\n", "legs.cpu.backend: required key is missing"),
+    # The typo is the cause, not the missing key it leaves: name it.
+    "misspelt required key": ("[legs.cpu]\nbacknd = 'cpu'\n",
+                              "legs.cpu.backnd: unknown key (did you mean 'backend'?); legs.cpu.backend is required"),
     "duplicate leg": ("[legs.cpu]\nbackend = 'cpu'\n[legs.cpu]\nbackend = 'cpu'\n", "TOML syntax error"),
     "unsafe name": ("[legs.'a b']\nbackend = 'cpu'\n", "unsafe leg name"),
     "unknown backend": ("[legs.cpu]\nbackend = 'cpux'\n", "did you mean 'cpu'"),
