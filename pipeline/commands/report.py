@@ -12,7 +12,7 @@ from pipeline.github import runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.results.record import RECORD_NAME, LegRecord
-from pipeline.util.fsutil import atomic_write_text
+from pipeline.util.fsutil import atomic_write_text, folder_problem
 
 _EPILOG = """\
 The cache alarm: a leg whose ccache hit rate is under [report] hit_rate_warning
@@ -81,8 +81,8 @@ def find_records(paths: list[Path], out: Path) -> list[Path]:
 
 def read_previous(folder: Path) -> dict[str, LegRecord]:
     """Last run's records by leg name (unreadable ones are left out: they only inform)."""
-    if not folder.is_dir():
-        raise UsageError(f"--previous {folder}: no such directory")
+    if (problem := folder_problem(folder)) is not None:
+        raise UsageError(f"--previous {folder}: {problem}")
     previous: dict[str, LegRecord] = {}
     for path in sorted(folder.glob(f"*/{RECORD_NAME}")):
         try:
