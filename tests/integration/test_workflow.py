@@ -153,6 +153,8 @@ def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
     jobs = [j for j in jobs if j.strip()]
     assert [j.split(":", 1)[0] for j in jobs] == ["resolve", "build", "summary", "publish", "alert", "prune"]
     special = {
+        # Reads the past runs' record artifacts for the history page.
+        "summary": {"contents": "read", "actions": "read"},
         "prune": {"contents": "read", "actions": "write"},
         # The only job that may write the repository's contents (the release), and sign its provenance ...
         "publish": {"contents": "write", "id-token": "write", "attestations": "write"},
