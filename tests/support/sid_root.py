@@ -18,15 +18,19 @@ and ``/etc/apt/sources.list.d/`` at run time: no host name is written here.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tests.support.cache_root import e2e_cache_root
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SUITE = "sid"
 # What the ROCm leg needs: the compiler (hipcc pulls clang 21 and the device libraries), the
@@ -37,6 +41,9 @@ _APT_OPTION = 'Acquire::Check-Valid-Until "false"'
 _SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 _CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 BUILD_TIMEOUT_S = 1800
+# Inside the root: the pipeline's dependencies (the checkout itself is bound in and on PYTHONPATH).
+VENV = "/opt/pipeline-venv"
+SOURCE_INSIDE = "/src"
 
 
 class SidRootUnavailable(AssertionError):
@@ -123,3 +130,26 @@ def run_in(root: Path, argv: Sequence[str], *, env: dict[str, str] | None = None
          *argv],
         capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
+
+
+def pipeline_venv(root: Path) -> str:
+    """``python`` of a venv inside ``root`` with the pipeline's dependencies (pyproject.toml's), made once.
+
+    The stamp is the dependency list's digest: a changed pyproject makes it again. The checkout is
+    not installed (that would write egg-info into it); the caller binds it at :data:`SOURCE_INSIDE`
+    and puts it on PYTHONPATH.
+    """
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    digest = hashlib.sha256("\n".join(deps).encode()).hexdigest()
+    stamp = root / VENV.lstrip("/") / ".pipeline-deps"
+    python = f"{VENV}/bin/python"
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == digest:
+        return python
+    shutil.rmtree(root / VENV.lstrip("/"), ignore_errors=True)
+    with mounted(root):
+        for argv in (["python3", "-m", "venv", VENV], [python, "-m", "pip", "install", "--quiet", *deps]):
+            proc = run_in(root, argv, timeout=1200)
+            if proc.returncode != 0:
+                raise SidRootUnavailable(f"{' '.join(argv[:4])} in the sid root failed:\n{proc.stderr[-3000:]}")
+    stamp.write_text(digest, encoding="utf-8")
+    return python
