@@ -101,6 +101,8 @@ def sid_root(cache: Path | None = None) -> Path:
 @contextlib.contextmanager
 def mounted(root: Path, binds: Sequence[tuple[Path, str]] = ()) -> Iterator[Path]:
     """``root`` with /proc, /dev and each ``(host folder, path inside)`` of ``binds`` mounted, then unmounted."""
+    # pip inside reaches the registry with this machine's trust store.
+    (root / "etc/ssl/certs").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_CA_BUNDLE, root / "etc/ssl/certs/ca-certificates.crt")
     done: list[Path] = []
     try:
