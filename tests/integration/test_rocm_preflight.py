@@ -23,6 +23,7 @@ from tests.support.hip_probe import cmake_says_hip_version, hip_find_project
 from tests.support.httpserver import LocalServer
 from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
+from tests.support.toolchains import make_rocm_tree
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
 
 pytestmark = pytest.mark.integration
@@ -161,3 +162,21 @@ def test_resolve_for_one_leg_refuses_a_rocm_path(http_server: LocalServer, tmp_p
         "error: resolve: --write, --tag, --no-source and --rocm-path are for the whole run (without --leg/--os/--family)"
     ]
     assert http_server.hits("/index/") == 0
+
+
+def test_an_installed_rocm_without_device_libraries_is_one_error_line(tmp_path: Path) -> None:
+    """A TheRock-shaped install that lacks a piece stops the leg before CMake, naming the piece."""
+    rocm = make_rocm_tree(tmp_path / "rocm", "therock", skip=("device_libs",))
+    write_cpp_project(tmp_path / "proj", units=1)
+    matrix = _rocm_matrix(tmp_path / "m.toml", "http://127.0.0.1:9/unused/")
+    out = tmp_path / "out"
+    proc = run_pipeline(["--matrix", str(matrix), "build", "rocm-linux-gfx1030", "--source", str(tmp_path / "proj"),
+                         "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-bundle",
+                         "--rocm-path", str(rocm)])
+    assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: --rocm-path {rocm.resolve()}: no AMDGPU device libraries (amdgcn/bitcode) for "
+        f"{rocm.resolve()}/lib/llvm/bin/clang; looked in lib/llvm/amdgcn/bitcode, "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (out / "rocm-linux-gfx1030" / "build").exists()
