@@ -1,4 +1,5 @@
-"""The rocm backend: TheRock's tarball for the leg's GPU family (or ``--rocm-path``), MSVC on Windows.
+"""The rocm backend: TheRock's tarball for the leg's GPU family, or an installed ROCm of either standard
+layout (``--rocm-path``: TheRock's, or a distribution's ``/usr``), MSVC on Windows.
 
 Its cache identity comes from the run's resolution alone, so every leg of a
 run agrees on its key without installing anything.
@@ -46,6 +47,10 @@ class Rocm:
             from pipeline.toolchain.therock_wheels import prepare_rocm_wheels
 
             toolchain = prepare_rocm_wheels(request, console)
+        elif request.rocm_path is not None:
+            from pipeline.toolchain.installed_rocm import existing_install
+
+            toolchain = existing_install(request.rocm_path, request)
         else:
             from pipeline.toolchain.therock import prepare_rocm
 

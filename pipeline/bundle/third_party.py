@@ -10,13 +10,15 @@ sha256), and is covered by the license files that archive ships:
   ``METADATA``, its license files (NVIDIA's EULA, the redistribution
   attachment) from the dist-info folder;
 - any other archive (TheRock's tarball) is the toolchain's one archive, at
-  the toolchain's version; its license files are the ``LICENSE*``,
-  ``COPYING*``, ``NOTICE*`` and ``EULA*`` files under ``share/doc/``,
-  ``share/licenses/`` and ``licenses/`` (one folder per component there), or
-  at its top. A file whose name holds a component's folder name
-  (``librocblas.so.4`` and ``share/doc/rocblas/``) gets that component's
-  licenses; any other gets all of them.
-
+  the toolchain's version; each file's license files are chosen by
+  :mod:`pipeline.bundle.license_match`: the ``share/doc/<component>/`` of the
+  prefix the file sits under (``lib/rocm_sysdeps/lib/...`` takes
+  ``lib/rocm_sysdeps/share/doc/``), named by the file (``librocblas.so.4`` ->
+  ``rocblas``) or by a name map (``liblzma`` -> ``xz``), else a declared
+  source, else none: never every license of the archive;
+- a distribution's ROCm (``--rocm-path /usr``) is dpkg's: a file's package
+  is the one ``dpkg-query -S`` names, its license that package's
+  ``/usr/share/doc/<package>/copyright``;
 - a file copied from outside any toolchain (a macOS bundle's Homebrew
   ``libomp``, named by an absolute install name) is covered by the license
   files of the nearest folder above it that has some (a Homebrew keg keeps
@@ -35,18 +37,25 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pipeline.archives.extract import MARKER
 from pipeline.bundle.closure import CopiedFile
+from pipeline.bundle.license_match import (
+    DEBIAN_DOC,
+    LICENSE_NAME,
+    Covered,
+    InstallLicenses,
+    debian_copyright,
+    dpkg_managed,
+    dpkg_owner,
+)
 from pipeline.bundle.stage import LICENSES_DIR
 
 # Where the toolchain's license files go in the bundle.
 TOOLCHAIN_LICENSES = f"{LICENSES_DIR}/toolchain"
-_LICENSE_NAME = re.compile(r"^(?:licen[cs]e|copying|notice|eula)", re.IGNORECASE)
-_LICENSE_FOLDERS = ("share/doc", "share/licenses", "licenses")
 # How far above the toolchain root its install's marker may sit (CUDA's tree is <install>/nvidia/cu13).
 _MARKER_DEPTH = 3
 
@@ -61,10 +70,8 @@ class Package:
     archive_sha256: str | None
     # The license the package declares (a wheel's METADATA), when it does.
     declared_license: str | None = None
-    # License files, relative to the install.
+    # License files, relative to the install (a wheel's, which cover every file it installed).
     license_files: tuple[str, ...] = ()
-    # Component folder name -> its license files (relative to the install); archives only.
-    components: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def find_install(root: Path) -> Path:
@@ -107,7 +114,7 @@ def _wheel_packages(install: Path, archives: Sequence[Mapping[str, str]]) -> dic
         version = meta.get("Version")
         archive = next((a for a in archives if _normal(re.split(r"[=<>!~ ;\[]", a["label"])[0]) == _normal(name)), None)
         licenses = tuple(sorted(
-            p.relative_to(install).as_posix() for p in info.rglob("*") if p.is_file() and _LICENSE_NAME.match(p.name)
+            p.relative_to(install).as_posix() for p in info.rglob("*") if p.is_file() and LICENSE_NAME.match(p.name)
         ))
         package = Package(
             name=name, version=version,
@@ -125,93 +132,82 @@ def _wheel_packages(install: Path, archives: Sequence[Mapping[str, str]]) -> dic
     return owners
 
 
-def _archive_package(install: Path, archives: Sequence[Mapping[str, str]], details: Mapping[str, Any]) -> Package:
-    """The toolchain's own archive (everything no wheel claims) and its license files."""
-    components: dict[str, list[str]] = {}
-    loose: list[str] = []
-    for folder in _LICENSE_FOLDERS:
-        top = install / folder
-        if not top.is_dir():
-            continue
-        for path in sorted(top.rglob("*")):
-            if path.is_file() and _LICENSE_NAME.match(path.name):
-                rel = path.relative_to(top)
-                (components.setdefault(rel.parts[0], []) if len(rel.parts) > 1 else loose).append(
-                    path.relative_to(install).as_posix()
-                )
-    loose += sorted(p.name for p in install.iterdir() if p.is_file() and _LICENSE_NAME.match(p.name)) if install.is_dir() else []
-    everything = tuple(sorted({*loose, *(f for files in components.values() for f in files)}))
+def _archive_package(archives: Sequence[Mapping[str, str]], details: Mapping[str, Any], name: str) -> Package:
+    """The toolchain's own archive (everything no wheel claims); its files' licenses are chosen one by one."""
     own = [a for a in archives if not a["label"].endswith(".whl") and "==" not in a["label"]]
     url = details.get("url")
     return Package(
-        name=str(details.get("kind") or install.name),
+        name=str(details.get("kind") or name),
         version=str(details["version"]) if details.get("version") else None,
         archive=str(url) if url else (own[0]["label"] if len(own) == 1 else None),
         archive_sha256=str(details.get("sha256") or "") or (own[0]["sha256"] if len(own) == 1 else None),
-        license_files=everything,
-        components={name: tuple(files) for name, files in components.items()},
     )
 
 
-def _toolchain_packages(root: Path, details: Mapping[str, Any]) -> Callable[[str], tuple[Path, Package]]:
-    """Where a file copied from the toolchain at ``root`` came from: its install and the package (a wheel
-    whose RECORD lists it, else the toolchain's own archive), read once for every file."""
+Owner = Callable[[str], tuple[Package, Covered | None]]
+
+
+def _toolchain_packages(root: Path, details: Mapping[str, Any], declared_doc: Path) -> Owner:
+    """Where a file copied from the toolchain at ``root`` came from and its licenses: a wheel whose RECORD
+    lists it, a dpkg package (a system ROCm at /usr), else the toolchain's own archive; read once."""
     install = find_install(root)
     archives = _marker_archives(install)
     wheels = _wheel_packages(install, archives)
-    fallback = _archive_package(install, archives, details)
+    fallback = _archive_package(archives, details, install.name)
+    licenses = InstallLicenses(install, declared_doc)
+    system = dpkg_managed(install)
 
-    def owner(origin: str) -> tuple[Path, Package]:
-        return install, wheels.get((root / origin).resolve().relative_to(install).as_posix(), fallback)
+    def owner(origin: str) -> tuple[Package, Covered | None]:
+        path = root / origin
+        wheel = wheels.get(path.resolve().relative_to(install).as_posix())
+        if wheel is not None:
+            return wheel, Covered(base=install, files=wheel.license_files, source="its wheel's dist-info")
+        if system and (owned := dpkg_owner(path)) is not None:
+            package, version = owned
+            return (Package(name=package, version=version, archive=f"dpkg:{package}", archive_sha256=None),
+                    debian_copyright(package))
+        return fallback, licenses.covering(path.relative_to(install).as_posix())
 
     return owner
 
 
-def _package_around(path: Path) -> tuple[Path, Package]:
+def _package_around(path: Path) -> tuple[Package, Covered | None]:
     """A file copied from outside the toolchain: the nearest folder above it with license files, and its package."""
     for folder in list(path.parents)[:_MARKER_DEPTH]:
-        package = _archive_package(folder, [], {"kind": folder.name})
-        if package.license_files:
-            return folder, Package(name=path.name, version=None, archive=str(folder), archive_sha256=None,
-                                   license_files=package.license_files, components=package.components)
-    return path.parent, Package(name=path.name, version=None, archive=None, archive_sha256=None)
-
-
-def _licenses_for(package: Package, bundle_path: str) -> tuple[str, ...]:
-    if package.components:
-        name = bundle_path.rsplit("/", 1)[-1].lower()
-        matched = [c for c in package.components if c.lower() in name]
-        if matched:
-            longest = max(matched, key=len)
-            return package.components[longest]
-    return package.license_files
+        covered = InstallLicenses(folder).covering(path.relative_to(folder).as_posix())
+        if covered is not None:
+            return Package(name=path.name, version=None, archive=str(folder), archive_sha256=None), covered
+    return Package(name=path.name, version=None, archive=None, archive_sha256=None), None
 
 
 def describe_third_party(
-    stage: Path, copied: Sequence[CopiedFile], *, toolchain_root: Path | None, details: Mapping[str, Any]
+    stage: Path, copied: Sequence[CopiedFile], *, toolchain_root: Path | None, details: Mapping[str, Any],
+    declared_doc: Path = DEBIAN_DOC,
 ) -> list[dict[str, Any]]:
     """Copy the license files of what ``copied`` came from into ``stage``; the manifest's ``third_party`` list.
 
     ``toolchain_root``: the folder the copied files' origins are relative to;
-    ``details``: the toolchain's kind, version, url and sha256 as the manifest has them.
+    ``details``: the toolchain's kind, version, url and sha256 as the manifest has them;
+    ``declared_doc``: where the declared sources' Debian packages keep their copyright files.
     """
     files = [c for c in copied if c.link is None]
-    in_toolchain = _toolchain_packages(toolchain_root.resolve(), details) if toolchain_root is not None else None
+    in_toolchain = _toolchain_packages(toolchain_root.resolve(), details, declared_doc) if toolchain_root is not None else None
     listed: list[dict[str, Any]] = []
     for item in sorted(files, key=lambda c: c.path):
         origin = Path(item.origin)
         if origin.is_absolute():
-            install_of, package = _package_around(origin.resolve())
+            package, covered = _package_around(origin.resolve())
         elif in_toolchain is not None:
-            install_of, package = in_toolchain(item.origin)
+            package, covered = in_toolchain(item.origin)
         else:
             continue  # relative to a toolchain root the build does not have: nothing to say where from
-        licenses = _licenses_for(package, item.path)
+        licenses = covered.files if covered is not None else ()
         for rel in licenses:
             dest = stage / TOOLCHAIN_LICENSES / rel
             if not dest.is_file():
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(install_of / rel, dest)
+                assert covered is not None
+                shutil.copyfile(covered.base / rel, dest)
         listed.append({
             "path": item.path,
             "package": package.name,
@@ -220,6 +216,8 @@ def describe_third_party(
             "archive_sha256": package.archive_sha256,
             "declared_license": package.declared_license,
             "licenses": [f"{TOOLCHAIN_LICENSES}/{rel}" for rel in licenses],
+            # Where the licenses were found (a component's doc folder, a declared source); none: refused.
+            "license_source": covered.source if covered is not None else None,
         })
     return listed
 

@@ -19,6 +19,7 @@ fetches nothing and still matches the install's recorded digest against it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -27,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
-from pipeline.errors import NetworkError, ToolchainError, UsageError
+from pipeline.errors import NetworkError, ToolchainError
 from pipeline.inputs.matrix import Leg
 from pipeline.names import rocm_identity
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
-from pipeline.util.fsutil import file_digest, folder_problem
+from pipeline.util.fsutil import file_digest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,6 +73,8 @@ class RocmLayout:
     root: PurePath
     clang_dir: PurePath
     device_lib_dir: PurePath
+    # Where CMake finds hip's package (the root in both standard layouts); None: the root.
+    cmake_prefix: PurePath | None = None
 
     @property
     def clang(self) -> PurePath:
@@ -86,16 +89,32 @@ class RocmLayout:
 # Discovery (reads the file system)
 
 
+# Debian's rocm-device-libs (sid, clang 21) installs into clang's resource folder,
+# lib/clang/<N>/amdgcn/bitcode; upstream clang also looks in lib/clang/<N>/lib/amdgcn/bitcode.
+_RESOURCE_DEVICE_LIBS = ("lib/clang/*/amdgcn/bitcode", "lib/clang/*/lib/amdgcn/bitcode")
+
+
+def _resource_device_libs(llvm: Path) -> list[Path]:
+    """The device libraries in the resource folder of the clang at ``llvm``."""
+    return [d for pattern in _RESOURCE_DEVICE_LIBS for d in sorted(llvm.glob(pattern))]
+
+
 def clang_dir_candidates(root: Path) -> list[Path]:
-    """TheRock's and /opt/rocm's folders first, then Debian's ``lib/llvm-N/bin``, newest N first."""
+    """TheRock's and /opt/rocm's folders first, then Debian's ``lib/llvm-N/bin``.
+
+    Of several ``lib/llvm-N`` (a Debian machine may hold clang 14, 15 and 21 side by side), the ones
+    whose resource folder holds the AMDGPU device libraries come first (that clang is the one ROCm was
+    built for), newest N first within each group.
+    """
     found = [root / rel for rel in CLANG_DIRS]
     lib = root / "lib"
-    versioned: list[tuple[int, Path]] = []
+    versioned: list[tuple[bool, int, Path]] = []
     if lib.is_dir():
         for child in lib.iterdir():
             if m := _LLVM_VERSIONED.match(child.name):
-                versioned.append((int(m.group(1)), child / "bin"))
-    found += [p for _, p in sorted(versioned, reverse=True)]
+                has_libs = any(d.is_dir() for d in _resource_device_libs(child))
+                versioned.append((has_libs, int(m.group(1)), child / "bin"))
+    found += [p for *_, p in sorted(versioned, reverse=True)]
     return found
 
 
@@ -110,20 +129,34 @@ def find_clang_dir(root: Path, os_name: str) -> Path:
     )
 
 
+def device_lib_places(root: Path, clang_dir: Path) -> list[str]:
+    """Where an install may keep its AMDGPU bitcode libraries, relative to ``root``, in the order taken."""
+    llvm = clang_dir.parent
+    try:
+        llvm_rel = llvm.relative_to(root).as_posix()
+    except ValueError:
+        llvm_rel = str(llvm)
+    return [
+        THEROCK_DEVICE_LIBS,
+        "amdgcn/bitcode",
+        "llvm/amdgcn/bitcode",
+        *(f"{llvm_rel}/{pattern}" for pattern in _RESOURCE_DEVICE_LIBS),
+        # Debian 12's multiarch layout: /usr/lib/x86_64-linux-gnu/amdgcn/bitcode.
+        "lib/*/amdgcn/bitcode",
+    ]
+
+
+def device_lib_candidates(root: Path, clang_dir: Path) -> list[Path]:
+    """The folders :func:`device_lib_places` names that exist or may exist (globs expanded)."""
+    found: list[Path] = []
+    for place in device_lib_places(root, clang_dir):
+        found += sorted(root.glob(place)) if "*" in place else [root / place]
+    return found
+
+
 def find_device_lib_dir(root: Path, clang_dir: Path) -> Path | None:
     """The AMDGPU bitcode libraries of the install, if any (TheRock, /opt/rocm, Debian)."""
-    candidates = [
-        root / THEROCK_DEVICE_LIBS,
-        root / "amdgcn" / "bitcode",
-        root / "llvm" / "amdgcn" / "bitcode",
-        *sorted((clang_dir.parent / "lib" / "clang").glob("*/lib/amdgcn/bitcode")),
-        # Debian's multiarch layout: /usr/lib/x86_64-linux-gnu/amdgcn/bitcode.
-        *sorted((root / "lib").glob("*/amdgcn/bitcode")),
-    ]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    return None
+    return next((c for c in device_lib_candidates(root, clang_dir) if c.is_dir()), None)
 
 
 def layout_of(root: Path, clang_dir: Path, os_name: str) -> RocmLayout:
@@ -182,7 +215,7 @@ def hip_cmake_args(layout: RocmLayout, targets: tuple[str, ...]) -> tuple[str, .
     if layout.os != "windows":
         args.append(f"-DCMAKE_HIP_COMPILER={cmake_path(layout.clangxx)}")
     args += [
-        f"-DCMAKE_PREFIX_PATH={cmake_path(layout.root)}",
+        f"-DCMAKE_PREFIX_PATH={cmake_path(layout.cmake_prefix or layout.root)}",
         f"-DGPU_TARGETS={';'.join(targets)}",
     ]
     return tuple(args)
@@ -243,14 +276,16 @@ def rocm_toolchain(
     leg: Leg,
     *,
     version: str | None,
+    identity: str | None = None,
+    cmake_prefix: Path | None = None,
     details: Mapping[str, str] | None = None,
     environ: Mapping[str, str],
 ) -> Toolchain:
     """The toolchain of the ROCm install at ``root`` for ``leg`` (its OS and targets).
 
-    ``version`` None: the identity comes from clang's version and a hash of
-    its binary and device libraries, stable for one install and different for
-    another build.
+    ``identity`` None: ``rocm-<version>``; ``version`` None too: clang's
+    version and a hash of its binary and device libraries, stable for one
+    install and different for another build.
     """
     from pipeline.toolchain.host_compiler import compiler_version
 
@@ -258,6 +293,8 @@ def rocm_toolchain(
         raise ToolchainError(f"{root}: ROCm install not found (no such directory)")
     clang_dir = find_clang_dir(root, leg.os)
     layout = layout_of(root, clang_dir, leg.os)
+    if cmake_prefix is not None:
+        layout = dataclasses.replace(layout, cmake_prefix=pure_path(leg.os, cmake_prefix))
     # The file on this machine (a Windows leg's layout holds Windows paths).
     clang = clang_dir / exe(leg.os, "clang")
     clang_hash = file_sha256(clang)
@@ -268,9 +305,9 @@ def rocm_toolchain(
             raise
         # A Windows leg prepared on Linux (or the reverse) cannot run its clang.
         clang_ver = "unknown"
-    if version:
+    if identity is None and version:
         identity = safe_identity(rocm_identity(version))
-    else:
+    elif identity is None:
         fingerprint = install_fingerprint(clang, find_device_lib_dir(root, clang_dir))
         identity = derived_identity(clang_ver, fingerprint)
     description = f"clang {clang_ver} ({cmake_path(layout.clang)})"
@@ -388,14 +425,12 @@ def install_check(os_name: str) -> Callable[[Path], None]:
 
 
 def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
-    """``--rocm-path``: that install; otherwise download and install the run's resolved TheRock build.
+    """Download and install the run's resolved TheRock build (``--rocm-path`` is :mod:`.installed_rocm`'s).
 
     When the index lists a ``.sha256sum`` beside the tarball, the tarball (or
     the complete install's recorded digest) must match it.
     """
     leg = request.leg
-    if request.rocm_path is not None:
-        return _existing_install(request.rocm_path, request)
     from pipeline.toolchain.installer.download import file_name_of
     from pipeline.toolchain.installer.install import install_archive
 
@@ -448,16 +483,3 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
     if resolved.published is not None:
         details["published"] = resolved.published.isoformat()
     return rocm_toolchain(installed.root, leg, version=resolved.version, details=details, environ=request.environ)
-
-
-def _existing_install(path: Path, request: ToolchainRequest) -> Toolchain:
-    from pipeline.rocm.versions import is_version
-
-    if (problem := folder_problem(path)) is not None:
-        raise UsageError(f"--rocm-path {path}: {problem}")
-    root = path.resolve()
-    # An explicit --rocm-version names this install's version; a policy does not.
-    asked = request.rocm_version
-    version = asked if asked and is_version(asked) else installed_version(root)
-    return rocm_toolchain(root, request.leg, version=version, details={"source": "rocm-path"},
-                          environ=request.environ)

@@ -2,64 +2,24 @@
 
 Debian's ``hipcc`` + ``rocm-device-libs`` live under ``/usr``: clang under
 ``/usr/lib/llvm-<N>/bin``, the device libraries under
-``/usr/lib/<triplet>/amdgcn/bitcode``. ``gfx1030`` because ROCm 5.2's device
+``/usr/lib/<triplet>/amdgcn/bitcode`` (Debian 12; sid keeps them in clang's
+resource folder, see test_sid_rocm.py), HIP's CMake package under
+``/usr/lib/<triplet>/cmake/hip``. ``gfx1030`` because ROCm 5.2's device
 libraries lack gfx1100; ``HIP_PLATFORM=amd`` because this machine also has nvcc.
 """
 
 from __future__ import annotations
 
-import textwrap
+import re
+import subprocess
 from pathlib import Path
 
+from tests.support.hip_probe import cmake_says_hip_version
+from tests.support.hip_project import COMPILATIONS, KERNELS, write_hip_project
 from tests.support.pipeline_cli import build_leg
 from tests.support.projects import write_matrix
 
 LEG = "rocm-linux-gfx1030"
-KERNELS = 3
-COMPILATIONS = KERNELS + 1  # the .hip files and one C++ host file
-
-
-def write_hip_project(root: Path) -> Path:
-    """Like llama.cpp's ggml-hip: GPU_TARGETS -> CMAKE_HIP_ARCHITECTURES, then HIP enabled."""
-    src = root / "src"
-    src.mkdir(parents=True)
-    names = []
-    for i in range(KERNELS):
-        (src / f"kernel{i}.hip").write_text(
-            textwrap.dedent(
-                f"""\
-                #include <hip/hip_runtime.h>
-                __global__ void scale{i}(float* data, float factor, int n) {{
-                    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-                    if (idx < n) data[idx] = data[idx] * factor + {i}.0f;
-                }}
-                extern "C" void launch{i}(float* data, float factor, int n) {{
-                    hipLaunchKernelGGL(scale{i}, dim3((n + 63) / 64), dim3(64), 0, 0, data, factor, n);
-                }}
-                """
-            )
-        )
-        names.append(f"src/kernel{i}.hip")
-    (src / "host.cpp").write_text(
-        "".join(f'extern "C" void launch{i}(float*, float, int);\n' for i in range(KERNELS))
-        + "void launch_all(float* d, int n) {"
-        + "".join(f" launch{i}(d, 2.0f, n);" for i in range(KERNELS))
-        + " }\n"
-    )
-    (root / "CMakeLists.txt").write_text(
-        textwrap.dedent(
-            f"""\
-            cmake_minimum_required(VERSION 3.21)
-            project(hipdemo LANGUAGES C CXX)
-            if (GPU_TARGETS)
-                set(CMAKE_HIP_ARCHITECTURES ${{GPU_TARGETS}})
-            endif()
-            enable_language(HIP)
-            add_library(kernels STATIC {" ".join(names)} src/host.cpp)
-            """
-        )
-    )
-    return root
 
 
 def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
@@ -83,10 +43,15 @@ cmake_args = ["-DGGML_HIP=ON"]
 
     first = build()
     tc = first["toolchain"]
-    # No version at /usr: the identity is clang's version plus a hash of its binary.
-    assert tc["identity"].startswith("rocm-clang")
+    # The installed HIP's version (what CMake's find_package(hip) hands a tree: 5.2.0 in Debian 12's
+    # hip-config-version.cmake) and the digest of the compiler and the device libraries.
+    assert re.fullmatch(rf"rocm-hip{re.escape(cmake_says_hip_version(tmp_path))}-[0-9a-f]{{12}}", tc["identity"])
     assert tc["details"]["source"] == "rocm-path"
-    assert tc["details"]["device_libs"].endswith("/amdgcn/bitcode")
+    # The folder Debian's device-library package installed (dpkg says so, not the pipeline).
+    owner = subprocess.run(["dpkg", "-S", f"{tc['details']['device_libs']}/ockl.bc"], capture_output=True, text=True)
+    assert owner.stdout.split(":")[0] == "rocm-device-libs", owner
+    assert tc["details"]["cmake_prefix"] == "/usr"
+    assert tc["details"]["hip_version_from"] == "/usr/lib/x86_64-linux-gnu/cmake/hip/hip-config-version.cmake"
     assert "-DGPU_TARGETS=gfx1030" in first["cmake_args"]
     assert any(a.startswith("-DCMAKE_HIP_COMPILER=/usr/lib/llvm-") for a in first["cmake_args"])
     assert any(a.startswith("-DCMAKE_HIP_COMPILER_LAUNCHER=") for a in first["cmake_args"])

@@ -149,8 +149,8 @@ def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tupl
     third = {e["path"]: e for e in manifest["third_party"]}
     assert set(third) == {p for p, f in came_from.items() if not p.endswith((".so.7", ".so.4", ".so.1"))}
     assert third["librocblas.so.4.5.0"]["licenses"] == ["licenses/toolchain/share/doc/rocblas/LICENSE.md"]
-    assert third["libamdhip64.so.7.1.0"]["licenses"] == ["licenses/toolchain/share/doc/hip/LICENSE.txt"]
-    assert third["libhsa-runtime64.so.1.15.0"]["licenses"] == ["licenses/toolchain/share/doc/hsa-runtime/LICENSE"]
+    assert third["libamdhip64.so.7.1.0"]["licenses"] == ["licenses/toolchain/share/doc/hip/LICENSE.md"]
+    assert third["libhsa-runtime64.so.1.15.0"]["licenses"] == ["licenses/toolchain/share/doc/hsa-runtime64/LICENSE.md"]
     assert third["librocblas.so.4.5.0"]["version"] == VERSION
     for rel, text in LICENSES.items():
         assert tar_member(bundle, f"{TOP}/licenses/toolchain/{rel}").decode() == text
@@ -161,7 +161,7 @@ def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tupl
     assert paths == {n.removeprefix(f"{TOP}/") for n, m in members.items() if not m.isdir()} - {"sbom.cdx.json"}
     hip = next(c for c in sbom["components"] if c["name"] == "libamdhip64.so.7.1.0")
     assert hip["type"] == "library" and hip["version"] == VERSION
-    assert hip["licenses"] == [{"license": {"name": "see licenses/toolchain/share/doc/hip/LICENSE.txt"}}]
+    assert hip["licenses"] == [{"license": {"name": "see licenses/toolchain/share/doc/hip/LICENSE.md"}}]
 
     # The toolchain is gone; the bundle runs on its own, from elsewhere, with nothing of the build's environment.
     shutil.rmtree(root)
@@ -222,7 +222,7 @@ def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[P
     proc = check_bundle(repack(unlicensed, tmp_path / "unlicensed.tar.gz"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert ("error: libamdhip64.so.7.1.0: a third-party file (from the toolchain's lib/libamdhip64.so.7.1.0): "
-            "its license files are not in the bundle: licenses/toolchain/share/doc/hip/LICENSE.txt") in proc.stdout
+            "its license files are not in the bundle: licenses/toolchain/share/doc/hip/LICENSE.md") in proc.stdout
     assert "error: librocblas.so.4.5.0: a third-party file" in proc.stdout
     assert {(p["file"], p["kind"]) for p in data["problems"]} >= {("llama-hipdemo", "runpath"),
                                                                    ("llama-hipdemo", "library")}

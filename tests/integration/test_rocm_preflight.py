@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -20,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ToolchainError
-from pipeline.leg.steps import find_tool
+from tests.support.hip_probe import cmake_says_hip_version, hip_find_project
 from tests.support.httpserver import LocalServer
 from tests.support.pipeline_cli import ROOT, run_pipeline
-from tests.support.projects import PROJECT_LICENSE, write_cpp_project, write_matrix
+from tests.support.projects import write_cpp_project, write_matrix
+from tests.support.toolchains import make_rocm_tree
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
 
 pytestmark = pytest.mark.integration
@@ -37,32 +37,6 @@ DEBIAN_HIP = Path("/usr/lib/x86_64-linux-gnu/cmake/hip")
 
 needs_debian_hip = pytest.mark.skipif(not (DEBIAN_HIP / "hip-config.cmake").is_file(),
                                       reason="Debian's HIP (hipcc, libamdhip64-dev) is not installed")
-
-
-def _hip_project(root: Path) -> Path:
-    """What ggml-hip's configure does first: find_package(hip), then say the version it found."""
-    root.mkdir(parents=True)
-    (root / "LICENSE").write_text(PROJECT_LICENSE)
-    (root / "CMakeLists.txt").write_text(textwrap.dedent("""\
-        cmake_minimum_required(VERSION 3.21)
-        project(hipfind C CXX)
-        find_package(hip CONFIG REQUIRED)
-        message(STATUS "hip_VERSION=${hip_VERSION}")
-        """))
-    return root
-
-
-def _cmake_says_hip_version(tmp_path: Path) -> str:
-    """The HIP version CMake itself finds at /usr (what the tree's check compares), independently of the pipeline."""
-    project = _hip_project(tmp_path / "probe")
-    proc = subprocess.run(
-        [str(find_tool("cmake")), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", "-S", str(project),
-         "-B", str(tmp_path / "probe-build"), "-DCMAKE_PREFIX_PATH=/usr", "-DCMAKE_POLICY_VERSION_MINIMUM=3.5"],
-        capture_output=True, text=True, env={**os.environ, "HIP_PLATFORM": "amd"}, check=False,
-    )  # fmt: skip
-    match = re.search(r"hip_VERSION=(\S+)", proc.stdout)
-    assert match, proc.stdout + proc.stderr
-    return match.group(1)
 
 
 def _real_tree_cmake_files(dest: Path) -> Path:
@@ -79,7 +53,7 @@ def _real_tree_cmake_files(dest: Path) -> Path:
 @needs_debian_hip
 @pytest.mark.parametrize("given_by", ["flag", "environment"])
 def test_a_hip_older_than_the_tree_requires_is_one_line_before_configure(tmp_path: Path, given_by: str) -> None:
-    found = _cmake_says_hip_version(tmp_path)
+    found = cmake_says_hip_version(tmp_path)
     tree = _real_tree_cmake_files(tmp_path / "llama.cpp")
     out = tmp_path / "out"
     args = ["--matrix", str(SHIPPED), "build", LEG, "--source", str(tree), "--out", str(out),
@@ -107,7 +81,7 @@ def test_a_hip_older_than_the_tree_requires_is_one_line_before_configure(tmp_pat
 def test_a_hip_config_the_pinned_cmake_refuses_is_configured_with_the_policy_floor(tmp_path: Path) -> None:
     """Debian's hip-config.cmake asks for CMake 3.3; CMake 4 refuses it unless told the policy floor."""
     ws = tmp_path / "ws"
-    _hip_project(ws / "project")
+    hip_find_project(ws / "project")
     write_matrix(ws / "matrix.toml", extra=textwrap.dedent("""
         [legs.rocm-linux-gfx1030]
         backend = "rocm"
@@ -127,7 +101,7 @@ def test_a_hip_config_the_pinned_cmake_refuses_is_configured_with_the_policy_flo
     assert record["toolchain"]["details"]["cmake_policy_version_minimum"] == "3.5"
     log = (ws / "out" / "rocm-linux-gfx1030" / "build.log").read_text()
     # The package loaded, with the version the version check reads.
-    assert f"hip_VERSION={_cmake_says_hip_version(tmp_path)}" in log
+    assert f"hip_VERSION={cmake_says_hip_version(tmp_path)}" in log
     assert "Compatibility with CMake < 3.5 has been removed" not in log
 
 
@@ -188,3 +162,21 @@ def test_resolve_for_one_leg_refuses_a_rocm_path(http_server: LocalServer, tmp_p
         "error: resolve: --write, --tag, --no-source and --rocm-path are for the whole run (without --leg/--os/--family)"
     ]
     assert http_server.hits("/index/") == 0
+
+
+def test_an_installed_rocm_without_device_libraries_is_one_error_line(tmp_path: Path) -> None:
+    """A TheRock-shaped install that lacks a piece stops the leg before CMake, naming the piece."""
+    rocm = make_rocm_tree(tmp_path / "rocm", "therock", skip=("device_libs",))
+    write_cpp_project(tmp_path / "proj", units=1)
+    matrix = _rocm_matrix(tmp_path / "m.toml", "http://127.0.0.1:9/unused/")
+    out = tmp_path / "out"
+    proc = run_pipeline(["--matrix", str(matrix), "build", "rocm-linux-gfx1030", "--source", str(tmp_path / "proj"),
+                         "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-bundle",
+                         "--rocm-path", str(rocm)])
+    assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: --rocm-path {rocm.resolve()}: no AMDGPU device libraries (amdgcn/bitcode) for "
+        f"{rocm.resolve()}/lib/llvm/bin/clang; looked in lib/llvm/amdgcn/bitcode, "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (out / "rocm-linux-gfx1030" / "build").exists()

@@ -28,11 +28,12 @@ KERNELS = {
     "TensileLibrary_lazy_gfx1030.dat": b"gfx1030 lazy",
     "TensileLibrary_fallback.dat": b"any target",
 }
-# TheRock's per-component license files (share/doc/<component>/), which its bundles must carry.
+# TheRock's per-component license files, named as its build installs them (share/doc/<CMake project>/,
+# see docs/supply-chain.md), which its bundles must carry.
 LICENSES = {
     "share/doc/rocblas/LICENSE.md": "rocBLAS: MIT License (test copy)\n",
-    "share/doc/hip/LICENSE.txt": "HIP: MIT License (test copy)\n",
-    "share/doc/hsa-runtime/LICENSE": "ROCR runtime: NCSA license (test copy)\n",
+    "share/doc/hip/LICENSE.md": "HIP: MIT License (test copy)\n",
+    "share/doc/hsa-runtime64/LICENSE.md": "ROCR runtime: NCSA license (test copy)\n",
 }
 # What llama-hipdemo --version prints: 40000 + 700 + 15.
 EXPECTED_VERSION = "hipdemo version 40715"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pipeline.bundle.closure import CopiedFile
+from pipeline.bundle.license_match import declared, library_stem, projects_of
 from pipeline.bundle.third_party import TOOLCHAIN_LICENSES, describe_third_party, license_problems
 
 RUNTIME_SHA = "3" * 64
@@ -57,11 +60,12 @@ def test_a_wheel_file_names_its_wheel_its_sha256_and_carries_the_wheel_license(t
     assert by_path["libcublas.so.13"]["archive_sha256"] == BLAS_SHA
 
 
-def test_an_archive_file_gets_its_component_license_else_every_license(tmp_path: Path) -> None:
+def test_an_archive_file_gets_its_component_license_and_an_unnamed_one_none(tmp_path: Path) -> None:
+    """Fail closed: a file no component names gets no license (it once got every license of the archive)."""
     root = tmp_path / "therock"
     (root / "lib" / "rocblas" / "library").mkdir(parents=True)
     (root / "lib" / "librocblas.so.4.5.0").write_bytes(b"\x7fELF")
-    (root / "lib" / "libzstd.so.1").write_bytes(b"\x7fELF")
+    (root / "lib" / "libfoo.so.1").write_bytes(b"\x7fELF")
     (root / "lib" / "rocblas" / "library" / "Kernels.hsaco").write_bytes(b"k")
     for component in ("rocblas", "hip"):
         (root / "share" / "doc" / component).mkdir(parents=True)
@@ -69,19 +73,61 @@ def test_an_archive_file_gets_its_component_license_else_every_license(tmp_path:
     stage = tmp_path / "stage"
     stage.mkdir()
     copied = [CopiedFile(path="librocblas.so.4.5.0", origin="lib/librocblas.so.4.5.0"),
-              CopiedFile(path="libzstd.so.1", origin="lib/libzstd.so.1"),
+              CopiedFile(path="libfoo.so.1", origin="lib/libfoo.so.1"),
               CopiedFile(path="rocblas/library/Kernels.hsaco", origin="lib/rocblas/library/Kernels.hsaco")]
     details = {"kind": "therock", "version": "7.10.0a20260301", "url": "https://example.invalid/t.tar.gz",
                "sha256": "5" * 64}
-    by_path = {e["path"]: e for e in describe_third_party(stage, copied, toolchain_root=root, details=details)}
+    by_path = {e["path"]: e for e in describe_third_party(stage, copied, toolchain_root=root, details=details,
+                                                          declared_doc=tmp_path / "no-doc")}
     rocblas = by_path["librocblas.so.4.5.0"]
     assert rocblas["licenses"] == [f"{TOOLCHAIN_LICENSES}/share/doc/rocblas/LICENSE.md"]
+    assert rocblas["license_source"] == "share/doc/rocblas"
     assert (rocblas["archive"], rocblas["archive_sha256"], rocblas["version"]) == (
         "https://example.invalid/t.tar.gz", "5" * 64, "7.10.0a20260301")
-    every = [f"{TOOLCHAIN_LICENSES}/share/doc/hip/LICENSE.md", f"{TOOLCHAIN_LICENSES}/share/doc/rocblas/LICENSE.md"]
-    assert by_path["libzstd.so.1"]["licenses"] == every
-    assert by_path["rocblas/library/Kernels.hsaco"]["licenses"] == every
-    assert (stage / TOOLCHAIN_LICENSES / "share/doc/hip/LICENSE.md").read_text() == "hip license\n"
+    # A data folder is named by its folder, not its file name.
+    assert by_path["rocblas/library/Kernels.hsaco"]["licenses"] == [f"{TOOLCHAIN_LICENSES}/share/doc/rocblas/LICENSE.md"]
+    assert (by_path["libfoo.so.1"]["licenses"], by_path["libfoo.so.1"]["license_source"]) == ([], None)
+    assert not (stage / TOOLCHAIN_LICENSES / "share/doc/hip").exists()
+    files = [{"path": p, "sha256": "0" * 64, "size": 1, "from_toolchain": f"lib/{p}"} for p in by_path]
+    problems = dict(license_problems({"files": files, "third_party": list(by_path.values())}, stage))
+    assert sorted(problems) == ["libfoo.so.1"]
+
+
+@pytest.mark.parametrize(("name", "stem", "projects"), [
+    ("librocm_sysdeps_liblzma.so.5", "lzma", ("xz",)),
+    ("liblzma.so.5", "lzma", ("xz",)),
+    ("librocm_sysdeps_z.so.1", "z", ("zlib",)),
+    ("libz.so", "z", ("zlib",)),
+    ("librocm_sysdeps_elf.so.1", "elf", ("elfutils",)),
+    ("librocm_sysdeps_numa.so.1", "numa", ("numactl",)),
+    ("librocm_sysdeps_bz2.so", "bz2", ("bzip2",)),
+    ("librocm_sysdeps_zstd.so.1", "zstd", ("zstd",)),
+    ("librocm_sysdeps_drm_amdgpu.so.1", "drm_amdgpu", ("libdrm",)),
+    ("libhsa-runtime64.so.1.18.0", "hsa-runtime64", ("hsa-runtime64", "rocr", "hsa-rocr")),
+    ("libamdhip64.so.7", "amdhip64", None),
+    ("amdhip64_7.dll", "amdhip64_7", None),
+])  # fmt: skip
+def test_a_library_name_maps_to_the_project_whose_doc_folder_holds_its_license(
+        name: str, stem: str, projects: tuple[str, ...] | None) -> None:
+    assert (library_stem(name), projects_of(name)) == (stem, projects)
+
+
+def test_a_declared_source_is_the_debian_copyright_and_the_common_licenses_it_names(tmp_path: Path) -> None:
+    doc = tmp_path / "usr" / "share" / "doc"
+    (doc / "libelf1t64").mkdir(parents=True)
+    (doc / "libelf1t64" / "copyright").write_text("elfutils: see /usr/share/common-licenses/LGPL-3 and GPL-2\n"
+                                                  "and /usr/share/common-licenses/GPL-2.\n")
+    common = tmp_path / "usr" / "share" / "common-licenses"
+    common.mkdir()
+    for name in ("LGPL-3", "GPL-2", "Apache-2.0"):
+        (common / name).write_text(name)
+    covered = declared(("elfutils",), doc)
+    assert covered is not None and covered.base == tmp_path / "usr"
+    assert covered.files == ("share/doc/libelf1t64/copyright", "share/common-licenses/GPL-2",
+                             "share/common-licenses/LGPL-3")
+    assert covered.source == "declared: elfutils's license from Debian's libelf1t64 package"
+    # No package of the project on this machine: nothing, so the bundle is refused.
+    assert declared(("numactl",), doc) is None
 
 
 def test_a_third_party_file_without_a_license_in_the_bundle_is_a_problem(tmp_path: Path) -> None:

@@ -1,0 +1,157 @@
+"""A Debian sid root with Debian's ROCm 6.4, made once with mmdebstrap and kept in the test cache.
+
+Debian 12 (this machine) has HIP 5.2; the real llama.cpp needs HIP >= 6.1. Debian sid has
+``libamdhip64-dev`` 6.4, ``libhipblas-dev``/``librocblas-dev`` 6.4 and ``hipcc`` on clang 21, so a
+sid root gives these tests a real distribution-layout ROCm (``/usr``, clang under
+``/usr/lib/llvm-21``, the device libraries in clang's resource folder, CMake configs under
+``lib/x86_64-linux-gnu/cmake``) without touching the machine's own packages.
+
+The root is made once (about 3 minutes, 5 GB) in ``<test cache>/sid-rocm/root`` and renamed into place
+only when complete, so an interrupted build is never taken for a root. Commands run in it with
+``chroot`` as root, with ``/proc`` mounted and ``/dev`` bound (hipcc and Python need both) and this
+machine's CA bundle copied in (pip needs it to reach the registry from inside).
+
+The Debian mirror is the one this machine's apt already uses, read from ``/etc/apt/sources.list``
+and ``/etc/apt/sources.list.d/`` at run time: no host name is written here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from tests.support.cache_root import e2e_cache_root
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SUITE = "sid"
+# What the ROCm leg needs: the compiler (hipcc pulls clang 21 and the device libraries), the
+# libraries llama.cpp's ggml-hip finds with find_package, and what runs the pipeline itself.
+PACKAGES = ("hipcc", "libhipblas-dev", "librocblas-dev", "python3", "python3-venv", "git", "g++")
+# sid's Release files are past their validity date on the mirror this machine uses.
+_APT_OPTION = 'Acquire::Check-Valid-Until "false"'
+_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
+_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+BUILD_TIMEOUT_S = 1800
+# Inside the root: the pipeline's dependencies (the checkout itself is bound in and on PYTHONPATH).
+VENV = "/opt/pipeline-venv"
+SOURCE_INSIDE = "/src"
+
+
+class SidRootUnavailable(AssertionError):
+    """The root cannot be made here; the message says what is missing."""
+
+
+def debian_mirror(sources: Sequence[Path] = _SOURCES) -> str:
+    """The URL of the Debian archive this machine's apt reads (not its security archive)."""
+    for place in sources:
+        files = sorted(place.iterdir()) if place.is_dir() else [place] if place.is_file() else []
+        for file in files:
+            if file.suffix not in (".list", ".sources", ""):
+                continue
+            for url in _urls(file.read_text(encoding="utf-8", errors="replace")):
+                if not url.rstrip("/").endswith("-security") and "/debian" in url:
+                    return url.rstrip("/")
+    raise SidRootUnavailable(f"no Debian archive in {', '.join(map(str, sources))}")
+
+
+def _urls(text: str) -> Iterator[str]:
+    # One-line style ("deb [opts] URL suite comp") and deb822 style ("URIs: URL ...").
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("URIs:"):
+            yield from line.removeprefix("URIs:").split()
+        elif m := re.match(r"deb\s+(?:\[[^]]*\]\s+)?(\S+)", line):
+            yield m.group(1)
+
+
+def sid_root(cache: Path | None = None) -> Path:
+    """The root in the test cache, made with mmdebstrap when it is not there yet."""
+    home = (cache or e2e_cache_root()) / "sid-rocm"
+    root = home / "root"
+    if (root / "usr" / "bin" / "hipcc").exists():
+        return root
+    if os.geteuid() != 0:
+        raise SidRootUnavailable("making the sid root needs root (mmdebstrap, chroot)")
+    tool = shutil.which("mmdebstrap")
+    if tool is None:
+        raise SidRootUnavailable("mmdebstrap is not installed (apt-get install mmdebstrap)")
+    home.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=home, prefix=".building-") as tmp:
+        partial = Path(tmp) / "root"
+        proc = subprocess.run(
+            [tool, "--variant=apt", f"--aptopt={_APT_OPTION}", f"--include={','.join(PACKAGES)}",
+             SUITE, str(partial), debian_mirror()],
+            capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise SidRootUnavailable(f"mmdebstrap failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        partial.replace(root)
+    return root
+
+
+@contextlib.contextmanager
+def mounted(root: Path, binds: Sequence[tuple[Path, str]] = ()) -> Iterator[Path]:
+    """``root`` with /proc, /dev and each ``(host folder, path inside)`` of ``binds`` mounted, then unmounted."""
+    # pip inside reaches the registry with this machine's trust store.
+    (root / "etc/ssl/certs").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_CA_BUNDLE, root / "etc/ssl/certs/ca-certificates.crt")
+    done: list[Path] = []
+    try:
+        for source, inside, args in [
+            (Path("proc"), "/proc", ["-t", "proc"]),
+            (Path("/dev"), "/dev", ["--rbind"]),
+            *((src, dst, ["--bind"]) for src, dst in binds),
+        ]:
+            target = root / inside.lstrip("/")
+            target.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["mount", *args, str(source), str(target)], check=True, capture_output=True)
+            done.append(target)
+        yield root
+    finally:
+        # Innermost first; --lazy because /dev's recursive bind holds sub-mounts (pts, shm).
+        for target in reversed(done):
+            subprocess.run(["umount", "--recursive", "--lazy", str(target)], check=False, capture_output=True)
+
+
+def run_in(root: Path, argv: Sequence[str], *, env: dict[str, str] | None = None,
+           cwd: str = "/", timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` inside ``root`` (already :func:`mounted`) as root, with a clean environment."""
+    base = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
+            "LANG": "C.UTF-8"}
+    return subprocess.run(
+        ["chroot", str(root), "/usr/bin/env", "-i", "-C", cwd, *(f"{k}={v}" for k, v in {**base, **(env or {})}.items()),
+         *argv],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def pipeline_venv(root: Path) -> str:
+    """``python`` of a venv inside ``root`` with the pipeline's dependencies (pyproject.toml's), made once.
+
+    The stamp is the dependency list's digest: a changed pyproject makes it again. The checkout is
+    not installed (that would write egg-info into it); the caller binds it at :data:`SOURCE_INSIDE`
+    and puts it on PYTHONPATH.
+    """
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    digest = hashlib.sha256("\n".join(deps).encode()).hexdigest()
+    stamp = root / VENV.lstrip("/") / ".pipeline-deps"
+    python = f"{VENV}/bin/python"
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == digest:
+        return python
+    shutil.rmtree(root / VENV.lstrip("/"), ignore_errors=True)
+    with mounted(root):
+        for argv in (["python3", "-m", "venv", VENV], [python, "-m", "pip", "install", "--quiet", *deps]):
+            proc = run_in(root, argv, timeout=1200)
+            if proc.returncode != 0:
+                raise SidRootUnavailable(f"{' '.join(argv[:4])} in the sid root failed:\n{proc.stderr[-3000:]}")
+    stamp.write_text(digest, encoding="utf-8")
+    return python
