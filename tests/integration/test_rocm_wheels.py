@@ -277,3 +277,49 @@ def test_the_rocm_selector_published_as_an_sdist_is_built_offline_and_installed(
     assert "published" not in details
     assert Path(details["root"]).name == "_rocm_sdk_devel"
     assert (Path(details["install_root"]) / "site-packages/rocm_sdk/__main__.py").is_file()
+
+
+def test_a_failed_wheel_reinstall_keeps_the_working_install_and_leaves_no_staging_folder(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """The wheels go through the one installer: a pip that fails never costs the working install."""
+    import io
+
+    from rich.console import Console
+
+    from pipeline.archives.extract import MARKER
+    from pipeline.backends import toolchain_request
+    from pipeline.errors import ToolchainError
+    from pipeline.inputs.matrix import load_matrix
+    from pipeline.toolchain.therock_wheels import install_wheels
+    from tests.support.inputs import make_inputs
+
+    index_url = serve_all(http_server, wheel_sets)
+    matrix = load_matrix(wheels_matrix(tmp_path / "matrix.toml", index_url))
+    inputs = make_inputs(matrix, now=datetime(2025, 1, 8, 12, tzinfo=UTC), environ=dict(os.environ))
+    request = toolchain_request(inputs, matrix.leg(LEG))
+    assert request.rocm is not None
+    console = Console(file=io.StringIO())
+    install, reused = install_wheels(request.rocm, request, console, python=sys.executable)
+    assert not reused
+    marker = (install / MARKER).read_text()
+    clang = install / "site-packages/_rocm_sdk_core/lib/llvm/bin/clang"
+    clang_bytes = clang.read_bytes()
+    # An edited install is installed again: here with a Python that has no pip, a real failure.
+    edited = install / "site-packages/rocm_sdk/__main__.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "nopip")], check=True)
+    with pytest.raises(ToolchainError, match="pip install of the ROCm wheels failed") as err:
+        install_wheels(request.rocm, request, console, python=str(tmp_path / "nopip/bin/python"))
+    assert "No module named pip" in err.value.message
+    # The working install stays whole, with its own marker; nothing half-made is left beside it.
+    assert (install / MARKER).read_text() == marker
+    assert clang.read_bytes() == clang_bytes
+    assert edited.read_text().endswith("# edited\n")
+    assert sorted(p.name for p in install.parent.iterdir() if not p.name.endswith((".lock", ".holder.json"))) == [
+        install.name]
+    # A working pip installs it again, and the next run reuses that install.
+    again, reused = install_wheels(request.rocm, request, console, python=sys.executable)
+    assert (again, reused) == (install, False)
+    assert not edited.read_text().endswith("# edited\n")
+    assert install_wheels(request.rocm, request, console, python=sys.executable) == (install, True)
