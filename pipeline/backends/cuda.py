@@ -32,7 +32,7 @@ class Cuda:
 
     def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
         # From the pins (or the given nvcc): a cache key never installs the toolkit.
-        from pipeline.toolchain.cuda_wheels import cuda_identity
+        from pipeline.toolchain.cuda_identity import cuda_identity
 
         return cuda_identity(request)
 

@@ -7,7 +7,6 @@ run agrees on its key without installing anything.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from pipeline.backends.protocol import DataFolder, RuntimeProfile
@@ -33,11 +32,6 @@ _WINDOWS = RuntimeProfile(
 )
 
 
-def _msvc_applies(request: ToolchainRequest) -> bool:
-    """A Windows leg built on Windows links with MSVC."""
-    return request.leg.os == "windows" and sys.platform == "win32"
-
-
 class Rocm:
     name = "rocm"
     downloads_toolchain = True
@@ -52,10 +46,12 @@ class Rocm:
 
             toolchain = existing_install(request.rocm_path, request)
         else:
-            from pipeline.toolchain.therock import prepare_rocm
+            from pipeline.toolchain.therock_tarball import prepare_rocm
 
             toolchain = prepare_rocm(request, console)
-        if not _msvc_applies(request):
+        from pipeline.toolchain.rocm_identity import msvc_applies
+
+        if not msvc_applies(request):
             return toolchain
         from pipeline.toolchain.msvc import capture_msvc, with_msvc
 
@@ -63,17 +59,10 @@ class Rocm:
         return with_msvc(toolchain, capture_msvc(request.environ), request.environ)
 
     def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
-        if request.rocm is None:
-            # --rocm-path: the install itself says what it is.
-            return self.prepare(request, console).identity
-        # The resolution's identity: the version (a wheel build adds its wheels' digest).
-        identity = request.rocm.identity
-        if _msvc_applies(request):
-            # The MSVC toolset is in every object of a Windows leg: key on it too.
-            from pipeline.toolchain.msvc import capture_msvc
+        # From the resolution (or the given --rocm-path): a cache key never installs TheRock.
+        from pipeline.toolchain.rocm_identity import rocm_cache_identity
 
-            identity += f"-{capture_msvc(request.environ).identity}"
-        return identity
+        return rocm_cache_identity(request)
 
     def runtime(self, os_name: str) -> RuntimeProfile:
         return _WINDOWS if os_name == "windows" else _LINUX

@@ -27,7 +27,7 @@ class Vulkan:
 
     def cache_identity(self, request: ToolchainRequest, console: Console) -> str:
         # From the pin (or the given SDK / the system's tools): a cache key never installs the SDK.
-        from pipeline.toolchain.vulkan_sdk import vulkan_identity
+        from pipeline.toolchain.vulkan_identity import vulkan_identity
 
         return vulkan_identity(request)
 

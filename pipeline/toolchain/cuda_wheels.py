@@ -8,7 +8,8 @@ so the same safe extractor that unpacks TheRock unpacks it. Before the install
 is sealed, the installer adds what the wheels lack (:mod:`pipeline.toolchain.cuda_layout`):
 the unversioned library links and the driver's link stub, both recorded in
 the install's marker like every extracted file, so a later run that finds one
-missing or edited installs the toolkit again.
+missing or edited installs the toolkit again. The identity comes from
+:mod:`pipeline.toolchain.cuda_identity`, which computes it without this module.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from pipeline.inputs import settings
 from pipeline.inputs.pins import CudaPins
 from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.processes.groups import run_child
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
+from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
+from pipeline.toolchain.cuda_identity import given_cuda, pinned_cuda_identity, pinned_wheels
 from pipeline.toolchain.cuda_layout import (
     DRIVER_SONAME,
     DRIVER_STUB,
@@ -33,12 +35,11 @@ from pipeline.toolchain.cuda_layout import (
     driver_entry_points,
     install_folder,
     no_device_source,
-    pinned_identity,
     unversioned_links,
     wheel_tree,
 )
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
-from pipeline.toolchain.host_compiler import find_compiler, host_toolchain
+from pipeline.toolchain.host_compiler import find_compiler
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.util.fsutil import file_digest
 from pipeline.util.http_retry import RetriesExhausted, Retryable, call_with_retries
@@ -174,9 +175,7 @@ def install_cuda_wheels(
 ) -> Path:
     """Install the pinned wheels for the leg's OS; the toolkit tree (``.../nvidia/cu13``)."""
     os_name = request.leg.os
-    pairs = pins.wheels_for(os_name)
-    if not pairs:
-        raise ToolchainError(f"[toolchains.cuda] pins no {os_name} sha256 for every wheel: cannot install CUDA {pins.version}")
+    pairs = pinned_wheels(pins, os_name)
     refs = [ArchiveRef(label=wheel.requirement, sha256=sha) for wheel, sha in pairs]
     tree = wheel_tree(pins.version)
 
@@ -205,38 +204,11 @@ def prepare_cuda(request: ToolchainRequest, console: Console | None = None, *, p
     """``--cuda-path`` wins; else matrix.toml's pinned wheels; else a system CUDA (CUDA_PATH, /usr/local/cuda, PATH)."""
     leg, env = request.leg, request.environ
     if request.cuda_path is not None:
-        if not (request.cuda_path / "bin" / ("nvcc.exe" if leg.os == "windows" else "nvcc")).is_file():
-            raise ToolchainError(f"--cuda-path {request.cuda_path}: no bin/nvcc there")
-        return cuda_toolchain(leg, env, root=request.cuda_path, source="cuda-path")
+        return given_cuda(request)
     pins = request.pins.cuda if request.pins else None
     if pins is None:
         return cuda_toolchain(leg, env)
     tree = install_cuda_wheels(pins, request, python=python, console=console)
     toolchain = cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")
     # The identity the cache key was computed with before the install (cuda_identity).
-    return dataclasses.replace(toolchain, identity=_pinned(pins, leg.os, request))
-
-
-def _pinned(pins: CudaPins, os_name: str, request: ToolchainRequest) -> str:
-    pairs = pins.wheels_for(os_name)
-    return safe_identity(pinned_identity(pins.version, [(w.requirement, sha) for w, sha in pairs],
-                                         host_toolchain(request.environ).identity))
-
-
-def cuda_identity(request: ToolchainRequest) -> str:
-    """The leg's CUDA identity without installing anything (``cache-key``), the one :func:`prepare_cuda` gives.
-
-    Pinned wheels: from the pins and the host compiler's version alone
-    (:func:`pipeline.toolchain.cuda_layout.pinned_identity`), nothing
-    downloaded or written. ``--cuda-path`` or a system CUDA: that nvcc's
-    ``--version``, as the build reads it.
-    """
-    leg = request.leg
-    if request.cuda_path is not None:
-        return prepare_cuda(request, python="").identity
-    pins = request.pins.cuda if request.pins else None
-    if pins is None:
-        return cuda_toolchain(leg, request.environ).identity
-    if not pins.wheels_for(leg.os):
-        raise ToolchainError(f"[toolchains.cuda] pins no {leg.os} sha256 for every wheel: cannot install CUDA {pins.version}")
-    return _pinned(pins, leg.os, request)
+    return dataclasses.replace(toolchain, identity=pinned_cuda_identity(pins, request))

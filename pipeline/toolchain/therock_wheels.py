@@ -4,11 +4,12 @@ The resolution names every wheel and the index's sha256 of it. Each is
 downloaded through the download cache (same retries, backoff, budget and lock
 wait as a tarball) and refused on a sha256 mismatch; then ``pip install
 --no-deps --require-hashes --no-index --target`` installs exactly those local
-files into a staging folder of the toolchain cache, nothing else. ``rocm-sdk
-init`` (run as ``python -m rocm_sdk``, the package's own CLI) expands the
-devel tree there, the install's clang must run, and the tree is sealed with
-the installer's marker and swapped into place: complete or absent, like every
-toolchain install. The ROCm root is what ``rocm-sdk path --root`` answers;
+files, nothing else, into the staging folder of the one installer
+(:func:`pipeline.toolchain.installer.install.install_archive_set`, which holds
+the lock, the marker and the swap for every toolchain). ``rocm-sdk init`` (run
+as ``python -m rocm_sdk``, the package's own CLI) expands the devel tree
+there, the install's clang must run, and the tree is sealed and swapped into
+place: complete or absent, like every toolchain install. The ROCm root is what ``rocm-sdk path --root`` answers;
 from there the toolchain is the tarball's (:func:`pipeline.toolchain.therock.rocm_toolchain`),
 keyed on the version and the wheels' sha256s.
 """
@@ -19,25 +20,18 @@ import dataclasses
 import hashlib
 import subprocess
 import sys
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.archives.extract import (
-    MARKER,
-    check_archive,
-    remove_install,
-    remove_stale,
-    swap_into_place,
-    tree_digests,
-)
+from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
 from pipeline.processes.groups import run_child
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
 from pipeline.toolchain.installer.download import download
-from pipeline.toolchain.installer.install import ArchiveRef, installed_set
+from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.toolchain.therock import install_check, rocm_toolchain
-from pipeline.util.fsutil import atomic_write_json, confined
+from pipeline.util.fsutil import confined
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,49 +89,41 @@ def sdk_root(python: str, site: Path, environ: dict[str, str]) -> Path:
 def install_wheels(
     resolved: ResolvedRocm, request: ToolchainRequest, console: Console, *, python: str
 ) -> tuple[Path, bool]:
-    """The install folder of ``resolved``'s wheels (installed now unless complete), and whether it was reused."""
-    from pipeline.processes.locks import hold
+    """The install folder of ``resolved``'s wheels (installed now unless complete), and whether it was reused.
 
+    The one installer (:func:`pipeline.toolchain.installer.install.install_archive_set`) holds the lock,
+    the staging folder, the check, the marker and the swap; what differs is how the staging tree is
+    filled: pip installs the verified local files into it, instead of each being extracted.
+    """
     environ = dict(request.environ)
     refs = [ArchiveRef(label=w.file, sha256=w.sha256) for w in resolved.wheels]
+    urls = {w.file: w.url for w in resolved.wheels}
     target = confined(request.toolchain_dir, f"{resolved.identity}-{resolved.os}-{resolved.family}",
                       "install folder", ToolchainError)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with hold(target.parent / f".{target.name}.lock", what=f"the install {target}", since=request.started,
-              wait_seconds=request.wait_lock):
-        remove_stale(target.parent, f".{target.name}.", (".partial", ".trash"))
-        if installed_set(target, refs) is not None:
-            return target, True
+
+    def fetch(ref: ArchiveRef) -> Path:
         # Every file verified against the resolution's sha256 before pip sees any of them.
-        local = []
-        for wheel in resolved.wheels:
-            got = download(wheel.url, cache_dir=request.download_cache, sha256=wheel.sha256, console=console,
-                           backoff_seconds=request.http_backoff, retry_budget=request.http_retry_budget,
-                           verify=check_archive, wait_lock=request.wait_lock, since=request.started)
-            local.append((got.path, wheel.sha256))
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
-        try:
-            tree = staging / "tree"
-            site = tree / SITE
-            site.mkdir(parents=True)
-            reqs = staging / "requirements.txt"
-            reqs.write_text(requirements_text(local), encoding="utf-8")
-            with console.status(f"pip install {len(local)} ROCm wheels"):
-                _run(pip_install_command(python, reqs, site), what="pip install of the ROCm wheels", env=environ)
-            # The devel tree ships as a tarball inside its wheel: expanded here, before the tree is sealed.
-            rocm_sdk(python, site, "init", "--quiet", environ=environ)
-            try:
-                install_check(resolved.os)(sdk_root(python, site, environ))
-            except ToolchainError as err:
-                raise ToolchainError(f"the ROCm {resolved.version} wheels are not a usable install: {err.message}; "
-                                     f"{'the working install was kept' if target.exists() else 'nothing was installed'}"
-                                     ) from None
-            marker = {"archives": [{"label": r.label, "sha256": r.sha256} for r in refs]}
-            atomic_write_json(tree / MARKER, {**marker, "files": tree_digests(tree)})
-            swap_into_place(tree, target, staging)
-        finally:
-            remove_install(staging)
-    return target, False
+        return download(urls[ref.label], cache_dir=request.download_cache, sha256=ref.sha256, console=console,
+                        backoff_seconds=request.http_backoff, retry_budget=request.http_retry_budget,
+                        verify=check_archive, wait_lock=request.wait_lock, since=request.started).path
+
+    def populate(files: Sequence[tuple[ArchiveRef, Path]], tree: Path, scratch: Path) -> None:
+        site = tree / SITE
+        site.mkdir()
+        reqs = scratch / "requirements.txt"
+        reqs.write_text(requirements_text([(path, str(ref.sha256)) for ref, path in files]), encoding="utf-8")
+        _run(pip_install_command(python, reqs, site), what="pip install of the ROCm wheels", env=environ)
+
+    def finish(tree: Path) -> None:
+        # The devel tree ships as a tarball inside its wheel: expanded here, before the tree is sealed.
+        rocm_sdk(python, tree / SITE, "init", "--quiet", environ=environ)
+
+    def check(tree: Path) -> None:
+        install_check(resolved.os)(sdk_root(python, tree / SITE, environ))
+
+    installed = install_archive_set(refs, target, fetch=fetch, populate=populate, finish=finish, check=check,
+                                    wait_lock=request.wait_lock, since=request.started, console=console)
+    return installed.root, installed.reused
 
 
 def prepare_rocm_wheels(request: ToolchainRequest, console: Console, *, python: str = sys.executable) -> Toolchain:

@@ -4,7 +4,9 @@
 folder inside it (LunarG's Linux tarball holds ``<version>/x86_64/{bin,include,lib}``;
 the installer drops the single top folder, so ``root = "x86_64"``). The
 archive goes through the one installer (download verified and cached, safe
-extraction, atomic install); the leg then sees it as ``VULKAN_SDK``.
+extraction, atomic install); the leg then sees it as ``VULKAN_SDK``. The
+identity comes from :mod:`pipeline.toolchain.vulkan_identity`, which computes
+it without this module.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from typing import TYPE_CHECKING
 from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
 from pipeline.inputs.pins import SdkPin
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
+from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.host_compiler import host_toolchain
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
+from pipeline.toolchain.vulkan_identity import pinned_sdk_identity, sdk_pin, uninstalled_vulkan
 from pipeline.toolchain.vulkan_tools import vulkan_toolchain
 
 if TYPE_CHECKING:
@@ -59,30 +62,11 @@ def install_vulkan_sdk(pin: SdkPin, request: ToolchainRequest, console: Console 
 
 def prepare_vulkan(request: ToolchainRequest, console: Console | None = None) -> Toolchain:
     """``--vulkan-sdk`` wins; else matrix.toml's pinned SDK for the leg's OS; else glslc and headers from the system."""
-    leg, env = request.leg, request.environ
-    pin = request.pins.vulkan.get(leg.os) if request.pins else None
-    if request.vulkan_sdk is not None:
-        return vulkan_toolchain(leg, {**env, "VULKAN_SDK": str(request.vulkan_sdk)})
-    if pin is None:
-        return vulkan_toolchain(leg, env)
+    pin = sdk_pin(request)
+    if request.vulkan_sdk is not None or pin is None:
+        return uninstalled_vulkan(request)
     sdk = install_vulkan_sdk(pin, request, console)
-    toolchain = vulkan_toolchain(leg, {**env, "VULKAN_SDK": str(sdk)})
+    env = request.environ
+    toolchain = vulkan_toolchain(request.leg, {**env, "VULKAN_SDK": str(sdk)})
     # The identity the cache key was computed with before the install (vulkan_identity).
     return dataclasses.replace(toolchain, identity=pinned_sdk_identity(pin, host_toolchain(env).identity))
-
-
-def pinned_sdk_identity(pin: SdkPin, host_identity: str) -> str:
-    """``vulkan-sdk-1.4.357.1-<sha256[:8]>-gcc-12.2.0``: the pinned SDK (its glslc and headers) and the host compiler."""
-    return safe_identity(f"vulkan-sdk-{pin.version}-{pin.sha256.lower()[:8]}-{host_identity}")
-
-
-def vulkan_identity(request: ToolchainRequest) -> str:
-    """The leg's Vulkan identity without installing anything (``cache-key``), the one :func:`prepare_vulkan` gives.
-
-    A pinned SDK: from its pin and the host compiler's version; ``--vulkan-sdk``
-    or the system's glslc and headers: read from them, as the build does.
-    """
-    pin = request.pins.vulkan.get(request.leg.os) if request.pins else None
-    if request.vulkan_sdk is not None or pin is None:
-        return prepare_vulkan(request).identity
-    return pinned_sdk_identity(pin, host_toolchain(request.environ).identity)

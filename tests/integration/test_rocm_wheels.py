@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -334,3 +335,108 @@ def test_a_family_missing_from_the_wheel_index_exits_6_with_the_families_it_has(
                         f"(did you mean 'gfx110X-all'?); the index has: gfx110X-all, gfx1151")
     assert http_server.hits("/simple/gfx120X-all/rocm/") == 1  # a 404 is an answer: not retried
     assert not (tmp_path / "out" / "resolved.json").exists()
+
+
+def test_a_failed_wheel_reinstall_keeps_the_working_install_and_leaves_no_staging_folder(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """The wheels go through the one installer: a pip that fails never costs the working install."""
+    import io
+
+    from rich.console import Console
+
+    from pipeline.archives.extract import MARKER
+    from pipeline.backends import toolchain_request
+    from pipeline.errors import ToolchainError
+    from pipeline.inputs.matrix import load_matrix
+    from pipeline.toolchain.therock_wheels import install_wheels
+    from tests.support.inputs import make_inputs
+
+    index_url = serve_all(http_server, wheel_sets)
+    matrix = load_matrix(wheels_matrix(tmp_path / "matrix.toml", index_url))
+    inputs = make_inputs(matrix, now=datetime(2025, 1, 8, 12, tzinfo=UTC), environ=dict(os.environ))
+    request = toolchain_request(inputs, matrix.leg(LEG))
+    assert request.rocm is not None
+    console = Console(file=io.StringIO())
+    install, reused = install_wheels(request.rocm, request, console, python=sys.executable)
+    assert not reused
+    marker = (install / MARKER).read_text()
+    clang = install / "site-packages/_rocm_sdk_core/lib/llvm/bin/clang"
+    clang_bytes = clang.read_bytes()
+    # An edited install is installed again: here with a Python that has no pip, a real failure.
+    edited = install / "site-packages/rocm_sdk/__main__.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "nopip")], check=True)
+    with pytest.raises(ToolchainError, match="pip install of the ROCm wheels failed") as err:
+        install_wheels(request.rocm, request, console, python=str(tmp_path / "nopip/bin/python"))
+    assert "No module named pip" in err.value.message
+    # The working install stays whole, with its own marker; nothing half-made is left beside it.
+    assert (install / MARKER).read_text() == marker
+    assert clang.read_bytes() == clang_bytes
+    assert edited.read_text().endswith("# edited\n")
+    assert sorted(p.name for p in install.parent.iterdir() if not p.name.endswith((".lock", ".holder.json"))) == [
+        install.name]
+    # A working pip installs it again, and the next run reuses that install.
+    again, reused = install_wheels(request.rocm, request, console, python=sys.executable)
+    assert (again, reused) == (install, False)
+    assert not edited.read_text().endswith("# edited\n")
+    assert install_wheels(request.rocm, request, console, python=sys.executable) == (install, True)
+
+
+def test_a_wheel_reinstall_interrupted_during_pip_keeps_the_working_install_and_leaves_no_staging_folder(
+    http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """SIGTERM while pip installs into the one installer's staging folder: the run stops, the old install stays."""
+    import time
+
+    from pipeline.archives.extract import MARKER
+
+    index_url = serve_all(http_server, wheel_sets)
+    ws = workspace(tmp_path, index_url, units=1)
+    first = build_leg(ws, LEG, tmp_path / "ccache", "--now", NOW)
+    install = Path(first["toolchain"]["details"]["install_root"])
+    edited = install / "site-packages/rocm_sdk/__main__.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    marker = (install / MARKER).read_text()
+
+    # Signalled while pip installs into the staging folder: pip runs for seconds, the poll takes milliseconds.
+    # This run's pip alone: its --target is the staging folder beside this test's install.
+    pip = str(install.parent / f".{install.name}.")
+    args = ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+            "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle", "--now", NOW]
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=(tmp_path / "stderr").open("wb"))
+    deadline = time.monotonic() + 300
+    while not [c for c in _processes_mentioning(pip) if " -m pip install " in c]:
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()
+        time.sleep(0.005)
+    assert [p.name for p in install.parent.iterdir() if p.name.endswith(".partial")], "pip runs in a staging folder"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 143, (tmp_path / "stderr").read_text()
+    stderr = (tmp_path / "stderr").read_text()
+    assert "error: interrupted (SIGTERM): child processes stopped" in stderr and "Traceback" not in stderr
+    assert _processes_mentioning(pip) == []
+    # The working install is as it was, with its marker; nothing half-made is left beside it.
+    assert (install / MARKER).read_text() == marker
+    assert edited.read_text().endswith("# edited\n")
+    assert sorted(p.name for p in install.parent.iterdir() if not p.name.endswith((".lock", ".holder.json"))) == [
+        install.name]
+    # A plain rerun installs it again.
+    again = build_leg(ws, LEG, tmp_path / "ccache", "--now", NOW)
+    assert again["toolchain"]["identity"] == first["toolchain"]["identity"]
+    assert not edited.read_text().endswith("# edited\n")
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention ``text``, read from /proc."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(cmdline)
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.errors import ToolchainError
-from pipeline.toolchain.therock import parse_sha256sum
+from pipeline.toolchain.therock_tarball import parse_sha256sum
 
 NAME = "therock-dist-linux-gfx110X-all-7.0.0a20250104.tar.gz"
 DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"

@@ -1,13 +1,15 @@
-"""The one installer for every toolchain archive: fetch, verify, extract, merge, check, swap, reuse.
+"""The one installer for every toolchain: fetch, verify, populate, check, seal, swap, reuse.
 
-A toolchain is one or more archives (TheRock's tarball, the CUDA wheels, the
-Vulkan SDK). Each is fetched by a caller-given function that returns a local,
-verified file (an HTTP download through :func:`pipeline.toolchain.installer.download.download`,
+A toolchain is one or more files (TheRock's tarball or its wheels, the CUDA
+wheels, the Vulkan SDK). Each is fetched by a caller-given function that
+returns a local, verified file (an HTTP download through :func:`pipeline.toolchain.installer.download.download`,
 or ``pip download`` for wheels). The installer holds one lock per install
-folder (``--wait-lock`` waits for it), removes what dead runs left, unpacks
-each archive with the one safe extractor
-(:func:`pipeline.archives.extract.extract_archive`), merges them, lets the
-caller finish and check the tree, writes a marker naming every archive and
+folder (``--wait-lock`` waits for it), removes what dead runs left, and fills
+a staging folder beside the install from the files: by default it unpacks
+each archive with the one safe extractor (:func:`pipeline.archives.extract.extract_archive`)
+and merges them; a caller may populate it otherwise (``pip install`` of the
+verified wheel files, :mod:`pipeline.toolchain.therock_wheels`). It then lets
+the caller finish and check the tree, writes a marker naming every file and
 its sha256, and swaps the tree into place: the install is complete or absent,
 a failed install never removes the working one, and a complete one is reused
 without touching it (re-extraction gives every file a new mtime, which is why
@@ -66,6 +68,9 @@ class ArchiveRef:
 
 # Returns the archive of ``ref`` as a local file whose sha256 (when the ref names one) it has verified.
 Fetch = Callable[[ArchiveRef], Path]
+# Fills the empty tree (the 2nd argument) from each ref's fetched file; the 3rd is an empty scratch folder
+# beside it, removed with the staging folder whatever happens.
+Populate = Callable[[Sequence[tuple[ArchiveRef, Path]], Path, Path], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,11 +136,19 @@ def merge_tree(src: Path, dst: Path, *, origin: str) -> None:
             raise ToolchainError(f"{origin}: {entry.name} clashes with a different file already installed at {there}")
 
 
+def extract_each(files: Sequence[tuple[ArchiveRef, Path]], tree: Path, scratch: Path) -> None:
+    """The default :data:`Populate`: unpack each archive (tar.gz, tar.xz, zip, a wheel) and merge them into ``tree``."""
+    for i, (ref, path) in enumerate(files):
+        part = extract_archive(path, scratch / f"part{i}")
+        merge_tree(part, tree, origin=ref.label)
+
+
 def install_archive_set(
     refs: Sequence[ArchiveRef],
     target: Path,
     *,
     fetch: Fetch,
+    populate: Populate = extract_each,
     finish: Finish | None = None,
     force: bool = False,
     check: Check | None = None,
@@ -146,7 +159,8 @@ def install_archive_set(
     """Install ``refs`` as one tree at ``target``, reusing a complete install of the same set.
 
     ``fetch`` returns each archive as a local file whose sha256 it has
-    verified; ``finish`` may add files to the merged tree, and ``check`` gets
+    verified; ``populate`` fills the staging tree from those files (by
+    default each archive is extracted and merged); ``finish`` may add files to the tree, and ``check`` gets
     it (e.g. the compiler runs ``--version``) before it replaces anything;
     ``force`` re-installs a complete install. One run at a time installs a
     given folder (``wait_lock``: seconds to wait for another). Nothing appears
@@ -171,7 +185,7 @@ def install_archive_set(
         status = (console.status(f"installing {', '.join(path.name for _, path in files)}")
                   if console is not None else contextlib.nullcontext())
         with status:
-            _stage_and_swap(files, target, finish=finish, check=check, marker=_marker(got))
+            _stage_and_swap(files, target, populate=populate, finish=finish, check=check, marker=_marker(got))
     return InstalledSet(root=target, archives=got, reused=False)
 
 
@@ -184,18 +198,18 @@ def _marker(refs: Sequence[ArchiveRef]) -> dict[str, object]:
 
 
 def _stage_and_swap(
-    files: Sequence[tuple[ArchiveRef, Path]], target: Path, *, finish: Finish | None,
+    files: Sequence[tuple[ArchiveRef, Path]], target: Path, *, populate: Populate, finish: Finish | None,
     check: Check | None, marker: dict[str, object],
 ) -> None:
-    """Merge the archives beside ``target``, check the tree, then swap it in; the old install stays on failure."""
+    """Populate a tree beside ``target``, check it, then swap it in; the old install stays on failure."""
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
     try:
         tree = staging / "tree"
         tree.mkdir()
         fix_mode(tree, folder=True)
-        for i, (ref, path) in enumerate(files):
-            part = extract_archive(path, staging / f"part{i}")
-            merge_tree(part, tree, origin=ref.label)
+        scratch = staging / "scratch"
+        scratch.mkdir()
+        populate(files, tree, scratch)
         if finish is not None:
             finish(tree)
         if check is not None:
@@ -208,7 +222,8 @@ def _stage_and_swap(
                     path.unlink(missing_ok=True)
                 kept = "the working install was kept" if target.exists() else "nothing was installed"
                 names = ", ".join(path.name for _, path in files)
-                raise ToolchainError(f"{names} is not a usable install: {err.message}; {kept}") from None
+                verb = "is" if len(files) == 1 else "are"
+                raise ToolchainError(f"{names} {verb} not a usable install: {err.message}; {kept}") from None
         atomic_write_json(tree / MARKER, {**marker, "files": tree_digests(tree)})
         swap_into_place(tree, target, staging)
     finally:
