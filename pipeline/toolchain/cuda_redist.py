@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.archives.extract import check_archive
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.inputs import settings
+from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.pins import CudaPins, RedistPins
 from pipeline.names import SHA256_HEX
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
@@ -243,4 +244,7 @@ def prepare_cuda_redist(pins: CudaPins, redist: RedistPins, request: ToolchainRe
     """Install the pinned archives and give the toolchain, with the identity ``cache-key`` computed before."""
     root = install_cuda_redist(pins, request, console=console)
     toolchain = cuda_toolchain(request.leg, request.environ, root=root, source=f"redist {redist.manifest}")
-    return dataclasses.replace(toolchain, identity=redist_cuda_identity(pins, redist, request))
+    floor = driver_floor(pins.version)
+    # The pinned line's floor: the runtime shipped is the pinned archives' cudart.
+    details = {**toolchain.details, **({"driver_min": floor.text(request.leg.os)} if floor is not None else {})}
+    return dataclasses.replace(toolchain, identity=redist_cuda_identity(pins, redist, request), details=details)
