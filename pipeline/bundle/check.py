@@ -308,7 +308,7 @@ def _runtime_problems(in_bundle: Mapping[str, str], cuda_line: str) -> list[Prob
         line = runtime_line(name)
         if line is not None and line.isdigit() and cuda_line.isdigit() and int(line) > int(cuda_line):
             floor = DRIVER_FLOORS.get(line)
-            needs = f", which needs a {floor.branch} driver" if floor is not None else ""
+            needs = f", which needs an {floor.branch} driver" if floor is not None else ""
             problems.append(Problem(
                 file=in_bundle[name], kind="runtime", library=name,
                 message=f"a CUDA {line}.x runtime{needs}, newer than the leg's CUDA {cuda_line}.x line",
