@@ -186,3 +186,35 @@ def test_a_redist_install_gives_each_library_its_components_license(tmp_path: Pa
     # A file no component's name is in gets every component's license.
     assert listed["libcudart.so.12"]["licenses"] == sorted(f"{TOOLCHAIN_LICENSES}/licenses/{c}/LICENSE" for c in COMPONENTS)
     assert (stage / TOOLCHAIN_LICENSES / "licenses" / "libcublas" / "LICENSE").read_text() == "NVIDIA CUDA Toolkit EULA\n"
+
+
+def test_a_cuda_bundles_manifest_names_its_line_and_driver_floor() -> None:
+    from pipeline.bundle.make import build_manifest
+    from pipeline.inputs.matrix import Leg
+    from pipeline.toolchain.compiler_set import Toolchain
+
+    leg = Leg(name="cuda-12.8-older", backend="cuda", os="linux", runner="ubuntu-22.04", cuda_line="12",
+              cuda_architectures=("70", "75"))
+    toolchain = Toolchain(kind="cuda", identity="cuda-12.8.93-0123abcd-gcc-12.2.0", compilers={},
+                          details={"version": "12.8.93", "driver_min": "R525 (525.60.13 or newer)", "cuda_root": "/x"})
+    manifest = build_manifest(name="b", leg=leg, tag="b7000", source={}, commit=None, toolchain=toolchain,
+                              cmake_args=[], roots={}, files=[])
+    assert manifest["leg"]["cuda_line"] == "12"
+    assert manifest["toolchain"] == {"kind": "cuda", "identity": "cuda-12.8.93-0123abcd-gcc-12.2.0",
+                                     "version": "12.8.93", "driver_min": "R525 (525.60.13 or newer)"}
+    # The default line is named too; a leg of another backend has none.
+    default = Leg(name="cuda", backend="cuda", os="linux", runner="ubuntu-22.04")
+    assert build_manifest(name="b", leg=default, tag="b7000", source={}, commit=None, toolchain=toolchain,
+                          cmake_args=[], roots={}, files=[])["leg"]["cuda_line"] == "13"
+    cpu = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-22.04")
+    assert "cuda_line" not in build_manifest(name="b", leg=cpu, tag="b7000", source={}, commit=None,
+                                             toolchain=toolchain, cmake_args=[], roots={}, files=[])["leg"]
+
+
+def test_no_cuda_leg_makes_its_configure_fetch_cccl_from_the_network() -> None:
+    # ggml-cuda's GGML_CUDA_CUB_3DOT2=ON runs FetchContent(CCCL GIT_TAG v3.2.0): unpinned, at configure time.
+    matrix = load_matrix(ROOT / "matrix.toml")
+    cuda = [leg for leg in matrix.declared_legs if leg.backend == "cuda"]
+    assert len(cuda) == 16
+    shared = list(matrix.cmake_args)
+    assert not [leg.name for leg in cuda if any("GGML_CUDA_CUB_3DOT2" in a for a in [*shared, *leg.cmake_args])]
