@@ -218,3 +218,24 @@ def test_the_shipped_matrix_pins_the_real_manifest() -> None:
     assert pins is not None and pins.redist is not None
     assert pins.redist.manifest == REAL_MANIFEST.name
     assert hashlib.sha256(REAL_MANIFEST.read_bytes()).hexdigest() == pins.redist.sha256
+
+
+def test_an_archive_that_always_arrives_cut_short_fails_naming_the_component_and_keeps_nothing(
+    http_server: LocalServer, tmp_path: Path, dirs: dict[str, Path]
+) -> None:
+    redist = Redist(http_server)
+    blob = redist.archives["cuda_cccl"]
+    http_server.route(redist.path_of("cuda_cccl"), Response(body=blob[:100], declared_length=len(blob)))
+    ws = tmp_path / "ws"
+    write_matrix(ws, redist)
+    write_cuda_project(ws / "project")
+    code, _, stderr = build(ws, tmp_path / "ccache")
+    line = _one_error(stderr)
+    assert code == 4, stderr  # a network failure, after the retries
+    assert line.startswith("error: toolchains.cuda-12.redist: cuda_cccl 12.8.90: download of ")
+    assert "failed after 5 attempts: transfer truncated (got " in line and f" of {len(blob)} bytes)" in line
+    assert http_server.hits(redist.path_of("cuda_cccl")) == 5  # the download's attempts
+    assert not (dirs["toolchains"] / FOLDER).exists()
+    cache = dirs["downloads"] / "cuda-redist"
+    # No partial file and no archive: only the download's lock file is left.
+    assert [p.name for p in cache.iterdir() if "cuda_cccl" in p.name] == [".cuda_cccl-linux-x86_64-12.8.90-archive.tar.xz.lock"]
