@@ -52,6 +52,16 @@ class NetworkError(PipelineError):
     """A remote host could not be reached or answered badly after retries."""
 
     exit_code = 4
+    # The host answered that the page is not there (HTTP 404, a missing local folder): a caller
+    # that knows what the page stands for (a GPU family) can say what is there instead.
+    not_found = False
+
+    @classmethod
+    def missing(cls, message: str) -> NetworkError:
+        """The error for a page the host says does not exist."""
+        err = cls(message)
+        err.not_found = True
+        return err
 
 
 class IndexFormatError(PipelineError):

@@ -43,10 +43,13 @@ FAMILY = re.compile(FAMILY_PATTERN)
 # One GPU target, as the compiler takes it: "gfx1100".
 GPU_TARGET = re.compile(r"^gfx[0-9a-f]+$")
 
-# A TheRock version: X.Y.Z + a|rc + YYYYMMDD.
+# A TheRock version: X.Y.Z + a|rc + YYYYMMDD, the YYYYMMDD a real calendar date. The pattern is
+# only the shape (an index's tarball names are matched with it); rocm_version_parts is the rule.
 ROCM_VERSION_PATTERN = r"\d+\.\d+\.\d+(?:a|rc)\d{8}"
-ROCM_VERSION = re.compile(ROCM_VERSION_PATTERN)
+_ROCM_VERSION_PARTS = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2})")
 ROCM_VERSION_EXAMPLE = "10.1.0a20260807"
+ROCM_VERSION_EXPECTED = f"a version like {ROCM_VERSION_EXAMPLE!r} (X.Y.Z, 'a' or 'rc', a real date YYYYMMDD)"
+POLICY_EXPECTED = f"{POLICY_CHOICES} or {ROCM_VERSION_EXPECTED}"
 
 # llama.cpp's release tags, and what a run may ask for.
 BUILD_TAG = re.compile(r"^b(\d+)$")
@@ -117,12 +120,39 @@ def is_family(text: str) -> bool:
     return FAMILY.fullmatch(text) is not None
 
 
+def rocm_version_parts(version: str) -> tuple[int, int, int, str, date] | None:
+    """(major, minor, patch, 'a' or 'rc', build date) of a TheRock version; None when it is not one.
+
+    The one rule every reader applies (matrix.toml, the flags, a resolution,
+    an index, the simulator): month 13 or 30 February is not a version.
+    """
+    m = _ROCM_VERSION_PARTS.fullmatch(version)
+    if m is None:
+        return None
+    major, minor, patch, stage, y, mo, d = m.groups()
+    try:
+        built = date(int(y), int(mo), int(d))
+    except ValueError:
+        return None
+    return int(major), int(minor), int(patch), stage, built
+
+
+def is_rocm_version(text: str) -> bool:
+    """Whether ``text`` is a TheRock version with a real build date."""
+    return rocm_version_parts(text) is not None
+
+
 def rocm_version_date(version: str) -> date:
     """The build date at the end of a TheRock version (ValueError when it is not one)."""
-    if not ROCM_VERSION.fullmatch(version):
+    parts = rocm_version_parts(version)
+    if parts is None:
         raise ValueError(f"not a TheRock version: {version!r}")
-    digits = version[-8:]
-    return date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+    return parts[4]
+
+
+def policy_problem(value: str) -> str | None:
+    """What a ROCm policy was expected to be when ``value`` is not one, else None (matrix.toml's check)."""
+    return None if value in POLICIES or is_rocm_version(value) else POLICY_EXPECTED
 
 
 def parse_policy(text: str, *, where: str) -> str:
@@ -130,15 +160,9 @@ def parse_policy(text: str, *, where: str) -> str:
     from pipeline.errors import UsageError
 
     value = text.strip()
-    if value in POLICIES:
-        return value
-    try:
-        rocm_version_date(value)
-        return value
-    except ValueError:
-        raise UsageError(
-            f"{where}: expected {POLICY_CHOICES} or a version like {ROCM_VERSION_EXAMPLE!r}, got {text!r}"
-        ) from None
+    if policy_problem(value) is not None:
+        raise UsageError(f"{where}: expected {POLICY_EXPECTED}, got {text!r}")
+    return value
 
 
 def is_explicit(policy: str) -> bool:

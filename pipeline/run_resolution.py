@@ -17,11 +17,13 @@ from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
 from pipeline.rocm.tarball_resolve import (
     Fetch,
+    check_target,
     entry_names,
     load_entries,
     resolve_build,
     resolve_from_entries,
 )
+from pipeline.rocm.wheel_index import families_url
 from pipeline.rocm.wheel_resolve import PageFetch, fetch_page, resolve_wheels
 from pipeline.util.http_retry import say_on_stderr
 
@@ -40,12 +42,12 @@ def wheel_page_fetch(inputs: RunInputs) -> PageFetch:
                                   on_wait=say_on_stderr)
 
 
-def _resolve_wheel_leg(inputs: RunInputs, leg: Leg, fetch: PageFetch | None) -> ResolvedRocm:
-    """A ROCm leg whose matrix.toml says ``source = "wheels"``: its family's wheel index."""
-    assert leg.family is not None
-    index = inputs.require_matrix().rocm.wheel_index_for(leg.family)
-    return resolve_wheels(leg.os, leg.family, policy=inputs.rocm_policy, now=inputs.now, index_url=index,
-                          fetch=fetch or wheel_page_fetch(inputs))
+def _resolve_wheels_of(inputs: RunInputs, os_name: str, family: str, fetch: PageFetch | None) -> ResolvedRocm:
+    """One os/family from matrix.toml's wheel index (``[rocm] source = "wheels"``): its family's pages."""
+    rocm = inputs.require_matrix().rocm
+    return resolve_wheels(os_name, family, policy=inputs.rocm_policy, now=inputs.now,
+                          index_url=rocm.wheel_index_for(family), fetch=fetch or wheel_page_fetch(inputs),
+                          listing_url=families_url(rocm.wheel_index_url))
 
 
 def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:
@@ -55,16 +57,28 @@ def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:
     return obj
 
 
+def resolve_target(inputs: RunInputs, os_name: str, family: str, *, fetch: Fetch | None = None) -> ResolvedRocm:
+    """The ROCm build of one os/family at the run's moment, by the run's policy.
+
+    From the wheel index when the run's matrix.toml says ``[rocm] source =
+    "wheels"``, else from the tarball index (``fetch``): the one choice every
+    single answer (``resolve --leg``, ``--os/--family``, a leg run) and the
+    whole run make alike.
+    """
+    if inputs.matrix is not None and inputs.matrix.rocm.source == "wheels":
+        check_target(os_name, family)
+        return _resolve_wheels_of(inputs, os_name, family, None)
+    return resolve_build(
+        os_name, family, policy=inputs.rocm_policy, now=inputs.now,
+        index_url=inputs.index_url, fetch=fetch or index_fetch(inputs),
+    )
+
+
 def resolve_rocm(inputs: RunInputs, leg: str | Leg, *, fetch: Fetch | None = None) -> ResolvedRocm:
     """The ROCm build of one leg at the run's moment, by the run's policy and index."""
     obj = _rocm_leg(inputs.require_matrix(), leg)
     assert obj.family is not None
-    if inputs.require_matrix().rocm.source == "wheels":
-        return _resolve_wheel_leg(inputs, obj, None)
-    return resolve_build(
-        obj.os, obj.family, policy=inputs.rocm_policy, now=inputs.now,
-        index_url=inputs.index_url, fetch=fetch or index_fetch(inputs),
-    )
+    return resolve_target(inputs, obj.os, obj.family, fetch=fetch)
 
 
 def resolve_run(
@@ -124,7 +138,8 @@ def _resolve_run_from_wheels(inputs: RunInputs, rocm_legs: list[Leg], *, source:
     legs: dict[str, ResolvedRocm] = {}
     for leg in rocm_legs:
         try:
-            legs[leg.name] = _resolve_wheel_leg(inputs, leg, fetch)
+            assert leg.family is not None
+            legs[leg.name] = _resolve_wheels_of(inputs, leg.os, leg.family, fetch)
         except ResolutionError as err:
             raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None
     resolution = Resolution(

@@ -20,8 +20,7 @@ from pipeline.inputs import settings as S
 from pipeline.inputs.resolution_file import DEFAULT_RESOLVED_PATH, Resolution, ResolvedRocm, write_resolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import ROCM_OSES
-from pipeline.rocm.tarball_resolve import load_entries, resolve_from_entries
-from pipeline.run_resolution import resolve_run
+from pipeline.run_resolution import resolve_run, resolve_target
 from pipeline.util.timeutil import format_utc
 
 if TYPE_CHECKING:
@@ -34,6 +33,8 @@ Policies: weekly-stable (the newest build dated on or before the Saturday
 before the most recent Sunday in San Francisco and published before that
 Sunday began), weekly (the same cutoff, published by --now), latest, or an
 explicit version such as 10.1.0a20260807. Builds published after --now are ignored.
+With matrix.toml's [rocm] source = "wheels", one leg (--leg, --os/--family) resolves
+from its wheel index (rocm.wheel_index_url), as the whole run does.
 """
 
 
@@ -98,9 +99,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             os_name, family = leg.os, leg.family
         else:
             os_name, family = args.os_name, args.family
-        policy, url = inputs.rocm_policy, inputs.index_url
-        entries = load_entries(url, policy, fetch_with_status(err, inputs))
-        resolved = resolve_from_entries(entries, os_name, family, policy=policy, now=now, index_url=url)
+        # matrix.toml's [rocm] source decides the index, as it does for the whole run.
+        resolved = resolve_target(inputs, os_name, family, fetch=fetch_with_status(err, inputs))
         if args.json:
             print(json.dumps(resolved.to_json(), indent=2))
         else:

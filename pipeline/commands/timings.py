@@ -11,7 +11,7 @@ from typing import Any
 from pipeline.errors import UsageError
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.results import ninjalog
-from pipeline.util.fsutil import atomic_write_json
+from pipeline.util.fsutil import atomic_write_json, folder_problem
 
 
 def register(sub: Any) -> None:
@@ -37,8 +37,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     build_dir: Path = args.build_dir
-    if not build_dir.is_dir():
-        raise UsageError(f"BUILD_DIR {build_dir}: no such directory")
+    if (problem := folder_problem(build_dir)) is not None:
+        raise UsageError(f"BUILD_DIR {build_dir}: {problem}")
     log = ninjalog.read_log(build_dir / ninjalog.LOG_NAME)
     summary = ninjalog.summarize(log)
     if log.skipped_lines:

@@ -205,9 +205,10 @@ class Matrix:
         try:
             return self.legs[name]
         except KeyError:
+            # The guess first: the list of every leg runs to hundreds of characters.
             raise ConfigError(
-                f"unknown leg {name!r} in {self.path}: expected one of {', '.join(self.legs)}"
-                + did_you_mean(name, self.legs)
+                f"unknown leg {name!r} in {self.path}{did_you_mean(name, self.legs)}: "
+                f"expected one of {', '.join(self.legs)}"
             ) from None
 
 

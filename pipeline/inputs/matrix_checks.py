@@ -8,10 +8,9 @@ from pipeline.names import (
     COMMIT_SHA,
     GITHUB_REPO,
     GPU_TARGET,
-    POLICIES,
-    ROCM_VERSION,
     UPSTREAM_TAG,
     is_family,
+    policy_problem,
     url_problem,
 )
 
@@ -26,9 +25,8 @@ def nonempty(v: str) -> str | None:
 
 
 def policy_check(v: str) -> str | None:
-    if v in POLICIES or ROCM_VERSION.fullmatch(v):
-        return None
-    return "'weekly-stable', 'weekly', 'latest' or an explicit version like '10.1.0a20260807'"
+    # The one rule of a policy (names.policy_problem): the flag and the variable are checked by it too.
+    return policy_problem(v)
 
 
 def url_check(v: str) -> str | None:

@@ -21,7 +21,14 @@ from pipeline.errors import SourceError, UsageError
 from pipeline.inputs.matrix import MixPin
 from pipeline.inputs.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
 from pipeline.inputs.settings import RESOLVED, parse_url
-from pipeline.names import COMMIT_SHA, SHA256_HEX, rocm_identity, rocm_version_date, url_problem
+from pipeline.names import (
+    COMMIT_SHA,
+    SHA256_HEX,
+    policy_problem,
+    rocm_identity,
+    rocm_version_date,
+    url_problem,
+)
 from pipeline.util.fsutil import atomic_write_json
 from pipeline.util.timeutil import format_utc, parse_now
 
@@ -236,6 +243,10 @@ class ResolvedRocm:
             rocm_version_date(version)
         except ValueError:
             raise UsageError(f"{where}.version: not a TheRock version: {version!r}") from None
+        # What the run asked for, read back by --rocm-version's check: the one rule of a policy.
+        policy = text("policy")
+        if (problem := policy_problem(policy)) is not None:
+            raise UsageError(f"{where}.policy: expected {problem}, got {policy!r:.60}")
         source = data.get("source", "tarball")
         if source not in ("tarball", "wheels"):
             raise UsageError(f"{where}.source: expected 'tarball' or 'wheels', got {source!r:.60}")
@@ -246,7 +257,7 @@ class ResolvedRocm:
         return cls(
             source=source,
             wheels=wheels,
-            policy=text("policy"),
+            policy=policy,
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),
             version=version,
             file=text("file"),

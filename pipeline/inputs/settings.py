@@ -252,7 +252,9 @@ LEGS = Setting(
 )
 CACHE_HOME = Setting(
     name="cache_home", env=("PIPELINE_CACHE_HOME",), parse=parse_text,
-    default_shown="~/.cache/llama-pipeline", help="where every pipeline cache lives",
+    # run_inputs.default_cache_home computes it; this says the same for --help and the docs.
+    default_shown="$XDG_CACHE_HOME/llama-pipeline, else ~/.cache/llama-pipeline",
+    help="where every pipeline cache lives (on Windows the default is %LOCALAPPDATA%\\llama-pipeline)",
 )
 DOWNLOAD_CACHE = Setting(
     name="download_cache", env=("PIPELINE_DOWNLOAD_CACHE",), parse=parse_text,

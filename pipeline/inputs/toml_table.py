@@ -52,6 +52,11 @@ class TomlTable:
         if key in self.data:
             return self.data.pop(key)
         if default is None:
+            # A typo of a required key ('backnd') leaves it missing: name the stray key, the cause.
+            stray = difflib.get_close_matches(key, [k for k in self.data if k not in self.known], n=1)
+            if stray:
+                raise ConfigError(f"{self.path}: {self._key(stray[0])}: unknown key (did you mean {key!r}?); "
+                                  f"{self._key(key)} is required")
             raise ConfigError(f"{self.path}: {self._key(key)}: required key is missing")
         return default
 

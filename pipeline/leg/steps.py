@@ -43,6 +43,7 @@ from pipeline.processes.groups import run_logged
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.util.fsutil import folder_problem
 from pipeline.util.tree_removal import remove_tree
 
 
@@ -65,8 +66,8 @@ def find_tool(name: str) -> Path:
 
 
 def check_cmake_project(source: Path) -> None:
-    if not source.is_dir():
-        raise UsageError(f"--source {source}: no such directory")
+    if (problem := folder_problem(source)) is not None:
+        raise UsageError(f"--source {source}: {problem}")
     if not (source / "CMakeLists.txt").is_file():
         raise UsageError(f"--source {source}: not a CMake project (no CMakeLists.txt at its top)")
 

@@ -79,8 +79,8 @@ def _get_once(session: requests.Session, url: str, timeout: float, accept: str, 
     status = resp.status_code
     if status == 429 or status >= 500:
         raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), time.time()))
-    if status == 404 and not_found:
-        raise NetworkError(f"{url}: HTTP 404 {resp.reason} ({not_found})")
+    if status == 404:
+        raise NetworkError.missing(f"{url}: HTTP 404 {resp.reason}" + (f" ({not_found})" if not_found else ""))
     if status >= 400:
         raise NetworkError(f"{url}: HTTP {status} {resp.reason}")
     declared = resp.headers.get("Content-Length")

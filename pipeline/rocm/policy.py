@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from pipeline.errors import ResolutionError, UsageError
 from pipeline.names import DEFAULT_POLICY as DEFAULT_POLICY
 from pipeline.names import POLICIES as POLICIES
-from pipeline.names import POLICY_CHOICES, is_explicit, parse_policy
+from pipeline.names import POLICY_EXPECTED, is_explicit, parse_policy
 from pipeline.names import WEEKLY_STABLE as WEEKLY_STABLE
 
 __all__ = ["DEFAULT_POLICY", "POLICIES", "WEEKLY_STABLE", "is_explicit", "parse_policy"]
@@ -77,7 +77,7 @@ def cutoff_for(policy: str, now: datetime) -> date | None:
         return None
     if is_version(policy):
         return None
-    raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_CHOICES} or a version")
+    raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_EXPECTED}")
 
 
 def published_before(policy: str, now: datetime) -> datetime | None:
@@ -156,7 +156,7 @@ def select_build(
     when = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if is_explicit(policy):
         if not is_version(policy):
-            raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_CHOICES} or a version")
+            raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_EXPECTED}")
         for build in seen:
             if build.version == policy:
                 return build

@@ -34,9 +34,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.names import POLICIES, WEEKLY_STABLE
+from pipeline.names import POLICIES, ROCM_VERSION_EXPECTED, WEEKLY_STABLE, policy_problem
 from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, local_week_start, select_build, sunday_cutoff
-from pipeline.rocm.versions import RocmBuild, is_version
+from pipeline.rocm.versions import RocmBuild
 from pipeline.util.timeutil import format_utc
 
 SUNDAY_VARIANT = "weekly-sunday"
@@ -137,10 +137,10 @@ def parse_cron(text: str) -> time:
 
 def check_policy(policy: str) -> str:
     """A policy the simulator knows: a user policy, weekly-sunday or an explicit version."""
-    if policy in POLICIES or policy == SUNDAY_VARIANT or is_version(policy):
+    if policy == SUNDAY_VARIANT or policy_problem(policy) is None:
         return policy
-    known = ", ".join((*POLICIES, SUNDAY_VARIANT))
-    raise UsageError(f"--policy {policy!r}: expected one of {known} or a version like '10.1.0a20260807'")
+    known = ", ".join(repr(p) for p in (*POLICIES, SUNDAY_VARIANT))
+    raise UsageError(f"--policy: expected {known} or {ROCM_VERSION_EXPECTED}, got {policy!r}")
 
 
 def run_moments(start: date, end: date, cron: time) -> list[datetime]:

@@ -46,7 +46,8 @@ def load_entries(index_url: str, policy: str, fetch: Fetch | None = None) -> Seq
         return None
 
 
-def _check_target(os_name: str, family: str) -> None:
+def check_target(os_name: str, family: str) -> None:
+    """A UsageError unless ``os_name`` is one TheRock publishes for and ``family`` is shaped like a family."""
     if os_name not in ROCM_OSES:
         raise UsageError(f"unknown os {os_name!r}: expected one of {', '.join(ROCM_OSES)}")
     if not is_family(family):
@@ -84,7 +85,7 @@ def resolve_from_entries(
     only; the build then has no checksum URL. ``names``: :func:`entry_names` of
     ``entries``, computed once when several legs resolve against one index.
     """
-    _check_target(os_name, family)
+    check_target(os_name, family)
     cutoff = cutoff_for(policy, now)
     if entries is None:
         if not is_explicit(policy):
@@ -130,7 +131,7 @@ def resolve_build(
     fetch: Fetch | None = None,
 ) -> ResolvedRocm:
     """Fetch the index and pick the build of one os/family (``resolve --os --family``)."""
-    _check_target(os_name, family)
+    check_target(os_name, family)
     parse_policy(policy, where="policy")
     entries = load_entries(index_url, policy, fetch)
     return resolve_from_entries(entries, os_name, family, policy=policy, now=now, index_url=index_url)

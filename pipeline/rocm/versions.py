@@ -18,6 +18,7 @@ from pipeline.names import (
     ROCM_OSES,
     ROCM_VERSION_PATTERN,
     rocm_version_date,
+    rocm_version_parts,
 )
 
 # One compiled pattern for every entry of an index (tens of thousands of names), made of
@@ -26,9 +27,6 @@ from pipeline.names import (
 _TARBALL = re.compile(
     rf"therock-dist-({'|'.join(ROCM_OSES)})-({FAMILY_PATTERN})-({ROCM_VERSION_PATTERN})\.tar\.gz"
 )
-# The parts of a version (names.ROCM_VERSION_PATTERN, in groups) that order it.
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2})")
-
 # An alpha precedes a release candidate of the same X.Y.Z and date.
 _STAGE_RANK = {"a": 0, "rc": 1}
 
@@ -56,16 +54,12 @@ class RocmBuild:
 # Selection compares the same few thousand versions again and again.
 @lru_cache(maxsize=1 << 16)
 def _version_parts(version: str) -> tuple[int, ...] | None:
-    """(date as YYYYMMDD int, major, minor, patch, stage rank), None if not a version."""
-    m = _VERSION.fullmatch(version)
-    if m is None:
+    """(date as YYYYMMDD int, major, minor, patch, stage rank), None if not a version (names.rocm_version_parts)."""
+    parts = rocm_version_parts(version)
+    if parts is None:
         return None
-    major, minor, patch, stage, y, mo, d = m.groups()
-    try:
-        date(int(y), int(mo), int(d))
-    except ValueError:
-        return None
-    return (int(y + mo + d), int(major), int(minor), int(patch), _STAGE_RANK[stage])
+    major, minor, patch, stage, built = parts
+    return (built.year * 10000 + built.month * 100 + built.day, major, minor, patch, _STAGE_RANK[stage])
 
 
 def is_version(text: str) -> bool:

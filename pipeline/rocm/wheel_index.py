@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from pipeline.errors import IndexFormatError
-from pipeline.names import rocm_version_date
+from pipeline.names import is_family, rocm_version_date
 from pipeline.rocm.index import parse_published
 from pipeline.rocm.versions import RocmBuild, is_version
 
@@ -195,6 +195,40 @@ def parse_project_page(text: str, content_type: str, *, where: str) -> list[Inde
     if kind == JSON_TYPE or kind == "application/json":
         return parse_json_page(text, where=where)
     return parse_html_page(text, where=where)
+
+
+def families_url(template: str) -> str | None:
+    """Where a per-family index lists its families: the URL up to ``{family}`` (None without one).
+
+    TheRock's wheel index is one simple index per GPU family under one folder
+    (``.../v2/{family}/``); that folder's page links each family's.
+    """
+    head, found, _ = template.partition("{family}")
+    return head if found and head.endswith("/") else None
+
+
+def parse_families(text: str, content_type: str, *, where: str) -> list[str]:
+    """The GPU families a listing page names (links to ``<family>/``, or PEP 691 ``projects``), sorted.
+
+    Anything that is not shaped like a family (a parent link, a file) is left out.
+    """
+    kind = content_type.split(";", 1)[0].strip().lower()
+    names: list[str] = []
+    if kind == JSON_TYPE or kind == "application/json":
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            raise IndexFormatError(f"{where}: not a JSON listing") from None
+        projects = data.get("projects") if isinstance(data, dict) else None
+        names = [p["name"] for p in projects or () if isinstance(p, dict) and isinstance(p.get("name"), str)]
+    else:
+        parser = _Anchors()
+        parser.feed(text)
+        parser.close()
+        for attrs, label in parser.found:
+            href = attrs.get("href") or ""
+            names.append(urlsplit(urljoin(where, href)).path.rstrip("/").rpartition("/")[2] or label.strip("/"))
+    return sorted({n for n in names if is_family(n)})
 
 
 # --------------------------------------------------------------------------

@@ -10,13 +10,14 @@ so ``--now`` replays what the index held then.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pipeline.errors import NetworkError, ResolutionError, UsageError
+from pipeline.errors import NetworkError, PipelineError, ResolutionError, UsageError
 from pipeline.inputs.resolution_file import ResolvedRocm, ResolvedWheel
 from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.rocm.index_fetch import get_page
@@ -25,6 +26,7 @@ from pipeline.rocm.wheel_index import (
     ACCEPT,
     JSON_TYPE,
     IndexFile,
+    parse_families,
     parse_project_page,
     project_url,
     projects_for,
@@ -51,7 +53,7 @@ def fetch_page(
         for name, kind in (("index.json", JSON_TYPE), ("index.html", "text/html")):
             if (folder / name).is_file():
                 return (folder / name).read_text(encoding="utf-8"), kind
-        raise NetworkError(f"{url}: no index.json or index.html there")
+        raise NetworkError.missing(f"{url}: no index.json or index.html there")
     if scheme not in ("http", "https"):
         raise UsageError(f"wheel index URL {url!r}: expected an http(s):// or file:// URL")
     import requests
@@ -78,14 +80,45 @@ def load_pages(index_url: str, family: str, fetch: PageFetch) -> dict[str, list[
     return pages
 
 
+def _unknown_family(family: str, os_name: str, listing_url: str, fetch: PageFetch) -> ResolutionError | None:
+    """The error for a family the index's listing does not name; None when it names it or cannot be read."""
+    try:
+        text, content_type = fetch(listing_url)
+        families = parse_families(text, content_type, where=listing_url)
+    except PipelineError:
+        return None
+    if not families or family in families:
+        return None
+    close = difflib.get_close_matches(family, families, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    # The tarball index's words (tarball_resolve), so both sources read alike.
+    return ResolutionError(
+        f"unknown ROCm family {family!r} for {os_name} in the wheel index {listing_url}{hint}; "
+        f"the index has: {', '.join(families)}"
+    )
+
+
 def resolve_wheels(
     os_name: str, family: str, *, policy: str, now: datetime, index_url: str,
     fetch: PageFetch | None = None, pages: dict[str, list[IndexFile]] | None = None,
+    listing_url: str | None = None,
 ) -> ResolvedRocm:
-    """The wheel build of one os/family that ``policy`` takes at ``now``, with every file and its sha256."""
+    """The wheel build of one os/family that ``policy`` takes at ``now``, with every file and its sha256.
+
+    ``listing_url``: the page that lists the index's families (:func:`~pipeline.rocm.wheel_index.families_url`).
+    When a page of ``family`` is not there and that listing does not name it, the family is unknown
+    (ResolutionError with the families it has), not a network failure.
+    """
     parse_policy(policy, where="policy")
+    fetch = fetch or fetch_page
     if pages is None:
-        pages = load_pages(index_url, family, fetch or fetch_page)
+        try:
+            pages = load_pages(index_url, family, fetch)
+        except NetworkError as err:
+            unknown = _unknown_family(family, os_name, listing_url, fetch) if err.not_found and listing_url else None
+            if unknown is not None:
+                raise unknown from None
+            raise
     builds = wheel_builds(pages, os_name=os_name, family=family, index_url=index_url)
     if not builds:
         have = ", ".join(f"{p} ({len(files)} files)" for p, files in pages.items())

@@ -31,7 +31,7 @@ from pipeline.errors import NetworkError, ToolchainError, UsageError
 from pipeline.inputs.matrix import Leg
 from pipeline.names import rocm_identity
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
-from pipeline.util.fsutil import file_digest
+from pipeline.util.fsutil import file_digest, folder_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -453,8 +453,8 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
 def _existing_install(path: Path, request: ToolchainRequest) -> Toolchain:
     from pipeline.rocm.versions import is_version
 
-    if not path.is_dir():
-        raise UsageError(f"--rocm-path {path}: no such directory")
+    if (problem := folder_problem(path)) is not None:
+        raise UsageError(f"--rocm-path {path}: {problem}")
     root = path.resolve()
     # An explicit --rocm-version names this install's version; a policy does not.
     asked = request.rocm_version

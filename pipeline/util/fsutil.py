@@ -97,6 +97,14 @@ def stream_digest(fh: IO[bytes]) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` is not a folder to work in: "no such directory", or "not a directory" for a file; None for one."""
+    if path.is_dir():
+        return None
+    # A file given for a folder is a different mistake from a typo in the name: say which.
+    return "not a directory" if path.exists() else "no such directory"
+
+
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, sha256 hex) of a file (symlinks followed), streamed."""
     with path.open("rb") as fh:

@@ -139,3 +139,18 @@ def test_bad_limits_are_one_line_usage_errors(caches: dict[str, Path], flag: str
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and flag in lines[0], proc.stderr
+
+
+def test_xdg_cache_home_moves_the_cache_home_as_the_help_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without PIPELINE_CACHE_HOME, the caches are $XDG_CACHE_HOME/llama-pipeline: what --help and the docs say."""
+    from pipeline.inputs.settings import CACHE_HOME, default_text
+
+    monkeypatch.delenv("PIPELINE_CACHE_HOME")
+    xdg = tmp_path / "xdg"
+    _download(xdg / "llama-pipeline" / "downloads", "therock-old.tar.gz", 1000, days=60)
+    proc = run_pipeline(["prune", "--local", "--json"], env={"XDG_CACHE_HOME": str(xdg)}, check=True)
+    plan = json.loads(proc.stdout)["plan"]
+    assert [f"{e['cache']}/{e['name']}" for e in plan["remove"]] == ["downloads/therock-old.tar.gz"]
+    assert f"downloads: {xdg}/llama-pipeline/downloads (" in proc.stderr
+    assert default_text(CACHE_HOME) == "$PIPELINE_CACHE_HOME, else $XDG_CACHE_HOME/llama-pipeline, else ~/.cache/llama-pipeline"
+    assert "`$XDG_CACHE_HOME`" in (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")

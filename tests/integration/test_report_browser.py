@@ -20,41 +20,13 @@ import pytest
 from pipeline.cli import main
 from pipeline.results import ninjalog
 from pipeline.results.record import LegRecord
+from tests.support.chromium import run_chromium
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests-artifacts"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PY = sys.executable.replace("\\", "/")
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if Path("/usr/bin/chromium").is_file():
-        return "/usr/bin/chromium"
-    pytest.fail(
-        "chromium is not installed: the HTML report test needs it (apt-get install chromium; .ci/run does)"
-    )
-
-
-def run_chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, f"chromium failed ({result.returncode}): {result.stderr[-2000:]}"
-    return result
 
 
 def real_timings(tmp_path: Path) -> dict[str, object]:

@@ -36,7 +36,13 @@ from tests.support.rocm_leg import (
     serve_index,
     tarball_name,
 )
-from tests.support.rocm_wheels import make_therock_wheels, serve_wheel_index, sha256_of
+from tests.support.rocm_wheels import (
+    make_index_only_wheels,
+    make_therock_wheels,
+    serve_family_listing,
+    serve_wheel_index,
+    sha256_of,
+)
 
 OLDER = "7.0.0a20250102"
 # Uploaded on their build dates; NEWER is after the weekly cutoff of NOW (Saturday 2025-01-04).
@@ -277,3 +283,54 @@ def test_the_rocm_selector_published_as_an_sdist_is_built_offline_and_installed(
     assert "published" not in details
     assert Path(details["root"]).name == "_rocm_sdk_devel"
     assert (Path(details["install_root"]) / "site-packages/rocm_sdk/__main__.py").is_file()
+
+
+@pytest.fixture(scope="module")
+def index_only_sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
+    """Builds to resolve, not to install: no toolchain in them."""
+    root = tmp_path_factory.mktemp("index-only")
+    return {v: make_index_only_wheels(root / v, v, FAMILY) for v in UPLOADS}
+
+
+def _serve_index_only(server: LocalServer, sets: dict[str, dict[str, Path]]) -> str:
+    return serve_wheel_index(server, [(sets[v], t) for v, t in UPLOADS.items()], family=FAMILY)
+
+
+@pytest.mark.parametrize("target", [["--leg", LEG], ["--os", "linux", "--family", FAMILY]])
+def test_resolve_of_one_leg_reads_the_wheel_index_the_matrix_names(
+    target: list[str], http_server: LocalServer, index_only_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """`resolve --leg` with [rocm] source = "wheels": the wheel index, as the whole run; the tarball index is not read."""
+    index_url = _serve_index_only(http_server, index_only_sets)
+    matrix = wheels_matrix(tmp_path / "matrix.toml", index_url)
+    assert 'index_url = "http://127.0.0.1:9/unused/"' in matrix.read_text()  # nothing listens there
+    proc = run_pipeline(["--matrix", str(matrix), "resolve", *target, "--now", NOW, "--json"],
+                        env={"PIPELINE_HTTP_BACKOFF": "0"})
+    assert proc.returncode == 0, proc.stderr
+    entry = json.loads(proc.stdout)
+    assert (entry["source"], entry["version"], entry["os"], entry["family"]) == ("wheels", VERSION, "linux", FAMILY)
+    assert {w["file"]: w["sha256"] for w in entry["wheels"]} == {
+        p.name: sha256_of(p) for p in index_only_sets[VERSION].values()}
+    assert http_server.hits(f"/simple/{FAMILY}/rocm-sdk-core/") == 1
+
+
+@pytest.mark.parametrize("target", [[], ["--leg", LEG]])
+def test_a_family_missing_from_the_wheel_index_exits_6_with_the_families_it_has(
+    target: list[str], http_server: LocalServer, index_only_sets: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """As the tarball index does (exit 6, "the index has: ..."), not a network failure's exit 4 "HTTP 404"."""
+    index_url = _serve_index_only(http_server, index_only_sets)
+    listing = serve_family_listing(http_server, [FAMILY, "gfx1151"])
+    matrix = wheels_matrix(tmp_path / "matrix.toml", index_url)
+    matrix.write_text(matrix.read_text().replace(f'family = "{FAMILY}"', 'family = "gfx120X-all"'))
+    proc = run_pipeline(["--matrix", str(matrix), "resolve", *target, "--no-source" if not target else "--json",
+                         "--now", NOW, "--out", str(tmp_path / "out")], env={"PIPELINE_HTTP_BACKOFF": "0"})
+    assert proc.returncode == 6, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    leg = "" if target else f"leg {LEG}: "
+    assert lines[0] == (f"error: {leg}unknown ROCm family 'gfx120X-all' for linux in the wheel index {listing} "
+                        f"(did you mean 'gfx110X-all'?); the index has: gfx110X-all, gfx1151")
+    assert http_server.hits("/simple/gfx120X-all/rocm/") == 1  # a 404 is an answer: not retried
+    assert not (tmp_path / "out" / "resolved.json").exists()

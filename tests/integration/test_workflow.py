@@ -153,6 +153,8 @@ def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
     jobs = [j for j in jobs if j.strip()]
     assert [j.split(":", 1)[0] for j in jobs] == ["resolve", "build", "summary", "publish", "alert", "prune"]
     special = {
+        # Reads the past runs' record artifacts for the history page.
+        "summary": {"contents": "read", "actions": "read"},
         "prune": {"contents": "read", "actions": "write"},
         # The only job that may write the repository's contents (the release), and sign its provenance ...
         "publish": {"contents": "write", "id-token": "write", "attestations": "write"},
@@ -218,7 +220,7 @@ def test_the_source_is_made_once_and_handed_to_every_leg() -> None:
     build_job = text.split("\n  build:\n")[1].split("\n  summary:\n")[0]
     assert "with: { name: source, path: out/source/, if-no-files-found: error, overwrite: true }" in resolve_job
     assert "source: ${{ steps.source.outputs.archive }}" in resolve_job
-    assert "PIPELINE_SOURCE: out/source/${{ needs.resolve.outputs.source }}" in build_job
+    assert "PIPELINE_SOURCE_ARCHIVE: out/source/${{ needs.resolve.outputs.source }}" in build_job
     # Downloaded before the build step runs.
     assert build_job.index("with: { name: source, path: out/source }") < build_job.index('-s "$SESSION"')
 

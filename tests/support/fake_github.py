@@ -99,6 +99,13 @@ class FakeGitHub:
         self.runs: dict[int, dict[str, Any]] = {}
         self.annotations: dict[int, list[dict[str, Any]]] = {}
         self.reruns: list[int] = []
+        # The nightly workflow's finished runs, newest first; each run's artifacts; an artifact's zip bytes
+        # (served from the uploads host, as GitHub serves them from its storage host, behind a redirect);
+        # the Authorization header each zip download arrived with (the token must not leave the API).
+        self.workflow_runs: list[dict[str, Any]] = []
+        self.run_artifacts: dict[int, list[dict[str, Any]]] = {}
+        self.blobs: dict[int, bytes] = {}
+        self.blob_auth: list[str | None] = []
         # What the fake stamps on a release it creates or publishes (created_at, published_at).
         self.now = "2026-03-14T12:00:00Z"
         self._lock = threading.Lock()
@@ -247,6 +254,11 @@ class FakeGitHub:
                     continue
                 fault.times -= 1
                 return fault.status, fault.body, fault.headers
+        if uploads and method == "GET" and (blob := re.fullmatch(r"/blobs/(\d+)\.zip", path)):
+            # A pre-signed storage URL: no token needed, and none must arrive.
+            self.blob_auth.append(auth)
+            data = self.blobs.get(int(blob.group(1)))
+            return (404, _json({"message": "Not Found"}), {}) if data is None else (200, data, {"Content-Type": "application/zip"})
         if auth != f"Bearer {self.token}":
             return 401, _json({"message": "Bad credentials", "status": "401"}), {}
         if uploads:
@@ -256,6 +268,9 @@ class FakeGitHub:
             return self._releases(method, path[len(repo):], query, data)
         if path.startswith(f"{repo}/issues"):
             return self._issues(method, path[len(repo):], query, data)
+        if path.startswith(f"{repo}/actions/workflows/") or path.startswith(f"{repo}/actions/artifacts/") or (
+                re.fullmatch(rf"{re.escape(repo)}/actions/runs/\d+/artifacts", path)):
+            return self._artifacts(method, path[len(repo):], query)
         if path.startswith((f"{repo}/actions/runs/", f"{repo}/check-runs/")):
             return self._runs(method, path[len(repo):], query)
         base = f"/repos/{self.repo}/actions/caches"
@@ -466,6 +481,38 @@ class FakeGitHub:
             self.reruns.append(int(m.group(1)))
             entry["run"]["run_attempt"] += 1
             return 201, _json({}), {}
+        return 404, _json({"message": "Not Found"}), {}
+
+    # -- workflow runs and their artifacts (report --history)
+
+    def add_workflow_run(self, run_id: int, *, number: int, started: str, conclusion: str = "success",
+                         artifacts: dict[str, bytes] | None = None, expired: tuple[str, ...] = ()) -> None:
+        """A finished run of the nightly (added oldest first, listed newest first) and its artifacts' zips."""
+        self.workflow_runs.insert(0, {"id": run_id, "run_number": number, "status": "completed",
+                                      "conclusion": conclusion, "run_started_at": started, "name": "nightly"})
+        listed = []
+        for name, data in (artifacts or {}).items():
+            ident = self._new_id()
+            self.blobs[ident] = data
+            listed.append({"id": ident, "name": name, "size_in_bytes": len(data), "expired": name in expired,
+                           "archive_download_url": f"{self.api_url}/repos/{self.repo}/actions/artifacts/{ident}/zip"})
+        self.run_artifacts[run_id] = listed
+
+    def _artifacts(self, method: str, path: str, query: dict[str, list[str]]) -> tuple[int, bytes, dict[str, str]]:
+        if method != "GET":
+            return 404, _json({"message": "Not Found"}), {}
+        if re.fullmatch(r"/actions/workflows/[^/]+/runs", path):
+            runs = [r for r in self.workflow_runs if query.get("status", ["completed"])[0] == r["status"]]
+            status, body, headers = self._page(runs, f"/repos/{self.repo}{path}", query)
+            return status, _json({"total_count": len(runs), "workflow_runs": json.loads(body)}), headers
+        if m := re.fullmatch(r"/actions/runs/(\d+)/artifacts", path):
+            found = self.run_artifacts.get(int(m.group(1)))
+            if found is None:
+                return 404, _json({"message": "Not Found"}), {}
+            status, body, headers = self._page(found, f"/repos/{self.repo}{path}", query)
+            return status, _json({"total_count": len(found), "artifacts": json.loads(body)}), headers
+        if (m := re.fullmatch(r"/actions/artifacts/(\d+)/zip", path)) and int(m.group(1)) in self.blobs:
+            return 302, b"", {"Location": f"{self.uploads_url}/blobs/{m.group(1)}.zip"}
         return 404, _json({"message": "Not Found"}), {}
 
     # -- issues

@@ -150,6 +150,24 @@ def make_therock_wheels(folder: Path, version: str, family: str) -> dict[str, Pa
     }
 
 
+def make_index_only_wheels(folder: Path, version: str, family: str) -> dict[str, Path]:
+    """The four wheels of one build holding no toolchain: for tests that resolve and never install."""
+    libraries = f"rocm-sdk-libraries-{family}".lower()
+    return {
+        "rocm": make_wheel(folder, "rocm", version, {"rocm_sdk/__init__.py": b""}, tag=PURE_TAG),
+        **{p: make_wheel(folder, p, version, {f"_{dist_name(p)}/__init__.py": b""})
+           for p in ("rocm-sdk-core", "rocm-sdk-devel", libraries)},
+    }
+
+
+def serve_family_listing(server: LocalServer, families: Sequence[str]) -> str:
+    """The folder page above the per-family indexes (``/simple/``), one link per family; returns its URL."""
+    links = "".join(f'<a href="{f}/">{f}/</a><br/>\n' for f in families)
+    body = f'<!DOCTYPE html><html><body>\n<a href="../">../</a><br/>\n{links}</body></html>\n'
+    server.route(SIMPLE, Response(200, body.encode(), {"Content-Type": "text/html"}))
+    return server.url(SIMPLE)
+
+
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -64,6 +64,13 @@ def test_missing_required() -> None:
     assert "legs: required table is missing" in _err({})
 
 
+def test_a_misspelt_required_key_is_named_with_the_key_it_should_be() -> None:
+    msg = _err({"legs": {"cpu": {"backnd": "cpu", "os": "linux"}}})
+    assert msg.endswith("legs.cpu.backnd: unknown key (did you mean 'backend'?); legs.cpu.backend is required")
+    # A stray key that resembles nothing required is still left to the unknown-key check, after the missing key.
+    assert _err({"legs": {"cpu": {"zzz": 1}}}) == "m.toml: legs.cpu.backend: required key is missing"
+
+
 def test_unknown_backend_suggests() -> None:
     msg = _err({"legs": {"cpu": {"backend": "vulcan"}}})
     assert "legs.cpu.backend" in msg and "did you mean 'vulkan'" in msg

@@ -190,3 +190,20 @@ def test_every_key_of_the_shipped_matrix_is_in_the_reference() -> None:
             wanted = [f"`{section}.{key}`" for key in body]
         missing += [w for w in wanted if not any(r.startswith(f"| {w}") for r in rows)]
     assert missing == []
+
+
+def test_the_bundle_names_in_getting_started_are_the_template_or_a_legs_real_name() -> None:
+    """No arch hard-coded in the template: every name is ``-<arch>`` or one ``legs`` gives for tag b1234."""
+    from pipeline.backends import leg_description
+    from pipeline.inputs.matrix import load_matrix
+
+    shipped = load_matrix(ROOT / "matrix.toml")
+    real = {leg_description(shipped, leg, tag="b1234")["bundle"] for leg in shipped.legs.values()}
+    text = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    names = re.findall(r"`(?:out/dist/)?(llama-[^`]*-bin-[^`]*)`", text)
+    templates = [n for n in names if "<" in n]
+    examples = [n for n in names if "<" not in n]
+    assert templates == ["llama-<tag>-bin-<os>-<variant>-<arch>.tar.gz"]
+    assert examples and set(examples) <= real
+    # An example of each arch, so neither reads as the only one.
+    assert {"x64", "arm64"} <= {re.sub(r"\.(tar\.gz|zip)$", "", n).rsplit("-", 1)[1] for n in examples}

@@ -108,3 +108,54 @@ def test_order_is_date_then_numeric_version(
     v1 = "{}.{}.{}a{:%Y%m%d}".format(*xyz1, d1)
     v2 = "{}.{}.{}a{:%Y%m%d}".format(*xyz2, d2)
     assert (version_sort_key(v1) < version_sort_key(v2)) == ((d1, xyz1) < (d2, xyz2))
+
+
+@given(st.text("0123456789.arc", max_size=20) | st.builds(
+    lambda xyz, stage, digits: f"{xyz[0]}.{xyz[1]}.{xyz[2]}{stage}{digits}",
+    _triples, st.sampled_from(["a", "rc", "b"]), st.text("0123456789", min_size=7, max_size=9)))
+def test_every_reader_of_a_version_applies_one_rule(text: str) -> None:
+    """matrix.toml's check, the flag's parser, the ordering, the simulator: the same verdict on any text."""
+    from pipeline.errors import UsageError
+    from pipeline.inputs.matrix_checks import policy_check
+    from pipeline.names import parse_policy
+    from pipeline.rocm.simulate import check_policy
+    from pipeline.rocm.versions import is_version
+
+    # What a version is, written here from the outside: the shape, and a date the calendar has.
+    head, _, digits = text.partition("a") if "a" in text else text.partition("rc")
+    real_day = len(digits) == 8 and digits.isdigit()
+    try:
+        date(int(digits[:4]), int(digits[4:6]), int(digits[6:])) if real_day else None
+    except ValueError:
+        real_day = False
+    xyz = head.split(".")
+    expected = real_day and len(xyz) == 3 and all(p.isdigit() and p.isascii() for p in xyz)
+    assert is_version(text) is expected
+    assert (policy_check(text) is None) is expected
+    try:
+        accepted = parse_policy(text, where="--rocm-version") == text
+    except UsageError:
+        accepted = False
+    assert accepted is expected
+    try:
+        check_policy(text)
+        simulated = True
+    except UsageError:
+        simulated = False
+    assert simulated is expected
+
+
+@pytest.mark.parametrize(("text", "valid"), [
+    ("10.1.0a20261399", False),  # month 13
+    ("10.1.0a20260230", False),  # 30 February
+    ("10.1.0a20250229", False),  # 29 February of a common year
+    ("10.1.0a20240229", True),  # ...and of a leap year
+    ("10.1.0rc20261231", True),
+])
+def test_a_version_date_must_be_a_calendar_day(text: str, valid: bool) -> None:
+    from pipeline.inputs.matrix_checks import policy_check
+
+    assert (policy_check(text) is None) is valid
+    if not valid:
+        with pytest.raises(ValueError, match="not a TheRock version"):
+            version_date(text)

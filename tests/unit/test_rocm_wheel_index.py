@@ -200,3 +200,49 @@ def test_a_file_url_index_is_read_from_its_folders(tmp_path: Path) -> None:
                          fetch=fetch_page)
     assert got.version == "7.0.0a20250104" and got.published == utc(2025, 1, 4, 9)
     assert got.wheels[1].url == (tmp_path / "files" / got.wheels[1].file).as_uri()
+
+
+def test_the_families_listing_is_the_folder_above_the_family() -> None:
+    from pipeline.rocm.wheel_index import families_url
+
+    assert families_url("https://wheels.example/v2/{family}/") == "https://wheels.example/v2/"
+    # One index for every family: no folder lists them.
+    assert families_url("https://wheels.example/simple/") is None
+    assert families_url("https://wheels.example/v2-{family}/") is None
+
+
+def test_the_families_a_listing_names() -> None:
+    from pipeline.rocm.wheel_index import parse_families
+
+    html = ('<html><body><a href="../">../</a><a href="gfx110X-all/">gfx110X-all/</a>'
+            '<a href="https://wheels.example/v2/gfx1151/">gfx1151</a><a href="index.html">index.html</a>'
+            '<a href="gfx94X-dcgpu/">gfx94X-dcgpu/</a></body></html>')
+    assert parse_families(html, "text/html", where="https://wheels.example/v2/") == [
+        "gfx110X-all", "gfx1151", "gfx94X-dcgpu"]
+    doc = json.dumps({"meta": {"api-version": "1.1"}, "projects": [{"name": "gfx120X-all"}, {"name": "rocm"}, 7]})
+    assert parse_families(doc, "application/vnd.pypi.simple.v1+json", where="x") == ["gfx120X-all"]
+    with pytest.raises(IndexFormatError, match=r"^x: not a JSON listing$"):
+        parse_families("[" * 100_000, "application/json", where="x")
+
+
+def test_a_missing_family_page_is_an_unknown_family_only_when_the_listing_lacks_it() -> None:
+    from pipeline.errors import NetworkError
+
+    listing = "https://wheels.example/v2/"
+    page = '<a href="gfx110X-all/">gfx110X-all/</a><a href="gfx1151/">gfx1151/</a>'
+
+    def fetch(url: str) -> tuple[str, str]:
+        if url == listing:
+            return page, "text/html"
+        raise NetworkError.missing(f"{url}: HTTP 404 Not Found")
+
+    with pytest.raises(ResolutionError) as info:
+        resolve_wheels("linux", "gfx1150", policy="latest", now=utc(2025, 1, 8), fetch=fetch,
+                       index_url="https://wheels.example/v2/gfx1150/", listing_url=listing)
+    assert info.value.exit_code == 6
+    assert str(info.value) == (f"unknown ROCm family 'gfx1150' for linux in the wheel index {listing} "
+                               "(did you mean 'gfx1151'?); the index has: gfx110X-all, gfx1151")
+    # The family is listed, so its missing page is the index's fault: the network error stands.
+    with pytest.raises(NetworkError, match="HTTP 404"):
+        resolve_wheels("linux", "gfx1151", policy="latest", now=utc(2025, 1, 8), fetch=fetch,
+                       index_url="https://wheels.example/v2/gfx1151/", listing_url=listing)

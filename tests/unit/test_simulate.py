@@ -170,8 +170,11 @@ def test_check_policy() -> None:
     assert check_policy("weekly-sunday") == "weekly-sunday"
     assert check_policy("weekly-stable") == "weekly-stable"
     assert check_policy("10.1.0a20260807") == "10.1.0a20260807"
-    with pytest.raises(UsageError, match="--policy 'monthly'"):
+    with pytest.raises(UsageError, match=r"^--policy: expected .*, got 'monthly'$"):
         check_policy("monthly")
+    # The shape of a version is not enough: the date must be a day (names.rocm_version_parts).
+    with pytest.raises(UsageError, match=r"^--policy: expected .*, got '10\.1\.0a20261399'$"):
+        check_policy("10.1.0a20261399")
 
 
 def test_run_moments_bounds() -> None:

@@ -289,6 +289,20 @@ def test_the_docs_leg_table_is_legs_json() -> None:
     assert "have not run on\n> Windows or macOS" in text
 
 
+def test_the_pages_counts_are_what_legs_json_says() -> None:
+    """The page counts what `legs --json` lists and what is built of it, not a number of bundles that drifts."""
+    prose = " ".join((ROOT / "docs" / "whole-release.md").read_text(encoding="utf-8").split())
+    described = [leg_description(SHIPPED, leg, tag="b1234") for leg in SHIPPED.declared_legs]
+    built = [d for d in described if d["disabled"] is None]
+    declared = re.search(r"declares every build of the nightly release: (\d+) legs", prose)
+    assert declared is not None and int(declared.group(1)) == len(described)
+    builds = re.search(r"So a nightly builds (\d+) legs", prose)
+    assert builds is not None and int(builds.group(1)) == len(built) < len(described)
+    # The bundles shipped are the built legs': the page says so rather than counting them with the disabled.
+    assert "ships one bundle per leg it builds, and none for a disabled leg" in prose
+    assert all(int(n) == len(built) for n in re.findall(r"(\d+) bundles", prose))
+
+
 def test_reproduce_refuses_a_bundle_of_another_arch_than_the_legs() -> None:
     from pipeline.errors import BundleError
     from pipeline.leg.reproduce import manifest_leg
