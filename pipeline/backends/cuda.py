@@ -1,7 +1,8 @@
-"""The cuda backend: ``--cuda-path``, else matrix.toml's pinned wheels, else a system CUDA.
+"""The cuda backend: ``--cuda-path``, else matrix.toml's pins (NVIDIA's wheels, or its
+redistributable archives for a line pinned by its ``redist`` manifest), else a system CUDA.
 
 Its cache identity comes from the pins and the host compiler alone, so a
-cache key installs nothing (the wheels are fetched by the build).
+cache key installs nothing (the wheels or archives are fetched by the build).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ class Cuda:
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
         import sys
 
+        pins = request.pins.cuda if request.pins else None
+        if request.cuda_path is None and pins is not None and pins.redist is not None:
+            from pipeline.toolchain.cuda_redist import prepare_cuda_redist
+
+            return prepare_cuda_redist(pins, pins.redist, request, console)
         from pipeline.toolchain.cuda_wheels import prepare_cuda
 
         return prepare_cuda(request, console, python=sys.executable)

@@ -50,6 +50,7 @@ from pipeline.bundle.smoke_process import scrubbed_env
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError
+from pipeline.inputs.cuda_driver import DRIVER_FLOORS, runtime_line
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN
 from pipeline.util.tree_removal import remove_tree
@@ -60,7 +61,7 @@ class Problem:
     """One reason the bundle would not run on a clean machine."""
 
     file: str
-    kind: str  # "library", "runpath", "glibc", "license", "smoke", "arch", "macos", "signature"
+    kind: str  # "library", "runpath", "glibc", "license", "smoke", "arch", "macos", "signature", "runtime"
     message: str
     library: str | None = None
 
@@ -256,8 +257,9 @@ def _check_macho(root: Path, rel: str, found: _TreeFindings, arch: str, macos_mi
 
 
 def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64",
-               macos_min: str | None = None) -> BundleCheck:
-    """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE."""
+               macos_min: str | None = None, cuda_line: str | None = None) -> BundleCheck:
+    """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE,
+    and for a CUDA leg (``cuda_line``) that its runtime is of that line."""
     found = _TreeFindings()
     windows = os_name == "windows"
     in_bundle = {
@@ -284,6 +286,8 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
                 file=in_bundle[name], kind="driver", library=name,
                 message="the GPU driver's own library ships with the driver, never in a bundle",
             ))
+    if cuda_line is not None:
+        found.problems += _runtime_problems(in_bundle, cuda_line)
     if not (root / LICENSE_NAME).is_file():
         found.problems.append(Problem(file=LICENSE_NAME, kind="license", message="missing: every bundle carries llama.cpp's LICENSE"))
     return BundleCheck(
@@ -295,6 +299,21 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         glibc_required_by=found.glibc_by,
         glibc_max=glibc_max if os_name == "linux" else None,
     )
+
+
+def _runtime_problems(in_bundle: Mapping[str, str], cuda_line: str) -> list[Problem]:
+    """A CUDA runtime newer than the leg's line: it needs a newer driver than the one its notes name."""
+    problems = []
+    for name in sorted(in_bundle):
+        line = runtime_line(name)
+        if line is not None and line.isdigit() and cuda_line.isdigit() and int(line) > int(cuda_line):
+            floor = DRIVER_FLOORS.get(line)
+            needs = f", which needs an {floor.branch} driver" if floor is not None else ""
+            problems.append(Problem(
+                file=in_bundle[name], kind="runtime", library=name,
+                message=f"a CUDA {line}.x runtime{needs}, newer than the leg's CUDA {cuda_line}.x line",
+            ))
+    return problems
 
 
 def unpack(bundle: Path, dest: Path) -> Path:
@@ -330,7 +349,9 @@ def check_bundle(
     if not root.is_dir():
         raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
     macos_min = str(leg.get("macos_min") or DEFAULT_MACOS_MIN) if os_name == "macos" else None
-    result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min)
+    line = leg.get("cuda_line")
+    result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min,
+                        cuda_line=str(line) if isinstance(line, str) and line else None)
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None

@@ -48,6 +48,7 @@ from pipeline.bundle.stage import (
 from pipeline.bundle.third_party import describe_third_party
 from pipeline.errors import BundleError
 from pipeline.inputs.matrix import Leg
+from pipeline.inputs.pins import DEFAULT_CUDA_LINE
 from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
@@ -64,7 +65,8 @@ _BY_PRODUCT = re.compile(r"\.(?:a|lib|pdb|o|obj|exp|ilk)$", re.IGNORECASE)
 # CMake arguments that do not change the outputs but name a machine path.
 _DROPPED_ARGS = re.compile(r"^-DCMAKE_(?:[A-Za-z]+_COMPILER_LAUNCHER|MAKE_PROGRAM)(?::[A-Z]+)?=")
 # Toolchain details that are inputs; anything else (a local path, a cache flag) stays in the record.
-TOOLCHAIN_KEYS = ("version", "url", "sha256")
+# driver_min: a CUDA toolkit's oldest driver for its runtime (pipeline.inputs.cuda_driver).
+TOOLCHAIN_KEYS = ("version", "url", "sha256", "driver_min")
 
 
 # --------------------------------------------------------------------------
@@ -168,6 +170,8 @@ def build_manifest(
             "family": leg.family,
             "targets": list(leg.targets),
             "cuda_architectures": list(leg.cuda_architectures),
+            # The CUDA line the leg builds: check-bundle refuses a runtime of a newer one.
+            **({"cuda_line": leg.cuda_line or DEFAULT_CUDA_LINE} if leg.backend == "cuda" else {}),
             **({"glibc_max": leg.glibc_max} if leg.os == "linux" else {}),
             **({"macos_min": leg.macos_min} if leg.os == "macos" else {}),
         },

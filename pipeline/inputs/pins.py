@@ -11,6 +11,14 @@ every error names the file and the dotted key.
     version = "13.2.86"
     sha256 = { linux = "...", windows = "..." }
 
+    [toolchains.cuda-12]                # another line, from NVIDIA's redistributable archives
+    version = "12.8.93"
+    [toolchains.cuda-12.redist]
+    url = "https://.../compute/cuda/redist/"
+    manifest = "redistrib_12.8.1.json"  # NVIDIA's manifest: per component and platform, path, sha256, size
+    sha256 = "..."                      # the manifest's: it vouches for every archive it lists
+    components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas"]
+
     [toolchains.vulkan.linux]
     url = "https://.../vulkansdk-linux-x86_64-1.4.328.1.tar.xz"
     sha256 = "..."
@@ -42,6 +50,9 @@ _WHEEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
 _CUDA_LINE = re.compile(r"^cuda-\d+$")
 _REL = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
+# NVIDIA's manifest names: redistrib_12.8.1.json; its components: cuda_nvcc, libcublas.
+_MANIFEST_NAME = re.compile(r"^redistrib_\d+(?:\.\d+)+\.json$")
+_COMPONENT = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,20 +69,47 @@ class WheelPin:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RedistPins:
+    """A CUDA toolkit from NVIDIA's redistributable archives, pinned by its manifest's sha256.
+
+    The manifest (``redistrib_<release>.json``) lists, per component and
+    platform, each archive's relative path, sha256 and size: once its own
+    sha256 is checked, its per-archive values are as good as pins, so one
+    value pins every archive of every platform it lists.
+    """
+
+    # The dotted key it was read from (``toolchains.cuda-12.redist``): errors name it.
+    key: str
+    # The folder the manifest and the archives' relative paths are under (ends with '/').
+    url: str
+    manifest: str
+    sha256: str
+    # The components a leg installs (``cuda_nvcc``, ``libcublas``), in order.
+    components: tuple[str, ...]
+
+    @property
+    def manifest_url(self) -> str:
+        return self.url + self.manifest
+
+
+@dataclass(frozen=True, kw_only=True)
 class CudaPins:
-    """The CUDA toolkit as pinned wheels (NVIDIA's ``nvidia-*`` 13.x wheels)."""
+    """The CUDA toolkit as pinned wheels (NVIDIA's ``nvidia-*`` 13.x wheels) or redistributable archives."""
 
     version: str
     wheels: tuple[WheelPin, ...]
+    # Set when the toolkit comes from NVIDIA's redistributable archives instead of wheels.
+    redist: RedistPins | None = None
 
     def for_arch(self, arch: str) -> CudaPins:
-        """These pins as an ``arch`` leg installs them: an arm64 leg's Linux wheels are the ``linux-aarch64`` ones."""
+        """These pins as an ``arch`` leg installs them: an arm64 leg's Linux wheels are the ``linux-aarch64`` ones
+        (the manifest names every platform's archive: redistributable pins serve every arch)."""
         if arch != "arm64":
             return self
         wheels = tuple(WheelPin(name=w.name, version=w.version,
                                 sha256={"linux": w.sha256["linux-aarch64"]} if "linux-aarch64" in w.sha256 else {})
                        for w in self.wheels)  # fmt: skip
-        return CudaPins(version=self.version, wheels=wheels)
+        return CudaPins(version=self.version, wheels=wheels, redist=self.redist)
 
     def wheels_for(self, os_name: str) -> tuple[tuple[WheelPin, str], ...]:
         """(wheel, sha256) for ``os_name``; empty when the pins do not cover that OS."""
@@ -154,6 +192,8 @@ def parse_cuda_pins(data: Any, path: Path, key: str = "toolchains.cuda", *, whee
     """
     t = _table(data, path, key)
     version = _string(t, path, key, "version", _VERSION, "a version such as '13.2.86'")
+    # A toolkit from redistributable archives has no wheels to pin.
+    wheels_required = wheels_required and "redist" not in t
     raw = t.pop("wheels", None if wheels_required else [])
     if not isinstance(raw, list) or (wheels_required and not raw):
         raise _fail(path, f"{key}.wheels", "a non-empty array of tables", raw)
@@ -173,8 +213,35 @@ def parse_cuda_pins(data: Any, path: Path, key: str = "toolchains.cuda", *, whee
         if any(p.name.lower() == name.lower() for p in wheels):
             raise ConfigError(f"{path}: {where}.name: {name!r} is listed twice")
         wheels.append(WheelPin(name=name, version=wversion, sha256=hashes))
+    redist = parse_redist_pins(t.pop("redist"), path, f"{key}.redist") if "redist" in t else None
+    if redist is not None and wheels:
+        raise ConfigError(f"{path}: {key}: wheels and redist both install the toolkit: keep one")
     _unknown(t, path, key)
-    return CudaPins(version=version, wheels=tuple(wheels))
+    return CudaPins(version=version, wheels=tuple(wheels), redist=redist)
+
+
+def parse_redist_pins(data: Any, path: Path, key: str) -> RedistPins:
+    """``[toolchains.cuda-<line>.redist]`` -> :class:`RedistPins`."""
+    t = _table(data, path, key)
+    url = t.pop("url", None)
+    if (problem := url_problem(url)) is not None:
+        raise _fail(path, f"{key}.url", problem, url)
+    if not str(url).endswith("/"):
+        raise _fail(path, f"{key}.url", "the folder that holds the manifest, ending with '/'", url)
+    manifest = _string(t, path, key, "manifest", _MANIFEST_NAME, "NVIDIA's manifest name such as 'redistrib_12.8.1.json'")
+    sha = _sha(t.pop("sha256", None), path, f"{key}.sha256")
+    raw = t.pop("components", None)
+    if not isinstance(raw, list) or not raw:
+        raise _fail(path, f"{key}.components", "a non-empty array of component names such as 'cuda_nvcc'", raw)
+    components: list[str] = []
+    for i, name in enumerate(raw):
+        if not isinstance(name, str) or not _COMPONENT.match(name):
+            raise _fail(path, f"{key}.components[{i}]", "a component name such as 'cuda_nvcc'", name)
+        if name in components:
+            raise ConfigError(f"{path}: {key}.components[{i}]: {name!r} is listed twice")
+        components.append(name)
+    _unknown(t, path, key)
+    return RedistPins(key=key, url=str(url), manifest=manifest, sha256=sha, components=tuple(components))
 
 
 def parse_sdk_pin(data: Any, path: Path, key: str) -> SdkPin:

@@ -105,13 +105,21 @@ def leg_result(data: Mapping[str, Any], *, where: str) -> LegResult:
         # No status is no success: a record cut short or hand-made must not publish its bundle.
         status=status if isinstance(status := data.get("status"), str) and status else NO_STATUS,
         bundle=bundle if isinstance(bundle, str) and bundle else None,
-        toolchain=str(toolchain.get("identity", "?")) if isinstance(toolchain, Mapping) else "?",
+        toolchain=_toolchain_text(toolchain) if isinstance(toolchain, Mapping) else "?",
         hit_rate=float(hit_rate) if isinstance(hit_rate, (int, float)) and not isinstance(hit_rate, bool) else None,
         wall_seconds=float(wall) if isinstance(wall, (int, float)) else 0.0,
         check_ok=ok,
         check_text=text,
         source=source if isinstance(source, Mapping) else {},
     )
+
+
+def _toolchain_text(toolchain: Mapping[str, Any]) -> str:
+    """The release notes' toolchain cell: its identity, and for CUDA the oldest driver its runtime starts on."""
+    identity = str(toolchain.get("identity", "?"))
+    details = toolchain.get("details")
+    floor = details.get("driver_min") if isinstance(details, Mapping) else None
+    return f"{identity}; NVIDIA driver {floor}" if isinstance(floor, str) and floor else identity
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """A CUDA leg's identity without installing anything: what ``cache-key`` keys on and the build reports.
 
-Pinned wheels: from the pins and the host compiler's version alone
+Pinned wheels or NVIDIA's redistributable archives (:mod:`.cuda_redist_identity`): from the pins and the host compiler's version alone
 (:func:`pipeline.toolchain.cuda_layout.pinned_identity`), nothing downloaded
 or written. ``--cuda-path`` or a system CUDA: that nvcc's ``--version``, as
 the build reads it. This module never imports the installer (an
@@ -16,6 +16,7 @@ from pipeline.errors import ToolchainError
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
 from pipeline.toolchain.cuda_layout import pinned_identity
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
+from pipeline.toolchain.cuda_redist_identity import redist_cuda_identity
 from pipeline.toolchain.host_compiler import host_toolchain
 
 if TYPE_CHECKING:
@@ -53,4 +54,6 @@ def cuda_identity(request: ToolchainRequest) -> str:
     pins = request.pins.cuda if request.pins else None
     if pins is None:
         return cuda_toolchain(request.leg, request.environ).identity
+    if pins.redist is not None:
+        return redist_cuda_identity(pins, pins.redist, request)
     return pinned_cuda_identity(pins, request)

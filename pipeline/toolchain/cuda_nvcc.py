@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
+from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.settings import CUDA_PATH
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
@@ -106,6 +107,8 @@ def cuda_toolchain(
             "host_compiler": host.identity,
             "architectures": ";".join(leg.cuda_architectures),
             "source": source,
+            # The oldest driver the shipped runtime starts on: the manifest and the release notes say it.
+            **({"driver_min": floor.text(leg.os)} if (floor := driver_floor(version)) is not None else {}),
         },
         env=cuda_env(root, env),
         cmake_args=(

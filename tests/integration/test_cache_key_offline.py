@@ -81,7 +81,7 @@ def test_every_legs_key_is_computed_offline_and_writes_nothing(tmp_path: Path) -
         assert proc.returncode == 0, f"cache-key {leg}: {proc.stdout}{proc.stderr}"
         keys[leg] = json.loads(proc.stdout)["key"]
     # A leg the matrix declares but does not build has no key: one line says why, and nothing is written.
-    assert SHIPPED.disabled_legs, "the shipped matrix's disabled legs (the CUDA 12.8 line) are checked here"
+    assert SHIPPED.disabled_legs, "the shipped matrix's disabled leg (Windows arm64 CUDA) is checked here"
     for leg, declared in SHIPPED.disabled_legs.items():
         proc = run_pipeline(["--matrix", str(ROOT / "matrix.toml"), "cache-key", leg, "--json"], cwd=cwd, env=env)
         assert proc.returncode == 2 and proc.stdout == "", proc
@@ -94,6 +94,14 @@ def test_every_legs_key_is_computed_offline_and_writes_nothing(tmp_path: Path) -
     assert cuda is not None
     # The pinned toolkit's version and the host compiler, read from the pins and `cc --version` alone.
     assert keys["cuda"].startswith(f"llama-ccache--cuda--cuda-{cuda.version}-") and keys["cuda"].endswith(f"-{host}--b7000")
+    # The 12.8 line from NVIDIA's redistributable archives: its version, from the manifest's pin, offline.
+    line12 = SHIPPED.toolchains.cuda_for("12")
+    assert line12 is not None and line12.redist is not None
+    assert keys["cuda-12.8-portable"].startswith(f"llama-ccache--cuda-12.8-portable--cuda-{line12.version}-")
+    assert keys["cuda-12.8-portable"].endswith(f"-{host}--b7000")
+    # The four 12.8 Linux profiles share one toolkit, so one identity (their keys differ by leg name).
+    ids = {keys[f"cuda-12.8-{p}"].split("--")[2] for p in ("legacy", "older", "newer", "portable")}
+    assert len(ids) == 1 and ids != {keys["cuda"].split("--")[2]}
     vulkan = SHIPPED.toolchains.vulkan["linux"]
     assert keys["vulkan"] == f"llama-ccache--vulkan--vulkan-sdk-{vulkan.version}-{vulkan.sha256[:8]}-{host}--b7000"
     assert keys["cpu"] == f"llama-ccache--cpu--{host}--b7000"
@@ -114,6 +122,28 @@ def test_the_wheels_identity_changes_with_any_pinned_wheel(tmp_path: Path) -> No
         keys.append(json.loads(proc.stdout)["key"])
     assert keys[0] != keys[1]
     assert keys[0].split("--")[2].split("-")[:2] == keys[1].split("--")[2].split("-")[:2] == ["cuda", "13.2.86"]
+
+
+def test_the_redist_identity_changes_with_the_manifest_pin_and_the_components(tmp_path: Path) -> None:
+    """Another manifest or another component set is another toolkit: another key, still offline."""
+    env = offline_env(tmp_path)
+    shipped = (ROOT / "matrix.toml").read_text()
+    line12 = SHIPPED.toolchains.cuda_for("12")
+    assert line12 is not None and line12.redist is not None
+    variants = [shipped, shipped.replace(line12.redist.sha256, "e" * 64),
+                shipped.replace('components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas"]',
+                                'components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas", "cuda_nvrtc"]')]
+    assert len(set(variants)) == 3
+    keys = []
+    for i, text in enumerate(variants):
+        matrix = tmp_path / f"m{i}.toml"
+        matrix.write_text(text)
+        proc = run_pipeline(["--matrix", str(matrix), "cache-key", "cuda-12.8-older", "--tag", "b7000", "--json"],
+                            env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        keys.append(json.loads(proc.stdout)["key"])
+    assert len(set(keys)) == 3
+    assert {k.split("--")[2].split("-")[1] for k in keys} == {"12.8.93"}
 
 
 def test_the_workflow_computes_the_keys_then_restores_the_toolchain_then_builds() -> None:

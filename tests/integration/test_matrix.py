@@ -28,7 +28,8 @@ def test_one_entry_per_leg_with_its_runner(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     # Every leg the file declares, but those it disables (read here from the TOML itself).
     assert [e["leg"] for e in data["include"]] == [name for name, leg in declared.items() if "disabled" not in leg]
-    assert len(data["include"]) == 30
+    # The 38 built legs (the CUDA 12.8 line included); the Windows arm64 CUDA leg is declared off.
+    assert len(data["include"]) == 38
     # The release job's runner per os/arch, where a leg names none (Windows arm64 cross-builds on x64).
     job_runners = {("linux", "x64"): "ubuntu-22.04", ("linux", "arm64"): "ubuntu-22.04-arm",
                    ("windows", "x64"): "windows-2022", ("windows", "arm64"): "windows-2022",
@@ -52,7 +53,7 @@ def test_legs_from_the_dispatch_input(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "did you mean 'vulkan'" in bad.stderr
 
 
-def test_legs_json_lists_the_38_legs_offline_installing_nothing(tmp_path: Path) -> None:
+def test_legs_json_lists_the_39_declared_legs_38_built_offline_installing_nothing(tmp_path: Path) -> None:
     home = tmp_path / "cache-home"
     # No network (any proxy use fails), an empty cache home that must stay empty.
     env = {"PIPELINE_CACHE_HOME": str(home), "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
@@ -61,12 +62,13 @@ def test_legs_json_lists_the_38_legs_offline_installing_nothing(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     declared = tomllib.loads(MATRIX.read_text())["legs"]
-    assert [r["name"] for r in rows] == list(declared) and len(rows) == 38
+    assert [r["name"] for r in rows] == list(declared) and len(rows) == 39
+    assert [r["name"] for r in rows if r["disabled"]] == ["cuda-windows-13-portable-arm64"]
     assert all(set(r) == {"name", "backend", "os", "arch", "runner", "targets", "toolkit", "bundle", "disabled"}
                for r in rows)
     assert {r["name"]: r["disabled"] for r in rows if r["disabled"]} == {
         name: leg["disabled"] for name, leg in declared.items() if "disabled" in leg}
-    assert len({r["bundle"] for r in rows}) == 38
+    assert len({r["bundle"] for r in rows}) == 39
     by_name = {r["name"]: r for r in rows}
     assert by_name["cpu-arm64"]["bundle"] == "llama-b1234-bin-ubuntu-arm64.tar.gz"
     assert by_name["cuda-windows-12.8-legacy"]["toolkit"] == "CUDA 12.8.93"
@@ -80,19 +82,19 @@ def test_legs_json_lists_the_38_legs_offline_installing_nothing(tmp_path: Path) 
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--tag '../x'" in bad.stderr
 
 
-def test_cache_budget_gives_each_of_the_38_legs_its_share_and_warns_on_max_size(tmp_path: Path) -> None:
+def test_cache_budget_gives_each_of_the_39_declared_legs_its_share_and_warns_on_max_size(tmp_path: Path) -> None:
     proc = run_pipeline(["--matrix", str(MATRIX), "cache-budget", "--json"], env={"HTTPS_PROXY": "http://127.0.0.1:9"})
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
-    assert len(plan["legs"]) == 38 and plan["keep"] == 2
-    # 80% of GitHub's 10 GiB over 38 legs x 2 generations.
-    assert {leg["share_bytes"] for leg in plan["legs"]} == {int(10 * 1024**3 * 0.8) // 76}
+    assert len(plan["legs"]) == 39 and plan["keep"] == 2
+    # 80% of GitHub's 10 GiB over 39 legs x 2 generations (a disabled leg is planned for too).
+    assert {leg["share_bytes"] for leg in plan["legs"]} == {int(10 * 1024**3 * 0.8) // 78}
     assert all(leg["fits"] for leg in plan["legs"])
-    assert proc.stderr.startswith("warning: [ccache] max_size 4.7 GiB lets 38 legs x 2 generations grow to")
-    # A repository with GitHub's limit at 1 GiB: 10.8 MiB per leg, less than a warm cpu build's 27 MiB.
+    assert proc.stderr.startswith("warning: [ccache] max_size 4.7 GiB lets 39 legs x 2 generations grow to")
+    # A repository with GitHub's limit at 1 GiB: 10.5 MiB per leg, less than a warm cpu build's 27 MiB.
     small = tmp_path / "matrix.toml"
     small.write_text(MATRIX.read_text().replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 1073741824"))
     tight = run_pipeline(["--matrix", str(small), "cache-budget"])
     assert tight.returncode == 0
-    assert "warning: 38 of 38 legs get 10.8 MiB of ccache each within 819.2 MiB" in tight.stderr
+    assert "warning: 39 of 39 legs get 10.5 MiB of ccache each within 819.2 MiB" in tight.stderr
     assert "too small for a warm build" in tight.stdout

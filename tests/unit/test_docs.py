@@ -178,7 +178,7 @@ def test_every_key_of_the_shipped_matrix_is_in_the_reference() -> None:
             # Another CUDA line: [toolchains.cuda-<line>], its keys in its row.
             row_line = next((r for r in rows if r.startswith("| `[toolchains.cuda-<line>]`")), "")
             missing += [f"toolchains.{name}.{k}" for name, pin in body.items() if name.startswith("cuda-")
-                        for k in pin if f"`{k}`" not in row_line]
+                        for k in [*pin, *pin.get("redist", {})] if f"`{k}`" not in row_line]
             continue
         elif section in ("cuda_profiles", "rocm_families"):
             # Tables of named entries: one row, [section.<name>], naming the keys each entry has.

@@ -45,6 +45,7 @@ def test_a_max_size_that_outgrows_the_limit_is_named() -> None:
 
 def test_the_shipped_matrix_fits_its_warm_builds_but_not_its_max_size() -> None:
     plan = matrix_leg_budget(load_matrix(ROOT / "matrix.toml"))
-    assert len(plan.shares) == 38
+    # Every declared leg: the 38 built and the Windows arm64 CUDA leg declared off.
+    assert len(plan.shares) == 39
     assert all(s.fits for s in plan.shares)
     assert [w.split(" lets ")[0] for w in plan.warnings()] == ["[ccache] max_size 4.7 GiB"]

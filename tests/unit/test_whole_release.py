@@ -32,12 +32,13 @@ def _legs(**legs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_matrix_declares_the_38_builds_of_the_release() -> None:
-    legs = SHIPPED.declared_legs  # the disabled CUDA 12.8 legs included
-    assert len(legs) == 38
+    legs = SHIPPED.declared_legs  # the disabled Windows arm64 CUDA leg included
+    assert len(legs) == 39 and len(SHIPPED.legs) == 38
     by = Counter((leg.backend, leg.os, leg.arch) for leg in legs)
     assert by == {
         ("rocm", "linux", "x64"): 7, ("rocm", "windows", "x64"): 7,
         ("cuda", "linux", "x64"): 7, ("cuda", "linux", "arm64"): 1, ("cuda", "windows", "x64"): 7,
+        ("cuda", "windows", "arm64"): 1,
         ("cpu", "linux", "x64"): 1, ("cpu", "linux", "arm64"): 1, ("cpu", "windows", "x64"): 1,
         ("cpu", "windows", "arm64"): 1,
         ("vulkan", "linux", "x64"): 1, ("vulkan", "linux", "arm64"): 1, ("vulkan", "windows", "x64"): 1,
@@ -79,11 +80,15 @@ def test_cuda_profiles_are_the_jobs_architectures() -> None:
 def test_bundle_names_and_cache_keys_are_unique() -> None:
     rows = [leg_description(SHIPPED, leg, tag="b1234") for leg in SHIPPED.declared_legs]
     bundles = [r["bundle"] for r in rows]
-    assert len(set(bundles)) == 38
+    assert len(set(bundles)) == 39
     for row in rows:
+        if row["name"] == "cuda-windows-13-portable-arm64":
+            # Declared with the reference release's own name for it.
+            assert row["bundle"] == "app-b1234-windows-arm64-cuda13-portable.zip"
+            continue
         assert row["bundle"].startswith("llama-b1234-bin-") and f"-{row['arch']}." in row["bundle"]
     keys = {r["name"]: cache_key(r["name"], "gcc-12.2.0", "b1234") for r in rows}
-    assert len(set(keys.values())) == 38
+    assert len(set(keys.values())) == 39
     # No leg's restore prefix restores another leg's caches (cpu never restores cpu-arm64's).
     for a in keys:
         prefix = restore_prefix(a, "gcc-12.2.0")
@@ -335,10 +340,11 @@ def test_the_nightly_session_builds_what_this_machine_can() -> None:
     assert reasons["cpu"] is None and reasons["cpu-arm64"] is None  # cross-built here
     assert reasons["vulkan-arm64"] == "it builds for arm64 on an arm64 runner, this machine is x64"
     assert reasons["metal-macos-arm64"] == "it builds on macos, this machine runs linux"
-    # Every Linux x64 leg that is built (7 ROCm, the 3 CUDA 13 ones, vulkan, cpu) and the cross-built cpu-arm64.
+    # Every Linux x64 leg that is built (7 ROCm, the 3 CUDA 13 and 4 CUDA 12.8 ones, vulkan, cpu) and the
+    # cross-built cpu-arm64.
     built = {name for name, reason in reasons.items() if reason is None}
     linux_x64 = {n for n, leg in SHIPPED.legs.items() if (leg.os, leg.arch) == ("linux", "x64")}
-    assert len(linux_x64) == 12 and built == linux_x64 | {"cpu-arm64"}
+    assert len(linux_x64) == 16 and built == linux_x64 | {"cpu-arm64"}
 
 
 def test_the_13x_wheels_are_pinned_for_the_arm64_runner_too() -> None:
