@@ -28,15 +28,16 @@ HEAVY = (
 )  # fmt: skip
 
 
-def imported(args: list[str], cwd: Path) -> set[str]:
-    """The top-level packages a ``python -X importtime ARGS`` process imported (its stderr's third column)."""
+def imported(args: list[str], cwd: Path, *, depth: int = 1) -> set[str]:
+    """The modules a ``python -X importtime ARGS`` process imported (its stderr's third column), cut to their
+    first ``depth`` parts (1: the top-level packages)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     names.discard("imported package")  # the header line
-    return {name.partition(".")[0] for name in names}
+    return {".".join(name.split(".")[:depth]) for name in names}
 
 
 @pytest.mark.parametrize("command", [["--help"], ["legs"], ["legs", "--json"], ["build", "--help"]])
@@ -53,3 +54,11 @@ def test_nox_lists_the_sessions_without_a_heavy_import(tmp_path: Path) -> None:
     loaded = imported(["-m", "nox", "-f", str(ROOT / "noxfile.py"), "-l"], tmp_path)
     assert {"nox", "pipeline"} <= loaded
     assert sorted(loaded & set(HEAVY)) == []
+
+
+@pytest.mark.parametrize("command", ["legs", "build", "publish"])
+def test_a_command_imports_its_own_module_and_no_other_command(command: str) -> None:
+    loaded = imported(["-m", "pipeline", command, "--help"], ROOT, depth=3)
+    commands = {name for name in loaded if name.startswith("pipeline.commands.")}
+    assert {name for name in commands if not name.startswith("pipeline.commands.shared")} == {
+        f"pipeline.commands.{command}"}
