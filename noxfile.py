@@ -196,6 +196,6 @@ def publish(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """The benchmark: cold vs warm vs raw builds, the real llama.cpp tree, resolver and prune plan timings."""
-    # [test]: the real tree comes from the end-to-end test's support code (tests/), which imports pytest.
+    # [test]: the real-tree part times `nox -s cpu` too, with the nox that extra brings.
     _install(session, "[test]")
     session.run("python", "scripts/bench.py", *session.posargs)
