@@ -8,16 +8,26 @@ Fast to start: uv creates the virtualenvs where it is installed (``uv|virtualenv
 and the project is installed only when what the install depends on changed
 (see :func:`_install`), so a leg session on an unchanged checkout costs about
 what ``python -m pipeline build`` costs.
+
+Nox passes the pipeline through: its stderr stays stderr (its ``error:`` line),
+and a failed run ends with the pipeline's exit code, not nox's 1. A leg that
+matrix.toml disables is still a session: listed with ``(disabled: <why>)``, run
+it fails with that reason and exit 2. A mistyped session name gets the nearest
+one before nox's own "Sessions not found".
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import nox
+from nox.command import CommandFailed
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -27,6 +37,7 @@ from pipeline.errors import ConfigError  # noqa: E402
 from pipeline.inputs.matrix import Leg, Matrix, load_matrix  # noqa: E402
 from pipeline.inputs.settings import MATRIX as MATRIX_SETTING  # noqa: E402
 from pipeline.inputs.settings import RESOLVED  # noqa: E402
+from pipeline.inputs.toml_table import did_you_mean  # noqa: E402
 from pipeline.util.fsutil import atomic_write_text  # noqa: E402
 
 nox.options.reuse_venv = "yes"
@@ -58,6 +69,45 @@ def builds_here(leg: Leg) -> str | None:
 # The run's resolution, when `resolve` ran in this nox invocation (a leg's dependency):
 # a file left by an earlier run is never picked up by a standalone leg.
 _RESOLVED_THIS_RUN: list[str] = []
+# The exit codes of this invocation's failed pipeline runs, in order: nox ends with the first (see _exit).
+_FAILED_CODES: list[int] = []
+# nox's exit code for a session name it does not know ("Sessions not found").
+SESSION_NOT_FOUND_EXIT = 3
+
+
+def run_by_nox(argv: Sequence[str]) -> bool:
+    """True when this file was loaded by nox (``nox``, ``python -m nox``), not imported by a test."""
+    program = Path(argv[0]) if argv else Path()
+    return program.stem == "nox" or program.parent.name == "nox"
+
+
+def _exit(code: str | int | None = None) -> NoReturn:
+    # nox ends every failed run with 1 (tasks.final_reduce); when a pipeline run failed, the caller gets
+    # that run's code instead (2: bad input, 7: a toolchain too old, ... the pipeline's exit-code table).
+    _nox_exit(_FAILED_CODES[0] if code == 1 and _FAILED_CODES else code)
+
+
+_nox_exit = sys.exit
+if run_by_nox(sys.argv):
+    # Only when nox runs: nox._cli.main ends with sys.exit(final code), after every session ran.
+    sys.exit = _exit
+
+
+def fail(session: nox.Session, code: int, reason: str) -> NoReturn:
+    """End ``session`` with ``reason`` (nox logs it to stderr); the nox run ends with ``code``."""
+    _FAILED_CODES.append(code)
+    session.error(reason)
+
+
+def run_pipeline(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
+    """``python -m pipeline ARGS`` in the session: its stderr stays stderr (nox merges a command's into
+    stdout by default) and a failure's exit code is kept for the end of the nox run."""
+    try:
+        session.run("python", "-m", "pipeline", *args, env=env or {}, stderr=None)
+    except CommandFailed as exc:
+        # CommandFailed.return_code exists in newer nox; an older one says only that it failed.
+        _FAILED_CODES.append(getattr(exc, "return_code", None) or 1)
+        raise
 
 
 # The stamp inside a session's venv: what the project was last installed from.
@@ -101,7 +151,7 @@ def _resolve_run(session: nox.Session) -> str:
     The resolution goes where the legs' ``--out`` is (``nox -s cpu -- --out DIR``), else ``PIPELINE_OUT``.
     """
     target = (out_of_build_args(session.posargs, os.environ) / "resolved.json").resolve()
-    session.run("python", "-m", "pipeline", "resolve", "--write", str(target), "--for-build", *session.posargs)
+    run_pipeline(session, "resolve", "--write", str(target), "--for-build", *session.posargs)
     return str(target)
 
 
@@ -116,13 +166,25 @@ def _register_leg(leg: Leg) -> None:
     def leg_session(session: nox.Session) -> None:
         _install(session)
         env = {RESOLVED.env_var: _RESOLVED_THIS_RUN[0]} if leg.needs_resolution and _RESOLVED_THIS_RUN else {}
-        session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)
+        run_pipeline(session, "build", leg.name, *session.posargs, env=env)
 
-    leg_session.__doc__ = f"Build the {leg.name} bundle ({leg.backend}, {leg.os}/{leg.arch})."
+    def disabled_session(session: nox.Session) -> None:
+        try:
+            MATRIX.leg(leg.name)
+        except ConfigError as err:  # the pipeline's own words: "leg 'x' is disabled in <file>: <why>"
+            fail(session, err.exit_code, str(err))
+
+    what = f"Build the {leg.name} bundle ({leg.backend}, {leg.os}/{leg.arch})"
+    if leg.disabled is not None:
+        # Listed, so the reason is one `nox -l` away; nothing is installed or resolved for it.
+        disabled_session.__doc__ = f"{what} (disabled: {leg.disabled})."
+        nox.session(name=leg.name)(disabled_session)
+        return
+    leg_session.__doc__ = f"{what}."
     nox.session(name=leg.name, requires=["resolve"] if leg.needs_resolution else [])(leg_session)
 
 
-for _leg in MATRIX.legs.values():
+for _leg in MATRIX.all_legs.values():
     _register_leg(_leg)
 
 
@@ -136,9 +198,9 @@ def nightly(session: nox.Session) -> None:
             session.log(f"skipping {leg.name}: {reason}")
     env = {RESOLVED.env_var: _resolve_run(session)} if any(leg.needs_resolution for leg in runnable) else {}
     for leg in runnable:
-        session.run("python", "-m", "pipeline", "build", leg.name, *session.posargs, env=env)
+        run_pipeline(session, "build", leg.name, *session.posargs, env=env)
     # The report reads the records where the legs wrote them (the legs' --out, if any).
-    session.run("python", "-m", "pipeline", "report", "--for-build", *session.posargs)
+    run_pipeline(session, "report", "--for-build", *session.posargs)
 
 
 @nox.session
@@ -176,26 +238,43 @@ def docs(session: nox.Session) -> None:
 def report(session: nox.Session) -> None:
     """One table over every leg record in out/ (console, markdown, HTML)."""
     _install(session)
-    session.run("python", "-m", "pipeline", "report", *session.posargs)
+    run_pipeline(session, "report", *session.posargs)
 
 
 @nox.session
 def prune(session: nox.Session) -> None:
     """Plan (and with --apply, do) the pruning of old GitHub Actions caches."""
     _install(session)
-    session.run("python", "-m", "pipeline", "prune", *session.posargs)
+    run_pipeline(session, "prune", *session.posargs)
 
 
 @nox.session
 def publish(session: nox.Session) -> None:
     """Plan (and with --apply, do) the GitHub release of the run's bundles."""
     _install(session)
-    session.run("python", "-m", "pipeline", "publish", *session.posargs)
+    run_pipeline(session, "publish", *session.posargs)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """The benchmark: cold vs warm vs raw builds, the real llama.cpp tree, resolver and prune plan timings."""
-    # [test]: the real tree comes from the end-to-end test's support code (tests/), which imports pytest.
+    # [test]: the real-tree part times `nox -s cpu` too, with the nox that extra brings.
     _install(session, "[test]")
     session.run("python", "scripts/bench.py", *session.posargs)
+
+
+def unknown_sessions(argv: Sequence[str], known: Sequence[str]) -> list[str]:
+    """One ``error:`` line per session named with ``-s``/``-e``/``--session(s)`` in ``argv`` (before ``--``)
+    that ``known`` lacks, with the nearest known name."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-s", "-e", "--session", "--sessions", dest="sessions", nargs="*", action="extend")
+    own = list(argv[1 : argv.index("--")] if "--" in argv else argv[1:])
+    asked = parser.parse_known_args(own)[0].sessions or []
+    return [f"error: noxfile.py has no session {name!r}{did_you_mean(name, known)}; `nox -l` lists them"
+            for name in asked if name not in known]
+
+
+if run_by_nox(sys.argv) and (_unknown := unknown_sessions(sys.argv, list(nox.registry.get()))):
+    # Before nox's own lookup, which says only "Sessions not found".
+    print("\n".join(_unknown), file=sys.stderr)
+    _nox_exit(SESSION_NOT_FOUND_EXIT)

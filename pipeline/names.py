@@ -221,5 +221,8 @@ def template_problem(template: str) -> str | None:
 
 # The folder of a run's output where build writes its bundle and the workflow downloads every leg's.
 DIST_DIR = "dist"
+# A bundle's SBOM on the release, beside it: <bundle name> + this (pipeline.bundle.sbom writes it;
+# the release collects it without loading the CycloneDX library).
+SBOM_SUFFIX = ".cdx.json"
 
 

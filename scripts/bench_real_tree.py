@@ -1,10 +1,10 @@
 """The benchmark on the real llama.cpp tree, called by scripts/bench.py.
 
 The tree is llama.cpp 0c1e570 from llama-cpp-python 0.3.36's sdist, fetched
-as the end-to-end test fetches it (tests/support/llama_tree.py, kept in the
-test cache); the leg is the reduced cpu leg of tests/integration/test_real_tree.py
-(its matrix, formatted with placeholder source values: the tree is passed with
-``--source``). Measured, warm runs interleaved so the machine's load hits each
+as the end-to-end test fetches it (scripts/llama_sdist.py, kept in the
+test cache); the leg is the shipped cpu leg with the real-tree tests' one
+reduction (scripts/reduction.py), its source a placeholder: the tree is passed
+with ``--source``. Measured, warm runs interleaved so the machine's load hits each
 kind alike:
 
 - cold: ``python -m pipeline build cpu`` with an empty ccache (bundle included);
@@ -52,18 +52,16 @@ class RealTreeBench:
     """One workspace: the tree, the matrix, the caches and the timed commands."""
 
     def __init__(self, work: Path, env: dict[str, str], run: Callable[..., float]) -> None:
-        from tests.support.cache_root import e2e_cache_root
-        from tests.support.llama_tree import extract_tree, fetch_sdist
-        from tests.support.real_tree_matrix import matrix_text
+        from llama_sdist import e2e_cache_root, extract_tree, fetch_sdist
+        from reduction import SHIPPED_MATRIX, reduced_matrix
 
         self.work = work / "real"
         shutil.rmtree(self.work, ignore_errors=True)
         self.tree = extract_tree(fetch_sdist(e2e_cache_root()), self.work / "sdist")
         self.matrix = self.work / "matrix.toml"
-        self.matrix.write_text(matrix_text(
-            upstream="https://example.invalid/llama.cpp.git", min_age=6, pr_repo="ggml-org/llama.cpp",
-            pr_number=1, pr_sha="0" * 40,
-        ))  # fmt: skip
+        # The source's repository is never fetched: the tree is passed with --source.
+        shipped = SHIPPED_MATRIX.read_text(encoding="utf-8")
+        self.matrix.write_text(reduced_matrix(shipped, legs=[LEG], source_repo="https://example.invalid/llama.cpp.git"))
         self.cache = self.work / "ccache"
         self.out = self.work / "out"
         self.env = {**env, "PIPELINE_MATRIX": str(self.matrix)}

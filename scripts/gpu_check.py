@@ -7,7 +7,7 @@ network), from the repository root, with ``.gpu-check/`` made beforehand by
 pipeline's dependencies as wheels: what the machine cannot download). Then:
 
 1. the cuda leg of the shipped matrix.toml with the real-tree tests' one
-   reduction (tests/support/reduction.py), for ``sm_90`` (the H200's own
+   reduction (scripts/reduction.py), for ``sm_90`` (the H200's own
    architecture) instead of ``CUDA_ARCHITECTURE``, built with
    ``--cuda-path`` to the machine's CUDA; its build runs check-bundle, whose
    smoke run then meets the machine's real driver (no stand-in);
@@ -45,7 +45,7 @@ SITE = WORK / "site"
 TREE_ARCHIVE = WORK / "llama.cpp.tar.gz"
 SRC = WORK / "src" / "llama.cpp"
 OUT_DIR = WORK / "out"
-# The tree's base tag (tests/support/llama_tree.py: llama.cpp 0c1e570 is b7000 in the tests' forge).
+# The tree's base tag (tests/support/llama_tree.py's forge: llama.cpp 0c1e570 is b7000 in the tests' forge).
 TAG = "b7000"
 ARCHITECTURE = "90"
 
@@ -130,7 +130,7 @@ def unpack_tree() -> None:
 
 def write_matrix() -> Path:
     """The shipped matrix.toml's cuda leg with the tests' one reduction, for sm_90."""
-    from tests.support.reduction import CUDA_ARCHITECTURE, SHIPPED_MATRIX, reduced_matrix
+    from reduction import CUDA_ARCHITECTURE, SHIPPED_MATRIX, reduced_matrix
 
     text = reduced_matrix(SHIPPED_MATRIX.read_text(encoding="utf-8"), legs=["cuda"], source_repo=str(SRC))
     text, count = re.subn(r"(?m)^cuda_architectures = \[.*\]$", f'cuda_architectures = ["{ARCHITECTURE}"]', text)

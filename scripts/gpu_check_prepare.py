@@ -4,10 +4,10 @@ What travels with the working tree (64 MiB at most, ``.gpu-check`` named in
 the device call's ``carry``):
 
 - ``llama.cpp.tar.gz``: the real tree (llama-cpp-python 0.3.36's vendored
-  llama.cpp, from the test cache: tests/support/llama_tree.py) trimmed to
+  llama.cpp, from the test cache: scripts/llama_sdist.py) trimmed to
   what the reduced cuda leg builds and check-bundle reads: the top
   CMakeLists, cmake/, ggml/, src/, include/, common/, vendor/, licenses/,
-  the three programs of tests/support/reduction.py and the tokenizer
+  the three programs of scripts/reduction.py and the tokenizer
   check's vocab with its test pair (about 6 MB instead of 176 MB);
 - ``wheels/``: the pipeline's runtime dependencies for the machine's Python
   (``--python-version``, 3.12 by default), downloaded with pip, binary
@@ -43,9 +43,7 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x8
 
 def trimmed_tree(dest: Path) -> int:
     """Write the trimmed tree as ``dest`` (members relative to the tree); the number of files."""
-    sys.path.insert(0, str(ROOT))
-    from tests.support.cache_root import e2e_cache_root
-    from tests.support.llama_tree import SDIST_VERSION, fetch_sdist
+    from llama_sdist import SDIST_VERSION, e2e_cache_root, fetch_sdist
 
     prefix = f"llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp/"
     count = 0

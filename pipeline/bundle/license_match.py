@@ -60,9 +60,8 @@ PROJECTS: dict[str, tuple[str, ...]] = {
     "atomic": ("libatomic",),
     # NVIDIA's redistributable CUDA (toolchain/cuda_redist.py): each archive's LICENSE under
     # licenses/<component>/, the component named for its package, not its library.
-    **{stem: ("cuda_cudart",) for stem in ("cudart", "cudart64_12", "cudart64_13")},
-    **{stem: ("libcublas",) for stem in ("cublas", "cublaslt", "cublas64_12", "cublas64_13", "cublaslt64_12",
-                                        "cublaslt64_13")},
+    **dict.fromkeys(("cudart", "cudart64_12", "cudart64_13"), ("cuda_cudart",)),
+    **dict.fromkeys(("cublas", "cublaslt", "cublas64_12", "cublas64_13", "cublaslt64_12", "cublaslt64_13"), ("libcublas",)),
     # ROCR: hsa-runtime64 on Linux (its project() name), rocr where clr builds it, hsa-rocr in AMD's packages.
     "hsa-runtime64": ("hsa-runtime64", "rocr", "hsa-rocr"),
 }

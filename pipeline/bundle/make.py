@@ -32,7 +32,7 @@ from pipeline.archives.deterministic import Entry, archive_kind, read_members, w
 from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime, usable_toolchain_root
-from pipeline.bundle.sbom import SBOM_NAME, SBOM_SUFFIX, sbom_json
+from pipeline.bundle.sbom import SBOM_NAME, sbom_json
 from pipeline.bundle.stage import (
     STAGE_DIR,
     archive_entries,
@@ -50,6 +50,7 @@ from pipeline.errors import BundleError
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.pins import DEFAULT_CUDA_LINE
 from pipeline.names import DIST_DIR as DIST_DIR
+from pipeline.names import SBOM_SUFFIX
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.util.fsutil import atomic_write_bytes, confined

@@ -17,7 +17,7 @@ Every component that stands for a bundle file carries the property
 The SBOM is the same for the same manifest: its serial number is derived
 from the manifest's sha256, and it carries no timestamp. It travels inside
 the bundle (``sbom.cdx.json``, beside ``manifest.json``; it does not list
-itself) and beside it on the release (``<bundle>.cdx.json``).
+itself) and beside it on the release (``<bundle>`` + :data:`pipeline.names.SBOM_SUFFIX`).
 """
 
 from __future__ import annotations
@@ -34,14 +34,10 @@ from cyclonedx.model.bom import Bom
 from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.model.license import DisjunctiveLicense, LicenseExpression
 from cyclonedx.output.json import JsonV1Dot6
-from cyclonedx.schema import SchemaVersion
-from cyclonedx.validation.json import JsonStrictValidator
 
 from pipeline.errors import BundleError
 
 SBOM_NAME = "sbom.cdx.json"
-# The release asset beside a bundle: <bundle name> + this.
-SBOM_SUFFIX = ".cdx.json"
 PATH_PROPERTY = "llama-pipeline:path"
 SYMLINK_PROPERTY = "llama-pipeline:symlink"
 # llama.cpp's own license (its LICENSE file): the MIT license.
@@ -140,6 +136,11 @@ def sbom_json(manifest: Mapping[str, Any], *, manifest_sha256: str, manifest_nam
 
 def validation_error(raw: bytes) -> str | None:
     """What the CycloneDX 1.6 JSON schema says is wrong with ``raw`` (the library's own validator), or None."""
+    # Here, not at the top: the validator loads jsonschema and its format checkers (seconds), which only
+    # a check of an SBOM needs, not every command that imports this module.
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
     error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(raw.decode("utf-8", "replace"))
     return None if error is None else str(error)
 

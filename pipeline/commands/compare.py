@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.bundle.compare import compare
-from pipeline.commands.shared.comparison_table import print_comparison
 from pipeline.inputs.run_inputs import RunInputs
 
 _EPILOG = """\
@@ -34,6 +32,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    # Here, not at the top: reading bundles loads the ELF, PE and SBOM libraries, which `--help` must not.
+    from pipeline.bundle.compare import compare
+    from pipeline.commands.shared.comparison_table import print_comparison
+
     result = compare(args.a, args.b)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))

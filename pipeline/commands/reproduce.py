@@ -14,13 +14,9 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pipeline.bundle.compare import compare_sides, load_side
-from pipeline.bundle.make import read_manifest
 from pipeline.errors import BundleError, SourceError
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.leg.layout import clear_place
-from pipeline.leg.reproduce import manifest_leg, material_differences, recorded_source_dir, spec_from_manifest
 from pipeline.names import is_safe_tag
 from pipeline.util.fsutil import confined
 
@@ -52,10 +48,20 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    # Here, not at the top: bundles are read with the ELF, PE and SBOM libraries, which `--help` must not load.
     from dataclasses import replace
 
+    from pipeline.bundle.compare import compare_sides, load_side
+    from pipeline.bundle.make import read_manifest
     from pipeline.commands.shared.comparison_table import print_comparison
+    from pipeline.leg.layout import clear_place
     from pipeline.leg.options import LegOptions
+    from pipeline.leg.reproduce import (
+        manifest_leg,
+        material_differences,
+        recorded_source_dir,
+        spec_from_manifest,
+    )
     from pipeline.leg.steps import run_leg
     from pipeline.source.checkout import checkout_source, describe_checkout
     from pipeline.util.console import make_console

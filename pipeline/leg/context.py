@@ -8,10 +8,10 @@ whole run; only its record fills in as the steps go.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rich.console import Console
 
@@ -35,6 +35,9 @@ class LegContext:
     # The run's record, written as the steps go (running, then success, failed or interrupted).
     record: LegRecord
     console: Console
+    # What the record's source says beyond the tree itself (a reproduction names the original's repository,
+    # tag and mix).
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def out(self) -> Path:

@@ -40,6 +40,7 @@ from pipeline.leg.layout import place_tree, tree_place
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.processes.groups import run_logged
+from pipeline.results.ninjalog import timings_for_build
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
@@ -134,6 +135,14 @@ class BuildPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Packaged:
+    """The build step's plan and the bundle it was packaged into (None with ``--no-bundle``)."""
+
+    plan: BuildPlan
+    bundle: Path | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class LegRun:
     """What one leg run made."""
 
@@ -170,7 +179,8 @@ def run_leg(
     work = leg_dir(out, leg.name)
     check_remote_spec(matrix, options)
     if options.source is not None:
-        # A wrong --source is the user's typo: refused before anything is written.
+        # A wrong --source is the user's typo: refused here, before anything is written, and only here
+        # (the source step takes the folder as checked).
         check_cmake_project(options.source)
     from pipeline.processes.locks import hold
 
@@ -190,9 +200,10 @@ def run_leg(
         record.write(work / RECORD_NAME)
         # Nor an earlier run's ccache statistics (cache-save reads this log when there is no finished record).
         (work / "ccache-stats.log").unlink(missing_ok=True)
-        ctx = LegContext(inputs=inputs, leg=leg, options=options, work=work, record=record, console=console)
+        ctx = LegContext(inputs=inputs, leg=leg, options=options, work=work, record=record, console=console,
+                         provenance=provenance or {})
         try:
-            return _run_steps(ctx, clock=clock, provenance=provenance)
+            return _run_steps(ctx, clock=clock)
         except KeyboardInterrupt:
             record.status = "interrupted"
             record.wall_seconds = round(time.monotonic() - clock, 3)
@@ -206,15 +217,13 @@ def run_leg(
             raise
 
 
-def _run_steps(ctx: LegContext, *, clock: float, provenance: Mapping[str, Any] | None) -> LegRun:
-    """The chain: each step is called with the context and the previous step's result."""
-    source = source_step(ctx, None)
-    ctx.record.source = {**source.info, **(provenance or {})}
-    prepared = preflight_step(ctx, toolchain_step(ctx, source))
-    plan = ccache_step(ctx, prepared)
-    plan = configure_step(ctx, plan)
-    plan = build_step(ctx, plan)
-    bundle = check_step(ctx, bundle_step(ctx, plan))
+def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
+    """The chain is :data:`STEPS`: each step is called with the context and the previous step's result."""
+    result: Any = None
+    for step in STEPS:
+        result = step(ctx, result)
+    packaged: Packaged = result
+    plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
     record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
@@ -234,12 +243,19 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
 
 def source_step(ctx: LegContext, previous: None) -> SourceTree:
     """The tree to build: ``--source``, else the run's source archive, else the source checked out under
-    ``<out>/src``; compiled from ``<work>/src/llama.cpp`` in every case (:mod:`pipeline.leg.layout`)."""
+    ``<out>/src``; compiled from ``<work>/src/llama.cpp`` in every case (:mod:`pipeline.leg.layout`).
+    The record's source is the tree's, with what a reproduction says beyond it (``ctx.provenance``)."""
+    tree = _source_tree(ctx)
+    ctx.record.source = {**tree.info, **ctx.provenance}
+    return tree
+
+
+def _source_tree(ctx: LegContext) -> SourceTree:
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
 
     inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
     if options.source is not None:
-        check_cmake_project(options.source)
+        # Checked by run_leg, before the lock and the record.
         path = options.source.resolve()
         info = describe_checkout(path, environ=inputs.environ)
         tag = folder_tag(info, inputs.tag)
@@ -406,17 +422,17 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
             ctx.warn(lost)
     if code != 0:
         _fail(ctx, "Ninja build", tail, progress.failed, since=since)
-    record.timings = _timings(plan.build)
+    record.timings = timings_for_build(plan.build)
     return plan
 
 
-def bundle_step(ctx: LegContext, previous: BuildPlan) -> Path | None:
-    """Package the bundle (None with ``--no-bundle``); compressed members unchanged since the last run come
+def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
+    """Package the bundle (none with ``--no-bundle``); compressed members unchanged since the last run come
     from the packaging cache."""
     from pipeline.bundle.make import package_bundle
 
     if ctx.options.no_bundle:
-        return None
+        return Packaged(plan=previous, bundle=None)
     leg, record, out = ctx.leg, ctx.record, ctx.out
     with ctx.console.status(f"{leg.name}: packaging the bundle"):
         bundle, stats = package_bundle(
@@ -426,17 +442,17 @@ def bundle_step(ctx: LegContext, previous: BuildPlan) -> Path | None:
     record.bundle = bundle.relative_to(out).as_posix()
     record.phases["package"] = round(stats.seconds, 3)
     render.bundle_line(ctx.console, leg.name, bundle, stats)
-    return bundle
+    return Packaged(plan=previous, bundle=bundle)
 
 
-def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
+def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
     """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
     (:func:`run_leg` writes the failed record). Nothing to check without a bundle or with ``check_bundle`` off."""
     from pipeline.bundle.check import check_built_bundle
 
-    bundle, leg, record = previous, ctx.leg, ctx.record
+    bundle, leg, record = previous.bundle, ctx.leg, ctx.record
     if bundle is None or not ctx.options.check_bundle:
-        return bundle
+        return previous
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
     check = check_built_bundle(bundle, leg, scratch=ctx.work / "check",
@@ -449,21 +465,15 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
     if not check.ok:
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
         raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
-    return bundle
+    return previous
 
 
-# The steps in their order, each ``step(ctx, previous)`` (mypy checks every one against Step).
+# The chain itself, in its order: _run_steps calls each ``step(ctx, previous)`` with the one before's
+# result (mypy checks every one against Step; tests/unit/test_leg_steps.py checks that each takes what
+# the one before returns).
 STEPS: tuple[Step[Any, Any], ...] = (
     source_step, toolchain_step, preflight_step, ccache_step, configure_step, build_step, bundle_step, check_step,
 )
-
-
-def _timings(build: Path) -> dict[str, object] | None:
-    try:
-        from pipeline.results.ninjalog import timings_for_build
-    except ImportError:  # the timings module is optional for a build
-        return None
-    return timings_for_build(build)
 
 
 def _first_error_in_log(log: Path, since: int) -> str | None:

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from pipeline.errors import BusyError
 from pipeline.redaction import redact, redact_command
 from pipeline.util.fsutil import atomic_write_json
@@ -52,6 +50,10 @@ def hold(lock: Path, *, what: str, since: datetime | None, wait_seconds: float =
     ``what`` says what the lock protects, for the message ("out/cpu", "the
     install rocm-7.0.0 ..."). ``since`` is this run's start (written for the next one to read).
     """
+    # filelock is imported where a lock is taken or probed: `--help` and the offline commands that only
+    # import this module through the record's reader do not pay for it.
+    from filelock import FileLock, Timeout
+
     lock.parent.mkdir(parents=True, exist_ok=True)
     file_lock = FileLock(lock, timeout=wait_seconds)
     try:
@@ -80,6 +82,8 @@ def hold(lock: Path, *, what: str, since: datetime | None, wait_seconds: float =
 
 def is_held(lock: Path) -> bool:
     """True when a live process holds ``lock`` now (a lock file without a holder is free)."""
+    from filelock import FileLock, Timeout
+
     if not lock.exists():
         return False
     probe = FileLock(lock, timeout=0)

@@ -12,9 +12,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.bundle.sbom import SBOM_SUFFIX
 from pipeline.errors import PublishError
-from pipeline.names import DIST_DIR
+from pipeline.names import DIST_DIR, SBOM_SUFFIX
 from pipeline.processes.locks import is_held
 from pipeline.release.plan import (
     SUMS_NAME,

@@ -68,3 +68,16 @@ def test_a_wrong_import_breaks_a_contract(tree: Path, module: str, line: str, br
     proc = lint_imports(tree)
     assert proc.returncode != 0
     assert any(broken in ln and "BROKEN" in ln for ln in proc.stdout.splitlines()), proc.stdout
+
+
+def test_the_cli_imports_every_command_where_import_linter_sees_it() -> None:
+    """grimp (import-linter's graph) finds an arrow from pipeline.cli to each module in pipeline/commands/."""
+    import grimp
+
+    from pipeline.cli import COMMANDS
+
+    graph = grimp.build_graph("pipeline")
+    seen = {m for m in graph.find_modules_directly_imported_by("pipeline.cli") if m.startswith("pipeline.commands.")}
+    on_disk = {f"pipeline.commands.{p.stem}" for p in (ROOT / "pipeline" / "commands").glob("*.py") if p.stem != "__init__"}
+    assert seen == on_disk
+    assert {f"pipeline.commands.{name.replace('-', '_')}" for name in COMMANDS} == on_disk

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.support.gitrepos import commit_tree
-from tests.support.pipeline_cli import ROOT
+from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
 
 
@@ -19,10 +19,12 @@ def _nox(
 ) -> subprocess.CompletedProcess[str]:
     # --force-venv-backend none: this test runs in an environment that has the
     # project installed already; creating a venv per test would only measure pip.
+    # The session's `python` is then PATH's: this interpreter's, as in an activated environment.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     return subprocess.run(
         [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none", *args],
         cwd=cwd,
-        env={**os.environ, "PIPELINE_MATRIX": str(matrix), "PYTHONPATH": str(ROOT), **(env or {})},
+        env={**os.environ, "PATH": path, "PIPELINE_MATRIX": str(matrix), "PYTHONPATH": str(ROOT), **(env or {})},
         capture_output=True,
         text=True,
         timeout=900,
@@ -189,3 +191,39 @@ def test_install_fingerprint_follows_pyproject_and_extras(tmp_path: Path) -> Non
     assert install_fingerprint(tmp_path, "[test]") != first
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["rich"]\n')
     assert install_fingerprint(tmp_path, "") != first
+
+
+def _offline_matrix(tmp_path: Path) -> Path:
+    """A matrix whose source repository does not exist (its clone fails: SourceError), and a disabled leg."""
+    matrix = write_matrix(tmp_path / "m.toml", extra='\n[legs.cpu-off]\nbackend = "cpu"\ndisabled = "no runner for it yet"\n')
+    matrix.write_text(matrix.read_text().replace("https://example.invalid/llama.cpp.git", str(tmp_path / "no-such-repo")))
+    return matrix
+
+
+def test_a_failed_leg_session_ends_with_the_pipelines_code_and_its_error_on_stderr(tmp_path: Path) -> None:
+    matrix = _offline_matrix(tmp_path)
+    args = ["--out", str(tmp_path / "out"), "--tag", "b1"]
+    direct = run_pipeline(["--matrix", str(matrix), "build", "cpu", *args])
+    assert direct.returncode not in (0, 1), direct.stderr  # a code of its own, which nox's 1 would hide
+    error = next(line for line in direct.stderr.splitlines() if line.startswith("error: "))
+    proc = _nox(["-s", "cpu", "--", *args], matrix, tmp_path)
+    assert proc.returncode == direct.returncode, proc.stdout + proc.stderr
+    assert error in proc.stderr.splitlines()
+    assert "error: " not in proc.stdout
+
+
+def test_a_disabled_leg_is_a_session_that_says_why_and_exits_2(tmp_path: Path) -> None:
+    matrix = _offline_matrix(tmp_path)
+    listed = _nox(["-l"], matrix, tmp_path)
+    assert "- cpu-off -> Build the cpu-off bundle (cpu, linux/x64) (disabled: no runner for it yet)." in listed.stdout
+    proc = _nox(["-s", "cpu-off"], matrix, tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"leg 'cpu-off' is disabled in {matrix}: no runner for it yet" in proc.stderr
+    assert "python -m pipeline" not in proc.stderr  # refused by the noxfile: nothing installed or run
+
+
+def test_a_mistyped_session_gets_the_nearest_name(tmp_path: Path) -> None:
+    matrix = write_matrix(tmp_path / "m.toml")
+    proc = _nox(["-s", "cpux", "--", "-s", "not-a-session"], matrix, tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # nox's own code for a session it does not know
+    assert proc.stderr.splitlines() == ["error: noxfile.py has no session 'cpux' (did you mean 'cpu'?); `nox -l` lists them"]

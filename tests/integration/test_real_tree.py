@@ -12,7 +12,7 @@ shared flags as shipped; tests/unit/test_tested_flags.py checks it): the
 tools, examples, server and app off, one CPU variant instead of
 ``GGML_CPU_ALL_VARIANTS`` (561 steps, over an hour on 2 cores), plus the
 programs check-bundle's smoke run needs (``REDUCED_PROGRAMS``: llama-gguf-split,
-llama-tokenize, llama-simple, added by tests/support/llama_programs.cmake).
+llama-tokenize, llama-simple, added by scripts/llama_programs.cmake).
 
 Each workspace runs the workflow's path: ``resolve``, ``source`` (one
 archive of the merged tree), then ``build cpu`` from that archive. Each

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bundle.sbom import SBOM_SUFFIX
+from pipeline.names import SBOM_SUFFIX
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.small_bundle import small_bundle
 

@@ -106,7 +106,7 @@ def test_every_step_runs_one_command() -> None:
 
 def test_the_build_job_drives_nox_and_the_cache_commands() -> None:
     values = run_values()
-    assert 'nox --no-venv -s "$SESSION" --no-dependencies' in values
+    assert 'nox --no-venv -s "$LEG" --no-dependencies' in values
     assert "nox --no-venv -s resolve" in values
     assert 'python -m pipeline cache-key "$LEG"' in values
     assert 'python -m pipeline cache-save "$LEG"' in values
@@ -221,8 +221,9 @@ def test_the_source_is_made_once_and_handed_to_every_leg() -> None:
     assert "with: { name: source, path: out/source/, if-no-files-found: error, overwrite: true }" in resolve_job
     assert "source: ${{ steps.source.outputs.archive }}" in resolve_job
     assert "PIPELINE_SOURCE_ARCHIVE: out/source/${{ needs.resolve.outputs.source }}" in build_job
-    # Downloaded before the build step runs.
-    assert build_job.index("with: { name: source, path: out/source }") < build_job.index('-s "$SESSION"')
+    # Downloaded (by the setup action, into the folder the archive's variable names) before the build step runs.
+    assert build_job.index("with: { download: source }") < build_job.index('-s "$LEG"')
+    assert "with: { name: source, path: out/source }" in SETUP.read_text(encoding="utf-8")
 
 
 def test_a_rerun_of_failed_jobs_may_upload_the_same_artifacts_again() -> None:
@@ -305,3 +306,15 @@ def test_operations_run_the_retry_and_the_deadman_one_command_each() -> None:
     assert "actions: write" in retry and "checks: read" in retry and "issues" not in retry
     assert "permissions: { contents: read, issues: write }" in deadman and "actions: write" not in deadman
     assert re.search(r"^permissions: \{\}$", text, re.MULTILINE)
+
+
+def test_every_job_downloads_the_artifacts_it_reads_through_the_setup_action() -> None:
+    """One download step per kind, in the setup action, run only for the jobs that name it."""
+    setup = SETUP.read_text(encoding="utf-8")
+    for kind in ("source", "bundles", "records"):
+        assert f"if: contains(inputs.download, '{kind}')" in setup, kind
+    assert "download-artifact" not in WORKFLOW.read_text(encoding="utf-8")
+    wants = {"build": "source", "summary": "records", "publish": "bundles records source", "alert": "records"}
+    for job, download in wants.items():
+        assert f"        with: {{ download: {download} }}\n" in job_text(job), job
+    assert "download:" not in job_text("resolve") + job_text("prune")

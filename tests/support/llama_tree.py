@@ -13,9 +13,8 @@ commit, 0c1e570 (dated 2026-10-01 02:11 UTC). It has no ``b<digits>`` tag, so
 - ``gh/ggml-org/llama.cpp``: a fork with one pull-request commit on top of
   ``b7000``, also reachable as ``refs/pull/<N>/head``.
 
-The sdist is downloaded with pip once into the test cache
-(``$PIPELINE_TEST_CACHE``, else ``~/.cache/llama-pipeline-tests``); a rerun on
-the same machine finds it there and asks no registry.
+The sdist is fetched and unpacked by scripts/llama_sdist.py (shared with the
+benchmark and the GPU check): downloaded with pip once into the test cache.
 """
 
 from __future__ import annotations
@@ -23,64 +22,23 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import tarfile
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tests.support.cache_root import e2e_cache_root
+# Re-exported: the tests name the sdist and its tree from here.
+from scripts.llama_sdist import SDIST_NAME as SDIST_NAME
+from scripts.llama_sdist import SDIST_VERSION as SDIST_VERSION
+from scripts.llama_sdist import TREE_COMMIT, e2e_cache_root, fetch_sdist
+from scripts.llama_sdist import extract_tree as extract_tree
 from tests.support.gitrepos import git
 
-SDIST_PROJECT = "llama-cpp-python"
-SDIST_VERSION = "0.3.36"
-SDIST_NAME = f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
-TREE_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 # Its tree (the files the build sees), read with `git rev-parse 0c1e570^{tree}`.
 TREE_SHA = "b2da53584951ec8aa40680229509a6646a637560"
 BASE_TAG = "b7000"
 YOUNG_TAG = "b7001"
 PR_NUMBER = 4242
 PR_REPO = "ggml-org/llama.cpp"
-
-_TOP = f"llama_cpp_python-{SDIST_VERSION}/"
-_TREE = _TOP + "vendor/llama.cpp/"
-_GITDIR = _TOP + ".git/modules/vendor/llama.cpp/"
-
-
-def fetch_sdist(cache: Path) -> Path:
-    """The sdist in ``cache/sdist/``, downloaded with pip when it is not there yet."""
-    target = cache / "sdist" / SDIST_NAME
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
-        proc = subprocess.run(
-            # --no-binary for this project only: pip still prepares the sdist's metadata, and with
-            # ":all:" it would build the build backend's own requirements (CMake!) from source.
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", SDIST_PROJECT,
-             f"{SDIST_PROJECT}=={SDIST_VERSION}", "-d", tmp],
-            capture_output=True, text=True, timeout=900, check=False,
-        )  # fmt: skip
-        got = Path(tmp) / SDIST_NAME
-        if proc.returncode != 0 or not got.is_file():
-            raise AssertionError(f"pip download of {SDIST_PROJECT}=={SDIST_VERSION} failed:\n{proc.stderr[-2000:]}")
-        # Renamed into place only when complete: an interrupted download is never taken as the sdist.
-        got.replace(target)
-    return target
-
-
-def extract_tree(sdist: Path, dest: Path) -> Path:
-    """Unpack ``vendor/llama.cpp`` and its git directory from ``sdist`` into ``dest``; return the tree."""
-    with tarfile.open(sdist) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith((_TREE, _GITDIR))]
-        tar.extractall(dest, members=members, filter="tar")
-    tree = dest / _TREE
-    head = git(tree, "rev-parse", "HEAD")
-    if head != TREE_COMMIT:
-        raise AssertionError(f"{sdist}: vendored llama.cpp is at {head}, expected {TREE_COMMIT}")
-    return tree
 
 
 @dataclass(frozen=True)

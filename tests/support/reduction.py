@@ -1,150 +1,27 @@
-"""The one reduction that makes a real llama.cpp build of a shipped leg fit CI, declared once.
+"""The one reduction that makes a real llama.cpp build of a shipped leg fit CI (see scripts/reduction.py).
 
-A test that builds llama.cpp builds a leg of the shipped ``matrix.toml``
-with exactly these changes and nothing else (tests/unit/test_tested_flags.py
-checks every such test):
-
-- which programs: ``LLAMA_BUILD_TOOLS/EXAMPLES/SERVER/APP=OFF`` (``APP`` needs
-  the tools' ``build-info.h``) and the programs check-bundle's smoke run needs
-  added back (``REDUCED_PROGRAMS``, built by ``llama_programs.cmake``):
-  ``--version`` (all), the tokenizer check (``llama-tokenize``), the backends
-  and one forward pass (``llama-simple``). The shipped cpu leg builds all
-  three with its tools and examples;
-- which CPU variants: ``GGML_CPU_ALL_VARIANTS=OFF``, one CPU backend
-  (``GGML_NATIVE=OFF`` as shipped): the full variant set is 561 Ninja steps,
-  over an hour on 2 cores.
-
-- which CUDA architectures (the cuda leg only): ``CUDA_ARCHITECTURE``, one
-  of the shipped leg's ``cuda_architectures`` (see its comment).
-
-Everything else (TLS, RPC, backend loading, the shared ``[cmake] args``) is
-the shipped configuration.
+Declared among the scripts, because the GPU check builds with it too and a
+script never imports the tests; every test takes it from here.
 """
 
-from __future__ import annotations
+from scripts.reduction import (
+    CUDA_ARCHITECTURE,
+    PROGRAM,
+    PROGRAMS_CMAKE,
+    REDUCED_PROGRAMS,
+    REDUCTION,
+    SHIPPED_MATRIX,
+    flag_variable,
+    is_reduced_from,
+    reduce_leg_flags,
+    reduced_matrix,
+    reduction_flags,
+    shipped_flags,
+    toml_list,
+)
 
-import json
-import re
-import tomllib
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any
-
-ROOT = Path(__file__).resolve().parents[2]
-SHIPPED_MATRIX = ROOT / "matrix.toml"
-PROGRAMS_CMAKE = Path(__file__).resolve().with_name("llama_programs.cmake")
-# The programs the reduced build adds back, the one list of them.
-REDUCED_PROGRAMS = ("llama-gguf-split", "llama-tokenize", "llama-simple")
-# The program whose --version a test reads (at the bundle's root, as upstream's bundles have it).
-PROGRAM = REDUCED_PROGRAMS[0]
-
-# CMake cache variable -> the value the reduced build gives it.
-REDUCTION: dict[str, str] = {
-    "LLAMA_BUILD_TOOLS": "OFF",
-    "LLAMA_BUILD_EXAMPLES": "OFF",
-    "LLAMA_BUILD_SERVER": "OFF",
-    "LLAMA_BUILD_APP": "OFF",
-    "GGML_CPU_ALL_VARIANTS": "OFF",
-    "CMAKE_PROJECT_llama.cpp_INCLUDE": str(PROGRAMS_CMAKE),
-    "PIPELINE_E2E_PROGRAMS": ";".join(REDUCED_PROGRAMS),
-}
-
-# The one CUDA architecture a real-tree cuda build compiles, of the shipped seven. Why one: every .cu
-# unit is compiled once per architecture (nvcc's device pass), so the shipped list is seven times the
-# device work of one, hours on 2 cores; one architecture compiles every unit, links every library and
-# gives the bundle its whole CUDA runtime closure, which is what the test proves. Why 89: a real
-# shipped entry in the shipped form (SASS and PTX), the one measured (294 Ninja steps); the lent GPU
-# check (scripts/gpu_check.sh) builds 90 for its H200 with nothing reduced but the programs.
-CUDA_ARCHITECTURE = "89"
-
-
-def reduction_flags() -> list[str]:
-    return [f"-D{name}={value}" for name, value in REDUCTION.items()]
-
-
-def flag_variable(flag: str) -> str | None:
-    """``GGML_RPC`` for ``-DGGML_RPC=ON`` (and ``-DGGML_RPC:BOOL=ON``); None for anything else."""
-    if not flag.startswith("-D") or "=" not in flag:
-        return None
-    return flag[2:].split("=", 1)[0].split(":", 1)[0]
-
-
-def reduce_leg_flags(shipped: Sequence[str]) -> list[str]:
-    """A leg's shipped ``cmake_args`` with the reduction applied: its variables replaced, the rest kept in order."""
-    return [f for f in shipped if flag_variable(f) not in REDUCTION] + reduction_flags()
-
-
-def shipped_flags(leg: str) -> tuple[list[str], list[str]]:
-    """The shipped matrix.toml's ``[cmake] args`` and leg ``leg``'s ``cmake_args``."""
-    data = tomllib.loads(SHIPPED_MATRIX.read_text(encoding="utf-8"))
-    return list(data["cmake"]["args"]), list(data["legs"][leg].get("cmake_args", []))
-
-
-def is_reduced_from(tested: Sequence[str], shipped: Sequence[str]) -> bool:
-    """True when ``tested`` is exactly ``shipped`` with the reduction applied, nothing else."""
-    return list(tested) == reduce_leg_flags(shipped)
-
-
-def toml_list(flags: Sequence[str]) -> str:
-    """``flags`` as a TOML array (one per line), for a test's matrix.toml."""
-    import json
-
-    return "[\n" + "".join(f"    {json.dumps(f)},\n" for f in flags) + "]"
-
-
-def _sections(text: str) -> list[tuple[str, str]]:
-    """(header, text) of each ``[table]`` of ``text``; the first item holds what precedes any header."""
-    parts = re.split(r"(?m)^(?=\[)", text)
-    out = []
-    for part in parts:
-        header = re.match(r"\[\[?([^\]]+)\]", part)
-        out.append((header.group(1).strip() if header else "", part))
-    return out
-
-
-def _constant(text: str) -> Callable[[re.Match[str]], str]:
-    return lambda _match: text
-
-
-def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str) -> str:
-    """The shipped matrix as a run of ``legs`` only, reduced, with the source fetched from ``source_repo``.
-
-    Text in, text out: every other key, comment and pin stays as shipped. The
-    result is parsed again and compared with the shipped data: anything else
-    changed is an AssertionError, not a silent difference.
-    """
-    keep = set(legs)
-    shipped = tomllib.loads(shipped_text)
-    unknown = keep - set(shipped["legs"])
-    if unknown:
-        raise AssertionError(f"not legs of the shipped matrix: {sorted(unknown)}")
-    out = []
-    for header, part in _sections(shipped_text):
-        if header.startswith("legs."):
-            name = header.removeprefix("legs.")
-            if name not in keep:
-                continue
-            flags = reduce_leg_flags(shipped["legs"][name].get("cmake_args", []))
-            line = f"cmake_args = {json.dumps(flags)}\n"
-            # A function, not the string itself: re would read backslashes in a Windows path as escapes.
-            part, count = re.subn(r"(?ms)^cmake_args = \[.*?\]\n", _constant(line), part)
-            if count != 1:
-                raise AssertionError(f"[{header}]: expected one cmake_args array, found {count}")
-        elif header == "source":
-            part, count = re.subn(r'(?m)^repo = ".*"$', _constant(f"repo = {json.dumps(source_repo)}"), part)
-            if count != 1:
-                raise AssertionError(f"[source]: expected one repo line, found {count}")
-        out.append(part)
-    text = "".join(out)
-    expected: dict[str, Any] = {
-        **shipped,
-        "source": {**shipped["source"], "repo": source_repo},
-        "legs": {
-            name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", []))}
-            for name, leg in shipped["legs"].items()
-            if name in keep
-        },
-    }
-    if tomllib.loads(text) != expected:
-        raise AssertionError("the reduced matrix differs from the shipped one by more than the reduction")
-    return text
+__all__ = [
+    "CUDA_ARCHITECTURE", "PROGRAM", "PROGRAMS_CMAKE", "REDUCED_PROGRAMS", "REDUCTION", "SHIPPED_MATRIX",
+    "flag_variable", "is_reduced_from", "reduce_leg_flags", "reduced_matrix", "reduction_flags", "shipped_flags",
+    "toml_list",
+]

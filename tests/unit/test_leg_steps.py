@@ -28,3 +28,10 @@ def test_each_step_takes_what_the_one_before_returns() -> None:
     hints = [typing.get_type_hints(step) for step in steps.STEPS]
     for before, after in itertools.pairwise(hints):
         assert after["previous"] == before["return"]
+
+
+def test_the_chain_starts_from_nothing_and_ends_with_the_packaged_build() -> None:
+    """_run_steps feeds None to the first step and reads the plan and the bundle from the last one's result."""
+    hints = [typing.get_type_hints(step) for step in steps.STEPS]
+    assert hints[0]["previous"] is type(None)
+    assert hints[-1]["return"] is steps.Packaged

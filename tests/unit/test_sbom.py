@@ -8,7 +8,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from pipeline.bundle.sbom import SBOM_NAME, SBOM_SUFFIX, sbom_files, validation_error
+from pipeline.bundle.sbom import SBOM_NAME, sbom_files, validation_error
+from pipeline.names import SBOM_SUFFIX
 from tests.support.small_bundle import COMMIT, small_bundle
 
 build = small_bundle

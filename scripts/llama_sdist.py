@@ -1,0 +1,74 @@
+"""The real llama.cpp tree that the end-to-end tests, the benchmark and the GPU check build, fetched once.
+
+llama-cpp-python's source distribution (0.3.36) vendors llama.cpp under
+``vendor/llama.cpp`` with its git metadata (a shallow repository holding one
+commit, 0c1e570). It is downloaded with pip once into the test cache
+(``$PIPELINE_TEST_CACHE``, else ``~/.cache/llama-pipeline-tests``); a rerun
+on the same machine finds it there and asks no registry. Here, among the
+scripts, because a script never imports the tests; the tests take it through
+tests/support/llama_tree.py and tests/support/cache_root.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+# Points the cache elsewhere (CI keeps the default, so a rerun on the same machine is warm).
+CACHE_ENV = "PIPELINE_TEST_CACHE"
+
+SDIST_PROJECT = "llama-cpp-python"
+SDIST_VERSION = "0.3.36"
+SDIST_NAME = f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
+TREE_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+
+_TOP = f"llama_cpp_python-{SDIST_VERSION}/"
+_TREE = _TOP + "vendor/llama.cpp/"
+_GITDIR = _TOP + ".git/modules/vendor/llama.cpp/"
+
+
+def e2e_cache_root() -> Path:
+    """``$PIPELINE_TEST_CACHE`` or ``~/.cache/llama-pipeline-tests``."""
+    explicit = os.environ.get(CACHE_ENV)
+    return Path(explicit) if explicit else Path.home() / ".cache" / "llama-pipeline-tests"
+
+
+def fetch_sdist(cache: Path) -> Path:
+    """The sdist in ``cache/sdist/``, downloaded with pip when it is not there yet."""
+    target = cache / "sdist" / SDIST_NAME
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
+        proc = subprocess.run(
+            # --no-binary for this project only: pip still prepares the sdist's metadata, and with
+            # ":all:" it would build the build backend's own requirements (CMake!) from source.
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", SDIST_PROJECT,
+             f"{SDIST_PROJECT}=={SDIST_VERSION}", "-d", tmp],
+            capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        got = Path(tmp) / SDIST_NAME
+        if proc.returncode != 0 or not got.is_file():
+            raise AssertionError(f"pip download of {SDIST_PROJECT}=={SDIST_VERSION} failed:\n{proc.stderr[-2000:]}")
+        # Renamed into place only when complete: an interrupted download is never taken as the sdist.
+        got.replace(target)
+    return target
+
+
+def extract_tree(sdist: Path, dest: Path) -> Path:
+    """Unpack ``vendor/llama.cpp`` and its git directory from ``sdist`` into ``dest``; return the tree."""
+    with tarfile.open(sdist) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith((_TREE, _GITDIR))]
+        tar.extractall(dest, members=members, filter="tar")
+    tree = dest / _TREE
+    # The machine's git config is not read: it could rewrite what HEAD resolves to.
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, env=env, capture_output=True, text=True, check=False)
+    head = proc.stdout.strip()
+    if proc.returncode != 0 or head != TREE_COMMIT:
+        raise AssertionError(f"{sdist}: vendored llama.cpp is at {head or proc.stderr.strip()}, expected {TREE_COMMIT}")
+    return tree
