@@ -10,9 +10,11 @@ Two checks, each against a file of the release:
   does not list (the SBOM inside the bundle, which cannot list itself,
   aside). Given an SBOM, the copy inside the bundle must be the same bytes.
 
-Every difference is one line naming the file. The build provenance is
-checked by GitHub's CLI (``gh attestation verify``), whose command line is
-printed: it needs GitHub's attestation store, which only ``gh`` talks to.
+SHA256SUMS is checked first: an archive whose sha256 differs is not
+unpacked, the difference is the answer. Every difference is one line naming
+the file. The build provenance is checked by GitHub's CLI (``gh attestation
+verify``), whose command line is printed once the bundle verified: it needs
+GitHub's attestation store, which only ``gh`` talks to.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class Verification:
     # Where the SBOM came from: the file given, or the bundle's own copy.
     sbom: str
     sums: str | None
+    # False when the archive's own sha256 already failed SHA256SUMS: its bytes are not what was
+    # published, so they are not unpacked (a corrupted download is that, not a gzip CRC error).
+    archive_read: bool = True
 
     @property
     def ok(self) -> bool:
@@ -113,9 +118,13 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
         if not sums.is_file():
             raise UsageError(f"--sums {sums}: no such file")
         table = parse_sums(sums.read_text(encoding="utf-8", errors="replace"), str(sums))
-        differences += _check_sums(bundle, table, sums.name)
+        differences += (archive := _check_sums(bundle, table, sums.name))
+        archive_differs = bundle.name in table and bool(archive)
         if sbom is not None and sbom.name in table:
             differences += _check_sums(sbom, table, sums.name)
+        if archive_differs:
+            return Verification(bundle=str(bundle), files_checked=0, differences=tuple(differences),
+                                sbom=str(sbom) if sbom else "", sums=str(sums), archive_read=False)  # fmt: skip
     members: dict[str, Member] = {}
     kept: dict[str, bytes] = {}
     for member, data in read_members(bundle, keep=(MANIFEST_MEMBER, SBOM_NAME)):
