@@ -38,6 +38,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from pipeline.errors import BundleError
+from pipeline.util import json_text
 
 SBOM_NAME = "sbom.cdx.json"
 # The release asset beside a bundle: <bundle name> + this.
@@ -147,12 +148,17 @@ def validation_error(raw: bytes) -> str | None:
 def sbom_files(raw: bytes, where: str) -> dict[str, SbomFile]:
     """The bundle files an SBOM lists, by bundle path; BundleError naming ``where`` when it is not one of ours."""
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json_text.loads(raw, where=where, what="the SBOM", error=BundleError)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BundleError(f"{where}: not a JSON SBOM: {exc}") from None
     if not isinstance(data, dict) or data.get("bomFormat") != "CycloneDX":
         raise BundleError(f"{where}: not a CycloneDX SBOM")
-    if error := validation_error(raw):
+    try:
+        error = validation_error(raw)
+    except RecursionError:
+        # The schema's validator walks nesting the parser still took.
+        raise BundleError(f"{where}: the SBOM is nested too deep to read") from None
+    if error:
         raise BundleError(f"{where}: not a valid CycloneDX 1.6 SBOM: {error.splitlines()[0]}")
     found: dict[str, SbomFile] = {}
     for component in data.get("components") or []:

@@ -28,6 +28,7 @@ from pipeline.archives.deterministic import MANIFEST_MEMBER, Member, read_member
 from pipeline.bundle.make import manifest_root, parse_manifest
 from pipeline.bundle.sbom import SBOM_NAME, SbomFile, sbom_files
 from pipeline.errors import BundleError, UsageError
+from pipeline.util import json_text
 from pipeline.util.fsutil import file_digest
 
 _SUMS_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
@@ -145,7 +146,7 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     if sbom is not None:
         if not sbom.is_file():
             raise UsageError(f"--sbom {sbom}: no such file")
-        raw, where = sbom.read_bytes(), str(sbom)
+        raw, where = json_text.read_bytes(sbom, where=str(sbom), what="the SBOM", error=BundleError), str(sbom)
         if own is not None and own != raw:
             differences.append(Difference(path=SBOM_NAME, kind="sbom", message=f"the bundle's SBOM differs from {sbom.name}"))
         elif own is None:
