@@ -114,7 +114,7 @@ def sbom_json(manifest: Mapping[str, Any], *, manifest_sha256: str, manifest_nam
     leg = manifest.get("leg") or {}
     bundle = Component(
         name=name, version=str(manifest.get("tag") or "") or None, type=ComponentType.APPLICATION, bom_ref="bundle",
-        properties=[Property(name=f"llama-pipeline:{k}", value=str(leg[k])) for k in ("name", "backend", "os") if leg.get(k)],
+        properties=[Property(name=f"llama-pipeline:{k}", value=str(leg[k])) for k in ("name", "backend", "os", "arch") if leg.get(k)],
     )  # fmt: skip
     bom.metadata.component = bundle
     llama = _llama_cpp(manifest)

@@ -235,6 +235,7 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
     """The tree to build: ``--source``, else the run's source archive, else the source checked out under
     ``<out>/src``; compiled from ``<work>/src/llama.cpp`` in every case (:mod:`pipeline.leg.layout`)."""
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
+    from pipeline.source.git_commands import origin_url
 
     inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
     if options.source is not None:
@@ -244,9 +245,11 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
         tag = folder_tag(info, inputs.tag)
         if info.commit is None:
             ctx.warn(not_a_repository(options.source, tag))
+        # Where the tree came from, when git knows it: the manifest and the SBOM name the repository.
+        repo = origin_url(path, environ=inputs.environ) if info.commit is not None else None
         return SourceTree(
             path=place_tree(ctx.work, path), info={"path": str(path), "tag": tag, "commit": info.commit,
-                                                   "dirty": info.dirty}, tag=tag,
+                                                   "dirty": info.dirty, **({"repo": repo} if repo else {})}, tag=tag,
             # No repository of its own: git must not answer for one above it (see _base_env).
             outside_git=info.commit is None,
         )
