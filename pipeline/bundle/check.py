@@ -4,9 +4,11 @@ The bundle is unpacked into an empty folder; its root is the top folder its
 manifest names (``llama-<tag>/`` in a tar.gz, as upstream's archives; the top
 of a zip). Then:
 
-- every ELF at the root (every ``.exe``/``.dll`` for Windows) must find each
-  library it needs in the bundle, through its own ``$ORIGIN``-relative
-  RUNPATH (beside it for Windows), or on the OS's base-system allowlist;
+- every ELF at the root (every ``.exe``/``.dll`` for Windows, every Mach-O
+  file anywhere in a macOS bundle) must find each library it needs in the
+  bundle, through its own ``$ORIGIN``-relative RUNPATH (beside it for
+  Windows; for macOS through the ``LC_RPATH``s of its loading chain, as dyld
+  does), or on the OS's base-system allowlist; a bundle with none fails;
 - no RUNPATH/RPATH entry may name an absolute (build-machine) folder, leave
   the bundle, or be empty or relative (``$ORIGIN:``, ``.``: the loader reads
   those against the current working folder);
