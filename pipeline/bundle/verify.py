@@ -115,10 +115,17 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     if not bundle.is_file():
         raise UsageError(f"{bundle}: no such bundle")
     differences: list[Difference] = []
+    given: bytes | None = None
+    if sbom is not None:
+        # Read (bounded) before the archive: a bad argument fails before any work.
+        if not sbom.is_file():
+            raise UsageError(f"--sbom {sbom}: no such file")
+        given = json_text.read_bytes(sbom, where=str(sbom), what="the SBOM", error=BundleError)
     if sums is not None:
         if not sums.is_file():
             raise UsageError(f"--sums {sums}: no such file")
-        table = parse_sums(sums.read_text(encoding="utf-8", errors="replace"), str(sums))
+        raw_sums = json_text.read_bytes(sums, where=f"--sums {sums}", what="SHA256SUMS", error=UsageError)
+        table = parse_sums(raw_sums.decode("utf-8", errors="replace"), str(sums))
         differences += (archive := _check_sums(bundle, table, sums.name))
         archive_differs = bundle.name in table and bool(archive)
         if sbom is not None and sbom.name in table:
@@ -143,10 +150,8 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     inside = {name[len(prefix):]: m for name, m in members.items()}
     own = kept.get(prefix + SBOM_NAME)
     inside.pop(SBOM_NAME, None)
-    if sbom is not None:
-        if not sbom.is_file():
-            raise UsageError(f"--sbom {sbom}: no such file")
-        raw, where = json_text.read_bytes(sbom, where=str(sbom), what="the SBOM", error=BundleError), str(sbom)
+    if sbom is not None and given is not None:
+        raw, where = given, str(sbom)
         if own is not None and own != raw:
             differences.append(Difference(path=SBOM_NAME, kind="sbom", message=f"the bundle's SBOM differs from {sbom.name}"))
         elif own is None:

@@ -93,3 +93,25 @@ def test_a_size_past_what_a_budget_holds_is_refused_naming_the_key(size: str) ->
 
 def test_a_size_within_the_bound_is_kept() -> None:
     assert parse_matrix({**LEG, "ccache": {"max_size": "1000T"}}, Path("m.toml")).ccache.max_size == "1000T"
+
+
+@pytest.mark.parametrize("given", ["--sums", "--sbom"])
+def test_verify_refuses_a_sums_file_or_an_sbom_over_the_bound_unread(tmp_path: Path, given: str) -> None:
+    from pipeline.bundle.verify import verify_bundle
+    from pipeline.errors import PipelineError
+
+    bundle = tmp_path / "llama-b1-bin-ubuntu-x64.tar.gz"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("llama-b1/LICENSE")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"MIT\n"))
+    bundle.write_bytes(gzip.compress(buffer.getvalue()))
+    big = tmp_path / "big"
+    with big.open("wb") as fh:
+        fh.truncate(MAX_DOCUMENT_BYTES + 1)
+    with pytest.raises(PipelineError, match=r"is 32\.0 MiB, over the 32\.0 MiB it may be; refused unread"):
+        if given == "--sums":
+            verify_bundle(bundle, sums=big)
+        else:
+            verify_bundle(bundle, sbom=big)
