@@ -99,13 +99,15 @@ class BundleCheck:
 
     @property
     def summary(self) -> str:
-        verdict = "passed" if self.ok else f"failed ({len(self.problems)} problems)"
+        count = len(self.problems)
+        verdict = "passed" if self.ok else f"failed ({count} problem{'' if count == 1 else 's'})"
         glibc = f", needs glibc {self.glibc_required}" if self.glibc_required else ""
         smoke = f", {sum(r.ok for r in self.smoke)}/{len(self.smoke)} programs ran" if self.smoke else ""
         counts = {status: sum(c.status == status for c in self.checks) for status in ("passed", "failed", "skipped")}
         checks = (f", smoke checks {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
                   if self.checks else "")
-        return f"check-bundle {verdict}: {self.files_checked} binaries{glibc}{smoke}{checks}"
+        binaries = f"{self.files_checked} binar{'y' if self.files_checked == 1 else 'ies'}"
+        return f"check-bundle {verdict}: {binaries}{glibc}{smoke}{checks}"
 
     def to_json(self) -> dict[str, Any]:
         return {
