@@ -248,7 +248,16 @@ class ReleasesClient(RestClient):
                             made=lambda: self.open_issue_with_label(label, title=title))  # fmt: skip
 
     def comment(self, number: int, body: str) -> None:
-        self._request("POST", f"{self.repo_url}/issues/{number}/comments", json={"body": body})
+        """Comment ``body`` on issue ``number``; once, when an attempt's answer was lost (see :meth:`_create`)."""
+        url = f"{self.repo_url}/issues/{number}/comments"
+
+        def posted() -> bool | None:
+            # The newest comments come last; one with this very text is the attempt's (the text names
+            # the run, so an older comment does not carry it).
+            listed = self._items(f"{url}?per_page={PER_PAGE}")
+            return True if any(isinstance(c, dict) and c.get("body") == body for c in listed) else None
+
+        self._create("POST", url, json={"body": body}, answer=lambda resp: True, made=posted)
 
     def close_issue(self, number: int) -> None:
         self._request("PATCH", f"{self.repo_url}/issues/{number}", json={"state": "closed", "state_reason": "completed"})

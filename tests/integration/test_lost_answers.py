@@ -133,3 +133,13 @@ def test_a_job_answer_of_the_wrong_shape_is_one_error_line(field: str, value: ob
         [line] = proc.stderr.splitlines()
         assert line.startswith("error: GET jobs of run 4242: malformed ") and line.endswith(says), line
         assert proc.returncode == 8 and gh.reruns == []
+
+
+def test_a_lost_answer_to_a_comment_posts_it_once() -> None:
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        number = gh.add_issue("No nightly", [STALE])
+        gh.fault("POST", r"/comments$", 502, lost=True)
+        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, backoff=0)
+        client.comment(number, "still stale: run 78")
+        assert gh.issues[0]["comments"] == ["still stale: run 78"]
+        assert posts(gh, "/comments") == [502]

@@ -515,6 +515,9 @@ class FakeGitHub:
         issue = self.issues[int(m.group(1)) - 1] if m and 0 < int(m.group(1)) <= len(self.issues) else None
         if issue is None:
             return 404, _json({"message": "Not Found"}), {}
+        if method == "GET" and m and m.group(2):
+            comments = [{"id": i + 1, "body": text} for i, text in enumerate(issue["comments"])]
+            return self._page(comments, f"/repos/{self.repo}{path}", query)
         body = json.loads(data or b"{}")
         if method == "POST" and m and m.group(2):
             issue["comments"].append(body.get("body", ""))
