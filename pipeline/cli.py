@@ -27,6 +27,7 @@ from pipeline.errors import OS_ERROR_EXIT, PipelineError, Terminated, describe_o
 from pipeline.inputs.settings import DEBUG, MATRIX, add_flag, default_text, pick
 from pipeline.processes.groups import deliver_interrupt
 from pipeline.processes.pause_points import arm as arm_checkpoints
+from pipeline.processes.pause_points import checkpoint
 
 # Order is the order of `--help`; command_module imports each.
 COMMANDS = (
@@ -232,9 +233,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     on_sigterm()
     # The interrupt tests' hook (processes/pause_points.py): inert unless PIPELINE_PAUSE_AT/_DIR are set.
     arm_checkpoints(os.environ)
-    parser = build_parser(chosen_command(argv))
-    args = absolute_paths(parser.parse_args(argv))
-    debug = debug_wanted(args)
+    try:
+        # In a try of its own: a SIGTERM while the command's module still imports is an interrupt too.
+        checkpoint("parser")
+        parser = build_parser(chosen_command(argv))
+        args = absolute_paths(parser.parse_args(argv))
+        debug = debug_wanted(args)
+    except KeyboardInterrupt as exc:
+        return interrupted(exc)
     try:
         from pipeline.inputs.run_inputs import read_inputs
 
@@ -265,8 +271,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_error(PipelineError(f"{getattr(args, 'command', 'pipeline')}: {describe_os_error(err)}"))
         return OS_ERROR_EXIT
     except KeyboardInterrupt as exc:
-        # 128 + the signal's number: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
-        terminated = isinstance(exc, Terminated)
-        print(f"error: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): child processes stopped",
-              file=sys.stderr)
-        return Terminated.exit_code if terminated else 130
+        return interrupted(exc)
+
+
+def interrupted(exc: KeyboardInterrupt) -> int:
+    """The one line for a SIGTERM or SIGINT, and its exit code: 128 + the signal's number (143, 130)."""
+    terminated = isinstance(exc, Terminated)
+    print(f"error: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): child processes stopped", file=sys.stderr)
+    return Terminated.exit_code if terminated else 130

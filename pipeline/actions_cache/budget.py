@@ -10,25 +10,12 @@ and the prune plan shows the budget by kind and warns before GitHub would evict.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.util.byte_sizes import human_bytes
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B?\s*$", re.IGNORECASE)
-_UNITS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
-
-
-def parse_size(text: str) -> int:
-    """ccache's size notation -> bytes: ``5G`` is 5*10**9, ``5Gi`` is 5*2**30 (as ccache reads them)."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise ValueError(f"not a size: {text!r}")
-    number, unit, binary = match.groups()
-    base = 1024 if binary else 1000
-    return int(float(number) * base ** _UNITS[unit.upper()])
+from pipeline.util.byte_sizes import parse_size as parse_size
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,6 +27,7 @@ from pipeline.errors import BundleError
 from pipeline.names import member_name_problem
 from pipeline.processes.pause_points import checkpoint
 from pipeline.util.fsutil import atomic_output, stream_digest
+from pipeline.util.json_text import MAX_DOCUMENT_BYTES, too_big
 
 # 1980-01-01T00:00:00Z: the earliest moment a zip can store, used for tar too.
 FIXED_MTIME = 315532800
@@ -282,11 +283,14 @@ def read_members(path: Path, keep: tuple[str, ...] = (MANIFEST_MEMBER,)) -> Iter
         raise BundleError(f"{path}: corrupt bundle: {exc or type(exc).__name__}") from None
 
 
-def _file_member(name: str, fh: IO[bytes], keep: tuple[str, ...]) -> tuple[Member, bytes | None]:
+def _file_member(archive: Path, name: str, fh: IO[bytes], keep: tuple[str, ...]) -> tuple[Member, bytes | None]:
     """A regular file's entry; the bytes of those in ``keep`` are kept, every other file is only hashed."""
     # A bundle's manifest sits at the top or in the bundle's one top folder (``llama-<tag>/manifest.json``).
     if name.rsplit("/", 1)[-1] in keep and name.count("/") <= 1:
-        data = fh.read()
+        # Bounded: a member posing as the manifest may be gigabytes that inflate from a few bytes.
+        data = fh.read(MAX_DOCUMENT_BYTES + 1)
+        if message := too_big(len(data), f"{archive}:{name}", "a manifest or SBOM"):
+            raise BundleError(message)
         return Member(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()), data
     size, digest = stream_digest(fh)
     return Member(name=name, size=size, sha256=digest), None
@@ -303,9 +307,13 @@ def _read_tar(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes
             elif info.isfile():
                 fh = tar.extractfile(info)
                 assert fh is not None
-                yield _file_member(name, fh, keep)
+                yield _file_member(path, name, fh, keep)
             else:
                 raise BundleError(f"{path}: foreign archive: {name} is neither a file, a symlink nor a folder")
+
+
+# PATH_MAX on Linux and macOS.
+_MAX_LINK = 4096
 
 
 def _read_zip(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes | None]]:
@@ -316,6 +324,10 @@ def _read_zip(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes
                 continue
             with zf.open(info) as fh:
                 if stat.S_ISLNK(info.external_attr >> 16):
-                    yield Member(name=name, link=fh.read().decode("utf-8", "replace")), None
+                    # A link target is a path: a "link" of megabytes is a forged member, not read whole.
+                    target = fh.read(_MAX_LINK + 1)
+                    if len(target) > _MAX_LINK:
+                        raise BundleError(f"{path}: foreign archive: {name} is a symlink over {_MAX_LINK} bytes long")
+                    yield Member(name=name, link=target.decode("utf-8", "replace")), None
                 else:
-                    yield _file_member(name, fh, keep)
+                    yield _file_member(path, name, fh, keep)

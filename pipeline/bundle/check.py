@@ -4,9 +4,11 @@ The bundle is unpacked into an empty folder; its root is the top folder its
 manifest names (``llama-<tag>/`` in a tar.gz, as upstream's archives; the top
 of a zip). Then:
 
-- every ELF at the root (every ``.exe``/``.dll`` for Windows) must find each
-  library it needs in the bundle, through its own ``$ORIGIN``-relative
-  RUNPATH (beside it for Windows), or on the OS's base-system allowlist;
+- every ELF at the root (every ``.exe``/``.dll`` for Windows, every Mach-O
+  file anywhere in a macOS bundle) must find each library it needs in the
+  bundle, through its own ``$ORIGIN``-relative RUNPATH (beside it for
+  Windows; for macOS through the ``LC_RPATH``s of its loading chain, as dyld
+  does), or on the OS's base-system allowlist; a bundle with none fails;
 - no RUNPATH/RPATH entry may name an absolute (build-machine) folder, leave
   the bundle, or be empty or relative (``$ORIGIN:``, ``.``: the loader reads
   those against the current working folder);
@@ -42,7 +44,7 @@ from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is
 from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
 from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
 from pipeline.bundle.emulation import host_arch, how_to_run
-from pipeline.bundle.machodeps import is_macho, read_macho, signature_matches, version_tuple
+from pipeline.bundle.machodeps import MachoInfo, is_macho, read_macho, signature_matches, version_tuple
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
@@ -98,13 +100,15 @@ class BundleCheck:
 
     @property
     def summary(self) -> str:
-        verdict = "passed" if self.ok else f"failed ({len(self.problems)} problems)"
+        count = len(self.problems)
+        verdict = "passed" if self.ok else f"failed ({count} problem{'' if count == 1 else 's'})"
         glibc = f", needs glibc {self.glibc_required}" if self.glibc_required else ""
         smoke = f", {sum(r.ok for r in self.smoke)}/{len(self.smoke)} programs ran" if self.smoke else ""
         counts = {status: sum(c.status == status for c in self.checks) for status in ("passed", "failed", "skipped")}
         checks = (f", smoke checks {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
                   if self.checks else "")
-        return f"check-bundle {verdict}: {self.files_checked} binaries{glibc}{smoke}{checks}"
+        binaries = f"{self.files_checked} binar{'y' if self.files_checked == 1 else 'ies'}"
+        return f"check-bundle {verdict}: {binaries}{glibc}{smoke}{checks}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -137,17 +141,23 @@ class _TreeFindings:
     glibc_by: str | None = None
 
 
+_KINDS = {"windows": ".exe/.dll", "macos": "Mach-O", "linux": "ELF"}
+
+
 def _binaries(root: Path, os_name: str) -> list[str]:
-    """The programs and libraries: the files at the bundle's root (as in upstream's archives)."""
+    """The programs and libraries: the files at the bundle's root (as in upstream's archives).
+
+    For macOS every Mach-O file of the bundle, in any folder: install names and LC_RPATHs may
+    reach into subfolders (``@loader_path/../lib``), so each file there is checked too.
+    """
+    if os_name == "macos":
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if is_macho(p))
     found = []
     for item in sorted(root.iterdir()):
         if item.is_dir():
             continue
         if os_name == "windows":
             if item.suffix.lower() in (".exe", ".dll") and is_pe(item):
-                found.append(item.name)
-        elif os_name == "macos":
-            if is_macho(item):
                 found.append(item.name)
         elif is_elf(item):
             found.append(item.name)
@@ -217,43 +227,112 @@ def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, s
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
 
 
-def _check_macho(root: Path, rel: str, found: _TreeFindings, arch: str, macos_min: str | None) -> None:
-    """A macOS file: its arch, install names inside the bundle or the base system, no build-machine
-    LC_RPATH, its minos at most the leg's, and (arm64) a signature that matches its bytes."""
+def _check_macho(root: Path, rel: str, found: _TreeFindings, arch: str, macos_min: str | None) -> MachoInfo | None:
+    """A macOS file on its own: its arch, no build-machine LC_RPATH, its minos at most the leg's, and
+    (arm64) a signature that matches its bytes. Its slice for ``arch`` (None: it has none) goes on to
+    :func:`_check_macho_loads`, which follows the install names through the loading chains."""
     slices = read_macho(root / rel)
     if arch not in {s.arch for s in slices}:
         found.problems.append(Problem(file=rel, kind="arch", message=f"built for {', '.join(s.arch for s in slices)}, "
                                                                        f"the bundle is for {arch}"))
-    here = (root / rel).parent
-    for info in (s for s in slices if s.arch == arch):
-        relative = [r for r in info.rpaths if r.startswith(("@loader_path", "@executable_path"))]
+    info = next((s for s in slices if s.arch == arch), None)
+    if info is not None:
         for entry in info.rpaths:
-            if entry not in relative:
+            if not entry.startswith(_MACHO_RELATIVE):
                 found.problems.append(Problem(file=rel, kind="runpath",
                                               message=f"build-machine LC_RPATH {entry!r} (want @loader_path-relative)"))
-        dirs = [Path(os.path.normpath(here / r.split("/", 1)[1])) if "/" in r else here for r in relative]
-        for lib in info.needed:
-            if is_base_system("macos", lib, arch):
-                continue
-            name = lib.rsplit("/", 1)[-1]
-            if lib.startswith("@rpath/"):
-                ok = any((d / name).exists() and d.is_relative_to(root) for d in dirs)
-            elif lib.startswith(("@loader_path/", "@executable_path/")):
-                ok = (here / name).exists()
-            else:
-                found.problems.append(Problem(file=rel, kind="library", library=lib,
-                                              message=f"needs {lib}: an absolute install name outside the macOS base "
-                                                      "system (want @rpath/... and the library in the bundle)"))
-                continue
-            if not ok:
-                found.problems.append(Problem(file=rel, kind="library", library=lib,
-                                              message=f"needs {lib}: not found in the bundle through its LC_RPATHs"))
         if macos_min and info.minos and version_tuple(info.minos) > version_tuple(macos_min):
             found.problems.append(Problem(file=rel, kind="macos", message=f"requires macOS {info.minos} "
                                           f"(LC_BUILD_VERSION minos), above the leg's macos_min = {macos_min}"))
     if arch == "arm64" and signature_matches(root / rel) is not True:
         found.problems.append(Problem(file=rel, kind="signature", message=(
             "no code signature that matches its bytes: arm64 macOS kills it (sign it ad hoc: codesign --force --sign -)")))
+    return info
+
+
+_MACHO_RELATIVE = ("@loader_path", "@executable_path")
+# Deeper loading chains than this are a cycle dyld would not follow either.
+_MAX_CHAIN = 64
+
+
+def _macho_path(root: Path, text: str, *, loader: Path, executable: Path) -> Path:
+    """Where an ``@loader_path``/``@executable_path`` path (an install name or an LC_RPATH) points."""
+    for prefix, base in (("@loader_path", loader), ("@executable_path", executable)):
+        if text == prefix or text.startswith(prefix + "/"):
+            return Path(os.path.normpath(base / text[len(prefix):].lstrip("/")))
+    raise AssertionError(text)
+
+
+def _check_macho_loads(root: Path, images: Mapping[str, MachoInfo], found: _TreeFindings) -> None:
+    """Every install name of every Mach-O file resolved as dyld resolves it, inside the bundle.
+
+    ``@rpath/NAME`` is searched in the loading image's LC_RPATHs, then in those of the image that
+    loaded it, and so on up to the main executable; ``@executable_path`` is that executable's folder.
+    So each program is followed down its chain of libraries; a library no program loads (a backend
+    module opened with dlopen) is taken as loaded by each program (the main executable's LC_RPATHs
+    apply to it), or on its own when the bundle holds no program. A path that leaves the bundle, an
+    LC_RPATH included, is a problem even where the file it names exists.
+    """
+    reported: set[tuple[str, str]] = set()
+    visited: set[tuple[str, Path, tuple[Path, ...]]] = set()
+
+    def problem(rel: str, key: str, kind: str, message: str, library: str | None = None) -> None:
+        if (rel, key) not in reported:
+            reported.add((rel, key))
+            found.problems.append(Problem(file=rel, kind=kind, library=library, message=message))
+
+    def visit(rel: str, executable: Path, inherited: tuple[Path, ...], depth: int) -> None:
+        if (rel, executable, inherited) in visited or depth > _MAX_CHAIN:
+            return
+        visited.add((rel, executable, inherited))
+        info, loader = images[rel], (root / rel).parent
+        own: list[Path] = []
+        for entry in info.rpaths:
+            if not entry.startswith(_MACHO_RELATIVE):
+                continue  # a build-machine entry: _check_macho named it
+            target = _macho_path(root, entry, loader=loader, executable=executable)
+            if not target.is_relative_to(root):
+                problem(rel, f"rpath {entry}", "runpath", f"LC_RPATH {entry!r} leaves the bundle")
+                continue
+            own.append(target)
+        # dyld: the image's own LC_RPATHs first, then its loader's, up to the main executable's.
+        search = (*own, *inherited)
+        for lib in info.needed:
+            if is_base_system("macos", lib, info.arch):
+                continue
+            if lib.startswith("@rpath/"):
+                candidates = [Path(os.path.normpath(d / lib.removeprefix("@rpath/"))) for d in search]
+                if not any(c.is_relative_to(root) and c.exists() for c in candidates):
+                    problem(rel, lib, "library", f"needs {lib}: not found in the bundle through its LC_RPATHs "
+                            "or those of the files that load it", lib)
+                    continue
+                target = next(c for c in candidates if c.is_relative_to(root) and c.exists())
+            elif lib.startswith(_MACHO_RELATIVE):
+                target = _macho_path(root, lib, loader=loader, executable=executable)
+                if not target.is_relative_to(root):
+                    problem(rel, lib, "library", f"needs {lib}: it points outside the bundle", lib)
+                    continue
+                if not target.exists():
+                    problem(rel, lib, "library", f"needs {lib}: not found in the bundle", lib)
+                    continue
+            else:
+                problem(rel, lib, "library", f"needs {lib}: an absolute install name outside the macOS base "
+                        "system (want @rpath/... and the library in the bundle)", lib)
+                continue
+            real, top = target.resolve(), root.resolve()
+            if real.is_relative_to(top) and (loaded := real.relative_to(top).as_posix()) in images:
+                visit(loaded, executable, search, depth + 1)
+
+    programs = sorted(rel for rel, info in images.items() if info.filetype == "execute")
+    for rel in programs:
+        visit(rel, (root / rel).parent, (), 0)
+    reached = {rel for rel, _, _ in visited}
+    for rel in sorted(set(images) - reached):
+        for program in programs or [rel]:
+            info, here = images[program], (root / program).parent
+            inherited = tuple(p for e in info.rpaths if e.startswith(_MACHO_RELATIVE) and program != rel
+                              and (p := _macho_path(root, e, loader=here, executable=here)).is_relative_to(root))
+            visit(rel, here, inherited, 0)
 
 
 def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64",
@@ -266,14 +345,23 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         (p.name.lower() if windows else p.name): p.relative_to(root).as_posix()
         for p in sorted(root.rglob("*")) if not p.is_dir() or p.is_symlink()
     }
+    images: dict[str, MachoInfo] = {}
     for rel in _binaries(root, os_name):
         found.files += 1
         if windows:
             _check_pe(root, rel, found, in_bundle, arch)
         elif os_name == "macos":
-            _check_macho(root, rel, found, arch, macos_min)
+            if (info := _check_macho(root, rel, found, arch, macos_min)) is not None:
+                images[rel] = info
         else:
             _check_elf(root, rel, found, in_bundle, arch)
+    if images:
+        _check_macho_loads(root, images, found)
+    if found.files == 0:
+        # A check that examined nothing has shown nothing: a bundle without one program or library fails.
+        where = "anywhere in the bundle" if os_name == "macos" else "at the bundle's root"
+        found.problems.append(Problem(file=".", kind="empty", message=f"no {_KINDS.get(os_name, 'ELF')} program or "
+                                      f"library {where}: nothing was checked"))
     floor = parse_version(glibc_max) if glibc_max and os_name == "linux" else None
     if floor is not None and found.glibc is not None and found.glibc > floor:
         found.problems.append(Problem(

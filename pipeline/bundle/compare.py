@@ -21,6 +21,7 @@ from pipeline.bundle.make import (
     is_manifest_member,
     manifest_root,
     parse_manifest,
+    read_manifest_file,
     unpacked_root,
 )
 from pipeline.bundle.sbom import SBOM_NAME
@@ -145,7 +146,7 @@ def _load_folder(path: Path) -> Side:
     top = path / MANIFEST_NAME
     if top.is_file():
         try:
-            side.manifest = parse_manifest(top.read_bytes(), str(top))
+            side.manifest = read_manifest_file(top)
         except BundleError:
             side.manifest = None  # an ordinary file of an ordinary folder
         else:
@@ -155,7 +156,7 @@ def _load_folder(path: Path) -> Side:
 
 
 def _load_manifest_file(path: Path) -> Side:
-    manifest = parse_manifest(path.read_bytes(), str(path))
+    manifest = read_manifest_file(path)
     files = {str(e["path"]): _digest_of_entry(e, str(path)) for e in manifest["files"]}
     return Side(label=str(path), files=files, manifest=manifest)
 

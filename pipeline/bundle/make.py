@@ -53,6 +53,7 @@ from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.names import SBOM_SUFFIX
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.util import json_text
 from pipeline.util.fsutil import atomic_write_bytes, confined
 
 FORMAT = "llama-pipeline-bundle"
@@ -221,6 +222,10 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
         executable = os.access(item, os.X_OK)
         if not is_payload(rel, executable=executable):
             continue
+        if item.name in (MANIFEST_NAME, SBOM_NAME):
+            # The bundle's own manifest and SBOM sit at its root, where this file would go too.
+            raise BundleError(f"{item}: a build file named {item.name} would take the place of the bundle's own "
+                              f"{item.name}; rename or remove it from {rel.partition('/')[0]}/")
         if item.name in found:
             raise BundleError(f"{build_dir}: {item.name} is in both bin/ and lib/: a bundle holds them in one folder")
         found[item.name] = PayloadFile(relpath=item.name, path=item)
@@ -353,10 +358,15 @@ def is_manifest_member(name: str) -> bool:
 
 def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json_text.loads(raw, where=where, what="the manifest", error=BundleError)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BundleError(f"{where}: corrupt manifest: {exc}") from None
     return check_manifest(data, where)
+
+
+def read_manifest_file(path: Path) -> dict[str, Any]:
+    """The manifest in file ``path``, read only when its size is one a manifest may have."""
+    return parse_manifest(json_text.read_bytes(path, where=str(path), what="the manifest", error=BundleError), str(path))
 
 
 def unpacked_root(folder: Path) -> Path:
@@ -378,7 +388,7 @@ def read_manifest(bundle_or_manifest: Path) -> dict[str, Any]:
         raise BundleError(f"{bundle_or_manifest}: no such bundle or manifest")
     if archive_kind(path) is None:
         try:
-            return parse_manifest(path.read_bytes(), str(path))
+            return read_manifest_file(path)
         except BundleError:
             if path.suffix == ".json":
                 raise

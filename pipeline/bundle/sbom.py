@@ -36,6 +36,7 @@ from cyclonedx.model.license import DisjunctiveLicense, LicenseExpression
 from cyclonedx.output.json import JsonV1Dot6
 
 from pipeline.errors import BundleError
+from pipeline.util import json_text
 
 SBOM_NAME = "sbom.cdx.json"
 PATH_PROPERTY = "llama-pipeline:path"
@@ -109,7 +110,7 @@ def sbom_json(manifest: Mapping[str, Any], *, manifest_sha256: str, manifest_nam
     leg = manifest.get("leg") or {}
     bundle = Component(
         name=name, version=str(manifest.get("tag") or "") or None, type=ComponentType.APPLICATION, bom_ref="bundle",
-        properties=[Property(name=f"llama-pipeline:{k}", value=str(leg[k])) for k in ("name", "backend", "os") if leg.get(k)],
+        properties=[Property(name=f"llama-pipeline:{k}", value=str(leg[k])) for k in ("name", "backend", "os", "arch") if leg.get(k)],
     )  # fmt: skip
     bom.metadata.component = bundle
     llama = _llama_cpp(manifest)
@@ -148,12 +149,17 @@ def validation_error(raw: bytes) -> str | None:
 def sbom_files(raw: bytes, where: str) -> dict[str, SbomFile]:
     """The bundle files an SBOM lists, by bundle path; BundleError naming ``where`` when it is not one of ours."""
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json_text.loads(raw, where=where, what="the SBOM", error=BundleError)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BundleError(f"{where}: not a JSON SBOM: {exc}") from None
     if not isinstance(data, dict) or data.get("bomFormat") != "CycloneDX":
         raise BundleError(f"{where}: not a CycloneDX SBOM")
-    if error := validation_error(raw):
+    try:
+        error = validation_error(raw)
+    except RecursionError:
+        # The schema's validator walks nesting the parser still took.
+        raise BundleError(f"{where}: the SBOM is nested too deep to read") from None
+    if error:
         raise BundleError(f"{where}: not a valid CycloneDX 1.6 SBOM: {error.splitlines()[0]}")
     found: dict[str, SbomFile] = {}
     for component in data.get("components") or []:

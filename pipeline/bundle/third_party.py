@@ -75,14 +75,16 @@ class Package:
 
 
 def find_install(root: Path) -> Path:
-    """The install folder holding ``root``: the nearest folder at or above it with an install marker, else ``root``."""
-    here = root
-    for _ in range(_MARKER_DEPTH):
-        if (here / MARKER).is_file():
-            return here
-        if here.parent == here:
-            break
-        here = here.parent
+    """The install folder holding ``root``: the nearest folder at or above it with an install marker,
+    else the nearest with a wheel's ``*.dist-info`` (a tree pip installed: its site-packages), else ``root``.
+
+    Without the second, a pip-installed CUDA tree (``--cuda-path .../site-packages/nvidia/cu13``)
+    had no wheel to ask: every library got the toolchain's version (nvcc's), not its own wheel's.
+    """
+    for found in (lambda d: (d / MARKER).is_file(), lambda d: any(d.glob("*.dist-info"))):
+        for here in [root, *root.parents][:_MARKER_DEPTH]:
+            if found(here):
+                return here
     return root
 
 

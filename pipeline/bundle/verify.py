@@ -10,9 +10,11 @@ Two checks, each against a file of the release:
   does not list (the SBOM inside the bundle, which cannot list itself,
   aside). Given an SBOM, the copy inside the bundle must be the same bytes.
 
-Every difference is one line naming the file. The build provenance is
-checked by GitHub's CLI (``gh attestation verify``), whose command line is
-printed: it needs GitHub's attestation store, which only ``gh`` talks to.
+SHA256SUMS is checked first: an archive whose sha256 differs is not
+unpacked, the difference is the answer. Every difference is one line naming
+the file. The build provenance is checked by GitHub's CLI (``gh attestation
+verify``), whose command line is printed once the bundle verified: it needs
+GitHub's attestation store, which only ``gh`` talks to.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pipeline.archives.deterministic import MANIFEST_MEMBER, Member, read_member
 from pipeline.bundle.make import manifest_root, parse_manifest
 from pipeline.bundle.sbom import SBOM_NAME, SbomFile, sbom_files
 from pipeline.errors import BundleError, UsageError
+from pipeline.util import json_text
 from pipeline.util.fsutil import file_digest
 
 _SUMS_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
@@ -51,6 +54,9 @@ class Verification:
     # Where the SBOM came from: the file given, or the bundle's own copy.
     sbom: str
     sums: str | None
+    # False when the archive's own sha256 already failed SHA256SUMS: its bytes are not what was
+    # published, so they are not unpacked (a corrupted download is that, not a gzip CRC error).
+    archive_read: bool = True
 
     @property
     def ok(self) -> bool:
@@ -109,13 +115,24 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     if not bundle.is_file():
         raise UsageError(f"{bundle}: no such bundle")
     differences: list[Difference] = []
+    given: bytes | None = None
+    if sbom is not None:
+        # Read (bounded) before the archive: a bad argument fails before any work.
+        if not sbom.is_file():
+            raise UsageError(f"--sbom {sbom}: no such file")
+        given = json_text.read_bytes(sbom, where=str(sbom), what="the SBOM", error=BundleError)
     if sums is not None:
         if not sums.is_file():
             raise UsageError(f"--sums {sums}: no such file")
-        table = parse_sums(sums.read_text(encoding="utf-8", errors="replace"), str(sums))
-        differences += _check_sums(bundle, table, sums.name)
+        raw_sums = json_text.read_bytes(sums, where=f"--sums {sums}", what="SHA256SUMS", error=UsageError)
+        table = parse_sums(raw_sums.decode("utf-8", errors="replace"), str(sums))
+        differences += (archive := _check_sums(bundle, table, sums.name))
+        archive_differs = bundle.name in table and bool(archive)
         if sbom is not None and sbom.name in table:
             differences += _check_sums(sbom, table, sums.name)
+        if archive_differs:
+            return Verification(bundle=str(bundle), files_checked=0, differences=tuple(differences),
+                                sbom=str(sbom) if sbom else "", sums=str(sums), archive_read=False)  # fmt: skip
     members: dict[str, Member] = {}
     kept: dict[str, bytes] = {}
     for member, data in read_members(bundle, keep=(MANIFEST_MEMBER, SBOM_NAME)):
@@ -133,10 +150,8 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     inside = {name[len(prefix):]: m for name, m in members.items()}
     own = kept.get(prefix + SBOM_NAME)
     inside.pop(SBOM_NAME, None)
-    if sbom is not None:
-        if not sbom.is_file():
-            raise UsageError(f"--sbom {sbom}: no such file")
-        raw, where = sbom.read_bytes(), str(sbom)
+    if sbom is not None and given is not None:
+        raw, where = given, str(sbom)
         if own is not None and own != raw:
             differences.append(Difference(path=SBOM_NAME, kind="sbom", message=f"the bundle's SBOM differs from {sbom.name}"))
         elif own is None:

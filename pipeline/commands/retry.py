@@ -65,6 +65,6 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if not args.apply:
         print(f"dry run: would retry: {decision.reason}")
         return 0
-    client.rerun_failed_jobs(args.run_id)
+    client.rerun_failed_jobs(args.run_id, attempt=attempt)
     print(f"retried: {decision.reason}")
     return 0

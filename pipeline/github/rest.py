@@ -14,7 +14,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
@@ -30,6 +30,8 @@ from pipeline.util.http_retry import (
 
 if TYPE_CHECKING:
     import requests
+
+_T = TypeVar("_T")
 
 TOKEN_ENVS = settings.GITHUB_TOKEN.env
 # A rate-limit reset further away than this fails the command instead of
@@ -201,11 +203,43 @@ class RestClient:
 
         ``send`` goes to ``requests`` (``json=``, ``headers=``; ``body=`` is a
         callable returning a fresh body per attempt, e.g. an opened file).
+        Only for calls that are safe to repeat: one that makes something is :meth:`_create`.
         """
+        return self._retrying(method, url, lambda: self._send(method, url, frozenset(accept), send))
+
+    def _create(
+        self, method: str, url: str, *, answer: Callable[[requests.Response], _T], made: Callable[[], _T | None],
+        accept: Collection[int] = (), **send: Any,
+    ) -> _T:
+        """A call that makes something (an issue, a release, an asset, a re-run), sent at most once per thing.
+
+        A 5xx or a dropped connection does not say whether the server acted: a proxy may have lost
+        the answer to a request that succeeded. Before such a call is sent again, ``made()`` looks
+        for what it would have made and, when that is there, returns it instead of making a second
+        one. ``answer`` reads a response (its status in ``accept`` or 2xx) into the result. A rate
+        limit's answer (403/429 asking to wait) says the request was refused: no look then.
+        """
+        unsure = False
+
+        def attempt() -> _T:
+            nonlocal unsure
+            if unsure and (found := made()) is not None:
+                return found
+            unsure = False
+            try:
+                resp = self._send(method, url, frozenset(accept), send)
+            except Retryable as exc:
+                unsure = exc.wait is None
+                raise
+            return answer(resp)
+
+        return self._retrying(method, url, attempt)
+
+    def _retrying(self, method: str, url: str, attempt: Callable[[], _T]) -> _T:
+        """``attempt()`` under the retry policy, its failures turned into one redacted line."""
         try:
             return call_with_retries(
-                self._send, method, url, frozenset(accept), send,
-                attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
+                attempt, attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
                 budget=self.budget, on_wait=self._say_wait, what=f"{method} {self._path(url)}", clock=self._clock,
             )  # fmt: skip
         except RetriesExhausted as err:

@@ -271,7 +271,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     github = GitHubConfig(
         keep=gh.integer("keep", 2, minimum=1),
         cache_limit_bytes=gh.integer("cache_limit_bytes", GitHubConfig.cache_limit_bytes, minimum=1),
-        cache_warn_fraction=gh.number("cache_warn_fraction", 0.8, minimum=0, maximum=1),
+        cache_warn_fraction=gh.number("cache_warn_fraction", 0.8, above=0, maximum=1),
         stale_days=gh.number("stale_days", 2.0, minimum=0.01, maximum=3650),
     )
     gh.done()

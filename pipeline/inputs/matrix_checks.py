@@ -13,11 +13,10 @@ from pipeline.names import (
     policy_problem,
     url_problem,
 )
+from pipeline.util.byte_sizes import MAX_SIZE_TEXT, parse_size
 
 # "toolchain": a string: check for toolchains installed from a verified archive (pipeline.ccache.compiler_check).
 
-
-_SIZE = re.compile(r"^\d+(?:\.\d+)?\s*[KMGT]i?B?$|^\d+$", re.IGNORECASE)
 
 
 def nonempty(v: str) -> str | None:
@@ -44,7 +43,12 @@ def remote_check(v: str) -> str | None:
 
 
 def size_check(v: str) -> str | None:
-    return None if _SIZE.match(v) else "a size like '5G' or '500M'"
+    # ccache's notation, and a size the budgets can hold (a string of 400 digits overflows a float).
+    try:
+        parse_size(v)
+    except ValueError:
+        return f"a size like '5G' or '500M', at most {MAX_SIZE_TEXT}"
+    return None
 
 
 def macos_version_check(v: str) -> str | None:

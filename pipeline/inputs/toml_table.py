@@ -110,7 +110,9 @@ class TomlTable:
             raise self._fail(key, f"an integer >= {minimum}", value)
         return value
 
-    def number(self, key: str, default: Any, *, minimum: float | None = None, maximum: float | None = None) -> Any:
+    def number(self, key: str, default: Any, *, minimum: float | None = None, maximum: float | None = None,
+               above: float | None = None) -> Any:
+        """A finite number within ``minimum``..``maximum``; ``above``: a bound it must pass (a divisor's 0)."""
         value = self._take(key, default)
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise self._fail(key, "a number", value)
@@ -119,9 +121,10 @@ class TomlTable:
         if not math.isfinite(value):
             raise self._fail(key, "a finite number", value)
         maximum = MAX_NUMBER if maximum is None else maximum
-        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-            raise self._fail(key, f"a number {bounds}", value)
+        if above is not None and not above < value <= maximum:
+            raise self._fail(key, f"a number above {above:g} and up to {maximum:g}", value)
+        if (minimum is not None and value < minimum) or value > maximum:
+            raise self._fail(key, f"a number between {minimum} and {maximum}", value)
         return float(value)
 
     def str_list(self, key: str, *, check: Check | None = None) -> list[str]:

@@ -252,6 +252,7 @@ def source_step(ctx: LegContext, previous: None) -> SourceTree:
 
 def _source_tree(ctx: LegContext) -> SourceTree:
     from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
+    from pipeline.source.git_commands import origin_url
 
     inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
     if options.source is not None:
@@ -261,9 +262,11 @@ def _source_tree(ctx: LegContext) -> SourceTree:
         tag = folder_tag(info, inputs.tag)
         if info.commit is None:
             ctx.warn(not_a_repository(options.source, tag))
+        # Where the tree came from, when git knows it: the manifest and the SBOM name the repository.
+        repo = origin_url(path, environ=inputs.environ) if info.commit is not None else None
         return SourceTree(
             path=place_tree(ctx.work, path), info={"path": str(path), "tag": tag, "commit": info.commit,
-                                                   "dirty": info.dirty}, tag=tag,
+                                                   "dirty": info.dirty, **({"repo": repo} if repo else {})}, tag=tag,
             # No repository of its own: git must not answer for one above it (see _base_env).
             outside_git=info.commit is None,
         )

@@ -20,7 +20,8 @@ from pipeline.inputs.settings import PAUSE_AT, PAUSE_DIR
 
 # The points the pipeline offers (a name outside this set in PIPELINE_PAUSE_AT is ignored).
 # "child": right after a child process started, before the code that stops its group holds it.
-POINTS = frozenset({"extract", "pack", "child"})
+# "parser": before the command's module is imported (a signal there must still be an interrupt).
+POINTS = frozenset({"extract", "pack", "child", "parser"})
 MAX_WAIT = 600.0
 _POLL = 0.02
 

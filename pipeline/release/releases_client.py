@@ -127,16 +127,27 @@ class ReleasesClient(RestClient):
         fields: dict[str, Any] = {"tag_name": tag, "name": name, "body": body, "draft": True, "prerelease": prerelease}
         if target_commitish:
             fields["target_commitish"] = target_commitish
-        resp = self._request("POST", url, json=fields, accept=(422,))
+        resp = self._post_release(url, tag, fields)
+        if isinstance(resp, Release):
+            return resp
         if resp.status_code == 422 and target_commitish and _has_error(resp, "invalid", "target_commitish"):
             del fields["target_commitish"]
-            resp = self._request("POST", url, json=fields, accept=(422,))
+            resp = self._post_release(url, tag, fields)
+            if isinstance(resp, Release):
+                return resp
         if resp.status_code == 422:
             # Another run (or an earlier attempt whose answer was lost) made it: never a second one.
             if _is_already_exists(resp) and (existing := self.find_release(tag)):
                 return existing
             raise GitHubError(self.hide_token(f"POST {self._path(url)}: HTTP 422 creating the release for {tag}"))
         return Release.from_api(_json_body(resp, f"POST {self._path(url)}"), where=f"POST {self._path(url)}")
+
+    def _post_release(self, url: str, tag: str, fields: dict[str, Any]) -> Release | Any:
+        """The POST's response, or the release for ``tag`` an attempt made although its answer was lost."""
+        def answer(resp: Any) -> Release | Any:
+            return resp
+
+        return self._create("POST", url, json=fields, accept=(422,), answer=answer, made=lambda: self.find_release(tag))
 
     def publish(self, release: Release, body: str, *, prerelease: bool = False, make_latest: bool | None = None) -> Release:
         """Turn the draft live (``draft: false``), or update a live one, with its final notes and kind.
@@ -197,8 +208,15 @@ class ReleasesClient(RestClient):
                 yield fh
 
         headers = {"Content-Type": content_type, "Content-Length": str(path.stat().st_size)}
-        resp = self._request("POST", url, body=body, headers=headers, accept=(422,))
-        return self._asset_answer(resp, f"POST {self._path(url)}", name, doing=f"uploading {name}")
+
+        def uploaded() -> RemoteAsset | None:
+            # A partial copy ("starter") is not what the upload would have made: the POST goes again.
+            return next((a for a in self.list_assets(release) if a.name == name and a.state == "uploaded"), None)
+
+        return self._create(
+            "POST", url, body=body, headers=headers, accept=(422,), made=uploaded,
+            answer=lambda resp: self._asset_answer(resp, f"POST {self._path(url)}", name, doing=f"uploading {name}"),
+        )  # fmt: skip
 
     def _asset_answer(self, resp: Any, where: str, name: str, *, doing: str) -> RemoteAsset:
         """The asset an upload or a rename answers; AssetExists on GitHub's 422 ``already_exists``."""
@@ -210,23 +228,36 @@ class ReleasesClient(RestClient):
 
     # -- issues
 
-    def open_issue_with_label(self, label: str) -> int | None:
-        """The number of the oldest open issue labelled ``label`` (pull requests excluded), or None."""
+    def open_issue_with_label(self, label: str, *, title: str | None = None) -> int | None:
+        """The number of the oldest open issue labelled ``label`` (and titled ``title``), pull requests excluded."""
         url = f"{self.repo_url}/issues?state=open&labels={quote(label, safe='')}&per_page={PER_PAGE}"
         numbers = [
             item["number"]
             for item in self._items(url)
             if isinstance(item, dict) and isinstance(item.get("number"), int) and "pull_request" not in item
+            and (title is None or item.get("title") == title)
         ]
         return min(numbers) if numbers else None
 
     def create_issue(self, title: str, body: str, label: str) -> int:
+        """A new open issue; when an attempt's answer was lost, the issue that attempt opened."""
         url = f"{self.repo_url}/issues"
-        resp = self._request("POST", url, json={"title": title, "body": body, "labels": [label]})
-        return _number(_json_body(resp, f"POST {self._path(url)}"), f"POST {self._path(url)}")
+        where = f"POST {self._path(url)}"
+        return self._create("POST", url, json={"title": title, "body": body, "labels": [label]},
+                            answer=lambda resp: _number(_json_body(resp, where), where),
+                            made=lambda: self.open_issue_with_label(label, title=title))  # fmt: skip
 
     def comment(self, number: int, body: str) -> None:
-        self._request("POST", f"{self.repo_url}/issues/{number}/comments", json={"body": body})
+        """Comment ``body`` on issue ``number``; once, when an attempt's answer was lost (see :meth:`_create`)."""
+        url = f"{self.repo_url}/issues/{number}/comments"
+
+        def posted() -> bool | None:
+            # The newest comments come last; one with this very text is the attempt's (the text names
+            # the run, so an older comment does not carry it).
+            listed = self._items(f"{url}?per_page={PER_PAGE}")
+            return True if any(isinstance(c, dict) and c.get("body") == body for c in listed) else None
+
+        self._create("POST", url, json={"body": body}, answer=lambda resp: True, made=posted)
 
     def close_issue(self, number: int) -> None:
         self._request("PATCH", f"{self.repo_url}/issues/{number}", json={"state": "closed", "state_reason": "completed"})

@@ -38,11 +38,13 @@ class RunsClient(RestClient):
         for item in self._items(f"{self.repo_url}/actions/runs/{run_id}/jobs?filter=latest&per_page={PER_PAGE}", key="jobs"):
             if not isinstance(item, dict) or not isinstance(item.get("id"), int):
                 raise GitHubError(f"GET jobs of run {run_id}: malformed job: no integer 'id'")
-            steps = tuple(
-                (str(s.get("name", "?")), s.get("conclusion")) for s in item.get("steps") or [] if isinstance(s, dict)
-            )
-            found.append((item["id"], JobSeen(name=str(item.get("name", item["id"])), conclusion=item.get("conclusion"),
-                                              steps=steps)))
+            raw_steps = item.get("steps") or []
+            if not isinstance(raw_steps, list):
+                raise GitHubError(f"GET jobs of run {run_id}: malformed job {item['id']}: 'steps' is not a list")
+            steps = tuple((str(s.get("name", "?")), _conclusion(s, f"step of job {item['id']}", run_id))
+                          for s in raw_steps if isinstance(s, dict))  # fmt: skip
+            found.append((item["id"], JobSeen(name=str(item.get("name", item["id"])),
+                                              conclusion=_conclusion(item, f"job {item['id']}", run_id), steps=steps)))
         return found
 
     def annotations(self, check_run_id: int) -> tuple[str, ...]:
@@ -50,5 +52,22 @@ class RunsClient(RestClient):
         url = f"{self.repo_url}/check-runs/{check_run_id}/annotations?per_page={PER_PAGE}"
         return tuple(str(a.get("message", "")) for a in self._items(url) if isinstance(a, dict))
 
-    def rerun_failed_jobs(self, run_id: int) -> None:
-        self._request("POST", f"{self.repo_url}/actions/runs/{run_id}/rerun-failed-jobs", json={})
+    def rerun_failed_jobs(self, run_id: int, *, attempt: int) -> None:
+        """Re-run the failed jobs of run ``run_id``, seen at ``attempt``: once, even when an answer is lost.
+
+        A re-run that went through makes the run's ``run_attempt`` grow: that is what is looked
+        for before the POST is sent again.
+        """
+        def rerun_started() -> bool | None:
+            return True if int(self.run(run_id)["run_attempt"]) > attempt else None
+
+        self._create("POST", f"{self.repo_url}/actions/runs/{run_id}/rerun-failed-jobs", json={},
+                     answer=lambda resp: True, made=rerun_started)  # fmt: skip
+
+
+def _conclusion(item: dict[str, Any], what: str, run_id: int) -> str | None:
+    """A job's or step's ``conclusion``: a string, or null while it runs; anything else is a malformed answer."""
+    value = item.get("conclusion")
+    if value is not None and not isinstance(value, str):
+        raise GitHubError(f"GET jobs of run {run_id}: malformed {what}: 'conclusion' is not a string")
+    return value

@@ -31,6 +31,7 @@ from pipeline.errors import IndexFormatError
 from pipeline.names import is_family, rocm_version_date
 from pipeline.rocm.index import parse_published
 from pipeline.rocm.versions import RocmBuild, is_version
+from pipeline.util import json_text
 
 # What a client asks a simple index for (PEP 691): JSON first, HTML otherwise.
 ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
@@ -127,7 +128,7 @@ def _sha256_of(hashes: Any) -> str | None:
 def parse_json_page(text: str, *, where: str) -> list[IndexFile]:
     """A PEP 691 project page: ``files`` with ``filename``, ``url``, ``hashes``, PEP 700 ``upload-time``."""
     try:
-        data = json.loads(text)
+        data = json_text.loads(text, where=where, what="the index page", error=IndexFormatError)
     except json.JSONDecodeError as exc:
         raise IndexFormatError(f"{where}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
     files = data.get("files") if isinstance(data, dict) else None

@@ -131,3 +131,23 @@ def fetch_base(dest: Path, spec: SourceSpec, *, environ: Mapping[str, str]) -> s
             f"tag {spec.base_tag} of {spec.repo} moved: it points at {have[:12]}, the run resolved {spec.base_commit[:12]}"
         )
     return have
+
+
+def origin_url(path: Path, *, environ: Mapping[str, str]) -> str | None:
+    """The repository's ``remote.origin.url`` without credentials (a user name, a token); None when it has none.
+
+    It names where a ``--source`` tree came from in the manifest and the SBOM, which are published:
+    a token in a clone URL (``https://x-access-token:...@github.com/...``) must not travel with them.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    from pipeline.redaction import redact_url
+
+    proc = run_git(["config", "--get", "remote.origin.url"], cwd=path, what="", check=False, base=environ)
+    url = proc.stdout.strip()
+    if proc.returncode != 0 or not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme and parts.netloc:
+        url = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, ""))
+    return redact_url(url)

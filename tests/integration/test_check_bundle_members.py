@@ -36,8 +36,13 @@ def test_a_zip_written_by_zipfile_writestr_is_accepted(tmp_path: Path) -> None:
     with zipfile.ZipFile(bundle) as zf:
         assert {i.external_attr >> 16 for i in zf.infolist()} == {0o600}
     proc = check(bundle)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+    # Unpacked and read: its one problem is that it holds no program or library to examine.
+    assert [line for line in out.splitlines() if line.startswith("error:")] == [
+        "error: .: no .exe/.dll program or library at the bundle's root: nothing was checked"]
+    assert proc.returncode == 1, out
+    assert "check-bundle failed (1 problem): 0 binaries" in out
 
 
 def test_a_bundle_with_a_hard_link_to_a_missing_member_is_one_error_line(tmp_path: Path) -> None:

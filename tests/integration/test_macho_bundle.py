@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bundle.check import check_bundle, check_tree
+from pipeline.bundle.check import BundleCheck, check_bundle, check_tree
 from pipeline.bundle.macho_closure import MachoTools, complete_macho_runtime
 from pipeline.bundle.machodeps import read_macho, signature_matches
 from pipeline.inputs.matrix import Leg
@@ -182,3 +182,77 @@ def test_a_macos_bundle_packs_checks_and_skips_its_smoke_run_on_linux(tmp_path: 
         names = tar.getnames()
     assert "llama-b7000/licenses/toolchain/LICENSE.TXT" in names, names
     assert result.smoke_skipped == "a macos bundle on a linux machine"
+
+
+def closed_stage(tmp_path: Path) -> Path:
+    """A flat stage after the closure: it passes check-bundle (the tests below each break one thing)."""
+    stage = stage_flat(make_files(tmp_path), tmp_path / "stage")
+    complete_macho_runtime(stage, arch="arm64", tools=MachoTools(install_name_tool=Path(shutil.which(TOOLS["int"]) or "")))
+    assert check(stage).problems == ()
+    return stage
+
+
+def check(root: Path) -> BundleCheck:
+    return check_tree(root, os_name="macos", glibc_max=None, arch="arm64", macos_min="13.3")
+
+
+def test_an_install_name_that_leaves_the_bundle_is_named_although_a_file_of_that_name_is_beside(
+        tmp_path: Path) -> None:
+    stage = closed_stage(tmp_path)
+    # libllama.dylib is at the root, beside llama-demo; the name now points at ../Frameworks, outside.
+    run(TOOLS["int"], "-change", "@rpath/libllama.dylib", "@loader_path/../Frameworks/libllama.dylib",
+        stage / "llama-demo")
+    (tmp_path / "Frameworks").mkdir()
+    shutil.copy2(stage / "libllama.dylib", tmp_path / "Frameworks" / "libllama.dylib")
+    assert "@loader_path/../Frameworks/libllama.dylib" in otool("-L", stage / "llama-demo")
+    assert [p.line for p in check(stage).problems] == [
+        "llama-demo: needs @loader_path/../Frameworks/libllama.dylib: it points outside the bundle"]
+
+
+def test_an_lc_rpath_that_leaves_the_bundle_is_named_although_another_finds_the_library(tmp_path: Path) -> None:
+    stage = closed_stage(tmp_path)
+    run(TOOLS["int"], "-add_rpath", "@loader_path/../../..", stage / "llama-demo")
+    assert "path @loader_path/../../.." in otool("-l", stage / "llama-demo")
+    assert [p.line for p in check(stage).problems] == ["llama-demo: LC_RPATH '@loader_path/../../..' leaves the bundle"]
+
+
+def test_at_rpath_is_resolved_through_the_program_that_loads_the_library(tmp_path: Path) -> None:
+    stage = closed_stage(tmp_path)
+    # libllama keeps no LC_RPATH of its own: dyld finds its @rpath/libggml-bar.dylib through llama-demo's.
+    run(TOOLS["int"], "-delete_rpath", "@loader_path", stage / "libllama.dylib")
+    assert "LC_RPATH" not in otool("-l", stage / "libllama.dylib")
+    assert check(stage).problems == ()
+    # The library no program loads (a module opened with dlopen) is taken as loaded by each program.
+    run(TOOLS["int"], "-delete_rpath", "@loader_path", stage / "libggml-bar.dylib")
+    assert check(stage).problems == ()
+    # Without the program's LC_RPATH nothing finds them.
+    run(TOOLS["int"], "-delete_rpath", "@loader_path", stage / "llama-demo")
+    lines = [p.line for p in check(stage).problems]
+    assert ("llama-demo: needs @rpath/libllama.dylib: not found in the bundle through its LC_RPATHs or those of "
+            "the files that load it") in lines
+
+
+def test_mach_o_files_in_bin_and_lib_are_checked_there(tmp_path: Path) -> None:
+    stage = closed_stage(tmp_path)
+    for folder, names in {"bin": ["llama-demo"], "lib": ["libllama.dylib", "libggml-bar.dylib", "libomp.dylib"]}.items():
+        (stage / folder).mkdir()
+        for name in names:
+            (stage / name).rename(stage / folder / name)
+    # llama-demo's @loader_path is bin/ now: libllama.dylib is in lib/, so it is not found.
+    result = check(stage)
+    assert result.files_checked == 4
+    assert [p.line for p in result.problems] == [
+        "bin/llama-demo: needs @rpath/libllama.dylib: not found in the bundle through its LC_RPATHs or those of "
+        "the files that load it"]
+    # An LC_RPATH to ../lib mends it; libllama's own @loader_path (lib/) finds the rest.
+    run(TOOLS["int"], "-add_rpath", "@loader_path/../lib", stage / "bin" / "llama-demo")
+    assert check(stage).problems == ()
+
+
+def test_a_macos_bundle_with_no_mach_o_file_fails(tmp_path: Path) -> None:
+    (tmp_path / "LICENSE").write_text("MIT\n")
+    (tmp_path / "README.md").write_text("a bundle of nothing\n")
+    result = check(tmp_path)
+    assert result.files_checked == 0
+    assert [p.line for p in result.problems] == [
+        ".: no Mach-O program or library anywhere in the bundle: nothing was checked"]

@@ -4,7 +4,8 @@ It speaks the real protocol: ``GET /repos/{o}/{r}/actions/caches`` with
 ``per_page``/``page`` and a ``Link`` header, ``DELETE .../caches/{id}``,
 bearer-token auth (401), unknown repositories (404), and scripted faults
 (5xx, 429 with ``Retry-After``, rate-limit 403s, malformed bodies) that fire
-a given number of times on matching requests.
+a given number of times on matching requests; a ``lost`` fault lets the
+request take effect and replaces only its answer (a proxy losing a response).
 
 Releases as GitHub has them: ``GET .../releases/tags/{tag}`` sees published
 releases only (drafts are listed by ``GET .../releases``), a second release
@@ -51,6 +52,8 @@ class Fault:
     times: int = 1
     # Matching requests let through before the fault fires.
     after: int = 0
+    # The request takes effect and only its answer is replaced: a proxy that lost the response.
+    lost: bool = False
 
 
 @dataclass
@@ -205,12 +208,13 @@ class FakeGitHub:
         )
 
     def fault(self, method: str, pattern: str, status: int, *, times: int = 1, headers: dict[str, str] | None = None,
-              body: bytes | None = None, after: int = 0) -> None:
+              body: bytes | None = None, after: int = 0, lost: bool = False) -> None:
         """Answer the next ``times`` requests matching ``method`` and ``pattern`` with ``status``
-        (once ``after`` of them went through)."""
+        (once ``after`` of them went through). ``lost``: the request is carried out first, and only
+        its answer is replaced, as by a proxy that loses the response on its way back."""
         self.faults.append(
             Fault(method, pattern, status, headers or {}, body if body is not None else b'{"message": "fault"}', times,
-                  after)
+                  after, lost)
         )
 
     def hits(self, method: str, status: int | None = None) -> int:
@@ -225,9 +229,17 @@ class FakeGitHub:
         parts = urlsplit(raw_path)
         query = parse_qs(parts.query)
         with self._lock:
-            status, body, headers = self._route(method, parts.path, parts.query, query, auth, data, uploads, partial)
+            fault = self._fault(method, parts.path, parts.query)
+            # The status the request really had (None: it never reached the repository).
+            done: int | None = None
+            if fault is None or fault.lost:
+                status, body, headers = self._route(method, parts.path, parts.query, query, auth, data, uploads,
+                                                    partial)  # fmt: skip
+                done = status
+            if fault is not None:
+                status, body, headers = fault.status, fault.body, fault.headers
             self.requests.append(Seen(method, parts.path, query, auth, status, uploads))
-            if method != "GET" and status < 300:
+            if method != "GET" and done is not None and done < 300:
                 self.history.append((f"{method} {parts.path}", self.snapshot()))
         return status, body, headers
 
@@ -242,10 +254,8 @@ class FakeGitHub:
             for r in self.releases
         }
 
-    def _route(
-        self, method: str, path: str, raw_query: str, query: dict[str, list[str]], auth: str | None,
-        data: bytes = b"", uploads: bool = False, partial: bool = False,
-    ) -> tuple[int, bytes, dict[str, str]]:
+    def _fault(self, method: str, path: str, raw_query: str) -> Fault | None:
+        """The scripted fault this request meets (used up by one), or None."""
         target = f"{path}?{raw_query}" if raw_query else path
         for fault in self.faults:
             if fault.times > 0 and fault.method == method and re.search(fault.pattern, target):
@@ -253,12 +263,18 @@ class FakeGitHub:
                     fault.after -= 1
                     continue
                 fault.times -= 1
-                return fault.status, fault.body, fault.headers
+                return fault
+        return None
+
+    def _route(
+        self, method: str, path: str, raw_query: str, query: dict[str, list[str]], auth: str | None,
+        data: bytes = b"", uploads: bool = False, partial: bool = False,
+    ) -> tuple[int, bytes, dict[str, str]]:
         if uploads and method == "GET" and (blob := re.fullmatch(r"/blobs/(\d+)\.zip", path)):
             # A pre-signed storage URL: no token needed, and none must arrive.
             self.blob_auth.append(auth)
-            data = self.blobs.get(int(blob.group(1)))
-            return (404, _json({"message": "Not Found"}), {}) if data is None else (200, data, {"Content-Type": "application/zip"})
+            stored = self.blobs.get(int(blob.group(1)))
+            return (404, _json({"message": "Not Found"}), {}) if stored is None else (200, stored, {"Content-Type": "application/zip"})
         if auth != f"Bearer {self.token}":
             return 401, _json({"message": "Bad credentials", "status": "401"}), {}
         if uploads:
@@ -546,6 +562,9 @@ class FakeGitHub:
         issue = self.issues[int(m.group(1)) - 1] if m and 0 < int(m.group(1)) <= len(self.issues) else None
         if issue is None:
             return 404, _json({"message": "Not Found"}), {}
+        if method == "GET" and m and m.group(2):
+            comments = [{"id": i + 1, "body": text} for i, text in enumerate(issue["comments"])]
+            return self._page(comments, f"/repos/{self.repo}{path}", query)
         body = json.loads(data or b"{}")
         if method == "POST" and m and m.group(2):
             issue["comments"].append(body.get("body", ""))

@@ -78,11 +78,12 @@ def test_a_bundle_that_ships_the_driver_is_refused(tmp_path: Path, name: str) ->
     (tmp_path / "LICENSE").write_text("MIT\n")
     (tmp_path / name).write_bytes(b"not the bundle's to ship")
     result = check_tree(tmp_path, os_name="linux", glibc_max=None)
-    assert [(p.kind, p.file, p.message) for p in result.problems] == [
+    # The files are no ELF: besides the driver rule, the check says it examined no program.
+    assert [(p.kind, p.file, p.message) for p in result.problems if p.kind != "empty"] == [
         ("driver", name, "the GPU driver's own library ships with the driver, never in a bundle")]
 
 
 def test_a_library_that_only_looks_like_the_driver_ships(tmp_path: Path) -> None:
     (tmp_path / "LICENSE").write_text("MIT\n")
     (tmp_path / "libcudart.so.13").write_bytes(b"the runtime ships")
-    assert check_tree(tmp_path, os_name="linux", glibc_max=None).problems == ()
+    assert [p.kind for p in check_tree(tmp_path, os_name="linux", glibc_max=None).problems] == ["empty"]

@@ -151,3 +151,30 @@ def test_a_third_party_file_without_a_license_in_the_bundle_is_a_problem(tmp_pat
     assert sorted(problems) == ["libcublas.so.13", "libcublasLt.so.13"]
     assert "licenses/gone.txt" in problems["libcublas.so.13"]
     assert "no license in the bundle" in problems["libcublasLt.so.13"]
+
+
+def test_a_tree_pip_installed_names_each_library_by_its_own_wheels_version(tmp_path: Path) -> None:
+    # `pip install nvidia-cuda-nvcc nvidia-cuda-runtime`: no pipeline marker, the dist-info folders in
+    # site-packages, two levels above the toolkit tree; the toolchain's version is nvcc's.
+    site = tmp_path / "venv" / "lib" / "python3.13" / "site-packages"
+    tree = site / "nvidia" / "cu13"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "bin").mkdir()
+    (tree / "lib" / "libcudart.so.13").write_bytes(b"\x7fELF cudart")
+    (tree / "bin" / "nvcc").write_bytes(b"\x7fELF nvcc")
+    for name, version, path in (("nvidia_cuda_runtime", "13.0.96", "lib/libcudart.so.13"),
+                                ("nvidia_cuda_nvcc", "13.0.88", "bin/nvcc")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "LICENSE.txt").write_text(EULA)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n"
+                                       "License: NVIDIA Proprietary Software\n")
+        (info / "RECORD").write_text(f"nvidia/cu13/{path},sha256=x,1\n{info.name}/METADATA,,\n")
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    [entry] = describe_third_party(stage, [CopiedFile(path="libcudart.so.13", origin="lib/libcudart.so.13")],
+                                   toolchain_root=tree, details={"kind": "cuda", "version": "13.0.88"})
+    assert (entry["package"], entry["version"]) == ("nvidia-cuda-runtime", "13.0.96")
+    assert entry["archive"] == "nvidia_cuda_runtime-13.0.96.dist-info"
+    assert entry["declared_license"] == "NVIDIA Proprietary Software"
+    assert entry["licenses"] == [f"{TOOLCHAIN_LICENSES}/nvidia_cuda_runtime-13.0.96.dist-info/LICENSE.txt"]
