@@ -31,7 +31,14 @@ from pipeline.ccache.session import (
     setup_ccache,
     workspace_of,
 )
-from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
+from pipeline.errors import (
+    BuildError,
+    BundleCheckError,
+    PipelineError,
+    SourceError,
+    ToolchainError,
+    UsageError,
+)
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
@@ -197,9 +204,11 @@ def run_leg(
             record.wall_seconds = round(time.monotonic() - clock, 3)
             record.write(work / RECORD_NAME)
             raise
-        except BaseException:
+        except BaseException as exc:
             if record.status == "running":
                 record.status = "failed"
+                if isinstance(exc, PipelineError):
+                    record.error, record.exit_code = exc.message, exc.exit_code
                 record.wall_seconds = round(time.monotonic() - clock, 3)
                 record.write(work / RECORD_NAME)
             raise
@@ -447,7 +456,8 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
     render.note(ctx.console, leg.name, check.summary)
     if not check.ok:
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
-        raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
+        # Its own code: the build passed and the check did not (the record's bundle_check says how).
+        raise BundleCheckError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
     return bundle
 
 
