@@ -32,6 +32,7 @@ from pipeline.archives.deterministic import Entry, archive_kind, read_members, w
 from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime, usable_toolchain_root
+from pipeline.bundle.dist_owner import refuse_foreign_bundle
 from pipeline.bundle.sbom import SBOM_NAME, SBOM_SUFFIX, sbom_json
 from pipeline.bundle.stage import (
     STAGE_DIR,
@@ -262,6 +263,7 @@ def package_bundle(
     files unchanged since the last run are not compressed again.
     """
     name = bundle_name(leg, tag)
+    refuse_foreign_bundle(out_dir, name, leg=leg.name)  # before any work: another leg's bundle is never replaced
     zipped = name.endswith(".zip")
     top = top_folder(tag, zipped=zipped)
     payload = collect_payload(build_dir, symlinks=not zipped)
