@@ -32,7 +32,6 @@ from pipeline.archives.deterministic import Entry, archive_kind, read_members, w
 from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime, usable_toolchain_root
-from pipeline.bundle.dist_owner import refuse_foreign_bundle
 from pipeline.bundle.sbom import SBOM_NAME, SBOM_SUFFIX, sbom_json
 from pipeline.bundle.stage import (
     STAGE_DIR,
@@ -262,6 +261,8 @@ def package_bundle(
     ``pack_cache``: the packaging cache (compressed members by content), so
     files unchanged since the last run are not compressed again.
     """
+    from pipeline.bundle.dist_owner import refuse_foreign_bundle
+
     name = bundle_name(leg, tag)
     refuse_foreign_bundle(out_dir, name, leg=leg.name)  # before any work: another leg's bundle is never replaced
     zipped = name.endswith(".zip")
