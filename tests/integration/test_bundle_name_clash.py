@@ -77,3 +77,22 @@ def test_a_build_never_replaces_another_legs_bundle(tmp_path: Path) -> None:
     # The first leg rebuilds its own bundle in place.
     again = run_pipeline(["--matrix", str(first), build[0], "cpu", *build[1:]])
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_a_file_name_with_a_backslash_is_refused_at_build_time(tmp_path: Path) -> None:
+    """A program ``bin/odd\\back`` (a legal Linux name) packed as is, then read back by verify as ``odd/back``:
+    a bundle its own verify refused. The build refuses it instead, naming the file, before dist/ is written."""
+    project = write_cpp_project(tmp_path / "project", units=1)
+    odd = "${CMAKE_BINARY_DIR}/bin/odd\\\\back"
+    with (project / "CMakeLists.txt").open("a") as fh:
+        fh.write(f'file(WRITE "{odd}" "#!/bin/sh\\n")\n'
+                 f'file(CHMOD "{odd}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)\n')
+    out = tmp_path / "out"
+    proc = run_pipeline(["--matrix", str(write_matrix(tmp_path / "m.toml")), "build", "cpu", "--source", str(project),
+                         "--out", str(out), "--cache-dir", str(tmp_path / "ccache"), "--tag", "b5"])  # fmt: skip
+    made = out / "cpu" / "build" / "bin" / "odd\\back"
+    assert made.is_file()  # the build made it, under that one name
+    line = one_error_line(proc, 9)
+    assert line.endswith("cannot go into the bundle as 'odd\\\\back': a backslash in its name, which a bundle's "
+                         "readers and Windows take for a folder separator (rename it)"), line
+    assert not (out / "dist").exists() or list((out / "dist").iterdir()) == []
