@@ -92,10 +92,15 @@ def _place_entries(place: Path, tree: Path) -> Path:
     except OSError:
         remove_tree(staging)
         return tree
-    if (gitdir := absolute_gitdir(tree)) is not None:
-        (staging / ".git").write_text(f"gitdir: {gitdir}\n", encoding="utf-8")
-    remove_install(place)
-    staging.rename(place)
+    try:
+        if (gitdir := absolute_gitdir(tree)) is not None:
+            (staging / ".git").write_text(f"gitdir: {gitdir}\n", encoding="utf-8")
+        remove_install(place)
+        staging.rename(place)
+    except BaseException:
+        if staging.exists():
+            remove_tree(staging)
+        raise
     return place
 
 
