@@ -31,14 +31,7 @@ from pipeline.ccache.session import (
     setup_ccache,
     workspace_of,
 )
-from pipeline.errors import (
-    BuildError,
-    BundleCheckError,
-    PipelineError,
-    SourceError,
-    ToolchainError,
-    UsageError,
-)
+from pipeline.errors import BuildError, PipelineError, SourceError, ToolchainError, UsageError
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
@@ -47,6 +40,7 @@ from pipeline.leg.layout import place_tree, tree_place
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.processes.groups import run_logged
+from pipeline.redaction import redact, secrets_in
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
@@ -208,7 +202,9 @@ def run_leg(
             if record.status == "running":
                 record.status = "failed"
                 if isinstance(exc, PipelineError):
-                    record.error, record.exit_code = exc.message, exc.exit_code
+                    # alert quotes it in an issue: no token or URL credential goes with it.
+                    record.error = redact(exc.message, secrets_in(inputs.environ))
+                    record.exit_code = exc.exit_code
                 record.wall_seconds = round(time.monotonic() - clock, 3)
                 record.write(work / RECORD_NAME)
             raise
@@ -441,6 +437,7 @@ def check_step(ctx: LegContext, previous: Path | None) -> Path | None:
     """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
     (:func:`run_leg` writes the failed record). Nothing to check without a bundle or with ``check_bundle`` off."""
     from pipeline.bundle.check import check_built_bundle
+    from pipeline.errors import BundleCheckError
 
     bundle, leg, record = previous, ctx.leg, ctx.record
     if bundle is None or not ctx.options.check_bundle:
