@@ -253,6 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             # A --source build's --tag names its bundle; elsewhere it is a tag to check out.
             any_tag=getattr(args, "source", None) is not None,
         )
+        if inputs.matrix is not None:
+            # Before any command's work: two legs naming one bundle is a bad matrix.toml (the naming rule is
+            # the backends', above the inputs layer that loads the file).
+            from pipeline.backends import check_bundle_names
+
+            check_bundle_names(inputs.matrix)
         return int(args.func(args, inputs) or 0)
     except PipelineError as err:
         if debug:

@@ -94,6 +94,12 @@ class BundleError(PipelineError):
     exit_code = 9
 
 
+class BundleCheckError(BundleError):
+    """A leg's own bundle was built and packed, and fails check-bundle: the verdict is in its record."""
+
+    exit_code = 13
+
+
 class PublishError(PipelineError):
     """The run cannot be published as it is: a missing leg, a conflicting asset, mixed tags."""
 
@@ -140,6 +146,8 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
                    "`resolve --write`, `report --html`, `timings --trace`, `GITHUB_OUTPUT`)",
     12: "another live run holds the leg's output folder, a toolchain install or a download "
         "(`--wait-lock` waits instead)",
+    13: "a leg built and packed its bundle, and the bundle fails check-bundle (the record's `bundle_check` and "
+        "`error` say which problem first)",
     130: "interrupted by SIGINT (Ctrl-C)",
     Terminated.exit_code: "stopped by SIGTERM",
 }

@@ -188,6 +188,21 @@ def member_name_problem(name: str) -> str | None:
     return None
 
 
+def bundle_member_problem(relpath: str) -> str | None:
+    """Why a file the build made cannot be a bundle member (``relpath``: '/'-separated), or None.
+
+    :func:`member_name_problem`'s rule, and no backslash: every reader of a
+    bundle (``verify``, ``check-bundle``, the extractor, Windows itself)
+    takes one for a folder separator, so ``odd\\back`` would be packed under
+    one name and read back as ``odd/back``, a file its SBOM does not list.
+    """
+    if problem := member_name_problem(relpath):
+        return problem
+    if "\\" in relpath:
+        return "a backslash in its name, which a bundle's readers and Windows take for a folder separator"
+    return None
+
+
 # --------------------------------------------------------------------------
 # Bundle names, like upstream llama.cpp's release assets: ``llama-<tag>-bin-<os>-<variant>-<arch>``
 # (``ubuntu-x64`` for CPU, ``ubuntu-vulkan-x64``, ``win-cuda-...-x64``, ``win-hip-radeon-x64``). A leg

@@ -116,6 +116,18 @@ def render_name(
     return f"{stem}.{'zip' if os_name == 'windows' else 'tar.gz'}"
 
 
+# The tag a matrix check names bundles with: every leg of a run has the same one, so it never tells two apart.
+_PROBE_TAG = "b1"
+
+
+def check_bundle_names(matrix: Matrix) -> None:
+    """ConfigError when two built legs of ``matrix`` would write one bundle (:meth:`Matrix.check_bundle_names`)."""
+    matrix.check_bundle_names(lambda leg: render_name(
+        leg.bundle_name, tag=_PROBE_TAG, leg=leg.name, backend=leg.backend, os_name=leg.os, family=leg.family,
+        arch=leg.arch,
+    ))
+
+
 def leg_toolkit(matrix: Matrix, leg: Leg) -> str:
     """The toolchain ``leg`` builds with, as matrix.toml pins it (offline: nothing is asked or installed).
 

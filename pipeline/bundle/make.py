@@ -271,7 +271,10 @@ def package_bundle(
     ``pack_cache``: the packaging cache (compressed members by content), so
     files unchanged since the last run are not compressed again.
     """
+    from pipeline.bundle.dist_owner import refuse_foreign_bundle
+
     name = bundle_name(leg, tag)
+    refuse_foreign_bundle(out_dir, name, leg=leg.name)  # before any work: another leg's bundle is never replaced
     zipped = name.endswith(".zip")
     top = top_folder(tag, zipped=zipped)
     payload = collect_payload(build_dir, symlinks=not zipped)

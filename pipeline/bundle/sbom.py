@@ -169,6 +169,9 @@ def sbom_files(raw: bytes, where: str) -> dict[str, SbomFile]:
             continue
         digest = next((h.get("content") for h in component.get("hashes") or [] if h.get("alg") == "SHA-256"), None)
         link = props.get(SYMLINK_PROPERTY)
+        if path in found:
+            # One of ours lists each file once; with two entries, either could be the one checked.
+            raise BundleError(f"{where}: the SBOM lists {path} twice")
         found[path] = SbomFile(path=path, sha256=digest, link=link if isinstance(link, str) else None)
     if not found:
         raise BundleError(f"{where}: the SBOM lists no bundle files ({PATH_PROPERTY} properties)")

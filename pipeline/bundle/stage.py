@@ -25,6 +25,8 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from pipeline.archives.deterministic import Entry
+from pipeline.errors import BundleError
+from pipeline.names import bundle_member_problem
 from pipeline.util.fsutil import file_digest
 from pipeline.util.tree_removal import remove_tree
 
@@ -156,6 +158,9 @@ def archive_entries(
     files: list[dict[str, Any]] = []
     entries: list[Entry] = []
     for sf in staged:
+        if problem := bundle_member_problem(sf.relpath):
+            # Refused here, where every member is named: a bundle its own verify would refuse is never made.
+            raise BundleError(f"{sf.path}: cannot go into the bundle as {sf.relpath!r}: {problem} (rename it)")
         came_from = {"from_toolchain": origins[sf.relpath]} if sf.relpath in origins else {}
         name = member_name(top, sf.relpath)
         if sf.link is not None:

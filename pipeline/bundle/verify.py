@@ -63,16 +63,17 @@ class Verification:
         return not self.differences
 
 
-def parse_sums(text: str, where: str) -> dict[str, str]:
-    """``sha256sum`` lines -> {name: sha256}; UsageError naming ``where`` and the line when one is not one."""
-    sums: dict[str, str] = {}
+def parse_sums(text: str, where: str) -> dict[str, list[tuple[int, str]]]:
+    """``sha256sum`` lines -> {name: [(line number, sha256), ...]}; UsageError naming ``where`` and the line
+    when one is not one. A name listed twice keeps both lines: ``sha256sum -c`` checks each of them."""
+    sums: dict[str, list[tuple[int, str]]] = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         match = _SUMS_LINE.match(line)
         if not match:
             raise UsageError(f"{where}:{number}: not a sha256sum line: {line[:80]!r}")
-        sums[match.group(2)] = match.group(1).lower()
+        sums.setdefault(match.group(2), []).append((number, match.group(1).lower()))
     return sums
 
 
@@ -81,10 +82,15 @@ def attestation_command(bundle: Path, repo: str | None) -> str:
     return f"gh attestation verify {bundle} --repo {repo or 'OWNER/REPO'}"
 
 
-def _check_sums(path: Path, sums: Mapping[str, str], where: str) -> list[Difference]:
-    expected = sums.get(path.name)
-    if expected is None:
+def _check_sums(path: Path, sums: Mapping[str, list[tuple[int, str]]], where: str) -> list[Difference]:
+    lines = sums.get(path.name)
+    if not lines:
         return [Difference(path=path.name, kind="sums", message=f"not listed in {where}")]
+    if len(lines) > 1:
+        # Which line counts is anyone's guess (the last, here, until this): a release lists each asset once.
+        numbers = ", ".join(str(n) for n, _ in lines)
+        return [Difference(path=path.name, kind="sums", message=f"listed {len(lines)} times in {where} (lines {numbers})")]
+    expected = lines[0][1]
     digest = file_digest(path)[1]
     if digest != expected:
         return [Difference(path=path.name, kind="sums", message=f"sha256 {digest} differs from {where}'s {expected}")]

@@ -14,7 +14,7 @@ from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_label, check_status, plan_alert
 from pipeline.release.collect import read_results
-from pipeline.release.plan import NO_STATUS
+from pipeline.release.plan import NO_STATUS, LegResult
 from pipeline.release.releases_client import ReleasesClient
 from pipeline.util.http_retry import say_on_stderr
 
@@ -47,6 +47,18 @@ def default_run_url(env: Any) -> str | None:
     return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
 
 
+def failure_reason(result: LegResult) -> str:
+    """Why a leg that did not succeed failed, from its record: a check-bundle verdict is named as such."""
+    code = f" (exit {result.exit_code})" if result.exit_code is not None else ""
+    if result.check_ok is False:
+        # The build and the packing passed: the bundle did not.
+        return f"its bundle fails check-bundle{code}: {result.check_problem or result.check_text}"
+    if result.error:
+        # The error line names the leg first ("cpu: Ninja build failed ..."): the list names it already.
+        return f"the build {result.status}{code}: {result.error.removeprefix(f'{result.leg}: ')}"
+    return f"the build {result.status}"
+
+
 def failed_legs(expected: list[str], out: Path) -> tuple[list[tuple[str, str]], str | None]:
     """(leg, why) for every expected leg that did not succeed, and the tag the records name."""
     results = read_results(out) if out.is_dir() else {}
@@ -58,7 +70,7 @@ def failed_legs(expected: list[str], out: Path) -> tuple[list[tuple[str, str]], 
         elif result.status == NO_STATUS:
             failed.append((leg, "its record has no status"))
         elif result.status != "success":
-            failed.append((leg, f"the build {result.status}"))
+            failed.append((leg, failure_reason(result)))
     tags = sorted({str(r.source["tag"]) for r in results.values() if r.source.get("tag")})
     return failed, tags[0] if len(tags) == 1 else None
 

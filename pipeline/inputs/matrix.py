@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -210,6 +210,24 @@ class Matrix:
                 f"unknown leg {name!r} in {self.path}{did_you_mean(name, self.legs)}: "
                 f"expected one of {', '.join(self.legs)}"
             ) from None
+
+    def check_bundle_names(self, name_of: Callable[[Leg], str]) -> None:
+        """ConfigError naming the first two built legs whose bundles ``name_of`` names alike, and the name.
+
+        Every leg of a run writes its bundle to ``<out>/dist/<name>`` and the
+        release has one asset per name: a second leg with the first's name
+        would silently replace its bundle. The backends' naming rule is theirs
+        (``pipeline.backends``), so it is passed in. Names differing only in
+        case are one file on Windows and macOS, so they clash too.
+        """
+        seen: dict[str, str] = {}
+        for leg in self.legs.values():
+            name = name_of(leg)
+            if (first := seen.setdefault(name.casefold(), leg.name)) != leg.name:
+                raise ConfigError(
+                    f"{self.path}: legs {first!r} and {leg.name!r} both name their bundle {name!r}: give one "
+                    "a bundle_name of its own (its template may use {leg})"
+                )
 
 
 # --------------------------------------------------------------------------

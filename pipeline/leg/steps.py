@@ -17,7 +17,6 @@ import shutil
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from pipeline.ccache.session import (
     setup_ccache,
     workspace_of,
 )
-from pipeline.errors import BuildError, BundleError, SourceError, ToolchainError, UsageError
+from pipeline.errors import BuildError, PipelineError, SourceError, ToolchainError, UsageError
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
@@ -39,7 +38,9 @@ from pipeline.leg.context import LegContext, Step
 from pipeline.leg.layout import place_tree, tree_place
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
+from pipeline.leg.step_results import BuildPlan, LegRun, Packaged, Prepared, SourceTree
 from pipeline.processes.groups import run_logged
+from pipeline.redaction import redact, secrets_in
 from pipeline.results.ninjalog import timings_for_build
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
@@ -103,55 +104,6 @@ def cmake_arguments(
     return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows")
 
 
-@dataclass(frozen=True, kw_only=True)
-class SourceTree:
-    """The tree a leg builds, what the record says of it, and the bundle's tag."""
-
-    path: Path
-    info: dict[str, Any]
-    tag: str
-    # An unpacked archive has no git metadata: git run by the build must not look above it.
-    outside_git: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class Prepared:
-    """The source step's tree and the toolchain step's compilers."""
-
-    source: SourceTree
-    toolchain: Toolchain
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildPlan:
-    """Everything configure and build need: the tree, the toolchain, ccache and the build folder."""
-
-    source: SourceTree
-    toolchain: Toolchain
-    ccache: CcacheSetup
-    build: Path
-    # The toolchain the leg's cache was last filled with (None: a new cache), for the record.
-    previous_toolchain: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Packaged:
-    """The build step's plan and the bundle it was packaged into (None with ``--no-bundle``)."""
-
-    plan: BuildPlan
-    bundle: Path | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class LegRun:
-    """What one leg run made."""
-
-    toolchain: Toolchain
-    build_dir: Path
-    record: LegRecord
-    bundle: Path | None
-
-
 def run_leg(
     inputs: RunInputs,
     leg: Leg,
@@ -209,9 +161,13 @@ def run_leg(
             record.wall_seconds = round(time.monotonic() - clock, 3)
             record.write(work / RECORD_NAME)
             raise
-        except BaseException:
+        except BaseException as exc:
             if record.status == "running":
                 record.status = "failed"
+                if isinstance(exc, PipelineError):
+                    # alert quotes it in an issue: no token or URL credential goes with it.
+                    record.error = redact(exc.message, secrets_in(inputs.environ))
+                    record.exit_code = exc.exit_code
                 record.wall_seconds = round(time.monotonic() - clock, 3)
                 record.write(work / RECORD_NAME)
             raise
@@ -452,6 +408,7 @@ def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
     """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
     (:func:`run_leg` writes the failed record). Nothing to check without a bundle or with ``check_bundle`` off."""
     from pipeline.bundle.check import check_built_bundle
+    from pipeline.errors import BundleCheckError
 
     bundle, leg, record = previous.bundle, ctx.leg, ctx.record
     if bundle is None or not ctx.options.check_bundle:
@@ -467,7 +424,8 @@ def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
     render.note(ctx.console, leg.name, check.summary)
     if not check.ok:
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
-        raise BundleError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
+        # Its own code: the build passed and the check did not (the record's bundle_check says how).
+        raise BundleCheckError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
     return previous
 
 

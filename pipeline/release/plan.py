@@ -59,7 +59,12 @@ class LegResult:
     # None: the bundle was not checked; else whether the check passed, and what it said.
     check_ok: bool | None = None
     check_text: str = "not checked"
+    # The check's first problem as one line ("LICENSE: missing"), when it failed on one.
+    check_problem: str | None = None
     source: Mapping[str, Any] = field(default_factory=dict)
+    # A failed run's error line and exit code, as its record states them.
+    error: str | None = None
+    exit_code: int | None = None
 
     @property
     def bundle_name(self) -> str | None:
@@ -88,6 +93,18 @@ def _bundle_check(value: Any) -> tuple[bool | None, str]:
     return None, "not checked"
 
 
+def _first_problem(value: Any) -> str | None:
+    """The first of a record's ``bundle_check.problems`` as one line (``file: message``, or a plain line)."""
+    problems = value.get("problems") if isinstance(value, Mapping) else None
+    if not isinstance(problems, list) or not problems:
+        return None
+    first = problems[0]
+    if isinstance(first, Mapping):
+        text = f"{first.get('file')}: {first.get('message')}" if first.get("file") else str(first.get("message"))
+        return text.strip() or None
+    return str(first).strip() or None
+
+
 def leg_result(data: Mapping[str, Any], *, where: str) -> LegResult:
     """A record's JSON object -> LegResult; PublishError naming ``where`` when malformed."""
     leg = data.get("leg")
@@ -110,7 +127,10 @@ def leg_result(data: Mapping[str, Any], *, where: str) -> LegResult:
         wall_seconds=float(wall) if isinstance(wall, (int, float)) else 0.0,
         check_ok=ok,
         check_text=text,
+        check_problem=_first_problem(data.get("bundle_check")) if ok is False else None,
         source=source if isinstance(source, Mapping) else {},
+        error=error if isinstance(error := data.get("error"), str) and error else None,
+        exit_code=code if isinstance(code := data.get("exit_code"), int) and not isinstance(code, bool) else None,
     )
 
 

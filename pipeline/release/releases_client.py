@@ -108,8 +108,20 @@ class ReleasesClient(RestClient):
         return None
 
     def all_releases(self) -> list[dict[str, Any]]:
-        """Every release of the repository, drafts included, as GitHub lists them (all pages)."""
-        return [item for item in self._items(f"{self.repo_url}/releases?per_page={PER_PAGE}") if isinstance(item, dict)]
+        """Every release of the repository, drafts included, as GitHub lists them (all pages).
+
+        An item that is no object is a malformed answer (GitHubError), never
+        skipped: the dead-man check, left with no release, would call a
+        healthy repository stale and open an issue.
+        """
+        releases: list[dict[str, Any]] = []
+        for where, items in self._pages(f"{self.repo_url}/releases?per_page={PER_PAGE}"):
+            for n, item in enumerate(items):
+                if not isinstance(item, dict):
+                    shown = repr(item) if len(repr(item)) <= 40 else repr(item)[:37] + "..."
+                    raise GitHubError(f"{where}: malformed answer: item {n} is {shown}, expected a release object")
+                releases.append(item)
+        return releases
 
     def create_draft(
         self, tag: str, name: str, body: str, *, target_commitish: str | None = None, prerelease: bool = False

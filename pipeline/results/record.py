@@ -59,6 +59,10 @@ class LegRecord:
     # check-bundle's verdict on that bundle (pipeline.bundle.check.BundleCheck.to_json()).
     bundle_check: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # A failed run's one error line and the exit code it ended with (None: it did not fail on an error of
+    # the pipeline's): ``alert`` quotes it, and a check-bundle failure is told from a failed build by its code.
+    error: str | None = None
+    exit_code: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,4 +167,9 @@ def record_problem(data: dict[str, Any]) -> str | None:
         return problem
     if data.get("bundle_check") is not None and (problem := _bundle_check_problem(data["bundle_check"])):
         return problem
+    if data.get("error") is not None and not isinstance(data["error"], str):
+        return f"'error' is {_shown(data['error'])}, expected a string or null"
+    code = data.get("exit_code")
+    if code is not None and not (isinstance(code, int) and not isinstance(code, bool) and 0 < code < 256):
+        return f"'exit_code' is {_shown(code)}, expected an exit code (1-255) or null"
     return None

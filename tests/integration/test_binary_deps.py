@@ -160,11 +160,16 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
     write_matrix(ws / "matrix.toml")
     proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
                          "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b5"])
-    assert proc.returncode == 9, proc.stdout + proc.stderr
+    # Its own code (13), not a corrupt or foreign bundle's (9): the build passed and the check did not.
+    assert proc.returncode == 13, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert "cpu: llama-b5-bin-ubuntu-x64.tar.gz fails check-bundle: LICENSE: missing" in proc.stderr
     record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
     assert record["status"] == "failed"
+    # The one error line and its code travel in the record, for alert and whoever reads it later.
+    assert (record["error"], record["exit_code"]) == (
+        "cpu: llama-b5-bin-ubuntu-x64.tar.gz fails check-bundle: LICENSE: missing: every bundle carries llama.cpp's "
+        "LICENSE", 13)
     assert record["bundle_check"]["ok"] is False
     assert [p["kind"] for p in record["bundle_check"]["problems"]] == ["license"]
     assert record["bundle_check"]["smoke_skipped"] == "no llama-* programs"
@@ -175,6 +180,21 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
         "tokenizer": "tokenizer: skipped: no llama-tokenize in the bundle",
         "forward-pass": "forward-pass: skipped: no llama-simple in the bundle",
     }
+    _alert_names_the_check(tmp_path, ws / "out")
+
+
+def _alert_names_the_check(tmp_path: Path, out: Path) -> None:
+    """``alert`` on that run's records (the fake GitHub on 127.0.0.1) says the check failed, and why."""
+    from tests.support.fake_github import FakeGitHub
+    from tests.support.pipeline_cli import run_pipeline
+    from tests.support.release_runs import MATRIX, REPO, TOKEN, env_for
+
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = run_pipeline(["--matrix", str(MATRIX), "alert", "--repo", REPO, "--api-url", gh.api_url,
+                             "--status", "failure", "--out", str(out), "--apply"], env=env_for(gh, legs=("cpu",)))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert [issue["body"].splitlines()[-1] for issue in gh.issues] == [
+            "- `cpu`: its bundle fails check-bundle (exit 13): LICENSE: missing: every bundle carries llama.cpp's LICENSE"]
 
 
 def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_refused(

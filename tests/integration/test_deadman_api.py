@@ -105,3 +105,17 @@ def test_the_nightly_is_found_on_a_later_page() -> None:
         assert "newest nightly release: b7000" in proc.stdout and "fresh" in proc.stdout
         assert [r.query.get("page", ["1"])[0] for r in gh.requests if r.path.endswith("/releases")] == ["1", "2", "3"]
         assert gh.issues == []
+
+
+@pytest.mark.parametrize("junk", [b'[1, "x", null]', b'[{"tag_name": "b7000", "published_at": null}, "x"]'])
+def test_a_releases_answer_of_junk_is_an_error_and_opens_nothing(junk: bytes) -> None:
+    """Not "no published nightly: stale" plus an issue: GitHub answered something that is no list of releases."""
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        gh.fault("GET", r"/releases", 200, body=junk)
+        proc = deadman(gh, "--apply")
+        assert proc.returncode == 8, proc.stdout + proc.stderr  # GitHubError: an answer it cannot read
+        lines = proc.stderr.strip().splitlines()
+        n = 0 if junk.startswith(b"[1") else 1
+        assert len(lines) == 1 and f"malformed answer: item {n} is " in lines[0], lines
+        assert lines[0].startswith(f"error: GET /repos/{REPO}/releases"), lines
+        assert "stale" not in proc.stdout and gh.issues == [] and gh.hits("POST") == 0

@@ -115,6 +115,8 @@ targets = ["gfx1100"]
 backend = "rocm"
 family = "{family}"
 targets = ["gfx1101"]
+# One family, two legs: each bundle needs a name of its own (matrix.toml refuses one name for two).
+bundle_name = "llama-{{tag}}-bin-ubuntu-rocm-gfx1101-x64"
 """,
     )
     write_cpp_project(tmp_path / "proj", units=2)

@@ -31,6 +31,8 @@ MISTYPED = [
     ("toolchain", ["gcc"], "'toolchain' is ['gcc'], expected an object"),
     ("phases", {"build": "long"}, "'phases' is not an object of seconds"),
     ("status", "done", "'status' is 'done', expected one of running, success, failed, interrupted"),
+    ("error", 7, "'error' is 7, expected a string or null"),
+    ("exit_code", "nine", "'exit_code' is 'nine', expected an exit code (1-255) or null"),
 ]
 
 

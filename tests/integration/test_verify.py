@@ -130,3 +130,36 @@ def test_bad_arguments_are_one_line_each(release: tuple[Path, Path, Path], tmp_p
     not_json.write_text("{}")
     code, out = verify(bundle, "--sbom", not_json)
     assert code == 9 and "not a CycloneDX SBOM" in out
+
+
+def test_sha256sums_naming_the_bundle_twice_fails_whichever_line_is_right(release: tuple[Path, Path, Path]) -> None:
+    """A wrong digest first and the right one after: ``sha256sum -c`` fails on the first line, and so must verify."""
+    bundle, sbom, sums = release
+    wrong = "0" * 64
+    for order in ((wrong, None), (None, wrong)):
+        right = hashlib.sha256(bundle.read_bytes()).hexdigest()
+        sums.write_text("".join(f"{digest or right}  {bundle.name}\n" for digest in order))
+        code, out = verify(bundle, "--sums", sums, "--sbom", sbom)
+        assert code == 1, out
+        assert f"error: {bundle.name}: listed 2 times in SHA256SUMS (lines 1, 2)" in out
+        assert "verified" not in out
+
+
+def test_an_sbom_listing_a_file_twice_fails(release: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """The second entry (another digest) beside the true one: either could be the one checked, so neither is."""
+    import json
+
+    bundle, sbom, _ = release
+    data = json.loads(sbom.read_bytes())
+    [cli] = [c for c in data["components"] if c.get("name") == "llama-cli"]
+    data["components"].append({**cli, "bom-ref": "file:llama-cli#2",
+                               "hashes": [{"alg": "SHA-256", "content": "1" * 64}]})
+    forged_bytes = json.dumps(data, indent=2).encode()
+    forged = tmp_path / sbom.name
+    forged.write_bytes(forged_bytes)
+    # The same SBOM inside the bundle and beside it: the duplicate is the only thing wrong.
+    bad = rewrite(bundle, tmp_path / bundle.name, change={"sbom.cdx.json": forged_bytes})
+    for args in ((bad,), (bad, "--sbom", forged)):
+        code, out = verify(*args)
+        assert code == 9, out
+        assert out.strip().splitlines()[-1].endswith("the SBOM lists llama-cli twice"), out

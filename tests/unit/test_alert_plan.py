@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.commands.alert import failure_reason
 from pipeline.errors import UsageError
 from pipeline.release.alert import plan_alert
+from pipeline.release.plan import LegResult, leg_result
 
 RUN = "https://github.com/o/r/actions/runs/42"
 
@@ -37,3 +39,22 @@ def test_success_closes_the_open_issue_or_does_nothing() -> None:
 def test_unknown_status_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="--status"):
         plan_alert("cancelled", None, tag=None, failed=[], run_url=None)
+
+
+def _result(**record: object) -> LegResult:
+    return leg_result({"leg": "cuda", "status": "failed", **record}, where="test")
+
+
+def test_a_failed_check_is_named_with_its_code_and_first_problem() -> None:
+    check = {"ok": False, "summary": "check-bundle FAILED: 3 binaries", "problems": [
+        {"file": "LICENSE", "kind": "license", "library": None, "message": "missing"},
+        {"file": "bin/llama-cli", "kind": "needed", "library": "libx.so", "message": "needs libx.so"}]}
+    reason = failure_reason(_result(bundle_check=check, exit_code=13,
+                                    error="cuda: llama-b1-bin-ubuntu-cuda-x64.tar.gz fails check-bundle: LICENSE: missing"))
+    assert reason == "its bundle fails check-bundle (exit 13): LICENSE: missing"
+
+
+def test_another_failure_quotes_its_error_line_and_an_old_record_says_what_it_can() -> None:
+    reason = failure_reason(_result(error="cuda: Ninja build failed at ggml.o: error: x", exit_code=1))
+    assert reason == "the build failed (exit 1): Ninja build failed at ggml.o: error: x"
+    assert failure_reason(_result()) == "the build failed"
