@@ -28,6 +28,11 @@ from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import git
 from tests.support.llama_tree import TREE_COMMIT, extract_tree, fetch_sdist
 from tests.support.pipeline_cli import ROOT
+
+# The matrix template and the legs it declares (tests/unit/test_tested_flags.py reads them here).
+from tests.support.real_tree_matrix import MATRIX as MATRIX
+from tests.support.real_tree_matrix import TESTED_LEGS as TESTED_LEGS
+from tests.support.real_tree_matrix import TESTED_SHARED as TESTED_SHARED
 from tests.support.real_tree_matrix import matrix_text
 from tests.support.reduction import PROGRAM
 
