@@ -135,7 +135,8 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
         k: float(v.get("seconds", 0.0)) for k, v in classes.items() if k in CLASSES and isinstance(v, Mapping)
     }
     identity = record_toolchain_identity(record.toolchain) or "unknown"
-    glslc = cc.get("glslc") if isinstance(cc.get("glslc"), Mapping) else {}
+    glslc_record = cc.get("glslc")
+    glslc: Mapping[str, Any] = glslc_record if isinstance(glslc_record, Mapping) else {}
     warning = None
     if rate is not None and rate < threshold and changed is False:
         warning = (
