@@ -27,25 +27,30 @@ inputs, ``-o -``, preprocess only, ...) runs glslc unchanged, counted as
 uncacheable. Each call appends one word (``hit``, ``miss``, ``uncacheable``)
 to the run's stats file, which the leg reads into its record.
 
-It runs once per shader variant (about 1,500 for llama.cpp), so it imports
-the standard library only, and nothing else of the pipeline.
+It runs once per shader variant (about 1,500 for llama.cpp), so a hit must
+cost little beside glslc: the module imports ``os``, ``sys`` and ``hashlib``
+only, and nothing of the pipeline. pathlib, dataclasses, tempfile, typing and
+json (through re) would more than double its start-up (``python -X
+importtime``), hence plain classes, ``os.path`` (ruff's PTH rules are off for
+this file) and files of tab-separated lines: the launcher's settings
+(``key<TAB>value``), a manifest (``result<TAB>path<TAB>digest...`` per
+entry) and a result's ``includes`` (``path<TAB>digest``). A path with a tab
+or a newline in it is never stored: such a call is compiled, not cached.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import os
 import sys
-import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+
+# Not typing's: importing typing alone costs as much as the rest of a hit (mypy reads this name the same way).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 # Bumped when what a key covers or how an entry is laid out changes: old entries are then never read.
-FORMAT = "glslc-cache-1"
+FORMAT = "glslc-cache-2"
 # Options whose value is the next argument.
 VALUE_OPTIONS = frozenset({"-o", "-MF", "-I", "-x", "-MT", "-MQ"})
 # Options that change what is written or where (preprocess or dependencies only, several outputs, a query):
@@ -57,16 +62,29 @@ MANIFEST_ENTRIES = 8
 OUTCOMES = ("hit", "miss", "uncacheable")
 
 
-@dataclass(frozen=True)
 class Invocation:
-    """One glslc call as this cache reads it: one input, one output file, maybe a depfile."""
+    """One glslc call as this cache reads it: one input, one output file, maybe a depfile.
 
-    input: str
-    output: str
-    # Where the caller wants glslc's depfile; None when it asked for none.
-    depfile: str | None
-    # Every other argument, in order, as given.
-    args: tuple[str, ...]
+    ``depfile``: where the caller wants glslc's depfile (None: it asked for none); ``args``: every other
+    argument, in order, as given.
+    """
+
+    __slots__ = ("args", "depfile", "input", "output")
+
+    def __init__(self, *, input: str, output: str, depfile: str | None, args: tuple[str, ...]) -> None:
+        self.input, self.output, self.depfile, self.args = input, output, depfile, args
+
+    def _fields(self) -> tuple[str, str, str | None, tuple[str, ...]]:
+        return (self.input, self.output, self.depfile, self.args)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Invocation) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Invocation(input={self.input!r}, output={self.output!r}, depfile={self.depfile!r}, args={self.args!r})"
 
 
 def parse_invocation(argv: Sequence[str]) -> Invocation | None:
@@ -109,21 +127,25 @@ def parse_invocation(argv: Sequence[str]) -> Invocation | None:
     return Invocation(input=inputs[0], output=output, depfile=depfile, args=tuple(args))
 
 
-def portable(path: str, base: Path, cwd: Path) -> str:
+def _abs(path: str, cwd: str) -> str:
+    return os.path.normpath(os.path.join(cwd, path))
+
+
+def portable(path: str, base: str | os.PathLike[str], cwd: str | os.PathLike[str]) -> str:
     """``path`` as the key holds it: relative to ``base`` (``./...``) when under it, else absolute."""
-    absolute = Path(os.path.normpath(cwd / path))
-    try:
-        return "./" + absolute.relative_to(base).as_posix()
-    except ValueError:
-        return absolute.as_posix()
+    absolute = _abs(path, os.fspath(cwd))
+    root = os.path.normpath(os.fspath(base))
+    if absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep):
+        return "./" + os.path.relpath(absolute, root).replace(os.sep, "/")
+    return absolute.replace(os.sep, "/")
 
 
-def local(path: str, base: Path) -> Path:
+def local(path: str, base: str | os.PathLike[str]) -> str:
     """A :func:`portable` path back in this folder."""
-    return base / path[2:] if path.startswith("./") else Path(path)
+    return os.path.join(os.fspath(base), path[2:]) if path.startswith("./") else path
 
 
-def key_args(inv: Invocation, base: Path, cwd: Path) -> list[str]:
+def key_args(inv: Invocation, base: str | os.PathLike[str], cwd: str | os.PathLike[str]) -> list[str]:
     """The arguments as the key holds them: each include folder made :func:`portable`."""
     out: list[str] = []
     take_path = False
@@ -145,19 +167,22 @@ def digest_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _digest_json(obj: Any) -> str:
-    return digest_bytes(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
+def _digest_fields(fields: Sequence[str]) -> str:
+    # Each field with its length first: no two lists of fields give the same bytes.
+    return digest_bytes("".join(f"{len(f)}:{f}" for f in fields).encode("utf-8", "surrogateescape"))
 
 
-def primary_key(glslc_identity: str, inv: Invocation, base: Path, cwd: Path, input_digest: str) -> str:
+def primary_key(glslc_identity: str, inv: Invocation, base: str | os.PathLike[str], cwd: str | os.PathLike[str],
+                input_digest: str) -> str:
     """What picks the manifest: glslc, the arguments and the input (path and content), never the folder."""
-    return _digest_json([FORMAT, glslc_identity, key_args(inv, base, cwd), portable(inv.input, base, cwd),
-                         input_digest])
+    args = key_args(inv, base, cwd)
+    return _digest_fields([FORMAT, glslc_identity, str(len(args)), *args, portable(inv.input, base, cwd),
+                           input_digest])
 
 
 def result_key(primary: str, includes: Sequence[tuple[str, str]]) -> str:
     """The result's key: the primary key and every included file (portable path, content digest)."""
-    return _digest_json([primary, [list(pair) for pair in includes]])
+    return _digest_fields([primary, *(field for pair in includes for field in pair)])
 
 
 def parse_depfile(text: str) -> list[str]:
@@ -187,41 +212,68 @@ def parse_depfile(text: str) -> list[str]:
     return words
 
 
-def file_digest(path: Path) -> str | None:
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str | None:
     try:
-        return digest_bytes(path.read_bytes())
+        return digest_bytes(_read(os.fspath(path)))
     except OSError:
         return None
 
 
-@dataclass(frozen=True)
+def _temp_name(path: str) -> str:
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """``data`` to a temp name beside ``path``, renamed over it: a reader sees the old file or the new one."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = _temp_name(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 class Cache:
-    """The cache folder: ``manifests/<k[:2]>/<k>.json`` and ``results/<k[:2]>/<k>/{output,meta.json}``."""
+    """The cache folder: ``manifests/<k[:2]>/<k>`` and ``results/<k[:2]>/<k>/{output,includes,stderr}``."""
 
-    root: Path
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
 
-    def manifest_path(self, primary: str) -> Path:
-        return self.root / "manifests" / primary[:2] / f"{primary}.json"
+    def manifest_path(self, primary: str) -> str:
+        return os.path.join(self.root, "manifests", primary[:2], primary)
 
-    def result_dir(self, key: str) -> Path:
-        return self.root / "results" / key[:2] / key
+    def result_dir(self, key: str) -> str:
+        return os.path.join(self.root, "results", key[:2], key)
 
-    def manifest(self, primary: str) -> list[dict[str, Any]]:
+    def manifest(self, primary: str) -> list[tuple[str, list[tuple[str, str]]]]:
+        """(result key, includes) per entry, newest first; an unreadable manifest holds none."""
         try:
-            data = json.loads(self.manifest_path(primary).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            text = _read(self.manifest_path(primary)).decode("utf-8", "surrogateescape")
+        except OSError:
             return []
-        return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+        entries = []
+        for line in text.splitlines():
+            key, *fields = line.split("\t")
+            if len(fields) % 2 == 0 and len(key) == 64:
+                entries.append((key, list(zip(fields[::2], fields[1::2], strict=True))))
+        return entries
 
     def lookup(self, primary: str, digest_of: Callable[[str], str | None]) -> str | None:
         """The result key of the first manifest entry whose includes all still have their digest, if stored."""
-        for entry in self.manifest(primary):
-            includes = entry.get("includes")
-            key = entry.get("result")
-            if not isinstance(includes, list) or not isinstance(key, str):
-                continue
-            unchanged = all(isinstance(p, list) and len(p) == 2 and digest_of(p[0]) == p[1] for p in includes)
-            if unchanged and (self.result_dir(key) / "output").is_file():
+        for key, includes in self.manifest(primary):
+            unchanged = all(digest_of(path) == digest for path, digest in includes)
+            if unchanged and os.path.isfile(os.path.join(self.result_dir(key), "output")):
                 return key
         return None
 
@@ -229,59 +281,63 @@ class Cache:
         """Keep one result (whole, or not at all) and note it first in the primary key's manifest."""
         key = result_key(primary, includes)
         final = self.result_dir(key)
-        if not (final / "output").is_file():
-            final.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key[:12]}."))
+        if not os.path.isfile(os.path.join(final, "output")):
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            staging = _temp_name(final)
+            os.mkdir(staging)
             try:
-                (staging / "output").write_bytes(output)
-                meta = {"includes": [list(p) for p in includes], "stderr": stderr.decode("utf-8", "replace")}
-                (staging / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+                for name, data in (("output", output), ("includes", _lines(includes).encode("utf-8", "surrogateescape")),
+                                   ("stderr", stderr)):
+                    with open(os.path.join(staging, name), "wb") as fh:
+                        fh.write(data)
                 try:
-                    staging.rename(final)
+                    os.rename(staging, final)
                 except OSError:
                     # Another call stored the same result meanwhile: its copy is the same bytes.
-                    if not (final / "output").is_file():
+                    if not os.path.isfile(os.path.join(final, "output")):
                         raise
             finally:
-                if staging.exists():
-                    _remove(staging)
-        entry = {"includes": [list(p) for p in includes], "result": key}
-        kept = [e for e in self.manifest(primary) if e.get("result") != key]
-        _atomic_write(self.manifest_path(primary), json.dumps([entry, *kept][:MANIFEST_ENTRIES]).encode("utf-8"))
+                if os.path.isdir(staging):
+                    for name in os.listdir(staging):
+                        os.unlink(os.path.join(staging, name))
+                    os.rmdir(staging)
+        kept = [(k, inc) for k, inc in self.manifest(primary) if k != key]
+        lines = ["\t".join([k, *(f for pair in inc for f in pair)]) + "\n" for k, inc in [(key, list(includes)), *kept]]
+        _atomic_write(self.manifest_path(primary), "".join(lines[:MANIFEST_ENTRIES]).encode("utf-8", "surrogateescape"))
         return key
 
-    def stderr_of(self, key: str) -> str:
-        try:
-            meta = json.loads((self.result_dir(key) / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return ""
-        stderr = meta.get("stderr") if isinstance(meta, dict) else None
-        return stderr if isinstance(stderr, str) else ""
+    def includes(self, key: str) -> list[tuple[str, str]]:
+        """The stored result's includes (portable path, digest), in the order glslc named them."""
+        text = _read(os.path.join(self.result_dir(key), "includes")).decode("utf-8", "surrogateescape")
+        return [(path, digest) for path, _, digest in (line.partition("\t") for line in text.splitlines())]
 
 
-def _remove(folder: Path) -> None:
-    for child in folder.iterdir():
-        child.unlink()
-    folder.rmdir()
+def _lines(includes: Sequence[tuple[str, str]]) -> str:
+    return "".join(f"{path}\t{digest}\n" for path, digest in includes)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def storable(path: str) -> bool:
+    """A path the tab-separated files can hold."""
+    return "\t" not in path and "\n" not in path and "\r" not in path
 
 
-def depfile_text(output: str, deps: Sequence[Path]) -> str:
+def read_settings(path: str) -> dict[str, str]:
+    """The launcher's settings file: ``key<TAB>value`` lines (pipeline.ccache.glslc_session writes it)."""
+    text = _read(path).decode("utf-8", "surrogateescape")
+    return {key: value for key, _, value in (line.partition("\t") for line in text.splitlines())}
+
+
+def settings_text(settings: dict[str, str]) -> str:
+    if not all(storable(k) and storable(v) and "\t" not in k for k, v in settings.items()):
+        raise ValueError(f"a setting with a tab or a newline cannot be written: {settings}")
+    return "".join(f"{key}\t{value}\n" for key, value in settings.items())
+
+
+def depfile_text(output: str, deps: Sequence[str | os.PathLike[str]]) -> str:
     """A depfile as glslc writes it: the output, then the input and each include."""
     def escape(path: str) -> str:
         return path.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#")
-    return f"{escape(output)}: {' '.join(escape(str(d)) for d in deps)}\n"
+    return f"{escape(output)}: {' '.join(escape(os.fspath(d)) for d in deps)}\n"
 
 
 def _count(stats: str, outcome: str) -> None:
@@ -293,7 +349,7 @@ def _count(stats: str, outcome: str) -> None:
         os.close(fd)
 
 
-def run(config: dict[str, Any], argv: Sequence[str], cwd: Path) -> int:
+def run(config: dict[str, str], argv: Sequence[str], cwd: str) -> int:
     """One glslc call through the cache; glslc's exit code."""
     glslc = str(config["glslc"])
     stats = str(config["stats"])
@@ -302,36 +358,37 @@ def run(config: dict[str, Any], argv: Sequence[str], cwd: Path) -> int:
         _count(stats, "uncacheable")
         sys.stdout.flush()
         os.execv(glslc, [glslc, *argv])
-    base = Path(config["base_dir"])
-    cache = Cache(Path(config["cache_dir"]))
-    input_path = cwd / inv.input
+    base = str(config["base_dir"])
+    cache = Cache(str(config["cache_dir"]))
+    input_path = os.path.join(cwd, inv.input)
     input_digest = file_digest(input_path)
     if input_digest is None:
         _count(stats, "uncacheable")
         os.execv(glslc, [glslc, *argv])
     primary = primary_key(str(config["identity"]), inv, base, cwd, input_digest)
     key = cache.lookup(primary, lambda p: file_digest(local(p, base)))
-    if key is not None:
-        result = cache.result_dir(key)
-        _atomic_write(cwd / inv.output, (result / "output").read_bytes())
-        if inv.depfile is not None:
-            meta = json.loads((result / "meta.json").read_text(encoding="utf-8"))
-            deps = [input_path, *(local(p, base) for p, _ in meta["includes"])]
-            _atomic_write(cwd / inv.depfile, depfile_text(inv.output, deps).encode("utf-8"))
-        sys.stderr.write(cache.stderr_of(key))
-        _count(stats, "hit")
-        return 0
-    return _miss(glslc, argv, inv, cache, primary, base, cwd, stats)
+    if key is None:
+        return _miss(glslc, argv, inv, cache, primary, base, cwd, stats)
+    result = cache.result_dir(key)
+    _atomic_write(os.path.join(cwd, inv.output), _read(os.path.join(result, "output")))
+    if inv.depfile is not None:
+        deps = [input_path, *(local(p, base) for p, _ in cache.includes(key))]
+        _atomic_write(os.path.join(cwd, inv.depfile), depfile_text(inv.output, deps).encode("utf-8", "surrogateescape"))
+    sys.stderr.buffer.write(_read(os.path.join(result, "stderr")))
+    sys.stderr.flush()
+    _count(stats, "hit")
+    return 0
 
 
-def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primary: str, base: Path, cwd: Path,
+def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primary: str, base: str, cwd: str,
           stats: str) -> int:
     """Run glslc (with a depfile, to learn the includes) and keep what it wrote when it succeeded."""
     import subprocess
+    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="glslc-cache-") as tmp:
-        extra = [] if inv.depfile is not None else ["-MD", "-MF", str(Path(tmp) / "deps.d")]
-        depfile = cwd / inv.depfile if inv.depfile is not None else Path(tmp) / "deps.d"
+        extra = [] if inv.depfile is not None else ["-MD", "-MF", os.path.join(tmp, "deps.d")]
+        depfile = os.path.join(cwd, inv.depfile) if inv.depfile is not None else os.path.join(tmp, "deps.d")
         proc = subprocess.run([glslc, *argv, *extra], cwd=cwd, capture_output=True, check=False)
         sys.stdout.buffer.write(proc.stdout)
         sys.stdout.flush()
@@ -341,31 +398,32 @@ def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primar
         if proc.returncode != 0:
             return proc.returncode
         try:
-            deps = parse_depfile(depfile.read_text(encoding="utf-8"))
-            output = (cwd / inv.output).read_bytes()
-        except OSError:
+            deps = parse_depfile(_read(depfile).decode("utf-8"))
+            output = _read(os.path.join(cwd, inv.output))
+        except (OSError, UnicodeDecodeError):
             return 0
-        input_abs = Path(os.path.normpath(cwd / inv.input))
+        input_abs = _abs(inv.input, cwd)
         includes: list[tuple[str, str]] = []
         for dep in deps:
-            absolute = Path(os.path.normpath(cwd / dep))
-            if absolute == input_abs:
+            if _abs(dep, cwd) == input_abs:
                 continue
-            digest = file_digest(absolute)
-            if digest is None:
+            digest = file_digest(_abs(dep, cwd))
+            if digest is None or not storable(dep):
                 return 0
             includes.append((portable(dep, base, cwd), digest))
-        # A full or read-only cache never fails the build: the compile itself succeeded.
-        with contextlib.suppress(OSError):
+        try:
             cache.store(primary, includes, output, proc.stderr)
+        except OSError:
+            # A full or read-only cache never fails the build: the compile itself succeeded.
+            return 0
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``CONFIG.json GLSLC-ARGS...``, as the launcher script runs it."""
+    """``SETTINGS GLSLC-ARGS...``, as the launcher script runs it."""
     args = list(sys.argv[1:] if argv is None else argv)
-    config = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    return run(config, args[1:], Path.cwd())
+    config = read_settings(args[0])
+    return run(config, args[1:], os.getcwd())
 
 
 if __name__ == "__main__":

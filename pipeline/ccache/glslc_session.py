@@ -17,7 +17,6 @@ with glslc itself, uncached.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import sys
@@ -110,9 +109,14 @@ def setup_glslc_cache(cmake_args: Sequence[str], *, ccache_dir: Path, base_dir: 
     cache_dir.mkdir(parents=True, exist_ok=True)
     identity = glslc_identity(glslc)
     folder = build / LAUNCHER_DIR
-    config = folder / "config.json"
-    atomic_write_text(config, json.dumps({"glslc": str(glslc), "identity": identity, "cache_dir": str(cache_dir),
-                                          "base_dir": str(base_dir), "stats": str(stats)}, indent=2) + "\n")
+    config = folder / "settings"
+    try:
+        text = glslc_cache.settings_text({"glslc": str(glslc), "identity": identity, "cache_dir": str(cache_dir),
+                                          "base_dir": str(base_dir), "stats": str(stats)})
+    except ValueError:
+        # A tab or a newline in a folder's name: such a build compiles its shaders uncached.
+        return None
+    atomic_write_text(config, text)
     launcher = folder / "glslc"
     atomic_write_text(launcher, launcher_text(sys.executable, Path(glslc_cache.__file__).resolve(), config))
     launcher.chmod(0o755)

@@ -114,7 +114,7 @@ def test_a_stored_result_is_found_from_another_folder_with_the_same_files(tmp_pa
     _stored(tmp_path / "other-cache", laptop)  # the same files, written in another folder
     key = _lookup(cache, laptop)
     assert key is not None
-    assert (cache.result_dir(key) / "output").read_bytes() == b"\x03\x02\x23\x07spirv"
+    assert (Path(cache.result_dir(key)) / "output").read_bytes() == b"\x03\x02\x23\x07spirv"
 
 
 @pytest.mark.parametrize("changed", ["types.glsl", "funcs.glsl"])
@@ -136,22 +136,33 @@ def test_a_result_stored_again_is_kept_once_and_the_manifest_stays_bounded(tmp_p
     cache.store(primary, [(f"./{SHADERS}/types.glsl", f"{0:064x}")], b"x", b"")
     entries = cache.manifest(primary)
     assert len(entries) == gc.MANIFEST_ENTRIES
-    assert entries[0]["includes"] == [[f"./{SHADERS}/types.glsl", f"{0:064x}"]]
+    assert entries[0] == (gc.result_key(primary, [(f"./{SHADERS}/types.glsl", f"{0:064x}")]),
+                          [(f"./{SHADERS}/types.glsl", f"{0:064x}")])
     # No temp folder or file is left beside the entries.
-    assert not list(cache.root.rglob(".*"))
+    assert not list(Path(cache.root).rglob(".*"))
 
 
 def test_a_depfile_is_read_as_make_writes_it_and_written_back_the_same() -> None:
     text = "/w/out.spv: /w/a\\ b.comp /w/inc/x.glsl \\\n /w/inc/y.glsl\n"
     assert gc.parse_depfile(text) == ["/w/a b.comp", "/w/inc/x.glsl", "/w/inc/y.glsl"]
-    written = gc.depfile_text("/w/out.spv", [Path("/w/a b.comp"), Path("/w/inc/x.glsl")])
+    written = gc.depfile_text("/w/out.spv", ["/w/a b.comp", Path("/w/inc/x.glsl")])
     assert written == "/w/out.spv: /w/a\\ b.comp /w/inc/x.glsl\n"
     assert gc.parse_depfile(written) == ["/w/a b.comp", "/w/inc/x.glsl"]
     assert gc.parse_depfile("no rule here\n") == []
 
 
+def test_the_launchers_settings_read_back_as_written_and_a_tab_is_refused(tmp_path: Path) -> None:
+    settings = {"glslc": "/usr/bin/glslc", "base_dir": "/w/Jürgen's $HOME"}
+    text = gc.settings_text(settings)
+    assert text == "glslc\t/usr/bin/glslc\nbase_dir\t/w/Jürgen's $HOME\n"
+    (tmp_path / "settings").write_text(text, encoding="utf-8")
+    assert gc.read_settings(str(tmp_path / "settings")) == settings
+    with pytest.raises(ValueError):
+        gc.settings_text({"base_dir": "/w/a\tb"})
+
+
 def test_the_glslc_cmake_names_is_the_last_definition_and_the_launcher_quotes_paths() -> None:
     assert glslc_of(["-DVulkan_GLSLC_EXECUTABLE=/a/glslc", "-DX=1", "-DVulkan_GLSLC_EXECUTABLE:FILEPATH=/b/glslc"]) == Path("/b/glslc")
     assert glslc_of(["-DGGML_VULKAN=ON"]) is None
-    text = launcher_text("/venv/bin/python", Path("/x/glslc_cache.py"), Path("/it's here/config.json"))
-    assert text.splitlines()[-1] == "exec /venv/bin/python -I -S /x/glslc_cache.py '/it'\"'\"'s here/config.json' \"$@\""
+    text = launcher_text("/venv/bin/python", Path("/x/glslc_cache.py"), Path("/it's here/settings"))
+    assert text.splitlines()[-1] == "exec /venv/bin/python -I -S /x/glslc_cache.py '/it'\"'\"'s here/settings' \"$@\""
