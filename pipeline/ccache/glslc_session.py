@@ -90,7 +90,7 @@ def glslc_identity(glslc: Path) -> str:
 
 
 def launcher_text(python: str, script: Path, config: Path) -> str:
-    # -I -S: no site-packages or user paths to import at each of the ~1,500 calls; the module needs none.
+    # -I -S: no site-packages or user paths to import at each of the 1,117 calls of a build; the module needs none.
     return ("#!/bin/sh\n# Written by the pipeline: glslc through the leg's shader cache (pipeline/ccache/glslc_cache.py).\n"
             f"exec {shlex.quote(python)} -I -S {shlex.quote(str(script))} {shlex.quote(str(config))} \"$@\"\n")
 
