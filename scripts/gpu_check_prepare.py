@@ -11,7 +11,13 @@ the device call's ``carry``):
   check's vocab with its test pair (about 6 MB instead of 176 MB);
 - ``wheels/``: the pipeline's runtime dependencies for the machine's Python
   (``--python-version``, 3.12 by default), downloaded with pip, binary
-  only (about 22 MB); the machine has CMake and Ninja of its own.
+  only (about 22 MB); the machine has CMake and Ninja of its own;
+- ``vulkan-sdk/``: for ``gpu_check.sh --backend vulkan``, the SDK-shaped
+  folder of the real-tree test (tests/support/trixie_vulkan.py: Debian 13's
+  Vulkan 1.4.309 headers and loader) with this machine's glslc, which
+  travels with the libshaderc it runs on (``bin/glslc`` is a wrapper that
+  finds it in ``lib/``): the lent machine need not have either (about 26 MB,
+  most of it the C++ headers).
 
 Prints the sizes and the device call. Usage: ``python3 scripts/gpu_check_prepare.py``.
 """
@@ -60,6 +66,27 @@ def trimmed_tree(dest: Path) -> int:
     return count
 
 
+def vulkan_sdk(dest: Path) -> Path:
+    """The real-tree test's trixie SDK copied to ``dest``, its glslc made to run without this machine's libshaderc."""
+    from llama_sdist import e2e_cache_root
+    from trixie_vulkan import trixie_vulkan_sdk
+
+    shutil.copytree(trixie_vulkan_sdk(e2e_cache_root()), dest, symlinks=True)
+    needed = subprocess.run(["ldd", str(dest / "bin" / "glslc")], capture_output=True, text=True, check=True).stdout
+    # glslc is a front end: the compiler is libshaderc (Debian's is one shared library, glslang and SPIRV-Tools in it).
+    for line in needed.splitlines():
+        name, _, where = line.strip().partition(" => ")
+        if name.startswith("libshaderc"):
+            shutil.copy2(Path(where.split(" (")[0]).resolve(), dest / "lib" / name)
+    (dest / "bin" / "glslc").rename(dest / "bin" / "glslc.bin")
+    wrapper = dest / "bin" / "glslc"
+    wrapper.write_text('#!/bin/sh\n# glslc with the libshaderc beside it (scripts/gpu_check_prepare.py).\n'
+                       'here=$(dirname "$0")\n'
+                       'LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/glslc.bin" "$@"\n')
+    wrapper.chmod(0o755)
+    return dest
+
+
 def download_wheels(dest: Path, python_version: str) -> list[str]:
     abi = "cp" + python_version.replace(".", "")
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--python-version",
@@ -84,16 +111,20 @@ def main() -> int:
     shutil.rmtree(WORK, ignore_errors=True)
     (WORK / "wheels").mkdir(parents=True)
     files = trimmed_tree(WORK / "llama.cpp.tar.gz")
+    sdk = vulkan_sdk(WORK / "vulkan-sdk")
     wheels = download_wheels(WORK / "wheels", args.python_version)
     (WORK / "python-version").write_text(args.python_version + "\n")
     size = travelling_bytes()
     print(f"gpu-check: {WORK / 'llama.cpp.tar.gz'}: {files} files of the tree")
+    print(f"gpu-check: {sdk}: Debian 13's Vulkan headers and loader, glslc with its libshaderc")
     print(f"gpu-check: {len(wheels)} wheels for Python {args.python_version}: {', '.join(wheels)}")
     print(f"gpu-check: the working tree that travels: {size / 2**20:.1f} MiB of {LIMIT_BYTES / 2**20:.0f}")
     if size > LIMIT_BYTES:
         print("gpu-check: too large to travel", file=sys.stderr)
         return 1
-    print('gpu-check: device call: run(command="bash scripts/gpu_check.sh", carry=[".gpu-check"], timeout_s=500)')
+    for backend in ("cuda", "vulkan"):
+        print(f'gpu-check: device call: run(command="bash scripts/gpu_check.sh --backend {backend}", '
+              'carry=[".gpu-check"], timeout_s=500)')
     return 0
 
 

@@ -16,10 +16,12 @@ Why each setting:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import CcacheConfig
 
 if TYPE_CHECKING:
+    from pipeline.ccache.glslc_session import GlslcCache
     from pipeline.ccache.remote import RemoteCheck
 
 # Inside a ccache directory: the toolchain identity that filled it last.
@@ -113,6 +116,8 @@ class CcacheSetup:
     # What ccache gets when it differs from compiler_check (the "toolchain" mode's string: or its fallback).
     check_value: str | None = None
     check_note: str | None = None
+    # The vulkan leg's shader cache beside ccache's (pipeline.ccache.glslc_session); None for other legs.
+    glslc: GlslcCache | None = None
 
     def env(self, *, with_stats_log: bool) -> dict[str, str]:
         """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
@@ -160,7 +165,18 @@ class CcacheSetup:
             record.update(self.remote_check.to_record())
         record.update(stats.to_dict())
         record["hit_rate"] = stats.hit_rate
+        if self.glslc is not None:
+            record["glslc"] = self.glslc.to_record()
         return record
+
+
+def with_glslc_cache(ccache: CcacheSetup, cmake_args: Sequence[str], build: Path) -> CcacheSetup:
+    """``ccache`` with the shader cache of a toolchain that names glslc (a vulkan leg), in the new ``build``."""
+    from pipeline.ccache.glslc_session import setup_glslc_cache
+
+    glslc = setup_glslc_cache(cmake_args, ccache_dir=ccache.cache_dir, base_dir=ccache.base_dir, build=build,
+                              stats_log=ccache.stats_log)
+    return ccache if glslc is None else dataclasses.replace(ccache, glslc=glslc)
 
 
 def _redacted(spec: str | None) -> str | None:

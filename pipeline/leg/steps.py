@@ -28,6 +28,7 @@ from pipeline.ccache.session import (
     record_cache_toolchain,
     remote_spec,
     setup_ccache,
+    with_glslc_cache,
     workspace_of,
 )
 from pipeline.errors import BuildError, PipelineError, SourceError, ToolchainError, UsageError
@@ -97,6 +98,8 @@ def cmake_arguments(
         *leg.cmake_args,
         *toolchain.cmake_args,
         *launchers,
+        # After the toolchain's: glslc through the shader cache (CMake keeps the last -D).
+        *(ccache.glslc.cmake_args() if ccache.glslc else ()),
     ]
     # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
     maps = prefix_map_flags(ccache.base_dir, source, build)
@@ -312,6 +315,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
     if build.exists():
         remove_tree(build)  # never through a link, never into a mount
     build.mkdir(parents=True)
+    ccache = with_glslc_cache(ccache, toolchain.cmake_args, build)
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         ctx.warn(warning)
     if ccache.check_note:

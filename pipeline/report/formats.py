@@ -60,6 +60,9 @@ class LegRow:
     warning: str | None = None
     # check-bundle's verdict on the leg's bundle, one line (pipeline.report.bundle_lines).
     bundle_check: str | None = None
+    # The shader cache's counts (record.ccache.glslc: a vulkan leg's glslc calls), None for other legs.
+    glslc_hits: int | None = None
+    glslc_misses: int | None = None
 
     @property
     def device_share(self) -> float | None:
@@ -132,6 +135,8 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
         k: float(v.get("seconds", 0.0)) for k, v in classes.items() if k in CLASSES and isinstance(v, Mapping)
     }
     identity = record_toolchain_identity(record.toolchain) or "unknown"
+    glslc_record = cc.get("glslc")
+    glslc: Mapping[str, Any] = glslc_record if isinstance(glslc_record, Mapping) else {}
     warning = None
     if rate is not None and rate < threshold and changed is False:
         warning = (
@@ -157,6 +162,8 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
         class_seconds=class_seconds,
         warning=warning,
         bundle_check=bundle_check_line(record.leg, record.bundle_check),
+        glslc_hits=_int(glslc.get("hits")),
+        glslc_misses=_int(glslc.get("misses")),
     )
 
 
@@ -209,6 +216,13 @@ def _split(row: LegRow) -> str:
     return f"{format_seconds(device)} / {format_seconds(host)}{tail}"
 
 
+def _shaders(row: LegRow) -> str:
+    """``1510 / 0``: the glslc cache's hits and misses, beside ccache's; an em dash for a leg without shaders."""
+    if row.glslc_hits is None and row.glslc_misses is None:
+        return "—"
+    return f"{_count(row.glslc_hits)} / {_count(row.glslc_misses)}"
+
+
 # "Toolchain vs cache" when the cache had no toolchain noted: nothing to compare with, not an unknown.
 NEW_CACHE = "new cache"
 HEADERS = (
@@ -221,12 +235,14 @@ HEADERS = (
     "Toolchain",
     "Toolchain vs cache",
     "Device / host (summed)",
+    "Shaders hits / misses",
 )
 # Under every rendering of the table: the last column adds up parallel steps, the wall clock does not.
 SUMMED_NOTE = (
     "Device / host (summed): the compile steps' times added up over the parallel jobs, so they can exceed "
     "Wall; Toolchain vs cache: whether the toolchain differs from the one that filled the leg's ccache "
-    f"({NEW_CACHE}: none had yet)."
+    f"({NEW_CACHE}: none had yet); Shaders hits / misses: the glslc cache's counts, a vulkan leg's shader "
+    "compiles, which ccache does not see."
 )
 
 
@@ -241,6 +257,7 @@ def _cells(row: LegRow) -> list[str]:
         row.toolchain,
         _changed(row),
         _split(row),
+        _shaders(row),
     ]
 
 
@@ -256,7 +273,7 @@ def render_markdown(rows: Sequence[LegRow], *, threshold: float) -> str:
     """The step summary: one table over all legs, then the cache alarms."""
     lines = ["## Build report", ""]
     lines.append("| " + " | ".join(HEADERS) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * 5 + ["---"] * 3) + "|")
+    lines.append("|" + "|".join(["---"] + ["---:"] * 5 + ["---"] * 3 + ["---:"]) + "|")
     for row in rows:
         cells = [_md_escape(c) for c in _cells(row)]
         if row.warning:

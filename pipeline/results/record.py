@@ -46,7 +46,7 @@ class LegRecord:
     # {"path" or "url", "tag", "commit"}
     source: dict[str, Any] = field(default_factory=dict)
     cmake_args: list[str] = field(default_factory=list)
-    # See pipeline.ccache.session.CcacheRun.to_record().
+    # See pipeline.ccache.session.CcacheSetup.to_record(); a vulkan leg's has "glslc", the shader cache's counts.
     ccache: dict[str, Any] = field(default_factory=dict)
     # See pipeline.toolchain.Toolchain.to_record().
     toolchain: dict[str, Any] = field(default_factory=dict)

@@ -1,16 +1,21 @@
-"""The real llama.cpp tree through the vulkan leg: refused in seconds with headers too old, built where new enough.
+"""The real llama.cpp tree through the vulkan leg: refused in seconds with headers too old, built with new ones.
 
 The tree (llama.cpp 0c1e570, from the llama-cpp-python sdist) compiles
 ``ggml-vulkan.cpp`` against ``vk::LayerSettingEXT`` (``VK_EXT_layer_settings``,
-in Vulkan-Headers since 1.3.272). Debian 12's headers are 1.3.239: the leg
-must stop before configure with one line naming them, not fail 10 minutes
-into the build. Where the headers are new enough (Debian 13's 1.4.309, or an
-SDK named by ``PIPELINE_TEST_VULKAN_SDK``: a folder with ``bin/glslc`` and
-``include/vulkan``) the shipped vulkan leg plus the one reduction builds,
-check-bundle's smoke run passes (on lavapipe, its GPU forward pass runs on
-the Vulkan backend), and a rebuild in another folder hits every object.
-Which of the two applies is decided by the pipeline's own header check, and
-the skipped one says why.
+in Vulkan-Headers since 1.3.272). Debian 12's headers are 1.3.239: with them
+the leg must stop before configure with one line naming them, not fail 10
+minutes into the build.
+
+With new enough headers the shipped vulkan leg plus the one reduction
+(tests/support/reduction.py: the programs as for the cpu leg) builds. The
+headers and loader are Debian 13's 1.4.309 (tests/support/trixie_vulkan.py:
+two ``.deb`` files unpacked into an SDK-shaped folder kept in the test cache,
+passed as ``--vulkan-sdk``), or the SDK ``PIPELINE_TEST_VULKAN_SDK`` names.
+Where the trixie packages cannot be had, the test fails and says why.
+check-bundle's smoke run does its GPU forward pass on lavapipe
+(``mesa-vulkan-drivers``, installed by .ci/run), so ggml-vulkan really runs.
+A rebuild in another folder hits every object and every shader compile (the
+glslc cache, pipeline/ccache/glslc_cache.py).
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ import pytest
 from pipeline.errors import ToolchainError
 from pipeline.leg.preflight import check_vulkan
 from tests.support.cache_root import e2e_cache_root
-from tests.support.llama_tree import extract_tree
+from tests.support.llama_tree import standalone_tree
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.reduction import reduce_leg_flags, shipped_flags, toml_list
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
+from tests.support.trixie_vulkan import VERSION, SdkUnavailable, trixie_vulkan_sdk
 
 pytestmark = pytest.mark.integration
 
@@ -54,16 +60,19 @@ cmake_args = """ + toml_list(TESTED_LEGS["vulkan"]).replace("{", "{{").replace("
 VULKAN_SOURCE = "ggml/src/ggml-vulkan/ggml-vulkan.cpp"
 SDK_ENV = "PIPELINE_TEST_VULKAN_SDK"
 LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
+SYSTEM_INCLUDE = Path("/usr/include")
+# One build: ~15 min cold on 2 idle cores (docs/benchmarks.md); CI shares the machine.
 BUILD_TIMEOUT = 3600
 
 
-def _sdk() -> Path | None:
-    return Path(os.environ[SDK_ENV]) if os.environ.get(SDK_ENV) else None
-
-
-def _include_dir() -> Path:
-    sdk = _sdk()
-    return sdk / "include" if sdk is not None else Path("/usr/include")
+def _sdk() -> Path:
+    """``$PIPELINE_TEST_VULKAN_SDK``, else trixie's headers and loader (made once, in the test cache)."""
+    if os.environ.get(SDK_ENV):
+        return Path(os.environ[SDK_ENV])
+    try:
+        return trixie_vulkan_sdk()
+    except SdkUnavailable as exc:
+        pytest.fail(f"the real-tree vulkan build needs Vulkan headers 1.3.272 or newer, from trixie here: {exc}")
 
 
 def _partial_tree(dest: Path) -> Path:
@@ -78,10 +87,10 @@ def _partial_tree(dest: Path) -> Path:
     return dest
 
 
-def _headers_problem(tree: Path) -> str | None:
-    """The pipeline's own verdict on this machine's headers for the tree (None: new enough)."""
+def _headers_problem(include_dir: Path, tree: Path) -> str | None:
+    """The pipeline's own verdict on the headers under ``include_dir`` for the tree (None: new enough)."""
     try:
-        check_vulkan("vulkan", _include_dir(), tree)
+        check_vulkan("vulkan", include_dir, tree)
     except ToolchainError as err:
         return err.message
     return None
@@ -93,16 +102,16 @@ def _matrix(path: Path) -> Path:
 
 
 def _build_args(matrix: Path, tree: Path, out: Path, cache: Path, *extra: str) -> list[str]:
-    sdk = _sdk()
     return ["--matrix", str(matrix), "build", "vulkan", "--source", str(tree), "--out", str(out),
-            "--cache-dir", str(cache), *(["--vulkan-sdk", str(sdk)] if sdk else []), *extra]
+            "--cache-dir", str(cache), *extra]
 
 
 def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) -> None:
     tree = _partial_tree(tmp_path / "llama.cpp")
-    if _headers_problem(tree) is None:
-        pytest.skip(f"the Vulkan headers under {_include_dir()} are new enough for the tree: nothing to refuse")
-    header = _include_dir() / "vulkan" / "vulkan_core.h"
+    # The system's headers (no --vulkan-sdk): Debian 12's are too old for the tree.
+    if _headers_problem(SYSTEM_INCLUDE, tree) is None:
+        pytest.skip(f"the Vulkan headers under {SYSTEM_INCLUDE} are new enough for the tree: nothing to refuse")
+    header = SYSTEM_INCLUDE / "vulkan" / "vulkan_core.h"
     # The headers' version, read here from the header itself.
     text = header.read_text(encoding="utf-8", errors="replace")
     patch = re.search(r"^#define VK_HEADER_VERSION (\d+)$", text, re.M)
@@ -110,7 +119,8 @@ def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) ->
     assert patch and major_minor
     version = f"{major_minor.group(1)}.{major_minor.group(2)}.{patch.group(1)}"
     out = tmp_path / "out"
-    proc = run_pipeline(_build_args(_matrix(tmp_path / "matrix.toml"), tree, out, tmp_path / "ccache", "--no-bundle"))
+    proc = run_pipeline(_build_args(_matrix(tmp_path / "matrix.toml"), tree, out, tmp_path / "ccache", "--no-bundle"),
+                        env={"VULKAN_SDK": ""})
     assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert errors == [
@@ -123,30 +133,43 @@ def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) ->
     assert not (out / "vulkan" / "build").exists()
 
 
+def _shader_outputs(out: Path) -> int:
+    """The SPIR-V files a build holds: one per glslc call of vulkan-shaders-gen (vulkan-shaders-gen.cpp)."""
+    return len(list((out / "vulkan" / "build" / "ggml" / "src" / "ggml-vulkan" / "vulkan-shaders.spv").glob("*.spv")))
+
+
 @pytest.mark.e2e
 def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> None:
-    if (problem := _headers_problem(_partial_tree(tmp_path / "partial"))) is not None:
-        pytest.skip(f"the real-tree vulkan build needs newer headers: {problem}")
+    assert LAVAPIPE.is_file(), f"{LAVAPIPE} is missing: the smoke run's forward pass needs lavapipe (mesa-vulkan-drivers)"
+    sdk = _sdk()
+    if (problem := _headers_problem(sdk / "include", _partial_tree(tmp_path / "partial"))) is not None:
+        pytest.fail(f"--vulkan-sdk {sdk}: {problem}")
     sdist = cached_sdist()
-    assert sdist is not None
-    tree = extract_tree(sdist, tmp_path / "sdist")
+    assert sdist is not None, missing_reason()
+    tree = standalone_tree(sdist, tmp_path / "sdist")
     matrix = _matrix(tmp_path / "matrix.toml")
     cache = e2e_cache_root() / "ccache-vulkan"
     records = []
     for name in ("runner", "elsewhere"):
         out = tmp_path / name / "out"
-        proc = run_pipeline(_build_args(matrix, tree, out, cache), env={"PIPELINE_CACHE_HOME": str(tmp_path / "home")})
+        proc = run_pipeline(_build_args(matrix, tree, out, cache, "--vulkan-sdk", str(sdk)),
+                            env={"PIPELINE_CACHE_HOME": str(tmp_path / "home")}, timeout=BUILD_TIMEOUT)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
         records.append(json.loads((out / "vulkan" / "record.json").read_text()))
     first, second = records
     assert first["status"] == second["status"] == "success"
-    # The rebuild in another folder hits every object the first built.
+    if not os.environ.get(SDK_ENV):
+        assert first["toolchain"]["details"]["vulkan_headers"] == VERSION
+    # The rebuild in another folder hits every object the first built, and every shader compile.
     assert second["ccache"]["misses"] == 0 and second["ccache"]["hits"] > 0
-    checks = {c["name"]: c for c in first["bundle_check"]["checks"]}
-    gpu = checks["gpu-forward-pass"]
-    if LAVAPIPE.is_file():
+    shaders = _shader_outputs(tmp_path / "elsewhere" / "out")
+    assert shaders > 100, shaders
+    glslc = second["ccache"]["glslc"]
+    assert (glslc["hits"], glslc["misses"]) == (shaders, 0), glslc
+    assert first["ccache"]["glslc"]["hits"] + first["ccache"]["glslc"]["misses"] == shaders
+    for record in records:
+        checks = {c["name"]: c for c in record["bundle_check"]["checks"]}
+        gpu = checks["gpu-forward-pass"]
         # ggml-vulkan takes lavapipe only when named; the check names it when there is no GPU.
         assert gpu["status"] == "passed" and " on Vulkan0 (" in gpu["line"], gpu["line"]
-    else:
-        assert gpu["status"] == "skipped" and "no Vulkan device" in gpu["line"], gpu["line"]
-    assert checks["forward-pass"]["status"] == "passed"
+        assert checks["forward-pass"]["status"] == "passed"

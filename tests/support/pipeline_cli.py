@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_pipeline(
-    args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = False
+    args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = False,
+    timeout: float = 900,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m pipeline ARGS`` in a subprocess, as a user would run it."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **(env or {})}
@@ -23,7 +24,7 @@ def run_pipeline(
         env=full_env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")

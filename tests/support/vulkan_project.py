@@ -75,3 +75,75 @@ def write_vulkan_project(root: Path) -> Path:
         )
     )
     return root
+
+
+# A shader project compiled as llama.cpp's vulkan-shaders-gen compiles: one glslc call per variant
+# (``-DVARIANT=``), ``-O``, ``--target-env``, and a depfile (``-MD -MF``) Ninja reads. ``scale.comp``
+# includes ``lib/common.glsl``, which includes ``inner.glsl``; ``add.comp`` includes ``bias.glsl``, found
+# through the ``-I`` folder, and nothing of scale's. Every name is a literal the tests use.
+SHADER_VARIANTS = ("1", "2")
+SHADER_CALLS = 2 * len(SHADER_VARIANTS)
+SHADER_SOURCES = {
+    "shaders/scale.comp": """\
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "lib/common.glsl"
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer Data { float values[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    values[i] = scaled(values[i]) * float(VARIANT);
+}
+""",
+    "shaders/add.comp": """\
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "bias.glsl"
+layout(local_size_x = 32) in;
+layout(std430, binding = 0) buffer Data { float values[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    values[i] = values[i] + bias() * float(VARIANT);
+}
+""",
+    "shaders/lib/bias.glsl": "float bias() { return 0.5; }\n",
+    "shaders/lib/common.glsl": """\
+#include "inner.glsl"
+float scaled(float x) { return x * inner_factor(); }
+""",
+    "shaders/lib/inner.glsl": "float inner_factor() { return 2.0; }\n",
+}
+
+
+def write_shader_project(root: Path) -> Path:
+    """The shader project: ``build/<name>-<variant>.spv`` for each shader and variant, and a C++ program."""
+    for name, text in SHADER_SOURCES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "main.cpp").write_text("#include <cstdio>\nint main() { std::puts(\"shaders built\"); }\n")
+    (root / "CMakeLists.txt").write_text(
+        textwrap.dedent(
+            """\
+            cmake_minimum_required(VERSION 3.24)
+            project(shaders LANGUAGES C CXX)
+            find_package(Vulkan REQUIRED COMPONENTS glslc)
+            set(SPV)
+            foreach(shader scale add)
+              foreach(variant """ + " ".join(SHADER_VARIANTS) + """)
+                set(out ${CMAKE_CURRENT_BINARY_DIR}/${shader}-${variant}.spv)
+                add_custom_command(
+                    OUTPUT ${out}
+                    DEPFILE ${out}.d
+                    COMMAND ${Vulkan_GLSLC_EXECUTABLE} -fshader-stage=compute --target-env=vulkan1.2
+                            ${CMAKE_CURRENT_SOURCE_DIR}/shaders/${shader}.comp -o ${out} -O -MD -MF ${out}.d
+                            -I ${CMAKE_CURRENT_SOURCE_DIR}/shaders/lib -DVARIANT=${variant}
+                    DEPENDS shaders/${shader}.comp)
+                list(APPEND SPV ${out})
+              endforeach()
+            endforeach()
+            add_custom_target(shaders ALL DEPENDS ${SPV})
+            add_executable(demo main.cpp)
+            """
+        )
+    )
+    return root

@@ -339,3 +339,18 @@ def test_report_command_rejects_a_bad_threshold(tmp_path: Path, capsys: pytest.C
     write_record(tmp_path, record("cpu"))
     assert main(["report", "--out", str(tmp_path), "--hit-rate-warning", "90"]) == 2
     assert "expected a rate between 0 and 1" in capsys.readouterr().err
+
+
+def test_the_shader_cache_counts_stand_beside_ccaches_for_a_vulkan_leg_only() -> None:
+    vulkan = record("vulkan")
+    vulkan.ccache["glslc"] = {"hits": 1510, "misses": 2, "uncacheable": 7}
+    broken = record("vulkan-broken")
+    broken.ccache["glslc"] = {"hits": -1, "misses": 3}
+    rows = report.leg_rows([vulkan, record("cpu"), broken], {}, 0.9)
+    md = report.render_markdown(rows, threshold=0.9)
+    cells = {line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1] for line in md.splitlines() if line.startswith("| ")}
+    assert cells == {"Leg": "Shaders hits / misses", "cpu": "—", "vulkan": "1510 / 2", "vulkan-broken": "— / 3"}
+    # Markdown's separator row has one cell per column.
+    assert next(line for line in md.splitlines() if line.startswith("|---")).count("|") == len(report.HEADERS) + 1
+    page = report.render_html([vulkan, record("cpu"), broken], rows, generated="2026-08-09 07:00 UTC", threshold=0.9)
+    assert "<td>1510 / 2</td>" in page and "<th>Shaders hits / misses</th>" in page
