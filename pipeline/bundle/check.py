@@ -36,15 +36,17 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.bundle.check_findings import Problem, TreeFindings
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
 from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
 from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
 from pipeline.bundle.emulation import host_arch, how_to_run
-from pipeline.bundle.machodeps import MachoInfo, is_macho, read_macho, signature_matches, version_tuple
+from pipeline.bundle.macho_loads import check_macho, check_macho_loads
+from pipeline.bundle.machodeps import MachoInfo, is_macho
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
@@ -56,23 +58,6 @@ from pipeline.inputs.cuda_driver import DRIVER_FLOORS, runtime_line
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN
 from pipeline.util.tree_removal import remove_tree
-
-
-@dataclass(frozen=True, kw_only=True)
-class Problem:
-    """One reason the bundle would not run on a clean machine."""
-
-    file: str
-    kind: str  # "library", "runpath", "glibc", "license", "smoke", "arch", "macos", "signature", "runtime"
-    message: str
-    library: str | None = None
-
-    @property
-    def line(self) -> str:
-        return f"{self.file}: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "kind": self.kind, "library": self.library, "message": self.message}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,14 +118,6 @@ class BundleCheck:
 _DRIVER_FILE = re.compile(r"^(?:libcuda\.so(?:\.[0-9.]+)?|nvcuda\.dll)$", re.IGNORECASE)
 
 
-@dataclass
-class _TreeFindings:
-    problems: list[Problem] = field(default_factory=list)
-    files: int = 0
-    glibc: tuple[int, ...] | None = None
-    glibc_by: str | None = None
-
-
 _KINDS = {"windows": ".exe/.dll", "macos": "Mach-O", "linux": "ELF"}
 
 
@@ -164,7 +141,7 @@ def _binaries(root: Path, os_name: str) -> list[str]:
     return found
 
 
-def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFindings, *, tag: str) -> list[Path]:
+def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: TreeFindings, *, tag: str) -> list[Path]:
     """The bundle folders a file's RUNPATH reaches; a problem for each entry that is not one."""
     here = (root / rel).parent
     dirs = []
@@ -194,7 +171,7 @@ def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: _TreeFin
     return dirs
 
 
-def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
+def _check_elf(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
     info = read_elf(root / rel)
     if (machine := elf_arch(root / rel)) != arch:
         found.problems.append(Problem(file=rel, kind="arch",
@@ -214,7 +191,7 @@ def _check_elf(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, 
             found.glibc, found.glibc_by = version, rel
 
 
-def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
+def _check_pe(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
     if (machine := pe_arch(root / rel)) != arch:
         found.problems.append(Problem(file=rel, kind="arch", message=f"built for {machine}, the bundle is for {arch}"))
     beside = {p.name.lower() for p in (root / rel).parent.iterdir()}
@@ -227,119 +204,11 @@ def _check_pe(root: Path, rel: str, found: _TreeFindings, in_bundle: dict[str, s
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
 
 
-def _check_macho(root: Path, rel: str, found: _TreeFindings, arch: str, macos_min: str | None) -> MachoInfo | None:
-    """A macOS file on its own: its arch, no build-machine LC_RPATH, its minos at most the leg's, and
-    (arm64) a signature that matches its bytes. Its slice for ``arch`` (None: it has none) goes on to
-    :func:`_check_macho_loads`, which follows the install names through the loading chains."""
-    slices = read_macho(root / rel)
-    if arch not in {s.arch for s in slices}:
-        found.problems.append(Problem(file=rel, kind="arch", message=f"built for {', '.join(s.arch for s in slices)}, "
-                                                                       f"the bundle is for {arch}"))
-    info = next((s for s in slices if s.arch == arch), None)
-    if info is not None:
-        for entry in info.rpaths:
-            if not entry.startswith(_MACHO_RELATIVE):
-                found.problems.append(Problem(file=rel, kind="runpath",
-                                              message=f"build-machine LC_RPATH {entry!r} (want @loader_path-relative)"))
-        if macos_min and info.minos and version_tuple(info.minos) > version_tuple(macos_min):
-            found.problems.append(Problem(file=rel, kind="macos", message=f"requires macOS {info.minos} "
-                                          f"(LC_BUILD_VERSION minos), above the leg's macos_min = {macos_min}"))
-    if arch == "arm64" and signature_matches(root / rel) is not True:
-        found.problems.append(Problem(file=rel, kind="signature", message=(
-            "no code signature that matches its bytes: arm64 macOS kills it (sign it ad hoc: codesign --force --sign -)")))
-    return info
-
-
-_MACHO_RELATIVE = ("@loader_path", "@executable_path")
-# Deeper loading chains than this are a cycle dyld would not follow either.
-_MAX_CHAIN = 64
-
-
-def _macho_path(root: Path, text: str, *, loader: Path, executable: Path) -> Path:
-    """Where an ``@loader_path``/``@executable_path`` path (an install name or an LC_RPATH) points."""
-    for prefix, base in (("@loader_path", loader), ("@executable_path", executable)):
-        if text == prefix or text.startswith(prefix + "/"):
-            return Path(os.path.normpath(base / text[len(prefix):].lstrip("/")))
-    raise AssertionError(text)
-
-
-def _check_macho_loads(root: Path, images: Mapping[str, MachoInfo], found: _TreeFindings) -> None:
-    """Every install name of every Mach-O file resolved as dyld resolves it, inside the bundle.
-
-    ``@rpath/NAME`` is searched in the loading image's LC_RPATHs, then in those of the image that
-    loaded it, and so on up to the main executable; ``@executable_path`` is that executable's folder.
-    So each program is followed down its chain of libraries; a library no program loads (a backend
-    module opened with dlopen) is taken as loaded by each program (the main executable's LC_RPATHs
-    apply to it), or on its own when the bundle holds no program. A path that leaves the bundle, an
-    LC_RPATH included, is a problem even where the file it names exists.
-    """
-    reported: set[tuple[str, str]] = set()
-    visited: set[tuple[str, Path, tuple[Path, ...]]] = set()
-
-    def problem(rel: str, key: str, kind: str, message: str, library: str | None = None) -> None:
-        if (rel, key) not in reported:
-            reported.add((rel, key))
-            found.problems.append(Problem(file=rel, kind=kind, library=library, message=message))
-
-    def visit(rel: str, executable: Path, inherited: tuple[Path, ...], depth: int) -> None:
-        if (rel, executable, inherited) in visited or depth > _MAX_CHAIN:
-            return
-        visited.add((rel, executable, inherited))
-        info, loader = images[rel], (root / rel).parent
-        own: list[Path] = []
-        for entry in info.rpaths:
-            if not entry.startswith(_MACHO_RELATIVE):
-                continue  # a build-machine entry: _check_macho named it
-            target = _macho_path(root, entry, loader=loader, executable=executable)
-            if not target.is_relative_to(root):
-                problem(rel, f"rpath {entry}", "runpath", f"LC_RPATH {entry!r} leaves the bundle")
-                continue
-            own.append(target)
-        # dyld: the image's own LC_RPATHs first, then its loader's, up to the main executable's.
-        search = (*own, *inherited)
-        for lib in info.needed:
-            if is_base_system("macos", lib, info.arch):
-                continue
-            if lib.startswith("@rpath/"):
-                candidates = [Path(os.path.normpath(d / lib.removeprefix("@rpath/"))) for d in search]
-                if not any(c.is_relative_to(root) and c.exists() for c in candidates):
-                    problem(rel, lib, "library", f"needs {lib}: not found in the bundle through its LC_RPATHs "
-                            "or those of the files that load it", lib)
-                    continue
-                target = next(c for c in candidates if c.is_relative_to(root) and c.exists())
-            elif lib.startswith(_MACHO_RELATIVE):
-                target = _macho_path(root, lib, loader=loader, executable=executable)
-                if not target.is_relative_to(root):
-                    problem(rel, lib, "library", f"needs {lib}: it points outside the bundle", lib)
-                    continue
-                if not target.exists():
-                    problem(rel, lib, "library", f"needs {lib}: not found in the bundle", lib)
-                    continue
-            else:
-                problem(rel, lib, "library", f"needs {lib}: an absolute install name outside the macOS base "
-                        "system (want @rpath/... and the library in the bundle)", lib)
-                continue
-            real, top = target.resolve(), root.resolve()
-            if real.is_relative_to(top) and (loaded := real.relative_to(top).as_posix()) in images:
-                visit(loaded, executable, search, depth + 1)
-
-    programs = sorted(rel for rel, info in images.items() if info.filetype == "execute")
-    for rel in programs:
-        visit(rel, (root / rel).parent, (), 0)
-    reached = {rel for rel, _, _ in visited}
-    for rel in sorted(set(images) - reached):
-        for program in programs or [rel]:
-            info, here = images[program], (root / program).parent
-            inherited = tuple(p for e in info.rpaths if e.startswith(_MACHO_RELATIVE) and program != rel
-                              and (p := _macho_path(root, e, loader=here, executable=here)).is_relative_to(root))
-            visit(rel, here, inherited, 0)
-
-
 def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64",
                macos_min: str | None = None, cuda_line: str | None = None) -> BundleCheck:
     """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE,
     and for a CUDA leg (``cuda_line``) that its runtime is of that line."""
-    found = _TreeFindings()
+    found = TreeFindings()
     windows = os_name == "windows"
     in_bundle = {
         (p.name.lower() if windows else p.name): p.relative_to(root).as_posix()
@@ -351,12 +220,12 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         if windows:
             _check_pe(root, rel, found, in_bundle, arch)
         elif os_name == "macos":
-            if (info := _check_macho(root, rel, found, arch, macos_min)) is not None:
+            if (info := check_macho(root, rel, found, arch, macos_min)) is not None:
                 images[rel] = info
         else:
             _check_elf(root, rel, found, in_bundle, arch)
     if images:
-        _check_macho_loads(root, images, found)
+        check_macho_loads(root, images, found)
     if found.files == 0:
         # A check that examined nothing has shown nothing: a bundle without one program or library fails.
         where = "anywhere in the bundle" if os_name == "macos" else "at the bundle's root"
