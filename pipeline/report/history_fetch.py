@@ -23,6 +23,7 @@ from pipeline.github.limits import GITHUB_PER_PAGE as PER_PAGE
 from pipeline.github.rest import RestClient
 from pipeline.report.history import Night
 from pipeline.results.record import RECORD_NAME, LegRecord, record_problem
+from pipeline.util import json_text
 
 RECORD_ARTIFACT_PREFIX = "record-"
 MAX_ARTIFACT_BYTES = 32 * 1024 * 1024
@@ -78,14 +79,15 @@ def record_from_zip(data: bytes, where: str) -> LegRecord:
             names = [i for i in archive.infolist() if i.filename.rsplit("/", 1)[-1] == RECORD_NAME]
             if not names:
                 raise GitHubError(f"{where}: no {RECORD_NAME} in the artifact")
-            if names[0].file_size > MAX_RECORD_BYTES:
-                raise GitHubError(f"{where}: {RECORD_NAME} is over {MAX_RECORD_BYTES >> 20} MiB")
-            text = archive.read(names[0]).decode("utf-8")
-    except (zipfile.BadZipFile, UnicodeDecodeError, EOFError) as exc:
+            # The size the zip states, before anything is inflated; the bytes themselves are held to it below.
+            if message := json_text.too_big(names[0].file_size, where, RECORD_NAME, MAX_RECORD_BYTES):
+                raise GitHubError(message)
+            raw = archive.read(names[0])
+    except (zipfile.BadZipFile, EOFError) as exc:
         raise GitHubError(f"{where}: not a readable zip of a record: {exc}") from None
     try:
-        payload = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        payload = json_text.loads(raw, where=where, what=RECORD_NAME, error=GitHubError, limit=MAX_RECORD_BYTES)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GitHubError(f"{where}: {RECORD_NAME} is not JSON: {exc}") from None
     if not isinstance(payload, dict) or (problem := record_problem(payload)):
         raise GitHubError(f"{where}: not a leg record: {problem if isinstance(payload, dict) else 'not an object'}")

@@ -65,3 +65,28 @@ def test_summary_lines_say_the_latest_night_and_the_alarms() -> None:
         "cold with an unchanged toolchain on 2026-11-28 #10, 2026-11-29 #11",
         "rocm: 3 nights, last 2026-11-30 #12: 99% hits, 10.0 min; 1 toolchain change",
     ]
+
+
+def _zipped(name: str, data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_an_artifact_s_record_is_read_within_bounds() -> None:
+    import pytest
+
+    from pipeline.errors import GitHubError
+    from pipeline.report.history_fetch import MAX_RECORD_BYTES, record_from_zip
+
+    with pytest.raises(GitHubError, match=r"^run 1: record\.json is nested too deep to read$"):
+        record_from_zip(_zipped("record.json", b"[" * 100_000 + b"]" * 100_000), "run 1")
+    # Over the bound by its stated size: refused before it is inflated.
+    with pytest.raises(GitHubError, match=r"^run 1: record\.json is .*, over the 4\.0 MiB it may be; refused unread$"):
+        record_from_zip(_zipped("record.json", b" " * (MAX_RECORD_BYTES + 1)), "run 1")
+    with pytest.raises(GitHubError, match=r"^run 1: record\.json is not JSON"):
+        record_from_zip(_zipped("record.json", b"{not json"), "run 1")
