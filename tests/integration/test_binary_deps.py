@@ -221,3 +221,52 @@ def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_re
     assert set(readelf_dynamic(program)["NEEDED"]) >= {"libssl.so.3", "libcrypto.so.3", "libdemo.so.2"}
     lines = [p.line for p in check_tree(root, os_name="linux", glibc_max=None).problems]
     assert lines == ["llama-tls: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist"]
+
+
+def test_a_library_hip_opens_by_name_is_carried_from_a_distribution_layout(tmp_path: Path) -> None:
+    """Debian's ROCm at /usr: libraries in lib/<triplet>, rocBLAS's kernels below it, comgr opened with dlopen.
+
+    Built here with gcc in Debian's layout: a ``libamdhip64.so.6`` that calls ``dlopen("libamd_comgr.so.3")``
+    (no DT_NEEDED on it, as Debian's is built) and a program needing it. The closure must carry the opened
+    library too, and the kernel files of the leg's target only, below the folder where librocblas looks.
+    """
+    usr = tmp_path / "usr"
+    multiarch = usr / "lib" / "x86_64-linux-gnu"
+    kernels = multiarch / "rocblas" / "4.4.1" / "library"
+    kernels.mkdir(parents=True)
+    for name in ("Kernels.so-000-gfx1100.hsaco", "Kernels.so-000-gfx90a.hsaco", "TensileLibrary_fallback.dat"):
+        (kernels / name).write_bytes(name.encode())
+    (tmp_path / "comgr.c").write_text("int amd_comgr_demo(void) { return 3; }\n")
+    gcc("-shared", "-fPIC", "-Wl,-soname,libamd_comgr.so.3", "-o", str(multiarch / "libamd_comgr.so.3"),
+        str(tmp_path / "comgr.c"))
+    (tmp_path / "hip.c").write_text('#include <dlfcn.h>\nint hip_demo(void) { return dlopen("libamd_comgr.so.3", '
+                                    "RTLD_NOW) != 0; }\n")
+    gcc("-shared", "-fPIC", "-Wl,-soname,libamdhip64.so.6", "-o", str(multiarch / "libamdhip64.so.6"),
+        str(tmp_path / "hip.c"), "-ldl")
+    (tmp_path / "rocblas.c").write_text("int rocblas_demo(void) { return 4; }\n")
+    gcc("-shared", "-fPIC", "-Wl,-soname,librocblas.so.4", "-o", str(multiarch / "librocblas.so.4"),
+        str(tmp_path / "rocblas.c"))
+    root = tmp_path / "bundle"
+    root.mkdir()
+    (tmp_path / "main.c").write_text("int hip_demo(void); int rocblas_demo(void);\n"
+                                     "int main(void) { return hip_demo() + rocblas_demo(); }\n")
+    gcc("-o", str(root / "llama-demo"), str(tmp_path / "main.c"), f"-L{multiarch}", "-l:libamdhip64.so.6",
+        "-l:librocblas.so.4")
+    needed = readelf_dynamic(root / "llama-demo")["NEEDED"]
+    assert "libamdhip64.so.6" in needed and "libamd_comgr.so.3" not in readelf_dynamic(multiarch / "libamdhip64.so.6")["NEEDED"]
+
+    closure = complete_runtime(root, os_name="linux", backend="rocm", targets=("gfx1100",), toolchain_root=usr)
+    copied = {c.path: c.origin for c in closure.copied}
+    assert copied == {
+        "libamdhip64.so.6": "lib/x86_64-linux-gnu/libamdhip64.so.6",
+        "librocblas.so.4": "lib/x86_64-linux-gnu/librocblas.so.4",
+        "libamd_comgr.so.3": "lib/x86_64-linux-gnu/libamd_comgr.so.3",
+        "rocblas/4.4.1/library/Kernels.so-000-gfx1100.hsaco":
+            "lib/x86_64-linux-gnu/rocblas/4.4.1/library/Kernels.so-000-gfx1100.hsaco",
+        "rocblas/4.4.1/library/TensileLibrary_fallback.dat":
+            "lib/x86_64-linux-gnu/rocblas/4.4.1/library/TensileLibrary_fallback.dat",
+    }
+    assert closure.unresolved == ()
+    # The program loads its libraries from the bundle alone, and so does HIP's dlopen of comgr.
+    ran = subprocess.run([str(root / "llama-demo")], capture_output=True, check=False, env={})
+    assert ran.returncode == 1 + 4, ran

@@ -80,7 +80,7 @@ def test_without_a_vulkan_driver_the_gpu_check_is_a_skip_that_says_no_device(tmp
     drivers = {"VK_ICD_FILENAMES": str(tmp_path / "no-such-icd.json")}
     gpu = gpu_forward_pass_check(root, "linux", tmp_path / "home", drivers)
     assert gpu is not None and gpu.status == SKIPPED
-    assert gpu.line == ("gpu-forward-pass: skipped: no Vulkan device: libggml-vulkan.so loaded, and its "
+    assert gpu.line == ("gpu-forward-pass: skipped: no GPU here: no Vulkan device: libggml-vulkan.so loaded, and its "
                         "ggml_backend_init found no Vulkan driver (ICD) or device")
     backends = backends_check(root, "linux", tmp_path / "home", backend_dl=True, driver_env=drivers)
     assert backends.status == PASSED, backends.line

@@ -10,10 +10,12 @@ from scripts.reduction import (
     PROGRAMS_CMAKE,
     REDUCED_PROGRAMS,
     REDUCTION,
+    ROCM_TARGET,
     SHIPPED_MATRIX,
     flag_variable,
     is_reduced_from,
     reduce_leg_flags,
+    reduce_targets,
     reduced_matrix,
     reduction_flags,
     shipped_flags,
@@ -21,7 +23,7 @@ from scripts.reduction import (
 )
 
 __all__ = [
-    "CUDA_ARCHITECTURE", "PROGRAM", "PROGRAMS_CMAKE", "REDUCED_PROGRAMS", "REDUCTION", "SHIPPED_MATRIX",
-    "flag_variable", "is_reduced_from", "reduce_leg_flags", "reduced_matrix", "reduction_flags", "shipped_flags",
+    "CUDA_ARCHITECTURE", "PROGRAM", "PROGRAMS_CMAKE", "REDUCED_PROGRAMS", "REDUCTION", "ROCM_TARGET", "SHIPPED_MATRIX",
+    "flag_variable", "is_reduced_from", "reduce_leg_flags", "reduce_targets", "reduced_matrix", "reduction_flags", "shipped_flags",
     "toml_list",
 ]

@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 
 from pipeline.inputs.matrix import load_matrix
-from tests.support.reduction import CUDA_ARCHITECTURE, REDUCTION, flag_variable, reduction_flags
+from tests.support.reduction import CUDA_ARCHITECTURE, REDUCTION, ROCM_TARGET, flag_variable, reduction_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = load_matrix(ROOT / "matrix.toml")
@@ -90,14 +90,16 @@ def _write(path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("name", tree_test_modules())
-def test_a_tree_test_builds_the_shipped_toolchain_and_one_declared_cuda_architecture(name: str, tmp_path: Path) -> None:
+def test_a_tree_test_builds_the_shipped_toolchain_and_one_declared_gpu_architecture(name: str, tmp_path: Path) -> None:
     """Every other leg key as shipped; a cuda leg's architectures reduced to the declared one, a shipped one."""
     template = importlib.import_module(name).MATRIX
     text = template.format(upstream="/nowhere/upstream", min_age=6, pr_repo="a/b", pr_number=1, pr_sha="0" * 40)
     matrix = load_matrix(_write(tmp_path / "matrix.toml", text))
     for leg in matrix.legs.values():
         shipped = SHIPPED.leg(leg.name)
-        assert (leg.backend, leg.os, leg.targets, leg.family) == (shipped.backend, shipped.os, shipped.targets, shipped.family)
+        assert (leg.backend, leg.os, leg.family) == (shipped.backend, shipped.os, shipped.family)
+        # A rocm leg's GPU targets reduced to the declared one; every other leg's as shipped.
+        assert leg.targets == ((ROCM_TARGET,) if leg.backend == "rocm" else shipped.targets)
         if leg.backend == "cuda":
             assert leg.cuda_architectures == (CUDA_ARCHITECTURE,)
             assert matrix.toolchains.cuda == SHIPPED.toolchains.cuda
@@ -107,3 +109,7 @@ def test_a_tree_test_builds_the_shipped_toolchain_and_one_declared_cuda_architec
 
 def test_the_declared_cuda_architecture_is_one_the_shipped_leg_builds() -> None:
     assert CUDA_ARCHITECTURE in SHIPPED.leg("cuda").cuda_architectures
+
+
+def test_the_declared_rocm_target_is_one_the_shipped_linux_gfx110x_leg_builds() -> None:
+    assert ROCM_TARGET in SHIPPED.leg("rocm-linux-gfx110X").targets
