@@ -163,7 +163,7 @@ llama_model_load_from_file_impl: using device ROCm0 (AMD Radeon RX 7900 XT) - 20
 load_tensors: offloaded 66/66 layers to GPU
 main: decoded 4 tokens in 0.02 s, speed: 200.00 t/s
 """
-# koboldcpp-rocm issue #116: a HIP build on a machine whose GPU the runtime does not take, then the CPU.
+# YellowRoseCx/koboldcpp-rocm#116: a HIP build on a machine whose GPU the runtime does not take, then the CPU.
 CPU_ONLY_RUN = """\
 ggml_cuda_init: failed to initialize ROCm: no ROCm-capable device is detected
 load_tensors: offloaded 0/66 layers to GPU
