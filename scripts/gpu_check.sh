@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# The CUDA or Vulkan bundle on a real NVIDIA GPU, in one call on a lent machine: the cuda leg for sm_90
-# with the machine's CUDA (or the vulkan leg with .gpu-check/vulkan-sdk), check-bundle against the real
-# driver, and the forward pass offloaded to the GPU. One backend per call, each under 10 minutes.
+# A GPU bundle on a real GPU, in one call on a lent machine: check-bundle against the real driver, and
+# the forward pass offloaded to the GPU (-ngl 99). One backend per call, each under 10 minutes:
+# - cuda (an NVIDIA machine): the cuda leg for sm_90 (the H200's) with the machine's CUDA (--cuda-path);
+# - vulkan (an NVIDIA machine): the vulkan leg with .gpu-check/vulkan-sdk;
+# - rocm (an AMD machine with ROCm: --rocm-path DIR, default $ROCM_PATH or /opt/rocm): the shipped Linux
+#   rocm leg whose targets hold the machine's GPU target (amdgpu-arch / rocminfo), built for that one
+#   target; no AMD GPU: one error line, exit 3 (a --dry-run takes --target gfxNNNN instead). Never run
+#   on an AMD GPU yet: none has been lent to this project.
 # Prepare .gpu-check/ first, here: python3 scripts/gpu_check_prepare.py (docs/cuda.md, docs/gpu-checks.md).
-# Usage: scripts/gpu_check.sh [--backend cuda|vulkan] [--cuda-path DIR] [--dry-run]
+# Usage: scripts/gpu_check.sh [--backend cuda|vulkan|rocm] [--cuda-path DIR] [--rocm-path DIR]
+#                             [--dry-run [--target gfxNNNN]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The wheels in .gpu-check/ are for one Python (gpu_check_prepare.py --python-version, 3.12 by default).

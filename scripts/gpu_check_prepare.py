@@ -19,6 +19,9 @@ the device call's ``carry``):
   finds it in ``lib/``): the lent machine need not have either (about 26 MB,
   most of it the C++ headers).
 
+``gpu_check.sh --backend rocm`` needs nothing more here: it builds with the
+lent AMD machine's own ROCm (docs/gpu-checks.md, "On a lent AMD GPU").
+
 Prints the sizes and the device call. Usage: ``python3 scripts/gpu_check_prepare.py``.
 """
 
@@ -125,6 +128,8 @@ def main() -> int:
     for backend in ("cuda", "vulkan"):
         print(f'gpu-check: device call: run(command="bash scripts/gpu_check.sh --backend {backend}", '
               'carry=[".gpu-check"], timeout_s=500)')
+    print('gpu-check: on a lent AMD machine: run(command="bash scripts/gpu_check.sh --backend rocm", '
+          'carry=[".gpu-check"], timeout_s=500)')
     return 0
 
 

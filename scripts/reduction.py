@@ -65,7 +65,8 @@ CUDA_ARCHITECTURE = "89"
 # compiles every HIP unit once per target, so the family is four times the device work of one (the 145
 # device units of ggml-hip take about 15 min on 2 cores for gfx1100 alone); one target compiles every unit,
 # links every library and picks that target's rocBLAS kernels, which is what the test proves. Why gfx1100:
-# the family's first, the seed's own card (docs/benchmarks.md).
+# the family's first, the seed's own card (docs/benchmarks.md). The lent GPU check (scripts/gpu_check.sh
+# --backend rocm) builds the machine's own target instead, with nothing else changed.
 ROCM_TARGET = "gfx1100"
 
 
