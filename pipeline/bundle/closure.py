@@ -29,7 +29,13 @@ from pathlib import Path
 
 from pipeline.backends import runtime_profile
 from pipeline.backends.protocol import DataFolder, RuntimeProfile
-from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
+from pipeline.bundle.closure_policy import (
+    LINUX_MULTIARCH,
+    is_base_system,
+    is_origin_relative,
+    keeps_data_file,
+    origin_runpath,
+)
 from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.errors import BundleError, ToolchainError
@@ -82,11 +88,17 @@ def find_patchelf() -> Path:
 
 
 def usable_toolchain_root(root: Path | None) -> Path | None:
-    """``root`` unless it is the system itself (``/`` or ``/usr``), whose libraries are never copied."""
+    """``root`` unless it is ``/`` or not a folder.
+
+    ``/usr`` is a root: a distribution's toolkit (``--cuda-path /usr``, ``--rocm-path /usr`` on
+    Debian) keeps its runtime there, and a bundle must carry it (libcudart.so.12, libamdhip64) as
+    it carries a toolkit's from anywhere else. The base-system allowlist comes first, so libc,
+    libstdc++ and the driver of that /usr are still never copied.
+    """
     if root is None:
         return None
     resolved = root.resolve()
-    if resolved in (Path("/"), Path("/usr")) or not resolved.is_dir():
+    if resolved == Path("/") or not resolved.is_dir():
         return None
     return resolved
 
@@ -169,6 +181,9 @@ class _Walker:
             if candidate.is_relative_to(self.root):
                 dirs.append(candidate)
         dirs.extend(self.root / d for d in self.profile.library_dirs)
+        if not self.windows and self.arch in LINUX_MULTIARCH:
+            # A distribution's /usr keeps its libraries in the multiarch folder (lib/x86_64-linux-gnu).
+            dirs.append(self.root / "lib" / LINUX_MULTIARCH[self.arch])
         return dirs
 
     def _find(self, rel: str, library: str) -> Path | None:
