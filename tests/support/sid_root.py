@@ -122,12 +122,7 @@ class DebianRoot:
         wanted = "\n".join(self.packages)
         if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted:
             return
-        # The root's dpkg database read from here: no mount while another test may be using the root.
-        status = subprocess.run(["dpkg-query", f"--admindir={root / 'var/lib/dpkg'}", "-W",
-                                 "-f=${Package} ${db:Status-Status}\n", *self.packages],
-                                capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
-        installed = {line.split()[0] for line in status.stdout.splitlines() if line.endswith(" installed")}
-        missing = [p for p in self.packages if p not in installed]
+        missing = self.missing(root)
         if missing:
             with mounted(root):
                 for argv in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *missing]):
@@ -136,6 +131,16 @@ class DebianRoot:
                         raise SidRootUnavailable(
                             f"{' '.join(argv[:3])} in the {self.suite} root failed:\n{proc.stderr[-3000:]}")
         stamp.write_text(wanted, encoding="utf-8")
+
+
+    def missing(self, root: Path) -> list[str]:
+        """The packages of the list that ``root``'s dpkg does not have installed."""
+        # The root's dpkg database read from here: no mount while another test may be using the root.
+        status = subprocess.run(["dpkg-query", f"--admindir={root / 'var/lib/dpkg'}", "-W",
+                                 "-f=${Package} ${db:Status-Status}\n", *self.packages],
+                                capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        installed = {line.split()[0] for line in status.stdout.splitlines() if line.endswith(" installed")}
+        return [p for p in self.packages if p not in installed]
 
 
 def _privileged_tool(name: str, doing: str) -> str:
