@@ -28,8 +28,8 @@ check-bundle rightly refuses that floor; the shipped legs build on Ubuntu
 The checkout, the workspace and the ccache are bound inside the root at
 their host paths: the reduction names ``scripts/llama_programs.cmake`` by
 its absolute path, and the rebuild's hits need one path for each. The cold
-build is tens of minutes on 2 cores; the second, in another folder, hits
-every compile (docs/testing.md). Deselect with ``-m "not e2e"``.
+build took 32 minutes on 2 shared cores; the second, in another folder, hits
+every compile (docs/testing.md has the times). Deselect with ``-m "not e2e"``.
 """
 
 from __future__ import annotations
