@@ -58,7 +58,9 @@ REDUCTION: dict[str, str] = {
 # device work of one, hours on 2 cores; one architecture compiles every unit, links every library and
 # gives the bundle its whole CUDA runtime closure, which is what the test proves. Why 89: a real
 # shipped entry in the shipped form (SASS and PTX), the one measured (294 Ninja steps); the lent GPU
-# check (scripts/gpu_check.sh) builds 90 for its H200 with nothing reduced but the programs.
+# check (scripts/gpu_check.sh) builds 90 for its H200 with nothing reduced but the programs. The
+# CUDA 12 test (tests/integration/test_real_tree_cuda12.py) builds it too: cuda-12.8-older lists 89,
+# and Debian's CUDA 12.4 compiles it (not 100 or 120, which the other 12.8 profiles add).
 CUDA_ARCHITECTURE = "89"
 
 # The one GPU target a real-tree rocm build compiles, of the shipped gfx110X family's four. Why one: clang

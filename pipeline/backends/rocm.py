@@ -16,11 +16,12 @@ if TYPE_CHECKING:
 
     from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 
-# TheRock's layout (lib/, its LLVM and system dependencies beside it), then a distribution's (Debian's
-# /usr: the libraries in lib/<triplet>, rocBLAS's kernels in lib/<triplet>/rocblas/<version>/library,
-# where its librocblas looks, relative to itself; the bundle keeps that relative place).
+# TheRock's layout (lib/, its LLVM and system dependencies beside it); a distribution's /usr keeps its
+# libraries in the multiarch folder, which the closure searches for every backend, and rocBLAS's kernels
+# in lib/<triplet>/rocblas/<version>/library, where its librocblas looks, relative to itself: the bundle
+# keeps that relative place.
 _LINUX = RuntimeProfile(
-    library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64", "lib/x86_64-linux-gnu"),
+    library_dirs=("lib", "lib/llvm/lib", "lib/rocm_sysdeps/lib", "lib64"),
     data_folders=(
         DataFolder(source="lib/rocblas/library", dest="rocblas/library", owner="librocblas"),
         DataFolder(source="lib/hipblaslt/library", dest="hipblaslt/library", owner="libhipblaslt"),

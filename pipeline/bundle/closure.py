@@ -30,7 +30,13 @@ from pathlib import Path
 
 from pipeline.backends import runtime_profile
 from pipeline.backends.protocol import DataFolder, RuntimeProfile
-from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
+from pipeline.bundle.closure_policy import (
+    LINUX_MULTIARCH,
+    is_base_system,
+    is_origin_relative,
+    keeps_data_file,
+    origin_runpath,
+)
 from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.pedeps import is_pe, read_pe_imports
 from pipeline.errors import BundleError, ToolchainError
@@ -185,6 +191,9 @@ class _Walker:
             if candidate.is_relative_to(self.root):
                 dirs.append(candidate)
         dirs.extend(self.root / d for d in self.profile.library_dirs)
+        if not self.windows and self.arch in LINUX_MULTIARCH:
+            # A distribution's /usr keeps its libraries in the multiarch folder (lib/x86_64-linux-gnu).
+            dirs.append(self.root / "lib" / LINUX_MULTIARCH[self.arch])
         return dirs
 
     def _find(self, rel: str, library: str) -> Path | None:

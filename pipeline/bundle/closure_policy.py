@@ -86,6 +86,10 @@ LINUX_ARCH_BASE_SYSTEM: dict[str, tuple[str, ...]] = {
     "arm64": ("ld-linux-aarch64.so.1",),
 }
 
+# Debian's and Ubuntu's multiarch folder per architecture: where a distribution's toolkit at /usr
+# (--cuda-path /usr, --rocm-path /usr) keeps its libraries, under lib/.
+LINUX_MULTIARCH: dict[str, str] = {"x64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+
 # macOS: a library is named by its install name, a path. What the OS itself keeps there (libSystem,
 # libc++, the frameworks: Metal, Foundation, Accelerate) is the base system; anything else, and every
 # @rpath/@loader_path name, must be in the bundle.

@@ -13,9 +13,14 @@ from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.settings import CUDA_PATH
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
-from pipeline.toolchain.host_compiler import host_toolchain
+from pipeline.toolchain.host_compiler import compiler_version, host_toolchain
 
 DEFAULT_CUDA_ROOT = Path("/usr/local/cuda")
+# Debian's nvidia-cuda-toolkit (``--cuda-path /usr``): ``bin/nvcc`` is a script that puts this folder
+# first on PATH and runs the real nvcc from it. Its ``g++`` is Debian's choice of host compiler: a
+# script running the newest g++ the packaged CUDA supports (g++-13 for 12.4, where the system's
+# default g++ 14 is refused by nvcc). A -ccbin naming the system's g++ would bypass that choice.
+DEBIAN_TOOLKIT_BIN = Path("lib/nvidia-cuda-toolkit/bin")
 _RELEASE = re.compile(r"release\s+(\d+\.\d+)(?:,\s*V(\d+\.\d+\.\d+))?")
 
 
@@ -58,6 +63,12 @@ def cuda_root_of(nvcc: Path) -> Path:
     return nvcc.resolve().parent.parent
 
 
+def packaged_host_compiler(root: Path) -> Path | None:
+    """The host C++ compiler a distribution's toolkit at ``root`` names for nvcc (Debian's), else None."""
+    chosen = root / DEBIAN_TOOLKIT_BIN / "g++"
+    return chosen if chosen.is_file() and os.access(chosen, os.X_OK) else None
+
+
 def cuda_cmake_args(nvcc: Path, host_cxx: Path, architectures: tuple[str, ...]) -> tuple[str, ...]:
     """nvcc as CUDA compiler, the host C++ compiler it drives, and the leg's architectures."""
     args = [f"-DCMAKE_CUDA_COMPILER={nvcc.as_posix()}", f"-DCMAKE_CUDA_HOST_COMPILER={host_cxx.as_posix()}"]
@@ -97,14 +108,24 @@ def cuda_toolchain(
     version = nvcc_version(nvcc)
     root = root if root is not None else cuda_root_of(nvcc)
     host_cxx = Path(cmake_value(host.cmake_args, "CMAKE_CXX_COMPILER"))
+    # nvcc's host compiler: the toolkit's own choice where it makes one, else the leg's C++ compiler.
+    packaged = packaged_host_compiler(root)
+    identity, compilers, extra = f"cuda-{version}-{host.identity}", {**host.compilers, "CUDA": f"nvcc {version} ({nvcc})"}, {}
+    if packaged is not None:
+        # Another compiler for the CUDA units' host code: part of what the objects are made with.
+        family, number = compiler_version(packaged)
+        identity += f"-ccbin-{family}-{number}"
+        compilers["CUDA_HOST"] = f"{family} {number} ({packaged})"
+        extra["cuda_host_compiler"] = f"{family}-{number}"
     return Toolchain(
         kind="cuda",
-        identity=safe_identity(f"cuda-{version}-{host.identity}"),
-        compilers={**host.compilers, "CUDA": f"nvcc {version} ({nvcc})"},
+        identity=safe_identity(identity),
+        compilers=compilers,
         details={
             "version": version,
             "cuda_root": str(root),
             "host_compiler": host.identity,
+            **extra,
             "architectures": ";".join(leg.cuda_architectures),
             "source": source,
             # The oldest driver the shipped runtime starts on: the manifest and the release notes say it.
@@ -113,7 +134,7 @@ def cuda_toolchain(
         env=cuda_env(root, env),
         cmake_args=(
             *host.cmake_args,
-            *cuda_cmake_args(nvcc, host_cxx, leg.cuda_architectures),
+            *cuda_cmake_args(nvcc, packaged or host_cxx, leg.cuda_architectures),
             # FindCUDAToolkit looks here first, not beside a system nvcc.
             f"-DCUDAToolkit_ROOT={root.as_posix()}",
         ),

@@ -270,3 +270,32 @@ def test_a_library_hip_opens_by_name_is_carried_from_a_distribution_layout(tmp_p
     # The program loads its libraries from the bundle alone, and so does HIP's dlopen of comgr.
     ran = subprocess.run([str(root / "llama-demo")], capture_output=True, check=False, env={})
     assert ran.returncode == 1 + 4, ran
+
+
+MULTIARCH_ZLIB = Path("/usr/lib/x86_64-linux-gnu/libz.so.1")
+
+
+@pytest.mark.skipif(not MULTIARCH_ZLIB.is_file(), reason=f"{MULTIARCH_ZLIB} (zlib1g) is not installed")
+def test_a_toolkit_at_usr_ships_what_it_keeps_in_the_multiarch_folder_and_never_the_base_system(tmp_path: Path) -> None:
+    """``--cuda-path /usr`` (Debian's CUDA): its runtime is in /usr/lib/<multiarch>, and the bundle needs it.
+
+    Before, a toolchain root of /usr was taken for the system and nothing was
+    copied from it: libcudart.so.12 was left out of the bundle. zlib stands in
+    for a library of the toolkit here (this machine's /usr, dpkg-installed).
+    """
+    (tmp_path / "z.c").write_text("#include <zlib.h>\nconst char *v(void) { return zlibVersion(); }\n")
+    root = tmp_path / "bundle"
+    root.mkdir()
+    gcc("-shared", "-fPIC", "-o", str(root / "libggml-demo.so"), str(tmp_path / "z.c"), "-lz")
+    assert "libz.so.1" in readelf_dynamic(root / "libggml-demo.so")["NEEDED"]
+    closure = complete_runtime(root, os_name="linux", backend="cuda", targets=(), toolchain_root=Path("/usr"))
+    real = MULTIARCH_ZLIB.resolve()
+    assert closure.unresolved == ()
+    # The real file and the soname link, from the multiarch folder, relative to /usr; libc stays the machine's.
+    assert sorted((c.path, c.origin, c.link) for c in closure.copied) == sorted([
+        (real.name, f"lib/x86_64-linux-gnu/{real.name}", None),
+        ("libz.so.1", "lib/x86_64-linux-gnu/libz.so.1", real.name),
+    ])
+    assert (root / real.name).read_bytes() == real.read_bytes()
+    assert not list(root.glob("libc.so*"))
+    assert readelf_dynamic(root / "libggml-demo.so")["RUNPATH"] == ["$ORIGIN"]

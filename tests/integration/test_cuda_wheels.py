@@ -16,11 +16,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+from pipeline.inputs.matrix import Leg
+from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from tests.support.cuda_project import write_cuda_project
 from tests.support.pipeline_cli import ROOT, run_pipeline
 
@@ -170,3 +175,36 @@ def test_a_wheel_that_does_not_match_its_pin_installs_nothing(tmp_path: Path) ->
     # Nothing installed, nothing cached that could vouch for the wrong file later.
     assert not list((tmp_path / "toolchains").glob("cuda-*"))
     assert not list((tmp_path / "downloads").rglob("*.whl"))
+
+
+def _debian_cuda(root: Path, *, with_choice: bool) -> Path:
+    """A toolkit in Debian's layout: ``bin/nvcc`` a script (as Debian's) and, optionally, the toolkit's g++."""
+    (root / "bin").mkdir(parents=True)
+    nvcc = root / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    nvcc.chmod(0o755)
+    if with_choice:
+        chosen = root / "lib" / "nvidia-cuda-toolkit" / "bin" / "g++"
+        chosen.parent.mkdir(parents=True)
+        # Debian's picks g++-13 when installed; this one runs the machine's g++ (its version is read below).
+        chosen.write_text('#!/bin/sh\nexec g++ "$@"\n')
+        chosen.chmod(0o755)
+    return root
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ on PATH")
+def test_debians_toolkit_names_nvccs_host_compiler_and_the_identity_carries_it(tmp_path: Path) -> None:
+    """Before, -ccbin was the system's g++ (trixie's 14, which CUDA 12.4's nvcc refuses) whatever Debian chose."""
+    leg = Leg(name="cuda-12", backend="cuda", os="linux", runner="ubuntu-22.04", cuda_architectures=("89",))
+    env = {"PATH": os.environ["PATH"], "CXX": "g++", "CC": "gcc"}
+    root = _debian_cuda(tmp_path / "debian", with_choice=True)
+    toolchain = cuda_toolchain(leg, env, root=root, source="cuda-path")
+    chosen = root / "lib/nvidia-cuda-toolkit/bin/g++"
+    assert f"-DCMAKE_CUDA_HOST_COMPILER={chosen}" in toolchain.cmake_args
+    version = subprocess.run(["g++", "-dumpfullversion"], capture_output=True, text=True, check=True).stdout.strip()
+    assert toolchain.details["cuda_host_compiler"] == f"gcc-{version}"
+    assert toolchain.identity.endswith(f"-ccbin-gcc-{version}") and toolchain.identity.startswith("cuda-12.4.131-")
+    # Without the toolkit's choice, nvcc drives the leg's C++ compiler, as before.
+    plain = cuda_toolchain(leg, env, root=_debian_cuda(tmp_path / "plain", with_choice=False), source="cuda-path")
+    assert f"-DCMAKE_CUDA_HOST_COMPILER={shutil.which('g++')}" in plain.cmake_args
+    assert "cuda_host_compiler" not in plain.details and "ccbin" not in plain.identity

@@ -13,6 +13,10 @@ machine's CA bundle copied in (pip needs it to reach the registry from inside).
 
 The Debian mirror is the one this machine's apt already uses, read from ``/etc/apt/sources.list``
 and ``/etc/apt/sources.list.d/`` at run time: no host name is written here.
+
+Another suite's root is made the same way, by :class:`DebianRoot` (trixie's CUDA 12.4:
+tests/integration/test_real_tree_cuda12.py). A root that exists but lacks a package its list has gained is
+completed with ``apt-get install`` inside, not made again.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import subprocess
 import tempfile
 import tomllib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.cache_root import e2e_cache_root
@@ -34,8 +39,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SUITE = "sid"
 # What the ROCm leg needs: the compiler (hipcc pulls clang 21 and the device libraries), the
-# libraries llama.cpp's ggml-hip finds with find_package, and what runs the pipeline itself.
-PACKAGES = ("hipcc", "libhipblas-dev", "librocblas-dev", "python3", "python3-venv", "git", "g++")
+# libraries llama.cpp's ggml-hip finds with find_package, and what runs the pipeline itself
+# (libssl-dev: the shipped build links OpenSSL for llama.cpp's HTTPS).
+PACKAGES = ("hipcc", "libhipblas-dev", "librocblas-dev", "python3", "python3-venv", "git", "g++", "libssl-dev")
 # sid's Release files are past their validity date on the mirror this machine uses.
 _APT_OPTION = 'Acquire::Check-Valid-Until "false"'
 _SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
@@ -73,29 +79,85 @@ def _urls(text: str) -> Iterator[str]:
             yield m.group(1)
 
 
-def sid_root(cache: Path | None = None) -> Path:
-    """The root in the test cache, made with mmdebstrap when it is not there yet."""
-    home = (cache or e2e_cache_root()) / "sid-rocm"
-    root = home / "root"
-    if (root / "usr" / "bin" / "hipcc").exists():
+@dataclass(frozen=True, kw_only=True)
+class DebianRoot:
+    """A Debian ``suite`` root with ``packages``, made once in ``<test cache>/<folder>/root``.
+
+    ``marker``: a file (relative to the root) that only a finished root holds; ``components``: the
+    archive areas apt reads (trixie's CUDA toolkit is in ``non-free``).
+    """
+
+    suite: str
+    packages: tuple[str, ...]
+    folder: str
+    marker: str
+    components: tuple[str, ...] = ("main",)
+
+    def made(self, cache: Path | None = None) -> Path:
+        """The root, made with mmdebstrap when it is not there yet, completed when its list grew."""
+        home = (cache or e2e_cache_root()) / self.folder
+        root = home / "root"
+        if not (root / self.marker).exists():
+            self._make(home, root)
+        self._complete(home, root)
         return root
+
+    def _make(self, home: Path, root: Path) -> None:
+        tool = _privileged_tool("mmdebstrap", f"making the {self.suite} root")
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=home, prefix=".building-") as tmp:
+            partial = Path(tmp) / "root"
+            proc = subprocess.run(
+                [tool, "--variant=apt", f"--aptopt={_APT_OPTION}", f"--components={','.join(self.components)}",
+                 f"--include={','.join(self.packages)}", self.suite, str(partial), debian_mirror()],
+                capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                raise SidRootUnavailable(f"mmdebstrap {self.suite} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+            partial.replace(root)
+
+    def _complete(self, home: Path, root: Path) -> None:
+        """Install, inside the root, the packages of the list it lacks (a root made from a shorter list)."""
+        stamp = home / "packages"
+        wanted = "\n".join(self.packages)
+        if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted:
+            return
+        missing = self.missing(root)
+        if missing:
+            with mounted(root):
+                for argv in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *missing]):
+                    proc = run_in(root, argv, env={"DEBIAN_FRONTEND": "noninteractive"}, timeout=BUILD_TIMEOUT_S)
+                    if proc.returncode != 0:
+                        raise SidRootUnavailable(
+                            f"{' '.join(argv[:3])} in the {self.suite} root failed:\n{proc.stderr[-3000:]}")
+        stamp.write_text(wanted, encoding="utf-8")
+
+
+    def missing(self, root: Path) -> list[str]:
+        """The packages of the list that ``root``'s dpkg does not have installed."""
+        # The root's dpkg database read from here: no mount while another test may be using the root.
+        status = subprocess.run(["dpkg-query", f"--admindir={root / 'var/lib/dpkg'}", "-W",
+                                 "-f=${Package} ${db:Status-Status}\n", *self.packages],
+                                capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        installed = {line.split()[0] for line in status.stdout.splitlines() if line.endswith(" installed")}
+        return [p for p in self.packages if p not in installed]
+
+
+def _privileged_tool(name: str, doing: str) -> str:
     if os.geteuid() != 0:
-        raise SidRootUnavailable("making the sid root needs root (mmdebstrap, chroot)")
-    tool = shutil.which("mmdebstrap")
+        raise SidRootUnavailable(f"{doing} needs root (mmdebstrap, chroot)")
+    tool = shutil.which(name)
     if tool is None:
-        raise SidRootUnavailable("mmdebstrap is not installed (apt-get install mmdebstrap)")
-    home.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=home, prefix=".building-") as tmp:
-        partial = Path(tmp) / "root"
-        proc = subprocess.run(
-            [tool, "--variant=apt", f"--aptopt={_APT_OPTION}", f"--include={','.join(PACKAGES)}",
-             SUITE, str(partial), debian_mirror()],
-            capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise SidRootUnavailable(f"mmdebstrap failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        partial.replace(root)
-    return root
+        raise SidRootUnavailable(f"{name} is not installed (apt-get install {name})")
+    return tool
+
+
+SID = DebianRoot(suite=SUITE, packages=PACKAGES, folder="sid-rocm", marker="usr/bin/hipcc")
+
+
+def sid_root(cache: Path | None = None) -> Path:
+    """The sid root in the test cache, made with mmdebstrap when it is not there yet."""
+    return SID.made(cache)
 
 
 @contextlib.contextmanager
@@ -152,6 +214,6 @@ def pipeline_venv(root: Path) -> str:
         for argv in (["python3", "-m", "venv", VENV], [python, "-m", "pip", "install", "--quiet", *deps]):
             proc = run_in(root, argv, timeout=1200)
             if proc.returncode != 0:
-                raise SidRootUnavailable(f"{' '.join(argv[:4])} in the sid root failed:\n{proc.stderr[-3000:]}")
+                raise SidRootUnavailable(f"{' '.join(argv[:4])} in {root} failed:\n{proc.stderr[-3000:]}")
     stamp.write_text(digest, encoding="utf-8")
     return python

@@ -98,11 +98,17 @@ def test_a_tree_test_builds_the_shipped_toolchain_and_one_declared_gpu_architect
     for leg in matrix.legs.values():
         shipped = SHIPPED.leg(leg.name)
         assert (leg.backend, leg.os, leg.family) == (shipped.backend, shipped.os, shipped.family)
+        # The bundle's glibc floor as shipped: a test built on a newer distribution expects its refusal.
+        assert leg.glibc_max == shipped.glibc_max, f"{name}: {leg.name}"
         # A rocm leg's GPU targets reduced to the declared one; every other leg's as shipped.
         assert leg.targets == ((ROCM_TARGET,) if leg.backend == "rocm" else shipped.targets)
         if leg.backend == "cuda":
+            # One architecture the shipped leg builds, on the shipped leg's CUDA line, with that line's pins.
             assert leg.cuda_architectures == (CUDA_ARCHITECTURE,)
+            assert CUDA_ARCHITECTURE in shipped.cuda_architectures, f"{name}: {leg.name}"
+            assert (leg.cuda_line, leg.bundle_name) == (shipped.cuda_line, shipped.bundle_name)
             assert matrix.toolchains.cuda == SHIPPED.toolchains.cuda
+            assert matrix.toolchains.cuda_for(leg.cuda_line) == SHIPPED.toolchains.cuda_for(shipped.cuda_line)
         else:
             assert leg.cuda_architectures == shipped.cuda_architectures
 
