@@ -419,7 +419,8 @@ def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
         return previous
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
-    check = check_built_bundle(bundle, leg, scratch=ctx.work / "check",
+    scratch = ctx.work / "check"
+    check = check_built_bundle(bundle, leg, scratch=scratch,
                                source_tree=Path(tree) if isinstance(tree, str) and tree else None,
                                environ=ctx.inputs.environ)
     record.bundle_check = check.to_json()
@@ -430,6 +431,9 @@ def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
         # Its own code: the build passed and the check did not (the record's bundle_check says how).
         raise BundleCheckError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
+    # A passed check's scratch is a second unpacked copy of the bundle (1.6 GB for a ROCm leg): gone.
+    # A failed one's stays, for looking into.
+    remove_tree(scratch)
     return previous
 
 

@@ -180,7 +180,17 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
         "tokenizer": "tokenizer: skipped: no llama-tokenize in the bundle",
         "forward-pass": "forward-pass: skipped: no llama-simple in the bundle",
     }
+    # The failed check's scratch (the bundle unpacked) stays, for looking into.
+    assert (ws / "out" / "cpu" / "check" / "bundle").is_dir()
     _alert_names_the_check(tmp_path, ws / "out")
+
+    # With its LICENSE back the same build passes the check, and its scratch is gone.
+    (ws / "project" / "LICENSE").write_text("MIT\n")
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
+                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b5"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((ws / "out" / "cpu" / "record.json").read_text())["bundle_check"]["ok"] is True
+    assert not (ws / "out" / "cpu" / "check").exists()
 
 
 def _alert_names_the_check(tmp_path: Path, out: Path) -> None:

@@ -39,6 +39,7 @@ import json
 import re
 import tarfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from typing import Any
 import pytest
 
 from pipeline.errors import BundleCheckError
+from tests.support.big_trees import drop_big_trees
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.real_tree_matrix import shipped_cuda_pins
@@ -115,7 +117,7 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     sdist = cached_sdist()
     assert sdist is not None, missing_reason()
     root = TRIXIE_CUDA.made()
@@ -154,8 +156,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
             assert owned.returncode == 0, owned.stderr
             owners[real] = owned.stdout.split(":")[0]
     print(f"\nreal tree cuda 12: runner build {seconds[0]:.0f} s, laptop build {seconds[1]:.0f} s")
-    return Built(root=root, tmp=tmp, records=records, seconds=seconds, check=json.loads(check.stdout),
-                 nvcc_version=nvcc, gxx13_version=gxx13, glibc=glibc, owners=owners)  # fmt: skip
+    yield Built(root=root, tmp=tmp, records=records, seconds=seconds, check=json.loads(check.stdout),
+                nvcc_version=nvcc, gxx13_version=gxx13, glibc=glibc, owners=owners)  # fmt: skip
+    drop_big_trees(tmp)
 
 
 def test_the_12_leg_builds_with_debians_cuda_12_4_and_g_13_and_a_rebuild_elsewhere_hits_every_unit(built: Built) -> None:

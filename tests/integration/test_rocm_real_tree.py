@@ -29,6 +29,7 @@ import json
 import re
 import tarfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ from typing import Any
 import pytest
 
 from pipeline.errors import BundleCheckError
+from pipeline.util.tree_removal import remove_tree
+from tests.support.big_trees import drop_big_trees
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags, toml_list
@@ -134,7 +137,7 @@ def _reinstall(root: Path, packages: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> RocmTree:
+def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
     sdist = cached_sdist()
     assert sdist is not None, missing_reason()
     root = sid_root()
@@ -177,8 +180,17 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> RocmTree:
         _reinstall(root, packages)
         after = (root / clang.lstrip("/")).stat().st_mtime
         reinstalled = build("reinstalled", "--no-bundle")
-    return RocmTree(root=root, workspace=ws, runner=runner, elsewhere=elsewhere, reinstalled=reinstalled,
-                    packages=packages, mtimes=(before, after), commands=commands, glibc=glibc)
+    yield RocmTree(root=root, workspace=ws, runner=runner, elsewhere=elsewhere, reinstalled=reinstalled,
+                   packages=packages, mtimes=(before, after), commands=commands, glibc=glibc)
+    drop_big_trees(ws)
+
+
+@pytest.fixture(scope="module")
+def bundle_files(rocm_tree: RocmTree, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The runner's bundle, extracted once for the tests that read it."""
+    dest = tmp_path_factory.mktemp("rocm-bundle")
+    yield _extract(rocm_tree.runner.out / rocm_tree.runner.record["bundle"], dest / "x")
+    remove_tree(dest)
 
 
 def _device_objects(build: Build) -> list[Path]:
@@ -237,9 +249,8 @@ def _extract(bundle: Path, dest: Path) -> Path:
     return top
 
 
-def test_the_bundle_carries_debians_rocm_each_with_its_copyright(rocm_tree: RocmTree, tmp_path: Path) -> None:
-    record = rocm_tree.runner.record
-    files = _extract(rocm_tree.runner.out / record["bundle"], tmp_path / "x")
+def test_the_bundle_carries_debians_rocm_each_with_its_copyright(rocm_tree: RocmTree, bundle_files: Path) -> None:
+    files = bundle_files
     names = {p.name for p in files.iterdir()}
     assert set(ROCM_LIBRARIES) <= names, sorted(names)
     # HIP opens its code-object compiler by name (not DT_NEEDED): it must be there too.
@@ -262,9 +273,8 @@ def test_the_bundle_carries_debians_rocm_each_with_its_copyright(rocm_tree: Rocm
             assert (files / rel).read_bytes() == (root / "usr" / rel.removeprefix("licenses/toolchain/")).read_bytes()
 
 
-def test_the_bundle_ships_rocblas_kernels_for_its_target_alone(rocm_tree: RocmTree, tmp_path: Path) -> None:
-    record = rocm_tree.runner.record
-    files = _extract(rocm_tree.runner.out / record["bundle"], tmp_path / "x")
+def test_the_bundle_ships_rocblas_kernels_for_its_target_alone(rocm_tree: RocmTree, bundle_files: Path) -> None:
+    files = bundle_files
     # Where Debian's librocblas looks, relative to itself: rocblas/<version>/library.
     (installed,) = (rocm_tree.root / MULTIARCH.lstrip("/") / "rocblas").glob("*/library")
     version = installed.parent.name
