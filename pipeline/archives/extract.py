@@ -269,14 +269,18 @@ def tree_change(root: Path, listed: Mapping[str, Any], *, quick: bool, added: bo
 
 
 def extract_archive(
-    archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None, digests: bool = False
+    archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None, digests: bool = False,
+    lift: bool = True,
 ) -> Path:
     """Unpack ``archive`` (tar.* or zip) so that ``target`` appears complete or not at all.
 
     ``target`` must not exist. ``marker`` is written inside the install just
     before the final rename, so a folder with a marker is always complete.
     ``digests``: the marker also lists every file's digest (:func:`tree_digests`),
-    so a reuse can verify the tree is still what the archive held.
+    so a reuse can verify the tree is still what the archive held. ``lift``: an
+    archive's one wrapper folder becomes ``target`` (:func:`content_root`); without
+    it ``target`` holds the archive's top level as it is (check-bundle reads the
+    manifest's place from there).
     """
     if target.exists() or target.is_symlink():
         raise ToolchainError(f"{target}: already exists; remove it before installing again")
@@ -287,7 +291,7 @@ def extract_archive(
             _extract_zip(archive, staging)
         else:
             _extract_tar(archive, staging)
-        root = content_root(staging)
+        root = content_root(staging) if lift else staging
         if root == staging:
             # mkdtemp made it 0700; an install is as readable as any folder this process makes.
             fix_mode(root, folder=True)
