@@ -177,10 +177,16 @@ def run_leg(
 
 
 def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
-    """The chain is :data:`STEPS`: each step is called with the context and the previous step's result."""
+    """The chain is :data:`STEPS`: each step is called with the context and the previous step's result.
+
+    Every step's wall time goes into the record's ``phases`` under its name (``source``, ``toolchain``,
+    ``preflight``, ``ccache``, ``configure``, ``build``, ``bundle``, ``check``); configure and build time
+    their command themselves, and ``package`` is the bundle step's archive writing."""
     result: Any = None
     for step in STEPS:
+        started = time.monotonic()
         result = step(ctx, result)
+        ctx.record.phases.setdefault(step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3))
     packaged: Packaged = result
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
@@ -392,10 +398,11 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
 def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
     """Package the bundle (none with ``--no-bundle``); compressed members unchanged since the last run come
     from the packaging cache."""
-    from pipeline.bundle.make import package_bundle
-
     if ctx.options.no_bundle:
         return Packaged(plan=previous, bundle=None)
+    # Here, not above: --no-bundle does not pay for importing the bundle's code (elftools, the SBOM).
+    from pipeline.bundle.make import package_bundle
+
     leg, record, out = ctx.leg, ctx.record, ctx.out
     with ctx.console.status(f"{leg.name}: packaging the bundle"):
         bundle, stats = package_bundle(
@@ -411,12 +418,12 @@ def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
 def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
     """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
     (:func:`run_leg` writes the failed record). Nothing to check without a bundle or with ``check_bundle`` off."""
-    from pipeline.bundle.check import check_built_bundle
-    from pipeline.errors import BundleCheckError
-
     bundle, leg, record = previous.bundle, ctx.leg, ctx.record
     if bundle is None or not ctx.options.check_bundle:
         return previous
+    from pipeline.bundle.check import check_built_bundle
+    from pipeline.errors import BundleCheckError
+
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
     check = check_built_bundle(bundle, leg, scratch=ctx.work / "check",

@@ -1,0 +1,42 @@
+"""What a warm build costs beside CMake and Ninja: the record times every step, and what is not done
+is not paid for (issue 37: a warm build within half a second of raw cmake + ninja + ccache)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts.bench import MATRIX, write_project
+from tests.support.pipeline_cli import ROOT
+
+pytestmark = pytest.mark.integration
+
+STEPS = ["source", "toolchain", "preflight", "ccache", "configure", "build", "bundle", "check"]
+
+
+def test_a_build_without_bundle_times_every_step_and_imports_no_bundle_code(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "project", units=1)
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(MATRIX)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PIPELINE_CACHE_HOME": str(tmp_path / "home")}
+    env.pop("PIPELINE_MATRIX", None)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pipeline", "--matrix", str(matrix), "build", "cpu",
+         "--source", str(project), "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "ccache"),
+         "--no-bundle"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    record = json.loads((tmp_path / "out" / "cpu" / "record.json").read_text())
+    # Every step of the chain has its wall time; "package" (the archive writing) only with a bundle.
+    assert sorted(record["phases"]) == sorted(STEPS)
+    assert all(isinstance(v, float) and v >= 0 for v in record["phases"].values())
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "pipeline.leg.steps" in imported
+    # --no-bundle: neither the bundle's code nor what it reads ELF files with.
+    assert not {"pipeline.bundle.make", "pipeline.bundle.check", "elftools"} & imported
