@@ -77,7 +77,7 @@ from pipeline.util.fsutil import atomic_write_json  # noqa: E402
 
 # Targets: printed, never asserted.
 TARGET_WARM_OVER_COLD = 0.10
-# Issue 37: a warm build through the pipeline within half a second of raw cmake + ninja + ccache.
+# The goal: a warm build through the pipeline within half a second of raw cmake + ninja + ccache.
 TARGET_OVERHEAD_S = 0.5
 TARGET_RESOLVER_S = 0.100
 TARGET_PRUNE_S = 1.0

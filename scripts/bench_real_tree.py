@@ -37,7 +37,7 @@ from typing import Any
 
 LEG = "cpu"
 # Targets: printed as ratios, never asserted.
-# Issue 37: within half a second of raw cmake + ninja + ccache, bundle and check included; nox likewise.
+# The goal: within half a second of raw cmake + ninja + ccache, bundle and check included; nox likewise.
 TARGET_BUNDLE_OVER_RAW_S = 0.5
 TARGET_NOX_OVER_PIPELINE_S = 0.5
 TARGET_UNCHANGED_SPEEDUP = 5.0

@@ -38,7 +38,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.archives.deterministic import archive_kind
 from pipeline.bundle.check_findings import Problem, TreeFindings
@@ -46,8 +46,6 @@ from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is
 from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
 from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
 from pipeline.bundle.emulation import host_arch, how_to_run
-from pipeline.bundle.macho_loads import check_macho, check_macho_loads
-from pipeline.bundle.machodeps import MachoInfo, is_macho
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, parse_manifest, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
@@ -60,6 +58,9 @@ from pipeline.inputs.matrix import Leg
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN
 from pipeline.util.json_text import read_bytes
 from pipeline.util.tree_removal import remove_tree
+
+if TYPE_CHECKING:
+    from pipeline.bundle.machodeps import MachoInfo
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +131,9 @@ def _binaries(root: Path, os_name: str) -> list[str]:
     reach into subfolders (``@loader_path/../lib``), so each file there is checked too.
     """
     if os_name == "macos":
+        # Imported for a macOS bundle only: macholib is a tenth of a second of every other check.
+        from pipeline.bundle.machodeps import is_macho
+
         return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if is_macho(p))
     found = []
     for item in sorted(root.iterdir()):
@@ -217,6 +221,8 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         for p in sorted(root.rglob("*")) if not p.is_dir() or p.is_symlink()
     }
     images: dict[str, MachoInfo] = {}
+    if os_name == "macos":
+        from pipeline.bundle.macho_loads import check_macho, check_macho_loads
     for rel in _binaries(root, os_name):
         found.files += 1
         if windows:

@@ -1,5 +1,5 @@
 """What a warm build costs beside CMake and Ninja: the record times every step, and what is not done
-is not paid for (issue 37: a warm build within half a second of raw cmake + ninja + ccache)."""
+is not paid for (the goal: a warm build within half a second of raw cmake + ninja + ccache)."""
 
 from __future__ import annotations
 
