@@ -40,3 +40,31 @@ def test_a_build_without_bundle_times_every_step_and_imports_no_bundle_code(tmp_
     assert "pipeline.leg.steps" in imported
     # --no-bundle: neither the bundle's code nor what it reads ELF files with.
     assert not {"pipeline.bundle.make", "pipeline.bundle.check", "elftools"} & imported
+
+
+def test_the_old_build_folder_is_moved_aside_and_gone_when_the_next_build_ends(tmp_path: Path) -> None:
+    """The fresh build folder no longer waits for the old one's deletion (a second of a warm build
+    on a busy disk): the old one is removed while CMake runs, and is gone when the run ends."""
+    project = write_project(tmp_path / "project", units=1)
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(MATRIX)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PIPELINE_CACHE_HOME": str(tmp_path / "home")}
+    env.pop("PIPELINE_MATRIX", None)
+    leg = tmp_path / "out" / "cpu"
+    # What a run stopped during the removal leaves: the next run removes it too.
+    (leg / ".build.old-stopped" / "build" / "CMakeFiles").mkdir(parents=True)
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipeline", "--matrix", str(matrix), "build", "cpu", "--source", str(project),
+             "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        marker = leg / "build" / "mine.txt"
+        assert not marker.exists()  # a fresh folder: nothing of the build before
+        marker.write_text("left by the build before\n")
+    assert sorted(p.name for p in leg.iterdir() if p.name.startswith(".")) == [".lock"]  # the leg folder's lock
+    record = json.loads((leg / "record.json").read_text())
+    # Nothing was left behind: no warning of a folder that could not be removed.
+    assert record["status"] == "success"
+    assert not [w for w in record["warnings"] if "could not remove" in w], record["warnings"]
