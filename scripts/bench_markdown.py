@@ -55,6 +55,14 @@ def machine_line(machine: dict[str, Any]) -> str:
     return "; ".join(p for p in parts if p) + ". Tools: " + ", ".join(t for t in tools if t) + "."
 
 
+# The leg's steps in their order (the results file keeps its keys sorted).
+_PHASES = ("source", "toolchain", "preflight", "ccache", "configure", "build", "bundle", "check", "outside the steps")
+
+
+def in_step_order(phases: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(phases.items(), key=lambda kv: _PHASES.index(kv[0]) if kv[0] in _PHASES else len(_PHASES))
+
+
 def load_line(machine: dict[str, Any]) -> str:
     """The load average at the start and the end, and whether the run counts as idle (newer results only)."""
     if "idle" not in machine:
@@ -108,7 +116,7 @@ def _details(result: dict[str, Any]) -> list[str]:
         *([_row("pipeline over raw, warm, CPU seconds of the process trees",
                 f"{b['pipeline_overhead_cpu_s']:+.2f} s ({b['warm_pipeline_cpu_s']:.2f} against {b['warm_raw_cpu_s']:.2f})")]
           if "pipeline_overhead_cpu_s" in b else []),
-        *(_row(f"warm pipeline phase: {name}", f"{seconds:.3f} s") for name, seconds in b.get("phases", {}).items()),
+        *(_row(f"warm pipeline phase: {name}", f"{seconds:.3f} s") for name, seconds in in_step_order(b.get("phases", {}))),
         _row("python start", f"{fc['bare_python_s']:.2f} s"),
         _row("`python -m pipeline --version`", f"{fc['cli_startup_s']:.2f} s"),
         _row("in the pipeline, outside CMake and Ninja", f"{fc['in_process_outside_cmake_ninja_s']:.2f} s"),
@@ -151,7 +159,7 @@ def _real_tree(real: dict[str, Any]) -> list[str]:
         lines.append(_row(label, f"{b[key]:.2f}", f"{b[key] / raw:.2f}", *cells))
     if "phases" in b:
         lines += ["", _row("`python -m pipeline build cpu`, per phase", "median wall (s)"), _row("---", "---:"),
-                  *(_row(name, f"{seconds:.3f}") for name, seconds in b["phases"].items())]
+                  *(_row(name, f"{seconds:.3f}") for name, seconds in in_step_order(b["phases"]))]
     lines += ["", _row("figure", "value"), _row("---", "---"),
               _row(f"packaging {pk['payload_mb']} MB: `tar` piped to `gzip -6`", f"{pk['tar_gzip6_s']:.2f} s ({pk['tar_gzip6_mb_s']} MB/s)"),
               _row("packaging: the pipeline, cold", f"{pk['pipeline_cold_s']:.2f} s ({pk['pipeline_cold_mb_s']} MB/s)"),
