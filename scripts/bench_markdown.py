@@ -64,12 +64,12 @@ def in_step_order(phases: dict[str, float]) -> list[tuple[str, float]]:
 
 
 def load_line(machine: dict[str, Any]) -> str:
-    """The load average at the start and the end, and whether the run counts as idle (newer results only)."""
+    """The machine's load at the start and the end, and whether the run counts as idle (newer results only)."""
     if "idle" not in machine:
         return ""
     start, end = machine.get("load_average_start"), machine.get("load_average_end")
     verdict = "idle" if machine["idle"] else "**not idle**: the wall times are not idle figures, the CPU seconds are fair"
-    return f" Load average (1, 5, 15 min) {start} at the start, {end} at the end: {verdict}."
+    return f" Load (runnable processes over 1, 5 and 15 minutes) {start} at the start, {end} at the end: {verdict}."
 
 
 def _row(*cells: object) -> str:

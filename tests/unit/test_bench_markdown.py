@@ -134,8 +134,9 @@ def test_a_run_with_cpu_seconds_shows_the_overhead_in_cpu_the_phases_and_whether
     result["builds"].update(warm_pipeline_cpu_s=2.25, warm_raw_cpu_s=2.0, pipeline_overhead_cpu_s=0.25,
                             phases={"configure": 0.5, "build": 1.0, "outside the steps": 0.125})
     text = bm.render([result])
-    assert "Load average (1, 5, 15 min) [9.0, 9.0, 9.0] at the start, [5.0, 4.0, 3.0] at the end: **not idle**" in text
+    assert ("Load (runnable processes over 1, 5 and 15 minutes) [9.0, 9.0, 9.0] at the start, [5.0, 4.0, 3.0] at the end: "
+            "**not idle**") in text
     assert "| pipeline over raw, warm, CPU seconds of the process trees | +0.25 s (2.25 against 2.00) |" in text
     assert "| warm pipeline phase: outside the steps | 0.125 s |" in text
     # An older result, without these figures, renders as before.
-    assert "Load average" not in bm.render([_result()]) and "CPU seconds" not in bm.render([_result()])
+    assert "Load (" not in bm.render([_result()]) and "CPU seconds" not in bm.render([_result()])
