@@ -110,21 +110,36 @@ def tar_placement_problems(members: Iterable[tarfile.TarInfo]) -> tuple[str, str
     a hard link whose target is not an earlier file of the archive (tarfile
     fails on it with a KeyError; a later one would link to nothing yet).
     """
-    kinds: dict[str, bool] = {}  # place -> is a folder
+    placement = TarPlacement()
     for member in members:
-        if problem := tar_member_problem(member):
+        if problem := placement.problem(member):
             return member.name, problem
+    return None
+
+
+class TarPlacement:
+    """:func:`tar_placement_problems` one member at a time, in the archive's order: each verdict
+    depends only on the members before it, so an archive can be checked as it streams."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, bool] = {}  # place -> is a folder
+
+    def problem(self, member: tarfile.TarInfo) -> str | None:
+        """Why ``member``, coming after every member seen so far, cannot be placed; None: placed."""
+        kinds = self._kinds
+        if problem := tar_member_problem(member):
+            return problem
         key = _member_key(member.name)
         if key in kinds and not (kinds[key] and member.isdir()):
-            return member.name, "duplicate name: a member of this name comes earlier"
+            return "duplicate name: a member of this name comes earlier"
         if member.islnk():
             target = _member_key(member.linkname)
             if target not in kinds:
-                return member.name, f"hard link to {member.linkname!r}, which is no earlier member"
+                return f"hard link to {member.linkname!r}, which is no earlier member"
             if kinds[target]:
-                return member.name, f"hard link to folder {member.linkname!r}"
+                return f"hard link to folder {member.linkname!r}"
         kinds[key] = member.isdir()
-    return None
+        return None
 
 
 def zip_placement_problems(infos: Iterable[zipfile.ZipInfo]) -> tuple[str, str] | None:
@@ -149,8 +164,14 @@ def _refused(archive: Path, member: str, problem: str) -> ToolchainError:
 
 
 def _extract_tar(archive: Path, dest: Path) -> None:
+    """One pass over the archive as it streams: each member is placed (checked against the members
+    before it, :class:`TarPlacement`) just before it is written, into ``dest``, the staging folder;
+    a refusal removes that folder, so nothing is installed. Reading every header first and the data
+    after inflated the whole archive twice (the seek back starts a compressed stream over)."""
+    placement = TarPlacement()
+
     def guard(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-        if problem := tar_member_problem(member):
+        if problem := placement.problem(member):
             raise _refused(archive, member.name, problem)
         # Where an interrupt test holds the run: the staging folder exists, the install does not.
         checkpoint("extract")
@@ -162,11 +183,8 @@ def _extract_tar(archive: Path, dest: Path) -> None:
             raise _refused(archive, member.name, str(exc)) from None
 
     try:
-        with tarfile.open(archive, "r:*") as tar:
+        with tarfile.open(archive, "r|*") as tar:
             tar.errorlevel = 1
-            # Every member is placed on paper first: nothing is written for an archive refused at its end.
-            if refused := tar_placement_problems(tar.getmembers()):
-                raise _refused(archive, *refused)
             tar.extractall(dest, filter=guard)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None

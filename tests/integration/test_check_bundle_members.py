@@ -82,7 +82,8 @@ def test_the_manifest_is_read_where_it_was_unpacked_and_must_sit_in_the_folder_i
 
 
 def test_the_check_inflates_the_archive_only_for_its_extraction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reading the manifest from the archive inflated it once more before extracting it (a third pass)."""
+    """The archive is inflated once: reading the manifest from it inflated it whole, and the safe
+    extraction inflated it twice more (every header first, then the data after a seek back)."""
     import gzip
     import zlib
 
@@ -109,5 +110,5 @@ def test_the_check_inflates_the_archive_only_for_its_extraction(tmp_path: Path, 
 
     monkeypatch.setattr(zlib, "decompressobj", Counting)
     check_bundle(bundle, scratch=tmp_path / "scratch", host_os="linux", smoke=False)
-    # The safe extraction's two passes (every member placed on paper first, then written), no more.
-    assert inflated[0] <= 2 * size, (inflated[0], size)
+    # One pass: each member placed (checked against those before it) as the archive streams, then written.
+    assert 0 < inflated[0] <= size, (inflated[0], size)
