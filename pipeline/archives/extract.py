@@ -10,7 +10,10 @@ extraction leaves no partial install. The member-name rules
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import gzip
+import lzma
 import os
 import posixpath
 import re
@@ -23,7 +26,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from pipeline.errors import ToolchainError
 from pipeline.names import member_name_problem
@@ -183,11 +186,27 @@ def _extract_tar(archive: Path, dest: Path) -> None:
             raise _refused(archive, member.name, str(exc)) from None
 
     try:
-        with tarfile.open(archive, "r|*") as tar:
+        with _decompressed(archive) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
             tar.errorlevel = 1
             tar.extractall(dest, filter=guard)
-    except (tarfile.TarError, EOFError, zlib.error) as exc:
+    except (tarfile.TarError, EOFError, zlib.error, OSError, lzma.LZMAError) as exc:
         raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
+
+
+def _decompressed(archive: Path) -> IO[bytes]:
+    """``archive`` read through its compression (gzip, xz, bzip2, or none: a plain tar), by the module
+    that reads every member of a concatenated stream: the pipeline's own tar.gz is one gzip member per
+    file (pipeline.archives.deterministic), which tarfile's own stream mode ("r|gz") stops after."""
+    with archive.open("rb") as fh:
+        magic = fh.read(6)
+    if magic[:2] == b"\x1f\x8b":
+        # GzipFile is a binary file; typeshed does not call it IO[bytes].
+        return cast(IO[bytes], gzip.open(archive, "rb"))
+    if magic == b"\xfd7zXZ\x00":
+        return lzma.open(archive, "rb")
+    if magic[:3] == b"BZh":
+        return bz2.open(archive, "rb")
+    return archive.open("rb")
 
 
 def _extract_zip(archive: Path, dest: Path) -> None:

@@ -87,11 +87,21 @@ def test_the_check_inflates_the_archive_only_for_its_extraction(tmp_path: Path, 
     import gzip
     import zlib
 
+    from pipeline.archives.deterministic import Entry, write_tar_gz
     from pipeline.bundle.check import check_bundle
 
-    bundle = make_tar(tmp_path / "llama-b1-bin-ubuntu-x64.tar.gz", [
-        tar_file("llama-b1/manifest.json", _in_folder("linux", "llama-b1")), tar_file("llama-b1/LICENSE", b"MIT\n"),
-        tar_file("llama-b1/payload.bin", bytes(range(256)) * 4096)])
+    # The pipeline's own writer with its packaging cache: one gzip member per file, concatenated (what a
+    # stream reader must follow to the end).
+    bundle = tmp_path / "llama-b1-bin-ubuntu-x64.tar.gz"
+    payload = bytes(range(256)) * 4096
+    files = []
+    for n in range(2):  # files big enough to be members of their own
+        files.append(tmp_path / f"payload{n}.bin")
+        files[-1].write_bytes(payload[n:] + payload[:n])
+    write_tar_gz(bundle, [Entry(name="llama-b1/manifest.json", data=_in_folder("linux", "llama-b1")),
+                          Entry(name="llama-b1/LICENSE", data=b"MIT\n"),
+                          *(Entry(name=f"llama-b1/{f.name}", path=f) for f in files)], cache=tmp_path / "pack")
+    assert bundle.read_bytes().count(b"\x1f\x8b\x08") >= 3  # several gzip members
     size = len(gzip.decompress(bundle.read_bytes()))
     inflated = [0]
     real = zlib.decompressobj
@@ -109,6 +119,10 @@ def test_the_check_inflates_the_archive_only_for_its_extraction(tmp_path: Path, 
             return getattr(self._inner, name)
 
     monkeypatch.setattr(zlib, "decompressobj", Counting)
-    check_bundle(bundle, scratch=tmp_path / "scratch", host_os="linux", smoke=False)
+    result = check_bundle(bundle, scratch=tmp_path / "scratch", host_os="linux", smoke=False)
+    # Every member came out, the last gzip member's too.
+    for f in files:
+        assert (tmp_path / "scratch" / "bundle" / "llama-b1" / f.name).read_bytes() == f.read_bytes()
+    assert [p.kind for p in result.problems] == ["empty"]
     # One pass: each member placed (checked against those before it) as the archive streams, then written.
     assert 0 < inflated[0] <= size, (inflated[0], size)
