@@ -189,7 +189,7 @@ def _extract_tar(archive: Path, dest: Path) -> None:
         with _decompressed(archive) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
             tar.errorlevel = 1
             tar.extractall(dest, filter=guard)
-    except (tarfile.TarError, EOFError, zlib.error, OSError, lzma.LZMAError) as exc:
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError) as exc:
         raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
 
 
