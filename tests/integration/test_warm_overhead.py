@@ -68,3 +68,34 @@ def test_the_old_build_folder_is_moved_aside_and_gone_when_the_next_build_ends(t
     # Nothing was left behind: no warning of a folder that could not be removed.
     assert record["status"] == "success"
     assert not [w for w in record["warnings"] if "could not remove" in w], record["warnings"]
+
+
+def test_only_files_that_name_the_driver_are_parsed_to_find_its_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from pipeline.bundle import driver_standin
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root, stub = tmp_path / "bundle", tmp_path / "stub"
+    root.mkdir()
+    stub.mkdir()
+    (tmp_path / "a.c").write_text("int cuInit(unsigned f) { return (int)f; }\n")
+    (tmp_path / "b.c").write_text("extern int cuInit(unsigned); int use(void) { return cuInit(0); }\n")
+    (tmp_path / "c.c").write_text("int plain(void) { return 1; }\n")
+    # A stand-in libcuda.so.1 to link against, outside the bundle; a library that needs it, one that does not.
+    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub / "libcuda.so.1"), "a.c"],
+                   cwd=tmp_path, check=True)
+    (stub / "libcuda.so").symlink_to("libcuda.so.1")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-cuda.so"), "b.c", f"-L{stub}", "-lcuda"],
+                   cwd=tmp_path, check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-base.so"), "c.c"], cwd=tmp_path, check=True)
+    parsed: list[str] = []
+    real = driver_standin.read_elf
+    monkeypatch.setattr(driver_standin, "read_elf", lambda p: (parsed.append(p.name), real(p))[1])
+    assert driver_standin.driver_users(root) == ("libggml-cuda.so",)
+    # The library that never names libcuda.so.1 was not parsed.
+    assert parsed == ["libggml-cuda.so"]
