@@ -29,7 +29,7 @@ from pipeline.util.fsutil import atomic_write_text  # noqa: E402
 BEGIN = "<!-- bench-results -->"
 END = "<!-- /bench-results -->"
 # scripts/bench.py's options with their defaults: a run's command line is rebuilt from its params.
-_DEFAULTS = {"units": 300, "repeat": 3, "cold_repeat": 1, "index_entries": 20_000, "caches": 20_000, "micro_repeat": 5}
+_DEFAULTS = {"units": 300, "repeat": 5, "cold_repeat": 1, "index_entries": 20_000, "caches": 20_000, "micro_repeat": 5}
 
 
 def command_line(result: dict[str, Any]) -> str:
@@ -53,6 +53,23 @@ def machine_line(machine: dict[str, Any]) -> str:
     tools = [named("{}", "compiler"), named("ccache {}", "ccache"), named("CMake {}", "cmake"),
              named("Ninja {}", "ninja")]
     return "; ".join(p for p in parts if p) + ". Tools: " + ", ".join(t for t in tools if t) + "."
+
+
+# The leg's steps in their order (the results file keeps its keys sorted).
+_PHASES = ("source", "toolchain", "preflight", "ccache", "configure", "build", "bundle", "check", "outside the steps")
+
+
+def in_step_order(phases: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(phases.items(), key=lambda kv: _PHASES.index(kv[0]) if kv[0] in _PHASES else len(_PHASES))
+
+
+def load_line(machine: dict[str, Any]) -> str:
+    """The machine's load at the start and the end, and whether the run counts as idle (newer results only)."""
+    if "idle" not in machine:
+        return ""
+    start, end = machine.get("load_average_start"), machine.get("load_average_end")
+    verdict = "idle" if machine["idle"] else "**not idle**: the wall times are not idle figures, the CPU seconds are fair"
+    return f" Load (runnable processes over 1, 5 and 15 minutes) {start} at the start, {end} at the end: {verdict}."
 
 
 def _row(*cells: object) -> str:
@@ -96,6 +113,10 @@ def _details(result: dict[str, Any]) -> list[str]:
     return [
         _row("detail", "value"), _row("---", "---"),
         _row("pipeline over raw, warm", f"{b['pipeline_overhead_s']:+.2f} s ({b['pipeline_over_raw']:.2f}x)"),
+        *([_row("pipeline over raw, warm, CPU seconds of the process trees",
+                f"{b['pipeline_overhead_cpu_s']:+.2f} s ({b['warm_pipeline_cpu_s']:.2f} against {b['warm_raw_cpu_s']:.2f})")]
+          if "pipeline_overhead_cpu_s" in b else []),
+        *(_row(f"warm pipeline phase: {name}", f"{seconds:.3f} s") for name, seconds in in_step_order(b.get("phases", {}))),
         _row("python start", f"{fc['bare_python_s']:.2f} s"),
         _row("`python -m pipeline --version`", f"{fc['cli_startup_s']:.2f} s"),
         _row("in the pipeline, outside CMake and Ninja", f"{fc['in_process_outside_cmake_ninja_s']:.2f} s"),
@@ -110,6 +131,8 @@ def _details(result: dict[str, Any]) -> list[str]:
 
 _REAL_TREE_TARGETS = {
     "bundle_over_raw_s": ("the pipeline (with bundle) over raw, warm", "s", "<="),
+    "bundle_over_raw_cpu_s": ("the pipeline (with bundle) over raw, warm, CPU seconds", "s", "<="),
+    "nox_over_raw_s": ("`nox -s cpu` over raw, warm", "s", "<="),
     "nox_over_pipeline_s": ("`nox -s cpu` over the pipeline", "s", "<="),
     "unchanged_packaging_speedup": ("packaging: cold over unchanged payload", "x", ">="),
 }
@@ -118,14 +141,25 @@ _REAL_TREE_TARGETS = {
 def _real_tree(real: dict[str, Any]) -> list[str]:
     b, pk, cc = real["builds"], real["packaging"], real["compiler_check"]
     raw = b["raw_s"]
+    cpu = b.get("cpu_s") or {}
+    seeded = f" The ccache started as a copy of `{b['seeded_from']}` (no cold figure)." if b.get("seeded_from") else ""
     lines = ["", f"Real tree: {real['tree']}, {b['compilations']} compilations, warm {b['warm_hits']}/"
-             f"{b['compilations']} hits (median wall seconds).", "",
-             _row("command", "wall (s)", "vs raw"), _row("---", "---:", "---:")]
-    for label, key in (("raw cmake -G Ninja + ninja + ccache", "raw_s"),
-                       ("`python -m pipeline build cpu --no-bundle`", "pipeline_no_bundle_s"),
-                       ("`python -m pipeline build cpu`", "pipeline_s"), ("`nox -s cpu`", "nox_s"),
-                       ("cold: `python -m pipeline build cpu` (empty ccache)", "cold_s")):
-        lines.append(_row(label, f"{b[key]:.2f}", f"{b[key] / raw:.2f}"))
+             f"{b['compilations']} hits (medians).{seeded}", ""]
+    if cpu:
+        lines += [_row("command", "wall (s)", "vs raw", "CPU (s)", "CPU over raw (s)"), _row("---", "---:", "---:", "---:", "---:")]
+    else:
+        lines += [_row("command", "wall (s)", "vs raw"), _row("---", "---:", "---:")]
+    for label, key, run in (("raw cmake -G Ninja + ninja + ccache", "raw_s", "raw"),
+                            ("`python -m pipeline build cpu --no-bundle`", "pipeline_no_bundle_s", "no_bundle"),
+                            ("`python -m pipeline build cpu`", "pipeline_s", "pipeline"), ("`nox -s cpu`", "nox_s", "nox"),
+                            ("cold: `python -m pipeline build cpu` (empty ccache)", "cold_s", "")):
+        if b.get(key) is None:
+            continue
+        cells = (f"{cpu[run]:.2f}", f"{cpu[run] - cpu['raw']:+.2f}") if run in cpu else ("", "") if cpu else ()
+        lines.append(_row(label, f"{b[key]:.2f}", f"{b[key] / raw:.2f}", *cells))
+    if "phases" in b:
+        lines += ["", _row("`python -m pipeline build cpu`, per phase", "median wall (s)"), _row("---", "---:"),
+                  *(_row(name, f"{seconds:.3f}") for name, seconds in in_step_order(b["phases"]))]
     lines += ["", _row("figure", "value"), _row("---", "---"),
               _row(f"packaging {pk['payload_mb']} MB: `tar` piped to `gzip -6`", f"{pk['tar_gzip6_s']:.2f} s ({pk['tar_gzip6_mb_s']} MB/s)"),
               _row("packaging: the pipeline, cold", f"{pk['pipeline_cold_s']:.2f} s ({pk['pipeline_cold_mb_s']} MB/s)"),
@@ -151,7 +185,7 @@ def render_one(result: dict[str, Any]) -> str:
         f"`{command_line(result)}`: {params['units']} translation units, {params['repeat']} warm runs of each "
         f"kind, {result['duration_s']} s in all.",
         "",
-        f"Machine: {machine_line(result['machine'])}",
+        f"Machine: {machine_line(result['machine'])}{load_line(result['machine'])}",
         "",
         *([f"Transcribed {result['transcribed']}.", ""] if result.get("transcribed") else []),
         *_builds(result), "", *_targets(result), "", *_details(result),

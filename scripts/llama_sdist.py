@@ -72,3 +72,34 @@ def extract_tree(sdist: Path, dest: Path) -> Path:
     if proc.returncode != 0 or head != TREE_COMMIT:
         raise AssertionError(f"{sdist}: vendored llama.cpp is at {head or proc.stderr.strip()}, expected {TREE_COMMIT}")
     return tree
+
+
+def standalone_tree(sdist: Path, dest: Path) -> Path:
+    """:func:`extract_tree`, made a repository of its own: ``--source`` can build it.
+
+    In the sdist the tree is a submodule (its ``.git`` a file naming
+    ``../../.git/modules/vendor/llama.cpp``). Through the leg's link to it
+    (``<out>/<leg>/src/llama.cpp``) that relative gitdir names nothing, and
+    Ninja re-runs CMake until "manifest 'build.ninja' still dirty after 100
+    tries" (DESIGN.md). The module's git directory moves into the tree and
+    forgets its work tree: the same commit, checked out, no superproject.
+    """
+    import re
+    import shutil
+
+    tree = extract_tree(sdist, dest)
+    dot_git = tree / ".git"
+    gitdir = (tree / dot_git.read_text(encoding="utf-8").removeprefix("gitdir:").strip()).resolve()
+    dot_git.unlink()
+    shutil.move(gitdir, dot_git)
+    # Not `git config --unset`: git would first chdir to the work tree the config names, which is gone.
+    config = dot_git / "config"
+    config.write_text(re.sub(r"(?m)^\s*worktree\s*=.*\n", "", config.read_text(encoding="utf-8")), encoding="utf-8")
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tree, env=env, capture_output=True, text=True, check=False).stdout.strip()
+
+    if git("rev-parse", "HEAD") != TREE_COMMIT or git("status", "--porcelain", "--untracked-files=no"):
+        raise AssertionError(f"{tree}: not a clean checkout of {TREE_COMMIT} once made standalone")
+    return tree

@@ -10,7 +10,10 @@ extraction leaves no partial install. The member-name rules
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import gzip
+import lzma
 import os
 import posixpath
 import re
@@ -23,7 +26,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from pipeline.errors import ToolchainError
 from pipeline.names import member_name_problem
@@ -110,21 +113,36 @@ def tar_placement_problems(members: Iterable[tarfile.TarInfo]) -> tuple[str, str
     a hard link whose target is not an earlier file of the archive (tarfile
     fails on it with a KeyError; a later one would link to nothing yet).
     """
-    kinds: dict[str, bool] = {}  # place -> is a folder
+    placement = TarPlacement()
     for member in members:
-        if problem := tar_member_problem(member):
+        if problem := placement.problem(member):
             return member.name, problem
+    return None
+
+
+class TarPlacement:
+    """:func:`tar_placement_problems` one member at a time, in the archive's order: each verdict
+    depends only on the members before it, so an archive can be checked as it streams."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, bool] = {}  # place -> is a folder
+
+    def problem(self, member: tarfile.TarInfo) -> str | None:
+        """Why ``member``, coming after every member seen so far, cannot be placed; None: placed."""
+        kinds = self._kinds
+        if problem := tar_member_problem(member):
+            return problem
         key = _member_key(member.name)
         if key in kinds and not (kinds[key] and member.isdir()):
-            return member.name, "duplicate name: a member of this name comes earlier"
+            return "duplicate name: a member of this name comes earlier"
         if member.islnk():
             target = _member_key(member.linkname)
             if target not in kinds:
-                return member.name, f"hard link to {member.linkname!r}, which is no earlier member"
+                return f"hard link to {member.linkname!r}, which is no earlier member"
             if kinds[target]:
-                return member.name, f"hard link to folder {member.linkname!r}"
+                return f"hard link to folder {member.linkname!r}"
         kinds[key] = member.isdir()
-    return None
+        return None
 
 
 def zip_placement_problems(infos: Iterable[zipfile.ZipInfo]) -> tuple[str, str] | None:
@@ -149,8 +167,14 @@ def _refused(archive: Path, member: str, problem: str) -> ToolchainError:
 
 
 def _extract_tar(archive: Path, dest: Path) -> None:
+    """One pass over the archive as it streams: each member is placed (checked against the members
+    before it, :class:`TarPlacement`) just before it is written, into ``dest``, the staging folder;
+    a refusal removes that folder, so nothing is installed. Reading every header first and the data
+    after inflated the whole archive twice (the seek back starts a compressed stream over)."""
+    placement = TarPlacement()
+
     def guard(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-        if problem := tar_member_problem(member):
+        if problem := placement.problem(member):
             raise _refused(archive, member.name, problem)
         # Where an interrupt test holds the run: the staging folder exists, the install does not.
         checkpoint("extract")
@@ -162,14 +186,27 @@ def _extract_tar(archive: Path, dest: Path) -> None:
             raise _refused(archive, member.name, str(exc)) from None
 
     try:
-        with tarfile.open(archive, "r:*") as tar:
+        with _decompressed(archive) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
             tar.errorlevel = 1
-            # Every member is placed on paper first: nothing is written for an archive refused at its end.
-            if refused := tar_placement_problems(tar.getmembers()):
-                raise _refused(archive, *refused)
             tar.extractall(dest, filter=guard)
-    except (tarfile.TarError, EOFError, zlib.error) as exc:
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError) as exc:
         raise ToolchainError(f"{archive.name}: corrupt or unreadable archive: {exc}") from None
+
+
+def _decompressed(archive: Path) -> IO[bytes]:
+    """``archive`` read through its compression (gzip, xz, bzip2, or none: a plain tar), by the module
+    that reads every member of a concatenated stream: the pipeline's own tar.gz is one gzip member per
+    file (pipeline.archives.deterministic), which tarfile's own stream mode ("r|gz") stops after."""
+    with archive.open("rb") as fh:
+        magic = fh.read(6)
+    if magic[:2] == b"\x1f\x8b":
+        # GzipFile is a binary file; typeshed does not call it IO[bytes].
+        return cast(IO[bytes], gzip.open(archive, "rb"))
+    if magic == b"\xfd7zXZ\x00":
+        return lzma.open(archive, "rb")
+    if magic[:3] == b"BZh":
+        return bz2.open(archive, "rb")
+    return archive.open("rb")
 
 
 def _extract_zip(archive: Path, dest: Path) -> None:
@@ -269,14 +306,18 @@ def tree_change(root: Path, listed: Mapping[str, Any], *, quick: bool, added: bo
 
 
 def extract_archive(
-    archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None, digests: bool = False
+    archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None, digests: bool = False,
+    lift: bool = True,
 ) -> Path:
     """Unpack ``archive`` (tar.* or zip) so that ``target`` appears complete or not at all.
 
     ``target`` must not exist. ``marker`` is written inside the install just
     before the final rename, so a folder with a marker is always complete.
     ``digests``: the marker also lists every file's digest (:func:`tree_digests`),
-    so a reuse can verify the tree is still what the archive held.
+    so a reuse can verify the tree is still what the archive held. ``lift``: an
+    archive's one wrapper folder becomes ``target`` (:func:`content_root`); without
+    it ``target`` holds the archive's top level as it is (check-bundle reads the
+    manifest's place from there).
     """
     if target.exists() or target.is_symlink():
         raise ToolchainError(f"{target}: already exists; remove it before installing again")
@@ -287,7 +328,7 @@ def extract_archive(
             _extract_zip(archive, staging)
         else:
             _extract_tar(archive, staging)
-        root = content_root(staging)
+        root = content_root(staging) if lift else staging
         if root == staging:
             # mkdtemp made it 0700; an install is as readable as any folder this process makes.
             fix_mode(root, folder=True)

@@ -38,16 +38,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pipeline.archives.deterministic import archive_kind
 from pipeline.bundle.check_findings import Problem, TreeFindings
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
 from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
 from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
 from pipeline.bundle.emulation import host_arch, how_to_run
-from pipeline.bundle.macho_loads import check_macho, check_macho_loads
-from pipeline.bundle.machodeps import MachoInfo, is_macho
-from pipeline.bundle.make import MANIFEST_NAME, manifest_root, read_manifest
+from pipeline.bundle.make import MANIFEST_NAME, manifest_root, parse_manifest, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
 from pipeline.bundle.smoke_process import scrubbed_env
@@ -57,7 +56,11 @@ from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.cuda_driver import DRIVER_FLOORS, runtime_line
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN
+from pipeline.util.json_text import read_bytes
 from pipeline.util.tree_removal import remove_tree
+
+if TYPE_CHECKING:
+    from pipeline.bundle.machodeps import MachoInfo
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,6 +131,9 @@ def _binaries(root: Path, os_name: str) -> list[str]:
     reach into subfolders (``@loader_path/../lib``), so each file there is checked too.
     """
     if os_name == "macos":
+        # Imported for a macOS bundle only: macholib is a tenth of a second of every other check.
+        from pipeline.bundle.machodeps import is_macho
+
         return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if is_macho(p))
     found = []
     for item in sorted(root.iterdir()):
@@ -215,6 +221,8 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         for p in sorted(root.rglob("*")) if not p.is_dir() or p.is_symlink()
     }
     images: dict[str, MachoInfo] = {}
+    if os_name == "macos":
+        from pipeline.bundle.macho_loads import check_macho, check_macho_loads
     for rel in _binaries(root, os_name):
         found.files += 1
         if windows:
@@ -273,14 +281,41 @@ def _runtime_problems(in_bundle: Mapping[str, str], cuda_line: str) -> list[Prob
     return problems
 
 
-def unpack(bundle: Path, dest: Path) -> Path:
-    """Unpack ``bundle`` into the new folder ``dest`` with the install's safe extraction."""
+def unpack(bundle: Path, dest: Path, *, lift: bool = True) -> Path:
+    """Unpack ``bundle`` into the new folder ``dest`` with the install's safe extraction (``lift``: see
+    :func:`~pipeline.archives.extract.extract_archive`)."""
     from pipeline.archives.extract import extract_archive
 
     try:
-        return extract_archive(bundle, dest)
+        return extract_archive(bundle, dest, lift=lift)
     except ToolchainError as err:
         raise BundleError(f"{bundle}: cannot unpack: {err.message}") from None
+
+
+def unpack_bundle(bundle: Path, dest: Path) -> tuple[dict[str, Any], Path]:
+    """Unpack ``bundle`` into ``dest`` and read its manifest there: (the manifest, the bundle's root).
+
+    One pass over the archive: :func:`~pipeline.bundle.make.read_manifest` on the archive inflated it
+    whole to reach the manifest (a member near its end), and the extraction inflated it again. The
+    rules are read_manifest's: the manifest at the top or one folder down, in the folder it names.
+    Anything but a .tar.gz or .zip is read_manifest's to refuse, as before.
+    """
+    if not bundle.is_file() or archive_kind(bundle) is None:
+        manifest = read_manifest(bundle)
+        unpacked = unpack(bundle, dest)
+        return manifest, unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
+    unpacked = unpack(bundle, dest, lift=False)
+    folders = sorted(p for p in unpacked.iterdir() if p.is_dir() and not p.is_symlink())
+    found = [p for p in (unpacked / MANIFEST_NAME, *(f / MANIFEST_NAME for f in folders)) if p.is_file() and not p.is_symlink()]
+    if not found:
+        raise BundleError(f"{bundle}: foreign bundle: no {MANIFEST_NAME} inside")
+    for path in found:
+        where = f"{bundle}:{path.relative_to(unpacked).as_posix()}"
+        manifest = parse_manifest(read_bytes(path, where=where, what="the manifest", error=BundleError), where)
+        if path.parent == unpacked / manifest_root(manifest):
+            return manifest, path.parent
+    raise BundleError(f"{bundle}: corrupt bundle: {found[0].relative_to(unpacked).as_posix()} is not in the folder "
+                      "its manifest names")
 
 
 def check_bundle(
@@ -293,18 +328,15 @@ def check_bundle(
     tokenizer check; without it that check is skipped, saying so). ``environ``: the run's
     environment, of which the smoke run keeps the GPU driver selection only.
     """
-    manifest = read_manifest(bundle)
+    if scratch.exists():
+        remove_tree(scratch)
+    manifest, root = unpack_bundle(bundle, scratch / "bundle")
+    if not root.is_dir():
+        raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
     leg = manifest.get("leg") or {}
     os_name = str(leg.get("os") or "linux")
     arch = str(leg.get("arch") or "x64")
     floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
-    if scratch.exists():
-        remove_tree(scratch)
-    unpacked = unpack(bundle, scratch / "bundle")
-    # The safe extractor already lifts an archive's one top folder (llama-<tag>/) out.
-    root = unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
-    if not root.is_dir():
-        raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
     macos_min = str(leg.get("macos_min") or DEFAULT_MACOS_MIN) if os_name == "macos" else None
     line = leg.get("cuda_line")
     result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min,

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.bundle.elfdeps import is_elf
-from pipeline.bundle.machodeps import is_macho
 from pipeline.bundle.pedeps import is_pe
 from pipeline.bundle.smoke_process import PROGRAM_PREFIX_ARGS, run_program
 
@@ -147,6 +146,8 @@ def main_programs(root: Path, os_name: str) -> list[str]:
             if item.suffix.lower() == ".exe" and is_pe(item):
                 found.append(item.name)
         elif os_name == "macos":
+            from pipeline.bundle.machodeps import is_macho  # macholib: for a macOS bundle only
+
             if not item.name.endswith(".dylib") and is_macho(item):
                 found.append(item.name)
         elif ".so" not in item.name and is_elf(item):

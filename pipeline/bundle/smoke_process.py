@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from pipeline.processes.groups import adopting_orphans, popen_child, stop_group
+from pipeline.processes.groups import adopting_orphans, popen_child, stop_group, wait_for_exit
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -124,7 +124,7 @@ def run_program(root: Path, program: str, args: Sequence[str], home: Path, drive
                 assert proc.stdout is not None and proc.stderr is not None
                 out, err = _Bounded(proc.stdout), _Bounded(proc.stderr)
                 try:
-                    returncode = proc.wait(timeout=TIMEOUT_SECONDS)
+                    returncode = wait_for_exit(proc, TIMEOUT_SECONDS)
                 except subprocess.TimeoutExpired:
                     stop_group(proc, grace=1.0)
                     return ProgramRun(exit_code=-1, stdout="", stderr=f"no answer within {TIMEOUT_SECONDS}s")

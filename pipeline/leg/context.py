@@ -20,6 +20,7 @@ from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
 from pipeline.leg.options import LegOptions
 from pipeline.results.record import LegRecord
+from pipeline.util.tree_removal import Removal
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -38,6 +39,9 @@ class LegContext:
     # What the record's source says beyond the tree itself (a reproduction names the original's repository,
     # tag and mix).
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    # What the run leaves to finish in the background (the old build folder's removal): waited for by
+    # run_leg before it returns.
+    pending: list[Removal] = field(default_factory=list)
 
     @property
     def out(self) -> Path:

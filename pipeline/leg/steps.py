@@ -47,7 +47,7 @@ from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
 from pipeline.util.fsutil import folder_problem
-from pipeline.util.tree_removal import remove_tree
+from pipeline.util.tree_removal import remove_aside
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -160,11 +160,13 @@ def run_leg(
         try:
             return _run_steps(ctx, clock=clock)
         except KeyboardInterrupt:
+            # Not waited for: an interrupt ends the run now (the next run removes what is left).
             record.status = "interrupted"
             record.wall_seconds = round(time.monotonic() - clock, 3)
             record.write(work / RECORD_NAME)
             raise
         except BaseException as exc:
+            _finish_pending(ctx)
             if record.status == "running":
                 record.status = "failed"
                 if isinstance(exc, PipelineError):
@@ -177,18 +179,35 @@ def run_leg(
 
 
 def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
-    """The chain is :data:`STEPS`: each step is called with the context and the previous step's result."""
+    """The chain is :data:`STEPS`: each step is called with the context and the previous step's result.
+
+    Every step's wall time goes into the record's ``phases`` under its name (``source``, ``toolchain``,
+    ``preflight``, ``ccache``, ``configure``, ``build``, ``bundle``, ``check``); configure and build time
+    their command themselves, and ``package`` is the bundle step's archive writing."""
     result: Any = None
     for step in STEPS:
+        started = time.monotonic()
         result = step(ctx, result)
+        ctx.record.phases.setdefault(step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3))
     packaged: Packaged = result
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
+    _finish_pending(ctx)
     record.status = "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(ctx.work / RECORD_NAME)
     render.show_record(record, ctx.console)
     return LegRun(toolchain=plan.toolchain, build_dir=plan.build, record=record, bundle=bundle)
+
+
+def _finish_pending(ctx: LegContext) -> None:
+    """Wait for the background work of the run (the old build folder's removal); what it could not
+    remove is a warning on record, not a failure: the build used a fresh folder all the same."""
+    while ctx.pending:
+        removal = ctx.pending.pop()
+        for err in removal.wait():
+            ctx.warn(f"could not remove the earlier build folder {err.filename or removal.paths[0]}: {err.strerror}; "
+                     "it is left in place")
 
 
 def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
@@ -312,8 +331,10 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         check_value=check.value if check.value != check.mode else None,
         check_note=check.note,
     )
-    if build.exists():
-        remove_tree(build)  # never through a link, never into a mount
+    if build.exists() or build.is_symlink():
+        # Moved aside and removed while CMake runs (never through a link, never into a mount):
+        # the new build folder is fresh at once.
+        ctx.pending.append(remove_aside(build))
     build.mkdir(parents=True)
     ccache = with_glslc_cache(ccache, toolchain.cmake_args, build)
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
@@ -392,10 +413,11 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
 def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
     """Package the bundle (none with ``--no-bundle``); compressed members unchanged since the last run come
     from the packaging cache."""
-    from pipeline.bundle.make import package_bundle
-
     if ctx.options.no_bundle:
         return Packaged(plan=previous, bundle=None)
+    # Here, not above: --no-bundle does not pay for importing the bundle's code (elftools, the SBOM).
+    from pipeline.bundle.make import package_bundle
+
     leg, record, out = ctx.leg, ctx.record, ctx.out
     with ctx.console.status(f"{leg.name}: packaging the bundle"):
         bundle, stats = package_bundle(
@@ -411,12 +433,12 @@ def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
 def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
     """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
     (:func:`run_leg` writes the failed record). Nothing to check without a bundle or with ``check_bundle`` off."""
-    from pipeline.bundle.check import check_built_bundle
-    from pipeline.errors import BundleCheckError
-
     bundle, leg, record = previous.bundle, ctx.leg, ctx.record
     if bundle is None or not ctx.options.check_bundle:
         return previous
+    from pipeline.bundle.check import check_built_bundle
+    from pipeline.errors import BundleCheckError
+
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
     scratch = ctx.work / "check"

@@ -18,6 +18,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,3 +89,45 @@ def remove_tree(path: Path) -> None:
         path.unlink()
         return
     _remove_folder(str(path), info.st_dev, top=True)
+
+
+class Removal:
+    """Folders moved aside, removed by a thread of their own (:func:`remove_aside`)."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+        self.errors: list[OSError] = []
+        self._thread = threading.Thread(target=self._remove, name="remove-aside", daemon=True)
+        self._thread.start()
+
+    def _remove(self) -> None:
+        for path in self.paths:
+            try:
+                remove_tree(path)
+            except OSError as exc:
+                self.errors.append(exc)
+
+    def wait(self) -> list[OSError]:
+        """Wait until every folder is removed; what could not be (a mount inside: left in place)."""
+        self._thread.join()
+        return self.errors
+
+
+def aside_name(path: Path) -> str:
+    """The prefix of the folders :func:`remove_aside` moves ``path`` into (hidden, beside it)."""
+    return f".{path.name}.old-"
+
+
+def remove_aside(path: Path) -> Removal:
+    """Free ``path`` at once and remove what it held in the background, by :func:`remove_tree`'s rules.
+
+    ``path`` is renamed into a new hidden folder beside it (the same filesystem: a rename, instant),
+    which a thread removes; so do folders left there by a run that was stopped before its removal
+    ended. Why: a warm build's fresh build folder waited for the old one's deletion (thousands of
+    files, a second on a busy disk) before CMake could start. Call :meth:`Removal.wait` before the
+    process ends, or a daemon thread's removal is cut short (the next call finishes it).
+    """
+    stale = sorted(path.parent.glob(aside_name(path) + "*"))
+    aside = Path(tempfile.mkdtemp(dir=path.parent, prefix=aside_name(path)))
+    path.rename(aside / path.name)
+    return Removal([aside, *stale])

@@ -43,6 +43,14 @@ def test_bench_smoke(tmp_path: Path) -> None:
     for key in ("cold_s", "warm_pipeline_s", "warm_raw_s", "warm_over_cold", "pipeline_over_raw"):
         assert builds[key] > 0, key
     assert isinstance(builds["pipeline_overhead_s"], float)
+    # CPU seconds of each command's process tree: cmake and the compilers ran, so the raw build's is positive.
+    assert builds["warm_raw_cpu_s"] > 0 and builds["warm_pipeline_cpu_s"] > 0
+    assert builds["pipeline_overhead_cpu_s"] == round(builds["warm_pipeline_cpu_s"] - builds["warm_raw_cpu_s"], 3)
+    # The per-phase breakdown: every step of the leg, and what lies outside them.
+    assert sorted(builds["phases"]) == sorted(["source", "toolchain", "preflight", "ccache", "configure", "build",
+                                               "bundle", "check", "outside the steps"])
+    assert isinstance(result["machine"]["idle"], bool)
+    assert "overhead" in proc.stdout and "per phase" in proc.stdout
     for key in ("bare_python_s", "cli_startup_s", "in_process_outside_cmake_ninja_s", "configure_pipeline_s"):
         assert key in builds["fixed_cost"]
 

@@ -20,7 +20,6 @@ benchmark and the GPU check): downloaded with pip once into the test cache.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from scripts.llama_sdist import SDIST_NAME as SDIST_NAME
 from scripts.llama_sdist import SDIST_VERSION as SDIST_VERSION
 from scripts.llama_sdist import TREE_COMMIT, e2e_cache_root, fetch_sdist
 from scripts.llama_sdist import extract_tree as extract_tree
+from scripts.llama_sdist import standalone_tree as standalone_tree
 from tests.support.gitrepos import git
 
 # Its tree (the files the build sees), read with `git rev-parse 0c1e570^{tree}`.
@@ -40,29 +40,6 @@ BASE_TAG = "b7000"
 YOUNG_TAG = "b7001"
 PR_NUMBER = 4242
 PR_REPO = "ggml-org/llama.cpp"
-
-
-def standalone_tree(sdist: Path, dest: Path) -> Path:
-    """:func:`extract_tree`, made a repository of its own: ``--source`` can build it.
-
-    In the sdist the tree is a submodule (its ``.git`` a file naming
-    ``../../.git/modules/vendor/llama.cpp``). Through the leg's link to it
-    (``<out>/<leg>/src/llama.cpp``) that relative gitdir names nothing, and
-    Ninja re-runs CMake until "manifest 'build.ninja' still dirty after 100
-    tries" (DESIGN.md). The module's git directory moves into the tree and
-    forgets its work tree: the same commit, checked out, no superproject.
-    """
-    tree = extract_tree(sdist, dest)
-    dot_git = tree / ".git"
-    gitdir = (tree / dot_git.read_text(encoding="utf-8").removeprefix("gitdir:").strip()).resolve()
-    dot_git.unlink()
-    shutil.move(gitdir, dot_git)
-    # Not `git config --unset`: git would first chdir to the work tree the config names, which is gone.
-    config = dot_git / "config"
-    config.write_text(re.sub(r"(?m)^\s*worktree\s*=.*\n", "", config.read_text(encoding="utf-8")), encoding="utf-8")
-    if git(tree, "rev-parse", "HEAD") != TREE_COMMIT or git(tree, "status", "--porcelain", "--untracked-files=no"):
-        raise AssertionError(f"{tree}: not a clean checkout of {TREE_COMMIT} once made standalone")
-    return tree
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ def test_a_run_renders_its_medians_machine_command_and_targets() -> None:
     text = bm.render([_result()])
     assert "Machine: 16 cores (Example CPU 9000); 128.0 GiB; Linux-x86_64; Python 3.12.1." in text
     # Options left at bench.py's defaults are left out of the command; no real tree means --quick.
-    assert "`python scripts/bench.py --units 30 --caches 500 --quick`" in text
+    assert "`python scripts/bench.py --units 30 --repeat 3 --caches 500 --quick`" in text
     assert "| warm, pipeline | 2.00 | 1.00 3.00 2.00 | 31 | 0 | 100.0% |" in text
     assert "| warm, raw cmake + ninja | 1.50 | 1.50 1.25 1.75 | 31 | 0 | 100.0% |" in text
     assert "| prune plan, 500 caches | 2000.0 ms | < 1000 ms | missed |" in text
@@ -126,3 +126,17 @@ def test_rendering_leaves_the_results_untouched() -> None:
     before = copy.deepcopy(result)
     bm.render([result])
     assert result == before
+
+
+def test_a_run_with_cpu_seconds_shows_the_overhead_in_cpu_the_phases_and_whether_the_machine_was_idle() -> None:
+    result = _result()
+    result["machine"].update(load_average_end=[5.0, 4.0, 3.0], idle=False)
+    result["builds"].update(warm_pipeline_cpu_s=2.25, warm_raw_cpu_s=2.0, pipeline_overhead_cpu_s=0.25,
+                            phases={"configure": 0.5, "build": 1.0, "outside the steps": 0.125})
+    text = bm.render([result])
+    assert ("Load (runnable processes over 1, 5 and 15 minutes) [9.0, 9.0, 9.0] at the start, [5.0, 4.0, 3.0] at the end: "
+            "**not idle**") in text
+    assert "| pipeline over raw, warm, CPU seconds of the process trees | +0.25 s (2.25 against 2.00) |" in text
+    assert "| warm pipeline phase: outside the steps | 0.125 s |" in text
+    # An older result, without these figures, renders as before.
+    assert "Load (" not in bm.render([_result()]) and "CPU seconds" not in bm.render([_result()])

@@ -1,0 +1,32 @@
+"""A Linux or Windows bundle is packed and checked without loading macOS's Mach-O reader (macholib):
+its import was a tenth of a second of every warm build's check (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import sys
+from pathlib import Path
+
+import pytest
+
+
+class _Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "macholib":
+            raise ImportError(f"{name} refused by the test")
+
+
+def test_a_linux_bundle_is_checked_without_macholib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m.partition(".")[0] == "macholib" or m.startswith("pipeline.bundle")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_Refuse(), *sys.meta_path])
+    importlib.import_module("pipeline.bundle.make")
+    check = importlib.import_module("pipeline.bundle.check")
+    importlib.import_module("pipeline.bundle.smoke")
+    (tmp_path / "LICENSE").write_text("MIT\n")
+    result = check.check_tree(tmp_path, os_name="linux", glibc_max=None)
+    assert [p.kind for p in result.problems] == ["empty"]
+    # A macOS bundle still needs it: the refusal is real.
+    with pytest.raises(ImportError, match="macholib"):
+        check.check_tree(tmp_path, os_name="macos", glibc_max=None)
