@@ -438,6 +438,7 @@ def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
         return previous
     from pipeline.bundle.check import check_built_bundle
     from pipeline.errors import BundleCheckError
+    from pipeline.util.tree_removal import remove_tree
 
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
