@@ -50,8 +50,8 @@ from pipeline.errors import BundleCheckError
 from tests.support.big_trees import drop_big_trees
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
-from tests.support.real_tree_matrix import shipped_cuda_pins
-from tests.support.reduction import CUDA_ARCHITECTURE, reduce_leg_flags, shipped_flags, toml_list
+from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table, shipped_cuda_pins
+from tests.support.reduction import CUDA_ARCHITECTURE, reduce_leg_flags, shipped_flags
 from tests.support.sid_root import ROOT, DebianRoot, mounted, pipeline_venv, run_in
 from tests.support.tree_files import cached_sdist, missing_reason
 
@@ -80,27 +80,11 @@ TESTED_SHARED, _SHIPPED_CUDA12 = shipped_flags(LEG)
 TESTED_LEGS: dict[str, list[str]] = {LEG: reduce_leg_flags(_SHIPPED_CUDA12)}
 
 
-def _braced(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
-
-
-MATRIX = """\
-[source]
-repo = "{upstream}"
-tag = "latest"
-
-[ccache]
-compiler_check = "content"
-
-[cmake]
-args = """ + _braced(toml_list(TESTED_SHARED)) + "\n\n" + _braced(shipped_cuda_pins()) + f"""
-[legs."{LEG}"]
-backend = "cuda"
-os = "linux"
-cuda_line = "12"
-cuda_architectures = ["{CUDA_ARCHITECTURE}"]
-bundle_name = "llama-{{{{tag}}}}-bin-ubuntu-cuda-12.8-older-{{{{arch}}}}"
-cmake_args = """ + _braced(toml_list(TESTED_LEGS[LEG])) + "\n"
+# The shipped leg's keys that name its CUDA line and bundle, the one architecture of the reduction.
+MATRIX = (SOURCE_TEMPLATE + "\n" + shipped_cuda_pins().replace("{", "{{").replace("}", "}}")
+          + leg_table(LEG, TESTED_LEGS[LEG], backend="cuda", os="linux", cuda_line="12",
+                      cuda_architectures=[CUDA_ARCHITECTURE],
+                      bundle_name="llama-{tag}-bin-ubuntu-cuda-12.8-older-{arch}"))
 
 
 @dataclass

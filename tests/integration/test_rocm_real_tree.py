@@ -41,7 +41,8 @@ from pipeline.util.tree_removal import remove_tree
 from tests.support.big_trees import drop_big_trees
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
-from tests.support.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags, toml_list
+from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
+from tests.support.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags
 from tests.support.sid_root import ROOT, mounted, pipeline_venv, run_in, sid_root
 from tests.support.tree_files import cached_sdist, missing_reason
 
@@ -51,23 +52,8 @@ LEG = "rocm-linux-gfx110X"
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
 TESTED_SHARED, _SHIPPED = shipped_flags(LEG)
 TESTED_LEGS: dict[str, list[str]] = {LEG: reduce_leg_flags(_SHIPPED)}
-MATRIX = """\
-[source]
-repo = "{upstream}"
-tag = "latest"
-
-[ccache]
-compiler_check = "content"
-
-[cmake]
-args = """ + toml_list(TESTED_SHARED).replace("{", "{{").replace("}", "}}") + f"""
-
-[legs.{LEG}]
-backend = "rocm"
-os = "linux"
-family = "gfx110X-all"
-targets = ["{ROCM_TARGET}"]
-cmake_args = """ + toml_list(TESTED_LEGS[LEG]).replace("{", "{{").replace("}", "}}") + "\n"
+MATRIX = SOURCE_TEMPLATE + leg_table(LEG, TESTED_LEGS[LEG], backend="rocm", os="linux", family="gfx110X-all",
+                                     targets=[ROCM_TARGET])
 
 # ggml-hip's device steps for one target, DESIGN.md's count and the seed's: the Ninja commands that
 # name --offload-arch, that is its 144 .cu units compiled as HIP, and the link of libggml-hip.so.

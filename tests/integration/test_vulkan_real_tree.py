@@ -32,7 +32,8 @@ from pipeline.leg.preflight import check_vulkan
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.pipeline_cli import run_pipeline
-from tests.support.reduction import reduce_leg_flags, shipped_flags, toml_list
+from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
+from tests.support.reduction import reduce_leg_flags, shipped_flags
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
 from tests.support.trixie_vulkan import VERSION, SdkUnavailable, trixie_vulkan_sdk
 
@@ -41,21 +42,7 @@ pytestmark = pytest.mark.integration
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
 TESTED_SHARED, _SHIPPED_VULKAN = shipped_flags("vulkan")
 TESTED_LEGS: dict[str, list[str]] = {"vulkan": reduce_leg_flags(_SHIPPED_VULKAN)}
-MATRIX = """\
-[source]
-repo = "{upstream}"
-tag = "latest"
-
-[ccache]
-compiler_check = "content"
-
-[cmake]
-args = """ + toml_list(TESTED_SHARED).replace("{", "{{").replace("}", "}}") + """
-
-[legs.vulkan]
-backend = "vulkan"
-os = "linux"
-cmake_args = """ + toml_list(TESTED_LEGS["vulkan"]).replace("{", "{{").replace("}", "}}") + "\n"
+MATRIX = SOURCE_TEMPLATE + leg_table("vulkan", TESTED_LEGS["vulkan"], backend="vulkan", os="linux")
 
 VULKAN_SOURCE = "ggml/src/ggml-vulkan/ggml-vulkan.cpp"
 SDK_ENV = "PIPELINE_TEST_VULKAN_SDK"

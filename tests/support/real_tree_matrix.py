@@ -50,10 +50,26 @@ compiler_check = "content"
 args = """ + _escaped(TESTED_SHARED) + "\n"
 
 
-def leg_table(name: str, flags: list[str], **keys: str) -> str:
-    """``[legs.<name>]`` with ``keys`` as TOML strings and ``flags`` as its cmake_args, for a template."""
-    lines = [f"[legs.{name}]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
-    return "\n" + "\n".join(lines) + "\ncmake_args = " + _escaped(flags) + "\n"
+# The run a real-tree test builds with ``--source`` (a tree of its own, no resolve): the shipped [cmake]
+# args and content compiler checks. A template; its one field is ``upstream``.
+SOURCE_TEMPLATE = """\
+[source]
+repo = "{upstream}"
+tag = "latest"
+
+[ccache]
+compiler_check = "content"
+
+[cmake]
+args = """ + _escaped(TESTED_SHARED) + "\n"
+
+
+def leg_table(name: str, flags: list[str], **keys: str | list[str]) -> str:
+    """``[legs.<name>]`` with ``keys`` (TOML strings or string arrays) and ``flags`` as its cmake_args, for a
+    template (braces in values are escaped: ``bundle_name``'s ``{tag}`` stays literal)."""
+    header = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
+    lines = [f"[legs.{header}]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
+    return "\n" + "\n".join(lines).replace("{", "{{").replace("}", "}}") + "\ncmake_args = " + _escaped(flags) + "\n"
 
 
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
