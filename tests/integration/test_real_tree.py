@@ -50,6 +50,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, git, init_repo
 from tests.support.llama_tree import (
@@ -230,10 +231,7 @@ def test_bundles_from_two_folders_are_byte_identical(real_tree: RealTree) -> Non
 
 def _extract(bundle: Path, dest: Path) -> Path:
     """Unpack ``bundle``; its one top folder, upstream's ``llama-<tag>/`` with the programs and libraries in it."""
-    dest.mkdir(parents=True)
-    with tarfile.open(bundle) as tar:
-        tar.extractall(dest, filter="tar")
-    (top,) = dest.iterdir()
+    top = extract_top(bundle, dest)
     assert top.name == bundle.name.removesuffix("-bin-ubuntu-x64.tar.gz")
     return top
 

@@ -45,6 +45,7 @@ import pytest
 
 from pipeline.bundle.driver_standin import system_has_driver
 from pipeline.bundle.smoke_process import scrubbed_env
+from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, init_repo
 from tests.support.llama_tree import BASE_TAG, Forge, prepared_forge
@@ -145,14 +146,6 @@ def _succeeded(run: Run) -> dict[str, Any]:
     return run.record
 
 
-def _extract(bundle: Path, dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    with tarfile.open(bundle) as tar:
-        tar.extractall(dest, filter="tar")
-    (top,) = dest.iterdir()
-    return top
-
-
 def test_the_cuda_leg_builds_from_the_wheels_and_the_warm_build_hits_every_unit(cuda_tree: CudaTree) -> None:
     cold, warm = _succeeded(cuda_tree.runner)["ccache"], _succeeded(cuda_tree.laptop)["ccache"]
     assert cold["hits"] + cold["misses"] == COMPILATIONS
@@ -174,7 +167,7 @@ def dynamic_section(path: Path) -> str:
 
 def test_the_bundle_ships_the_cuda_module_and_its_runtime_with_origin_runpaths(cuda_tree: CudaTree, tmp_path: Path) -> None:
     _succeeded(cuda_tree.runner)
-    files = _extract(cuda_tree.runner.bundle, tmp_path / "x")
+    files = extract_top(cuda_tree.runner.bundle, tmp_path / "x")
     names = sorted(p.name for p in files.iterdir())
     assert "libggml-cuda.so" in names, names
     for lib in CUDA_RUNTIME:
@@ -242,7 +235,7 @@ def _repack(root: Path, dest: Path) -> Path:
 def test_the_standin_hides_no_missing_runtime_library(cuda_tree: CudaTree, tmp_path: Path) -> None:
     """Without the bundled libcudart the module must not load: the stand-in is the driver, nothing more."""
     _succeeded(cuda_tree.runner)
-    root = _extract(cuda_tree.runner.bundle, tmp_path / "x")
+    root = extract_top(cuda_tree.runner.bundle, tmp_path / "x")
     for path in root.glob("libcudart.so*"):
         path.unlink()
     bad = _repack(root, tmp_path / "bad" / cuda_tree.runner.bundle.name)
@@ -267,7 +260,7 @@ def _loader_cache_has(soname: str) -> bool:
 
 def test_a_bundle_that_ships_the_driver_is_refused(cuda_tree: CudaTree, tmp_path: Path) -> None:
     _succeeded(cuda_tree.runner)
-    root = _extract(cuda_tree.runner.bundle, tmp_path / "x")
+    root = extract_top(cuda_tree.runner.bundle, tmp_path / "x")
     stub = e2e_cache_root() / "toolchains" / "cuda-13.2.86-linux" / "nvidia" / "cu13" / "lib" / "stubs" / "libcuda.so"
     (root / "libcuda.so.1").write_bytes(stub.read_bytes())
     bad = _repack(root, tmp_path / "bad" / cuda_tree.runner.bundle.name)

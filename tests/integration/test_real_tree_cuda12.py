@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import re
-import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ import pytest
 
 from pipeline.errors import BundleCheckError
 from tests.support.big_trees import drop_big_trees
+from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table, shipped_cuda_pins
@@ -171,17 +171,9 @@ def test_the_12_leg_builds_with_debians_cuda_12_4_and_g_13_and_a_rebuild_elsewhe
     assert second["toolchain"]["identity"] == toolchain["identity"]
 
 
-def _extract(bundle: Path, dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    with tarfile.open(bundle) as tar:
-        tar.extractall(dest, filter="tar")
-    (top,) = dest.iterdir()
-    return top
-
-
 def test_the_bundle_carries_the_cuda_12_runtime_with_each_debian_packages_copyright(built: Built, tmp_path: Path) -> None:
     record = built.records[0]
-    files = _extract(built.tmp / "runner" / "out" / record["bundle"], tmp_path / "x")
+    files = extract_top(built.tmp / "runner" / "out" / record["bundle"], tmp_path / "x")
     names = sorted(p.name for p in files.iterdir())
     assert "libggml-cuda.so" in names, names
     for lib in CUDA_RUNTIME:

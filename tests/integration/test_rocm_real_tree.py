@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ import pytest
 from pipeline.errors import BundleCheckError
 from pipeline.util.tree_removal import remove_tree
 from tests.support.big_trees import drop_big_trees
+from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
@@ -175,7 +175,7 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
 def bundle_files(rocm_tree: RocmTree, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The runner's bundle, extracted once for the tests that read it."""
     dest = tmp_path_factory.mktemp("rocm-bundle")
-    yield _extract(rocm_tree.runner.out / rocm_tree.runner.record["bundle"], dest / "x")
+    yield extract_top(rocm_tree.runner.out / rocm_tree.runner.record["bundle"], dest / "x")
     remove_tree(dest)
 
 
@@ -225,14 +225,6 @@ def test_reinstalled_rocm_packages_with_new_mtimes_still_hit_every_compile(rocm_
     assert (again["hits"], again["misses"]) == (cold["hits"] + cold["misses"], 0), again
     # The toolchain's identity is its content: unchanged by the reinstall.
     assert rocm_tree.reinstalled.record["toolchain"]["identity"] == rocm_tree.runner.record["toolchain"]["identity"]
-
-
-def _extract(bundle: Path, dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    with tarfile.open(bundle) as tar:
-        tar.extractall(dest, filter="tar")
-    (top,) = dest.iterdir()
-    return top
 
 
 def test_the_bundle_carries_debians_rocm_each_with_its_copyright(rocm_tree: RocmTree, bundle_files: Path) -> None:
