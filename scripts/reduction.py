@@ -16,6 +16,13 @@ shipped ``matrix.toml`` with exactly these changes and nothing else
   (``GGML_NATIVE=OFF`` as shipped): the full variant set is 561 Ninja steps,
   over an hour on 2 cores.
 
+- which device kernels (the cuda and rocm legs; a no-op elsewhere):
+  ``GGML_CUDA_FA=OFF``, ggml's own switch for its flash-attention kernels.
+  Every ``fattn*`` unit is still compiled, linked and bundled, with the
+  kernels' bodies left out (``GGML_CUDA_NO_FA``); the forward pass then takes
+  ggml's attention without them. Those are the heaviest device units of
+  ggml-cuda and ggml-hip (37 of ggml-hip's 145 device steps): see
+  docs/testing.md for what it saves;
 - which CUDA architectures (the cuda leg only): ``CUDA_ARCHITECTURE``, one
   of the shipped leg's ``cuda_architectures`` (see its comment);
 - which GPU targets (a rocm leg only): ``ROCM_TARGET``, one of the shipped
@@ -49,6 +56,7 @@ REDUCTION: dict[str, str] = {
     "LLAMA_BUILD_SERVER": "OFF",
     "LLAMA_BUILD_APP": "OFF",
     "GGML_CPU_ALL_VARIANTS": "OFF",
+    "GGML_CUDA_FA": "OFF",
     "CMAKE_PROJECT_llama.cpp_INCLUDE": str(PROGRAMS_CMAKE),
     "PIPELINE_E2E_PROGRAMS": ";".join(REDUCED_PROGRAMS),
 }

@@ -73,7 +73,8 @@ def test_the_matrix_a_tree_test_builds_with_holds_exactly_the_declared_flags(nam
 
 
 def test_the_reduction_only_turns_things_off_and_adds_programs_back() -> None:
-    """Programs and CPU variants, nothing else: a reduction that switched a feature on would be untested product."""
+    """Programs, CPU variants and flash-attention kernels, nothing else: a reduction that switched a feature on
+    would be untested product."""
     flags = dict(f[2:].split("=", 1) for f in reduction_flags())
     include = flags.pop("CMAKE_PROJECT_llama.cpp_INCLUDE")
     assert Path(include).name == "llama_programs.cmake" and Path(include).is_file()
@@ -81,7 +82,7 @@ def test_the_reduction_only_turns_things_off_and_adds_programs_back() -> None:
     assert flags.pop("PIPELINE_E2E_PROGRAMS").split(";") == ["llama-gguf-split", "llama-tokenize", "llama-simple"]
     assert set(flags.values()) == {"OFF"}
     assert set(flags) == {"LLAMA_BUILD_TOOLS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_SERVER", "LLAMA_BUILD_APP",
-                          "GGML_CPU_ALL_VARIANTS"}
+                          "GGML_CPU_ALL_VARIANTS", "GGML_CUDA_FA"}
 
 
 def _write(path: Path, text: str) -> Path:
