@@ -1,4 +1,4 @@
-"""Nox sessions: one per leg of matrix.toml, plus resolve, nightly, tests, lint, docs, report, prune, publish, bench.
+"""Nox sessions: one per leg of matrix.toml, plus resolve, nightly, tests, e2e, lint, docs, report, prune, publish, bench.
 
 Thin on purpose: every session installs the project into its virtualenv (so
 ccache, CMake and Ninja come pinned from PyPI) and calls ``python -m pipeline``.
@@ -208,6 +208,14 @@ def tests(session: nox.Session) -> None:
     """The test suite (unit and integration); arguments go to pytest."""
     _install(session, "[test]")
     session.run("pytest", *(session.posargs or ["tests"]))
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """The full shipped legs on the real llama.cpp tree, nothing reduced but the programs (tests/e2e/: hours on
+    2 cores); arguments go to pytest (``-k rocm``: one leg)."""
+    _install(session, "[test]")
+    session.run("pytest", "-m", "shipped", "tests/e2e", *session.posargs)
 
 
 def _build_docs(session: nox.Session, *args: str) -> None:

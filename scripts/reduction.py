@@ -30,6 +30,10 @@ shipped ``matrix.toml`` with exactly these changes and nothing else
 
 Everything else (TLS, RPC, backend loading, the shared ``[cmake] args``) is
 the shipped configuration.
+
+The full shipped legs (``nox -s e2e``, tests/e2e/) keep the programs alone
+(``PROGRAMS_ONLY``): every CPU variant, flash-attention kernel, CUDA
+architecture and GPU target as shipped; hours on 2 cores.
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ REDUCTION: dict[str, str] = {
     "PIPELINE_E2E_PROGRAMS": ";".join(REDUCED_PROGRAMS),
 }
 
+# The part of the reduction the full shipped legs keep: which programs (nothing else differs from the release).
+PROGRAMS_ONLY: dict[str, str] = {name: value for name, value in REDUCTION.items()
+                                 if name.startswith("LLAMA_BUILD_") or name in ("CMAKE_PROJECT_llama.cpp_INCLUDE",
+                                                                                "PIPELINE_E2E_PROGRAMS")}
+
 # The one CUDA architecture a real-tree cuda build compiles, of the shipped seven. Why one: every .cu
 # unit is compiled once per architecture (nvcc's device pass), so the shipped list is seven times the
 # device work of one, hours on 2 cores; one architecture compiles every unit, links every library and
@@ -80,17 +89,18 @@ CUDA_ARCHITECTURE = "89"
 ROCM_TARGET = "gfx1100"
 
 
-def reduce_targets(backend: str, shipped: Sequence[str]) -> list[str]:
-    """A leg's GPU ``targets`` as a real-tree build compiles them: ``[ROCM_TARGET]`` for a rocm leg that ships it."""
-    if backend != "rocm":
+def reduce_targets(backend: str, shipped: Sequence[str], *, programs_only: bool = False) -> list[str]:
+    """A leg's GPU ``targets`` as a real-tree build compiles them: ``[ROCM_TARGET]`` for a rocm leg that ships it
+    (all of them for the full shipped legs, ``programs_only``)."""
+    if backend != "rocm" or programs_only:
         return list(shipped)
     if ROCM_TARGET not in shipped:
         raise AssertionError(f"{ROCM_TARGET} is not one of the shipped targets {list(shipped)}")
     return [ROCM_TARGET]
 
 
-def reduction_flags() -> list[str]:
-    return [f"-D{name}={value}" for name, value in REDUCTION.items()]
+def reduction_flags(*, programs_only: bool = False) -> list[str]:
+    return [f"-D{name}={value}" for name, value in (PROGRAMS_ONLY if programs_only else REDUCTION).items()]
 
 
 def flag_variable(flag: str) -> str | None:
@@ -100,9 +110,11 @@ def flag_variable(flag: str) -> str | None:
     return flag[2:].split("=", 1)[0].split(":", 1)[0]
 
 
-def reduce_leg_flags(shipped: Sequence[str]) -> list[str]:
-    """A leg's shipped ``cmake_args`` with the reduction applied: its variables replaced, the rest kept in order."""
-    return [f for f in shipped if flag_variable(f) not in REDUCTION] + reduction_flags()
+def reduce_leg_flags(shipped: Sequence[str], *, programs_only: bool = False) -> list[str]:
+    """A leg's shipped ``cmake_args`` with the reduction applied: its variables replaced, the rest kept in order
+    (``programs_only``: the programs' variables alone, for the full shipped legs)."""
+    reduction = PROGRAMS_ONLY if programs_only else REDUCTION
+    return [f for f in shipped if flag_variable(f) not in reduction] + reduction_flags(programs_only=programs_only)
 
 
 def shipped_flags(leg: str) -> tuple[list[str], list[str]]:
@@ -137,8 +149,9 @@ def _constant(text: str) -> Callable[[re.Match[str]], str]:
     return lambda _match: text
 
 
-def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str) -> str:
-    """The shipped matrix as a run of ``legs`` only, reduced, with the source fetched from ``source_repo``.
+def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, programs_only: bool = False) -> str:
+    """The shipped matrix as a run of ``legs`` only, reduced, with the source fetched from ``source_repo``
+    (``programs_only``: the full shipped legs, only their programs reduced).
 
     Text in, text out: every other key, comment and pin stays as shipped. The
     result is parsed again and compared with the shipped data: anything else
@@ -152,18 +165,20 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str) 
     out = []
     for header, part in _sections(shipped_text):
         if header.startswith("legs."):
-            name = header.removeprefix("legs.")
+            name = header.removeprefix("legs.").strip("\"")  # legs."cuda-12.8-older": a quoted key
             if name not in keep:
                 continue
-            flags = reduce_leg_flags(shipped["legs"][name].get("cmake_args", []))
+            flags = reduce_leg_flags(shipped["legs"][name].get("cmake_args", []), programs_only=programs_only)
             line = f"cmake_args = {json.dumps(flags)}\n"
             # A function, not the string itself: re would read backslashes in a Windows path as escapes.
             part, count = re.subn(r"(?ms)^cmake_args = \[.*?\]\n", _constant(line), part)
             if count != 1:
                 raise AssertionError(f"[{header}]: expected one cmake_args array, found {count}")
             leg = shipped["legs"][name]
-            if leg.get("targets") and reduce_targets(leg["backend"], leg["targets"]) != leg["targets"]:
-                line = f"targets = {json.dumps(reduce_targets(leg['backend'], leg['targets']))}\n"
+            shipped_targets = leg.get("targets")
+            targets = shipped_targets and reduce_targets(leg["backend"], shipped_targets, programs_only=programs_only)
+            if targets and targets != shipped_targets:
+                line = f"targets = {json.dumps(targets)}\n"
                 part, count = re.subn(r"(?m)^targets = \[.*?\]\n", _constant(line), part)
                 if count != 1:
                     raise AssertionError(f"[{header}]: expected one targets line, found {count}")
@@ -177,8 +192,9 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str) 
         **shipped,
         "source": {**shipped["source"], "repo": source_repo},
         "legs": {
-            name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", [])),
-                   **({"targets": reduce_targets(leg["backend"], leg["targets"])} if "targets" in leg else {})}
+            name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", []), programs_only=programs_only),
+                   **({"targets": reduce_targets(leg["backend"], leg["targets"], programs_only=programs_only)}
+                      if "targets" in leg else {})}
             for name, leg in shipped["legs"].items()
             if name in keep
         },

@@ -30,7 +30,6 @@ machine the cold build takes tens of minutes, the warm one a few
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -49,6 +48,7 @@ from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, init_repo
 from tests.support.llama_tree import BASE_TAG, Forge, prepared_forge
+from tests.support.pipeline_cli import no_cuda_env
 
 # The matrix template and the legs it declares (tests/unit/test_tested_flags.py reads them here).
 from tests.support.real_tree_matrix import CUDA_LEGS as TESTED_LEGS
@@ -89,15 +89,6 @@ class CudaTree:
     env: dict[str, str]
     runner: Run
     laptop: Run
-
-
-def no_cuda_env(cache: Path) -> dict[str, str]:
-    """The run's environment: no CUDA_* variable, nothing CUDA on PATH; wheels and toolkit in the test cache."""
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "cuda" not in p.lower())
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA")}
-    env.update(PATH=path, PYTHONPATH=str(ROOT), COLUMNS="200",
-               PIPELINE_DOWNLOAD_CACHE=str(cache / "downloads"), PIPELINE_TOOLCHAIN_DIR=str(cache / "toolchains"))  # fmt: skip
-    return env
 
 
 def pipeline(args: list[str], *, cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:

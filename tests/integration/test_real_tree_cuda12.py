@@ -52,21 +52,12 @@ from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table, shipped_cuda_pins
 from tests.support.reduction import CUDA_ARCHITECTURE, reduce_leg_flags, shipped_flags
-from tests.support.sid_root import ROOT, DebianRoot, mounted, pipeline_venv, run_in
+from tests.support.sid_root import ROOT, TRIXIE_CUDA, mounted, pipeline_venv, run_in
 from tests.support.tree_files import cached_sdist, missing_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 LEG = "cuda-12.8-older"
-# Trixie's CUDA 12.4 and what the pipeline needs to run and build in the root (libssl-dev: the
-# shipped build links OpenSSL). nvidia-cuda-toolkit pulls g++-13, its host compiler.
-TRIXIE_CUDA = DebianRoot(
-    suite="trixie",
-    packages=("nvidia-cuda-toolkit", "python3", "python3-venv", "git", "g++", "libssl-dev"),
-    folder="trixie-cuda",
-    marker="usr/lib/nvidia-cuda-toolkit/bin/nvcc",
-    components=("main", "contrib", "non-free", "non-free-firmware"),
-)
 TRIXIE_GLIBC = "2.41"
 # The CUDA runtime libraries ggml-cuda links (its CMakeLists: CUDA::cudart, cublas, cublasLt), by soname.
 CUDA_RUNTIME = ("libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12")

@@ -12,6 +12,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def no_cuda_env(cache: Path) -> dict[str, str]:
+    """A cuda leg's environment from the pinned wheels alone: no CUDA_* variable, nothing CUDA on PATH; the
+    wheels and the installed toolkit in ``cache`` (the test cache), where every run finds them at one path."""
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "cuda" not in p.lower())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA")}
+    env.update(PATH=path, PYTHONPATH=str(ROOT), COLUMNS="200",
+               PIPELINE_DOWNLOAD_CACHE=str(cache / "downloads"), PIPELINE_TOOLCHAIN_DIR=str(cache / "toolchains"))  # fmt: skip
+    return env
+
+
 def run_pipeline(
     args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = False,
     timeout: float = 900,

@@ -1,13 +1,22 @@
-"""The one reduction that makes a real llama.cpp build of a shipped leg fit CI (see scripts/reduction.py).
+"""The reduction that makes a real llama.cpp build of a shipped leg fit CI (declared in scripts/reduction.py).
 
 Declared among the scripts, because the GPU check builds with it too and a
-script never imports the tests; every test takes it from here.
+script never imports the tests; every test takes it from here. ``REDUCTIONS``
+below names each part of it with what it saves and what the reduced build
+still proves (tests/unit/test_tested_flags.py holds that every variable of
+the reduction is one of them). The full shipped legs, with the programs alone
+reduced (``PROGRAMS_ONLY``), are ``nox -s e2e`` (tests/e2e/).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 from scripts.reduction import (
     CUDA_ARCHITECTURE,
     PROGRAM,
     PROGRAMS_CMAKE,
+    PROGRAMS_ONLY,
     REDUCED_PROGRAMS,
     REDUCTION,
     ROCM_TARGET,
@@ -23,7 +32,64 @@ from scripts.reduction import (
 )
 
 __all__ = [
-    "CUDA_ARCHITECTURE", "PROGRAM", "PROGRAMS_CMAKE", "REDUCED_PROGRAMS", "REDUCTION", "ROCM_TARGET", "SHIPPED_MATRIX",
-    "flag_variable", "is_reduced_from", "reduce_leg_flags", "reduce_targets", "reduced_matrix", "reduction_flags", "shipped_flags",
-    "toml_list",
+    "CUDA_ARCHITECTURE", "PROGRAM", "PROGRAMS_CMAKE", "PROGRAMS_ONLY", "REDUCED_PROGRAMS", "REDUCTION", "REDUCTIONS",
+    "ROCM_TARGET", "SHIPPED_MATRIX", "Reduction", "flag_variable", "is_reduced_from", "reduce_leg_flags",
+    "reduce_targets", "reduced_matrix", "reduction_flags", "shipped_flags", "toml_list",
 ]
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One part of the CI reduction: the CMake variables or leg keys it sets, what it saves, what still holds."""
+
+    name: str
+    # CMake variables of ``REDUCTION`` it sets (empty: it reduces a leg key, named in ``name``).
+    variables: tuple[str, ...]
+    # Measured on a 2-core machine (docs/testing.md has the runs they come from).
+    saving: str
+    still_proves: str
+
+
+REDUCTIONS = (
+    Reduction(
+        name="programs",
+        variables=("LLAMA_BUILD_TOOLS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_SERVER", "LLAMA_BUILD_APP",
+                   "CMAKE_PROJECT_llama.cpp_INCLUDE", "PIPELINE_E2E_PROGRAMS"),
+        saving="the shipped cpu leg's tools, examples and server are about 130 more compiles than the reduced "
+               "leg's 133 (the server's alone several minutes on 2 cores); kept by nox -s e2e too",
+        still_proves="every library (ggml, its backends, llama, common) is built, linked and bundled as shipped; "
+                     "the three programs check-bundle's smoke run starts (--version, the tokenizer pair, one "
+                     "forward pass) are built from the tree's own sources",
+    ),
+    Reduction(
+        name="CPU variants",
+        variables=("GGML_CPU_ALL_VARIANTS",),
+        saving="561 Ninja steps with the 14 x86-64 variants against 133 with one: over an hour of the cpu "
+               "leg's cold build on 2 cores, and as much again in every leg that ships the CPU backend",
+        still_proves="the CPU backend is built as a loadable module (GGML_BACKEND_DL, as shipped), found and "
+                     "loaded from the bundle by the smoke run; the variants differ only in compiler flags",
+    ),
+    Reduction(
+        name="flash-attention kernels",
+        variables=("GGML_CUDA_FA",),
+        saving="measured on the real tree (docs/testing.md, 'What each reduction saves'): the rocm leg's cold "
+               "build 792 s with the kernels, and the cuda and CUDA 12 legs' fattn units, the heaviest of ggml-cuda",
+        still_proves="every fattn unit is still compiled (without the kernels' bodies), linked into "
+                     "libggml-cuda/libggml-hip and bundled; every other device unit (mmq, mmf, mmvq, ...) is "
+                     "compiled for real; the bundle's closure and the cache hits are those of the shipped leg",
+    ),
+    Reduction(
+        name="one CUDA architecture (cuda_architectures)",
+        variables=(),
+        saving="seven architectures compile every .cu unit seven times: one is a seventh of the device work",
+        still_proves="every .cu unit goes through nvcc and ptxas for a real shipped architecture (89, SASS and "
+                     "PTX); the runtime closure (libcudart, libcublas, libcublasLt) does not depend on it",
+    ),
+    Reduction(
+        name="one GPU target (targets)",
+        variables=(),
+        saving="the gfx110X family's four targets compile every HIP unit four times: one is a quarter",
+        still_proves="every HIP unit is compiled by clang for a real shipped target (gfx1100); the bundle's "
+                     "rocBLAS kernel files are filtered to the leg's targets, one here",
+    ),
+)

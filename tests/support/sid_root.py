@@ -153,6 +153,15 @@ def _privileged_tool(name: str, doing: str) -> str:
 
 
 SID = DebianRoot(suite=SUITE, packages=PACKAGES, folder="sid-rocm", marker="usr/bin/hipcc")
+# Trixie's CUDA 12.4 and what the pipeline needs to run and build in the root (libssl-dev: the
+# shipped build links OpenSSL). nvidia-cuda-toolkit pulls g++-13, its host compiler.
+TRIXIE_CUDA = DebianRoot(
+    suite="trixie",
+    packages=("nvidia-cuda-toolkit", "python3", "python3-venv", "git", "g++", "libssl-dev"),
+    folder="trixie-cuda",
+    marker="usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+    components=("main", "contrib", "non-free", "non-free-firmware"),
+)
 
 
 def sid_root(cache: Path | None = None) -> Path:

@@ -19,7 +19,17 @@ from types import ModuleType
 import pytest
 
 from pipeline.inputs.matrix import load_matrix
-from tests.support.reduction import CUDA_ARCHITECTURE, REDUCTION, ROCM_TARGET, flag_variable, reduction_flags
+from tests.support.reduction import (
+    CUDA_ARCHITECTURE,
+    PROGRAMS_ONLY,
+    REDUCTION,
+    REDUCTIONS,
+    ROCM_TARGET,
+    SHIPPED_MATRIX,
+    flag_variable,
+    reduced_matrix,
+    reduction_flags,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = load_matrix(ROOT / "matrix.toml")
@@ -120,3 +130,32 @@ def test_the_declared_cuda_architecture_is_one_the_shipped_leg_builds() -> None:
 
 def test_the_declared_rocm_target_is_one_the_shipped_linux_gfx110x_leg_builds() -> None:
     assert ROCM_TARGET in SHIPPED.leg("rocm-linux-gfx110X").targets
+
+
+def test_every_variable_of_the_reduction_is_named_with_what_it_saves_and_still_proves() -> None:
+    named = [variable for part in REDUCTIONS for variable in part.variables]
+    assert sorted(named) == sorted(REDUCTION) and len(set(named)) == len(named)
+    assert all(part.saving and part.still_proves for part in REDUCTIONS)
+    # The two leg keys the reduction narrows, beside its CMake variables.
+    assert {part.name for part in REDUCTIONS if not part.variables} == {
+        "one CUDA architecture (cuda_architectures)", "one GPU target (targets)"}
+
+
+def test_the_full_shipped_legs_reduce_the_programs_alone(tmp_path: Path) -> None:
+    """nox -s e2e: every CPU variant, flash-attention kernel, CUDA architecture and GPU target as shipped."""
+    from tests.e2e.test_shipped_legs import CASES
+
+    assert set(PROGRAMS_ONLY) < set(REDUCTION)
+    assert "GGML_CPU_ALL_VARIANTS" not in PROGRAMS_ONLY and "GGML_CUDA_FA" not in PROGRAMS_ONLY
+    legs = [case.leg for case in CASES]
+    text = reduced_matrix(SHIPPED_MATRIX.read_text(encoding="utf-8"), legs=legs, source_repo="/nowhere/llama.cpp",
+                          programs_only=True)
+    matrix = load_matrix(_write(tmp_path / "matrix.toml", text))
+    assert sorted(matrix.legs) == sorted(legs)
+    for name in legs:
+        leg, shipped = matrix.leg(name), SHIPPED.leg(name)
+        assert (leg.targets, leg.cuda_architectures) == (shipped.targets, shipped.cuda_architectures), name
+        programs = [f"-D{variable}={value}" for variable, value in PROGRAMS_ONLY.items()]
+        assert list(leg.cmake_args) == [f for f in shipped.cmake_args if flag_variable(f) not in PROGRAMS_ONLY] + programs
+        # The shipped legs all build every CPU variant; the full legs keep that.
+        assert "-DGGML_CPU_ALL_VARIANTS=ON" in leg.cmake_args, name
