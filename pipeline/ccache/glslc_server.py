@@ -22,6 +22,7 @@ until its standard input ends (the pipeline closes it, or dies) or SIGTERM, then
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import socket
 import socketserver
@@ -160,6 +161,23 @@ class _Handler(socketserver.BaseRequestHandler):
         self.request.sendall(reply)
 
 
+def _serve(server: _Server, stdin: int) -> None:
+    """Accept calls until ``stdin`` ends; each call is answered on a thread of its own.
+
+    One loop over both, not ``serve_forever``: its shutdown waits for its next poll (half a second by
+    default), which every build would wait for at its end.
+    """
+    with selectors.DefaultSelector() as selector:
+        selector.register(server, selectors.EVENT_READ)
+        selector.register(stdin, selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj != stdin:
+                    server.handle_request()
+                elif not os.read(stdin, 4096):
+                    return
+
+
 def _stop(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -178,15 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = _Server(str(name), config)
     finally:
         os.umask(old_mask)
-    serving = threading.Thread(target=server.serve_forever, name="glslc-cache-server", daemon=True)
     try:
-        serving.start()
         print("ready", flush=True)
-        while sys.stdin.buffer.read(4096):
-            pass
+        _serve(server, sys.stdin.fileno())
     finally:
-        if serving.is_alive():
-            server.shutdown()
         server.server_close()
         name.unlink(missing_ok=True)
         print(server.summary(), file=sys.stderr, flush=True)
