@@ -116,6 +116,12 @@ static int connect_server(void) {
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0) return -1;
     fcntl(fd, F_SETFD, FD_CLOEXEC);
+#ifdef SO_NOSIGPIPE
+    /* Where send() has no MSG_NOSIGNAL (macOS): a server that hangs up is an error to fall back from, not a
+       signal that kills the call. */
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &on, sizeof on);
+#endif
     int connected;
     if (strlen(self_dir) + 1 + strlen(SOCKET_NAME) < sizeof addr.sun_path) {
         snprintf(addr.sun_path, sizeof addr.sun_path, "%s/%s", self_dir, SOCKET_NAME);
