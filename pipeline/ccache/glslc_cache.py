@@ -349,39 +349,69 @@ def _count(stats: str, outcome: str) -> None:
         os.close(fd)
 
 
-def run(config: dict[str, str], argv: Sequence[str], cwd: str) -> int:
-    """One glslc call through the cache; glslc's exit code."""
+class Reply:
+    """What one call comes to: glslc's exit code and what it printed, or, with ``exec_glslc``, a call to hand
+    to glslc itself, unchanged (its output streams straight to the caller's)."""
+
+    __slots__ = ("code", "exec_glslc", "stderr", "stdout")
+
+    def __init__(self, code: int = 0, stdout: bytes = b"", stderr: bytes = b"", exec_glslc: str | None = None) -> None:
+        self.code, self.stdout, self.stderr, self.exec_glslc = code, stdout, stderr, exec_glslc
+
+    def __repr__(self) -> str:
+        return (f"Reply(code={self.code!r}, stdout={self.stdout!r}, stderr={self.stderr!r}, "
+                f"exec_glslc={self.exec_glslc!r})")
+
+
+def handle(config: dict[str, str], argv: Sequence[str], cwd: str, env: dict[str, str] | None = None) -> Reply:
+    """One glslc call through the cache, in the folder ``cwd`` (absolute), counted in the stats file.
+
+    A hit writes the output and the depfile itself; a miss runs glslc (in ``cwd``, with ``env``: None is this
+    process's) and keeps its result. What glslc prints comes back in the reply, for the caller to write: the
+    launcher (:func:`run`) and the cache server (:mod:`pipeline.ccache.glslc_server`) both answer through it.
+    """
     glslc = str(config["glslc"])
     stats = str(config["stats"])
     inv = parse_invocation(argv)
     if inv is None:
         _count(stats, "uncacheable")
-        sys.stdout.flush()
-        os.execv(glslc, [glslc, *argv])
+        return Reply(exec_glslc=glslc)
     base = str(config["base_dir"])
     cache = Cache(str(config["cache_dir"]))
     input_path = os.path.join(cwd, inv.input)
     input_digest = file_digest(input_path)
     if input_digest is None:
         _count(stats, "uncacheable")
-        os.execv(glslc, [glslc, *argv])
+        return Reply(exec_glslc=glslc)
     primary = primary_key(str(config["identity"]), inv, base, cwd, input_digest)
     key = cache.lookup(primary, lambda p: file_digest(local(p, base)))
     if key is None:
-        return _miss(glslc, argv, inv, cache, primary, base, cwd, stats)
+        return _miss(glslc, argv, inv, cache, primary, base, cwd, stats, env)
     result = cache.result_dir(key)
     _atomic_write(os.path.join(cwd, inv.output), _read(os.path.join(result, "output")))
     if inv.depfile is not None:
         deps = [input_path, *(local(p, base) for p, _ in cache.includes(key))]
         _atomic_write(os.path.join(cwd, inv.depfile), depfile_text(inv.output, deps).encode("utf-8", "surrogateescape"))
-    sys.stderr.buffer.write(_read(os.path.join(result, "stderr")))
-    sys.stderr.flush()
+    stderr = _read(os.path.join(result, "stderr"))
     _count(stats, "hit")
-    return 0
+    return Reply(stderr=stderr)
+
+
+def run(config: dict[str, str], argv: Sequence[str], cwd: str) -> int:
+    """One glslc call through the cache, in this process (the launcher's fallback); glslc's exit code."""
+    reply = handle(config, argv, cwd)
+    if reply.exec_glslc is not None:
+        sys.stdout.flush()
+        os.execv(reply.exec_glslc, [reply.exec_glslc, *argv])
+    sys.stdout.buffer.write(reply.stdout)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(reply.stderr)
+    sys.stderr.flush()
+    return reply.code
 
 
 def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primary: str, base: str, cwd: str,
-          stats: str) -> int:
+          stats: str, env: dict[str, str] | None) -> Reply:
     """Run glslc (with a depfile, to learn the includes) and keep what it wrote when it succeeded."""
     import subprocess
     import tempfile
@@ -389,19 +419,18 @@ def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primar
     with tempfile.TemporaryDirectory(prefix="glslc-cache-") as tmp:
         extra = [] if inv.depfile is not None else ["-MD", "-MF", os.path.join(tmp, "deps.d")]
         depfile = os.path.join(cwd, inv.depfile) if inv.depfile is not None else os.path.join(tmp, "deps.d")
-        proc = subprocess.run([glslc, *argv, *extra], cwd=cwd, capture_output=True, check=False)
-        sys.stdout.buffer.write(proc.stdout)
-        sys.stdout.flush()
-        sys.stderr.buffer.write(proc.stderr)
-        sys.stderr.flush()
+        proc = subprocess.run([glslc, *argv, *extra], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, check=False)
         _count(stats, "miss")
+        # A signal's death as a shell reports it: what the caller would have seen of glslc itself.
+        reply = Reply(proc.returncode if proc.returncode >= 0 else 128 - proc.returncode, proc.stdout, proc.stderr)
         if proc.returncode != 0:
-            return proc.returncode
+            return reply
         try:
             deps = parse_depfile(_read(depfile).decode("utf-8"))
             output = _read(os.path.join(cwd, inv.output))
         except (OSError, UnicodeDecodeError):
-            return 0
+            return reply
         input_abs = _abs(inv.input, cwd)
         includes: list[tuple[str, str]] = []
         for dep in deps:
@@ -409,14 +438,14 @@ def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primar
                 continue
             digest = file_digest(_abs(dep, cwd))
             if digest is None or not storable(dep):
-                return 0
+                return reply
             includes.append((portable(dep, base, cwd), digest))
         try:
             cache.store(primary, includes, output, proc.stderr)
         except OSError:
             # A full or read-only cache never fails the build: the compile itself succeeded.
-            return 0
-    return 0
+            return reply
+    return reply
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pipeline.ccache.glslc_serving import serving_glslc
 from pipeline.ccache.session import (
     CcacheSetup,
     leg_cache_dir,
@@ -337,6 +338,9 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         ctx.pending.append(remove_aside(build))
     build.mkdir(parents=True)
     ccache = with_glslc_cache(ccache, toolchain.cmake_args, build)
+    if ccache.glslc is not None and ccache.glslc.client_problem is not None:
+        render.note(ctx.console, ctx.leg.name, f"{ccache.glslc.client_problem}: shaders go through the Python "
+                    "launcher (one interpreter per glslc call)")
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         ctx.warn(warning)
     if ccache.check_note:
@@ -391,10 +395,14 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     cmd = [str(find_tool("ninja")), "-C", str(plan.build)]
     env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True)}
     t0 = time.monotonic()
-    with ctx.log.open("a", encoding="utf-8") as log, NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
-        # Where the build's own output starts: its first error is looked for from there.
-        since = log.tell()
-        code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
+    # A vulkan leg's glslc cache server runs as long as Ninja does, and is gone (socket and all) when it ends.
+    with ctx.log.open("a", encoding="utf-8") as log, serving_glslc(ccache.glslc) as glslc_problem:
+        if glslc_problem is not None:
+            ctx.warn(f"{glslc_problem}: each shader call starts the Python launcher instead")
+        with NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
+            # Where the build's own output starts: its first error is looked for from there.
+            since = log.tell()
+            code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
     record.phases["build"] = round(time.monotonic() - t0, 3)
     stats = ccache.read_stats()
     record.ccache = ccache.to_record(stats)

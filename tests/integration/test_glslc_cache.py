@@ -75,6 +75,11 @@ def test_a_rebuild_in_another_folder_is_all_hits_and_a_changed_include_misses(tm
     depfile = (build / "scale-1.spv.d").read_text()
     assert str(laptop) in depfile and str(runner) not in depfile, depfile
     assert [Path(p).name for p in depfile.split(": ", 1)[1].split()] == ["scale.comp", "inner.glsl", "common.glsl"]
+    # Every call went to the cache server the build step ran, which is gone, its socket too.
+    launchers = build / "pipeline-glslc"
+    assert (launchers / "server.log").read_text().splitlines()[-1] == (
+        f"glslc cache server: {SHADER_CALLS} calls answered, 0 handed to the Python launcher")
+    assert not (launchers / "server.sock").exists()
     ninja = subprocess.run([shutil.which("ninja", path=str(Path(sys.executable).parent)) or "ninja", "-C", str(build), "-n"], capture_output=True, text=True, check=True).stdout
     assert "no work to do" in ninja, ninja
 

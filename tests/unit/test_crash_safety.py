@@ -274,7 +274,8 @@ def test_no_module_starts_a_process_outside_the_group_machinery() -> None:
     root = Path(__file__).resolve().parents[2] / "pipeline"
     starters = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
     # The glslc launcher is not the pipeline: Ninja runs it for each shader, inside the build's own process
-    # group (which the pipeline stops as a whole), and it execs or runs glslc in its place.
+    # group (which the pipeline stops as a whole), and it execs or runs glslc in its place; the glslc cache
+    # server runs the same code in a group of its own that the pipeline started with popen_child.
     outside = {root / "processes" / "groups.py", root / "ccache" / "glslc_cache.py"}
     found = []
     for path in sorted(root.rglob("*.py")):
