@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -14,3 +16,19 @@ def http_server() -> Iterator[LocalServer]:
     """A real HTTP server on 127.0.0.1 with scripted routes (tests/support/httpserver.py)."""
     with LocalServer() as srv:
         yield srv
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start making the Debian roots the selected tests need (a module's ``DEBIAN_ROOTS``) in the background.
+
+    Making one is minutes of download and unpacking; started now, it overlaps the tests that run
+    before the ones that need it (tests/support/sid_root.py's ``prepare_in_background``). Only where a
+    root can be made at all (root, mmdebstrap); elsewhere the tests that need one say why they cannot.
+    """
+    if session.config.option.collectonly or os.geteuid() != 0 or shutil.which("mmdebstrap") is None:
+        return
+    roots = [root for item in session.items for root in getattr(getattr(item, "module", None), "DEBIAN_ROOTS", ())]
+    if roots:
+        from tests.support.sid_root import prepare_in_background
+
+        prepare_in_background(roots)

@@ -42,4 +42,5 @@ def test_a_complete_root_is_taken_as_it_is_and_stamped(tmp_path: Path) -> None:
     assert root == tmp_path / "demo" / "root" and (root / "usr/bin/marker").is_file()
     # Not made again (no mmdebstrap, nothing mounted), and the list it was checked against recorded.
     assert (tmp_path / "demo" / "packages").read_text() == "git\ng++\nlibssl-dev"
-    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["packages", "root"]
+    # Beside the root and its stamp only the makers' lock (one maker at a time): no partial root was made.
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [".lock", "packages", "root"]

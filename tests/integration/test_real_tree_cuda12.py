@@ -56,6 +56,8 @@ from tests.support.sid_root import ROOT, TRIXIE_CUDA, mounted, pipeline_venv, ru
 from tests.support.tree_files import cached_sdist, missing_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+# Made in the background from the start of the run (tests/conftest.py).
+DEBIAN_ROOTS = (TRIXIE_CUDA,)
 
 LEG = "cuda-12.8-older"
 TRIXIE_GLIBC = "2.41"

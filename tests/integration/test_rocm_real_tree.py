@@ -43,10 +43,12 @@ from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
 from tests.support.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags
-from tests.support.sid_root import ROOT, mounted, pipeline_venv, run_in, sid_root
+from tests.support.sid_root import ROOT, SID, mounted, pipeline_venv, run_in, sid_root
 from tests.support.tree_files import cached_sdist, missing_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+# Made in the background from the start of the run (tests/conftest.py).
+DEBIAN_ROOTS = (SID,)
 
 LEG = "rocm-linux-gfx110X"
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).

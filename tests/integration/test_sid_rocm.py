@@ -23,9 +23,11 @@ import pytest
 
 from tests.support.hip_project import COMPILATIONS, KERNELS, write_hip_project
 from tests.support.projects import write_matrix
-from tests.support.sid_root import ROOT, SOURCE_INSIDE, mounted, pipeline_venv, run_in, sid_root
+from tests.support.sid_root import ROOT, SID, SOURCE_INSIDE, mounted, pipeline_venv, run_in, sid_root
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+# Made in the background from the start of the run (tests/conftest.py).
+DEBIAN_ROOTS = (SID,)
 
 LEG = "rocm-linux-gfx1100"
 WS = "/ws"

@@ -28,10 +28,13 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from filelock import FileLock
 
 from tests.support.cache_root import e2e_cache_root
 
@@ -94,17 +97,25 @@ class DebianRoot:
     components: tuple[str, ...] = ("main",)
 
     def made(self, cache: Path | None = None) -> Path:
-        """The root, made with mmdebstrap when it is not there yet, completed when its list grew."""
+        """The root, made with mmdebstrap when it is not there yet, completed when its list grew.
+
+        One maker at a time: a caller waits for a root another thread or process is making (see
+        :func:`prepare_in_background`) and then takes it as made.
+        """
         home = (cache or e2e_cache_root()) / self.folder
         root = home / "root"
-        if not (root / self.marker).exists():
-            self._make(home, root)
-        self._complete(home, root)
+        home.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(home / ".lock")):
+            if not (root / self.marker).exists():
+                self._make(home, root)
+            self._complete(home, root)
         return root
 
     def _make(self, home: Path, root: Path) -> None:
         tool = _privileged_tool("mmdebstrap", f"making the {self.suite} root")
-        home.mkdir(parents=True, exist_ok=True)
+        # A maker that was stopped (a test run ended while a background maker worked) leaves its folder.
+        for stale in home.glob(".building-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         with tempfile.TemporaryDirectory(dir=home, prefix=".building-") as tmp:
             partial = Path(tmp) / "root"
             proc = subprocess.run(
@@ -216,13 +227,41 @@ def pipeline_venv(root: Path) -> str:
     digest = hashlib.sha256("\n".join(deps).encode()).hexdigest()
     stamp = root / VENV.lstrip("/") / ".pipeline-deps"
     python = f"{VENV}/bin/python"
-    if stamp.is_file() and stamp.read_text(encoding="utf-8") == digest:
-        return python
+    with FileLock(str(root.parent / ".venv.lock")):
+        if stamp.is_file() and stamp.read_text(encoding="utf-8") == digest:
+            return python
+        _make_venv(root, deps)
+        stamp.write_text(digest, encoding="utf-8")
+    return python
+
+
+def _make_venv(root: Path, deps: Sequence[str]) -> None:
+    python = f"{VENV}/bin/python"
     shutil.rmtree(root / VENV.lstrip("/"), ignore_errors=True)
     with mounted(root):
         for argv in (["python3", "-m", "venv", VENV], [python, "-m", "pip", "install", "--quiet", *deps]):
             proc = run_in(root, argv, timeout=1200)
             if proc.returncode != 0:
                 raise SidRootUnavailable(f"{' '.join(argv[:4])} in {root} failed:\n{proc.stderr[-3000:]}")
-    stamp.write_text(digest, encoding="utf-8")
-    return python
+
+
+def prepare_in_background(roots: Iterable[DebianRoot]) -> list[threading.Thread]:
+    """Start making each of ``roots`` and its pipeline venv in a thread of its own, and return at once.
+
+    Making a root is mostly waiting on the mirror (minutes, 5 GB): started when the test run starts
+    (tests/conftest.py), it overlaps the tests that compile before the ones that need it, which then
+    find it made or wait for it (:meth:`DebianRoot.made` locks). A failure here is only logged: the
+    test that needs the root makes it again and fails with the reason.
+    """
+
+    def prepare(debian: DebianRoot) -> None:
+        try:
+            pipeline_venv(debian.made())
+        except Exception as exc:
+            print(f"\nmaking the {debian.suite} root ahead failed; its tests will make it: {exc}", flush=True)
+
+    threads = [threading.Thread(target=prepare, args=(debian,), name=f"{debian.suite}-root", daemon=True)
+               for debian in dict.fromkeys(roots)]
+    for thread in threads:
+        thread.start()
+    return threads
