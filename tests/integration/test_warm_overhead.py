@@ -145,3 +145,33 @@ def test_check_bundle_parses_each_elf_file_once_and_the_driver_look_up_takes_wha
     assert {info.arch for _, info in result.elves} == {host_arch()}
     assert driver_standin.driver_users(root, result.elves) == ("libggml-cuda.so",)
     assert sorted(parsed) == ["libggml-base.so", "libggml-cuda.so"]
+
+
+def test_the_closure_sets_every_files_runpath_in_one_patchelf_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """patchelf edits each file it is given on its own: the files that get the same RUNPATH share one run
+    (a warm build of the real tree's cpu leg ran it five times), and a file already right gets none."""
+    import shutil
+
+    from pipeline.bundle import closure
+    from pipeline.bundle.elfdeps import read_elf
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    stage = tmp_path / "bundle"
+    stage.mkdir()
+    (tmp_path / "lib.c").write_text("int plain(void) { return 1; }\n")
+    (tmp_path / "main.c").write_text("int plain(void); int main(void) { return plain(); }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(stage / "libplain.so"), "lib.c", "-Wl,-rpath,/build/lib"],
+                   cwd=tmp_path, check=True)
+    for name, rpath in (("llama-a", "/build/bin"), ("llama-b", "/build/bin"), ("llama-c", "$ORIGIN")):
+        subprocess.run([cc, "-o", str(stage / name), "main.c", f"-L{stage}", "-lplain", "-Wl,--enable-new-dtags",
+                        f"-Wl,-rpath,{rpath}"], cwd=tmp_path, check=True)
+    runs: list[list[str]] = []
+    real = closure.run_child
+    monkeypatch.setattr(closure, "run_child", lambda cmd, **kw: (runs.append(list(cmd)), real(cmd, **kw))[1])
+    made = closure.complete_runtime(stage, os_name="linux", backend="cpu", targets=(), toolchain_root=None)
+    assert sorted(made.runpaths) == [("libplain.so", "$ORIGIN"), ("llama-a", "$ORIGIN"), ("llama-b", "$ORIGIN")]
+    assert len(runs) == 1 and sorted(Path(a).name for a in runs[0][3:]) == ["libplain.so", "llama-a", "llama-b"]
+    assert {name: ":".join(read_elf(stage / name).runpath) for name in ("libplain.so", "llama-a", "llama-b", "llama-c")} \
+        == dict.fromkeys(("libplain.so", "llama-a", "llama-b", "llama-c"), "$ORIGIN")
