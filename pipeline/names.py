@@ -239,5 +239,8 @@ DIST_DIR = "dist"
 # A bundle's SBOM on the release, beside it: <bundle name> + this (pipeline.bundle.sbom writes it;
 # the release collects it without loading the CycloneDX library).
 SBOM_SUFFIX = ".cdx.json"
+# The SBOM inside a bundle, beside manifest.json (named here so that packing a bundle whose SBOM is
+# cached loads no CycloneDX library either).
+SBOM_NAME = "sbom" + SBOM_SUFFIX
 
 

@@ -47,6 +47,9 @@ class Entry:
     data: bytes | None = None
     link: str | None = None
     is_dir: bool = False
+    # The file's digest, when the caller hashed it already: the writer takes a cached stream of it
+    # without reading the file (and refuses the file when what it compresses is other content).
+    digest: packing.ContentDigest | None = None
 
     def size(self) -> int:
         if self.data is not None:
@@ -103,6 +106,8 @@ def _big_path(entry: Entry) -> Path | None:
 def _checked(entry: Entry, deflated: packing.Deflated, size: int) -> packing.Deflated:
     if deflated.size != size:
         raise BundleError(f"{entry.path}: changed while being packaged ({size} then {deflated.size} bytes)")
+    if entry.digest is not None and deflated.sha256 and deflated.sha256 != entry.digest.sha256:
+        raise BundleError(f"{entry.path}: changed while being packaged (its content is not what was hashed)")
     return deflated
 
 
@@ -157,7 +162,8 @@ def _write(
     stats = packing.PackStats()
     ordered = _sorted(entries)
     with atomic_output(path) as raw:
-        jobs = packing.parallel_deflate([_big_path(e) for e in ordered], level=level, cache=cache, workers=workers)
+        jobs = packing.parallel_deflate([_big_path(e) for e in ordered], level=level, cache=cache, workers=workers,
+                                        known=[e.digest for e in ordered])
         fill(raw, _held_at_pack(zip(ordered, jobs, strict=True)), stats, level)
     return packing.finish_stats(stats, path, started)
 

@@ -26,7 +26,7 @@ import tempfile
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,8 +118,19 @@ class PackCache:
             raise
 
 
-def _digest(path: Path) -> tuple[int, int, str]:
-    """(size, crc32, sha256) of a file, in one read."""
+@dataclass(frozen=True, kw_only=True)
+class ContentDigest:
+    """What the packaging cache keys a file's content by, and checks a cached stream against."""
+
+    size: int
+    crc32: int
+    sha256: str
+
+
+def content_digest(path: Path) -> ContentDigest:
+    """Size, crc32 and sha256 of a file, in one read. A caller that hashes the files it packs anyway (a
+    bundle's manifest lists each file's sha256) hands this to the writer, which then reads a file that
+    the cache holds not at all."""
     sha = hashlib.sha256()
     crc = 0
     size = 0
@@ -128,7 +139,7 @@ def _digest(path: Path) -> tuple[int, int, str]:
             sha.update(chunk)
             crc = zlib.crc32(chunk, crc)
             size += len(chunk)
-    return size, crc, sha.hexdigest()
+    return ContentDigest(size=size, crc32=crc, sha256=sha.hexdigest())
 
 
 def raw_deflate(data: bytes, level: int) -> bytes:
@@ -149,27 +160,40 @@ def _file_chunks(path: Path) -> Iterator[bytes]:
             yield chunk
 
 
-def deflate_file(path: Path, level: int, cache: PackCache | None) -> Deflated:
+def deflate_file(path: Path, level: int, cache: PackCache | None, known: ContentDigest | None = None) -> Deflated:
     """``path``'s content as raw deflate, from the cache when it holds the same content.
 
     Without a cache the file is read once (size and crc32 while compressing;
-    no sha256, which only the cache needs).
+    no sha256, which only the cache needs). ``known``: the file's digest, when the caller has it: a
+    cached stream is then taken without reading the file. A stream compressed here is stored under the
+    digest of what was read while compressing it, and carries that digest (a file changed since the
+    caller hashed it shows as a different sha256, never as a cache entry under the old one).
     """
     if cache is None:
         return _deflate_uncached(path, level)
-    size, crc, sha = _digest(path)
-    if (hit := cache.get(sha, level, size=size, crc32=crc)) is not None:
-        return Deflated(data=hit, size=size, crc32=crc, sha256=sha, reused=True)
-    data = _deflate_chunks(_file_chunks(path), level)
-    cache.put(sha, level, data, size=size, crc32=crc)
-    return Deflated(data=data, size=size, crc32=crc, sha256=sha, reused=False)
+    digest = known or content_digest(path)
+    if (hit := cache.get(digest.sha256, level, size=digest.size, crc32=digest.crc32)) is not None:
+        return Deflated(data=hit, size=digest.size, crc32=digest.crc32, sha256=digest.sha256, reused=True)
+    sha = hashlib.sha256()
+
+    def hashed(chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            sha.update(chunk)
+            yield chunk
+
+    made = _deflate_uncached(path, level, hashed)
+    cache.put(sha.hexdigest(), level, made.data, size=made.size, crc32=made.crc32)
+    return Deflated(data=made.data, size=made.size, crc32=made.crc32, sha256=sha.hexdigest(), reused=False)
 
 
-def _deflate_uncached(path: Path, level: int) -> Deflated:
+def _deflate_uncached(
+    path: Path, level: int, through: Callable[[Iterator[bytes]], Iterator[bytes]] | None = None
+) -> Deflated:
     comp = zlib.compressobj(level, zlib.DEFLATED, -15, 9)
     parts = []
     crc = size = 0
-    for chunk in _file_chunks(path):
+    chunks = _file_chunks(path)
+    for chunk in through(chunks) if through is not None else chunks:
         crc = zlib.crc32(chunk, crc)
         size += len(chunk)
         parts.append(comp.compress(chunk))
@@ -188,9 +212,11 @@ def gzip_bytes(data: bytes, level: int) -> bytes:
 
 
 def parallel_deflate(
-    paths: Sequence[Path | None], *, level: int, cache: Path | None, workers: int | None
+    paths: Sequence[Path | None], *, level: int, cache: Path | None, workers: int | None,
+    known: Sequence[ContentDigest | None] | None = None,
 ) -> Iterator[Future[Deflated] | None]:
-    """For each of ``paths`` in order: a future of that file's deflated content (None stays None).
+    """For each of ``paths`` in order: a future of that file's deflated content (None stays None);
+    ``known``: each file's digest where the caller has it (see :func:`deflate_file`).
 
     At most a few files per worker are in flight, so memory stays bounded
     whatever the payload's size.
@@ -201,8 +227,9 @@ def parallel_deflate(
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="pack") as pool:
         queue: deque[Future[Deflated] | None] = deque()
         in_flight = 0
-        for path in paths:
-            job = None if path is None else pool.submit(deflate_file, path, level, store)
+        for index, path in enumerate(paths):
+            digest = known[index] if known is not None else None
+            job = None if path is None else pool.submit(deflate_file, path, level, store, digest)
             queue.append(job)
             in_flight += job is not None
             while in_flight > window:

@@ -36,7 +36,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ from pipeline.archives.deterministic import archive_kind
 from pipeline.bundle.check_findings import Problem, TreeFindings
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
 from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
-from pipeline.bundle.elfdeps import elf_arch, is_elf, parse_version, read_elf, version_text
+from pipeline.bundle.elfdeps import ElfInfo, is_elf, parse_version, read_elf, version_text
 from pipeline.bundle.emulation import host_arch, how_to_run
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, parse_manifest, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
@@ -81,6 +81,9 @@ class BundleCheck:
     smoke_skipped: str | None = None
     # The smoke run's checks (versions, backends, tokenizer, forward-pass), one line each.
     checks: tuple[SmokeCheck, ...] = ()
+    # What was read of each ELF file checked, by bundle path: the smoke run's driver look-up takes it
+    # instead of parsing the files again. Not part of the verdict (nor of to_json).
+    elves: tuple[tuple[str, ElfInfo], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -177,11 +180,12 @@ def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: TreeFind
     return dirs
 
 
-def _check_elf(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
+def _check_elf(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> ElfInfo:
+    """The checks of one ELF file, from one parse of it; what was read."""
     info = read_elf(root / rel)
-    if (machine := elf_arch(root / rel)) != arch:
+    if info.arch != arch:
         found.problems.append(Problem(file=rel, kind="arch",
-                                      message=f"built for {machine}, the bundle is for {arch}"))
+                                      message=f"built for {info.arch}, the bundle is for {arch}"))
     dirs = _search_dirs(root, rel, info.search_paths, found, tag="RUNPATH" if info.runpath else "RPATH")
     for library in info.needed:
         if any((d / library).exists() for d in dirs) or is_base_system("linux", library, arch):
@@ -195,6 +199,7 @@ def _check_elf(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, s
     for version in info.glibc_versions[-1:]:
         if found.glibc is None or version > found.glibc:
             found.glibc, found.glibc_by = version, rel
+    return info
 
 
 def _check_pe(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
@@ -221,6 +226,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         for p in sorted(root.rglob("*")) if not p.is_dir() or p.is_symlink()
     }
     images: dict[str, MachoInfo] = {}
+    elves: dict[str, ElfInfo] = {}
     if os_name == "macos":
         from pipeline.bundle.macho_loads import check_macho, check_macho_loads
     for rel in _binaries(root, os_name):
@@ -231,7 +237,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
             if (info := check_macho(root, rel, found, arch, macos_min)) is not None:
                 images[rel] = info
         else:
-            _check_elf(root, rel, found, in_bundle, arch)
+            elves[rel] = _check_elf(root, rel, found, in_bundle, arch)
     if images:
         check_macho_loads(root, images, found)
     if found.files == 0:
@@ -263,6 +269,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         glibc_required=version_text(found.glibc) if found.glibc else None,
         glibc_required_by=found.glibc_by,
         glibc_max=glibc_max if os_name == "linux" else None,
+        elves=tuple(sorted(elves.items())),
     )
 
 
@@ -350,7 +357,7 @@ def check_bundle(
         skipped = "--no-smoke"
     elif how.skipped is not None:
         skipped = how.skipped
-    elif how.prefix and os_name == "linux" and driver_users(root):
+    elif how.prefix and os_name == "linux" and driver_users(root, result.elves):
         skipped = f"a CUDA bundle for {arch} {how.note}: no stand-in NVIDIA driver for {arch} here"
     else:
         models = source_tree / "models" if source_tree is not None else None
@@ -359,8 +366,8 @@ def check_bundle(
         from pipeline.bundle.gpu_smoke import driver_selection
 
         # Its own folder beside the unpacked bundle: the stand-in is beside nothing that ships.
-        driver = (driver_for_smoke(root, scratch / "driver", scrubbed_env(scratch / "home")) if os_name == "linux"
-                  else DriverForSmoke())
+        driver = (driver_for_smoke(root, scratch / "driver", scrubbed_env(scratch / "home"), elves=result.elves)
+                  if os_name == "linux" else DriverForSmoke())
         if driver.problem:
             driver_problems.append(Problem(file=driver.needed_by[0], kind="smoke", library=DRIVER, message=driver.problem))
         try:

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from pipeline.bundle.elfdeps import is_elf, read_elf
+from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.processes.groups import run_child
 
 DRIVER = "libcuda.so.1"
@@ -82,8 +82,14 @@ def _names_the_driver(path: Path) -> bool:
         return True  # read_elf says what is wrong with it
 
 
-def driver_users(root: Path) -> tuple[str, ...]:
-    """The ELF files at the bundle's root that need ``libcuda.so.1``, sorted."""
+def driver_users(root: Path, elves: Sequence[tuple[str, ElfInfo]] | None = None) -> tuple[str, ...]:
+    """The ELF files at the bundle's root that need ``libcuda.so.1``, sorted.
+
+    ``elves``: what check-bundle read of every ELF file at the root (bundle path, facts), so no file
+    is parsed again; without it, the files are found and read here.
+    """
+    if elves is not None:
+        return tuple(sorted(rel for rel, info in elves if "/" not in rel and DRIVER in info.needed))
     return tuple(p.name for p in sorted(root.iterdir())
                  if is_elf(p) and _names_the_driver(p) and DRIVER in read_elf(p).needed)
 
@@ -160,13 +166,14 @@ def system_has_driver(env: Mapping[str, str]) -> bool:
     return proc.returncode == 0
 
 
-def driver_for_smoke(root: Path, folder: Path, env: Mapping[str, str]) -> DriverForSmoke:
+def driver_for_smoke(root: Path, folder: Path, env: Mapping[str, str], *,
+                     elves: Sequence[tuple[str, ElfInfo]] | None = None) -> DriverForSmoke:
     """The driver the smoke run of the unpacked bundle ``root`` uses; a stand-in is built in ``folder`` when needed.
 
     ``folder`` must be outside the bundle and empty of anything else; ``env``:
-    the smoke run's environment (the real driver is looked for with it).
+    the smoke run's environment (the real driver is looked for with it); ``elves``: see :func:`driver_users`.
     """
-    users = driver_users(root) if root.is_dir() else ()
+    users = driver_users(root, elves) if root.is_dir() else ()
     if not users or system_has_driver(env):
         return DriverForSmoke(needed_by=users)
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")

@@ -21,6 +21,8 @@ from pipeline.errors import BundleError
 ELF_MAGIC = b"\x7fELF"
 _DYNAMIC_STRINGS = {"DT_NEEDED": "needed", "DT_SONAME": "soname", "DT_RUNPATH": "runpath", "DT_RPATH": "rpath"}
 _GLIBC = re.compile(r"^GLIBC_(\d+(?:\.\d+)*)$")
+# e_machine -> the architecture in matrix.toml's words (names.ARCHES); anything else keeps pyelftools' name.
+_MACHINES = {"EM_X86_64": "x64", "EM_AARCH64": "arm64"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +37,8 @@ class ElfInfo:
     rpath: tuple[str, ...] = ()
     # Version names required from each needed library, e.g. {"libc.so.6": ("GLIBC_2.34",)}.
     version_needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The architecture it was built for: ``x64``, ``arm64``, or pyelftools' ``EM_*`` name.
+    arch: str = ""
 
     @property
     def search_paths(self) -> tuple[str, ...]:
@@ -75,6 +79,7 @@ def read_elf(path: Path) -> ElfInfo:
     try:
         with path.open("rb") as fh:
             elf = ELFFile(fh)
+            machine = str(elf.header["e_machine"])
             needed: list[str] = []
             soname: str | None = None
             runpath: tuple[str, ...] = ()
@@ -102,22 +107,9 @@ def read_elf(path: Path) -> ElfInfo:
     except (ELFError, OSError, ValueError) as exc:
         raise BundleError(f"{path}: not a readable ELF file: {exc}") from None
     return ElfInfo(
-        needed=tuple(needed), soname=soname, runpath=runpath, rpath=rpath, version_needs=tuple(needs)
+        needed=tuple(needed), soname=soname, runpath=runpath, rpath=rpath, version_needs=tuple(needs),
+        arch=_MACHINES.get(machine, machine),
     )
-
-
-# e_machine -> the architecture in matrix.toml's words (names.ARCHES); anything else keeps pyelftools' name.
-_MACHINES = {"EM_X86_64": "x64", "EM_AARCH64": "arm64"}
-
-
-def elf_arch(path: Path) -> str:
-    """The architecture ``path`` was built for: ``x64``, ``arm64``, or pyelftools' ``EM_*`` name."""
-    try:
-        with path.open("rb") as fh:
-            machine = str(ELFFile(fh).header["e_machine"])
-    except (ELFError, OSError, ValueError) as exc:
-        raise BundleError(f"{path}: not a readable ELF file: {exc}") from None
-    return _MACHINES.get(machine, machine)
 
 
 def version_text(version: tuple[int, ...]) -> str:

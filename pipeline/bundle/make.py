@@ -32,7 +32,7 @@ from pipeline.archives.deterministic import Entry, archive_kind, read_members, w
 from pipeline.archives.packing import PackStats
 from pipeline.backends import render_name
 from pipeline.bundle.closure import complete_runtime, usable_toolchain_root
-from pipeline.bundle.sbom import SBOM_NAME, sbom_json
+from pipeline.bundle.sbom_cache import cached_sbom
 from pipeline.bundle.stage import (
     STAGE_DIR,
     archive_entries,
@@ -50,7 +50,7 @@ from pipeline.errors import BundleError
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.pins import DEFAULT_CUDA_LINE
 from pipeline.names import DIST_DIR as DIST_DIR
-from pipeline.names import SBOM_SUFFIX
+from pipeline.names import SBOM_NAME, SBOM_SUFFIX
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.util import json_text
@@ -268,8 +268,8 @@ def package_bundle(
 ) -> tuple[Path, PackStats]:
     """Package a successful build into ``<out>/dist/<bundle_name>``; return its path and the packaging's figures.
 
-    ``pack_cache``: the packaging cache (compressed members by content), so
-    files unchanged since the last run are not compressed again.
+    ``pack_cache``: the packaging cache (compressed members by content, SBOMs by manifest), so
+    files unchanged since the last run are not compressed again, nor the SBOM of the same manifest made again.
     """
     from pipeline.bundle.dist_owner import refuse_foreign_bundle
 
@@ -320,7 +320,9 @@ def package_bundle(
     raw_manifest = manifest_bytes(manifest)
     entries.append(Entry(name=member_name(top, MANIFEST_NAME), mode=MANIFEST_MODE, data=raw_manifest))
     # The SBOM lists every file above and the manifest; it travels inside the bundle and beside it.
-    sbom = sbom_json(manifest, manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(), manifest_name=MANIFEST_NAME)
+    # Made once per manifest: a warm rebuild's manifest is the last run's, and so is its SBOM.
+    sbom = cached_sbom(manifest, manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(), manifest_name=MANIFEST_NAME,
+                       cache=pack_cache)
     entries.append(Entry(name=member_name(top, SBOM_NAME), mode=MANIFEST_MODE, data=sbom))
     # The name carries the tag (a manifest's, a record's): it must stay a file of dist/.
     target = confined(out_dir / DIST_DIR, name, "bundle name", BundleError)

@@ -8,10 +8,12 @@ the program, so a Windows bundle keeps every DLL in ``bin/``.
 from __future__ import annotations
 
 from pathlib import Path
-
-import pefile
+from typing import TYPE_CHECKING
 
 from pipeline.errors import BundleError
+
+if TYPE_CHECKING:
+    import pefile
 
 PE_MAGIC = b"MZ"
 
@@ -31,12 +33,19 @@ def is_pe(path: Path) -> bool:
 _MACHINES = {0x8664: "x64", 0xAA64: "arm64"}
 
 
-def pe_arch(path: Path) -> str:
-    """The architecture ``path`` was built for: ``x64``, ``arm64``, or the machine number in hex."""
+def _open(path: Path) -> pefile.PE:
+    # pefile is imported for a Windows bundle only: a Linux one's packing and check never load it.
+    import pefile
+
     try:
-        pe = pefile.PE(str(path), fast_load=True)
+        return pefile.PE(str(path), fast_load=True)
     except (pefile.PEFormatError, OSError) as exc:
         raise BundleError(f"{path}: not a readable PE file: {exc}") from None
+
+
+def pe_arch(path: Path) -> str:
+    """The architecture ``path`` was built for: ``x64``, ``arm64``, or the machine number in hex."""
+    pe = _open(path)
     try:
         machine = int(pe.FILE_HEADER.Machine)
     finally:
@@ -46,10 +55,9 @@ def pe_arch(path: Path) -> str:
 
 def read_pe_imports(path: Path) -> tuple[str, ...]:
     """The DLLs ``path`` imports (normal and delay-loaded), in table order, without duplicates."""
-    try:
-        pe = pefile.PE(str(path), fast_load=True)
-    except (pefile.PEFormatError, OSError) as exc:
-        raise BundleError(f"{path}: not a readable PE file: {exc}") from None
+    import pefile
+
+    pe = _open(path)
     try:
         pe.parse_data_directories(
             directories=[

@@ -36,9 +36,9 @@ from cyclonedx.model.license import DisjunctiveLicense, LicenseExpression
 from cyclonedx.output.json import JsonV1Dot6
 
 from pipeline.errors import BundleError
+from pipeline.names import SBOM_NAME as SBOM_NAME
 from pipeline.util import json_text
 
-SBOM_NAME = "sbom.cdx.json"
 PATH_PROPERTY = "llama-pipeline:path"
 SYMLINK_PROPERTY = "llama-pipeline:symlink"
 # llama.cpp's own license (its LICENSE file): the MIT license.

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from pipeline.bundle.elfdeps import is_elf
 from pipeline.bundle.pedeps import is_pe
-from pipeline.bundle.smoke_process import PROGRAM_PREFIX_ARGS, run_program
+from pipeline.bundle.smoke_process import PROGRAM_PREFIX_ARGS, ProgramRun, run_program
 
 PROGRAM_PREFIX = "llama-"
 _OUTPUT_CHARS = 400
@@ -205,7 +205,8 @@ def _present(root: Path, names: Sequence[str], os_name: str) -> str | None:
 
 
 def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = False,
-                   driver_env: Mapping[str, str] | None = None, driver: str | None = None) -> SmokeCheck:
+                   driver_env: Mapping[str, str] | None = None, driver: str | None = None,
+                   forward: ProgramRun | None = None) -> SmokeCheck:
     """Every backend module of the bundle loads (see the module docstring), and the devices it lists.
 
     Which modules loaded is read from ggml's own log in a ``llama-simple``
@@ -222,7 +223,9 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     finds no driver or device (``ggml_backend_init`` returned NULL) loaded:
     its libraries resolved; it is said so, never as a missing library.
     ``driver_env``: see :func:`scrubbed_env`; ``driver``: how the run met the GPU driver, said in the line.
-    The CUDA module's own report (found N devices, or why none) is quoted.
+    The CUDA module's own report (found N devices, or why none) is quoted. The log read is the CPU forward
+    pass's (:func:`forward_run`; ``forward``: that run, when the caller made it already): ggml loads every
+    module at the program's start, before any layer is placed, so one run says both.
     """
     modules = backend_modules(root, os_name)
     if not modules and not backend_dl:
@@ -232,10 +235,7 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     if program is None:
         return SmokeCheck(name="backends", status=SKIPPED,
                           line=f"backends: skipped: no {FORWARD_PROGRAM} in the bundle (its log says which backends ggml loaded)")
-    from pipeline.bundle.tiny_model import write_tiny_llama
-
-    model = write_tiny_llama(home / "tiny-llama.gguf")
-    ran = run_program(root, program, ["-m", str(model), "-n", "1", FORWARD_PROMPT], home, driver_env)
+    ran = forward if forward is not None else forward_run(root, program, home, driver_env)
     loaded = {Path(m.group("path").replace("\\", "/")).name: m.group("name") for m in _LOADED.finditer(ran.both)}
     from pipeline.bundle.gpu_smoke import backend_word, found_no_device
 
@@ -354,18 +354,26 @@ def _ids(stdout: str) -> list[int] | None:
     return None
 
 
-def forward_pass_check(root: Path, os_name: str, home: Path, driver_env: Mapping[str, str] | None = None) -> SmokeCheck:
-    """One generation with a tiny random-weight model on the CPU: the backend variant the machine picked computes."""
+def forward_run(root: Path, program: str, home: Path, driver_env: Mapping[str, str] | None = None) -> ProgramRun:
+    """``program`` (llama-simple) generating a few tokens with the tiny model on the CPU (``-ngl 0``, whatever
+    GPU the machine has): what the backends and forward-pass checks read, run once for both."""
+    from pipeline.bundle.tiny_model import write_tiny_llama
+
+    model = write_tiny_llama(home / "tiny-llama.gguf")
+    return run_program(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", "0", FORWARD_PROMPT],
+                       home, driver_env)
+
+
+def forward_pass_check(root: Path, os_name: str, home: Path, driver_env: Mapping[str, str] | None = None, *,
+                       forward: ProgramRun | None = None) -> SmokeCheck:
+    """One generation with a tiny random-weight model on the CPU: the backend variant the machine picked computes.
+    ``forward``: the run of :func:`forward_run`, when the caller made it already."""
     program = _present(root, (FORWARD_PROGRAM,), os_name)
     if program is None:
         return SmokeCheck(name="forward-pass", status=SKIPPED,
                           line=f"forward-pass: skipped: no {FORWARD_PROGRAM} in the bundle")
-    from pipeline.bundle.tiny_model import write_tiny_llama
-
-    model = write_tiny_llama(home / "tiny-llama.gguf")
     # On the CPU: no layer offloaded, whatever GPU the machine has (gpu-forward-pass offloads them).
-    ran = run_program(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", "0", FORWARD_PROMPT], home,
-               driver_env)
+    ran = forward if forward is not None else forward_run(root, program, home, driver_env)
     decoded = _DECODED.search(ran.both)
     # Fewer than asked is fine: a random model may pick its end-of-generation token early.
     if ran.exit_code != 0 or decoded is None or int(decoded.group("n")) < 1:
@@ -460,11 +468,15 @@ def smoke_checks(
     token = PROGRAM_PREFIX_ARGS.set(tuple(prefix))
     try:
         runs = [run_version(root, p, home, driver_env) for p in main_programs(root, os_name)]
+        # One CPU forward pass, read by the backends check (which modules loaded) and the forward-pass check.
+        program = _present(root, (FORWARD_PROGRAM,), os_name)
+        forward = forward_run(root, program, home, driver_env) if program is not None else None
         checks = [
             versions_check(runs),
-            backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env, driver=driver),
+            backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env, driver=driver,
+                           forward=forward),
             tokenizer_check(root, os_name, home, models, driver_env),
-            forward_pass_check(root, os_name, home, driver_env),
+            forward_pass_check(root, os_name, home, driver_env, forward=forward),
         ]
         if (gpu := gpu_forward_pass_check(root, os_name, home, driver_env)) is not None:
             checks.append(gpu)

@@ -25,9 +25,9 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from pipeline.archives.deterministic import Entry
+from pipeline.archives.packing import content_digest
 from pipeline.errors import BundleError
 from pipeline.names import bundle_member_problem
-from pipeline.util.fsutil import file_digest
 from pipeline.util.tree_removal import remove_tree
 
 LICENSE_NAME = "LICENSE"
@@ -167,10 +167,11 @@ def archive_entries(
             files.append({"path": sf.relpath, "symlink": sf.link, **came_from})
             entries.append(Entry(name=name, mode=0o777, link=sf.link))
             continue
-        size, digest = file_digest(sf.path)
-        files.append({"path": sf.relpath, "size": size, "sha256": digest, **came_from})
+        # One read of each file: its sha256 for the manifest, and the digest the packaging cache needs.
+        digest = content_digest(sf.path)
+        files.append({"path": sf.relpath, "size": digest.size, "sha256": digest.sha256, **came_from})
         program = "/" not in sf.relpath and sf.relpath != LICENSE_NAME
-        entries.append(Entry(name=name, mode=0o755 if program else 0o644, path=sf.path))
+        entries.append(Entry(name=name, mode=0o755 if program else 0o644, path=sf.path, digest=digest))
     folders = staged_folders(staged)
     if top:
         folders = [top, *(member_name(top, d) for d in folders)]

@@ -32,7 +32,6 @@ bundle in which a copied file has none.
 
 from __future__ import annotations
 
-import email.parser
 import json
 import re
 import shutil
@@ -111,6 +110,9 @@ def _wheel_packages(install: Path, archives: Sequence[Mapping[str, str]]) -> dic
         metadata = info / "METADATA"
         if not metadata.is_file():
             continue
+        # Here, not at the top: only a wheel's files need it (a cpu bundle copies none).
+        import email.parser
+
         meta = email.parser.HeaderParser().parsestr(metadata.read_text(encoding="utf-8", errors="replace"))
         name = meta.get("Name") or info.name.split("-")[0]
         version = meta.get("Version")

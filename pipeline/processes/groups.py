@@ -125,7 +125,36 @@ def _set_subreaper(on: bool) -> bool:
 
 
 def _own_children() -> set[int]:
-    """The pids whose parent is this process, read from /proc (zombies included)."""
+    """The pids whose parent is this process (zombies included): each thread's ``children`` file,
+    else a scan of /proc where the kernel has no such file."""
+    listed = _listed_children()
+    return listed if listed is not None else _scanned_children()
+
+
+def _listed_children() -> set[int] | None:
+    """The children the kernel lists for each thread of this process (``/proc/self/task/*/children``,
+    CONFIG_PROC_CHILDREN), or None where it lists none. A few small reads, where the scan of /proc reads
+    one file per process of the machine: three scans per smoke program, 43 ms of CPU for a warm build's
+    seven programs on a machine running 114 processes."""
+    found: set[int] = set()
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            found.update(int(pid) for pid in (task / "children").read_text(encoding="ascii").split())
+        except FileNotFoundError:
+            if not task.is_dir():
+                continue  # the thread ended meanwhile: its children went to another thread of this process
+            return None  # no children file: the kernel does not list them
+        except OSError:
+            return None
+    return found
+
+
+def _scanned_children() -> set[int]:
+    """The pids whose parent is this process, read from every process's stat in /proc (zombies included)."""
     me, found = os.getpid(), set()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():

@@ -131,11 +131,11 @@ def describe_checkout(path: Path, *, environ: Mapping[str, str]) -> CheckoutInfo
     project's checkout) is no repository of its own: git would answer for
     the other project, so it counts as no git at all.
     """
-    head = run_git(["rev-parse", "HEAD"], cwd=path, what="", check=False, base=environ)
-    if head.returncode != 0:
-        return CheckoutInfo(commit=None, tag=None, dirty=False)
-    top = run_git(["rev-parse", "--show-toplevel"], cwd=path, what="", check=False, base=environ)
-    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
+    # One git for both: the top of the repository holding the folder, then its HEAD (fails without one).
+    found = run_git(["rev-parse", "--show-toplevel", "HEAD"], cwd=path, what="", check=False, base=environ)
+    # The commit is the last line; the top is all before it (a folder's name may hold a newline).
+    top, _, commit = found.stdout.removesuffix("\n").rpartition("\n")
+    if found.returncode != 0 or not top or Path(top).resolve() != path.resolve():
         return CheckoutInfo(commit=None, tag=None, dirty=False)
     exact = run_git(["describe", "--tags", "--exact-match", "HEAD"], cwd=path, what="", check=False, base=environ)
     described = exact if exact.returncode == 0 else run_git(
@@ -144,7 +144,7 @@ def describe_checkout(path: Path, *, environ: Mapping[str, str]) -> CheckoutInfo
     )
     status = run_git(["status", "--porcelain", "--untracked-files=no"], cwd=path, what="", check=False, base=environ)
     return CheckoutInfo(
-        commit=head.stdout.strip(),
+        commit=commit,
         tag=(described.stdout.strip() or None) if described.returncode == 0 else None,
         dirty=bool(status.stdout.strip()),
     )

@@ -11,7 +11,7 @@ nothing removes the old ones. ``python -m pipeline prune --local`` plans
 "Used" is the newest of the entry's own mtime and its lock file's: every
 install and download takes its lock (:mod:`pipeline.processes.locks`), also
 when it only finds the thing already there, and the lock file's mtime is
-touched then; the packaging cache touches a member when it reuses it.
+touched then; the packaging cache touches a member (or an SBOM) when it reuses it.
 
 Never removed: an entry whose lock a live process holds (an install or a
 download under way; the removal itself takes the lock, so one cannot start
@@ -30,6 +30,7 @@ from typing import Any
 
 from pipeline.archives.extract import MARKER, remove_install
 from pipeline.errors import BusyError
+from pipeline.names import SBOM_SUFFIX
 from pipeline.processes.locks import LOCK_SUFFIX, hold, is_held
 
 # A day: longer than any build, which uses a toolchain without holding its lock.
@@ -177,7 +178,8 @@ def scan_pack(folder: Path) -> list[CacheEntry]:
     entries = []
     for sub in _visible(folder):
         for path in _visible(sub) if sub.is_dir() else []:
-            if path.is_file() and path.suffix == ".deflate":
+            # A compressed member, or an SBOM kept by its manifest (pipeline.bundle.sbom_cache).
+            if path.is_file() and (path.suffix == ".deflate" or path.name.endswith(SBOM_SUFFIX)):
                 st = path.stat()
                 entries.append(CacheEntry(cache="pack", name=f"{sub.name}/{path.name}", paths=(path,),
                                           size=st.st_size, last_used=st.st_mtime))

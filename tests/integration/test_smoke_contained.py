@@ -100,6 +100,30 @@ def test_a_daemon_that_left_the_programs_session_is_stopped_too(tmp_path: Path) 
     assert not Path(f"/proc/{daemon}").exists()
 
 
+@pytest.mark.skipif(not Path("/proc/self/task", str(os.getpid()), "children").exists(),
+                    reason="the kernel lists no children per thread (CONFIG_PROC_CHILDREN)")
+def test_the_containment_reads_its_own_children_lists_never_every_process_of_the_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three looks per smoke program: each a few reads of this process's own files, not one read per
+    process of the machine; the daemon is still caught."""
+    from pipeline.processes import groups
+
+    looks: list[str] = []
+    listed = groups._listed_children
+    monkeypatch.setattr(groups, "_listed_children", lambda: (looks.append("listed"), listed())[1])
+    monkeypatch.setattr(groups, "_scanned_children", lambda: pytest.fail("every process of /proc was read"))
+    root = build(tmp_path, "llama-cli", DAEMON)
+    home = tmp_path / "home"
+    assert run_version(root, "llama-cli", home).exit_code == 0
+    daemon = int((home / "daemon.pid").read_text())
+    if alive(daemon):
+        os.kill(daemon, signal.SIGKILL)
+        pytest.fail(f"the daemon {daemon} the program started outlived the smoke run")
+    # Before, after the program, and the last look on leaving (each round that killed something looks again).
+    assert len(looks) >= 3
+
+
 def test_two_gib_of_output_are_read_with_a_bounded_memory_and_a_non_zero_exit_is_not_started(
     tmp_path: Path,
 ) -> None:

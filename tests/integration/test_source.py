@@ -206,6 +206,26 @@ def test_describe_a_folder_without_git(tmp_path: Path) -> None:
     assert (info.commit, info.tag) == (None, None)
 
 
+def test_describing_a_checkout_asks_git_for_its_top_and_head_at_once(
+    forge: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A --source build describes its tree with one git fewer: the repository's top and HEAD in one run;
+    a folder inside another repository is still no repository of its own."""
+    spec = resolve_source(cfg(forge, tag="b100"), now=NOW)
+    head = checkout_source(spec, tmp_path / "src")
+    runs: list[list[str]] = []
+    real = _source.run_git
+    monkeypatch.setattr(_source, "run_git", lambda args, **kw: (runs.append(list(args)), real(args, **kw))[1])
+    info = describe_checkout(tmp_path / "src")
+    assert (info.commit, info.tag, info.dirty) == (head, "b100", False)
+    assert runs == [["rev-parse", "--show-toplevel", "HEAD"], ["describe", "--tags", "--exact-match", "HEAD"],
+                    ["status", "--porcelain", "--untracked-files=no"]]
+    (tmp_path / "src" / "copy").mkdir()
+    runs.clear()
+    inside = describe_checkout(tmp_path / "src" / "copy")
+    assert (inside.commit, inside.tag, inside.dirty) == (None, None, False) and len(runs) == 1
+
+
 def test_conflicting_merge_names_the_pr_and_the_files(forge: Forge, tmp_path: Path) -> None:
     mix = (forge.prs["pr2"], forge.prs["pr3"])
     spec = resolve_source(cfg(forge, mix=mix), now=NOW, git_url_template=forge.template)

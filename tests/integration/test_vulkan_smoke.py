@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,6 +99,31 @@ def test_the_smoke_run_keeps_the_machines_driver_selection(tmp_path: Path) -> No
                              driver_env={"VK_ICD_FILENAMES": str(tmp_path / "none.json")})
     assert [c.name for c in checks] == ["versions", "backends", "tokenizer", "forward-pass", "gpu-forward-pass"]
     assert checks[-1].status == SKIPPED and all(c.ok for c in checks)
+
+
+def test_the_backends_and_forward_pass_checks_read_one_run_of_llama_simple(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ggml loads every module when the program starts: the CPU forward pass's log says which loaded, so
+    llama-simple starts once for both checks (and its --version once), not once per check."""
+    from pipeline.bundle import smoke
+
+    root = write_vulkan_bundle_root(tmp_path / "bundle", vulkan_module=False)
+    started: list[tuple[str, ...]] = []
+    real = smoke.run_program
+
+    def counting(root: Path, program: str, args: Any, *rest: Any) -> Any:
+        started.append((program, *(a for a in args if not a.endswith(".gguf"))))
+        return real(root, program, args, *rest)
+
+    monkeypatch.setattr(smoke, "run_program", counting)
+    _, checks = smoke_checks(root, "linux", tmp_path / "home", models=None, backend_dl=True)
+    assert {c.name: c.status for c in checks} == {
+        "versions": PASSED, "backends": PASSED, "tokenizer": SKIPPED, "forward-pass": PASSED}, checks
+    assert checks[1].line.startswith("backends: llama-simple loaded CPU (libggml-cpu.so)")
+    assert checks[3].line == "forward-pass: llama-simple decoded 4 tokens with a tiny random-weight llama model " \
+                             "on libggml-cpu.so"
+    assert started == [("llama-simple", "--version"), ("llama-simple", "-m", "-n", "4", "-ngl", "0", "Hello world")]
 
 
 def test_a_module_that_does_not_load_still_fails_the_backends_check(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,78 @@ def test_only_files_that_name_the_driver_are_parsed_to_find_its_users(
     assert driver_standin.driver_users(root) == ("libggml-cuda.so",)
     # The library that never names libcuda.so.1 was not parsed.
     assert parsed == ["libggml-cuda.so"]
+
+
+def test_check_bundle_parses_each_elf_file_once_and_the_driver_look_up_takes_what_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The libraries, RUNPATHs, glibc floor and architecture of a file come from one parse of it, and the
+    smoke run's look for the files that need libcuda.so.1 parses none again."""
+    import shutil
+
+    from elftools.elf.elffile import ELFFile
+
+    from pipeline.bundle import driver_standin, elfdeps
+    from pipeline.bundle.check import check_tree
+    from pipeline.util.this_machine import host_arch
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root, stub = tmp_path / "bundle", tmp_path / "stub"
+    root.mkdir()
+    stub.mkdir()
+    (tmp_path / "a.c").write_text("int cuInit(unsigned f) { return (int)f; }\n")
+    (tmp_path / "b.c").write_text("extern int cuInit(unsigned); int use(void) { return cuInit(0); }\n")
+    (tmp_path / "c.c").write_text("int plain(void) { return 1; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub / "libcuda.so.1"), "a.c"],
+                   cwd=tmp_path, check=True)
+    (stub / "libcuda.so").symlink_to("libcuda.so.1")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-cuda.so"), "b.c", f"-L{stub}", "-lcuda"],
+                   cwd=tmp_path, check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-base.so"), "c.c"], cwd=tmp_path, check=True)
+    (root / "LICENSE").write_text("MIT\n")
+    parsed: list[str] = []
+
+    def counting(stream: Any) -> ELFFile:
+        parsed.append(Path(stream.name).name)
+        return ELFFile(stream)
+
+    monkeypatch.setattr(elfdeps, "ELFFile", counting)
+    monkeypatch.setattr(driver_standin, "ELFFile", counting)
+    result = check_tree(root, os_name="linux", glibc_max=None)
+    assert result.files_checked == 2
+    # The architecture came with the rest (it was a second parse of every file).
+    assert {info.arch for _, info in result.elves} == {host_arch()}
+    assert driver_standin.driver_users(root, result.elves) == ("libggml-cuda.so",)
+    assert sorted(parsed) == ["libggml-base.so", "libggml-cuda.so"]
+
+
+def test_the_closure_sets_every_files_runpath_in_one_patchelf_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """patchelf edits each file it is given on its own: the files that get the same RUNPATH share one run
+    (a warm build of the real tree's cpu leg ran it five times), and a file already right gets none."""
+    import shutil
+
+    from pipeline.bundle import closure
+    from pipeline.bundle.elfdeps import read_elf
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    stage = tmp_path / "bundle"
+    stage.mkdir()
+    (tmp_path / "lib.c").write_text("int plain(void) { return 1; }\n")
+    (tmp_path / "main.c").write_text("int plain(void); int main(void) { return plain(); }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(stage / "libplain.so"), "lib.c", "-Wl,-rpath,/build/lib"],
+                   cwd=tmp_path, check=True)
+    for name, rpath in (("llama-a", "/build/bin"), ("llama-b", "/build/bin"), ("llama-c", "$ORIGIN")):
+        subprocess.run([cc, "-o", str(stage / name), "main.c", f"-L{stage}", "-lplain", "-Wl,--enable-new-dtags",
+                        f"-Wl,-rpath,{rpath}"], cwd=tmp_path, check=True)
+    runs: list[list[str]] = []
+    real = closure.run_child
+    monkeypatch.setattr(closure, "run_child", lambda cmd, **kw: (runs.append(list(cmd)), real(cmd, **kw))[1])
+    made = closure.complete_runtime(stage, os_name="linux", backend="cpu", targets=(), toolchain_root=None)
+    assert sorted(made.runpaths) == [("libplain.so", "$ORIGIN"), ("llama-a", "$ORIGIN"), ("llama-b", "$ORIGIN")]
+    assert len(runs) == 1 and sorted(Path(a).name for a in runs[0][3:]) == ["libplain.so", "llama-a", "llama-b"]
+    assert {name: ":".join(read_elf(stage / name).runpath) for name in ("libplain.so", "llama-a", "llama-b", "llama-c")} \
+        == dict.fromkeys(("libplain.so", "llama-a", "llama-b", "llama-c"), "$ORIGIN")

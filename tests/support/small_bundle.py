@@ -24,8 +24,9 @@ PAYLOAD = {
 }
 
 
-def small_bundle(root: Path) -> Path:
-    """Build folder, record and bundle under ``root``; the bundle (``root/dist/llama-b100-bin-ubuntu-x64.tar.gz``)."""
+def small_bundle(root: Path, *, pack_cache: Path | None = None) -> Path:
+    """Build folder, record and bundle under ``root``; the bundle (``root/dist/llama-b100-bin-ubuntu-x64.tar.gz``).
+    ``pack_cache``: the packaging cache, as a leg's build passes it."""
     build = root / "build"
     for rel, data in PAYLOAD.items():
         (build / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -37,4 +38,5 @@ def small_bundle(root: Path) -> Path:
                 "mix": [], "commit": COMMIT},
         cmake_args=["-DCMAKE_BUILD_TYPE=Release"], ccache={}, toolchain=TOOLCHAIN.to_record(),
     )  # fmt: skip
-    return make_bundle(leg=CPU, record=record, build_dir=build, out_dir=root, toolchain=TOOLCHAIN, tag=TAG, commit=COMMIT)
+    return make_bundle(leg=CPU, record=record, build_dir=build, out_dir=root, toolchain=TOOLCHAIN, tag=TAG, commit=COMMIT,
+                       pack_cache=pack_cache)

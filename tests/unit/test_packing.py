@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -25,6 +26,7 @@ from pipeline.archives.deterministic import (
 )
 from pipeline.archives.packing import MEMBER_MIN, PackCache
 from pipeline.archives.zipwriter import ZipWriter
+from pipeline.errors import BundleError
 from tests.support.archives import folder_entries, package_folder
 
 
@@ -201,3 +203,52 @@ def test_a_torn_cache_entry_is_compressed_again(tmp_path: Path) -> None:
     assert again.reused == 0
     assert (tmp_path / "b.tar.gz").read_bytes() == (tmp_path / "a.tar.gz").read_bytes()
     assert package_folder(folder, tmp_path / "c.tar.gz", cache=cache).reused == 2
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files opened for reading from now on."""
+    opened: list[str] = []
+    real = Path.open
+
+    def counting(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if "r" in mode:
+            opened.append(self.name)
+        return real(self, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Path, "open", counting)
+    return opened
+
+
+def test_a_file_hashed_by_the_caller_is_not_read_again_when_the_cache_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle's files are hashed once (the manifest's sha256): the writer takes the cached stream of that
+    digest without reading the file; without a digest it reads each file to find its stream."""
+    from pipeline.archives.packing import content_digest
+
+    folder = _payload(tmp_path)
+    cache = tmp_path / "pack"
+    big = ("llama-cli", "libggml.so.0")
+    package_folder(folder, tmp_path / "cold.tar.gz", cache=cache)
+    hashed = [e if e.path is None else dataclasses.replace(e, digest=content_digest(e.path))
+              for e in folder_entries(folder)]
+    opened = _counting_reads(monkeypatch)
+    stats = write_tar_gz(tmp_path / "known.tar.gz", hashed, cache=cache)
+    assert stats.reused == 2 and not set(big) & set(opened), opened
+    unknown = write_tar_gz(tmp_path / "unknown.tar.gz", folder_entries(folder), cache=cache)
+    assert unknown.reused == 2 and sorted(n for n in opened if n in big) == sorted(big)
+    assert (tmp_path / "known.tar.gz").read_bytes() == (tmp_path / "cold.tar.gz").read_bytes()
+
+
+def test_a_file_changed_after_it_was_hashed_is_refused_and_never_cached_under_the_old_digest(tmp_path: Path) -> None:
+    from pipeline.archives.packing import content_digest
+
+    folder = _payload(tmp_path)
+    cache = tmp_path / "pack"
+    cli = folder / "bin" / "llama-cli"
+    old = content_digest(cli)
+    cli.write_bytes(bytes(reversed(cli.read_bytes())))  # the same size, other content
+    entries = [dataclasses.replace(e, digest=old) if e.path == cli else e for e in folder_entries(folder)]
+    with pytest.raises(BundleError, match="changed while being packaged"):
+        write_tar_gz(tmp_path / "a.tar.gz", entries, cache=cache)
+    assert not PackCache(cache).path(old.sha256, 6).exists()

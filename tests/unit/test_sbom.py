@@ -8,6 +8,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pipeline.bundle.sbom import SBOM_NAME, sbom_files, validation_error
 from pipeline.names import SBOM_SUFFIX
 from tests.support.small_bundle import COMMIT, small_bundle
@@ -87,3 +89,76 @@ def test_a_mixed_pull_request_reads_the_same_whatever_its_key_order() -> None:
     assert built == again
     props = [p for c in json.loads(built)["components"] for p in c.get("properties", [])]
     assert {"name": "llama-pipeline:mix", "value": f"ggml-org/llama.cpp#4242@{sha}"} in props
+
+
+def _counting_sboms(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The manifests' sha256 each SBOM is made for from now on (made, not read back from a cache)."""
+    from pipeline.bundle import sbom
+
+    made: list[str] = []
+    real = sbom.sbom_json
+
+    def counting(manifest: Any, *, manifest_sha256: str, manifest_name: str) -> bytes:
+        made.append(manifest_sha256)
+        return real(manifest, manifest_sha256=manifest_sha256, manifest_name=manifest_name)
+
+    monkeypatch.setattr(sbom, "sbom_json", counting)
+    return made
+
+
+def test_the_sbom_of_an_unchanged_manifest_is_made_once_and_is_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm rebuild's manifest is the last run's: its SBOM comes from the packaging cache, the same bytes
+    as one made without a cache, inside the bundle and beside it."""
+    made = _counting_sboms(monkeypatch)
+    cache = tmp_path / "pack"
+    first = small_bundle(tmp_path / "a", pack_cache=cache)
+    again = small_bundle(tmp_path / "b", pack_cache=cache)
+    uncached = small_bundle(tmp_path / "c")
+    assert len(made) == 2 and made[0] == made[1]  # the first run's and the uncached one's
+    assert sbom_of(again)[0] == sbom_of(first)[0] == sbom_of(uncached)[0]
+    assert again.read_bytes() == uncached.read_bytes()
+    beside = again.with_name(again.name + SBOM_SUFFIX)
+    assert beside.read_bytes() == sbom_of(uncached)[0]
+    # It is kept with the compressed members, where prune --local finds it.
+    from pipeline.toolchain.local_caches import scan_pack
+
+    assert [e.name.rsplit(".", 2)[-2:] for e in scan_pack(cache) if e.name.endswith(SBOM_SUFFIX)] == [["cdx", "json"]]
+
+
+def test_another_manifest_or_a_damaged_cache_entry_makes_the_sbom_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.bundle import sbom_cache
+
+    made = _counting_sboms(monkeypatch)
+    cache = tmp_path / "pack"
+    manifest = {"name": "x", "files": [{"path": "LICENSE", "sha256": "ab" * 32, "size": 4}]}
+    first = sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache)
+    assert sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache) == first
+    assert len(made) == 1
+    # The same content under another manifest digest is another SBOM (its serial number and manifest hash).
+    other = sbom_cache.cached_sbom(manifest, manifest_sha256="2" * 64, manifest_name="manifest.json", cache=cache)
+    assert other != first and len(made) == 2
+    # A kept file that is not this manifest's SBOM is made again, and replaced.
+    writer = sbom_cache.writer_identity()
+    assert writer is not None
+    kept = sbom_cache.cache_path(cache, sbom_cache.sbom_key("1" * 64, "manifest.json", writer))
+    kept.write_bytes(b'{"bomFormat": "CycloneDX"}')
+    assert sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache) == first
+    assert len(made) == 3 and kept.read_bytes() == first
+
+
+def test_the_sbom_key_names_the_writer_and_its_libraries_versions() -> None:
+    from pipeline.bundle import sbom_cache
+
+    writer = sbom_cache.writer_identity()
+    assert writer is not None
+    module_digest, *libraries = writer.split("\0")
+    import pipeline.bundle.sbom as module
+
+    assert module_digest == hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()
+    assert [name.split("-")[0] for name in libraries] == ["cyclonedx_python_lib", "py_serializable"]
+    assert sbom_cache.sbom_key("1" * 64, "manifest.json", writer) != sbom_cache.sbom_key("1" * 64, "manifest.json",
+                                                                                          writer + "x")
