@@ -205,17 +205,25 @@ def nightly(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (unit and integration); arguments go to pytest."""
+    """The test suite (unit and integration); arguments go to pytest (given any, they replace the defaults).
+
+    Two test files at a time (pytest-xdist, a file's tests on one worker, so a module's fixture is made
+    once): every build already uses all cores, and the second file fills the first's serial steps
+    (configure, link, packaging, downloads, qemu), which halved the suite without the real tree on
+    2 cores (docs/testing.md). Two, not one per core: more real-tree builds at once would only share
+    the cores, with their memory.
+    """
     _install(session, "[test]")
-    session.run("pytest", *(session.posargs or ["tests"]))
+    session.run("pytest", *(session.posargs or ["-n", "2", "--dist", "loadfile", "tests"]))
 
 
 @nox.session
 def e2e(session: nox.Session) -> None:
-    """The full shipped legs on the real llama.cpp tree, nothing reduced but the programs (tests/e2e/: hours on
-    2 cores); arguments go to pytest (``-k rocm``: one leg)."""
+    """What is beyond the suite's cold budget (marker ``long``: hours on 2 cores): the full shipped legs on the
+    real llama.cpp tree, nothing reduced but the programs (tests/e2e/), and the CUDA 12 line's reduced build;
+    arguments go to pytest (``-k rocm``: one leg)."""
     _install(session, "[test]")
-    session.run("pytest", "-m", "shipped", "tests/e2e", *session.posargs)
+    session.run("pytest", "-m", "long", *(session.posargs or ["tests"]))
 
 
 def _build_docs(session: nox.Session, *args: str) -> None:

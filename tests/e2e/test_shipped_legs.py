@@ -5,7 +5,7 @@ with nothing reduced but the programs (``PROGRAMS_ONLY`` of
 scripts/reduction.py): every CPU variant, the flash-attention kernels, every
 CUDA architecture and every GPU target of the leg. Hours on 2 cores (the
 cuda leg compiles every .cu unit once per architecture, seven times), so
-``nox -s tests`` leaves these out (marker ``shipped``, deselected by
+``nox -s tests`` leaves these out (marker ``long``, deselected by
 pyproject.toml's ``addopts``) and builds the same legs with the declared CI
 reduction instead (tests/support/reduction.py says what each part saves and
 what it still proves).
@@ -47,7 +47,7 @@ from tests.support.reduction import PROGRAMS_ONLY, SHIPPED_MATRIX, reduced_matri
 from tests.support.sid_root import ROOT, SID, TRIXIE_CUDA, DebianRoot, mounted, pipeline_venv, run_in
 from tests.support.trixie_vulkan import trixie_vulkan_sdk
 
-pytestmark = [pytest.mark.e2e, pytest.mark.shipped]
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 # One full leg, cold, on 2 cores: the cuda leg's seven architectures are the longest.
 BUILD_TIMEOUT = 12 * 3600

@@ -55,7 +55,9 @@ from tests.support.reduction import CUDA_ARCHITECTURE, reduce_leg_flags, shipped
 from tests.support.sid_root import ROOT, TRIXIE_CUDA, mounted, pipeline_venv, run_in
 from tests.support.tree_files import cached_sdist, missing_reason
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+# Beyond nox -s tests' cold budget (about 20 minutes more on 2 cores, the trixie root's 3.5 among them):
+# nox -s e2e runs it (docs/testing.md).
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.long]
 # Made in the background from the start of the run (tests/conftest.py).
 DEBIAN_ROOTS = (TRIXIE_CUDA,)
 

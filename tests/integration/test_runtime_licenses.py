@@ -1,8 +1,8 @@
 """The CUDA runtime a cuda bundle redistributes, traced to NVIDIA's real wheels and their license.
 
-Uses the CUDA install the CUDA tests leave in the shared test cache
-(``toolchains/cuda-<version>-linux``, installed from matrix.toml's pinned
-wheels), read only. The expected archive sha256s are matrix.toml's pins; the
+Reads the CUDA install from matrix.toml's pinned wheels in the shared test
+cache (``toolchains/cuda-<version>-linux``), made by the pipeline's installer
+when no test has made it yet (tests/support/cuda_install.py). The expected archive sha256s are matrix.toml's pins; the
 license text is the file the wheel's dist-info holds.
 """
 
@@ -16,6 +16,7 @@ import pytest
 from pipeline.bundle.closure import CopiedFile
 from pipeline.bundle.third_party import describe_third_party
 from tests.support.cache_root import e2e_cache_root
+from tests.support.cuda_install import pinned_cuda_install
 from tests.support.pipeline_cli import ROOT
 
 pytestmark = pytest.mark.integration
@@ -27,10 +28,9 @@ RUNTIME = {"libcudart.so.13": "nvidia-cuda-runtime", "libcublas.so.13": "nvidia-
            "libcublasLt.so.13": "nvidia-cublas"}
 
 
-@pytest.mark.skipif(not (INSTALL / "nvidia" / "cu13" / "lib").is_dir(),
-                    reason=f"no CUDA install from the pinned wheels at {INSTALL} (tests/integration/test_cuda_wheels.py makes one)")
 def test_nvidias_runtime_names_its_wheel_and_carries_the_eula(tmp_path: Path) -> None:
-    tree = INSTALL / "nvidia" / "cu13"
+    tree = pinned_cuda_install()
+    assert tree == INSTALL / "nvidia" / "cu13"
     pinned = {w["name"]: (w["version"], w["sha256"]["linux"]) for w in PINS["wheels"]}
     stage = tmp_path / "stage"
     stage.mkdir()
