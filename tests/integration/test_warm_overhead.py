@@ -43,6 +43,29 @@ def test_a_build_without_bundle_times_every_step_and_imports_no_bundle_code(tmp_
     assert not {"pipeline.bundle.make", "pipeline.bundle.check", "elftools"} & imported
 
 
+def _libraries_one_of_which_needs_libcuda(tmp_path: Path) -> Path:
+    """``tmp_path/bundle`` with libggml-cuda.so, which needs libcuda.so.1 (a stand-in linked from outside the
+    bundle), and libggml-base.so, which does not."""
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root, stub = tmp_path / "bundle", tmp_path / "stub"
+    root.mkdir()
+    stub.mkdir()
+    (tmp_path / "a.c").write_text("int cuInit(unsigned f) { return (int)f; }\n")
+    (tmp_path / "b.c").write_text("extern int cuInit(unsigned); int use(void) { return cuInit(0); }\n")
+    (tmp_path / "c.c").write_text("int plain(void) { return 1; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub / "libcuda.so.1"), "a.c"],
+                   cwd=tmp_path, check=True)
+    (stub / "libcuda.so").symlink_to("libcuda.so.1")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-cuda.so"), "b.c", f"-L{stub}", "-lcuda"],
+                   cwd=tmp_path, check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-base.so"), "c.c"], cwd=tmp_path, check=True)
+    return root
+
+
 def test_the_old_build_folder_is_moved_aside_and_gone_when_the_next_build_ends(tmp_path: Path) -> None:
     """The fresh build folder no longer waits for the old one's deletion (a second of a warm build
     on a busy disk): the old one is removed while CMake runs, and is gone when the run ends."""
@@ -74,26 +97,10 @@ def test_the_old_build_folder_is_moved_aside_and_gone_when_the_next_build_ends(t
 def test_only_files_that_name_the_driver_are_parsed_to_find_its_users(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import shutil
 
     from pipeline.bundle import driver_standin
 
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    root, stub = tmp_path / "bundle", tmp_path / "stub"
-    root.mkdir()
-    stub.mkdir()
-    (tmp_path / "a.c").write_text("int cuInit(unsigned f) { return (int)f; }\n")
-    (tmp_path / "b.c").write_text("extern int cuInit(unsigned); int use(void) { return cuInit(0); }\n")
-    (tmp_path / "c.c").write_text("int plain(void) { return 1; }\n")
-    # A stand-in libcuda.so.1 to link against, outside the bundle; a library that needs it, one that does not.
-    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub / "libcuda.so.1"), "a.c"],
-                   cwd=tmp_path, check=True)
-    (stub / "libcuda.so").symlink_to("libcuda.so.1")
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-cuda.so"), "b.c", f"-L{stub}", "-lcuda"],
-                   cwd=tmp_path, check=True)
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-base.so"), "c.c"], cwd=tmp_path, check=True)
+    root = _libraries_one_of_which_needs_libcuda(tmp_path)
     parsed: list[str] = []
     real = driver_standin.read_elf
     monkeypatch.setattr(driver_standin, "read_elf", lambda p: (parsed.append(p.name), real(p))[1])
@@ -107,7 +114,6 @@ def test_check_bundle_parses_each_elf_file_once_and_the_driver_look_up_takes_wha
 ) -> None:
     """The libraries, RUNPATHs, glibc floor and architecture of a file come from one parse of it, and the
     smoke run's look for the files that need libcuda.so.1 parses none again."""
-    import shutil
 
     from elftools.elf.elffile import ELFFile
 
@@ -115,21 +121,7 @@ def test_check_bundle_parses_each_elf_file_once_and_the_driver_look_up_takes_wha
     from pipeline.bundle.check import check_tree
     from pipeline.util.this_machine import host_arch
 
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    root, stub = tmp_path / "bundle", tmp_path / "stub"
-    root.mkdir()
-    stub.mkdir()
-    (tmp_path / "a.c").write_text("int cuInit(unsigned f) { return (int)f; }\n")
-    (tmp_path / "b.c").write_text("extern int cuInit(unsigned); int use(void) { return cuInit(0); }\n")
-    (tmp_path / "c.c").write_text("int plain(void) { return 1; }\n")
-    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub / "libcuda.so.1"), "a.c"],
-                   cwd=tmp_path, check=True)
-    (stub / "libcuda.so").symlink_to("libcuda.so.1")
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-cuda.so"), "b.c", f"-L{stub}", "-lcuda"],
-                   cwd=tmp_path, check=True)
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-base.so"), "c.c"], cwd=tmp_path, check=True)
+    root = _libraries_one_of_which_needs_libcuda(tmp_path)
     (root / "LICENSE").write_text("MIT\n")
     parsed: list[str] = []
 
