@@ -25,7 +25,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     before the ones that need it (tests/support/sid_root.py's ``prepare_in_background``). Only where a
     root can be made at all (root, mmdebstrap); elsewhere the tests that need one say why they cannot.
     """
-    if session.config.option.collectonly or os.geteuid() != 0 or shutil.which("mmdebstrap") is None:
+    if session.config.option.collectonly:
+        return
+    modules = {getattr(item, "module", None) for item in session.items}
+    if any(getattr(module, "READS_THE_SDIST", False) for module in modules):
+        # Unit tests that read the real tree start no pip: under pytest -n no earlier file may have fetched it.
+        from scripts.llama_sdist import e2e_cache_root, fetch_sdist
+
+        try:
+            fetch_sdist(e2e_cache_root())
+        except AssertionError as exc:
+            print(f"\nthe llama-cpp-python sdist could not be fetched; the tests that read it say so: {exc}")
+    if os.geteuid() != 0 or shutil.which("mmdebstrap") is None:
         return
     roots = [root for item in session.items for root in getattr(getattr(item, "module", None), "DEBIAN_ROOTS", ())]
     if roots:

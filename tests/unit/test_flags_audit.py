@@ -23,6 +23,9 @@ from pipeline.inputs.matrix import load_matrix
 from tests.support.reduction import flag_variable
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
 
+# tests/conftest.py fetches the sdist before the run: a unit test starts no pip.
+READS_THE_SDIST = True
+
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = load_matrix(ROOT / "matrix.toml")
 
