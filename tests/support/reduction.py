@@ -55,8 +55,8 @@ REDUCTIONS = (
         name="programs",
         variables=("LLAMA_BUILD_TOOLS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_SERVER", "LLAMA_BUILD_APP",
                    "CMAKE_PROJECT_llama.cpp_INCLUDE", "PIPELINE_E2E_PROGRAMS"),
-        saving="the shipped cpu leg's tools, examples and server are about 130 more compiles than the reduced "
-               "leg's 133 (the server's alone several minutes on 2 cores); kept by nox -s e2e too",
+        saving="116 compiles: 298 with tools, examples and server against 182 without (ninja -t commands of "
+               "the tree configured with the cpu leg's other flags); nox -s e2e keeps this part too",
         still_proves="every library (ggml, its backends, llama, common) is built, linked and bundled as shipped; "
                      "the three programs check-bundle's smoke run starts (--version, the tokenizer pair, one "
                      "forward pass) are built from the tree's own sources",
@@ -64,16 +64,16 @@ REDUCTIONS = (
     Reduction(
         name="CPU variants",
         variables=("GGML_CPU_ALL_VARIANTS",),
-        saving="561 Ninja steps with the 14 x86-64 variants against 133 with one: over an hour of the cpu "
-               "leg's cold build on 2 cores, and as much again in every leg that ships the CPU backend",
+        saving="234 compiles: 416 with the 14 x86-64 variants against 182 with one (the same configure), in "
+               "every leg that ships the CPU backend",
         still_proves="the CPU backend is built as a loadable module (GGML_BACKEND_DL, as shipped), found and "
                      "loaded from the bundle by the smoke run; the variants differ only in compiler flags",
     ),
     Reduction(
         name="flash-attention kernels",
         variables=("GGML_CUDA_FA",),
-        saving="measured on the real tree (docs/testing.md, 'What each reduction saves'): the rocm leg's cold "
-               "build 792 s with the kernels, and the cuda and CUDA 12 legs' fattn units, the heaviest of ggml-cuda",
+        saving="not measured apart (docs/testing.md, 'What each reduction saves'): the kernels' bodies; ggml-cuda's "
+               "33 fattn-mma and fattn-tile units still cost 10 to 25 s each without them",
         still_proves="every fattn unit is still compiled (without the kernels' bodies), linked into "
                      "libggml-cuda/libggml-hip and bundled; every other device unit (mmq, mmf, mmvq, ...) is "
                      "compiled for real; the bundle's closure and the cache hits are those of the shipped leg",
