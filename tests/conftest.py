@@ -19,11 +19,13 @@ def http_server() -> Iterator[LocalServer]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start making the Debian roots the selected tests need (a module's ``DEBIAN_ROOTS``) in the background.
+    """What the selected tests share, prepared before any runs: under ``pytest -n`` any file may run first.
 
-    Making one is minutes of download and unpacking; started now, it overlaps the tests that run
-    before the ones that need it (tests/support/sid_root.py's ``prepare_in_background``). Only where a
-    root can be made at all (root, mmdebstrap); elsewhere the tests that need one say why they cannot.
+    - The sdist, when a selected module reads it (``READS_THE_SDIST``): unit tests start no pip.
+    - The Debian roots a module needs (``DEBIAN_ROOTS``), made in the background: minutes of download
+      and unpacking that overlap the tests before the ones that need them (tests/support/sid_root.py's
+      ``prepare_in_background``). Only where a root can be made at all (root, mmdebstrap); elsewhere the
+      tests that need one say why they cannot.
     """
     if session.config.option.collectonly:
         return
@@ -38,7 +40,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             print(f"\nthe llama-cpp-python sdist could not be fetched; the tests that read it say so: {exc}")
     if os.geteuid() != 0 or shutil.which("mmdebstrap") is None:
         return
-    roots = [root for item in session.items for root in getattr(getattr(item, "module", None), "DEBIAN_ROOTS", ())]
+    roots = [root for module in modules for root in getattr(module, "DEBIAN_ROOTS", ())]
     if roots:
         from tests.support.sid_root import prepare_in_background
 
