@@ -8,6 +8,8 @@ offline sees, with its reason.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,3 +82,23 @@ def test_an_explicit_folder_that_does_not_exist_is_an_error_not_a_skip(
     monkeypatch.setenv(act.ACTIONS_ENV, str(tmp_path / "missing"))
     with pytest.raises(AssertionError, match="no folder of pinned actions"):
         act.actions_folder()
+
+
+def test_a_tool_cache_moved_from_another_home_is_made_again_so_its_scripts_run(tmp_path: Path) -> None:
+    minor = act.setup_python_version(act.workflow_files())
+    first = act.lay_out_tool_cache(tmp_path / "old-home" / "tool_cache", minor)
+    # A cache copied to a new HOME (links kept, as cp -a does) and the old one gone: pip wrote the old
+    # path into the scripts it installed, so they name an interpreter that is no longer there.
+    shutil.copytree(tmp_path / "old-home", tmp_path / "new-home", symlinks=True)
+    shutil.rmtree(tmp_path / "old-home")
+    moved = tmp_path / "new-home" / "tool_cache" / first.relative_to(tmp_path / "old-home" / "tool_cache")
+    assert act.broken_scripts(moved), "the copied venv's pip should name the removed interpreter"
+    with pytest.raises(OSError):
+        subprocess.run([str(moved / "bin" / "pip"), "--version"], capture_output=True, check=False)
+
+    again = act.lay_out_tool_cache(tmp_path / "new-home" / "tool_cache", minor)
+    assert again == moved
+    assert act.broken_scripts(again) == []
+    pip = subprocess.run([str(again / "bin" / "pip"), "--version"], capture_output=True, text=True, check=False)
+    assert pip.returncode == 0 and str(again) in pip.stdout, pip.stdout + pip.stderr
+    assert (again.parent / "x64.complete").is_file()

@@ -200,11 +200,31 @@ def lay_out_tool_cache(tool_cache: Path, minor: str) -> Path:
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     x64 = tool_cache / "Python" / version / "x64"
+    if (x64 / "bin" / "python").exists() and broken_scripts(x64):
+        # Scripts (the jobs' nox) whose interpreter is not there: the cache was moved or copied from
+        # another HOME, and pip wrote the old path into them; the jobs would fail with "cannot execute".
+        shutil.rmtree(x64)
     if not (x64 / "bin" / "python").exists():
         x64.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(python), "-m", "venv", str(x64)], check=True, capture_output=True)
+        subprocess.run([str(python), "-m", "venv", "--clear", str(x64)], check=True, capture_output=True)
     (x64.parent / "x64.complete").write_text("")
     return x64
+
+
+def broken_scripts(venv: Path) -> list[Path]:
+    """The scripts in ``venv``'s bin whose ``#!`` interpreter does not exist."""
+    broken = []
+    for script in sorted((venv / "bin").iterdir()):
+        if not script.is_file() or script.is_symlink():
+            continue
+        with script.open("rb") as handle:
+            first = handle.readline(4096)
+        if not first.startswith(b"#!"):
+            continue
+        words = first[2:].split()
+        if words and not Path(os.fsdecode(words[0])).exists():
+            broken.append(script)
+    return broken
 
 
 def free_port() -> int:
