@@ -71,9 +71,16 @@ if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
     # Run from a checkout without installing: benchmark this checkout's pipeline.
     sys.path.insert(0, str(ROOT))
 
-from pipeline.ccache.session import CcacheSetup, ccache_version, find_ccache  # noqa: E402
-from pipeline.leg.steps import find_tool  # noqa: E402
-from pipeline.util.fsutil import atomic_write_json  # noqa: E402
+try:
+    from pipeline.ccache.session import CcacheSetup, ccache_version, find_ccache
+    from pipeline.leg.steps import find_tool
+    from pipeline.util.fsutil import atomic_write_json
+except ModuleNotFoundError as _missing:
+    if not _missing.name or _missing.name.partition(".")[0] == "pipeline":
+        raise  # a module of the pipeline itself: a bug, with its traceback
+    # Run with a Python that lacks the pipeline's dependencies: one line that says how, not a traceback.
+    sys.exit(f"error: scripts/bench.py needs the pipeline's dependencies (no module named {_missing.name!r}): "
+             f"run `nox -s bench`, or `pip install -e \"{ROOT}[test]\"` first")
 
 # Targets: printed, never asserted.
 TARGET_WARM_OVER_COLD = 0.10

@@ -72,3 +72,14 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert any((work / "logs").iterdir())
     # --quick leaves the real llama.cpp tree out.
     assert "real_tree" not in result
+
+
+def test_without_the_pipelines_dependencies_it_says_how_to_run_it_in_one_line(tmp_path: Path) -> None:
+    # -S: no site-packages, so none of the pipeline's dependencies (rich first) can be imported.
+    proc = subprocess.run([sys.executable, "-S", str(ROOT / "scripts" / "bench.py"), "--help"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: scripts/bench.py needs the pipeline's dependencies"), lines
+    assert "nox -s bench" in lines[0]
