@@ -211,10 +211,11 @@ def tests(session: nox.Session) -> None:
     once): every build already uses all cores, and the second file fills the first's serial steps
     (configure, link, packaging, downloads, qemu), which halved the suite without the real tree on
     2 cores (docs/testing.md). Two, not one per core: more real-tree builds at once would only share
-    the cores, with their memory.
+    the cores, with their memory. The longest files start first (tests/conftest.py, ``FIRST``).
     """
     _install(session, "[test]")
-    session.run("pytest", *(session.posargs or ["-n", "2", "--dist", "loadfile", "tests"]))
+    # --no-loadscope-reorder: the files in tests/conftest.py's order (the longest first), not by test count.
+    session.run("pytest", *(session.posargs or ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "tests"]))
 
 
 @nox.session

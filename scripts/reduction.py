@@ -149,9 +149,11 @@ def _constant(text: str) -> Callable[[re.Match[str]], str]:
     return lambda _match: text
 
 
-def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, programs_only: bool = False) -> str:
+def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, programs_only: bool = False,
+                   shared_units: str | None = None) -> str:
     """The shipped matrix as a run of ``legs`` only, reduced, with the source fetched from ``source_repo``
-    (``programs_only``: the full shipped legs, only their programs reduced).
+    (``programs_only``: the full shipped legs, only their programs reduced; ``shared_units``: a ccache
+    remote storage the legs read, never write, the objects another leg compiled from, as ``[ccache] remote``).
 
     Text in, text out: every other key, comment and pin stays as shipped. The
     result is parsed again and compared with the shipped data: anything else
@@ -182,6 +184,8 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
                 part, count = re.subn(r"(?m)^targets = \[.*?\]\n", _constant(line), part)
                 if count != 1:
                     raise AssertionError(f"[{header}]: expected one targets line, found {count}")
+        elif header == "ccache" and shared_units is not None:
+            part = part.replace("[ccache]\n", f"[ccache]\nremote = {json.dumps(shared_units)}\n", 1)
         elif header == "source":
             part, count = re.subn(r'(?m)^repo = ".*"$', _constant(f"repo = {json.dumps(source_repo)}"), part)
             if count != 1:
@@ -191,6 +195,7 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
     expected: dict[str, Any] = {
         **shipped,
         "source": {**shipped["source"], "repo": source_repo},
+        **({"ccache": {**shipped["ccache"], "remote": shared_units}} if shared_units is not None else {}),
         "legs": {
             name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", []), programs_only=programs_only),
                    **({"targets": reduce_targets(leg["backend"], leg["targets"], programs_only=programs_only)}

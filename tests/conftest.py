@@ -5,10 +5,39 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.support.httpserver import LocalServer
+
+# The test files whose first build on a cold machine takes ten minutes or more (docs/testing.md, "Wall
+# times"), in the order they start. Under ``nox -s tests`` (``--dist loadfile --no-loadscope-reorder``) each
+# pytest worker takes the next file when it runs out, so the longest start first and the short files fill
+# the end; the order also puts every leg that reads the cpu leg's units (one ccache for cuda and vulkan,
+# tests/support/shared_units.py for act's runners) after it: the second worker starts on the rocm leg,
+# which shares nothing, and asks for its next file only when its build is done.
+FIRST = (
+    "integration/test_real_tree.py",  # the cpu leg: the units the cuda, vulkan and act legs share
+    "integration/test_rocm_real_tree.py",  # ~30 min: its own units (sid's compilers)
+    "integration/test_real_tree_cuda.py",  # ~35 min: its host units are the cpu leg's
+    "integration/test_act_nightly.py",  # night 1 reads the cpu leg's units
+    "integration/test_real_tree_arm64.py",  # the cross compiler's own units
+    "integration/test_vulkan_real_tree.py",  # its host units are the cpu leg's
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files of ``FIRST`` first, in that order; every other test after them, in collection order."""
+    tests = Path(__file__).parent
+
+    def rank(item: pytest.Item) -> int:
+        try:
+            return FIRST.index(item.path.relative_to(tests).as_posix())
+        except ValueError:
+            return len(FIRST)
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
 
 
 @pytest.fixture

@@ -10,7 +10,10 @@ and the fake GitHub (releases and their uploads host, issues, Actions caches).
 The run is the shipped one: the shipped matrix.toml with its cpu leg only
 (every scheduled night builds every leg of the matrix), its source pointed at
 the local upstream, and the cpu leg's shipped flags followed by the one CI
-reduction of tests/support/reduction.py.
+reduction of tests/support/reduction.py, whose shared units come in as a
+read-only ``[ccache] remote``: the objects the real-tree cpu test compiled
+(tests/support/shared_units.py), so that a cold machine compiles those units
+once, not twice. Night 2 must still hit every unit in the cache it restored.
 
 The nights, each a scheduled run with its own run id and a fresh runner home:
 
@@ -68,6 +71,7 @@ from tests.support.act import (
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.reduction import PROGRAM, is_reduced_from, reduced_matrix
+from tests.support.shared_units import read_only, shared_units
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -115,7 +119,8 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nights]:
         upstream = make_upstream(root / "forge", base_tag=tags[0])
         matrix = root / "matrix.toml"
         shipped = (ROOT / "matrix.toml").read_text(encoding="utf-8")
-        matrix.write_text(reduced_matrix(shipped, legs=[LEG], source_repo=str(upstream.path)), encoding="utf-8")
+        matrix.write_text(reduced_matrix(shipped, legs=[LEG], source_repo=str(upstream.path),
+                                         shared_units=read_only(shared_units().url)), encoding="utf-8")
         old_alert = gh.add_issue("Nightly build failing", [ALERT_LABEL], state="closed")
         runner = Runner(
             root=root / "act",
@@ -255,7 +260,9 @@ def test_the_tested_leg_is_the_shipped_leg_plus_the_reduction(nights: Nights) ->
     tested = tomllib.loads(nights.matrix.read_text(encoding="utf-8"))
     assert list(tested["legs"]) == [LEG]
     assert is_reduced_from(tested["legs"][LEG]["cmake_args"], shipped["legs"][LEG]["cmake_args"])
-    assert tested["cmake"] == shipped["cmake"] and tested["ccache"] == shipped["ccache"]
+    assert tested["cmake"] == shipped["cmake"]
+    # The shipped [ccache] table, plus the shared units read-only (the reduction's shared units).
+    assert tested["ccache"] == {**shipped["ccache"], "remote": f"{shared_units().url}|read-only"}
 
 
 # -- night 1: a scheduled night from a cold machine
@@ -360,6 +367,8 @@ def test_night_2_restores_ccache_from_the_cache_server_and_hits_every_compilatio
     ccache = record_of(nights, 102)["ccache"]
     said = f"{restored.group(1)} restored, then {ccache['hits']} hits and {ccache['misses']} misses"
     assert ccache["misses"] == 1 and ccache["hits"] > 100, said
+    # Every hit from the restored cache: none from the shared units (read-only, tests/support/shared_units.py).
+    assert ccache["remote_hits"] == 0, said
     assert missed_units(nights, 102) == ["common/build-info.cpp"], said
     expect_all_jobs_succeed(nights, night2)
 

@@ -67,6 +67,7 @@ from tests.support.planted import PLANTED_MESSAGE, plant_libraries
 from tests.support.real_tree_matrix import MATRIX as MATRIX
 from tests.support.real_tree_matrix import TESTED_LEGS, TESTED_SHARED, matrix_text
 from tests.support.reduction import REDUCED_PROGRAMS
+from tests.support.shared_units import shared_units
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -139,8 +140,9 @@ def pipeline_checkout(ws: Path) -> None:
     (ws / ".gitignore").write_text("out/\nresolved.json\n")
 
 
-def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str, str]) -> Run:
-    """resolve, source, then build cpu from the archive, in a fresh workspace ``name`` (the workflow's path)."""
+def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str, str], *extra: str) -> Run:
+    """resolve, source, then build cpu from the archive, in a fresh workspace ``name`` (the workflow's path);
+    ``extra``: more arguments of ``build``."""
     ws = tree_root / name
     pipeline_checkout(ws)
     started = time.monotonic()
@@ -149,7 +151,7 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
                                cwd=ws, env=env).stdout)
     pipeline(
         ["--matrix", str(matrix), "build", "cpu", "--resolved", "resolved.json", "--source-archive", made["path"],
-         "--out", "out", "--cache-dir", str(cache)],
+         "--out", "out", "--cache-dir", str(cache), *extra],
         cwd=ws,
         env=env,
     )
@@ -172,7 +174,8 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
     matrix.write_text(matrix_text(upstream=forge.upstream, pr_sha=forge.pr_sha))
     cache = e2e_cache_root() / "ccache"
     env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home")}
-    runner = nightly(root, "runner", matrix, cache, env)
+    # The objects the runner compiles are stored for the legs that share them (tests/support/shared_units.py).
+    runner = nightly(root, "runner", matrix, cache, env, "--remote-cache", shared_units().url)
     laptop = nightly(root, "elsewhere/laptop", matrix, cache, env)
     print(f"\nreal tree: runner build {runner.seconds:.0f} s, laptop build {laptop.seconds:.0f} s", file=sys.stderr)
     return RealTree(root=root, forge=forge, matrix=matrix, cache=cache, runner=runner, laptop=laptop)

@@ -11,16 +11,15 @@ import json
 import shutil
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from pipeline.ccache.remote import RemoteBackend, parse_remote, probe_endpoint
+from tests.support.ccache_http import HttpStorage
 from tests.support.gitrepos import commit_tree
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import MINIMAL_MATRIX, write_cpp_project
@@ -93,74 +92,6 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         yield server
     finally:
         server.stop()
-
-
-class HttpStorage:
-    """ccache's HTTP storage protocol: GET, HEAD, PUT and DELETE of ``/<path>``, kept in memory.
-
-    ``failing`` makes every storage request answer 500 while a probe of the
-    base path still gets a 404: a server that is up but broken.
-    """
-
-    def __init__(self) -> None:
-        self.store: dict[str, bytes] = {}
-        self.failing = False
-        self.requests: list[str] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _reply(self, status: int, body: bytes = b"") -> None:
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
-
-            def _storage(self) -> bool:
-                outer.requests.append(f"{self.command} {self.path}")
-                if outer.failing and self.path.startswith("/cache/"):
-                    self._reply(500)
-                    return False
-                return True
-
-            def do_GET(self) -> None:
-                if self._storage():
-                    body = outer.store.get(self.path)
-                    self._reply(404) if body is None else self._reply(200, body)
-
-            do_HEAD = do_GET
-
-            def do_PUT(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self._storage():
-                    outer.store[self.path] = body
-                    self._reply(201)
-
-            def do_DELETE(self) -> None:
-                if self._storage():
-                    outer.store.pop(self.path, None)
-                    self._reply(204)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/cache"
-
-    def __enter__(self) -> HttpStorage:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 @pytest.fixture
@@ -249,7 +180,7 @@ def test_second_machine_is_served_from_http_storage(tmp_path: Path, http_storage
     assert first["ccache"]["misses"] == COMPILATIONS
     # ccache's default "subdirs" layout: /cache/<2 hex>/<rest of the key>.
     assert any(req.startswith("PUT /cache/") for req in http_storage.requests)
-    assert len(http_storage.store) >= COMPILATIONS
+    assert http_storage.entries() >= COMPILATIONS
 
     second, _ = _build(ws, tmp_path / "cache-b", "--remote-cache", http_storage.url)
     cc = second["ccache"]

@@ -86,6 +86,16 @@ REDUCTIONS = (
                      "PTX); the runtime closure (libcudart, libcublas, libcublasLt) does not depend on it",
     ),
     Reduction(
+        name="units shared between legs ([ccache] remote, read-only)",
+        variables=(),
+        saving="a second cold compile of the cpu leg's 133 units, in act's first night (on a cold machine it "
+               "compiled all 133 in 633 s beside the cpu leg compiling the same) and in the vulkan leg (969 of its "
+               "build's 1,850 Ninja task-seconds were those units); the cuda leg already shared them",
+        still_proves="night 2 must hit every unit in the cache it restored, none in the shared units; the vulkan leg's "
+                     "second build, in another folder, every unit and shader; a shared unit is a hit only when its "
+                     "compile command, compiler and sources are the same (ccache's own hash)",
+    ),
+    Reduction(
         name="one GPU target (targets)",
         variables=(),
         saving="the gfx110X family's four targets compile every HIP unit four times: one is a quarter",

@@ -11,6 +11,7 @@ broken bundle for the whole project's life), no shipped flag dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 from pathlib import Path
@@ -136,9 +137,10 @@ def test_every_variable_of_the_reduction_is_named_with_what_it_saves_and_still_p
     named = [variable for part in REDUCTIONS for variable in part.variables]
     assert sorted(named) == sorted(REDUCTION) and len(set(named)) == len(named)
     assert all(part.saving and part.still_proves for part in REDUCTIONS)
-    # The two leg keys the reduction narrows, beside its CMake variables.
+    # The two leg keys the reduction narrows and the one [ccache] key it adds, beside its CMake variables.
     assert {part.name for part in REDUCTIONS if not part.variables} == {
-        "one CUDA architecture (cuda_architectures)", "one GPU target (targets)"}
+        "one CUDA architecture (cuda_architectures)", "one GPU target (targets)",
+        "units shared between legs ([ccache] remote, read-only)"}
 
 
 def test_the_full_shipped_legs_reduce_the_programs_alone(tmp_path: Path) -> None:
@@ -159,3 +161,17 @@ def test_the_full_shipped_legs_reduce_the_programs_alone(tmp_path: Path) -> None
         assert list(leg.cmake_args) == [f for f in shipped.cmake_args if flag_variable(f) not in PROGRAMS_ONLY] + programs
         # The shipped legs all build every CPU variant; the full legs keep that.
         assert "-DGGML_CPU_ALL_VARIANTS=ON" in leg.cmake_args, name
+
+
+def test_the_shared_units_are_the_one_ccache_key_a_reduced_matrix_adds(tmp_path: Path) -> None:
+    spec = "http://127.0.0.1:9/cache|read-only"
+    shipped_text = SHIPPED_MATRIX.read_text(encoding="utf-8")
+    text = reduced_matrix(shipped_text, legs=["cpu"], source_repo="/nowhere/llama.cpp", shared_units=spec)
+    matrix = load_matrix(_write(tmp_path / "matrix.toml", text))
+    assert matrix.ccache.remote == spec
+    assert dataclasses.replace(matrix.ccache, remote=None) == SHIPPED.ccache
+    # Without them, the shipped [ccache] table: no remote (the release's legs keep their caches apart).
+    plain = load_matrix(_write(tmp_path / "plain.toml", reduced_matrix(shipped_text, legs=["cpu"],
+                                                                         source_repo="/nowhere/llama.cpp")))
+    assert plain.ccache.remote is None and SHIPPED.ccache.remote is None
+    assert plain.ccache == SHIPPED.ccache

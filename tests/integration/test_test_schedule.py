@@ -1,0 +1,61 @@
+"""The order the test files start in (tests/conftest.py ``FIRST``) and the server the legs share units through."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIRST
+from tests.support.ccache_http import HttpStorage
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
+
+
+def test_every_file_that_starts_first_exists_once() -> None:
+    # A renamed file would silently fall back to collection order (and the cpu leg could run after its readers).
+    assert len(set(FIRST)) == len(FIRST)
+    missing = [name for name in FIRST if not (TESTS / name).is_file()]
+    assert missing == [], missing
+
+
+def test_the_cpu_leg_starts_before_every_leg_that_reads_its_units() -> None:
+    cpu = FIRST.index("integration/test_real_tree.py")
+    readers = ["integration/test_real_tree_cuda.py", "integration/test_act_nightly.py",
+               "integration/test_vulkan_real_tree.py"]
+    assert cpu == 0 and all(FIRST.index(name) > cpu for name in readers)
+    # The second worker's first file shares nothing with the cpu leg: it runs while the cpu leg compiles.
+    assert FIRST[1] == "integration/test_rocm_real_tree.py"
+
+
+def test_collection_follows_the_order_and_nox_keeps_it() -> None:
+    """pytest's own --collect-only: the FIRST files in that order, before any other file."""
+    selected = ["tests/unit/test_cli.py", *(f"tests/{name}" for name in reversed(FIRST))]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "-m", "", *selected], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    files = [line.split("::")[0].removeprefix("tests/") for line in proc.stdout.splitlines() if "::" in line]
+    order = list(dict.fromkeys(files))
+    assert order == [*FIRST, "unit/test_cli.py"], order
+    # Without --no-loadscope-reorder, pytest-xdist would sort the files by their number of tests.
+    assert '"--dist", "loadfile", "--no-loadscope-reorder"' in (ROOT / "noxfile.py").read_text(encoding="utf-8")
+
+
+def test_a_folder_storage_serves_what_was_put_and_refuses_paths_outside_it(tmp_path: Path) -> None:
+    with HttpStorage(tmp_path / "units") as storage:
+        request = urllib.request.Request(f"{storage.url}/ab/cdef", data=b"entry", method="PUT")
+        assert urllib.request.urlopen(request, timeout=10).status == 201
+        assert urllib.request.urlopen(f"{storage.url}/ab/cdef", timeout=10).read() == b"entry"
+        assert (tmp_path / "units" / "ab" / "cdef").read_bytes() == b"entry"
+        assert storage.entries() == 1
+        for path in ("/ab/missing", "/../escape", "/ab/../../escape"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(storage.url + path, timeout=10)
+            assert err.value.code == 404, path
+        # Nothing was written outside the folder, and no temporary file is left beside the entry.
+        assert sorted(p.name for p in (tmp_path / "units").rglob("*")) == ["ab", "cdef"]
