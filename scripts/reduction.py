@@ -185,7 +185,10 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
                 if count != 1:
                     raise AssertionError(f"[{header}]: expected one targets line, found {count}")
         elif header == "ccache" and shared_units is not None:
-            part = part.replace("[ccache]\n", f"[ccache]\nremote = {json.dumps(shared_units)}\n", 1)
+            line = f"[ccache]\nremote = {json.dumps(shared_units)}\n"
+            part, count = re.subn(r"(?m)^\[ccache\]\n", _constant(line), part)
+            if count != 1:
+                raise AssertionError(f"[ccache]: expected one header line, found {count}")
         elif header == "source":
             part, count = re.subn(r'(?m)^repo = ".*"$', _constant(f"repo = {json.dumps(source_repo)}"), part)
             if count != 1:

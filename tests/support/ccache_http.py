@@ -96,7 +96,7 @@ class HttpStorage:
         file = self._file(path)
         try:
             return file.read_bytes() if file is not None else None
-        except (FileNotFoundError, IsADirectoryError):
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
     def put(self, path: str, body: bytes) -> None:

@@ -17,8 +17,6 @@ rename, so two workers storing the same entry never tear it).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.support.cache_root import e2e_cache_root
 from tests.support.ccache_http import HttpStorage
 
@@ -27,11 +25,11 @@ FOLDER = "units"
 _store: HttpStorage | None = None
 
 
-def shared_units(cache_root: Path | None = None) -> HttpStorage:
+def shared_units() -> HttpStorage:
     """This process's server of the shared units (started at the first call, stopped with the process)."""
     global _store
     if _store is None:
-        _store = HttpStorage((cache_root or e2e_cache_root()) / FOLDER).__enter__()
+        _store = HttpStorage(e2e_cache_root() / FOLDER).__enter__()
     return _store
 
 
