@@ -6,10 +6,16 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.httpserver import LocalServer
+
+if TYPE_CHECKING:
+    from tests.support.shared_jobs import Jobserver
+
+_JOBSERVER: pytest.StashKey[Jobserver] = pytest.StashKey()
 
 # The test files whose first build on a cold machine takes ten minutes or more (docs/testing.md, "Wall
 # times"), in the order they start. Under ``nox -s tests`` (``--dist loadfile --no-loadscope-reorder``) each
@@ -38,6 +44,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return len(FIRST)
 
     items.sort(key=rank)  # stable: a file's tests keep their order
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's jobserver (tests/support/shared_jobs.py), made once by the controller: pytest-xdist's
+    workers start after this hook and inherit its path; a worker makes none of its own."""
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    from tests.support import shared_jobs
+
+    config.stash[_JOBSERVER] = shared_jobs.start(shared_jobs.session_tokens())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    jobserver = config.stash.get(_JOBSERVER, None)
+    if jobserver is not None:
+        jobserver.close()
 
 
 @pytest.fixture

@@ -50,6 +50,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import shared_jobs
 from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, git, init_repo
@@ -173,7 +174,8 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
     matrix = root / "matrix.toml"
     matrix.write_text(matrix_text(upstream=forge.upstream, pr_sha=forge.pr_sha))
     cache = e2e_cache_root() / "ccache"
-    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home")}
+    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home"),
+           **shared_jobs.build_env()}  # the session's compile slots (tests/support/shared_jobs.py)
     # The objects the runner compiles are stored for the legs that share them (tests/support/shared_units.py).
     runner = nightly(root, "runner", matrix, cache, env, "--remote-cache", shared_units().url)
     laptop = nightly(root, "elsewhere/laptop", matrix, cache, env)

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import shared_jobs
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import PR_NUMBER, PR_REPO, prepared_forge
 from tests.support.real_tree_matrix import RUN_TEMPLATE, leg_table
@@ -76,7 +77,8 @@ def arm64(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     matrix = root / "matrix.toml"
     matrix.write_text(MATRIX.format(upstream=forge.upstream, min_age=6, pr_repo=PR_REPO, pr_number=PR_NUMBER,
                                     pr_sha=forge.pr_sha))
-    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home")}
+    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home"),
+           **shared_jobs.build_env()}  # the session's compile slots (tests/support/shared_jobs.py)
     ws = root / "ws"
     ws.mkdir()
     m = ["--matrix", str(matrix)]

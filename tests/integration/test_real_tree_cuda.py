@@ -44,6 +44,7 @@ import pytest
 
 from pipeline.bundle.driver_standin import system_has_driver
 from pipeline.bundle.smoke_process import scrubbed_env
+from tests.support import shared_jobs
 from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, init_repo
@@ -124,7 +125,7 @@ def cuda_tree(tmp_path_factory: pytest.TempPathFactory) -> CudaTree:
     matrix.write_text(cuda_matrix_text(upstream=forge.upstream, pr_sha=forge.pr_sha))
     cache = e2e_cache_root()
     env = {**no_cuda_env(cache), "PIPELINE_GIT_URL_TEMPLATE": forge.template,
-           "PIPELINE_CACHE_HOME": str(root / "cache-home")}  # fmt: skip
+           "PIPELINE_CACHE_HOME": str(root / "cache-home"), **shared_jobs.build_env()}  # fmt: skip
     runner = nightly(root, "runner", matrix, cache / "ccache", env)
     laptop = nightly(root, "elsewhere/laptop", matrix, cache / "ccache", env)
     print(f"\nreal tree cuda: runner build {runner.seconds:.0f} s, laptop build {laptop.seconds:.0f} s", file=sys.stderr)

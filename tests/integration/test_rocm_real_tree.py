@@ -37,6 +37,7 @@ import pytest
 
 from pipeline.errors import BundleCheckError
 from pipeline.util.tree_removal import remove_tree
+from tests.support import shared_jobs
 from tests.support.big_trees import drop_big_trees
 from tests.support.bundle_archive import extract_top
 from tests.support.cache_root import e2e_cache_root
@@ -136,7 +137,9 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
     cache = e2e_cache_root() / "ccache-rocm"
     cache.mkdir(parents=True, exist_ok=True)
     source = f"{WS}/{tree.relative_to(ws).as_posix()}"
-    env = {"HIP_PLATFORM": "amd", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    # The session's jobserver (tests/support/shared_jobs.py), its fifo bound at the same path inside.
+    jobs = shared_jobs.fifo()
+    env = {"HIP_PLATFORM": "amd", "PYTHONPATH": str(ROOT), "COLUMNS": "200", **shared_jobs.build_env()}
 
     def build(name: str, *extra: str, exit_code: int = 0) -> Build:
         out = f"{WS}/{name}/out"
@@ -149,7 +152,8 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
         return Build(record=record, out=ws / name / "out", stdout=proc.stdout)
 
     # The checkout at its own path too: the reduction names scripts/llama_programs.cmake by its absolute path.
-    with mounted(root, binds=[(ROOT, str(ROOT)), (ws, WS), (cache, CCACHE)]):
+    binds = [(ROOT, str(ROOT)), (ws, WS), (cache, CCACHE), *([(jobs.parent, str(jobs.parent))] if jobs else [])]
+    with mounted(root, binds=binds):
         started = time.monotonic()
         # Built on sid, the bundle needs sid's glibc: check-bundle refuses it for the leg's floor (below).
         runner = build("runner", exit_code=BundleCheckError.exit_code)

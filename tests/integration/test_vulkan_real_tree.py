@@ -29,6 +29,7 @@ import pytest
 
 from pipeline.errors import ToolchainError
 from pipeline.leg.preflight import check_vulkan
+from tests.support import shared_jobs
 from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import standalone_tree
 from tests.support.pipeline_cli import run_pipeline
@@ -143,7 +144,8 @@ def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> 
     for name in ("runner", "elsewhere"):
         out = tmp_path / name / "out"
         proc = run_pipeline(_build_args(matrix, tree, out, cache, "--vulkan-sdk", str(sdk)),
-                            env={"PIPELINE_CACHE_HOME": str(tmp_path / "home")}, timeout=BUILD_TIMEOUT)
+                            env={"PIPELINE_CACHE_HOME": str(tmp_path / "home"), **shared_jobs.build_env()},
+                            timeout=BUILD_TIMEOUT)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
         records.append(json.loads((out / "vulkan" / "record.json").read_text()))
     first, second = records
