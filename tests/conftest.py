@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,7 +49,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     """The session's jobserver (tests/support/shared_jobs.py), made once by the controller: pytest-xdist's
-    workers start after this hook and inherit its path; a worker makes none of its own."""
+    workers start after this hook and inherit its path; a worker makes none of its own.
+
+    Also, in the controller and in every worker: an ignored SIGINT becomes Python's default again. A
+    shell starts a background job (``cmd &``) with SIGINT ignored, exec keeps it ignored, and the
+    pipeline keeps an ignored SIGINT ignored on purpose (pipeline/cli.py), so the tests that send
+    SIGINT would wait for an exit that never comes. Restoring the handler gives the pipelines these
+    tests start a SIGINT they can receive (exec turns Python's handler into the default action)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput") or config.option.collectonly:
         return
     from tests.support import shared_jobs

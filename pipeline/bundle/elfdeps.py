@@ -8,19 +8,24 @@ network: the runtime closure and ``check-bundle`` build on this.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
+from elftools.common.utils import struct_parse
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import Section
 
 from pipeline.errors import BundleError
 
 ELF_MAGIC = b"\x7fELF"
 _DYNAMIC_STRINGS = {"DT_NEEDED": "needed", "DT_SONAME": "soname", "DT_RUNPATH": "runpath", "DT_RPATH": "rpath"}
 _GLIBC = re.compile(r"^GLIBC_(\d+(?:\.\d+)*)$")
+# The two sections read_elf reads; every other one is skipped from its header alone.
+_READ_SECTIONS = ("SHT_DYNAMIC", "SHT_GNU_verneed")
 # e_machine -> the architecture in matrix.toml's words (names.ARCHES); anything else keeps pyelftools' name.
 _MACHINES = {"EM_X86_64": "x64", "EM_AARCH64": "arm64"}
 
@@ -74,6 +79,19 @@ def _split(value: str) -> tuple[str, ...]:
     return tuple(value.split(":"))
 
 
+def _dynamic_sections(elf: ELFFile) -> Iterator[Section]:
+    """The dynamic and version-needs sections, picked by their headers' types.
+
+    ``iter_sections`` builds every section, and building a GNU hash section parses its whole
+    bucket and chain arrays: that was most of the CPU of a bundle's and a check's ELF reads.
+    """
+    start, size = elf["e_shoff"], elf["e_shentsize"]
+    for index in range(elf.num_sections()):
+        header = struct_parse(elf.structs.Elf_Shdr, elf.stream, stream_pos=start + index * size)
+        if header["sh_type"] in _READ_SECTIONS:
+            yield elf.get_section(index)
+
+
 def read_elf(path: Path) -> ElfInfo:
     """The dynamic section and version needs of ``path``; BundleError when it is no readable ELF."""
     try:
@@ -85,7 +103,7 @@ def read_elf(path: Path) -> ElfInfo:
             runpath: tuple[str, ...] = ()
             rpath: tuple[str, ...] = ()
             needs: list[tuple[str, tuple[str, ...]]] = []
-            for section in elf.iter_sections():
+            for section in _dynamic_sections(elf):
                 if isinstance(section, DynamicSection):
                     for tag in section.iter_tags():
                         # pyelftools names the decoded string after the tag (tag.needed, tag.runpath...).

@@ -229,3 +229,21 @@ def test_a_mistyped_session_gets_the_nearest_name(tmp_path: Path) -> None:
     proc = _nox(["-s", "cpux", "--", "-s", "not-a-session"], matrix, tmp_path)
     assert proc.returncode == 3, proc.stdout + proc.stderr  # nox's own code for a session it does not know
     assert proc.stderr.splitlines() == ["error: noxfile.py has no session 'cpux' (did you mean 'cpu'?); `nox -l` lists them"]
+
+
+def test_nox_runs_the_uv_binary_of_its_environment_not_a_uv_shim_on_path(tmp_path: Path) -> None:
+    """The test extra installs uv beside nox, as the README does: nox's uv backend then runs the uv
+    package's binary, never a ``uv`` earlier on PATH (a pyenv shim costs 0.17 s per nox start, which
+    the bench's ``nox -s cpu`` figure paid)."""
+    shim = tmp_path / "bin" / "uv"
+    shim.parent.mkdir()
+    marker = tmp_path / "shim-ran"
+    shim.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n", encoding="utf-8")
+    shim.chmod(0o755)
+    code = "import nox.virtualenv as v; print(v.find_uv()[1])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PATH": os.pathsep.join([str(shim.parent), os.environ.get("PATH", "")])})
+    assert proc.returncode == 0, proc.stderr
+    found = Path(proc.stdout.strip())
+    assert found.is_absolute() and found.is_file() and found.read_bytes()[:4] == b"\x7fELF", found
+    assert not marker.exists(), "nox ran the uv on PATH"
