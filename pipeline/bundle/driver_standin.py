@@ -33,7 +33,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
+from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf, sections_of_type
 from pipeline.processes.groups import run_child
 
 DRIVER = "libcuda.so.1"
@@ -100,7 +100,7 @@ def imported_driver_symbols(files: Iterable[Path]) -> tuple[str, ...]:
     for path in files:
         try:
             with path.open("rb") as fh:
-                for section in ELFFile(fh).iter_sections():
+                for section in sections_of_type(ELFFile(fh), "SHT_DYNSYM"):
                     if isinstance(section, SymbolTableSection) and section.name == ".dynsym":
                         for symbol in section.iter_symbols():
                             if symbol["st_shndx"] == "SHN_UNDEF" and _DRIVER_SYMBOL.match(symbol.name):

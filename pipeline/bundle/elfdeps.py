@@ -24,8 +24,6 @@ from pipeline.errors import BundleError
 ELF_MAGIC = b"\x7fELF"
 _DYNAMIC_STRINGS = {"DT_NEEDED": "needed", "DT_SONAME": "soname", "DT_RUNPATH": "runpath", "DT_RPATH": "rpath"}
 _GLIBC = re.compile(r"^GLIBC_(\d+(?:\.\d+)*)$")
-# The two sections read_elf reads; every other one is skipped from its header alone.
-_READ_SECTIONS = ("SHT_DYNAMIC", "SHT_GNU_verneed")
 # e_machine -> the architecture in matrix.toml's words (names.ARCHES); anything else keeps pyelftools' name.
 _MACHINES = {"EM_X86_64": "x64", "EM_AARCH64": "arm64"}
 
@@ -79,16 +77,17 @@ def _split(value: str) -> tuple[str, ...]:
     return tuple(value.split(":"))
 
 
-def _dynamic_sections(elf: ELFFile) -> Iterator[Section]:
-    """The dynamic and version-needs sections, picked by their headers' types.
+def sections_of_type(elf: ELFFile, *types: str) -> Iterator[Section]:
+    """The sections of ``elf`` whose header type is one of ``types`` (``"SHT_DYNAMIC"``...), in order.
 
     ``iter_sections`` builds every section, and building a GNU hash section parses its whole
-    bucket and chain arrays: that was most of the CPU of a bundle's and a check's ELF reads.
+    bucket and chain arrays: that was most of the CPU of a bundle's and a check's ELF reads. The
+    others are skipped here from their headers alone.
     """
     start, size = elf["e_shoff"], elf["e_shentsize"]
     for index in range(elf.num_sections()):
         header = struct_parse(elf.structs.Elf_Shdr, elf.stream, stream_pos=start + index * size)
-        if header["sh_type"] in _READ_SECTIONS:
+        if header["sh_type"] in types:
             yield elf.get_section(index)
 
 
@@ -103,7 +102,7 @@ def read_elf(path: Path) -> ElfInfo:
             runpath: tuple[str, ...] = ()
             rpath: tuple[str, ...] = ()
             needs: list[tuple[str, tuple[str, ...]]] = []
-            for section in _dynamic_sections(elf):
+            for section in sections_of_type(elf, "SHT_DYNAMIC", "SHT_GNU_verneed"):
                 if isinstance(section, DynamicSection):
                     for tag in section.iter_tags():
                         # pyelftools names the decoded string after the tag (tag.needed, tag.runpath...).

@@ -245,5 +245,7 @@ def test_nox_runs_the_uv_binary_of_its_environment_not_a_uv_shim_on_path(tmp_pat
                           env={**os.environ, "PATH": os.pathsep.join([str(shim.parent), os.environ.get("PATH", "")])})
     assert proc.returncode == 0, proc.stderr
     found = Path(proc.stdout.strip())
-    assert found.is_absolute() and found.is_file() and found.read_bytes()[:4] == b"\x7fELF", found
+    assert found.is_absolute() and found.is_file(), found
+    with found.open("rb") as binary:
+        assert binary.read(4) == b"\x7fELF", found
     assert not marker.exists(), "nox ran the uv on PATH"
