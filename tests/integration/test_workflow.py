@@ -20,7 +20,7 @@ OPERATIONS = ROOT / ".github" / "workflows" / "operations.yml"
 # The local composite action every job starts with (checkout, then this): Python and the one install.
 SETUP = ROOT / ".github" / "actions" / "setup-pipeline" / "action.yml"
 # What a step may run: nox, the pipeline, or installing them.
-ALLOWED = re.compile(r"^(nox|python -m pipeline|python -m pip install) ")
+ALLOWED = re.compile(r"^(nox|python -m pipeline|python -m pip install|python -m uv pip install) ")
 SHELL_CHAINING = re.compile(r"&&|\|\||[;|`]|\$\(|\n")
 
 
@@ -255,8 +255,10 @@ def test_each_job_installs_once_and_the_log_is_not_taken_for_a_terminal() -> Non
     """One install per job (nox reuses it). The log itself (progress lines and heartbeats,
     unwrapped, with the workflow's FORCE_COLOR) is the act scenarios' to check (test_act_nightly.py)."""
     text = WORKFLOW.read_text(encoding="utf-8")
-    assert not [v for v in run_values(WORKFLOW) if v.startswith("python -m pip ")], "install in the setup action only"
-    assert [v for v in run_values(SETUP) if v.startswith("python -m pip ")] == ["python -m pip install . nox"]
+    assert not [v for v in run_values(WORKFLOW) if v.startswith(("python -m pip ", "python -m uv "))], \
+        "install in the setup action only"
+    assert [v for v in run_values(SETUP) if v.startswith("python -m ")] == [
+        "python -m pip install uv", "python -m uv pip install . nox"]
     for value in run_values(WORKFLOW):
         assert not value.startswith("nox ") or value.startswith("nox --no-venv "), value
     jobs = [j for j in re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE) if j.strip()]
