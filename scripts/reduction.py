@@ -71,21 +71,23 @@ PROGRAMS_ONLY: dict[str, str] = {name: value for name, value in REDUCTION.items(
                                                                                 "PIPELINE_E2E_PROGRAMS")}
 
 # The one CUDA architecture a real-tree cuda build compiles, of the shipped seven. Why one: every .cu
-# unit is compiled once per architecture (nvcc's device pass), so the shipped list is seven times the
-# device work of one, hours on 2 cores; one architecture compiles every unit, links every library and
-# gives the bundle its whole CUDA runtime closure, which is what the test proves. Why 89: a real
-# shipped entry in the shipped form (SASS and PTX), the one measured (294 Ninja steps); the lent GPU
-# check (scripts/gpu_check.sh) builds 90 for its H200 with nothing reduced but the programs. The
-# CUDA 12 test (tests/integration/test_real_tree_cuda12.py) builds it too: cuda-12.8-older lists 89,
-# and Debian's CUDA 12.4 compiles it (not 100 or 120, which the other 12.8 profiles add).
+# unit is compiled once per architecture (nvcc's device pass), so the shipped list costs 3.4 to 5.3
+# times one (measured: docs/testing.md, "What each reduction saves"), hours on 2 cores; one
+# architecture compiles every unit, links every library and gives the bundle its whole CUDA runtime
+# closure, which is what the test proves. Why 89: a real shipped entry in the shipped form (SASS and
+# PTX), the one measured (294 Ninja steps); the lent GPU check (scripts/gpu_check.sh) builds 90 for
+# its H200 with nothing reduced but the programs. The CUDA 12 test
+# (tests/integration/test_real_tree_cuda12.py) builds it too: cuda-12.8-older lists 89, and Debian's
+# CUDA 12.4 compiles it (not 100 or 120, which the other 12.8 profiles add).
 CUDA_ARCHITECTURE = "89"
 
-# The one GPU target a real-tree rocm build compiles, of the shipped gfx110X family's four. Why one: clang
-# compiles every HIP unit once per target, so the family is four times the device work of one (the 145
-# device units of ggml-hip take about 15 min on 2 cores for gfx1100 alone); one target compiles every unit,
-# links every library and picks that target's rocBLAS kernels, which is what the test proves. Why gfx1100:
-# the family's first, the seed's own card (docs/benchmarks.md). The lent GPU check (scripts/gpu_check.sh
-# --backend rocm) builds the machine's own target instead, with nothing else changed.
+# The one GPU target a real-tree rocm build compiles, of the shipped gfx110X family's four. Why one:
+# clang compiles every HIP unit once per target, so the family costs 2.5 to 2.7 times one (measured, as
+# above; the 145 device units of ggml-hip take about 15 min on 2 cores for gfx1100 alone); one target
+# compiles every unit, links every library and picks that target's rocBLAS kernels, which is what the
+# test proves. Why gfx1100: the family's first, the seed's own card (docs/benchmarks.md). The lent GPU
+# check (scripts/gpu_check.sh --backend rocm) builds the machine's own target instead, with nothing
+# else changed.
 ROCM_TARGET = "gfx1100"
 
 
