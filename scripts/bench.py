@@ -38,8 +38,9 @@ one at a time). The pipeline's overhead in CPU seconds (pipeline minus raw)
 is what its own Python and its own subprocesses cost, a fair figure on a
 loaded machine where wall times are not; each pipeline run's record gives
 the per-phase breakdown (``phases``: every step's wall time). The run warns
-when the load average says the machine is not idle, and says so in the
-results.
+when the machine was not idle (a load above ``IDLE_LOAD`` at the start, or
+other processes' CPU during the run: scripts/bench_idle.py), and says so in
+the results.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ except ModuleNotFoundError as _missing:
     # Run with a Python that lacks the pipeline's dependencies: one line that says how, not a traceback.
     sys.exit(f"error: scripts/bench.py needs the pipeline's dependencies (no module named {_missing.name!r}): "
              f"run `nox -s bench`, or `pip install -e \"{ROOT}[test]\"` first")
+
+# Beside this script (run as one, its folder is on sys.path): the machine's other work during the run.
+from bench_idle import IDLE_OTHER_SHARE, CpuSnapshot, other_work, snapshot  # noqa: E402
 
 # Targets: printed, never asserted.
 TARGET_WARM_OVER_COLD = 0.10
@@ -537,6 +541,25 @@ def idle_warning(load: list[float] | None, cpus: int | None, when: str) -> str |
             "wall times are not idle figures (the CPU seconds still measure the pipeline's own work)")
 
 
+def idle_verdict(machine: dict[str, Any], start: CpuSnapshot | None,
+                 end: CpuSnapshot | None) -> tuple[bool, str | None]:
+    """Whether the run was idle, and the warning to end it with when not: a 1-minute load of at most
+    ``IDLE_LOAD`` at the start, and other processes using at most ``IDLE_OTHER_SHARE`` of the machine
+    during it (scripts/bench_idle.py; ``machine`` gets their CPU seconds, the host's steal and that share).
+    Without /proc/stat the load at the end decides, as before, though the benchmark's own builds raise it."""
+    busy_at_start = idle_warning(machine["load_average_start"], machine["cpus"], "") is not None
+    if start is None or end is None:
+        warning = idle_warning(machine["load_average_end"], machine["cpus"], "at the end")
+        return not (busy_at_start or warning), warning
+    other = other_work(start, end, machine["cpus"] or 1)
+    machine.update(other)
+    if other["other_share"] > IDLE_OTHER_SHARE:
+        return False, (f"bench: WARNING: other processes used {other['other_cpu_s']} CPU seconds during the run, "
+                       f"{other['other_share']:.1%} of the machine: the wall times are not idle figures (the CPU "
+                       "seconds still measure the pipeline's own work)")
+    return not busy_at_start, None
+
+
 def machine_facts(cmake: Path, ninja: Path) -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
@@ -722,6 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"bench: {args.units} units in {work}")
         if warning := idle_warning(machine["load_average_start"], machine["cpus"], "at the start"):
             say(warning)
+        cpu_start = snapshot()
 
         cold: list[BuildRun] = []
         record: dict[str, Any] = {}
@@ -753,8 +777,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             real = bench_real_tree(work, bench.env, bench._run, args.repeat, say,
                                    cpu=lambda: bench.last_cpu_s, seed_cache=args.real_tree_ccache)
         machine["load_average_end"] = _load()
-        end_warning = idle_warning(machine["load_average_end"], machine["cpus"], "at the end")
-        machine["idle"] = not (idle_warning(machine["load_average_start"], machine["cpus"], "") or end_warning)
+        machine["idle"], end_warning = idle_verdict(machine, cpu_start, snapshot())
         result: dict[str, Any] = {
             "format": FORMAT,
             "date": started.isoformat(timespec="seconds"),

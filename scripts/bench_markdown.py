@@ -69,7 +69,13 @@ def load_line(machine: dict[str, Any]) -> str:
         return ""
     start, end = machine.get("load_average_start"), machine.get("load_average_end")
     verdict = "idle" if machine["idle"] else "**not idle**: the wall times are not idle figures, the CPU seconds are fair"
-    return f" Load (runnable processes over 1, 5 and 15 minutes) {start} at the start, {end} at the end: {verdict}."
+    other = ""
+    if "other_cpu_s" in machine:
+        # Newer results: what the other processes did meanwhile decides, not the load at the end (the bench's own).
+        other = (f"; other processes used {machine['other_cpu_s']} CPU seconds meanwhile "
+                 f"({machine['other_share']:.1%} of the machine), the host stole {machine['steal_s']} s")
+    return (f" Load (runnable processes over 1, 5 and 15 minutes) {start} at the start, {end} at the end{other}: "
+            f"{verdict}.")
 
 
 def _row(*cells: object) -> str:

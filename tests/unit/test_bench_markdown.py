@@ -140,3 +140,12 @@ def test_a_run_with_cpu_seconds_shows_the_overhead_in_cpu_the_phases_and_whether
     assert "| warm pipeline phase: outside the steps | 0.125 s |" in text
     # An older result, without these figures, renders as before.
     assert "Load (" not in bm.render([_result()]) and "CPU seconds" not in bm.render([_result()])
+
+
+def test_a_run_that_measured_the_other_processes_names_their_cpu_and_the_steal() -> None:
+    result = _result()
+    result["machine"].update(load_average_start=[0.2, 0.5, 0.9], load_average_end=[1.8, 1.2, 1.0], idle=True,
+                             other_cpu_s=3.5, steal_s=0.4, other_share=0.0092)
+    text = bm.render([result])
+    assert ("[0.2, 0.5, 0.9] at the start, [1.8, 1.2, 1.0] at the end; other processes used 3.5 CPU seconds "
+            "meanwhile (0.9% of the machine), the host stole 0.4 s: idle.") in text
