@@ -65,7 +65,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench_idle import CpuSnapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
@@ -82,9 +85,6 @@ except ModuleNotFoundError as _missing:
     # Run with a Python that lacks the pipeline's dependencies: one line that says how, not a traceback.
     sys.exit(f"error: scripts/bench.py needs the pipeline's dependencies (no module named {_missing.name!r}): "
              f"run `nox -s bench`, or `pip install -e \"{ROOT}[test]\"` first")
-
-# Beside this script (run as one, its folder is on sys.path): the machine's other work during the run.
-from bench_idle import IDLE_OTHER_SHARE, CpuSnapshot, other_work, snapshot  # noqa: E402
 
 # Targets: printed, never asserted.
 TARGET_WARM_OVER_COLD = 0.10
@@ -547,6 +547,8 @@ def idle_verdict(machine: dict[str, Any], start: CpuSnapshot | None,
     ``IDLE_LOAD`` at the start, and other processes using at most ``IDLE_OTHER_SHARE`` of the machine
     during it (scripts/bench_idle.py; ``machine`` gets their CPU seconds, the host's steal and that share).
     Without /proc/stat the load at the end decides, as before, though the benchmark's own builds raise it."""
+    from bench_idle import IDLE_OTHER_SHARE, other_work
+
     busy_at_start = idle_warning(machine["load_average_start"], machine["cpus"], "") is not None
     if start is None or end is None:
         warning = idle_warning(machine["load_average_end"], machine["cpus"], "at the end")
@@ -745,6 +747,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"bench: {args.units} units in {work}")
         if warning := idle_warning(machine["load_average_start"], machine["cpus"], "at the start"):
             say(warning)
+        # Beside this script, as bench_real_tree is (its folder is on sys.path when it runs as one).
+        from bench_idle import snapshot
+
         cpu_start = snapshot()
 
         cold: list[BuildRun] = []
