@@ -38,9 +38,9 @@ one at a time). The pipeline's overhead in CPU seconds (pipeline minus raw)
 is what its own Python and its own subprocesses cost, a fair figure on a
 loaded machine where wall times are not; each pipeline run's record gives
 the per-phase breakdown (``phases``: every step's wall time). The run warns
-when the machine was not idle (a load above ``IDLE_LOAD`` at the start, or
-other processes' CPU during the run: scripts/bench_idle.py), and says so in
-the results.
+when the machine was not idle (a load above 0.5 at the start, or other
+processes' CPU during the run: scripts/bench_idle.py), and says so in the
+results.
 """
 
 from __future__ import annotations
@@ -65,10 +65,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from bench_idle import CpuSnapshot
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
@@ -528,40 +525,6 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-# Above this 1-minute load average (runnable processes, on top of the benchmark's own) the machine
-# is not idle: wall times then measure the machine's other work too.
-IDLE_LOAD = 0.5
-
-
-def idle_warning(load: list[float] | None, cpus: int | None, when: str) -> str | None:
-    """The warning to print when the load average says the machine is busy (None: idle, or unknown)."""
-    if load is None or load[0] <= IDLE_LOAD:
-        return None
-    return (f"bench: WARNING: load average {load[0]:.2f} {when} on {cpus} cores: the machine is not idle, so the "
-            "wall times are not idle figures (the CPU seconds still measure the pipeline's own work)")
-
-
-def idle_verdict(machine: dict[str, Any], start: CpuSnapshot | None,
-                 end: CpuSnapshot | None) -> tuple[bool, str | None]:
-    """Whether the run was idle, and the warning to end it with when not: a 1-minute load of at most
-    ``IDLE_LOAD`` at the start, and other processes using at most ``IDLE_OTHER_SHARE`` of the machine
-    during it (scripts/bench_idle.py; ``machine`` gets their CPU seconds, the host's steal and that share).
-    Without /proc/stat the load at the end decides, as before, though the benchmark's own builds raise it."""
-    from bench_idle import IDLE_OTHER_SHARE, other_work
-
-    busy_at_start = idle_warning(machine["load_average_start"], machine["cpus"], "") is not None
-    if start is None or end is None:
-        warning = idle_warning(machine["load_average_end"], machine["cpus"], "at the end")
-        return not (busy_at_start or warning), warning
-    other = other_work(start, end, machine["cpus"] or 1)
-    machine.update(other)
-    if other["other_share"] > IDLE_OTHER_SHARE:
-        return False, (f"bench: WARNING: other processes used {other['other_cpu_s']} CPU seconds during the run, "
-                       f"{other['other_share']:.1%} of the machine: the wall times are not idle figures (the CPU "
-                       "seconds still measure the pipeline's own work)")
-    return not busy_at_start, None
-
-
 def machine_facts(cmake: Path, ninja: Path) -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
@@ -744,12 +707,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(work, args.units)
         machine = machine_facts(bench.cmake, bench.ninja)
         say = functools.partial(print, flush=True)
+        # Beside this script, as bench_real_tree is (its folder is on sys.path when it runs as one).
+        from bench_idle import idle_verdict, idle_warning, snapshot
+
         say(f"bench: {args.units} units in {work}")
         if warning := idle_warning(machine["load_average_start"], machine["cpus"], "at the start"):
             say(warning)
-        # Beside this script, as bench_real_tree is (its folder is on sys.path when it runs as one).
-        from bench_idle import snapshot
-
         cpu_start = snapshot()
 
         cold: list[BuildRun] = []

@@ -16,6 +16,11 @@ import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+# Above this 1-minute load average (runnable processes) at the start, the machine is not idle: wall
+# times then measure the machine's other work too.
+IDLE_LOAD = 0.5
 
 # At most this share of the run's CPU capacity (wall seconds x cores) used by other processes, with
 # the 1-minute load at most IDLE_LOAD at the start: an idle run. Kernel threads and the VM's agent
@@ -75,3 +80,31 @@ def other_work(start: CpuSnapshot, end: CpuSnapshot, cpus: int) -> dict[str, flo
     capacity = max(end.wall_s - start.wall_s, 1e-9) * max(cpus, 1)
     return {"other_cpu_s": round(other, 1), "steal_s": round(end.steal_s - start.steal_s, 1),
             "other_share": round(other / capacity, 4)}
+
+
+def idle_warning(load: list[float] | None, cpus: int | None, when: str) -> str | None:
+    """The warning to print when the load average says the machine is busy (None: idle, or unknown)."""
+    if load is None or load[0] <= IDLE_LOAD:
+        return None
+    return (f"bench: WARNING: load average {load[0]:.2f} {when} on {cpus} cores: the machine is not idle, so the "
+            "wall times are not idle figures (the CPU seconds still measure the pipeline's own work)")
+
+
+def idle_verdict(machine: dict[str, Any], start: CpuSnapshot | None,
+                 end: CpuSnapshot | None) -> tuple[bool, str | None]:
+    """Whether the run was idle, and the warning to end it with when not: a 1-minute load of at most
+    ``IDLE_LOAD`` at the start (``machine["load_average_start"]``), and other processes using at most
+    ``IDLE_OTHER_SHARE`` of the machine between the snapshots (``machine`` gets their CPU seconds, the
+    host's steal and that share). Without snapshots the load at the end decides, as before this module,
+    though the benchmark's own builds raise it."""
+    busy_at_start = idle_warning(machine["load_average_start"], machine["cpus"], "") is not None
+    if start is None or end is None:
+        warning = idle_warning(machine["load_average_end"], machine["cpus"], "at the end")
+        return not (busy_at_start or warning), warning
+    other = other_work(start, end, machine["cpus"] or 1)
+    machine.update(other)
+    if other["other_share"] > IDLE_OTHER_SHARE:
+        return False, (f"bench: WARNING: other processes used {other['other_cpu_s']} CPU seconds during the run, "
+                       f"{other['other_share']:.1%} of the machine: the wall times are not idle figures (the CPU "
+                       "seconds still measure the pipeline's own work)")
+    return not busy_at_start, None

@@ -47,3 +47,36 @@ def test_an_unreadable_proc_stat_gives_no_snapshot_not_a_traceback(tmp_path: Pat
     stat = tmp_path / "stat"
     stat.write_text("intr 1 2 3\n", encoding="ascii")
     assert bi.snapshot(stat) is None
+
+
+QUIET_START = bi.CpuSnapshot(busy_s=1000.0, steal_s=0.0, own_s=0.0, wall_s=0.0)
+
+
+def _machine(start_load: float, end_load: float) -> dict[str, object]:
+    return {"cpus": 2, "load_average_start": [start_load, 0.0, 0.0], "load_average_end": [end_load, 0.0, 0.0]}
+
+
+def test_a_run_whose_own_builds_raise_the_load_is_still_idle_when_nothing_else_ran() -> None:
+    machine = _machine(0.3, 2.1)
+    # 200 s on 2 cores: 396 busy seconds, 394 of them the bench's own, 2 (0.5%) others'.
+    end = bi.CpuSnapshot(busy_s=1396.0, steal_s=0.3, own_s=394.0, wall_s=200.0)
+    assert bi.idle_verdict(machine, QUIET_START, end) == (True, None)
+    assert machine["other_cpu_s"] == 2.0 and machine["other_share"] == 0.005 and machine["steal_s"] == 0.3
+
+
+def test_other_processes_over_the_share_make_the_run_not_idle_and_say_how_much() -> None:
+    end = bi.CpuSnapshot(busy_s=1396.0, steal_s=0.0, own_s=364.0, wall_s=200.0)
+    idle, warning = bi.idle_verdict(_machine(0.3, 2.1), QUIET_START, end)
+    assert not idle
+    assert warning is not None and "other processes used 32.0 CPU seconds during the run, 8.0% of the machine" in warning
+
+
+def test_a_busy_start_is_not_idle_whatever_happened_after() -> None:
+    end = bi.CpuSnapshot(busy_s=1396.0, steal_s=0.0, own_s=396.0, wall_s=200.0)
+    assert bi.idle_verdict(_machine(0.9, 2.1), QUIET_START, end) == (False, None)
+
+
+def test_without_snapshots_the_load_at_the_end_decides() -> None:
+    idle, warning = bi.idle_verdict(_machine(0.3, 2.1), None, None)
+    assert not idle and warning is not None and "load average 2.10 at the end on 2 cores" in warning
+    assert bi.idle_verdict(_machine(0.3, 0.4), None, None) == (True, None)
