@@ -272,6 +272,12 @@ def test_night_1_every_job_succeeds(nights: Nights, night1: ActRun) -> None:
     # A pipeline defect this caught: check-bundle refused libssl.so.3, which libllama-common links on a
     # runner with libssl-dev (the shipped cpu flags leave LLAMA_OPENSSL on), and the build step failed.
     expect_all_jobs_succeed(nights, night1)
+    # Each job installed into its own Python, the tool cache's that setup-python named: uv says where.
+    # A defect this caught: uv took the UV_PYTHON of the Nox session the test ran in, installed there,
+    # and only a tool cache left with nox by an earlier run hid the jobs' "nox: command not found".
+    for job in JOBS:
+        places = set(re.findall(r"environment at: ([^\s\x1b]+)", night1.output(job)))
+        assert places == {str(nights.runner.python)}, f"{job}: {places}\n{jobs_report(nights, night1)}"
 
 
 def test_night_1_publishes_one_release_with_the_bundle_its_sbom_and_correct_checksums(

@@ -258,7 +258,11 @@ def test_each_job_installs_once_and_the_log_is_not_taken_for_a_terminal() -> Non
     assert not [v for v in run_values(WORKFLOW) if v.startswith(("python -m pip ", "python -m uv "))], \
         "install in the setup action only"
     assert [v for v in run_values(SETUP) if v.startswith("python -m ")] == [
-        "python -m pip install uv", "python -m uv pip install . nox"]
+        "python -m pip install uv", 'python -m uv pip install --python "$JOB_PYTHON" . nox']
+    # The job's own Python, as setup-python names it: not whatever UV_PYTHON or VIRTUAL_ENV the runner has.
+    setup = SETUP.read_text(encoding="utf-8")
+    assert "    - id: python\n      uses: actions/setup-python@" in setup
+    assert "JOB_PYTHON: ${{ steps.python.outputs.python-path }}" in setup
     for value in run_values(WORKFLOW):
         assert not value.startswith("nox ") or value.startswith("nox --no-venv "), value
     jobs = [j for j in re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE) if j.strip()]

@@ -58,8 +58,11 @@ DEFAULT_ACTIONS = ROOT.parent / "shared" / "actions"
 # Where a pinned action is fetched from when no folder of them is given: its public repository.
 ACTION_URL = "https://github.com/{owner}/{repo}.git"
 # What the jobs inherit from the test's environment besides what the harness sets: the package
-# registry clients' own settings (an index mirror, a CA bundle, a proxy), nothing of the pipeline's.
-PASSED_ENV = re.compile(r"^(PIP_\w+|UV_\w+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY|SSL_CERT_\w+|REQUESTS_CA_BUNDLE|LANG)$")
+# registry clients' own settings (an index mirror, a CA bundle, a proxy), nothing of the pipeline's,
+# and none of uv's interpreter choices: the test's Nox session sets UV_PYTHON and
+# UV_PROJECT_ENVIRONMENT to its own venv, which a job's install would have gone into.
+PASSED_ENV = re.compile(r"^(PIP_\w+|UV_(?!PYTHON|PROJECT_ENVIRONMENT|SYSTEM_PYTHON)\w+|https?_proxy|HTTPS?_PROXY|no_proxy|"
+                        r"NO_PROXY|SSL_CERT_\w+|REQUESTS_CA_BUNDLE|LANG)$")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*([\w.-]+)/([\w.-]+)(?:/[\w./-]*)?@([0-9a-f]{40})\b", re.MULTILINE)
 
