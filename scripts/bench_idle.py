@@ -82,9 +82,14 @@ def other_work(start: CpuSnapshot, end: CpuSnapshot, cpus: int) -> dict[str, flo
             "other_share": round(other / capacity, 4)}
 
 
+def busy_load(load: list[float] | None) -> bool:
+    """Whether the 1-minute load average ``load[0]`` says the machine is busy (unknown: not)."""
+    return load is not None and load[0] > IDLE_LOAD
+
+
 def idle_warning(load: list[float] | None, cpus: int | None, when: str) -> str | None:
     """The warning to print when the load average says the machine is busy (None: idle, or unknown)."""
-    if load is None or load[0] <= IDLE_LOAD:
+    if load is None or not busy_load(load):
         return None
     return (f"bench: WARNING: load average {load[0]:.2f} {when} on {cpus} cores: the machine is not idle, so the "
             "wall times are not idle figures (the CPU seconds still measure the pipeline's own work)")
@@ -97,7 +102,7 @@ def idle_verdict(machine: dict[str, Any], start: CpuSnapshot | None,
     ``IDLE_OTHER_SHARE`` of the machine between the snapshots (``machine`` gets their CPU seconds, the
     host's steal and that share). Without snapshots the load at the end decides, as before this module,
     though the benchmark's own builds raise it."""
-    busy_at_start = idle_warning(machine["load_average_start"], machine["cpus"], "") is not None
+    busy_at_start = busy_load(machine["load_average_start"])
     if start is None or end is None:
         warning = idle_warning(machine["load_average_end"], machine["cpus"], "at the end")
         return not (busy_at_start or warning), warning
