@@ -337,6 +337,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         # the new build folder is fresh at once.
         ctx.pending.append(remove_aside(build))
     build.mkdir(parents=True)
+    build_tmp(build).mkdir()
     ccache = with_glslc_cache(ccache, toolchain.cmake_args, build)
     if ccache.glslc is not None and ccache.glslc.client_problem is not None:
         render.note(ctx.console, ctx.leg.name, f"{ccache.glslc.client_problem}: shaders go through the Python "
@@ -358,8 +359,16 @@ def _build_info(plan: BuildPlan) -> list[str]:
     return build_info_args(plan.source.tag, plan.source.info.get("commit"))
 
 
+def build_tmp(build: Path) -> Path:
+    """The temporary folder of CMake's and Ninja's processes: inside the build folder, so what the compilers
+    leave there (Debian 12's clang an empty folder per HIP input and compile, an interrupted nvcc its
+    intermediates) goes with the build folder instead of filling the machine's /tmp, build after build."""
+    return build / "tmp"
+
+
 def _base_env(ctx: LegContext, plan: BuildPlan) -> dict[str, str]:
-    env = {**ctx.inputs.environ, **plan.toolchain.env, "NINJA_STATUS": NINJA_STATUS}
+    env = {**ctx.inputs.environ, **plan.toolchain.env, "NINJA_STATUS": NINJA_STATUS,
+           "TMPDIR": str(build_tmp(plan.build))}
     if _build_info(plan) or plan.source.outside_git:
         # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` (and "-dirty") into libggml-base
         # (ggml_commit()), and llama.cpp's git-vars.cmake asks git too. Above an unpacked archive git

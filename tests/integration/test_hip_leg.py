@@ -16,13 +16,13 @@ from pathlib import Path
 
 from tests.support.hip_probe import cmake_says_hip_version
 from tests.support.hip_project import COMPILATIONS, KERNELS, write_hip_project
-from tests.support.pipeline_cli import build_leg
+from tests.support.pipeline_cli import build_leg, run_pipeline
 from tests.support.projects import write_matrix
 
 LEG = "rocm-linux-gfx1030"
 
 
-def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
+def _workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     write_hip_project(ws / "project")
     write_matrix(
@@ -36,6 +36,11 @@ targets = ["gfx1030"]
 cmake_args = ["-DGGML_HIP=ON"]
 """,
     )
+    return ws
+
+
+def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
     cache = tmp_path / "ccache"
 
     def build() -> dict:
@@ -65,3 +70,18 @@ cmake_args = ["-DGGML_HIP=ON"]
     assert second["toolchain"]["identity"] == tc["identity"]
     assert second["ccache"]["hits"] == COMPILATIONS
     assert second["ccache"]["misses"] == 0
+
+
+def test_the_compilers_temporary_files_stay_in_the_build_folder(tmp_path: Path) -> None:
+    """Debian 12's clang leaves an empty folder per HIP input (``kernel0-1a2b3c``, ``CMakeHIPCompilerId-...``)
+    in the temporary folder on every compile, and an interrupted nvcc or clang leaves its intermediates
+    there: a developer's /tmp would fill with one set per build. The build's TMPDIR is the build folder's
+    own ``tmp``, which goes with the build folder."""
+    ws = _workspace(tmp_path)
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+                  "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle",
+                  "--rocm-path", "/usr"], env={"TMPDIR": str(system_tmp)}, check=True)
+    assert sorted(p.name for p in system_tmp.iterdir()) == []
+    assert (ws / "out" / LEG / "build" / "tmp").is_dir()
