@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.support.hip_probe import cmake_says_hip_version
 from tests.support.hip_project import COMPILATIONS, KERNELS, write_hip_project
-from tests.support.pipeline_cli import build_leg, run_pipeline
+from tests.support.pipeline_cli import build_leg
 from tests.support.projects import write_matrix
 
 LEG = "rocm-linux-gfx1030"
@@ -80,8 +80,6 @@ def test_the_compilers_temporary_files_stay_in_the_build_folder(tmp_path: Path) 
     ws = _workspace(tmp_path)
     system_tmp = tmp_path / "system-tmp"
     system_tmp.mkdir()
-    run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-                  "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle",
-                  "--rocm-path", "/usr"], env={"TMPDIR": str(system_tmp)}, check=True)
+    build_leg(ws, LEG, tmp_path / "ccache", "--rocm-path", "/usr", env={"TMPDIR": str(system_tmp)})
     assert sorted(p.name for p in system_tmp.iterdir()) == []
     assert (ws / "out" / LEG / "build" / "tmp").is_dir()

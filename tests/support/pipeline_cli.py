@@ -41,16 +41,16 @@ def run_pipeline(
     return proc
 
 
-def build_leg(ws: Path, leg: str, cache: Path, *extra: str) -> dict:
+def build_leg(ws: Path, leg: str, cache: Path, *extra: str, env: dict[str, str] | None = None) -> dict:
     """Build ``leg`` of ``ws/matrix.toml`` from ``ws/project`` into ``ws/out``; return its record.
 
     The layout every leg test uses: the project and the output folder side by
-    side in one workspace, the cache outside it.
+    side in one workspace, the cache outside it. ``env`` adds to the test's environment.
     """
     proc = run_pipeline(
         ["--matrix", str(ws / "matrix.toml"), "build", leg, "--source", str(ws / "project"),
          "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle", *extra],
-        check=True,
+        env=env, check=True,
     )
     assert f"{leg}: success" in proc.stdout
     return json.loads((ws / "out" / leg / "record.json").read_text())  # type: ignore[no-any-return]
