@@ -101,6 +101,21 @@ def reduce_targets(backend: str, shipped: Sequence[str], *, programs_only: bool 
     return [ROCM_TARGET]
 
 
+def reduce_architectures(leg: str, data: dict[str, Any], *, programs_only: bool = False) -> list[str] | None:
+    """A cuda leg's own ``cuda_architectures`` as a real-tree build compiles them: ``[CUDA_ARCHITECTURE]`` (all of
+    them for the full shipped legs, ``programs_only``); None for a leg that lists none."""
+    shipped = data.get("cuda_architectures")
+    if data.get("backend") != "cuda" or programs_only:
+        return None if shipped is None else list(shipped)
+    if shipped is None:
+        # A profile leg's list lives in [cuda_profiles]: not narrowed here, so never silently left whole.
+        raise AssertionError(f"[legs.{leg}] takes cuda_profile {data.get('cuda_profile')!r}: the reduction narrows "
+                             "a leg's own cuda_architectures only")
+    if CUDA_ARCHITECTURE not in shipped:
+        raise AssertionError(f"{CUDA_ARCHITECTURE} is not one of [legs.{leg}]'s cuda_architectures {list(shipped)}")
+    return [CUDA_ARCHITECTURE]
+
+
 def reduction_flags(*, programs_only: bool = False) -> list[str]:
     return [f"-D{name}={value}" for name, value in (PROGRAMS_ONLY if programs_only else REDUCTION).items()]
 
@@ -186,6 +201,12 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
                 part, count = re.subn(r"(?m)^targets = \[.*?\]\n", _constant(line), part)
                 if count != 1:
                     raise AssertionError(f"[{header}]: expected one targets line, found {count}")
+            architectures = reduce_architectures(name, leg, programs_only=programs_only)
+            if architectures is not None and architectures != leg.get("cuda_architectures"):
+                line = f"cuda_architectures = {json.dumps(architectures)}\n"
+                part, count = re.subn(r"(?m)^cuda_architectures = \[.*?\]\n", _constant(line), part)
+                if count != 1:
+                    raise AssertionError(f"[{header}]: expected one cuda_architectures line, found {count}")
         elif header == "ccache" and shared_units is not None:
             line = f"[ccache]\nremote = {json.dumps(shared_units)}\n"
             part, count = re.subn(r"(?m)^\[ccache\]\n", _constant(line), part)
@@ -204,7 +225,9 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
         "legs": {
             name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", []), programs_only=programs_only),
                    **({"targets": reduce_targets(leg["backend"], leg["targets"], programs_only=programs_only)}
-                      if "targets" in leg else {})}
+                      if "targets" in leg else {}),
+                   **({"cuda_architectures": reduce_architectures(name, leg, programs_only=programs_only)}
+                      if "cuda_architectures" in leg else {})}
             for name, leg in shipped["legs"].items()
             if name in keep
         },

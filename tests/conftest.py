@@ -25,17 +25,50 @@ _JOBSERVER: pytest.StashKey[Jobserver] = pytest.StashKey()
 # tests/support/shared_units.py for act's runners) after it: the second worker starts on the rocm leg,
 # which shares nothing, and asks for its next file only when its build is done.
 FIRST = (
-    "integration/test_real_tree.py",  # the cpu leg: the units the cuda, vulkan and act legs share
-    "integration/test_rocm_real_tree.py",  # ~30 min: its own units (sid's compilers)
-    "integration/test_real_tree_cuda.py",  # ~35 min: its host units are the cpu leg's
+    "integration/test_real_tree.py",  # the cpu leg: the units the vulkan and act legs share
+    "integration/test_rocm_real_tree.py",  # ~35 min: its own units (sid's compilers)
     "integration/test_act_nightly.py",  # night 1 reads the cpu leg's units
-    "integration/test_real_tree_arm64.py",  # the cross compiler's own units
     "integration/test_vulkan_real_tree.py",  # its host units are the cpu leg's
+    # In `nox -s e2e` (marker long), longest first: the reduced cuda build's host units are the cpu leg's.
+    "integration/test_real_tree_cuda.py",
+    "integration/test_real_tree_arm64.py",
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--leg", action="append", default=[], metavar="LEG",
+        help="only the tests marked leg(LEG): the real-tree builds of that matrix.toml leg (repeatable; "
+        "`nox -s e2e -- --leg cuda`)",
+    )
+
+
+def _select_legs(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--leg``: keep the tests whose ``leg`` marker names one of the legs asked for; a name matrix.toml
+    does not declare is a usage error, not an empty run."""
+    asked: list[str] = config.getoption("--leg")
+    if not asked:
+        return
+    from pipeline.inputs.matrix import load_matrix
+    from pipeline.inputs.toml_table import did_you_mean
+
+    known = list(load_matrix(Path(__file__).resolve().parents[1] / "matrix.toml").all_legs)
+    for name in asked:
+        if name not in known:
+            raise pytest.UsageError(f"--leg {name}: matrix.toml declares no such leg{did_you_mean(name, known)}")
+    kept, dropped = [], []
+    for item in items:
+        legs = {leg for mark in item.iter_markers("leg") for leg in mark.args}
+        (kept if legs & set(asked) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files of ``FIRST`` first, in that order; every other test after them, in collection order."""
+    """``--leg``'s selection, then the files of ``FIRST`` first, in that order; every other test after them, in
+    collection order."""
+    _select_legs(config, items)
     tests = Path(__file__).parent
 
     def rank(item: pytest.Item) -> int:

@@ -29,6 +29,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     options = LegOptions(
         source=args.source, rocm_path=inputs.rocm_path, cuda_path=args.cuda_path, vulkan_sdk=args.vulkan_sdk,
         remote_cache=args.remote_cache, no_bundle=args.no_bundle,
+        configure_only=args.configure_only,
     )
     run_leg(inputs, leg, options, make_console(inputs.environ, stderr=False))
     return 0

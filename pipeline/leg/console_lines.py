@@ -67,6 +67,11 @@ def bundle_line(console: Console, leg: str, bundle: Path, stats: PackStats) -> N
 
 def show_record(record: LegRecord, console: Console) -> None:
     """The figures that end every leg run."""
+    if record.status == "configured":
+        # Nothing compiled: no ccache figures to show.
+        console.print(f"{record.leg}: configured ({record.toolchain.get('identity', '?')}) in "
+                      f"{record.wall_seconds:.1f}s; nothing compiled (--configure-only)")
+        return
     cc = record.ccache
     title = f"{record.leg}: {record.status} ({record.toolchain.get('identity', '?')}, ccache {cc.get('version', '?')})"
     table = Table(title=title, title_justify="left")

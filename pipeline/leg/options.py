@@ -19,5 +19,8 @@ class LegOptions:
     remote_cache: str | None = None
     # Skip packaging the bundle.
     no_bundle: bool = False
+    # Stop after CMake's configure: the toolchain, preflight and flags checked, nothing compiled, no bundle
+    # (the record says "configured").
+    configure_only: bool = False
     # Run check-bundle on the new bundle (a reproduction compares instead: its original was checked).
     check_bundle: bool = True

@@ -186,15 +186,17 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     ``preflight``, ``ccache``, ``configure``, ``build``, ``bundle``, ``check``); configure and build time
     their command themselves, and ``package`` is the bundle step's archive writing."""
     result: Any = None
-    for step in STEPS:
+    steps = STEPS[: STEPS.index(configure_step) + 1] if ctx.options.configure_only else STEPS
+    for step in steps:
         started = time.monotonic()
         result = step(ctx, result)
         ctx.record.phases.setdefault(step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3))
-    packaged: Packaged = result
+    packaged: Packaged = Packaged(plan=result, bundle=None) if ctx.options.configure_only else result
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
     _finish_pending(ctx)
-    record.status = "success"
+    # A configure-only run is no release's: publish and cache-save take only a "success".
+    record.status = "configured" if ctx.options.configure_only else "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(ctx.work / RECORD_NAME)
     render.show_record(record, ctx.console)

@@ -168,6 +168,8 @@ def _why_missing(result: LegResult | None, bundles_present: Set[str]) -> str | N
         return "no record"
     if result.status == NO_STATUS:
         return "its record has no status"
+    if result.status == "configured":
+        return "the leg was only configured (build --configure-only), never built"
     if result.status != "success":
         return f"the leg {result.status}"
     if result.bundle is None:

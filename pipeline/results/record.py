@@ -20,8 +20,9 @@ RECORD_NAME = "record.json"
 # Beside the record: the lock a leg run holds on its output folder (pipeline.processes.locks).
 LOCK_NAME = ".lock"
 # What a record's status can say. "running" is written before any work; a
-# "running" record whose run holds no lock any more reads as "interrupted".
-STATUSES = ("running", "success", "failed", "interrupted")
+# "running" record whose run holds no lock any more reads as "interrupted". "configured": a run asked to
+# stop after CMake's configure (``build --configure-only``) did so; nothing was compiled or bundled.
+STATUSES = ("running", "success", "configured", "failed", "interrupted")
 
 
 def leg_lock(work: Path) -> Path:

@@ -19,7 +19,7 @@ runner's glibc floor, and that must be check-bundle's only finding.
 What each leg's build must contain comes from the shipped matrix.toml (its
 architectures and targets) and from the tree's own CMake (its CPU variants).
 
-Run one leg with ``nox -s e2e -- -k rocm``. The caches are the test cache's
+Run one leg with ``nox -s e2e -- --leg rocm-linux-gfx110X tests/e2e``. The caches are the test cache's
 (``~/.cache/llama-pipeline-tests``: ``ccache-shipped-<leg>/``), so a rerun
 on the same machine is warm.
 """
@@ -142,7 +142,7 @@ def _build_in_root(case: Case, tmp: Path, tree: Path, matrix: Path, cache: Path)
     return Built(case, records, commands.stdout.splitlines(), _bundle_files(tmp / "runner" / "out", records[0]))
 
 
-@pytest.fixture(params=CASES, ids=[case.leg for case in CASES])
+@pytest.fixture(params=[pytest.param(case, marks=pytest.mark.leg(case.leg), id=case.leg) for case in CASES])
 def built(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Built]:
     case: Case = request.param
     tree, matrix = _workspace(tmp_path, case.leg)

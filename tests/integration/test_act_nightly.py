@@ -73,7 +73,7 @@ from tests.support.pipeline_cli import run_pipeline
 from tests.support.reduction import PROGRAM, is_reduced_from, reduced_matrix
 from tests.support.shared_units import read_only, shared_units
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("cpu")]
 
 REPO = "octo/llama"
 TOKEN = "ghs_act_nightly_0123456789abcdef"

@@ -70,7 +70,7 @@ from tests.support.real_tree_matrix import TESTED_LEGS, TESTED_SHARED, matrix_te
 from tests.support.reduction import REDUCED_PROGRAMS
 from tests.support.shared_units import shared_units
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("cpu")]
 
 # The smoke run's vocab (pipeline/bundle/smoke.py), named here as the tree names it.
 VOCAB = "ggml-vocab-llama-spm.gguf"

@@ -54,15 +54,16 @@ from tests.support.pipeline_cli import no_cuda_env
 # The matrix template and the legs it declares (tests/unit/test_tested_flags.py reads them here).
 from tests.support.real_tree_matrix import CUDA_LEGS as TESTED_LEGS
 from tests.support.real_tree_matrix import CUDA_MATRIX as MATRIX  # noqa: F401
+from tests.support.real_tree_matrix import REDUCED_CUDA_COMPILATIONS as COMPILATIONS
 from tests.support.real_tree_matrix import TESTED_SHARED, cuda_matrix_text
 from tests.support.reduction import CUDA_ARCHITECTURE, REDUCED_PROGRAMS
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+# In `nox -s e2e` (marker long): 40 to 50 minutes of both cores cold, past the suite's budget; the suite keeps
+# the cheaper real checks of the leg (tests/integration/test_real_tree_configure.py, docs/testing.md).
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.long, pytest.mark.leg("cuda")]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
-# Compilations of the reduced cuda leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
-COMPILATIONS = 277
 # Budget for one build: a cold one on 2 cores takes tens of minutes, and CI runs other tests beside it.
 BUILD_TIMEOUT = 4 * 3600
 BUILD_NUMBER = int(BASE_TAG.removeprefix("b"))

@@ -57,7 +57,7 @@ from tests.support.tree_files import cached_sdist, missing_reason
 
 # Beyond nox -s tests' cold budget (about 20 minutes more on 2 cores, the trixie root's 3.5 among them):
 # nox -s e2e runs it (docs/testing.md).
-pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.long]
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.long, pytest.mark.leg("cuda-12.8-older")]
 # Made in the background from the start of the run (tests/conftest.py).
 DEBIAN_ROOTS = (TRIXIE_CUDA,)
 

@@ -47,7 +47,7 @@ from tests.support.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags
 from tests.support.sid_root import ROOT, SID, mounted, pipeline_venv, run_in, sid_root
 from tests.support.tree_files import cached_sdist, missing_reason
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("rocm-linux-gfx110X")]
 # Made in the background from the start of the run (tests/conftest.py).
 DEBIAN_ROOTS = (SID,)
 

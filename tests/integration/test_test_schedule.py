@@ -46,6 +46,28 @@ def test_collection_follows_the_order_and_nox_keeps_it() -> None:
     assert '"--dist", "loadfile", "--no-loadscope-reorder"' in (ROOT / "noxfile.py").read_text(encoding="utf-8")
 
 
+def _collected_files(*args: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return {line.split("::")[0].removeprefix("tests/") for line in proc.stdout.splitlines() if "::" in line}
+
+
+def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds_by_leg() -> None:
+    """docs/testing.md, "Which legs run where": with pyproject's addopts (nox -s tests) the rocm and cpu real-tree
+    builds and act's nights run, the cuda and cpu-arm64 builds do not; `nox -s e2e -- --leg cuda` takes both
+    of the cuda leg's e2e tests and nothing else."""
+    files = [f"tests/{name}" for name in FIRST]
+    suite = _collected_files(*files, "tests/integration/test_real_tree_configure.py")
+    assert suite == {"integration/test_real_tree.py", "integration/test_rocm_real_tree.py",
+                     "integration/test_act_nightly.py", "integration/test_vulkan_real_tree.py",
+                     "integration/test_real_tree_configure.py"}, suite
+    e2e = _collected_files("-m", "long", "--leg", "cuda", "tests")
+    assert e2e == {"integration/test_real_tree_cuda.py", "e2e/test_shipped_legs.py"}, e2e
+    assert _collected_files("-m", "long", "--leg", "cpu-arm64", "tests/integration") == {
+        "integration/test_real_tree_arm64.py"}
+
+
 def test_a_folder_storage_serves_what_was_put_and_refuses_paths_outside_it(tmp_path: Path) -> None:
     with HttpStorage(tmp_path / "units") as storage:
         request = urllib.request.Request(f"{storage.url}/ab/cdef", data=b"entry", method="PUT")

@@ -38,7 +38,7 @@ from tests.support.reduction import reduce_leg_flags, shipped_flags
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
 from tests.support.trixie_vulkan import VERSION, SdkUnavailable, trixie_vulkan_sdk
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.leg("vulkan")]
 
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
 TESTED_SHARED, _SHIPPED_VULKAN = shipped_flags("vulkan")

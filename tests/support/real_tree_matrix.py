@@ -95,6 +95,9 @@ def shipped_cuda_pins() -> str:
 # The cuda leg: the same run (source, mix, shared flags), its pinned wheels, one architecture.
 _, _SHIPPED_CUDA = shipped_flags("cuda")
 CUDA_LEGS: dict[str, list[str]] = {"cuda": reduce_leg_flags(_SHIPPED_CUDA)}
+# Compile steps of the reduced cuda leg: `ninja -t commands | grep -c ' -c '` on the configured tree (the
+# suite configures it, tests/integration/test_real_tree_configure.py; `nox -s e2e` builds it).
+REDUCED_CUDA_COMPILATIONS = 277
 CUDA_MATRIX = RUN_TEMPLATE + shipped_cuda_pins().replace("{", "{{").replace("}", "}}") + """
 [legs.cuda]
 backend = "cuda"

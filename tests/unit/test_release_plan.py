@@ -65,6 +65,12 @@ def test_coverage_names_each_missing_leg_and_why() -> None:
     assert cov.problem().startswith("3 expected leg(s) cannot be published: cuda: the leg failed; ")
 
 
+def test_a_configure_only_record_is_never_published() -> None:
+    res = results(record("cuda", status="configured", bundle=None))
+    cov = check_coverage(["cuda"], res, set())
+    assert cov.missing == (("cuda", "the leg was only configured (build --configure-only), never built"),)
+
+
 def test_allow_missing_lets_a_failed_leg_through_and_a_bundle_must_exist() -> None:
     res = results(record("cpu"), record("cuda", status="failed"), record("extra"))
     cov = check_coverage(["cpu", "cuda"], res, set(), {"cuda"})

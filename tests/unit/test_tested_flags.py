@@ -175,3 +175,15 @@ def test_the_shared_units_are_the_one_ccache_key_a_reduced_matrix_adds(tmp_path:
                                                                          source_repo="/nowhere/llama.cpp")))
     assert plain.ccache.remote is None and SHIPPED.ccache.remote is None
     assert plain.ccache == SHIPPED.ccache
+
+
+def test_the_reduced_cuda_leg_compiles_one_architecture_and_a_profile_leg_is_refused(tmp_path: Path) -> None:
+    """The one CUDA architecture is the reduction's, written by reduced_matrix (not by each test's own table)."""
+    shipped_text = SHIPPED_MATRIX.read_text(encoding="utf-8")
+    text = reduced_matrix(shipped_text, legs=["cuda"], source_repo="/nowhere/llama.cpp")
+    leg = load_matrix(_write(tmp_path / "matrix.toml", text)).leg("cuda")
+    assert leg.cuda_architectures == (CUDA_ARCHITECTURE,)
+    assert CUDA_ARCHITECTURE in SHIPPED.leg("cuda").cuda_architectures and len(SHIPPED.leg("cuda").cuda_architectures) > 1
+    # A leg whose architectures come from a [cuda_profiles] table is not narrowed: an error, not the whole list.
+    with pytest.raises(AssertionError, match="cuda_profile 'older'"):
+        reduced_matrix(shipped_text, legs=["cuda-12.8-older"], source_repo="/nowhere/llama.cpp")

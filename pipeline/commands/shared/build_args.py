@@ -30,6 +30,9 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     S.add_flag(p, S.SOURCE_ARCHIVE)
     S.add_flag(p, S.REMOTE_CACHE)
     p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
+    p.add_argument("--configure-only", action="store_true",
+                   help="install the toolchain and run CMake's configure, then stop: nothing compiled, no bundle "
+                   "(the record's status says 'configured')")
     S.add_flag(p, S.WAIT_LOCK)
 
 
