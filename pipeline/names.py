@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Sequence
 from datetime import date
 
 # The OSes a leg builds for; TheRock publishes for the first two only (ROCM_OSES).
@@ -118,6 +119,44 @@ def rocm_identity(version: str) -> str:
 def is_family(text: str) -> bool:
     """Whether ``text`` is shaped like a TheRock family name."""
     return FAMILY.fullmatch(text) is not None
+
+
+# The GPU architecture a family name covers: "gfx90" of "gfx90X-dcgpu", "gfx103" of "gfx103X-all", "gfx115"
+# of "gfx1151" (a one-target family: its last character is the chip).
+_FAMILY_ARCH = re.compile(r"^(gfx[0-9]+)X(?:-|$)")
+
+
+def family_architecture(family: str) -> str:
+    """The architecture prefix a family name covers (see ``_FAMILY_ARCH``): what its neighbours share."""
+    name = family.split("-", 1)[0]
+    m = _FAMILY_ARCH.match(family)
+    return m.group(1) if m else name[:-1]
+
+
+# Families TheRock retired, and the families that took their targets (ROCm/TheRock: 8f17ad65b, #2869,
+# 2026-02-25, split gfx90X-dcgpu and gfx90X-all into a family per chip; 2722ebfa1, #3763, renamed gfx103X-dgpu;
+# fb6de5126, #2198, gfx110X-dgpu).
+RETIRED_FAMILIES: dict[str, tuple[str, ...]] = {
+    "gfx90X-dcgpu": ("gfx90a", "gfx908"),
+    "gfx90X-all": ("gfx90a", "gfx908", "gfx906"),
+    "gfx103X-dgpu": ("gfx103X-all",),
+    "gfx110X-dgpu": ("gfx110X-all",),
+}
+
+
+def family_suggestion(family: str, families: Sequence[str]) -> str:
+    """``" (did you mean 'a' or 'b'?)"`` for a family an index lacks: the successors of a retired family
+    (``RETIRED_FAMILIES``) the index lists, else the families it has for the same GPU architecture, else
+    nothing (the error lists the index's families). The nearest spelling would offer gfx950-dcgpu for
+    gfx90X-dcgpu, and gfx90a for gfx600: other GPUs."""
+    listed = set(families)
+    same = [f for f in RETIRED_FAMILIES.get(family, ()) if f in listed]
+    if not same:
+        arch = family_architecture(family)
+        same = [f for f in families if f != family and family_architecture(f) == arch]
+    if not same:
+        return ""
+    return " (did you mean " + " or ".join(repr(f) for f in same) + "?)"
 
 
 def rocm_version_parts(version: str) -> tuple[int, int, int, str, date] | None:

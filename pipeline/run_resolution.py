@@ -9,18 +9,24 @@ from the run's resolution when one is named, else resolves on its own
 
 from __future__ import annotations
 
-from pipeline.errors import ResolutionError, UsageError
+from collections.abc import Sequence
+from datetime import date, datetime
+
+from pipeline.errors import ConfigError, ResolutionError, UsageError
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.resolution_file import Resolution, ResolvedRocm, SourceSpec
+from pipeline.inputs.rocm_hosts import RocmHost, host_for, hosts_upto, stream_hosts
 from pipeline.inputs.run_inputs import RunInputs
+from pipeline.names import rocm_version_date
+from pipeline.rocm.index import IndexEntry
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
 from pipeline.rocm.tarball_resolve import (
     Fetch,
+    NoBuildInRange,
     check_target,
     entry_names,
     load_entries,
-    resolve_build,
     resolve_from_entries,
 )
 from pipeline.rocm.wheel_index import families_url
@@ -57,6 +63,70 @@ def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:
     return obj
 
 
+class HostedIndexes:
+    """The run's view of TheRock's tarball indexes: ``--index-url``'s one index, else matrix.toml's
+    ``[[rocm.hosts]]``, each host's index fetched once for the whole run (pipeline/inputs/rocm_hosts.py)."""
+
+    def __init__(self, inputs: RunInputs, fetch: Fetch | None = None) -> None:
+        self.policy, self.now = inputs.rocm_policy, inputs.now
+        self.override = inputs.index_url
+        self.hosts = inputs.matrix.rocm.hosts if inputs.matrix is not None else ()
+        self.where = f"{inputs.matrix.path} rocm.hosts" if inputs.matrix is not None else "rocm.hosts"
+        # The fetch's settings are read when it runs: a bad one is refused here, before anything else.
+        _ = (inputs.http_backoff, inputs.http_retry_budget)
+        self._fetch = fetch or index_fetch(inputs)
+        self._entries: dict[str, tuple[Sequence[IndexEntry] | None, frozenset[str]]] = {}
+
+    def entries(self, url: str) -> tuple[Sequence[IndexEntry] | None, frozenset[str]]:
+        if url not in self._entries:
+            entries = load_entries(url, self.policy, self._fetch)
+            self._entries[url] = (entries, entry_names(entries) if entries else frozenset())
+        return self._entries[url]
+
+    def candidates(self) -> list[RocmHost]:
+        """The hosts a build of the run's policy may come from, newest first: the one that published the
+        explicit version's date; else every host up to the newest build date the policy accepts."""
+        day = build_day_limit(self.policy, self.now)
+        if is_explicit(self.policy):
+            host = host_for(self.hosts, day)
+            found = [host] if host is not None else []
+        else:
+            found = hosts_upto(self.hosts, day)
+        if not found:
+            have = "; ".join(f"{h.index_url} ({h.span})" for h in stream_hosts(self.hosts)) or "none"
+            raise ConfigError(f"{self.where}: no nightly host publishes builds dated {day} or earlier "
+                              f"(the hosts: {have}); --index-url names one")
+        return found
+
+    def resolve(self, os_name: str, family: str) -> ResolvedRocm:
+        """One os/family: from the override, else from the newest host that has a build the policy takes.
+
+        A family the newest host does not list is an error there (TheRock renamed families: an old host
+        still listing the old name must not hand out a months-old build); only a family listed without a
+        build the policy takes (the week of a host's switch) goes on to the host before it."""
+        if self.override is not None:
+            entries, names = self.entries(self.override)
+            return resolve_from_entries(entries, os_name, family, policy=self.policy, now=self.now,
+                                        index_url=self.override, names=names)
+        hosts = self.candidates()
+        for position, host in enumerate(hosts):
+            entries, names = self.entries(host.index_url)
+            try:
+                return resolve_from_entries(entries, os_name, family, policy=self.policy, now=self.now,
+                                            index_url=host.index_url, names=names, holds=host.holds)
+            except NoBuildInRange:
+                if position == len(hosts) - 1:
+                    raise
+        raise AssertionError("unreachable: the last host's error is raised")
+
+
+def build_day_limit(policy: str, now: datetime) -> date:
+    """The newest build date ``policy`` can take at ``now``: its cutoff, the explicit version's date, or today."""
+    if is_explicit(policy):
+        return rocm_version_date(policy)
+    return cutoff_for(policy, now) or now.date()
+
+
 def resolve_target(inputs: RunInputs, os_name: str, family: str, *, fetch: Fetch | None = None) -> ResolvedRocm:
     """The ROCm build of one os/family at the run's moment, by the run's policy.
 
@@ -68,10 +138,9 @@ def resolve_target(inputs: RunInputs, os_name: str, family: str, *, fetch: Fetch
     if inputs.matrix is not None and inputs.matrix.rocm.source == "wheels":
         check_target(os_name, family)
         return _resolve_wheels_of(inputs, os_name, family, None)
-    return resolve_build(
-        os_name, family, policy=inputs.rocm_policy, now=inputs.now,
-        index_url=inputs.index_url, fetch=fetch or index_fetch(inputs),
-    )
+    check_target(os_name, family)
+    parse_policy(inputs.rocm_policy, where="policy")
+    return HostedIndexes(inputs, fetch).resolve(os_name, family)
 
 
 def resolve_rocm(inputs: RunInputs, leg: str | Leg, *, fetch: Fetch | None = None) -> ResolvedRocm:
@@ -96,23 +165,21 @@ def resolve_run(
     down, such a run still resolves.
     """
     matrix = inputs.require_matrix()
-    policy, url, now = inputs.rocm_policy, inputs.index_url, inputs.now
+    policy, now = inputs.rocm_policy, inputs.now
     rocm_legs = [leg for leg in matrix.legs.values() if leg.needs_resolution] if inputs.rocm_path is None else []
     if rocm_legs and matrix.rocm.source == "wheels":
         return _resolve_run_from_wheels(inputs, rocm_legs, source=source)
-    entries = load_entries(url, policy, fetch or index_fetch(inputs)) if rocm_legs else []
-    names = entry_names(entries) if entries else frozenset()
+    indexes = HostedIndexes(inputs, fetch)
     legs: dict[str, ResolvedRocm] = {}
     for leg in rocm_legs:
         assert leg.family is not None
         try:
-            legs[leg.name] = resolve_from_entries(
-                entries, leg.os, leg.family, policy=policy, now=now, index_url=url, names=names
-            )
+            legs[leg.name] = indexes.resolve(leg.os, leg.family)
         except ResolutionError as err:
             raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None
+    # The run's one index when it was given one; with hosts by date each leg names its own.
     resolution = Resolution(
-        now=now, rocm_policy=policy, cutoff=cutoff_for(policy, now), legs=legs, index_url=url,
+        now=now, rocm_policy=policy, cutoff=cutoff_for(policy, now), legs=legs, index_url=inputs.index_url,
     )
     if source:
         from pipeline.source.checkout import resolve_source

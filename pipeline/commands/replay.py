@@ -24,6 +24,7 @@ from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.resolution_file import Resolution, load_resolution
+from pipeline.inputs.rocm_hosts import index_for
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.rocm.index import builds_for
 from pipeline.rocm.policy import WEEK_ZONE, is_explicit, parse_policy
@@ -115,9 +116,12 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         recorded_where=_resolution_name(args.resolution or ""),
     )
     now = inputs.now if inputs.given(S.NOW) or recorded is None else recorded.now
+    # --index-url, else the recorded run's one index, else the host that published the replay's last night.
     url = inputs.index_url
     if not inputs.given(S.INDEX_URL) and recorded is not None and recorded.index_url:
         url = recorded.index_url
+    if url is None:
+        url = index_for(matrix.rocm.hosts, now.date(), where=f"{matrix.path} rocm.hosts")
     entries = load_entries(url, policy, fetch_with_status(make_console(inputs.environ, stderr=True), inputs))
     builds: dict[str, Sequence[RocmBuild]] | None = None
     if entries is not None:

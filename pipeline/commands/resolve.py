@@ -140,6 +140,7 @@ def print_one(console: Console, resolved: ResolvedRocm, now: datetime) -> None:
         "version": f"[green]{resolved.version}[/]",
         "published": _published(resolved),
         "url": resolved.url,
+        "index": resolved.index_url or "-",
         "now": format_utc(now),
     }
     for key, value in rows.items():
@@ -156,10 +157,11 @@ def print_run(console: Console, resolution: Resolution) -> None:
         f"(policy {resolution.rocm_policy}, cutoff {cutoff})",
         title_justify="left",
     )
-    for column in ("leg", "os", "family", "version", "published", "file"):
+    for column in ("leg", "os", "family", "version", "published", "file", "index"):
         table.add_column(column, style="green" if column == "version" else None)
     for name, leg in sorted(resolution.legs.items()):
-        table.add_row(name, leg.os, leg.family, leg.version, _published(leg), leg.file)
+        # The host it came from: TheRock's hosts changed on 2026-08-23 (pipeline/inputs/rocm_hosts.py).
+        table.add_row(name, leg.os, leg.family, leg.version, _published(leg), leg.file, leg.index_url or "-")
     if not resolution.legs:
         table.caption = "the matrix has no rocm legs"
     console.print(table)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
+from pipeline.inputs.rocm_hosts import index_for
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import ROCM_OSES
 from pipeline.rocm import simulate as sim
@@ -77,7 +78,9 @@ def _defaults(args: argparse.Namespace, inputs: RunInputs) -> tuple[str, str, st
     if index_url and family:
         return index_url, os_name or "linux", family
     matrix = inputs.require_matrix()
-    index_url = index_url or matrix.rocm.index_url
+    # The host that published the simulation's last day's builds, unless one index is named.
+    index_url = index_url or matrix.rocm.index_url or index_for(
+        matrix.rocm.hosts, (args.end or inputs.now.date()), where=f"{matrix.path} rocm.hosts")
     if not family:
         rocm = [leg for leg in matrix.legs.values() if leg.backend == "rocm" and leg.family]
         if not rocm:

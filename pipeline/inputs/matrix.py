@@ -13,6 +13,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import date
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,9 @@ from pipeline.inputs.matrix_checks import (
     wheel_index_check,
 )
 from pipeline.inputs.pins import DEFAULT_CUDA_LINE, ToolchainPins, parse_toolchain_pins
+from pipeline.inputs.rocm_hosts import ROCM_STREAMS, RocmHost, check_hosts
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN, default_runner, glibc_problem, runner_glibc
-from pipeline.inputs.settings import DEFAULT_ROCM_INDEX, MATRIX
+from pipeline.inputs.settings import MATRIX
 from pipeline.inputs.toml_table import TomlTable, did_you_mean
 from pipeline.names import (
     ARCHES,
@@ -86,7 +88,10 @@ DEFAULT_WHEEL_INDEX = "https://rocm.nightlies.amd.com/v2/{family}/"
 @dataclass(frozen=True, kw_only=True)
 class RocmConfig:
     policy: str = DEFAULT_POLICY
-    index_url: str = DEFAULT_ROCM_INDEX
+    # One index for every build, over the hosts (as --index-url); None: the hosts below.
+    index_url: str | None = None
+    # Where TheRock published each stream, by build date ([[rocm.hosts]]; pipeline/inputs/rocm_hosts.py).
+    hosts: tuple[RocmHost, ...] = ()
     source: str = "tarball"
     # A PEP 503 / 691 simple index; "{family}" in it becomes the leg's TheRock family.
     wheel_index_url: str = DEFAULT_WHEEL_INDEX
@@ -267,7 +272,8 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     rocm_t = root.table("rocm")
     rocm = RocmConfig(
         policy=rocm_t.string("policy", RocmConfig.policy, check=policy_check),
-        index_url=rocm_t.string("index_url", RocmConfig.index_url, check=url_check),
+        index_url=rocm_t.optional_str("index_url", check=url_check),
+        hosts=_parse_rocm_hosts(rocm_t),
         source=rocm_t.choice("source", ROCM_SOURCES, RocmConfig.source),
         wheel_index_url=rocm_t.string("wheel_index_url", RocmConfig.wheel_index_url, check=wheel_index_check),
     )
@@ -345,6 +351,30 @@ def _parse_cuda_profiles(t: TomlTable) -> dict[str, dict[str, tuple[str, ...]]]:
         lt.done()
     t.done()
     return out
+
+
+def _date_check(text: str) -> str | None:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return "a date, YYYY-MM-DD"
+    return None if len(text) == 10 else "a date, YYYY-MM-DD"
+
+
+def _parse_rocm_hosts(rocm_t: TomlTable) -> tuple[RocmHost, ...]:
+    """``[[rocm.hosts]]``: each stream's indexes with the build dates they hold (ranges that meet)."""
+    hosts = []
+    for item in rocm_t.table_list("hosts"):
+        since, until = item.optional_str("since", check=_date_check), item.optional_str("until", check=_date_check)
+        hosts.append(RocmHost(
+            stream=item.choice("stream", ROCM_STREAMS, None),
+            index_url=item.string("index_url", None, check=url_check),
+            since=date.fromisoformat(since) if since else None,
+            until=date.fromisoformat(until) if until else None,
+        ))
+        item.done()
+    check_hosts(hosts, f"{rocm_t.path}: rocm.hosts")
+    return tuple(hosts)
 
 
 def _parse_source(t: TomlTable) -> SourceConfig:

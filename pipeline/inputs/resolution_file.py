@@ -188,6 +188,9 @@ class ResolvedRocm:
     # "tarball" or "wheels" (matrix.toml's rocm.source); a wheel build names every file it installs.
     source: str = "tarball"
     wheels: tuple[ResolvedWheel, ...] = ()
+    # The index the build was found in (a tarball build): the host that published it (matrix.toml's
+    # [[rocm.hosts]] by build date) or --index-url. None in resolutions written before hosts were recorded.
+    index_url: str | None = None
 
     @property
     def identity(self) -> str:
@@ -210,6 +213,8 @@ class ResolvedRocm:
         # Only when known: the JSON of a build without a checksum stays what it always was.
         if self.sha256_url is not None:
             data["sha256_url"] = self.sha256_url
+        if self.index_url is not None:
+            data["index_url"] = self.index_url
         if self.source != "tarball":
             data["source"] = self.source
             data["wheels"] = [w.to_json() for w in self.wheels]
@@ -238,6 +243,8 @@ class ResolvedRocm:
         # Absent from resolutions written before checksums were recorded.
         sha256_url = data.get("sha256_url")
         _check_url(sha256_url, f"{where}.sha256_url", optional=True)
+        index_url = data.get("index_url")
+        _check_url(index_url, f"{where}.index_url", optional=True)
         version = text("version")
         try:
             rocm_version_date(version)
@@ -266,6 +273,7 @@ class ResolvedRocm:
             os=text("os"),
             family=text("family"),
             sha256_url=sha256_url,
+            index_url=index_url,
         )
 
 

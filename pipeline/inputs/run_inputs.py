@@ -41,7 +41,9 @@ class RunInputs:
     matrix: Matrix | None
     # ROCm policy and index, after flag > environment > matrix.toml (where each came from: ``origins``).
     rocm_policy: str
-    index_url: str
+    # One TheRock index for every build (--index-url, its variable, matrix.toml's rocm.index_url); None: the
+    # matrix's [[rocm.hosts]] by build date.
+    index_url: str | None
     # The run's llama.cpp tag override (flag or environment); None: matrix.toml's / the resolution's.
     tag: str | None
     # The run's resolution, when one is named, and where it was named.

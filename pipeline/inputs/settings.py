@@ -173,8 +173,6 @@ def parse_legs(text: str, where: str) -> tuple[str, ...]:
 
 
 MAX_BACKOFF = 60.0
-# TheRock's public index (matrix.toml's rocm.index_url when the file does not set it).
-DEFAULT_ROCM_INDEX = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
 # The public GitHub REST API.
 DEFAULT_API_URL = "https://api.github.com"
 # Where a mix pin's ``owner/name`` repository is fetched from, unless the setting says otherwise.
@@ -213,8 +211,8 @@ ROCM_VERSION = Setting(
 )
 INDEX_URL = Setting(
     name="index_url", flag="--index-url", env=("PIPELINE_ROCM_INDEX_URL",), matrix_key="rocm.index_url",
-    parse=parse_url, metavar="URL", default=DEFAULT_ROCM_INDEX,
-    help="TheRock index (HTML or S3 XML listing)",
+    parse=parse_url, metavar="URL", default_shown="matrix.toml's [[rocm.hosts]], by build date",
+    help="one TheRock index (HTML or S3 XML listing) for every build, instead of the hosts by date",
 )
 TAG = Setting(
     name="tag", flag="--tag", env=("PIPELINE_TAG",), matrix_key="source.tag", parse=parse_run_tag,

@@ -8,16 +8,15 @@ does).
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Callable, Sequence, Set
-from datetime import datetime
+from datetime import date, datetime
 from operator import attrgetter
 from urllib.parse import unquote
 
 from pipeline.errors import NetworkError, ResolutionError, UsageError
 from pipeline.inputs.resolution_file import ResolvedRocm
-from pipeline.names import ROCM_OSES, is_family
+from pipeline.names import ROCM_OSES, family_suggestion, is_family
 from pipeline.rocm.index import IndexEntry, builds_for, families_in, tarball_base, tarball_url
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy, select_build
@@ -29,6 +28,10 @@ log = logging.getLogger(__name__)
 CHECKSUM_SUFFIX = ".sha256sum"
 
 Fetch = Callable[[str], Sequence[IndexEntry]]
+
+
+class NoBuildInRange(ResolutionError):
+    """An index that lists the family has no build of it in the dates it publishes (an older host holds them)."""
 
 
 def load_entries(index_url: str, policy: str, fetch: Fetch | None = None) -> Sequence[IndexEntry] | None:
@@ -78,12 +81,15 @@ def resolve_from_entries(
     now: datetime,
     index_url: str,
     names: Set[str] | None = None,
+    holds: Callable[[date], bool] | None = None,
 ) -> ResolvedRocm:
     """Pick the build for one os/family among already-fetched ``entries``.
 
     ``entries`` None (an unreachable index) is accepted for an explicit version
     only; the build then has no checksum URL. ``names``: :func:`entry_names` of
     ``entries``, computed once when several legs resolve against one index.
+    ``holds``: the build dates this index published (a host's range), the others ignored; a family it lists
+    but with no build in that range is a ResolutionError (NoBuildInRange), not an unknown family.
     """
     check_target(os_name, family)
     cutoff = cutoff_for(policy, now)
@@ -93,17 +99,20 @@ def resolve_from_entries(
         name = tarball_name(os_name, family, policy)
         return ResolvedRocm(
             policy=policy, cutoff=None, version=policy, file=name,
-            url=tarball_url(index_url, name), published=None, os=os_name, family=family,
+            url=tarball_url(index_url, name), published=None, os=os_name, family=family, index_url=index_url,
         )
     builds = builds_for(entries, index_url, os_name, family)
+    if builds and holds is not None:
+        builds = [b for b in builds if holds(b.date)]
+        if not builds:
+            raise NoBuildInRange(f"{index_url}: no {os_name} {family} build in the dates it publishes")
     if not builds:
         families = families_in(entries, os_name)
         if not families:
             raise ResolutionError(
                 f"{index_url}: no {os_name} TheRock tarballs among its {len(entries)} entries"
             )
-        close = difflib.get_close_matches(family, families, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = family_suggestion(family, families)
         raise ResolutionError(
             f"unknown ROCm family {family!r} for {os_name} in {index_url}{hint}; "
             f"the index has: {', '.join(families)}"
@@ -111,13 +120,14 @@ def resolve_from_entries(
     try:
         build = select_build(builds, policy=policy, now=now, cutoff=cutoff)
     except ResolutionError as err:
-        raise ResolutionError(err.message, hint=f"index {index_url}") from None
+        # With a host's range, an older host may have the build the policy takes.
+        raise (NoBuildInRange if holds is not None else ResolutionError)(err.message, hint=f"index {index_url}") from None
     if names is None:
         names = entry_names(entries)
     return ResolvedRocm(
         policy=policy, cutoff=cutoff, version=build.version, file=build.name,
         url=build.url, published=build.published, os=os_name, family=family,
-        sha256_url=checksum_url(build, names, index_url),
+        sha256_url=checksum_url(build, names, index_url), index_url=index_url,
     )
 
 

@@ -10,7 +10,6 @@ so ``--now`` replays what the index held then.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 from pipeline.errors import NetworkError, PipelineError, ResolutionError, UsageError
 from pipeline.inputs.resolution_file import ResolvedRocm, ResolvedWheel
 from pipeline.inputs.settings import DEFAULT_BACKOFF
+from pipeline.names import family_suggestion
 from pipeline.rocm.index_fetch import get_page
 from pipeline.rocm.policy import cutoff_for, parse_policy, select_build
 from pipeline.rocm.wheel_index import (
@@ -89,8 +89,7 @@ def _unknown_family(family: str, os_name: str, listing_url: str, fetch: PageFetc
         return None
     if not families or family in families:
         return None
-    close = difflib.get_close_matches(family, families, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = family_suggestion(family, families)
     # The tarball index's words (tarball_resolve), so both sources read alike.
     return ResolutionError(
         f"unknown ROCm family {family!r} for {os_name} in the wheel index {listing_url}{hint}; "

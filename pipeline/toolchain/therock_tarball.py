@@ -153,4 +153,7 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
         details["sha256_url"] = resolved.sha256_url
     if resolved.published is not None:
         details["published"] = resolved.published.isoformat()
+    if resolved.index_url is not None:
+        # The host that published it: TheRock's hosts changed on 2026-08-23 (pipeline/inputs/rocm_hosts.py).
+        details["index_url"] = resolved.index_url
     return rocm_toolchain(installed.root, leg, version=resolved.version, details=details, environ=request.environ)

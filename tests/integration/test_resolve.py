@@ -262,6 +262,7 @@ def test_cli_json_for_os_and_family(http_server: LocalServer, tmp_path: Path) ->
         "published": "2026-08-07T09:30:00Z",
         "os": "linux",
         "family": "gfx110X-all",
+        "index_url": url,
     }
 
 

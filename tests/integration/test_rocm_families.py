@@ -1,9 +1,10 @@
-"""The seven ROCm families on both OSes: one resolution, one read of TheRock's index, fourteen tarballs.
+"""The fourteen ROCm legs against TheRock as it publishes today: two hosts by date, today's family names.
 
-The shipped matrix.toml is resolved as it is (its [rocm_families] table and
-its fourteen ROCm legs), against a local HTML index that lists each family's
-nightlies for both OSes, plus families no leg builds; only the source repo
-and the index URL are pointed at local stand-ins.
+The shipped matrix.toml is resolved as it is (its [rocm_families], its ROCm legs and its [[rocm.hosts]]), with
+only the source repo and the two hosts' URLs pointed at local servers, each serving a page shaped like the one
+TheRock's own generator writes (tests/support/therock_index.py, ``tarball_index_page``): the old CDN with the
+builds up to 2026-08-22 (and the retired family names' last builds), the RFC0012 nightly host with today's
+families from 2026-08-23 on.
 """
 
 from __future__ import annotations
@@ -17,20 +18,37 @@ import pytest
 from tests.support.gitrepos import commit_files, init_repo, tag
 from tests.support.httpserver import LocalServer, Response
 from tests.support.pipeline_cli import ROOT, run_pipeline
-from tests.support.therock_index import html_page, nightlies
+from tests.support.therock_index import (
+    RETIRED_FAMILIES,
+    TODAYS_LINUX_FAMILIES,
+    TODAYS_WINDOWS_FAMILIES,
+    nightlies,
+    tarball_index_page,
+)
 
 pytestmark = pytest.mark.integration
 
-NOW = "2026-08-12T18:00:00Z"  # a Wednesday: the weekly cutoff is Saturday 2026-08-08
-# TheRock's family names as its index spells them (the fact sheet's families), and one no leg builds.
-FAMILIES = ("gfx1151", "gfx1150", "gfx120X-all", "gfx110X-all", "gfx103X-dgpu", "gfx90X-dcgpu")
-ENTRIES = [e for os_name in ("linux", "windows") for fam in (*FAMILIES, "gfx94X-dcgpu")
-           for e in nightlies(os_name, fam, "10.1.0", date(2026, 7, 28), 18)]
+OLD_HOST = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
+NEW_HOST = "https://nightly.repo.amd.com/rocm/core/tarball/"
+TODAY = {"linux": TODAYS_LINUX_FAMILIES, "windows": TODAYS_WINDOWS_FAMILIES}
 
 
-def test_one_resolution_serves_all_fourteen_rocm_legs(http_server: LocalServer, tmp_path: Path) -> None:
-    index = "/tarball-multi-arch/"
-    http_server.route(index, Response(200, html_page(ENTRIES).encode(), {"Content-Type": "text/html; charset=utf-8"}))
+def _entries(start: date, days: int, *, retired: bool = False) -> list[tuple[str, datetime]]:
+    out = [e for os_name, families in TODAY.items() for fam in families
+           for e in nightlies(os_name, fam, "10.1.0", start, days)]
+    if retired:
+        out += [e for os_name in TODAY for fam in RETIRED_FAMILIES
+                for e in nightlies(os_name, fam, "7.11.0", date(2026, 2, 1), 20)]
+    return out
+
+
+@pytest.fixture
+def hosts(http_server: LocalServer, tmp_path: Path) -> Path:
+    """The shipped matrix.toml pointed at the local hosts and a local upstream; returns its path."""
+    http_server.route("/old/", Response(200, tarball_index_page(_entries(date(2026, 7, 20), 34, retired=True)).encode(),
+                                        {"Content-Type": "text/html"}))
+    http_server.route("/new/", Response(200, tarball_index_page(_entries(date(2026, 8, 23), 106)).encode(),
+                                        {"Content-Type": "text/html"}))
     upstream = tmp_path / "upstream"
     init_repo(upstream)
     when = datetime(2026, 1, 5, tzinfo=UTC)
@@ -38,20 +56,51 @@ def test_one_resolution_serves_all_fourteen_rocm_legs(http_server: LocalServer, 
     tag(upstream, "b100", when=when)
     text = (ROOT / "matrix.toml").read_text(encoding="utf-8")
     text = text.replace('repo = "https://github.com/ggml-org/llama.cpp"', f'repo = "{upstream}"', 1)
-    text = text.replace('index_url = "https://rocm.nightlies.amd.com/tarball-multi-arch/"',
-                        f'index_url = "{http_server.url(index)}"', 1)
+    for shipped, local in ((OLD_HOST, "/old/"), (NEW_HOST, "/new/")):
+        assert text.count(f'index_url = "{shipped}"') == 1, shipped
+        text = text.replace(f'index_url = "{shipped}"', f'index_url = "{http_server.url(local)}"')
     (tmp_path / "matrix.toml").write_text(text)
-    proc = run_pipeline(["--matrix", str(tmp_path / "matrix.toml"), "resolve", "--now", NOW, "--rocm-version", "weekly"],
-                        cwd=tmp_path, env={"PIPELINE_HTTP_BACKOFF": "0"})
-    assert proc.returncode == 0, proc.stderr
-    legs = json.loads((tmp_path / "out" / "resolved.json").read_text())["legs"]
-    assert len(legs) == 14
-    assert http_server.hits(index) == 1  # one read of the index for the whole run
-    # Each leg takes its family's tarball for its OS, the build dated on the cutoff's eve.
-    expected_family = {"gfx1151": "gfx1151", "gfx1150": "gfx1150", "gfx120X": "gfx120X-all", "gfx110X": "gfx110X-all",
-                       "gfx103X": "gfx103X-dgpu", "gfx90a": "gfx90X-dcgpu", "gfx908": "gfx90X-dcgpu"}
+    return tmp_path / "matrix.toml"
+
+
+def _resolve(matrix: Path, now: str) -> dict[str, dict[str, str]]:
+    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--now", now], cwd=matrix.parent,
+                        env={"PIPELINE_HTTP_BACKOFF": "0"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    legs: dict[str, dict[str, str]] = json.loads((matrix.parent / "out" / "resolved.json").read_text())["legs"]
+    return legs
+
+
+def test_tonight_every_rocm_leg_resolves_a_family_therock_publishes_now_from_the_new_host(
+        hosts: Path, http_server: LocalServer) -> None:
+    legs = _resolve(hosts, "2026-12-06T09:17:00Z")
+    assert len(legs) == 14 and {leg.split("-")[1] for leg in legs} == {"linux", "windows"}
     for leg, entry in legs.items():
-        _, os_name, short = leg.split("-", 2)
-        assert entry["version"] == "10.1.0a20260808", leg
-        assert entry["url"].endswith(f"/therock-dist-{os_name}-{expected_family[short]}-10.1.0a20260808.tar.gz"), leg
-    assert {leg.split("-")[1] for leg in legs} == {"linux", "windows"}
+        # weekly-stable (the default) on Sunday: Saturday 2026-12-05's build, from the host that published it.
+        assert entry["family"] in TODAY[entry["os"]], leg
+        assert entry["version"] == "10.1.0a20261205", leg
+        assert entry["index_url"] == http_server.url("/new/"), leg
+        assert entry["url"] == http_server.url(f"/new/therock-dist-{entry['os']}-{entry['family']}-10.1.0a20261205.tar.gz")
+    assert {entry["family"] for entry in legs.values()} == {
+        "gfx1151", "gfx1150", "gfx120X-all", "gfx110X-all", "gfx103X-all", "gfx90a", "gfx908"}
+    # One read of the new host for the fourteen legs; the old host was not needed.
+    assert http_server.hits("/new/") == 1 and http_server.hits("/old/") == 0
+
+
+def test_a_night_before_the_switch_replays_from_the_host_that_published_it(hosts: Path,
+                                                                           http_server: LocalServer) -> None:
+    legs = _resolve(hosts, "2026-08-12T18:00:00Z")
+    assert {entry["version"] for entry in legs.values()} == {"10.1.0a20260808"}
+    assert {entry["index_url"] for entry in legs.values()} == {http_server.url("/old/")}
+    assert http_server.hits("/old/") == 1 and http_server.hits("/new/") == 0
+
+
+def test_a_retired_family_fails_its_leg_naming_todays_families(hosts: Path) -> None:
+    text = hosts.read_text().replace('[rocm_families.gfx90a]\ntherock = "gfx90a"', '[rocm_families.gfx90a]\ntherock = "gfx90X-dcgpu"')
+    hosts.write_text(text)
+    proc = run_pipeline(["--matrix", str(hosts), "resolve", "--now", "2026-12-06T09:17:00Z"], cwd=hosts.parent,
+                        env={"PIPELINE_HTTP_BACKOFF": "0"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 6, out
+    assert "unknown ROCm family 'gfx90X-dcgpu' for linux" in out and "(did you mean 'gfx90a' or 'gfx908'?)" in out
+    assert "Traceback" not in out

@@ -105,3 +105,31 @@ class S3Listing:
         more = start + self.page_size < len(self.entries)
         body = s3_page(chunk, truncated=more, token=f"tok-{start + self.page_size}" if more else None)
         return Response(200, body.encode(), {"Content-Type": "application/xml"})
+
+
+def tarball_index_page(entries: Sequence[tuple[str, datetime]]) -> str:
+    """The page TheRock's own generator writes for a tarball folder: build_tools/index_generation_s3_tar.py at
+    ROCm/TheRock 691329a44615664d59a599093014c84074e1477c (the last change before the 2026-08-23 hosts, which
+    #7547 left to the same server-side generation): title "Tarball index", and the script's
+    ``const files = [{"name": ..., "mtime": <S3 LastModified as epoch seconds, a float>}]`` on one line,
+    json.dumps' default separators, no size."""
+    files = json.dumps([{"name": file_name, "mtime": published.timestamp()} for file_name, published in entries])
+    return (
+        "\n    <html>\n    <head>\n        <title>Tarball index</title>\n        <meta charset=\"utf-8\"/>\n"
+        f"        <script>\n            const files = {files};\n"
+        "            function applyFilter(fileList, filter) {\n                if (filter === 'all') return fileList;\n"
+        "                return fileList.filter(file => file.name.includes(filter));\n            }\n"
+        "        </script>\n    </head>\n    <body>\n        <h1>Tarball index</h1>\n    </body>\n    </html>\n"
+    )
+
+
+# TheRock's Linux families as published since its rename of 2026-02-25 (ROCm/TheRock 8f17ad65b, #2869), from
+# build_tools/github_actions/amdgpu_family_matrix.py at 89553ce3746eda74ade42557470d25e37c91b6f0; Windows lacks the
+# data-centre families (gfx94X-dcgpu, gfx950-dcgpu, gfx125X-dcgpu).
+TODAYS_LINUX_FAMILIES = ("gfx94X-dcgpu", "gfx110X-all", "gfx1151", "gfx120X-all", "gfx90a", "gfx950-dcgpu", "gfx900",
+                         "gfx90c", "gfx906", "gfx908", "gfx101X-dgpu", "gfx103X-all", "gfx1150", "gfx1152", "gfx1153",
+                         "gfx125X-dcgpu")
+TODAYS_WINDOWS_FAMILIES = tuple(f for f in TODAYS_LINUX_FAMILIES
+                                if f not in ("gfx94X-dcgpu", "gfx950-dcgpu", "gfx125X-dcgpu"))
+# The names the rename retired; the old CDN still lists their last builds.
+RETIRED_FAMILIES = ("gfx103X-dgpu", "gfx90X-dcgpu")

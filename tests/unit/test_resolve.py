@@ -129,6 +129,8 @@ def test_resolved_json_has_the_issue_fields() -> None:
         "published": "2026-08-08T09:30:00Z",
         "os": "linux",
         "family": "gfx110X-all",
+        # The index it came from: here the matrix's one index_url.
+        "index_url": INDEX,
     }
 
 
