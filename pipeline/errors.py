@@ -106,6 +106,12 @@ class PublishError(PipelineError):
     exit_code = 10
 
 
+class StaleToolchainError(ResolutionError):
+    """The newest ROCm build the policy can take is older than ``rocm.max_age_days``, and ``rocm.stale`` says fail."""
+
+    exit_code = 14
+
+
 class BusyError(PipelineError):
     """Another live run holds the lock of a leg's output folder or of a toolchain install."""
 
@@ -148,6 +154,8 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
         "(`--wait-lock` waits instead)",
     13: "a leg built and packed its bundle, and the bundle fails check-bundle (the record's `bundle_check` and "
         "`error` say which problem first)",
+    14: "the newest ROCm build the policy can take is older than `rocm.max_age_days`, and `rocm.stale` (or "
+        "`PIPELINE_ROCM_STALE`) says `fail`",
     130: "interrupted by SIGINT (Ctrl-C)",
     Terminated.exit_code: "stopped by SIGTERM",
 }

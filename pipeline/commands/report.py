@@ -143,7 +143,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         runner.append_summary(markdown, env=inputs.environ)
         console.print(report.console_table(rows))
         for warning in report.warnings_of(rows):
-            runner.annotate("warning", warning, title="ccache hit rate", env=inputs.environ)
+            runner.annotate("warning", warning, title="nightly report", env=inputs.environ)
     else:
         report.print_report(console, rows)
     console.print(f"report: {html_path} and {md_path}", highlight=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             os_name, family = args.os_name, args.family
         # matrix.toml's [rocm] source decides the index, as it does for the whole run.
         resolved = resolve_target(inputs, os_name, family, fetch=fetch_with_status(err, inputs))
+        say_stale(inputs, [resolved])
         if args.json:
             print(json.dumps(resolved.to_json(), indent=2))
         else:
@@ -113,6 +115,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
                   "no ROCm build resolved, no index fetched", highlight=False)
     with err.status(f"resolving the run's inputs ({matrix.source.repo})"):
         resolution = resolve_run(inputs, fetch=fetch_with_status(err, inputs), source=not args.no_source)
+    # Before the file is written: with rocm.stale = "fail" no leg builds with a stale toolchain.
+    say_stale(inputs, list(resolution.legs.values()))
     target = args.write if args.write is not None else inputs.out / DEFAULT_RESOLVED_PATH.name
     write_resolution(target, resolution)
     if args.json:
@@ -125,6 +129,24 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
 def _published(value: ResolvedRocm) -> str:
     return format_utc(value.published) if value.published else "unknown"
+
+
+def say_stale(inputs: RunInputs, builds: list[ResolvedRocm]) -> None:
+    """One warning for each stale os/family among ``builds`` (pipeline/rocm/staleness.py), however many legs share
+    it; with rocm.stale = "fail" the first one is a StaleToolchainError (exit 14) instead."""
+    from pipeline.github.runner import annotate, append_summary
+    from pipeline.rocm.staleness import check_stale
+
+    said: set[tuple[str, str]] = set()
+    for resolved in builds:
+        if (resolved.os, resolved.family) in said:
+            continue
+        said.add((resolved.os, resolved.family))
+        line = check_stale(resolved, inputs.now, max_age_days=inputs.rocm_max_age_days, action=inputs.rocm_stale)
+        if line is not None:
+            # stderr: `resolve --json` prints JSON on stdout. In Actions also the run's summary page.
+            annotate("warning", line, title="stale ROCm toolchain", env=inputs.environ, stream=sys.stderr)
+            append_summary(f"- :warning: {line}", env=inputs.environ)
 
 
 def print_one(console: Console, resolved: ResolvedRocm, now: datetime) -> None:

@@ -38,7 +38,7 @@ from pipeline.inputs.matrix_checks import (
 from pipeline.inputs.pins import DEFAULT_CUDA_LINE, ToolchainPins, parse_toolchain_pins
 from pipeline.inputs.rocm_hosts import ROCM_STREAMS, RocmHost, check_hosts
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN, default_runner, glibc_problem, runner_glibc
-from pipeline.inputs.settings import MATRIX
+from pipeline.inputs.settings import MATRIX, STALE_ACTIONS
 from pipeline.inputs.toml_table import TomlTable, did_you_mean
 from pipeline.names import (
     ARCHES,
@@ -92,6 +92,10 @@ class RocmConfig:
     index_url: str | None = None
     # Where TheRock published each stream, by build date ([[rocm.hosts]]; pipeline/inputs/rocm_hosts.py).
     hosts: tuple[RocmHost, ...] = ()
+    # A build older than this many days is stale; what that does ("warn" or "fail"). None: not set here
+    # (the settings' defaults, pipeline.inputs.settings ROCM_MAX_AGE and ROCM_STALE).
+    max_age_days: float | None = None
+    stale: str | None = None
     source: str = "tarball"
     # A PEP 503 / 691 simple index; "{family}" in it becomes the leg's TheRock family.
     wheel_index_url: str = DEFAULT_WHEEL_INDEX
@@ -274,6 +278,9 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         policy=rocm_t.string("policy", RocmConfig.policy, check=policy_check),
         index_url=rocm_t.optional_str("index_url", check=url_check),
         hosts=_parse_rocm_hosts(rocm_t),
+        max_age_days=rocm_t.number("max_age_days", 0, minimum=1, maximum=3650) if "max_age_days" in rocm_t.names()
+        else None,
+        stale=rocm_t.choice("stale", STALE_ACTIONS, None) if "stale" in rocm_t.names() else None,
         source=rocm_t.choice("source", ROCM_SOURCES, RocmConfig.source),
         wheel_index_url=rocm_t.string("wheel_index_url", RocmConfig.wheel_index_url, check=wheel_index_check),
     )

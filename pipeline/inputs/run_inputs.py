@@ -95,6 +95,20 @@ class RunInputs:
         """Seconds without a finished build step before a CI log gets a "still building" line (0: never)."""
         return float(self._lazy(S.HEARTBEAT))
 
+    @property
+    def rocm_max_age_days(self) -> float:
+        """Days after which a resolved ROCm build is stale (PIPELINE_ROCM_MAX_AGE, rocm.max_age_days)."""
+        rocm = self.matrix.rocm if self.matrix is not None else None
+        return float(S.pick(S.ROCM_MAX_AGE, environ=self.environ, matrix=rocm.max_age_days if rocm else None,
+                            matrix_where=f"{self.matrix_path} rocm.max_age_days").value)
+
+    @property
+    def rocm_stale(self) -> str:
+        """What a stale ROCm build does: "warn" or "fail" (PIPELINE_ROCM_STALE, rocm.stale)."""
+        rocm = self.matrix.rocm if self.matrix is not None else None
+        return str(S.pick(S.ROCM_STALE, environ=self.environ, matrix=rocm.stale if rocm else None,
+                          matrix_where=f"{self.matrix_path} rocm.stale").value)
+
     def require_matrix(self) -> Matrix:
         if self.matrix is None:
             raise ConfigError(f"{self.matrix_path}: matrix file not found", hint="pass --matrix PATH")

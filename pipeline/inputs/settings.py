@@ -160,6 +160,17 @@ def parse_bool(text: str, where: str) -> bool:
     raise UsageError(f"{where}: expected true, false, 1, 0, yes or no, got {text!r}")
 
 
+# What a stale ROCm build does (rocm.stale).
+STALE_ACTIONS = ("warn", "fail")
+
+
+def parse_stale_action(text: str, where: str) -> str:
+    value = text.strip()
+    if value not in STALE_ACTIONS:
+        raise UsageError(f"{where}: expected one of {', '.join(STALE_ACTIONS)}, got {value!r:.60}")
+    return value
+
+
 def parse_days(text: str, where: str) -> float:
     return _parse_amount(text, where, unit="days", limit=MAX_CACHE_DAYS, zero=False)
 
@@ -302,6 +313,16 @@ STALE_DAYS = Setting(
     parse=parse_days, metavar="DAYS", default=2.0,
     help="deadman: the newest published nightly release older than this many days opens the stale issue",
 )
+ROCM_MAX_AGE = Setting(
+    name="rocm_max_age", env=("PIPELINE_ROCM_MAX_AGE",), matrix_key="rocm.max_age_days", parse=parse_days,
+    metavar="DAYS", default=14.0,
+    help="a ROCm build older than this many days (its build date against the run's moment) is stale",
+)
+ROCM_STALE = Setting(
+    name="rocm_stale", env=("PIPELINE_ROCM_STALE",), matrix_key="rocm.stale", parse=parse_stale_action,
+    metavar="ACTION", default="warn",
+    help="what a stale ROCm build does: warn (the log, the record, the report) or fail (exit 14)",
+)
 FORCE = Setting(
     name="force", env=("PIPELINE_FORCE",), parse=parse_bool,
     default=False, help="build even when the release for the tag exists (release-exists --force)",
@@ -327,7 +348,8 @@ HTTP_RETRY_BUDGET = Setting(
 SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, ROCM_PATH, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
-    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, STALE_DAYS, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
+    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, STALE_DAYS, ROCM_MAX_AGE,
+    ROCM_STALE, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.

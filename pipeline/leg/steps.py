@@ -299,8 +299,20 @@ def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
     options = ctx.options
     request = toolchain_request(ctx.inputs, ctx.leg, rocm_path=options.rocm_path, cuda_path=options.cuda_path,
                                 vulkan_sdk=options.vulkan_sdk)
+    stale = None
+    if request.rocm is not None:
+        from pipeline.rocm.staleness import check_stale
+
+        # Before the download: with rocm.stale = "fail" a stale build is never installed.
+        stale = check_stale(request.rocm, ctx.inputs.now, max_age_days=ctx.inputs.rocm_max_age_days,
+                            action=ctx.inputs.rocm_stale)
+        if stale is not None:
+            ctx.warn(stale)
     toolchain = prepare_toolchain(request, ctx.console)
     ctx.record.toolchain = toolchain.to_record()
+    if stale is not None:
+        # Where the report reads it (a row's warning), beside the build it is about.
+        ctx.record.toolchain["stale"] = stale
     return Prepared(source=previous, toolchain=toolchain)
 
 

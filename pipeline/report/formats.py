@@ -147,6 +147,10 @@ def leg_row(record: LegRecord, previous: LegRecord | None, threshold: float) -> 
     if bad_counts and warning is None:
         # A corrupt record's count is shown as unknown, and said so, never turned into a 250% hit rate.
         warning = f"{record.leg}: the record's ccache {', '.join(bad_counts)} is not a count of 0 or more: shown as unknown"
+    stale = record.toolchain.get("stale") if isinstance(record.toolchain, Mapping) else None
+    if isinstance(stale, str) and stale:
+        # A months-old ROCm build (pipeline/rocm/staleness.py) is said beside any cache alarm, never hidden by it.
+        warning = f"{warning}; {record.leg}: {stale}" if warning else f"{record.leg}: {stale}"
     return LegRow(
         leg=record.leg,
         backend=record.backend,

@@ -104,3 +104,25 @@ def test_a_retired_family_fails_its_leg_naming_todays_families(hosts: Path) -> N
     assert proc.returncode == 6, out
     assert "unknown ROCm family 'gfx90X-dcgpu' for linux" in out and "(did you mean 'gfx90a' or 'gfx908'?)" in out
     assert "Traceback" not in out
+
+
+def test_tonight_against_the_old_host_alone_every_family_is_said_stale_once_or_fails(
+        hosts: Path, http_server: LocalServer) -> None:
+    """What a release engineer who kept the old CDN got: August's ROCm every night, with exit 0 and no word."""
+    env = {"PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_ROCM_INDEX_URL": http_server.url("/old/")}
+    args = ["--matrix", str(hosts), "resolve", "--now", "2026-12-06T09:17:00Z"]
+    proc = run_pipeline(args, cwd=hosts.parent, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: ROCm ")]
+    # Fourteen legs, fourteen os/family pairs: each said once, each 106 days old.
+    assert len(warnings) == len(set(warnings)) == 14, proc.stderr
+    assert all("(10.1.0a20260822, from " in w and "is 106 days old (over rocm.max_age_days = 14)" in w
+               for w in warnings), warnings
+    resolved = hosts.parent / "out" / "resolved.json"
+    assert resolved.is_file()
+    resolved.unlink()
+
+    failed = run_pipeline(args, cwd=hosts.parent, env={**env, "PIPELINE_ROCM_STALE": "fail"})
+    assert failed.returncode == 14, failed.stdout + failed.stderr
+    assert failed.stderr.count("error: ") == 1 and "106 days old" in failed.stderr and "Traceback" not in failed.stderr
+    assert not resolved.exists(), "no resolution is written for legs to build with"

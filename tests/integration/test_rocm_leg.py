@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import subprocess
 import tarfile
@@ -158,3 +159,31 @@ def test_explicit_version_missing_from_index_lists_nearby(
     assert "7.0.0a20250105" in proc.stderr
     assert VERSION in proc.stderr and NEWER in proc.stderr
     assert not toolchains_dir().exists() or not any(toolchains_dir().iterdir())
+
+
+def test_a_stale_toolchain_is_a_warning_on_record_and_in_the_report_or_fails_before_the_download(
+    http_server: LocalServer, therock: bytes, tmp_path: Path
+) -> None:
+    """Built seven weeks after its build date (over rocm.max_age_days' 14): said, not silent; with
+    PIPELINE_ROCM_STALE=fail the leg fails with exit 14 and nothing is downloaded."""
+    name = tarball_name("linux", FAMILY, VERSION)
+    index_url = serve_index(http_server, {name: therock})
+    ws = tmp_path / "ws"
+    write_cpp_project(ws / "project", units=1)
+    rocm_matrix(ws / "matrix.toml", index_url, "content")
+    late = ["--rocm-version", VERSION, "--now", "2025-02-22T12:00:00Z"]
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
+                         "--out", str(ws / "out"), "--no-bundle", *late], env={"PIPELINE_ROCM_STALE": "fail"})
+    assert proc.returncode == 14, proc.stdout + proc.stderr
+    assert "is 49 days old (over rocm.max_age_days = 14)" in proc.stderr and "Traceback" not in proc.stderr
+    failed = json.loads((ws / "out" / LEG / "record.json").read_text())
+    assert (failed["status"], failed["exit_code"]) == ("failed", 14)
+    assert http_server.hits(INDEX + name) == 0
+
+    record = build_leg(ws, LEG, tmp_path / "ccache", *late)
+    line = (f"ROCm linux {FAMILY}: the build {VERSION} takes ({VERSION}, from {index_url}) is 49 days old (over "
+            "rocm.max_age_days = 14): has TheRock renamed the family or moved its host? (docs/rocm.md, \"Stale builds\")")
+    assert record["status"] == "success" and line in record["warnings"] and record["toolchain"]["stale"] == line
+    report = run_pipeline(["--matrix", str(ws / "matrix.toml"), "report", "--out", str(ws / "out")], check=True)
+    markdown = (ws / "out" / "report.md").read_text()
+    assert "49 days old" in markdown and "49 days old" in report.stdout + report.stderr

@@ -323,7 +323,7 @@ def test_report_command_on_actions_appends_summary_and_annotates(
     text = summary.read_text()
     assert text.startswith("earlier step\n## Build report")
     stdout = capsys.readouterr().out
-    assert "::warning title=ccache hit rate::rocm: ccache hit rate 10%25 is under 90%25" in stdout
+    assert "::warning title=nightly report::rocm: ccache hit rate 10%25 is under 90%25" in stdout
 
 
 @pytest.mark.usefixtures("no_actions")

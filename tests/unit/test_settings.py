@@ -39,6 +39,8 @@ VALUES = {
     "api_url": ("http://127.0.0.1:1/api", "http://127.0.0.1:2/api", None),
     "status": ("failure", "success", None),
     "stale_days": ("3", "0.5", 2.0),
+    "rocm_max_age": (None, "30", 21.0),
+    "rocm_stale": (None, "fail", "warn"),
     "force": (None, "true", None),
     "wait_lock": ("30", "5", None),
     "heartbeat": (None, "1.5", None),
