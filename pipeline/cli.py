@@ -49,6 +49,7 @@ COMMANDS = (
     "reproduce",
     "retry",
     "resolve",
+    "rocm-alert",
     "settings",
     "simulate",
     "source",
@@ -88,6 +89,9 @@ def command_module(name: str) -> ModuleType:
         case "deadman":
             from pipeline.commands import deadman
             return deadman
+        case "rocm-alert":
+            from pipeline.commands import rocm_alert
+            return rocm_alert
         case "legs":
             from pipeline.commands import legs
             return legs

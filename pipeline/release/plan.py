@@ -65,6 +65,9 @@ class LegResult:
     # A failed run's error line and exit code, as its record states them.
     error: str | None = None
     exit_code: int | None = None
+    # A ROCm leg whose build was stale (pipeline/rocm/staleness.py): ``<os> <family>`` and the record's line.
+    stale_family: str | None = None
+    stale: str | None = None
 
     @property
     def bundle_name(self) -> str | None:
@@ -131,7 +134,18 @@ def leg_result(data: Mapping[str, Any], *, where: str) -> LegResult:
         source=source if isinstance(source, Mapping) else {},
         error=error if isinstance(error := data.get("error"), str) and error else None,
         exit_code=code if isinstance(code := data.get("exit_code"), int) and not isinstance(code, bool) else None,
+        **_stale_of(data, toolchain if isinstance(toolchain, Mapping) else {}),
     )
+
+
+def _stale_of(data: Mapping[str, Any], toolchain: Mapping[str, Any]) -> dict[str, str]:
+    """``stale_family`` and ``stale`` of a record whose ROCm build was stale; nothing otherwise."""
+    stale, details = toolchain.get("stale"), toolchain.get("details")
+    family = details.get("family") if isinstance(details, Mapping) else None
+    os_name = data.get("os")
+    if isinstance(stale, str) and stale and isinstance(family, str) and isinstance(os_name, str):
+        return {"stale_family": f"{os_name} {family}", "stale": stale}
+    return {}
 
 
 def _toolchain_text(toolchain: Mapping[str, Any]) -> str:

@@ -271,6 +271,18 @@ class ReleasesClient(RestClient):
 
         self._create("POST", url, json={"body": body}, answer=lambda resp: True, made=posted)
 
+    def issue_texts(self, number: int) -> list[str]:
+        """Issue ``number``'s body, then each of its comments' (what an alert already said there)."""
+        url = f"{self.repo_url}/issues/{number}"
+        where = f"GET {self._path(url)}"
+        data = _json_body(self._request("GET", url), where)
+        if not isinstance(data, dict):
+            raise GitHubError(f"{where}: malformed issue: not an object")
+        texts = [data["body"] if isinstance(data.get("body"), str) else ""]
+        texts += [c["body"] for c in self._items(f"{url}/comments?per_page={PER_PAGE}")
+                  if isinstance(c, dict) and isinstance(c.get("body"), str)]
+        return texts
+
     def close_issue(self, number: int) -> None:
         self._request("PATCH", f"{self.repo_url}/issues/{number}", json={"state": "closed", "state_reason": "completed"})
 

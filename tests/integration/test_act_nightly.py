@@ -314,6 +314,9 @@ def test_night_1_publishes_one_release_with_the_bundle_its_sbom_and_correct_chec
 
 def test_night_1_leaves_the_alert_issue_closed(nights: Nights, night1: ActRun) -> None:
     assert night1.step_results("alert").get("Open, update or close the alert issue") == "success"
+    # No ROCm leg in this run: nothing stale, no rocm-stale issue (tests/integration/test_rocm_alert_api.py).
+    assert night1.step_results("alert").get("Name each stale ROCm family in its issue") == "success"
+    assert not [i for i in nights.gh.issues if "rocm-stale" in {lb["name"] for lb in i["labels"]}]
     issues = alert_issues(nights.gh)
     # Fails when night 1's build fails (check-bundle refusing libssl.so.3 did): the alert then rightly opens an issue.
     assert [(i["number"], i["state"]) for i in issues] == [(nights.old_alert, "closed")], (

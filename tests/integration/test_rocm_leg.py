@@ -184,6 +184,8 @@ def test_a_stale_toolchain_is_a_warning_on_record_and_in_the_report_or_fails_bef
     line = (f"ROCm linux {FAMILY}: the build {VERSION} takes ({VERSION}, from {index_url}) is 49 days old (over "
             "rocm.max_age_days = 14): has TheRock renamed the family or moved its host? (docs/rocm.md, \"Stale builds\")")
     assert record["status"] == "success" and line in record["warnings"] and record["toolchain"]["stale"] == line
+    # What `rocm-alert` names the family by (tests/integration/test_rocm_alert_api.py).
+    assert (record["os"], record["toolchain"]["details"]["family"]) == ("linux", FAMILY)
     report = run_pipeline(["--matrix", str(ws / "matrix.toml"), "report", "--out", str(ws / "out")], check=True)
     markdown = (ws / "out" / "report.md").read_text()
     assert "49 days old" in markdown and "49 days old" in report.stdout + report.stderr

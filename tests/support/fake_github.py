@@ -565,6 +565,9 @@ class FakeGitHub:
         if method == "GET" and m and m.group(2):
             comments = [{"id": i + 1, "body": text} for i, text in enumerate(issue["comments"])]
             return self._page(comments, f"/repos/{self.repo}{path}", query)
+        if method == "GET" and m:
+            # GitHub's issue, without its comments (their count only).
+            return 200, _json({k: v for k, v in issue.items() if k != "comments"} | {"comments": len(issue["comments"])}), {}
         body = json.loads(data or b"{}")
         if method == "POST" and m and m.group(2):
             issue["comments"].append(body.get("body", ""))
