@@ -20,7 +20,9 @@ def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
     """The key-safe toolchain identity of ``leg`` in this run (its backend's :meth:`cache_identity`)."""
     from pipeline.backends import backend_of, toolchain_request
 
-    request = toolchain_request(inputs, leg)
+    # The installed ROCm a build names (--rocm-path, PIPELINE_ROCM_PATH) is the identity its records carry: without
+    # it the key named TheRock's resolved build (fetching the index), a key no build of that install hits.
+    request = toolchain_request(inputs, leg, rocm_path=inputs.rocm_path)
     return key_toolchain(backend_of(leg).cache_identity(request, make_console(inputs.environ, stderr=True)))
 
 

@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
         help="the toolchain identity or version (default: the resolved ROCm version, or the detected compiler)",
     )
     S.add_flag(p, S.RESOLVED)
+    S.add_flag(p, S.ROCM_PATH)
     p.add_argument("--json", action="store_true", help='print {"key": ..., "restore_keys": [...]}')
     p.set_defaults(func=run, reads_resolution=True)
 

@@ -10,13 +10,14 @@ libraries lack gfx1100; ``HIP_PLATFORM=amd`` because this machine also has nvcc.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
 
 from tests.support.hip_probe import cmake_says_hip_version
 from tests.support.hip_project import COMPILATIONS, KERNELS, write_hip_project
-from tests.support.pipeline_cli import build_leg
+from tests.support.pipeline_cli import build_leg, run_pipeline
 from tests.support.projects import write_matrix
 
 LEG = "rocm-linux-gfx1030"
@@ -70,6 +71,15 @@ def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
     assert second["toolchain"]["identity"] == tc["identity"]
     assert second["ccache"]["hits"] == COMPILATIONS
     assert second["ccache"]["misses"] == 0
+
+    # cache-key names the same toolchain for the same install, by flag or variable, with TheRock's index out of
+    # reach (issue 55: it fetched the index, and named TheRock's build: a key no build of this install hits).
+    offline = {"PIPELINE_ROCM_INDEX_URL": "http://127.0.0.1:9/index/", "PIPELINE_HTTP_BACKOFF": "0"}
+    key = ["--matrix", str(ws / "matrix.toml"), "cache-key", LEG, "--tag", "b7000", "--json"]
+    for extra, env in ((["--rocm-path", "/usr"], {}), ([], {"PIPELINE_ROCM_PATH": "/usr"})):
+        proc = run_pipeline([*key, *extra], env={**offline, **env})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert json.loads(proc.stdout)["key"] == f"llama-ccache--{LEG}--{tc['identity']}--b7000", proc.stdout
 
 
 def test_the_compilers_temporary_files_stay_in_the_build_folder(tmp_path: Path) -> None:
