@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
@@ -83,7 +84,9 @@ def record_from_zip(data: bytes, where: str) -> LegRecord:
             if message := json_text.too_big(names[0].file_size, where, RECORD_NAME, MAX_RECORD_BYTES):
                 raise GitHubError(message)
             raw = archive.read(names[0])
-    except (zipfile.BadZipFile, EOFError) as exc:
+    except (zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError, zlib.error, ValueError) as exc:
+        # Every way a member fails to read is a broken artifact: encrypted (RuntimeError), a compression method
+        # zipfile lacks (NotImplementedError), a corrupt deflate stream (zlib.error), a bad header (ValueError).
         raise GitHubError(f"{where}: not a readable zip of a record: {exc}") from None
     try:
         payload = json_text.loads(raw, where=where, what=RECORD_NAME, error=GitHubError, limit=MAX_RECORD_BYTES)

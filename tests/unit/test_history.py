@@ -90,3 +90,40 @@ def test_an_artifact_s_record_is_read_within_bounds() -> None:
         record_from_zip(_zipped("record.json", b" " * (MAX_RECORD_BYTES + 1)), "run 1")
     with pytest.raises(GitHubError, match=r"^run 1: record\.json is not JSON"):
         record_from_zip(_zipped("record.json", b"{not json"), "run 1")
+
+
+def _patched(data: bytes, *, flags: int | None = None, method: int | None = None, corrupt: bool = False) -> bytes:
+    """``data`` (a one-member zip) with its member's general-purpose flags or compression method rewritten in
+    both headers, or its deflate stream's bytes replaced (sizes and CRC kept): a zip that lists a record
+    whose bytes cannot be read."""
+    import struct
+
+    raw = bytearray(data)
+    local = raw.find(b"PK\x03\x04")
+    central = raw.find(b"PK\x01\x02")
+    if flags is not None:
+        struct.pack_into("<H", raw, local + 6, flags)
+        struct.pack_into("<H", raw, central + 8, flags)
+    if method is not None:
+        struct.pack_into("<H", raw, local + 8, method)
+        struct.pack_into("<H", raw, central + 10, method)
+    if corrupt:
+        name_len, extra_len = struct.unpack_from("<HH", raw, local + 26)
+        start = local + 30 + name_len + extra_len
+        size = struct.unpack_from("<I", raw, local + 18)[0]
+        raw[start:start + size] = b"\xff" * size
+    return bytes(raw)
+
+
+def test_a_record_that_cannot_be_inflated_is_a_broken_artifact_not_a_traceback() -> None:
+    """Issue 55: encrypted, an unknown compression method, a corrupt deflate stream ended in RuntimeError,
+    NotImplementedError and zlib.error; each is the one GitHubError report --history says and goes on after."""
+    import pytest
+
+    from pipeline.errors import GitHubError
+    from pipeline.report.history_fetch import record_from_zip
+
+    good = _zipped("record.json", b'{"leg": "cpu", "backend": "cpu", "os": "linux", "started": "x"}' + b" " * 200)
+    for broken in (_patched(good, flags=0x1), _patched(good, method=99), _patched(good, corrupt=True)):
+        with pytest.raises(GitHubError, match=r"^run 1: not a readable zip of a record: "):
+            record_from_zip(broken, "run 1")
