@@ -43,6 +43,8 @@ TAG = RUN_TAG
 # the separators around it stay unambiguous.
 TOOLCHAIN = re.compile(r"^[A-Za-z0-9._+]+(?:-[A-Za-z0-9._+]+)*$")
 TOOLCHAIN_MAX = 128
+# GitHub's longest Actions cache key.
+GITHUB_KEY_MAX = 512
 _DASHES = re.compile(r"-{2,}")
 
 
@@ -94,9 +96,18 @@ def restore_prefix(leg: str, toolchain: str) -> str:
     return f"{_NAMESPACE[CCACHE_KIND]}{SEP}{leg}{SEP}{toolchain}{SEP}"
 
 
+def fits_github(key: str) -> str:
+    """``key`` when GitHub's cache takes it (at most :data:`GITHUB_KEY_MAX` characters), else a UsageError: every
+    key this module makes passes here before it is used."""
+    if len(key) > GITHUB_KEY_MAX:
+        raise UsageError(f"cache key {key[:80]!r}... is {len(key)} characters: GitHub's cache takes at most "
+                         f"{GITHUB_KEY_MAX}")
+    return key
+
+
 def cache_key(leg: str, toolchain: str, tag: str) -> str:
     """The ccache key of one run of ``leg``."""
-    return restore_prefix(leg, toolchain) + check_run_tag(tag)
+    return fits_github(restore_prefix(leg, toolchain) + check_run_tag(tag))
 
 
 def restore_keys(leg: str, toolchain: str) -> list[str]:
@@ -108,7 +119,7 @@ def toolchain_cache_key(leg: str, toolchain: str) -> str:
     """The exact key of ``leg``'s downloaded toolchain archive."""
     _check_leg(leg)
     _check_toolchain(toolchain)
-    return f"{_NAMESPACE[TOOLCHAIN_KIND]}{SEP}{leg}{SEP}{toolchain}"
+    return fits_github(f"{_NAMESPACE[TOOLCHAIN_KIND]}{SEP}{leg}{SEP}{toolchain}")
 
 
 def looks_minted(key: str) -> bool:

@@ -26,6 +26,7 @@ no file states HIP's version.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -87,6 +88,10 @@ def cmake_prefix_of(root: Path, config_dir: Path) -> Path:
     return root
 
 
+# A HIP version as the identity takes it: "5.2.0", "6.4.43483".
+_HIP_VERSION = re.compile(r"\d{1,9}(?:\.\d{1,9}){0,3}")
+
+
 def find_installed_rocm(root: Path, os_name: str, *, what: str) -> InstalledRocm:
     """Each piece of the ROCm at ``root``; ToolchainError (one line, ``what`` first) naming a missing one."""
     clang_dir = find_clang_dir(root, os_name)
@@ -95,6 +100,12 @@ def find_installed_rocm(root: Path, os_name: str, *, what: str) -> InstalledRocm
         raise ToolchainError(
             f"{what}: no AMDGPU device libraries (amdgcn/bitcode) for {clang_dir / exe(os_name, 'clang')}; "
             f"looked in {', '.join(device_lib_places(root, clang_dir))}",
+            hint="install the device libraries (TheRock ships them; Debian: rocm-device-libs)",
+        )
+    if not any(device_libs.glob("*.bc")):
+        # The folder alone builds nothing: every HIP compile links ockl.bc, ocml.bc and the oclc_*.bc.
+        raise ToolchainError(
+            f"{what}: {device_libs} holds no AMDGPU device library (*.bc)",
             hint="install the device libraries (TheRock ships them; Debian: rocm-device-libs)",
         )
     configs = [d for d in cmake_package_dirs(root, "hip") if (d / HIP_CONFIG).is_file()]
@@ -110,6 +121,10 @@ def find_installed_rocm(root: Path, os_name: str, *, what: str) -> InstalledRocm
             f"{what}: no HIP version (no PACKAGE_VERSION in {_shown(root, [configs[0] / 'hip-config-version.cmake'])}, "
             "no bin/.hipVersion or share/hip/version, no bin/hipconfig)"
         )
+    if not _HIP_VERSION.fullmatch(found.version):
+        # It goes into the toolchain identity and the cache key (GitHub: 512 characters at most).
+        raise ToolchainError(f"{what}: the HIP version {found.version[:40]!r}{'...' if len(found.version) > 40 else ''}"
+                             f" read from {found.source} is not a version (up to four numbers of at most 9 digits)")
     return InstalledRocm(
         root=root, clang_dir=clang_dir, device_libs=device_libs, hip=found,
         cmake_prefix=cmake_prefix_of(root, configs[0]),

@@ -70,3 +70,35 @@ def test_the_identity_follows_the_content_not_the_mtime(tmp_path: Path) -> None:
     assert find_installed_rocm(root, "linux", what="x").identity != first
     newer = make_rocm_tree(tmp_path / "d", "therock", hip_version="7.0.2")
     assert find_installed_rocm(newer, "linux", what="x").identity.startswith("rocm-hip7.0.2-")
+
+
+def test_an_empty_device_library_folder_is_refused(tmp_path: Path) -> None:
+    """Issue 55: the folder alone passed, and the build went on with no ockl.bc to link."""
+    root = make_rocm_tree(tmp_path / "usr", "debian-sid")
+    device_libs = root / LAYOUTS["debian-sid"]["device_libs"]
+    for bitcode in device_libs.glob("*.bc"):
+        bitcode.unlink()
+    with pytest.raises(ToolchainError) as err:
+        find_installed_rocm(root, "linux", what=f"--rocm-path {root}")
+    assert err.value.message == f"--rocm-path {root}: {device_libs} holds no AMDGPU device library (*.bc)"
+
+
+@pytest.mark.parametrize("version", ["9" * 5000, "1.2.3.4.5", "6.1234567890.0"])
+def test_a_hip_version_that_is_not_a_version_is_refused(tmp_path: Path, version: str) -> None:
+    """Issue 55: a 5,000-digit version made a 5,063-character cache key (GitHub takes 512)."""
+    root = make_rocm_tree(tmp_path / "usr", "debian-sid", hip_version=version)
+    with pytest.raises(ToolchainError, match=r"is not a version \(up to four numbers of at most 9 digits\)") as err:
+        find_installed_rocm(root, "linux", what="--rocm-path X")
+    assert len(err.value.message) < 400
+
+
+def test_every_cache_key_fits_githubs_limit_or_is_refused() -> None:
+    from pipeline.actions_cache.cache_keys import GITHUB_KEY_MAX, cache_key, toolchain_cache_key
+    from pipeline.errors import UsageError
+
+    assert GITHUB_KEY_MAX == 512  # GitHub's documented limit for an Actions cache key
+    assert len(cache_key("rocm-linux-gfx110X", "rocm-hip6.4.43483-0123456789ab", "b7000")) < 512
+    # A run tag is b<digits>: nothing else bounds its length.
+    with pytest.raises(UsageError, match=r"is 5[0-9]{3} characters: GitHub's cache takes at most 512"):
+        cache_key("cpu", "gcc-12.2.0", "b" + "7" * 5000)
+    assert len(toolchain_cache_key("rocm-linux-gfx110X", "rocm-10.1.0a20261205")) < 512
