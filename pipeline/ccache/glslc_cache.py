@@ -59,7 +59,10 @@ UNCACHEABLE = frozenset({"-E", "-S", "-M", "-MM", "-c", "-MT", "-MQ", "--show-li
                          "--help", "-save-temps"})
 # Manifest entries kept per primary key: one per combination of include contents seen lately.
 MANIFEST_ENTRIES = 8
-OUTCOMES = ("hit", "miss", "uncacheable")
+OUTCOMES = ("hit", "miss", "uncacheable", "corrupt")
+# Beside a result's files: the sha256 of each, checked on every read (a flipped byte or a cut SPIR-V is a miss).
+DIGESTS = "digests"
+RESULT_FILES = ("output", "includes", "stderr")
 
 
 class Invocation:
@@ -273,7 +276,7 @@ class Cache:
         """The result key of the first manifest entry whose includes all still have their digest, if stored."""
         for key, includes in self.manifest(primary):
             unchanged = all(digest_of(path) == digest for path, digest in includes)
-            if unchanged and os.path.isfile(os.path.join(self.result_dir(key), "output")):
+            if unchanged and os.path.isdir(self.result_dir(key)):
                 return key
         return None
 
@@ -281,21 +284,27 @@ class Cache:
         """Keep one result (whole, or not at all) and note it first in the primary key's manifest."""
         key = result_key(primary, includes)
         final = self.result_dir(key)
-        if not os.path.isfile(os.path.join(final, "output")):
+        if not os.path.isfile(os.path.join(final, DIGESTS)):
             os.makedirs(os.path.dirname(final), exist_ok=True)
             staging = _temp_name(final)
             os.mkdir(staging)
             try:
-                for name, data in (("output", output), ("includes", _lines(includes).encode("utf-8", "surrogateescape")),
-                                   ("stderr", stderr)):
+                files = dict(zip(RESULT_FILES, (output, _lines(includes).encode("utf-8", "surrogateescape"), stderr),
+                                 strict=True))
+                files[DIGESTS] = _digest_lines(files)
+                for name, data in files.items():
                     with open(os.path.join(staging, name), "wb") as fh:
                         fh.write(data)
                 try:
                     os.rename(staging, final)
                 except OSError:
-                    # Another call stored the same result meanwhile: its copy is the same bytes.
-                    if not os.path.isfile(os.path.join(final, "output")):
-                        raise
+                    # Another call stored the same result meanwhile (its copy is the same bytes), or a bad copy is
+                    # in the way: it is removed and this one takes its place.
+                    if os.path.isfile(os.path.join(final, DIGESTS)) and self.read_result(key) is not None:
+                        pass
+                    else:
+                        _discard(final)
+                        os.rename(staging, final)
             finally:
                 if os.path.isdir(staging):
                     for name in os.listdir(staging):
@@ -308,8 +317,39 @@ class Cache:
 
     def includes(self, key: str) -> list[tuple[str, str]]:
         """The stored result's includes (portable path, digest), in the order glslc named them."""
-        text = _read(os.path.join(self.result_dir(key), "includes")).decode("utf-8", "surrogateescape")
-        return [(path, digest) for path, _, digest in (line.partition("\t") for line in text.splitlines())]
+        return _includes(_read(os.path.join(self.result_dir(key), "includes")))
+
+    def read_result(self, key: str) -> dict[str, bytes] | None:
+        """The stored result's files, each checked against the digests stored with it; None when one is missing,
+        unreadable or not what was stored (the entry is then removed, best effort: the next store replaces it)."""
+        folder = self.result_dir(key)
+        try:
+            files = {name: _read(os.path.join(folder, name)) for name in (*RESULT_FILES, DIGESTS)}
+        except OSError:
+            files = {}
+        if files and _digest_lines({name: files[name] for name in RESULT_FILES}) == files[DIGESTS]:
+            return files
+        _discard(folder)
+        return None
+
+
+def _digest_lines(files: dict[str, bytes]) -> bytes:
+    return "".join(f"{name}\t{digest_bytes(data)}\n" for name, data in files.items()).encode()
+
+
+def _includes(data: bytes) -> list[tuple[str, str]]:
+    text = data.decode("utf-8", "surrogateescape")
+    return [(path, digest) for path, _, digest in (line.partition("\t") for line in text.splitlines())]
+
+
+def _discard(folder: str) -> None:
+    """Remove a bad result's folder; a read-only cache keeps it (and misses on it again)."""
+    try:
+        for name in os.listdir(folder):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def _lines(includes: Sequence[tuple[str, str]]) -> str:
@@ -387,14 +427,18 @@ def handle(config: dict[str, str], argv: Sequence[str], cwd: str, env: dict[str,
     key = cache.lookup(primary, lambda p: file_digest(local(p, base)))
     if key is None:
         return _miss(glslc, argv, inv, cache, primary, base, cwd, stats, env)
-    result = cache.result_dir(key)
-    _atomic_write(os.path.join(cwd, inv.output), _read(os.path.join(result, "output")))
+    files = cache.read_result(key)
+    if files is None:
+        # A stored result that is not what was stored (a flipped byte, a cut SPIR-V, a lost file) is never served:
+        # counted, and compiled again (the store replaces it).
+        _count(stats, "corrupt")
+        return _miss(glslc, argv, inv, cache, primary, base, cwd, stats, env)
+    _atomic_write(os.path.join(cwd, inv.output), files["output"])
     if inv.depfile is not None:
-        deps = [input_path, *(local(p, base) for p, _ in cache.includes(key))]
+        deps = [input_path, *(local(p, base) for p, _ in _includes(files["includes"]))]
         _atomic_write(os.path.join(cwd, inv.depfile), depfile_text(inv.output, deps).encode("utf-8", "surrogateescape"))
-    stderr = _read(os.path.join(result, "stderr"))
     _count(stats, "hit")
-    return Reply(stderr=stderr)
+    return Reply(stderr=files["stderr"])
 
 
 def run(config: dict[str, str], argv: Sequence[str], cwd: str) -> int:

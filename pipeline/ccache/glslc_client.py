@@ -82,7 +82,12 @@ def client_program(cc: Path | None, cache_dir: Path) -> ClientProgram:
     program = cache_dir / CLIENT_SUBDIR / key / PROGRAM_NAME
     if program.is_file() and _answers(program):
         return ClientProgram(program=program)
-    if (problem := _compile(cc, source, program)) is not None:
+    try:
+        problem = _compile(cc, source, program)
+    except OSError as exc:
+        # A read-only (or full) cache folder: the Python launcher reads the cache all the same.
+        problem = f"the glslc launcher cannot be written into {program.parent.parent}: {exc.strerror or exc}"
+    if problem is not None:
         return ClientProgram(program=None, problem=problem)
     if not _answers(program):
         return ClientProgram(program=None, problem=f"the glslc launcher {cc} compiled does not run here")

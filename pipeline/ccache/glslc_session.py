@@ -83,6 +83,8 @@ class GlslcCache:
             "hits": counts["hit"],
             "misses": counts["miss"],
             "uncacheable": counts["uncacheable"],
+            # Stored results that failed their digest check: each was compiled again (and is among the misses).
+            "corrupt": counts["corrupt"],
             "hit_rate": counts["hit"] / calls if calls else None,
         }
 

@@ -91,3 +91,67 @@ def test_a_rebuild_in_another_folder_is_all_hits_and_a_changed_include_misses(tm
     assert _glslc_counts(third) == (per_shader, per_shader, 0)
     changed = _spv(laptop)
     assert changed["scale-1.spv"] != built["scale-1.spv"] and changed["add-1.spv"] == built["add-1.spv"]
+
+
+def _results(cache: Path) -> list[Path]:
+    return sorted(p for p in (cache / "glslc" / "results").glob("*/*") if p.is_dir())
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "cut to 100 bytes", "lose the includes"])
+def test_a_damaged_stored_result_is_never_served(tmp_path: Path, damage: str) -> None:
+    """Issue 55: with every stored SPIR-V damaged the build said 4 hits and shipped shaders glslc never wrote."""
+    cache = tmp_path / "ccache"
+    runner = _workspace(tmp_path / "runner")
+    build_leg(runner, "vulkan", cache)
+    built = _spv(runner)
+    results = _results(cache)
+    assert len(results) == SHADER_CALLS
+    for result in results:
+        output = result / "output"
+        data = output.read_bytes()
+        if damage == "flip a byte":
+            output.write_bytes(data[:40] + bytes([data[40] ^ 0xFF]) + data[41:])
+        elif damage == "cut to 100 bytes":
+            output.write_bytes(data[:100])
+        else:
+            (result / "includes").unlink()
+    laptop = _workspace(tmp_path / "elsewhere" / "laptop")
+    record = build_leg(laptop, "vulkan", cache)
+    glslc = record["ccache"]["glslc"]
+    # Every damaged entry counted, compiled again by glslc, and stored again whole.
+    assert (glslc["hits"], glslc["misses"], glslc["corrupt"]) == (0, SHADER_CALLS, SHADER_CALLS), glslc
+    assert _spv(laptop) == built
+    again = build_leg(_workspace(tmp_path / "third"), "vulkan", cache)["ccache"]["glslc"]
+    assert (again["hits"], again["misses"], again["corrupt"]) == (SHADER_CALLS, 0, 0), again
+
+
+def test_a_read_only_empty_glslc_cache_builds_uncached_and_says_so(tmp_path: Path) -> None:
+    """Issue 55: an empty read-only glslc/ folder failed the build with exit 11 (the launcher could not be written
+    there). The folder is a read-only bind mount in a mount namespace of the build's own (root writes through
+    mode bits): the build compiles every shader, says why the compiled launcher is not used, and exits 0."""
+    import json
+    import os
+    import shlex
+
+    from tests.support.pipeline_cli import ROOT
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a read-only bind mount needs root and unshare (util-linux)")
+    cache = tmp_path / "ccache"
+    folder = cache / "glslc"
+    folder.mkdir(parents=True)
+    ws = _workspace(tmp_path / "ws")
+    build = [sys.executable, "-m", "pipeline", "--matrix", str(ws / "matrix.toml"), "build", "vulkan", "--source",
+             str(ws / "project"), "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"]
+    script = (f"mount --bind {shlex.quote(str(folder))} {shlex.quote(str(folder))} && "
+              f"mount -o remount,bind,ro {shlex.quote(str(folder))} && touch {shlex.quote(str(folder))}/probe "
+              f"2>/dev/null && exit 99; exec {shlex.join(build)}")
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "the glslc launcher cannot be written into" in proc.stdout + proc.stderr
+    record = json.loads((ws / "out" / "vulkan" / "record.json").read_text())
+    glslc = record["ccache"]["glslc"]
+    assert (glslc["hits"], glslc["misses"]) == (0, SHADER_CALLS), glslc
+    assert _spv(ws)["scale-1.spv"].startswith(SPIRV_MAGIC)
+    assert list(folder.iterdir()) == [], "nothing was written into the read-only cache"
