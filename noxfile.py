@@ -59,13 +59,14 @@ HOST_ARCH = host_arch()
 
 
 def builds_here(leg: Leg) -> str | None:
-    """Why ``leg`` cannot build on this machine, or None: its OS, and its arch unless it cross-builds
-    (Linux cpu on x86-64 with Debian's aarch64 GCC; Windows cpu with llama.cpp's clang toolchain files)."""
+    """Why ``leg`` cannot build on this machine, or None: its OS, and its arch unless it cross-builds, by the
+    pipeline's one rule (:func:`pipeline.toolchain.cross.cross_problem`: the cpu legs of ``CROSS_TARGETS``,
+    Windows cpu with llama.cpp's clang toolchain files)."""
     if leg.os != HOST_OS:
         return f"it builds on {leg.os}, this machine runs {HOST_OS}"
-    if leg.arch != HOST_ARCH and not (leg.backend == "cpu" and leg.os in ("linux", "windows")):
-        return f"it builds for {leg.arch} on an {leg.arch} runner, this machine is {HOST_ARCH}"
-    return None
+    from pipeline.toolchain.cross import cross_problem
+
+    return cross_problem(leg, host_os=HOST_OS, host=HOST_ARCH)
 # The run's resolution, when `resolve` ran in this nox invocation (a leg's dependency):
 # a file left by an earlier run is never picked up by a standalone leg.
 _RESOLVED_THIS_RUN: list[str] = []

@@ -333,6 +333,19 @@ def test_the_workflow_runs_every_leg_on_its_runner_through_the_same_nox_session(
     assert any("source" in d.split() for d in downloads)
 
 
+def test_the_nightly_session_and_the_build_share_one_cross_build_rule() -> None:
+    """Issue 56: the noxfile let a cpu leg of any arch cross-build on Linux; the build allows CROSS_TARGETS only."""
+    import dataclasses
+
+    import noxfile
+    from pipeline.toolchain.cross import cross_problem
+
+    riscv = dataclasses.replace(SHIPPED.leg("cpu-arm64"), name="cpu-riscv64", arch="riscv64")
+    for leg in (riscv, SHIPPED.leg("cpu-arm64"), SHIPPED.leg("vulkan-arm64")):
+        if leg.os == noxfile.HOST_OS:
+            assert noxfile.builds_here(leg) == cross_problem(leg, host_os=noxfile.HOST_OS, host=noxfile.HOST_ARCH)
+
+
 def test_the_nightly_session_builds_what_this_machine_can() -> None:
     import noxfile
 
@@ -340,7 +353,7 @@ def test_the_nightly_session_builds_what_this_machine_can() -> None:
     if (noxfile.HOST_OS, noxfile.HOST_ARCH) != ("linux", "x64"):
         pytest.skip(f"the expectations are a Linux x64 machine's, this one is {noxfile.HOST_OS}/{noxfile.HOST_ARCH}")
     assert reasons["cpu"] is None and reasons["cpu-arm64"] is None  # cross-built here
-    assert reasons["vulkan-arm64"] == "it builds for arm64 on an arm64 runner, this machine is x64"
+    assert reasons["vulkan-arm64"] == "leg vulkan-arm64 (vulkan) builds for arm64 on an arm64 runner: this machine is x64"
     assert reasons["metal-macos-arm64"] == "it builds on macos, this machine runs linux"
     # Every Linux x64 leg that is built (7 ROCm, the 3 CUDA 13 and 4 CUDA 12.8 ones, vulkan, cpu) and the
     # cross-built cpu-arm64.
