@@ -28,10 +28,10 @@ FIRST = (
     "integration/test_real_tree.py",  # the cpu leg: the units the vulkan and act legs share
     "integration/test_rocm_real_tree.py",  # ~35 min: its own units (sid's compilers)
     "integration/test_act_nightly.py",  # night 1 reads the cpu leg's units
-    "integration/test_vulkan_real_tree.py",  # its host units are the cpu leg's
-    # In `nox -s e2e` (marker long), longest first: the reduced cuda build's host units are the cpu leg's.
+    # In `nox -s e2e` (marker long), longest first: the reduced cuda and vulkan builds' host units are the cpu leg's.
     "integration/test_real_tree_cuda.py",
     "integration/test_real_tree_arm64.py",
+    "integration/test_vulkan_real_tree.py",
 )
 
 

@@ -99,7 +99,7 @@ def _results(cache: Path) -> list[Path]:
 
 @pytest.mark.parametrize("damage", ["flip a byte", "cut to 100 bytes", "lose the includes"])
 def test_a_damaged_stored_result_is_never_served(tmp_path: Path, damage: str) -> None:
-    """Issue 55: with every stored SPIR-V damaged the build said 4 hits and shipped shaders glslc never wrote."""
+    """Before, with every stored SPIR-V damaged the build said 4 hits and shipped shaders glslc never wrote."""
     cache = tmp_path / "ccache"
     runner = _workspace(tmp_path / "runner")
     build_leg(runner, "vulkan", cache)
@@ -126,7 +126,7 @@ def test_a_damaged_stored_result_is_never_served(tmp_path: Path, damage: str) ->
 
 
 def test_a_read_only_empty_glslc_cache_builds_uncached_and_says_so(tmp_path: Path) -> None:
-    """Issue 55: an empty read-only glslc/ folder failed the build with exit 11 (the launcher could not be written
+    """Before, an empty read-only glslc/ folder failed the build with exit 11 (the launcher could not be written
     there). The folder is a read-only bind mount in a mount namespace of the build's own (root writes through
     mode bits): the build compiles every shader, says why the compiled launcher is not used, and exits 0."""
     import json

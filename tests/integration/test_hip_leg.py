@@ -73,7 +73,7 @@ def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
     assert second["ccache"]["misses"] == 0
 
     # cache-key names the same toolchain for the same install, by flag or variable, with TheRock's index out of
-    # reach (issue 55: it fetched the index, and named TheRock's build: a key no build of this install hits).
+    # reach (before, it fetched the index, and named TheRock's build: a key no build of this install hits).
     offline = {"PIPELINE_ROCM_INDEX_URL": "http://127.0.0.1:9/index/", "PIPELINE_HTTP_BACKOFF": "0"}
     key = ["--matrix", str(ws / "matrix.toml"), "cache-key", LEG, "--tag", "b7000", "--json"]
     for extra, env in ((["--rocm-path", "/usr"], {}), ([], {"PIPELINE_ROCM_PATH": "/usr"})):

@@ -45,13 +45,17 @@ from tests.support.reduction import (
     reduced_matrix,
     shipped_flags,
 )
+from tests.support.trixie_vulkan import VERSION as VULKAN_HEADERS
+from tests.support.trixie_vulkan import SdkUnavailable, trixie_vulkan_sdk
 
 pytestmark = pytest.mark.integration
 
 # The pinned CUDA toolkit of matrix.toml's [toolchains.cuda].
 CUDA_VERSION = "13.2.86"
 # Compile steps of the reduced cpu-arm64 leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
-ARM64_COMPILATIONS = 182
+ARM64_COMPILATIONS = 132
+# Compile steps of the reduced vulkan leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
+VULKAN_COMPILATIONS = 291  # the reduced vulkan build's ccache calls too (docs/testing.md: 131 of its 291 shared)
 # One leg's configure on 2 cores: the CUDA compiler's checks run nvcc a few times.
 CONFIGURE_TIMEOUT = 1800
 READS_THE_SDIST = True
@@ -174,4 +178,26 @@ def test_the_real_tree_configures_for_the_arm64_leg_with_the_cross_compiler(tree
     assert all(re.search(r"aarch64-linux-gnu-(gcc|g\+\+)(-\d+)?\s", c) for c in compiles), compiles[0]
     assert cross is not None and any("ggml-cpu/arch/arm/" in c for c in compiles)
     assert not any("ggml-cpu/arch/x86/" in c for c in compiles)
+    _nothing_compiled(build)
+
+
+def test_the_real_tree_configures_for_the_vulkan_leg_with_trixies_headers(tree: Path, tmp_path: Path) -> None:
+    try:
+        sdk = trixie_vulkan_sdk()
+    except SdkUnavailable as exc:
+        pytest.fail(f"the vulkan configure needs Debian 13's Vulkan headers and loader: {exc}")
+    record = _build("vulkan", _matrix(tmp_path, "vulkan"), tree, tmp_path / "out", tmp_path / "ccache",
+                    "--configure-only", "--vulkan-sdk", str(sdk))
+    assert record["status"] == "configured", record
+    _declared_in(record["cmake_args"], "vulkan")
+    assert record["toolchain"]["details"]["vulkan_headers"] == VULKAN_HEADERS
+    build = tmp_path / "out" / "vulkan" / "build"
+    cache = (build / "CMakeCache.txt").read_text()
+    assert "GGML_VULKAN:BOOL=ON" in cache
+    # glslc is the shader cache's launcher in the build folder (pipeline/ccache/glslc_session.py), not glslc itself.
+    assert re.search(rf"^Vulkan_GLSLC_EXECUTABLE:\w+={re.escape(str(build))}/pipeline-glslc/glslc(-py)?$", cache, re.M)
+    assert re.search(rf"^Vulkan_INCLUDE_DIR:\w+={re.escape(str(sdk))}/include$", cache, re.M)
+    compiles = _compiles(build)
+    assert len(compiles) == VULKAN_COMPILATIONS
+    assert any("ggml-vulkan/ggml-vulkan.cpp" in c for c in compiles)
     _nothing_compiled(build)

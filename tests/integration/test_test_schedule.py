@@ -53,9 +53,16 @@ def _collected_files(*args: str) -> set[str]:
     return {line.split("::")[0].removeprefix("tests/") for line in proc.stdout.splitlines() if "::" in line}
 
 
+def _collected_tests(*args: str) -> list[str]:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return [line.split("::")[1] for line in proc.stdout.splitlines() if "::" in line]
+
+
 def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds_by_leg() -> None:
     """docs/testing.md, "Which legs run where": with pyproject's addopts (nox -s tests) the rocm and cpu real-tree
-    builds and act's nights run, the cuda and cpu-arm64 builds do not; `nox -s e2e -- --leg cuda` takes both
+    builds and act's nights run, the cuda, cpu-arm64 and vulkan builds do not; `nox -s e2e -- --leg cuda` takes both
     of the cuda leg's e2e tests and nothing else."""
     files = [f"tests/{name}" for name in FIRST]
     suite = _collected_files(*files, "tests/integration/test_real_tree_configure.py")
@@ -66,6 +73,10 @@ def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds
     assert e2e == {"integration/test_real_tree_cuda.py", "e2e/test_shipped_legs.py"}, e2e
     assert _collected_files("-m", "long", "--leg", "cpu-arm64", "tests/integration") == {
         "integration/test_real_tree_arm64.py"}
+    # The vulkan file keeps its cheap refusal in the suite; its build is in e2e.
+    vulkan = ["tests/integration/test_vulkan_real_tree.py"]
+    assert _collected_tests(*vulkan) == ["test_headers_too_old_stop_the_vulkan_leg_before_configure"]
+    assert _collected_tests("-m", "long", *vulkan) == ["test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs"]
 
 
 def test_a_folder_storage_serves_what_was_put_and_refuses_paths_outside_it(tmp_path: Path) -> None:

@@ -116,7 +116,7 @@ def _patched(data: bytes, *, flags: int | None = None, method: int | None = None
 
 
 def test_a_record_that_cannot_be_inflated_is_a_broken_artifact_not_a_traceback() -> None:
-    """Issue 55: encrypted, an unknown compression method, a corrupt deflate stream ended in RuntimeError,
+    """Before, encrypted, an unknown compression method, a corrupt deflate stream ended in RuntimeError,
     NotImplementedError and zlib.error; each is the one GitHubError report --history says and goes on after."""
     import pytest
 

@@ -73,7 +73,7 @@ def test_the_identity_follows_the_content_not_the_mtime(tmp_path: Path) -> None:
 
 
 def test_an_empty_device_library_folder_is_refused(tmp_path: Path) -> None:
-    """Issue 55: the folder alone passed, and the build went on with no ockl.bc to link."""
+    """Before, the folder alone passed, and the build went on with no ockl.bc to link."""
     root = make_rocm_tree(tmp_path / "usr", "debian-sid")
     device_libs = root / LAYOUTS["debian-sid"]["device_libs"]
     for bitcode in device_libs.glob("*.bc"):
@@ -85,7 +85,7 @@ def test_an_empty_device_library_folder_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("version", ["9" * 5000, "1.2.3.4.5", "6.1234567890.0"])
 def test_a_hip_version_that_is_not_a_version_is_refused(tmp_path: Path, version: str) -> None:
-    """Issue 55: a 5,000-digit version made a 5,063-character cache key (GitHub takes 512)."""
+    """Before, a 5,000-digit version made a 5,063-character cache key (GitHub takes 512)."""
     root = make_rocm_tree(tmp_path / "usr", "debian-sid", hip_version=version)
     with pytest.raises(ToolchainError, match=r"is not a version \(up to four numbers of at most 9 digits\)") as err:
         find_installed_rocm(root, "linux", what="--rocm-path X")

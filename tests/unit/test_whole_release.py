@@ -334,7 +334,7 @@ def test_the_workflow_runs_every_leg_on_its_runner_through_the_same_nox_session(
 
 
 def test_the_nightly_session_and_the_build_share_one_cross_build_rule() -> None:
-    """Issue 56: the noxfile let a cpu leg of any arch cross-build on Linux; the build allows CROSS_TARGETS only."""
+    """Before, the noxfile let a cpu leg of any arch cross-build on Linux; the build allows CROSS_TARGETS only."""
     import dataclasses
 
     import noxfile
