@@ -15,7 +15,7 @@ from datetime import date, datetime
 from pipeline.errors import ConfigError, ResolutionError, UsageError
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.resolution_file import Resolution, ResolvedRocm, SourceSpec
-from pipeline.inputs.rocm_hosts import RocmHost, host_for, hosts_upto, stream_hosts
+from pipeline.inputs.rocm_hosts import RocmHost, host_for, hosts_text, hosts_upto
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import rocm_version_date
 from pipeline.rocm.index import IndexEntry
@@ -93,9 +93,8 @@ class HostedIndexes:
         else:
             found = hosts_upto(self.hosts, day)
         if not found:
-            have = "; ".join(f"{h.index_url} ({h.span})" for h in stream_hosts(self.hosts)) or "none"
             raise ConfigError(f"{self.where}: no nightly host publishes builds dated {day} or earlier "
-                              f"(the hosts: {have}); --index-url names one")
+                              f"(the hosts: {hosts_text(self.hosts)}); --index-url names one")
         return found
 
     def resolve(self, os_name: str, family: str) -> ResolvedRocm:

@@ -77,11 +77,15 @@ def hosts_upto(hosts: Sequence[RocmHost], day: date, stream: str = "nightly") ->
     return [h for h in stream_hosts(hosts, stream) if h.since is None or h.since <= day]
 
 
+def hosts_text(hosts: Sequence[RocmHost], stream: str = "nightly") -> str:
+    """``url (range); url (range)``: a stream's hosts as an error names them (``none`` when there are none)."""
+    return "; ".join(f"{h.index_url} ({h.span})" for h in stream_hosts(hosts, stream)) or "none"
+
+
 def index_for(hosts: Sequence[RocmHost], day: date, *, where: str, stream: str = "nightly") -> str:
     """The index of the host that published ``stream``'s builds dated ``day``, or a ConfigError naming the hosts."""
     host = host_for(hosts, day, stream)
     if host is None:
-        have = "; ".join(f"{h.index_url} ({h.span})" for h in stream_hosts(hosts, stream)) or "none"
-        raise ConfigError(f"{where}: no {stream} host publishes builds dated {day} (the hosts: {have}); "
+        raise ConfigError(f"{where}: no {stream} host publishes builds dated {day} (the hosts: {hosts_text(hosts, stream)}); "
                           "--index-url names one")
     return host.index_url
