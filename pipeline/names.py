@@ -23,9 +23,11 @@ DEFAULT_ARCH = "x64"
 def arch_problem(value: str) -> str | None:
     return None if value in ARCHES else "one of " + ", ".join(repr(a) for a in ARCHES)
 BACKENDS = ("cpu", "cuda", "metal", "rocm", "vulkan")
-# ROCm toolchain policies that are rules; anything else must be an explicit version.
+# ROCm toolchain policies that are rules; anything else must be an explicit version. "weekly-stable"
+# is a nightly build that holds still for a week; "stable" is TheRock's stable stream (its releases).
 WEEKLY_STABLE = "weekly-stable"
-POLICIES = (WEEKLY_STABLE, "weekly", "latest")
+STABLE = "stable"
+POLICIES = (WEEKLY_STABLE, "weekly", "latest", STABLE)
 # What matrix.toml's [rocm] policy means when it says nothing.
 DEFAULT_POLICY = WEEKLY_STABLE
 POLICY_CHOICES = ", ".join(f"'{p}'" for p in POLICIES)
@@ -44,12 +46,17 @@ FAMILY = re.compile(FAMILY_PATTERN)
 # One GPU target, as the compiler takes it: "gfx1100".
 GPU_TARGET = re.compile(r"^gfx[0-9a-f]+$")
 
-# A TheRock version: X.Y.Z + a|rc + YYYYMMDD, the YYYYMMDD a real calendar date. The pattern is
-# only the shape (an index's tarball names are matched with it); rocm_version_parts is the rule.
-ROCM_VERSION_PATTERN = r"\d+\.\d+\.\d+(?:a|rc)\d{8}"
+# A TheRock version. A nightly build's is X.Y.Z + a|rc + YYYYMMDD, the YYYYMMDD a real calendar
+# date; a stable release's is X.Y.Z alone (TheRock's build_tools/compute_rocm_package_version.py,
+# release type "release", at 89553ce3746e). The pattern is only the shape (an index's tarball names
+# are matched with it); rocm_version_parts and rocm_release_parts are the rules.
+ROCM_VERSION_PATTERN = r"\d+\.\d+\.\d+(?:(?:a|rc)\d{8})?"
 _ROCM_VERSION_PARTS = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2})")
+_ROCM_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 ROCM_VERSION_EXAMPLE = "10.1.0a20260807"
-ROCM_VERSION_EXPECTED = f"a version like {ROCM_VERSION_EXAMPLE!r} (X.Y.Z, 'a' or 'rc', a real date YYYYMMDD)"
+ROCM_RELEASE_EXAMPLE = "7.14.0"
+ROCM_VERSION_EXPECTED = (f"a version like {ROCM_VERSION_EXAMPLE!r} (X.Y.Z, 'a' or 'rc', a real date YYYYMMDD) "
+                         f"or a stable release like {ROCM_RELEASE_EXAMPLE!r}")
 POLICY_EXPECTED = f"{POLICY_CHOICES} or {ROCM_VERSION_EXPECTED}"
 
 # llama.cpp's release tags, and what a run may ask for.
@@ -176,13 +183,26 @@ def rocm_version_parts(version: str) -> tuple[int, int, int, str, date] | None:
     return int(major), int(minor), int(patch), stage, built
 
 
+def rocm_release_parts(version: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a TheRock stable release (``7.14.0``); None for anything else, a nightly too."""
+    m = _ROCM_RELEASE.fullmatch(version)
+    return None if m is None else (int(m[1]), int(m[2]), int(m[3]))
+
+
 def is_rocm_version(text: str) -> bool:
-    """Whether ``text`` is a TheRock version with a real build date."""
-    return rocm_version_parts(text) is not None
+    """Whether ``text`` is a TheRock version: a nightly's with a real build date, or a stable release's."""
+    return rocm_version_parts(text) is not None or rocm_release_parts(text) is not None
+
+
+def rocm_stream(policy: str) -> str:
+    """The TheRock stream a policy's builds come from: ``stable`` and stable releases from the stable stream,
+    everything else (the weekly rules, latest, a dated version) from the nightly one."""
+    return STABLE if policy == STABLE or rocm_release_parts(policy) is not None else "nightly"
 
 
 def rocm_version_date(version: str) -> date:
-    """The build date at the end of a TheRock version (ValueError when it is not one)."""
+    """The build date at the end of a nightly TheRock version (ValueError for anything else, a stable release
+    too: its version carries no date)."""
     parts = rocm_version_parts(version)
     if parts is None:
         raise ValueError(f"not a TheRock version: {version!r}")

@@ -17,7 +17,7 @@ from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.resolution_file import Resolution, ResolvedRocm, SourceSpec
 from pipeline.inputs.rocm_hosts import RocmHost, host_for, hosts_text, hosts_upto
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import rocm_version_date
+from pipeline.names import rocm_release_parts, rocm_stream, rocm_version_date
 from pipeline.rocm.index import IndexEntry
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.policy import cutoff_for, is_explicit, parse_policy
@@ -84,17 +84,19 @@ class HostedIndexes:
         return self._entries[url]
 
     def candidates(self) -> list[RocmHost]:
-        """The hosts a build of the run's policy may come from, newest first: the one that published the
-        explicit version's date; else every host up to the newest build date the policy accepts."""
+        """The hosts of the policy's stream a build may come from, newest first: the one that published the
+        explicit nightly version's date; else every host up to the newest build date the policy accepts."""
         day = build_day_limit(self.policy, self.now)
-        if is_explicit(self.policy):
-            host = host_for(self.hosts, day)
+        stream = rocm_stream(self.policy)
+        if is_explicit(self.policy) and stream == "nightly":
+            host = host_for(self.hosts, day, stream)
             found = [host] if host is not None else []
         else:
-            found = hosts_upto(self.hosts, day)
+            # A stable release carries no date: the hosts that had begun publishing by the run's day.
+            found = hosts_upto(self.hosts, day, stream)
         if not found:
-            raise ConfigError(f"{self.where}: no nightly host publishes builds dated {day} or earlier "
-                              f"(the hosts: {hosts_text(self.hosts)}); --index-url names one")
+            raise ConfigError(f"{self.where}: no {stream} host publishes builds dated {day} or earlier "
+                              f"(the hosts: {hosts_text(self.hosts, stream)}); --index-url names one")
         return found
 
     def resolve(self, os_name: str, family: str) -> ResolvedRocm:
@@ -120,8 +122,9 @@ class HostedIndexes:
 
 
 def build_day_limit(policy: str, now: datetime) -> date:
-    """The newest build date ``policy`` can take at ``now``: its cutoff, the explicit version's date, or today."""
-    if is_explicit(policy):
+    """The newest build date ``policy`` can take at ``now``: its cutoff, the explicit nightly version's date, or
+    today (``stable`` and a stable release: their dates are publish dates)."""
+    if is_explicit(policy) and rocm_release_parts(policy) is None:
         return rocm_version_date(policy)
     return cutoff_for(policy, now) or now.date()
 

@@ -26,6 +26,7 @@ from pipeline.inputs.matrix import Leg
 from pipeline.inputs.resolution_file import Resolution, load_resolution
 from pipeline.inputs.rocm_hosts import index_for
 from pipeline.inputs.run_inputs import RunInputs
+from pipeline.names import rocm_stream
 from pipeline.rocm.index import builds_for
 from pipeline.rocm.policy import WEEK_ZONE, is_explicit, parse_policy
 from pipeline.rocm.simulate import ReplayRow, replay_moments, replay_rows
@@ -79,7 +80,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--policy",
         metavar="RULE",
-        help="the rule to replay: weekly-stable, weekly, latest or a version "
+        help="the rule to replay: weekly-stable, weekly, latest, stable or a version "
         "(default: the --resolution's rule, else as --rocm-version)",
     )
     p.add_argument(
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if not inputs.given(S.INDEX_URL) and recorded is not None and recorded.index_url:
         url = recorded.index_url
     if url is None:
-        url = index_for(matrix.rocm.hosts, now.date(), where=f"{matrix.path} rocm.hosts")
+        url = index_for(matrix.rocm.hosts, now.date(), where=f"{matrix.path} rocm.hosts", stream=rocm_stream(policy))
     entries = load_entries(url, policy, fetch_with_status(make_console(inputs.environ, stderr=True), inputs))
     builds: dict[str, Sequence[RocmBuild]] | None = None
     if entries is not None:

@@ -32,8 +32,10 @@ Overrides, strongest first: the flag, then the environment, then matrix.toml
 (see `python -m pipeline settings`).
 Policies: weekly-stable (the newest build dated on or before the Saturday
 before the most recent Sunday in San Francisco and published before that
-Sunday began), weekly (the same cutoff, published by --now), latest, or an
-explicit version such as 10.1.0a20260807. Builds published after --now are ignored.
+Sunday began), weekly (the same cutoff, published by --now), latest, stable
+(the newest stable release, from matrix.toml's stable hosts), or an explicit
+version: a nightly's such as 10.1.0a20260807 or a release's such as 7.14.0.
+Builds published after --now are ignored.
 With matrix.toml's [rocm] source = "wheels", one leg (--leg, --os/--family) resolves
 from its wheel index (rocm.wheel_index_url), as the whole run does.
 """

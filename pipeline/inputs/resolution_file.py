@@ -24,9 +24,9 @@ from pipeline.inputs.settings import RESOLVED, parse_url
 from pipeline.names import (
     COMMIT_SHA,
     SHA256_HEX,
+    is_rocm_version,
     policy_problem,
     rocm_identity,
-    rocm_version_date,
     url_problem,
 )
 from pipeline.util.fsutil import atomic_write_json
@@ -246,10 +246,8 @@ class ResolvedRocm:
         index_url = data.get("index_url")
         _check_url(index_url, f"{where}.index_url", optional=True)
         version = text("version")
-        try:
-            rocm_version_date(version)
-        except ValueError:
-            raise UsageError(f"{where}.version: not a TheRock version: {version!r}") from None
+        if not is_rocm_version(version):
+            raise UsageError(f"{where}.version: not a TheRock version: {version!r}")
         # What the run asked for, read back by --rocm-version's check: the one rule of a policy.
         policy = text("policy")
         if (problem := policy_problem(policy)) is not None:

@@ -18,7 +18,7 @@ from datetime import date
 from pipeline.errors import ConfigError
 
 # The streams the resolver reads (the ``stream`` of a ``[[rocm.hosts]]`` entry).
-ROCM_STREAMS = ("nightly",)
+ROCM_STREAMS = ("nightly", "stable")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.names import DEFAULT_POLICY, ROCM_VERSION_EXAMPLE, UPSTREAM_TAG, parse_policy, url_problem
+from pipeline.names import (
+    DEFAULT_POLICY,
+    ROCM_RELEASE_EXAMPLE,
+    ROCM_VERSION_EXAMPLE,
+    UPSTREAM_TAG,
+    parse_policy,
+    url_problem,
+)
 
 Parse = Callable[[str, str], Any]
 
@@ -218,7 +225,8 @@ NOW = Setting(
 ROCM_VERSION = Setting(
     name="rocm_version", flag="--rocm-version", env=("PIPELINE_ROCM_VERSION",), matrix_key="rocm.policy",
     parse=parse_policy_text, metavar="POLICY", default=DEFAULT_POLICY,
-    help=f"ROCm toolchain policy: weekly-stable, weekly, latest or a version like {ROCM_VERSION_EXAMPLE}",
+    help=f"ROCm toolchain policy: weekly-stable, weekly, latest, stable or a version like {ROCM_VERSION_EXAMPLE} "
+    f"(a stable release: {ROCM_RELEASE_EXAMPLE})",
 )
 INDEX_URL = Setting(
     name="index_url", flag="--index-url", env=("PIPELINE_ROCM_INDEX_URL",), matrix_key="rocm.index_url",

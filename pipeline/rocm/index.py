@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pipeline.errors import IndexFormatError
-from pipeline.rocm.versions import RocmBuild, parse_tarball, parse_tarball_name
+from pipeline.rocm.versions import RocmBuild, build_date, parse_tarball, parse_tarball_name
 
 if TYPE_CHECKING:
     pass
@@ -334,7 +334,7 @@ def builds_for(entries: Iterable[IndexEntry], base_url: str, os: str, family: st
                 os=os,
                 family=family,
                 version=parsed[2],
-                date=parsed[3],
+                date=parsed[3] or build_date(parsed[2], entry.published),
                 published=entry.published,
                 # A matched file name is URL-safe; only an S3 folder may need quoting.
                 url=base + (quote(name, safe="/") if "/" in name else name),

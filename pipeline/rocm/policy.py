@@ -1,4 +1,4 @@
-"""Which build a run takes: weekly-stable, weekly, latest or an explicit version (pure).
+"""Which build a run takes: weekly-stable, weekly, latest, stable or an explicit version (pure).
 
 ``now`` is always a parameter. Builds the index says were published after
 ``now`` did not exist for that run and are ignored, so replaying a past date
@@ -14,6 +14,10 @@ Monday's splits the week. ``weekly-stable`` also requires the build to have
 been published before the week began (Sunday 00:00 in San Francisco): every
 run of the week comes after that moment, so all of them see one set of builds
 and pick the same one, whatever the publish times.
+
+``stable`` is not a rule on nightly builds: it takes the newest stable release
+(``7.14.0``, ``10.0.0``) published by the run's moment, from TheRock's stable
+stream (the caller reads that stream's index: ``names.rocm_stream``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from zoneinfo import ZoneInfo
 from pipeline.errors import ResolutionError, UsageError
 from pipeline.names import DEFAULT_POLICY as DEFAULT_POLICY
 from pipeline.names import POLICIES as POLICIES
-from pipeline.names import POLICY_EXPECTED, is_explicit, parse_policy
+from pipeline.names import POLICY_EXPECTED, STABLE, is_explicit, parse_policy, rocm_release_parts
 from pipeline.names import WEEKLY_STABLE as WEEKLY_STABLE
 
 __all__ = ["DEFAULT_POLICY", "POLICIES", "WEEKLY_STABLE", "is_explicit", "parse_policy"]
@@ -73,7 +77,7 @@ def cutoff_for(policy: str, now: datetime) -> date | None:
     """The newest build date ``policy`` accepts at ``now``; None when it has no cutoff."""
     if policy in ("weekly", WEEKLY_STABLE):
         return weekly_cutoff(now)
-    if policy == "latest":
+    if policy in ("latest", STABLE):
         return None
     if is_version(policy):
         return None
@@ -121,9 +125,19 @@ def newest(builds: Iterable[RocmBuild], cutoff: date | None = None) -> RocmBuild
 def nearest_versions(builds: Iterable[RocmBuild], version: str, n: int = NEAREST_SHOWN) -> list[str]:
     """Up to ``n`` available versions closest to ``version``: same line first, then by date distance."""
     key = version_sort_key(version)
-    wanted = date(key[0] // 10000, key[0] // 100 % 100, key[0] % 100)
     line = version_line(version)
     unique = {b.version: b for b in builds}
+    release = rocm_release_parts(version)
+    if release is not None:
+        # A stable release's neighbours are the releases nearest in number (they carry no date).
+        def number(parts: Sequence[int]) -> int:
+            return parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2]
+
+        releases = [b for b in unique.values() if rocm_release_parts(b.version) is not None]
+        ranked = sorted(releases, key=lambda b: (version_line(b.version) != line,
+                                                 abs(number(b.sort_key[1:4]) - number(release)), b.sort_key))
+        return sorted((b.version for b in ranked[:n]), key=version_sort_key)
+    wanted = date(key[0] // 10000, key[0] // 100 % 100, key[0] % 100)
     ranked = sorted(
         unique.values(),
         key=lambda b: (version_line(b.version) != line, abs((b.date - wanted).days), b.sort_key),
@@ -146,7 +160,7 @@ def select_build(
 
     ``weekly`` takes the newest build dated on or before the weekly cutoff,
     ``weekly-stable`` the same among builds published before the week began,
-    ``latest`` the newest, a version exactly that build. ``cutoff``, when
+    ``latest`` the newest, ``stable`` the newest stable release, a version exactly that build. ``cutoff``, when
     given, replaces the policy's own cutoff for a non-explicit policy (a
     simulator can try other rules with it). Raises ResolutionError when
     nothing matches; a missing explicit version lists the nearest ones.
@@ -169,6 +183,12 @@ def select_build(
         near = nearest_versions(seen, policy)
         listing = ", ".join(near) if near else "none"
         raise ResolutionError(f"ROCm {_what(every)}{policy} is not in the index; nearest available: {listing}")
+    if policy == STABLE:
+        releases = [b for b in seen if rocm_release_parts(b.version) is not None]
+        chosen = newest(releases)
+        if chosen is None:
+            raise ResolutionError(f"no ROCm {_what(every)}stable release was published by {when}")
+        return chosen
     if cutoff is None:
         cutoff = cutoff_for(policy, now)
     bound = published_before(policy, now)

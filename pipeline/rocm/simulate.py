@@ -34,7 +34,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from pipeline.errors import ResolutionError, UsageError
-from pipeline.names import POLICIES, ROCM_VERSION_EXPECTED, WEEKLY_STABLE, policy_problem
+from pipeline.names import POLICIES, ROCM_VERSION_EXPECTED, STABLE, WEEKLY_STABLE, policy_problem, rocm_stream
 from pipeline.rocm.policy import WEEK_ZONE, cutoff_for, local_week_start, select_build, sunday_cutoff
 from pipeline.rocm.versions import RocmBuild
 from pipeline.util.timeutil import format_utc
@@ -136,10 +136,15 @@ def parse_cron(text: str) -> time:
 
 
 def check_policy(policy: str) -> str:
-    """A policy the simulator knows: a user policy, weekly-sunday or an explicit version."""
+    """A policy the simulator knows: a rule on nightly builds, weekly-sunday or an explicit nightly version.
+
+    It replays one nightly index: ``stable`` and a stable release come from another stream."""
+    if rocm_stream(policy) == STABLE:
+        raise UsageError(f"--policy {policy}: the simulator replays the nightly stream; {policy!r} comes from the "
+                         "stable one (resolve --rocm-version answers it)")
     if policy == SUNDAY_VARIANT or policy_problem(policy) is None:
         return policy
-    known = ", ".join(repr(p) for p in (*POLICIES, SUNDAY_VARIANT))
+    known = ", ".join(repr(p) for p in (*POLICIES, SUNDAY_VARIANT) if p != STABLE)
     raise UsageError(f"--policy: expected {known} or {ROCM_VERSION_EXPECTED}, got {policy!r}")
 
 

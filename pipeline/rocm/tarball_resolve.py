@@ -1,6 +1,6 @@
 """Which TheRock build an OS and GPU family take, from the index's entries.
 
-The policy (weekly, latest, an explicit version) picks among the builds of the
+The policy (weekly-stable, weekly, latest, stable, an explicit version) picks among the builds of the
 index that match the os and family; the build's ``.sha256sum`` beside it is
 recorded when the index lists one (resolving never fetches it: the install
 does).

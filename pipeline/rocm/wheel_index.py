@@ -28,9 +28,9 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from pipeline.errors import IndexFormatError
-from pipeline.names import is_family, rocm_version_date
+from pipeline.names import is_family
 from pipeline.rocm.index import parse_published
-from pipeline.rocm.versions import RocmBuild, is_version
+from pipeline.rocm.versions import RocmBuild, build_date, is_version
 from pipeline.util import json_text
 
 # What a client asks a simple index for (PEP 691): JSON first, HTML otherwise.
@@ -284,7 +284,7 @@ def wheel_builds(
             published = max(times) if len(times) == len(picked) else None
             build = RocmBuild(
                 name=f"{SELECTOR}[libraries,devel]=={version}", os=os_name, family=family, version=version,
-                date=rocm_version_date(version), published=published, url=project_url(index_url, SELECTOR),
+                date=build_date(version, published), published=published, url=project_url(index_url, SELECTOR),
             )
             builds.append(WheelBuild(build=build, files=tuple(picked)))
     return builds

@@ -119,7 +119,7 @@ def test_malformed_tag(tag: str, with_source: bool, tmp_path: Path) -> None:
 
 # Month 13: the shape of a TheRock version (X.Y.Z + a + 8 digits), not a date.
 NO_SUCH_DATE = "10.1.0a20261399"
-POLICY_EXPECTED_START = "expected 'weekly-stable', 'weekly', 'latest' or a version like '10.1.0a20260807'"
+POLICY_EXPECTED_START = "expected 'weekly-stable', 'weekly', 'latest', 'stable' or a version like '10.1.0a20260807'"
 
 
 def _policy_commands(tmp_path: Path) -> dict[str, list[str]]:

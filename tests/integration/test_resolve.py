@@ -350,7 +350,7 @@ ERRORS = {
     "malformed now": (["--leg", "rocm-linux", "--now", "last tuesday"], None, 2,
                       "--now: not an ISO-8601 moment: 'last tuesday'"),
     "malformed version": (["--leg", "rocm-linux", "--rocm-version", "10.1"], None, 2,
-                          "--rocm-version: expected 'weekly-stable', 'weekly', 'latest' or a version"),
+                          "--rocm-version: expected 'weekly-stable', 'weekly', 'latest', 'stable' or a version"),
     "missing version": (["--leg", "rocm-linux", "--rocm-version", "10.1.0a20260808"], None, 6,
                         "10.1.0a20260808 is not in the index; nearest available: "),
     "empty for the cutoff": (["--leg", "rocm-linux", "--now", "2026-07-10T12:00:00Z"], None, 6,

@@ -1,10 +1,11 @@
-"""The fourteen ROCm legs against TheRock as it publishes today: two hosts by date, today's family names.
+"""The fourteen ROCm legs against TheRock as it publishes today: two hosts by date, today's family names,
+the stable stream.
 
 The shipped matrix.toml is resolved as it is (its [rocm_families], its ROCm legs and its [[rocm.hosts]]), with
-only the source repo and the two hosts' URLs pointed at local servers, each serving a page shaped like the one
+only the source repo and the hosts' URLs pointed at local servers, each serving a page shaped like the one
 TheRock's own generator writes (tests/support/therock_index.py, ``tarball_index_page``): the old CDN with the
 builds up to 2026-08-22 (and the retired family names' last builds), the RFC0012 nightly host with today's
-families from 2026-08-23 on.
+families from 2026-08-23 on, the RFC0012 stable host with the releases 7.12.0 to 10.0.0.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ pytestmark = pytest.mark.integration
 
 OLD_HOST = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
 NEW_HOST = "https://nightly.repo.amd.com/rocm/core/tarball/"
+STABLE_HOST = "https://stable.repo.amd.com/rocm/core/tarball/"
+# TheRock's stable releases as the issue's survey lists them; the publish dates are this test's (10.0.0's is
+# after the night of 2026-12-06, so that night cannot see it).
+RELEASES = {"7.12.0": datetime(2026, 5, 14, 17, tzinfo=UTC), "7.13.0": datetime(2026, 7, 30, 17, tzinfo=UTC),
+            "7.14.0": datetime(2026, 10, 22, 17, tzinfo=UTC), "10.0.0": datetime(2026, 12, 10, 17, tzinfo=UTC)}
 TODAY = {"linux": TODAYS_LINUX_FAMILIES, "windows": TODAYS_WINDOWS_FAMILIES}
 
 
@@ -49,6 +55,9 @@ def hosts(http_server: LocalServer, tmp_path: Path) -> Path:
                                         {"Content-Type": "text/html"}))
     http_server.route("/new/", Response(200, tarball_index_page(_entries(date(2026, 8, 23), 106)).encode(),
                                         {"Content-Type": "text/html"}))
+    stable = [(f"therock-dist-{os_name}-{fam}-{version}.tar.gz", when)
+              for os_name, families in TODAY.items() for fam in families for version, when in RELEASES.items()]
+    http_server.route("/stable/", Response(200, tarball_index_page(stable).encode(), {"Content-Type": "text/html"}))
     upstream = tmp_path / "upstream"
     init_repo(upstream)
     when = datetime(2026, 1, 5, tzinfo=UTC)
@@ -56,17 +65,18 @@ def hosts(http_server: LocalServer, tmp_path: Path) -> Path:
     tag(upstream, "b100", when=when)
     text = (ROOT / "matrix.toml").read_text(encoding="utf-8")
     text = text.replace('repo = "https://github.com/ggml-org/llama.cpp"', f'repo = "{upstream}"', 1)
-    for shipped, local in ((OLD_HOST, "/old/"), (NEW_HOST, "/new/")):
+    for shipped, local in ((OLD_HOST, "/old/"), (NEW_HOST, "/new/"), (STABLE_HOST, "/stable/")):
         assert text.count(f'index_url = "{shipped}"') == 1, shipped
         text = text.replace(f'index_url = "{shipped}"', f'index_url = "{http_server.url(local)}"')
     (tmp_path / "matrix.toml").write_text(text)
     return tmp_path / "matrix.toml"
 
 
-def _resolve(matrix: Path, now: str) -> dict[str, dict[str, str]]:
-    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--now", now], cwd=matrix.parent,
+def _resolve(matrix: Path, now: str, *more: str) -> dict[str, dict[str, str]]:
+    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--now", now, *more], cwd=matrix.parent,
                         env={"PIPELINE_HTTP_BACKOFF": "0"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr
     legs: dict[str, dict[str, str]] = json.loads((matrix.parent / "out" / "resolved.json").read_text())["legs"]
     return legs
 
@@ -126,3 +136,35 @@ def test_tonight_against_the_old_host_alone_every_family_is_said_stale_once_or_f
     assert failed.returncode == 14, failed.stdout + failed.stderr
     assert failed.stderr.count("error: ") == 1 and "106 days old" in failed.stderr and "Traceback" not in failed.stderr
     assert not resolved.exists(), "no resolution is written for legs to build with"
+
+
+def test_the_stable_policy_takes_the_newest_release_published_by_the_night_from_the_stable_host(
+        hosts: Path, http_server: LocalServer) -> None:
+    legs = _resolve(hosts, "2026-12-06T09:17:00Z", "--rocm-version", "stable")
+    assert len(legs) == 14
+    for leg, entry in legs.items():
+        # 10.0.0 is published on 2026-12-10: after this night. A release has no build date, so it is never stale.
+        assert (entry["version"], entry["policy"], entry["cutoff"]) == ("7.14.0", "stable", None), leg
+        assert entry["url"] == http_server.url(f"/stable/therock-dist-{entry['os']}-{entry['family']}-7.14.0.tar.gz")
+        assert entry["index_url"] == http_server.url("/stable/")
+    assert http_server.hits("/stable/") == 1 and http_server.hits("/new/") == 0 and http_server.hits("/old/") == 0
+    # The night after 10.0.0 was published, the numerically newest release: 10.0.0, not 7.14.0 (text order).
+    later = _resolve(hosts, "2026-12-13T09:17:00Z", "--rocm-version", "stable")
+    assert {entry["version"] for entry in later.values()} == {"10.0.0"}
+    # A replayed summer night: what was out then.
+    summer = _resolve(hosts, "2026-08-12T18:00:00Z", "--rocm-version", "stable")
+    assert {entry["version"] for entry in summer.values()} == {"7.13.0"}
+
+
+def test_an_explicit_release_resolves_on_the_stable_host_and_a_missing_one_names_its_neighbours(
+        hosts: Path, http_server: LocalServer) -> None:
+    legs = _resolve(hosts, "2026-12-06T09:17:00Z", "--rocm-version", "7.13.0")
+    assert {(entry["version"], entry["policy"]) for entry in legs.values()} == {("7.13.0", "7.13.0")}
+    assert {entry["index_url"] for entry in legs.values()} == {http_server.url("/stable/")}
+    args = ["--matrix", str(hosts), "resolve", "--leg", "rocm-linux-gfx110X", "--now", "2026-12-06T09:17:00Z",
+            "--rocm-version", "7.13.1"]
+    proc = run_pipeline(args, cwd=hosts.parent, env={"PIPELINE_HTTP_BACKOFF": "0"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 6, out
+    assert "ROCm linux gfx110X-all 7.13.1 is not in the index; nearest available: 7.12.0, 7.13.0, 7.14.0" in out, out
+    assert "Traceback" not in out

@@ -119,15 +119,15 @@ def test_project_matrix_uses_the_week_stable_policy() -> None:
     assert load_matrix(ROOT / "matrix.toml").rocm.policy == "weekly-stable"
 
 
-@pytest.mark.parametrize("policy", ["weekly-stable", "weekly", "latest", "10.1.0a20260807"])
+@pytest.mark.parametrize("policy", ["weekly-stable", "weekly", "latest", "stable", "10.1.0a20260807", "7.14.0"])
 def test_every_policy_name_is_accepted(policy: str) -> None:
     assert parse_matrix({**BASE, "rocm": {"policy": policy}}, Path("m.toml")).rocm.policy == policy
 
 
-@pytest.mark.parametrize("policy", ["weekly_stable", "Weekly-Stable", "weekly-sunday", "stable"])
+@pytest.mark.parametrize("policy", ["weekly_stable", "Weekly-Stable", "weekly-sunday", "Stable", "7.14"])
 def test_near_policy_names_are_rejected_naming_the_key_and_the_choices(policy: str) -> None:
     message = _err({**BASE, "rocm": {"policy": policy}})
-    assert "rocm.policy" in message and "'weekly-stable', 'weekly', 'latest'" in message
+    assert "rocm.policy" in message and "'weekly-stable', 'weekly', 'latest', 'stable'" in message
     assert message.endswith(f"got {policy!r}")
 
 
@@ -136,7 +136,7 @@ def test_config_and_policy_module_know_the_same_rules() -> None:
     from pipeline.names import POLICIES as CONFIG_POLICIES
     from pipeline.rocm.policy import POLICIES
 
-    assert CONFIG_POLICIES == POLICIES == ("weekly-stable", "weekly", "latest")
+    assert CONFIG_POLICIES == POLICIES == ("weekly-stable", "weekly", "latest", "stable")
 
 
 def test_a_disabled_leg_is_declared_listed_and_never_built() -> None:

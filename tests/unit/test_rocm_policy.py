@@ -145,7 +145,7 @@ def test_policies() -> None:
     assert cutoff_for("latest", now) is None
     assert cutoff_for("10.1.0a20260807", now) is None
     assert parse_policy(" latest ", where="x") == "latest"
-    for bad in ("weekly-sunday", "newest", "10.1.0", ""):
+    for bad in ("weekly-sunday", "newest", "10.1", ""):
         with pytest.raises(UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"):
             parse_policy(bad, where="PIPELINE_ROCM_VERSION")
     with pytest.raises(UsageError):
@@ -226,6 +226,44 @@ def test_nearest_prefers_the_same_line() -> None:
     assert nearest_versions(BUILDS, "10.1.0a20260813", n=1) == ["10.1.0a20260812"]
 
 
+def release(version: str, published: datetime | None) -> RocmBuild:
+    name = tarball_name("linux", "gfx110X-all", version)
+    return RocmBuild(name=name, os="linux", family="gfx110X-all", version=version,
+                     date=published.date() if published else date.min, published=published,
+                     url=f"http://127.0.0.1/{name}")
+
+
+# Published 2026-05-14, 2026-07-30, 2026-10-22 and 2026-12-10 (17:00 UTC).
+RELEASES = [release(v, datetime(2026, m, d, 17, tzinfo=UTC))
+            for v, (m, d) in {"7.12.0": (5, 14), "7.13.0": (7, 30), "7.14.0": (10, 22), "10.0.0": (12, 10)}.items()]
+
+
+def test_stable_takes_the_newest_release_published_by_the_run_and_no_nightly() -> None:
+    assert "stable" in POLICIES and cutoff_for("stable", NOW) is None
+    mixed = [*RELEASES, build("10.1.0a20260812")]  # a nightly in the stable index is never a release
+    assert select_build(mixed, policy="stable", now=NOW).version == "7.13.0"
+    assert select_build(RELEASES, policy="stable", now=datetime(2026, 12, 6, 9, tzinfo=UTC)).version == "7.14.0"
+    # Numeric order, not text order: 10.0.0 after 7.14.0.
+    assert select_build(RELEASES, policy="stable", now=datetime(2026, 12, 10, 18, tzinfo=UTC)).version == "10.0.0"
+    with pytest.raises(ResolutionError, match=r"no ROCm linux gfx110X-all stable release was published by 2026-05-01"):
+        select_build(RELEASES, policy="stable", now=datetime(2026, 5, 1, tzinfo=UTC))
+    with pytest.raises(ResolutionError, match="stable release"):
+        select_build(series("10.1.0", date(2026, 8, 1), 5), policy="stable", now=NOW)
+
+
+def test_an_explicit_release_and_its_nearest() -> None:
+    now = datetime(2026, 12, 6, 9, tzinfo=UTC)
+    assert select_build(RELEASES, policy="7.13.0", now=now).version == "7.13.0"
+    with pytest.raises(ResolutionError) as err:
+        select_build(RELEASES, policy="7.13.1", now=now)
+    # 10.0.0 was not out yet; the same line first, then by number.
+    assert str(err.value).endswith("7.13.1 is not in the index; nearest available: 7.12.0, 7.13.0, 7.14.0")
+    assert nearest_versions(RELEASES, "7.13.1", n=1) == ["7.13.0"]
+    assert nearest_versions(RELEASES, "9.0.0", n=2) == ["7.14.0", "10.0.0"]
+    # A release without a publish time is visible on every date.
+    assert [b.version for b in visible_builds([release("7.12.0", None)], NOW)] == ["7.12.0"]
+
+
 def test_explicit_version_published_after_now() -> None:
     early = datetime(2026, 8, 12, 8, tzinfo=UTC)
     with pytest.raises(ResolutionError, match="published 2026-08-12T09:00:00\\+00:00, after the run's moment"):
@@ -288,7 +326,7 @@ def test_week_start_moment_is_sunday_midnight_in_san_francisco() -> None:
 
 
 def test_policy_names() -> None:
-    assert POLICIES == ("weekly-stable", "weekly", "latest") and DEFAULT_POLICY == "weekly-stable"
+    assert POLICIES == ("weekly-stable", "weekly", "latest", "stable") and DEFAULT_POLICY == "weekly-stable"
     assert parse_policy("weekly-stable", where="x") == "weekly-stable"
     assert cutoff_for("weekly-stable", NOW) == cutoff_for("weekly", NOW) == date(2026, 8, 8)
     assert published_before("weekly-stable", NOW) == datetime(2026, 8, 9, 7, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from pipeline.names import is_family
 from pipeline.names import rocm_version_date as version_date
 from pipeline.rocm.versions import (
+    build_date,
+    parse_tarball,
     parse_tarball_name,
     tarball_name,
     version_line,
@@ -68,12 +70,36 @@ def test_release_candidate_follows_alpha_of_same_day() -> None:
     assert version_sort_key("7.0.0rc20260807") > version_sort_key("7.0.0a20260807")
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("therock-dist-linux-gfx110X-all-7.14.0.tar.gz", ("linux", "gfx110X-all", "7.14.0", None)),
+        ("therock-dist-windows-gfx103X-all-10.0.0.tar.gz", ("windows", "gfx103X-all", "10.0.0", None)),
+        ("therock-dist-linux-gfx1151-7.14.0a20261205.tar.gz", ("linux", "gfx1151", "7.14.0a20261205", date(2026, 12, 5))),
+    ],
+)
+def test_a_stable_release_is_a_tarball_without_a_build_date(name: str, expected: tuple[object, ...]) -> None:
+    assert parse_tarball(name) == expected
+    assert parse_tarball_name(name) == expected[:3]
+
+
+def test_stable_releases_order_numerically_and_their_date_is_the_publish_date() -> None:
+    assert sorted(["10.0.0", "7.14.0", "7.9.1", "7.12.0"], key=version_sort_key) == ["7.9.1", "7.12.0", "7.14.0", "10.0.0"]
+    assert version_line("7.14.0") == (7, 14)
+    published = datetime(2026, 10, 22, 23, 30, tzinfo=timezone(timedelta(hours=-7)))
+    assert build_date("7.14.0", published) == date(2026, 10, 23)  # UTC
+    assert build_date("7.14.0", None) == date.min
+    assert build_date("7.14.0a20261021", published) == date(2026, 10, 21)  # a nightly's own date wins
+    with pytest.raises(ValueError):
+        version_date("7.14.0")  # no date in a release's version
+
+
 def test_version_parts() -> None:
     assert version_date("10.1.0a20260807") == date(2026, 8, 7)
     assert version_line("10.1.0a20260807") == (10, 1)
 
 
-@pytest.mark.parametrize("bad", ["10.1.0", "10.1.0a", "latest", "10.1.0a2026-08-07", "10.1.0a20260230", " "])
+@pytest.mark.parametrize("bad", ["10.1", "10.1.0a", "latest", "10.1.0a2026-08-07", "10.1.0a20260230", " "])
 def test_non_versions_are_rejected(bad: str) -> None:
     with pytest.raises(ValueError):
         version_sort_key(bad)
@@ -129,7 +155,10 @@ def test_every_reader_of_a_version_applies_one_rule(text: str) -> None:
     except ValueError:
         real_day = False
     xyz = head.split(".")
-    expected = real_day and len(xyz) == 3 and all(p.isdigit() and p.isascii() for p in xyz)
+    three_numbers = len(xyz) == 3 and all(p.isdigit() and p.isascii() for p in xyz)
+    # A stable release is X.Y.Z alone (TheRock's release type "release").
+    release = not digits and "a" not in text and "rc" not in text and three_numbers
+    expected = (real_day and three_numbers) or release
     assert is_version(text) is expected
     assert (policy_check(text) is None) is expected
     try:
@@ -142,7 +171,8 @@ def test_every_reader_of_a_version_applies_one_rule(text: str) -> None:
         simulated = True
     except UsageError:
         simulated = False
-    assert simulated is expected
+    # The simulator replays the nightly stream: a release is refused there.
+    assert simulated is (expected and not release)
 
 
 @pytest.mark.parametrize(("text", "valid"), [
