@@ -9,6 +9,8 @@ Linux and Windows stays inside that module.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -32,17 +34,39 @@ class DataFolder:
 
 @dataclass(frozen=True, kw_only=True)
 class OpenedLibrary:
-    """A library a runtime library loads with ``dlopen`` rather than through DT_NEEDED.
+    """A library a bundle must carry although the closure's reading of imports may not name it: one a runtime
+    library loads by name at run time (``dlopen``, ``LoadLibrary``), or one the toolchain does not hold.
 
-    The bundle must carry it all the same: Debian's libamdhip64 opens libamd_comgr (HIP's code-object
-    compiler) at run time, and without it no kernel loads on a GPU. The name is read from the owner's
-    own bytes (``pattern``, a regular expression over them), so the soname the library asks for is
-    the one copied.
+    Debian's and TheRock's libamdhip64 open libamd_comgr (HIP's code-object compiler) at run time: without
+    it no kernel loads on a GPU. The name is read from the owner's own bytes (``pattern``, a regular
+    expression over them, UTF-16 strings included), so the name the library asks for is the one copied,
+    and a library that asks for none needs none. ``check-bundle`` fails a bundle in which an owner asks
+    for a name the bundle lacks.
     """
 
-    # A library whose file name starts with this opens it.
+    # A library whose file name starts with this (any case on Windows) opens it.
     owner: str
     pattern: str
+    # Where the need is shown: a repository, commit and file, or the incident it fixed.
+    evidence: str
+    # Copied from the build machine's own libraries when the toolchain has none (libatomic: GCC's runtime,
+    # which TheRock's tarball does not carry and a clean machine may lack).
+    from_system: bool = False
+
+
+def asked_names(owner_name: str, data: bytes, opened: Sequence[OpenedLibrary], *, windows: bool) -> list[tuple[str, OpenedLibrary]]:
+    """The libraries ``data`` (the bytes of the bundle file ``owner_name``) asks for by name, as the
+    backend's :class:`~pipeline.backends.protocol.OpenedLibrary` entries declare them: (name, entry), each
+    name once. A Windows DLL may hold the name as a UTF-16 string: its bytes are read without the NULs too."""
+    found: dict[str, OpenedLibrary] = {}
+    for entry in opened:
+        if not (owner_name.lower() if windows else owner_name).startswith(entry.owner.lower() if windows else entry.owner):
+            continue
+        pattern = re.compile(entry.pattern.encode(), re.IGNORECASE if windows else 0)
+        for text in (data, data.replace(b"\0", b"")) if windows else (data,):
+            for match in pattern.finditer(text):
+                found.setdefault(match.group(0).decode("ascii", "replace"), entry)
+    return sorted(found.items())
 
 
 @dataclass(frozen=True, kw_only=True)

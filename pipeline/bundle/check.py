@@ -17,6 +17,10 @@ of a zip). Then:
 - a LICENSE must be at the root, and every third-party file copied from
   the toolchain must have its license files in the bundle
   (:mod:`pipeline.bundle.third_party`);
+- every library the backend declares as loaded by name at run time
+  (:class:`~pipeline.backends.protocol.OpenedLibrary`: libamdhip64's
+  libamd_comgr, libtensilelite-host's libomp.so) must be in the bundle
+  wherever a shipped file asks for it;
 - no GPU driver library ships (``libcuda.so*``, ``nvcuda.dll``): the
   driver's own, installed with it (a CUDA bundle may need it, never carry it);
 - every ELF is built for the bundle's architecture (``arch`` in its
@@ -35,12 +39,14 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.archives.deterministic import archive_kind
+from pipeline.backends import runtime_profile
+from pipeline.backends.protocol import OpenedLibrary, asked_names
 from pipeline.bundle.check_findings import Problem, TreeFindings
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
 from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
@@ -216,9 +222,11 @@ def _check_pe(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, st
 
 
 def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64",
-               macos_min: str | None = None, cuda_line: str | None = None) -> BundleCheck:
+               macos_min: str | None = None, cuda_line: str | None = None,
+               opened: Sequence[OpenedLibrary] = ()) -> BundleCheck:
     """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE,
-    and for a CUDA leg (``cuda_line``) that its runtime is of that line."""
+    for a CUDA leg (``cuda_line``) that its runtime is of that line, and that every library a shipped file
+    loads by name (``opened``, the backend's declarations) ships too."""
     found = TreeFindings()
     windows = os_name == "windows"
     in_bundle = {
@@ -259,6 +267,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
             ))
     if cuda_line is not None:
         found.problems += _runtime_problems(in_bundle, cuda_line)
+    found.problems += _opened_problems(root, in_bundle, opened, windows=windows)
     if not (root / LICENSE_NAME).is_file():
         found.problems.append(Problem(file=LICENSE_NAME, kind="license", message="missing: every bundle carries llama.cpp's LICENSE"))
     return BundleCheck(
@@ -285,6 +294,25 @@ def _runtime_problems(in_bundle: Mapping[str, str], cuda_line: str) -> list[Prob
                 file=in_bundle[name], kind="runtime", library=name,
                 message=f"a CUDA {line}.x runtime{needs}, newer than the leg's CUDA {cuda_line}.x line",
             ))
+    return problems
+
+
+def _opened_problems(root: Path, in_bundle: Mapping[str, str], opened: Sequence[OpenedLibrary], *,
+                     windows: bool) -> list[Problem]:
+    """A library a shipped file loads by name at run time that the bundle lacks: the program starts, and fails
+    where it loads it (no GPU listed, a GEMM that aborts)."""
+    problems = []
+    for key, rel in sorted(in_bundle.items()):
+        if not opened or not any(key.startswith(e.owner.lower() if windows else e.owner) for e in opened):
+            continue
+        path = root / rel
+        if path.is_symlink() or not path.is_file():
+            continue
+        for name, entry in asked_names(path.name, path.read_bytes(), opened, windows=windows):
+            if (name.lower() if windows else name) not in in_bundle:
+                problems.append(Problem(file=rel, kind="runtime-loaded", library=name,
+                                        message=f"loads {name} by name at run time, and the bundle lacks it "
+                                                f"({entry.evidence})"))
     return problems
 
 
@@ -346,8 +374,10 @@ def check_bundle(
     floor = glibc_max or leg.get("glibc_max") or (DEFAULT_GLIBC_MAX if os_name == "linux" else None)
     macos_min = str(leg.get("macos_min") or DEFAULT_MACOS_MIN) if os_name == "macos" else None
     line = leg.get("cuda_line")
+    backend = leg.get("backend")
+    opened = runtime_profile(backend, os_name).opened if isinstance(backend, str) else ()
     result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min,
-                        cuda_line=str(line) if isinstance(line, str) and line else None)
+                        cuda_line=str(line) if isinstance(line, str) and line else None, opened=opened)
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None

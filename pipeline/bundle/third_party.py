@@ -19,6 +19,8 @@ sha256), and is covered by the license files that archive ships:
 - a distribution's ROCm (``--rocm-path /usr``) is dpkg's: a file's package
   is the one ``dpkg-query -S`` names, its license that package's
   ``/usr/share/doc/<package>/copyright``;
+- a file copied from the build machine's own system (a ROCm bundle's
+  libatomic) is dpkg's, as above;
 - a file copied from outside any toolchain (a macOS bundle's Homebrew
   ``libomp``, named by an absolute install name) is covered by the license
   files of the nearest folder above it that has some (a Homebrew keg keeps
@@ -176,7 +178,12 @@ def _toolchain_packages(root: Path, details: Mapping[str, Any], declared_doc: Pa
 
 
 def _package_around(path: Path) -> tuple[Package, Covered | None]:
-    """A file copied from outside the toolchain: the nearest folder above it with license files, and its package."""
+    """A file copied from outside the toolchain: the dpkg package that installed it (the build machine's
+    libatomic, say: its package's copyright), else the nearest folder above it with license files."""
+    if dpkg_managed(Path("/usr")) and (owned := dpkg_owner(path)) is not None:
+        package, version = owned
+        return (Package(name=package, version=version, archive=f"dpkg:{package}", archive_sha256=None),
+                debian_copyright(package))
     for folder in list(path.parents)[:_MARKER_DEPTH]:
         covered = InstallLicenses(folder).covering(path.relative_to(folder).as_posix())
         if covered is not None:
