@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.commands.shared.build_args import out_of_build_args  # noqa: E402
 from pipeline.errors import ConfigError  # noqa: E402
+from pipeline.github.runner import log_text  # noqa: E402
 from pipeline.inputs.matrix import Leg, Matrix, load_matrix  # noqa: E402
 from pipeline.inputs.run_inputs import default_cache_home  # noqa: E402
 from pipeline.inputs.settings import MATRIX as MATRIX_SETTING  # noqa: E402
@@ -96,9 +97,11 @@ if run_by_nox(sys.argv):
 
 
 def fail(session: nox.Session, code: int, reason: str) -> NoReturn:
-    """End ``session`` with ``reason`` (nox logs it to stderr); the nox run ends with ``code``."""
+    """End ``session`` with ``reason`` (nox logs it to stderr); the nox run ends with ``code``. The reason can
+    carry matrix.toml's text (a disabled leg's why): escaped on GitHub Actions, where a newline in it would
+    start a workflow command."""
     _FAILED_CODES.append(code)
-    session.error(reason)
+    session.error(log_text(reason, os.environ))
 
 
 def run_pipeline(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
@@ -179,7 +182,7 @@ def _register_leg(leg: Leg) -> None:
     what = f"Build the {leg.name} bundle ({leg.backend}, {leg.os}/{leg.arch})"
     if leg.disabled is not None:
         # Listed, so the reason is one `nox -l` away; nothing is installed or resolved for it.
-        disabled_session.__doc__ = f"{what} (disabled: {leg.disabled})."
+        disabled_session.__doc__ = f"{what} (disabled: {log_text(leg.disabled, os.environ)})."
         nox.session(name=leg.name)(disabled_session)
         return
     leg_session.__doc__ = f"{what}."

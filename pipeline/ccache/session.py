@@ -128,6 +128,11 @@ class CcacheSetup:
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_MAXSIZE": self.max_size,
         }
+        # A CMake sub-build (an ExternalProject: ggml-vulkan's vulkan-shaders-gen) is configured by Ninja during
+        # the build with none of the leg's -D flags; CMake (3.17 and later) takes its launcher default from
+        # these, so its compiles go through this cache too, counted in this run's stats log.
+        for lang in ("C", "CXX"):
+            env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = str(self.executable)
         if with_stats_log:
             env["CCACHE_STATSLOG"] = ccache_path_value(self.stats_log)
         if self.remote:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pipeline.backends import leg_description
 from pipeline.errors import UsageError
+from pipeline.github.runner import log_text
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import is_safe_tag
 
@@ -40,7 +41,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     else:
         for row in rows:
             targets = f" targets={';'.join(row['targets'])}" if row["targets"] else ""
+            # The reason is matrix.toml's free text: on Actions escaped (a newline would start a command).
             print(f"{row['name']}\t{row['backend']}\t{row['os']}/{row['arch']}\t{row['runner']}\t"
                   f"{row['toolkit']}{targets}\t{row['bundle']}"
-                  + (f"\tdisabled: {row['disabled']}" if row["disabled"] else ""))
+                  + (f"\tdisabled: {log_text(row['disabled'], inputs.environ)}" if row["disabled"] else ""))
     return 0

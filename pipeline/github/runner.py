@@ -69,12 +69,24 @@ def append_summary(markdown: str, *, env: Mapping[str, str]) -> bool:
     return True
 
 
-def _escape_data(text: str) -> str:
+def escape_data(text: str) -> str:
+    """Text as GitHub Actions specifies it for a workflow command's data: ``%``, ``\r`` and ``\n`` escaped.
+
+    The one function for everything the pipeline prints from data (matrix.toml, a resolution, an index, an
+    API answer) into an Actions log: a newline in the data can then never start a line of its own, which the
+    runner would execute as a command (``::error::``, ``::add-mask::``). Data goes inside a line the pipeline
+    starts itself (:func:`log_text`).
+    """
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def log_text(text: str, env: Mapping[str, str]) -> str:
+    """``text`` from data, for a line of the log: :func:`escape_data` on Actions, as it is elsewhere."""
+    return escape_data(text) if in_actions(env) else text
+
+
 def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def format_annotation(
@@ -89,7 +101,7 @@ def format_annotation(
         if value is not None
     ]
     head = f"::{level} {','.join(props)}" if props else f"::{level}"
-    return f"{head}::{_escape_data(message)}"
+    return f"{head}::{escape_data(message)}"
 
 
 def annotate(
@@ -119,7 +131,7 @@ def group(title: str, *, env: Mapping[str, str], stream: TextIO | None = None) -
     """A collapsible log group on Actions (on ``stream``, default stdout); a no-op elsewhere."""
     active = in_actions(env)
     if active:
-        print(f"::group::{_escape_data(title)}", file=stream or sys.stdout, flush=True)
+        print(f"::group::{escape_data(title)}", file=stream or sys.stdout, flush=True)
     try:
         yield
     finally:

@@ -224,6 +224,30 @@ def test_a_disabled_leg_is_a_session_that_says_why_and_exits_2(tmp_path: Path) -
     assert "python -m pipeline" not in proc.stderr  # refused by the noxfile: nothing installed or run
 
 
+def test_a_reason_with_newlines_cannot_start_a_workflow_command_on_actions(tmp_path: Path) -> None:
+    """matrix.toml's free text printed into an Actions log: a line of its own starting with ``::`` is a command
+    the runner executes. Every way the reason is printed (nox's listing, its refusal, ``legs``, the pipeline's
+    error annotation) keeps it inside its line, escaped as Actions specifies (``%0A``, ``%25``)."""
+    matrix = write_matrix(tmp_path / "m.toml", extra=(
+        '\n[legs.cpu-off]\nbackend = "cpu"\ndisabled = """no runner\n::error::injected 100%\n::add-mask::secret"""\n'))
+    actions = {"GITHUB_ACTIONS": "true"}
+    listed = _nox(["-l"], matrix, tmp_path, env=actions)
+    refused = _nox(["-s", "cpu-off"], matrix, tmp_path, env=actions)
+    legs = run_pipeline(["--matrix", str(matrix), "legs"], env=actions)
+    build = run_pipeline(["--matrix", str(matrix), "build", "cpu-off"], env=actions)
+    assert refused.returncode == 2 and legs.returncode == 0 and build.returncode == 2
+    escaped = "no runner%0A::error::injected 100%25%0A::add-mask::secret"
+    for proc in (listed, refused, legs, build):
+        out = proc.stdout + proc.stderr
+        # An error is one line wherever it runs: its newlines are spaces before the annotation escapes it.
+        assert (escaped if proc is not build else escaped.replace("%0A", " ")) in out, out
+        injected = [line for line in out.splitlines() if line.lstrip().startswith(("::error::injected", "::add-mask::"))]
+        assert injected == [], out
+    # Outside Actions the reason is printed as written.
+    assert "no runner\n::error::injected 100%" in run_pipeline(["--matrix", str(matrix), "legs"],
+                                                               env={"GITHUB_ACTIONS": ""}).stdout
+
+
 def test_a_mistyped_session_gets_the_nearest_name(tmp_path: Path) -> None:
     matrix = write_matrix(tmp_path / "m.toml")
     proc = _nox(["-s", "cpux", "--", "-s", "not-a-session"], matrix, tmp_path)
