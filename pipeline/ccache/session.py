@@ -128,11 +128,6 @@ class CcacheSetup:
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_MAXSIZE": self.max_size,
         }
-        # A CMake sub-build (an ExternalProject: ggml-vulkan's vulkan-shaders-gen) is configured by Ninja during
-        # the build with none of the leg's -D flags; CMake (3.17 and later) takes its launcher default from
-        # these, so its compiles go through this cache too, counted in this run's stats log.
-        for lang in ("C", "CXX"):
-            env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = str(self.executable)
         if with_stats_log:
             env["CCACHE_STATSLOG"] = ccache_path_value(self.stats_log)
         if self.remote:
@@ -142,6 +137,13 @@ class CcacheSetup:
             # caller's environment names a remote of its own.
             env["CCACHE_REMOTE_STORAGE"] = ""
         return env
+
+    def sub_build_env(self) -> dict[str, str]:
+        """For the build step: a CMake sub-build (an ExternalProject: ggml-vulkan's vulkan-shaders-gen) is
+        configured by Ninja during the build with none of the leg's -D flags; CMake (3.17 and later) takes a new
+        project's launcher from these, so its compiles go through this cache too, counted in the run's stats
+        log. Not at configure: the leg's own project names its launchers, and its compiler checks stay out."""
+        return {f"CMAKE_{lang}_COMPILER_LAUNCHER": str(self.executable) for lang in ("C", "CXX")}
 
     def read_stats(self) -> CcacheSummary:
         """This run's counts, from its own stats log (missing log: no compilations)."""

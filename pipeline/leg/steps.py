@@ -416,7 +416,7 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     the build fails, and the build's timings."""
     plan, record, ccache = previous, ctx.record, previous.ccache
     cmd = [str(find_tool("ninja")), "-C", str(plan.build)]
-    env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True)}
+    env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True), **ccache.sub_build_env()}
     t0 = time.monotonic()
     # A vulkan leg's glslc cache server runs as long as Ninja does, and is gone (socket and all) when it ends.
     with ctx.log.open("a", encoding="utf-8") as log, serving_glslc(ccache.glslc) as glslc_problem:
