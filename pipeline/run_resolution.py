@@ -29,7 +29,7 @@ from pipeline.rocm.tarball_resolve import (
     load_entries,
     resolve_from_entries,
 )
-from pipeline.rocm.wheel_index import families_url
+from pipeline.rocm.wheel_index import families_url, is_per_family
 from pipeline.rocm.wheel_resolve import PageFetch, fetch_page, resolve_wheels
 from pipeline.util.http_retry import say_on_stderr
 
@@ -48,12 +48,24 @@ def wheel_page_fetch(inputs: RunInputs) -> PageFetch:
                                   on_wait=say_on_stderr)
 
 
-def _resolve_wheels_of(inputs: RunInputs, os_name: str, family: str, fetch: PageFetch | None) -> ResolvedRocm:
-    """One os/family from matrix.toml's wheel index (``[rocm] source = "wheels"``): its family's pages."""
-    rocm = inputs.require_matrix().rocm
+def _resolve_wheels_of(inputs: RunInputs, os_name: str, family: str, fetch: PageFetch | None,
+                       targets: Sequence[str] | None = None) -> ResolvedRocm:
+    """One os/family from matrix.toml's wheel index (``[rocm] source = "wheels"``): a per-family index's pages
+    for ``family``, or an index for every GPU's with one device project per GPU target (``targets``: the leg's,
+    else those ``[rocm_families]`` gives the family), from the policy's stream (``{stream}``)."""
+    matrix = inputs.require_matrix()
+    rocm = matrix.rocm
+    if is_per_family(rocm.wheel_index_url):
+        targets = ()
+    elif not targets:
+        targets = next((f.targets for f in matrix.rocm_families.values() if f.therock == family), ())
+        if not targets:
+            raise UsageError(f"{family!r}: no [rocm_families] entry of {matrix.path} names it, so its GPU targets "
+                             f"(one device wheel each on {rocm.wheel_index_url}) are unknown: name a leg (--leg)")
     return resolve_wheels(os_name, family, policy=inputs.rocm_policy, now=inputs.now,
-                          index_url=rocm.wheel_index_for(family), fetch=fetch or wheel_page_fetch(inputs),
-                          listing_url=families_url(rocm.wheel_index_url))
+                          index_url=rocm.wheel_index_for(family, rocm_stream(inputs.rocm_policy)),
+                          fetch=fetch or wheel_page_fetch(inputs), listing_url=families_url(rocm.wheel_index_url),
+                          targets=targets)
 
 
 def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:
@@ -129,7 +141,8 @@ def build_day_limit(policy: str, now: datetime) -> date:
     return cutoff_for(policy, now) or now.date()
 
 
-def resolve_target(inputs: RunInputs, os_name: str, family: str, *, fetch: Fetch | None = None) -> ResolvedRocm:
+def resolve_target(inputs: RunInputs, os_name: str, family: str, *, fetch: Fetch | None = None,
+                   targets: Sequence[str] | None = None) -> ResolvedRocm:
     """The ROCm build of one os/family at the run's moment, by the run's policy.
 
     From the wheel index when the run's matrix.toml says ``[rocm] source =
@@ -139,7 +152,7 @@ def resolve_target(inputs: RunInputs, os_name: str, family: str, *, fetch: Fetch
     """
     if inputs.matrix is not None and inputs.matrix.rocm.source == "wheels":
         check_target(os_name, family)
-        return _resolve_wheels_of(inputs, os_name, family, None)
+        return _resolve_wheels_of(inputs, os_name, family, None, targets)
     check_target(os_name, family)
     parse_policy(inputs.rocm_policy, where="policy")
     return HostedIndexes(inputs, fetch).resolve(os_name, family)
@@ -149,7 +162,7 @@ def resolve_rocm(inputs: RunInputs, leg: str | Leg, *, fetch: Fetch | None = Non
     """The ROCm build of one leg at the run's moment, by the run's policy and index."""
     obj = _rocm_leg(inputs.require_matrix(), leg)
     assert obj.family is not None
-    return resolve_target(inputs, obj.os, obj.family, fetch=fetch)
+    return resolve_target(inputs, obj.os, obj.family, fetch=fetch, targets=obj.targets)
 
 
 def resolve_run(
@@ -208,7 +221,7 @@ def _resolve_run_from_wheels(inputs: RunInputs, rocm_legs: list[Leg], *, source:
     for leg in rocm_legs:
         try:
             assert leg.family is not None
-            legs[leg.name] = _resolve_wheels_of(inputs, leg.os, leg.family, fetch)
+            legs[leg.name] = _resolve_wheels_of(inputs, leg.os, leg.family, fetch, leg.targets)
         except ResolutionError as err:
             raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None
     resolution = Resolution(

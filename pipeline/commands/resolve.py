@@ -99,11 +99,11 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             leg = inputs.require_matrix().leg(args.leg)
             if leg.backend != "rocm" or leg.family is None:
                 raise UsageError(f"leg {leg.name!r} is a {leg.backend} leg: only rocm legs resolve a ROCm build")
-            os_name, family = leg.os, leg.family
+            os_name, family, targets = leg.os, leg.family, leg.targets
         else:
-            os_name, family = args.os_name, args.family
+            os_name, family, targets = args.os_name, args.family, None
         # matrix.toml's [rocm] source decides the index, as it does for the whole run.
-        resolved = resolve_target(inputs, os_name, family, fetch=fetch_with_status(err, inputs))
+        resolved = resolve_target(inputs, os_name, family, fetch=fetch_with_status(err, inputs), targets=targets)
         say_stale(inputs, [resolved])
         if args.json:
             print(json.dumps(resolved.to_json(), indent=2))

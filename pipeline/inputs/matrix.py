@@ -81,8 +81,10 @@ class SourceConfig:
 
 # Where a ROCm leg's toolchain comes from: TheRock's tarball of the family, or its Python wheels.
 ROCM_SOURCES = ("tarball", "wheels")
-# TheRock's nightly wheel index: one PEP 503 simple index per GPU family ({family} is the leg's).
-DEFAULT_WHEEL_INDEX = "https://rocm.nightlies.amd.com/v2/{family}/"
+# TheRock's wheel index since 2026-08-23 (RFC0012): one PEP 503 simple index per stream for every GPU
+# ({stream}: "nightly", or "stable" for the stable policy). A URL with {family} is one index per GPU family
+# (the older layout, rocm.nightlies.amd.com/v2/{family}/).
+DEFAULT_WHEEL_INDEX = "https://{stream}.repo.amd.com/rocm/whl-next/"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,12 +99,13 @@ class RocmConfig:
     max_age_days: float | None = None
     stale: str | None = None
     source: str = "tarball"
-    # A PEP 503 / 691 simple index; "{family}" in it becomes the leg's TheRock family.
+    # A PEP 503 / 691 simple index; "{family}" in it becomes the leg's TheRock family, "{stream}" the policy's
+    # TheRock stream (names.rocm_stream).
     wheel_index_url: str = DEFAULT_WHEEL_INDEX
 
-    def wheel_index_for(self, family: str) -> str:
-        """The wheel index a leg of ``family`` resolves against."""
-        return self.wheel_index_url.replace("{family}", family)
+    def wheel_index_for(self, family: str, stream: str = "nightly") -> str:
+        """The wheel index a leg of ``family`` resolves against, for a policy of ``stream``."""
+        return self.wheel_index_url.replace("{family}", family).replace("{stream}", stream)
 
 
 @dataclass(frozen=True, kw_only=True)

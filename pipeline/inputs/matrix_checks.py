@@ -33,8 +33,8 @@ def url_check(v: str) -> str | None:
 
 
 def wheel_index_check(v: str) -> str | None:
-    # The "{family}" placeholder is filled per leg; the URL rule applies to what it becomes.
-    return url_problem(v.replace("{family}", "gfx110X-all"))
+    # The "{family}" and "{stream}" placeholders are filled per leg; the URL rule applies to what they become.
+    return url_problem(v.replace("{family}", "gfx110X-all").replace("{stream}", "nightly"))
 
 
 def remote_check(v: str) -> str | None:

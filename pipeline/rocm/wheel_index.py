@@ -2,8 +2,19 @@
 
 A ROCm build from wheels is what ``pip install "rocm[libraries,devel]==V"``
 installs: the ``rocm`` selector (it carries the ``rocm-sdk`` tool),
-``rocm-sdk-core``, ``rocm-sdk-devel`` and ``rocm-sdk-libraries-<family>``,
-all of one version ``V`` (a PEP 440 pre-release such as ``10.1.0a20260807``).
+``rocm-sdk-core``, ``rocm-sdk-devel`` and the libraries, all of one version
+``V`` (a PEP 440 pre-release such as ``10.1.0a20260807``, or a release). TheRock
+publishes them in two layouts (its ``docs/packaging/python_packaging.md`` and
+``rocm_sdk/_dist_info.py`` at 89553ce3746e):
+
+- one index per GPU family (``.../v2/{family}/``, the index URL names the
+  family): ``rocm-sdk-libraries-<family>`` holds the libraries and their
+  kernels;
+- one index for every GPU (``https://<stream>.repo.amd.com/rocm/whl-next/``
+  since 2026-08-23, kpack-split): an arch-neutral ``rocm-sdk-libraries`` and
+  one ``rocm-sdk-device-<target>`` per GPU target, as
+  ``rocm[libraries,devel,device-gfx1100,...]`` installs them.
+
 A version is a build of this index only when every one of those projects
 has a file of it for the leg's OS; the build's publish time is the latest
 upload time of those files (the build was complete then), from PEP 700's
@@ -36,10 +47,13 @@ from pipeline.util import json_text
 # What a client asks a simple index for (PEP 691): JSON first, HTML otherwise.
 ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-# The ``rocm[libraries,devel]`` set; the libraries project is per GPU family.
+# The ``rocm[libraries,devel]`` set; the libraries project is per GPU family on a per-family index, arch-neutral
+# beside one device project per target on an index for every GPU.
 SELECTOR = "rocm"
 BASE_PROJECTS = (SELECTOR, "rocm-sdk-core", "rocm-sdk-devel")
 LIBRARIES = "rocm-sdk-libraries-{family}"
+SHARED_LIBRARIES = "rocm-sdk-libraries"
+DEVICE = "rocm-sdk-device-{target}"
 # The platform tags a wheel of each OS may carry (x86-64 only, as the legs are).
 _PLATFORMS = {"linux": re.compile(r"^(?:many|musl)?linux(?:\d+)?(?:_\d+_\d+)?_x86_64$"),
               "windows": re.compile(r"^win_amd64$")}
@@ -53,9 +67,23 @@ def normalize(name: str) -> str:
     return _NORMALIZE.sub("-", name).lower()
 
 
-def projects_for(family: str) -> tuple[str, ...]:
-    """The projects one build of ``family`` is made of, normalized."""
+def projects_for(family: str, targets: Sequence[str] = ()) -> tuple[str, ...]:
+    """The projects one build is made of, normalized: ``family``'s libraries on a per-family index; given the
+    leg's GPU ``targets`` (an index for every GPU), the shared libraries and one device project per target."""
+    if targets:
+        return (*BASE_PROJECTS, SHARED_LIBRARIES, *(normalize(DEVICE.format(target=t)) for t in targets))
     return (*BASE_PROJECTS, normalize(LIBRARIES.format(family=family)))
+
+
+def is_per_family(template: str) -> bool:
+    """Whether a wheel index URL names one family's index (``{family}`` in it), not one for every GPU."""
+    return "{family}" in template
+
+
+def selector_extras(projects: Sequence[str]) -> str:
+    """``libraries,devel`` and the ``device-<target>`` extras of ``projects``: what ``rocm[...]`` names."""
+    devices = [p.removeprefix("rocm-sdk-") for p in projects if p.startswith("rocm-sdk-device-")]
+    return ",".join(["libraries", "devel", *devices])
 
 
 def project_url(index_url: str, project: str) -> str:
@@ -216,12 +244,7 @@ def parse_families(text: str, content_type: str, *, where: str) -> list[str]:
     kind = content_type.split(";", 1)[0].strip().lower()
     names: list[str] = []
     if kind == JSON_TYPE or kind == "application/json":
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            raise IndexFormatError(f"{where}: not a JSON listing") from None
-        projects = data.get("projects") if isinstance(data, dict) else None
-        names = [p["name"] for p in projects or () if isinstance(p, dict) and isinstance(p.get("name"), str)]
+        names = parse_project_names(text, content_type, where=where)
     else:
         parser = _Anchors()
         parser.feed(text)
@@ -230,6 +253,22 @@ def parse_families(text: str, content_type: str, *, where: str) -> list[str]:
             href = attrs.get("href") or ""
             names.append(urlsplit(urljoin(where, href)).path.rstrip("/").rpartition("/")[2] or label.strip("/"))
     return sorted({n for n in names if is_family(n)})
+
+
+def parse_project_names(text: str, content_type: str, *, where: str) -> list[str]:
+    """The projects an index's root page lists (PEP 691 ``projects``, or PEP 503's one link per project)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == JSON_TYPE or kind == "application/json":
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            raise IndexFormatError(f"{where}: not a JSON listing") from None
+        projects = data.get("projects") if isinstance(data, dict) else None
+        return [p["name"] for p in projects or () if isinstance(p, dict) and isinstance(p.get("name"), str)]
+    parser = _Anchors()
+    parser.feed(text)
+    parser.close()
+    return [label for _attrs, label in parser.found if label]
 
 
 # --------------------------------------------------------------------------
@@ -265,10 +304,12 @@ def _by_version(files: Iterable[IndexFile], project: str) -> dict[str, list[Inde
 
 
 def wheel_builds(
-    pages: Mapping[str, Sequence[IndexFile]], *, os_name: str, family: str, index_url: str
+    pages: Mapping[str, Sequence[IndexFile]], *, os_name: str, family: str, index_url: str,
+    targets: Sequence[str] = (),
 ) -> list[WheelBuild]:
-    """Every version of ``pages`` (project -> files) for which each project of ``family`` has a file for ``os_name``."""
-    projects = projects_for(family)
+    """Every version of ``pages`` (project -> files) for which each project of the build (:func:`projects_for`)
+    has a file for ``os_name``."""
+    projects = projects_for(family, targets)
     per_project = {p: _by_version(pages.get(p, ()), p) for p in projects}
     builds: list[WheelBuild] = []
     for version in sorted(per_project[projects[0]]):
@@ -283,7 +324,7 @@ def wheel_builds(
             # The build exists once its last file is up; with a time missing, its date decides.
             published = max(times) if len(times) == len(picked) else None
             build = RocmBuild(
-                name=f"{SELECTOR}[libraries,devel]=={version}", os=os_name, family=family, version=version,
+                name=f"{SELECTOR}[{selector_extras(projects)}]=={version}", os=os_name, family=family, version=version,
                 date=build_date(version, published), published=published, url=project_url(index_url, SELECTOR),
             )
             builds.append(WheelBuild(build=build, files=tuple(picked)))

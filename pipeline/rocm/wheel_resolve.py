@@ -10,7 +10,7 @@ so ``--now`` replays what the index held then.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +26,9 @@ from pipeline.rocm.wheel_index import (
     ACCEPT,
     JSON_TYPE,
     IndexFile,
+    normalize,
     parse_families,
+    parse_project_names,
     parse_project_page,
     project_url,
     projects_for,
@@ -70,10 +72,10 @@ def fetch_page(
             sess.close()
 
 
-def load_pages(index_url: str, family: str, fetch: PageFetch) -> dict[str, list[IndexFile]]:
-    """Every project page one build of ``family`` needs, parsed."""
+def load_pages(index_url: str, family: str, fetch: PageFetch, targets: Sequence[str] = ()) -> dict[str, list[IndexFile]]:
+    """Every project page one build needs (:func:`~pipeline.rocm.wheel_index.projects_for`), parsed."""
     pages: dict[str, list[IndexFile]] = {}
-    for project in projects_for(family):
+    for project in projects_for(family, targets):
         url = project_url(index_url, project)
         text, content_type = fetch(url)
         pages[project] = parse_project_page(text, content_type, where=url)
@@ -97,33 +99,55 @@ def _unknown_family(family: str, os_name: str, listing_url: str, fetch: PageFetc
     )
 
 
+def _unknown_target(targets: Sequence[str], index_url: str, fetch: PageFetch) -> ResolutionError | None:
+    """On an index for every GPU: the error for a target it has no device project of, naming the targets it
+    has; None when the index's own listing (its root page) cannot be read or names them all."""
+    try:
+        text, content_type = fetch(index_url)
+        names = [normalize(n) for n in parse_project_names(text, content_type, where=index_url)]
+    except PipelineError:
+        return None
+    have = sorted(n.removeprefix("rocm-sdk-device-") for n in names if n.startswith("rocm-sdk-device-"))
+    missing = [t for t in targets if t.lower() not in have]
+    if not have or not missing:
+        return None
+    return ResolutionError(f"the wheel index {index_url} has no device wheels for {', '.join(missing)}; "
+                           f"it has them for: {', '.join(have)}")
+
+
 def resolve_wheels(
     os_name: str, family: str, *, policy: str, now: datetime, index_url: str,
     fetch: PageFetch | None = None, pages: dict[str, list[IndexFile]] | None = None,
-    listing_url: str | None = None,
+    listing_url: str | None = None, targets: Sequence[str] = (),
 ) -> ResolvedRocm:
     """The wheel build of one os/family that ``policy`` takes at ``now``, with every file and its sha256.
 
-    ``listing_url``: the page that lists the index's families (:func:`~pipeline.rocm.wheel_index.families_url`).
-    When a page of ``family`` is not there and that listing does not name it, the family is unknown
-    (ResolutionError with the families it has), not a network failure.
+    ``targets``: the leg's GPU targets, on an index for every GPU (one device project each); none on a
+    per-family index. ``listing_url``: the page that lists a per-family index's families
+    (:func:`~pipeline.rocm.wheel_index.families_url`). When a page of ``family`` (or of a target) is not
+    there and the listing does not name it, it is unknown (ResolutionError naming what the index has), not
+    a network failure.
     """
     parse_policy(policy, where="policy")
     fetch = fetch or fetch_page
     if pages is None:
         try:
-            pages = load_pages(index_url, family, fetch)
+            pages = load_pages(index_url, family, fetch, targets)
         except NetworkError as err:
-            unknown = _unknown_family(family, os_name, listing_url, fetch) if err.not_found and listing_url else None
+            unknown = None
+            if err.not_found and targets:
+                unknown = _unknown_target(targets, index_url, fetch)
+            elif err.not_found and listing_url:
+                unknown = _unknown_family(family, os_name, listing_url, fetch)
             if unknown is not None:
                 raise unknown from None
             raise
-    builds = wheel_builds(pages, os_name=os_name, family=family, index_url=index_url)
+    builds = wheel_builds(pages, os_name=os_name, family=family, index_url=index_url, targets=targets)
     if not builds:
         have = ", ".join(f"{p} ({len(files)} files)" for p, files in pages.items())
         raise ResolutionError(
             f"{index_url}: no version has a {os_name} file with a sha256 for each of "
-            f"{', '.join(projects_for(family))}; the index has: {have}"
+            f"{', '.join(projects_for(family, targets))}; the index has: {have}"
         )
     by_build = {id(b.build): b for b in builds}
     try:
@@ -139,5 +163,5 @@ def resolve_wheels(
     return ResolvedRocm(
         policy=policy, cutoff=cutoff_for(policy, now), version=chosen.version, file=chosen.name,
         url=chosen.url, published=chosen.published, os=os_name, family=family,
-        source="wheels", wheels=wheels,
+        source="wheels", wheels=wheels, index_url=index_url,
     )

@@ -441,3 +441,62 @@ def _processes_mentioning(text: str) -> list[str]:
             if text in cmdline:
                 found.append(cmdline)
     return found
+
+
+# TheRock's wheels since 2026-08-23: one index per stream for every GPU (https://{stream}.repo.amd.com/rocm/whl-next/,
+# the shipped matrix.toml's), kpack-split: an arch-neutral rocm-sdk-libraries and one rocm-sdk-device-<target> per
+# GPU target (TheRock's docs/packaging/python_packaging.md at 89553ce3746e). Served here at /<stream>/whl-next/.
+TARGETS = ("gfx1100", "gfx1101", "gfx1102", "gfx1103")
+DEVICE_SELECTOR = "rocm[libraries,devel,device-gfx1100,device-gfx1101,device-gfx1102,device-gfx1103]"
+
+
+def _stream_template(url: str, stream: str) -> str:
+    return url.replace(f"/{stream}/", "/{stream}/")
+
+
+def test_a_leg_from_one_index_for_every_gpu_installs_a_device_wheel_per_target_and_builds(
+    http_server: LocalServer, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    root = tmp_path_factory.mktemp("whl-next")
+    sets = {v: make_therock_wheels(root / v, v, FAMILY, TARGETS) for v in UPLOADS}
+    index_url = serve_wheel_index(http_server, [(sets[v], t) for v, t in UPLOADS.items()], family=None,
+                                  base="/nightly/whl-next/")
+    ws = workspace(tmp_path, _stream_template(index_url, "nightly"))
+    resolved = run_pipeline(["--matrix", str(ws / "matrix.toml"), "resolve", "--leg", LEG, "--now", NOW, "--json"])
+    assert resolved.returncode == 0, resolved.stderr
+    answer = json.loads(resolved.stdout)
+    assert answer["file"] == f"{DEVICE_SELECTOR}=={VERSION}" and answer["index_url"] == index_url
+    record = build_leg(ws, LEG, tmp_path / "ccache", "--now", NOW)
+    details = record["toolchain"]["details"]
+    listed = dict(item.split("#sha256=") for item in details["wheels"].split())
+    # The eight files of the build: the selector, core, devel, the shared libraries and a device wheel per target.
+    assert listed == {p.name: sha256_of(p) for p in sets[VERSION].values()} and len(listed) == 4 + len(TARGETS)
+    libraries = Path(details["install_root"]) / "site-packages" / "_rocm_sdk_libraries" / "lib/rocblas/library"
+    assert sorted(p.name for p in libraries.iterdir()) == [f"TensileLibrary_{t}.dat" for t in TARGETS]
+    assert (record["ccache"]["hits"], record["ccache"]["misses"]) == (0, COMPILATIONS)
+
+
+def test_the_stable_policy_reads_the_stable_streams_index_and_a_missing_target_names_those_it_has(
+    http_server: LocalServer, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    root = tmp_path_factory.mktemp("whl-next-index")
+    nightly = make_index_only_wheels(root / "nightly", VERSION, FAMILY, TARGETS)
+    stable = make_index_only_wheels(root / "stable", "7.14.0", FAMILY, TARGETS)
+    serve_wheel_index(http_server, [(nightly, UPLOADS[VERSION])], family=None, base="/nightly/whl-next/")
+    stable_url = serve_wheel_index(http_server, [(stable, UPLOADS[OLDER])], family=None, base="/stable/whl-next/")
+    ws = workspace(tmp_path, _stream_template(stable_url, "stable"))
+    args = ["--matrix", str(ws / "matrix.toml"), "resolve", "--leg", LEG, "--now", NOW, "--json"]
+    proc = run_pipeline([*args, "--rocm-version", "stable"])
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)
+    assert (answer["version"], answer["index_url"]) == ("7.14.0", stable_url)
+    assert answer["file"] == f"{DEVICE_SELECTOR}==7.14.0"
+
+    partial = make_index_only_wheels(root / "partial", VERSION, FAMILY, TARGETS[:3])
+    serve_wheel_index(http_server, [(partial, UPLOADS[VERSION])], family=None, base="/partial/whl-next/")
+    (ws / "matrix.toml").write_text((ws / "matrix.toml").read_text().replace("/{stream}/whl-next/", "/partial/whl-next/"))
+    missing = run_pipeline(args)
+    out = missing.stdout + missing.stderr
+    assert missing.returncode == 6, out
+    assert "has no device wheels for gfx1103; it has them for: gfx1100, gfx1101, gfx1102" in out, out
+    assert "Traceback" not in out

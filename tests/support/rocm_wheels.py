@@ -131,14 +131,17 @@ def _devel_tar() -> bytes:
     return buf.getvalue()
 
 
-def make_therock_wheels(folder: Path, version: str, family: str) -> dict[str, Path]:
-    """The four wheels of one build (project -> wheel file) made from Debian's clang."""
+def make_therock_wheels(folder: Path, version: str, family: str, targets: Sequence[str] = ()) -> dict[str, Path]:
+    """The wheels of one build (project -> wheel file) made from Debian's clang: four for a per-family index;
+    given ``targets`` (an index for every GPU, kpack-split as TheRock publishes since 2026-08-23), the
+    arch-neutral ``rocm-sdk-libraries`` and one ``rocm-sdk-device-<target>`` each, whose files overlay the
+    libraries' package folder."""
     llvm = debian_llvm()
     resource = next((llvm / "lib" / "clang").iterdir())
     core = {"_rocm_sdk_core/__init__.py": b"", "_rocm_sdk_core/lib/llvm/bin/clang": (llvm / "bin" / "clang").read_bytes()}
     for header in sorted((resource / "include").glob("*.h")):
         core[f"_rocm_sdk_core/lib/llvm/lib/clang/{resource.name}/include/{header.name}"] = header.read_bytes()
-    libraries = f"rocm-sdk-libraries-{family}".lower()
+    libraries = "rocm-sdk-libraries" if targets else f"rocm-sdk-libraries-{family}".lower()
     return {
         "rocm": make_wheel(folder, "rocm", version, {"rocm_sdk/__init__.py": f"__version__ = {version!r}\n".encode(),
                                                      "rocm_sdk/__main__.py": _ROCM_SDK_MAIN.encode()},
@@ -147,16 +150,19 @@ def make_therock_wheels(folder: Path, version: str, family: str) -> dict[str, Pa
         "rocm-sdk-devel": make_wheel(folder, "rocm-sdk-devel", version,
                                      {"rocm_sdk_devel/__init__.py": b"", "rocm_sdk_devel/_devel.tar": _devel_tar()}),
         libraries: make_wheel(folder, libraries, version, {f"_{dist_name(libraries)}/__init__.py": b""}),
+        **{f"rocm-sdk-device-{t}": make_wheel(folder, f"rocm-sdk-device-{t}", version, {
+            f"_rocm_sdk_libraries/lib/rocblas/library/TensileLibrary_{t}.dat": t.encode()}) for t in targets},
     }
 
 
-def make_index_only_wheels(folder: Path, version: str, family: str) -> dict[str, Path]:
-    """The four wheels of one build holding no toolchain: for tests that resolve and never install."""
-    libraries = f"rocm-sdk-libraries-{family}".lower()
+def make_index_only_wheels(folder: Path, version: str, family: str, targets: Sequence[str] = ()) -> dict[str, Path]:
+    """The wheels of one build holding no toolchain (:func:`make_therock_wheels`' projects): for tests that
+    resolve and never install."""
+    libraries = "rocm-sdk-libraries" if targets else f"rocm-sdk-libraries-{family}".lower()
     return {
         "rocm": make_wheel(folder, "rocm", version, {"rocm_sdk/__init__.py": b""}, tag=PURE_TAG),
         **{p: make_wheel(folder, p, version, {f"_{dist_name(p)}/__init__.py": b""})
-           for p in ("rocm-sdk-core", "rocm-sdk-devel", libraries)},
+           for p in ("rocm-sdk-core", "rocm-sdk-devel", libraries, *(f"rocm-sdk-device-{t}" for t in targets))},
     }
 
 
@@ -176,18 +182,21 @@ def serve_wheel_index(
     server: LocalServer,
     builds: Sequence[tuple[Mapping[str, Path], datetime | None]],
     *,
-    family: str,
+    family: str | None,
     html: bool = False,
     hashes: Mapping[str, str] | None = None,
     missing: Sequence[str] = (),
+    base: str | None = None,
 ) -> str:
-    """A simple index of ``builds`` (each: project -> wheel, upload time) under ``/simple/<family>/``.
+    """A simple index of ``builds`` (each: project -> wheel, upload time) under ``/simple/<family>/``, or, with
+    ``family`` None, one index for every GPU at ``base`` (default ``/simple/``) with its root page listing the
+    projects (PEP 691).
 
     JSON (PEP 691, with PEP 700 upload-time) unless ``html`` (PEP 503, no times).
     ``hashes`` replaces the sha256 the index states for a file name; a file in
-    ``missing`` is listed but not served. Returns the index URL.
+    ``missing`` is listed but not served. Returns the index URL (``{family}`` in it for a per-family one).
     """
-    base = f"{SIMPLE}{family}/"
+    base = base or (f"{SIMPLE}{family}/" if family is not None else SIMPLE)
     pages: dict[str, list[dict[str, object]]] = {}
     for wheels, uploaded in builds:
         for project, path in wheels.items():
@@ -209,6 +218,10 @@ def serve_wheel_index(
             doc = {"meta": {"api-version": "1.1"}, "name": project, "files": files, "versions": []}
             server.route(f"{base}{project}/", Response(200, json.dumps(doc).encode(),
                                                         {"Content-Type": "application/vnd.pypi.simple.v1+json"}))
+    if family is None:
+        root = {"meta": {"api-version": "1.1"}, "projects": [{"name": p} for p in sorted(pages)]}
+        server.route(base, Response(200, json.dumps(root).encode(), {"Content-Type": "application/vnd.pypi.simple.v1+json"}))
+        return server.url(base)
     return server.url(f"{SIMPLE}{{family}}/")
 
 

@@ -164,7 +164,9 @@ def test_matrix_rocm_source_and_wheel_index() -> None:
     from pipeline.errors import ConfigError
 
     m = _matrix({})
-    assert (m.rocm.source, m.rocm.wheel_index_for(FAMILY)) == ("tarball", "https://rocm.nightlies.amd.com/v2/gfx110X-all/")
+    # TheRock's index per stream since 2026-08-23, for every GPU: the policy's stream fills it.
+    assert (m.rocm.source, m.rocm.wheel_index_for(FAMILY)) == ("tarball", "https://nightly.repo.amd.com/rocm/whl-next/")
+    assert m.rocm.wheel_index_for(FAMILY, "stable") == "https://stable.repo.amd.com/rocm/whl-next/"
     m = _matrix({"source": "wheels", "wheel_index_url": "http://127.0.0.1:8/simple/{family}/"})
     assert m.rocm.wheel_index_for("gfx1151") == "http://127.0.0.1:8/simple/gfx1151/"
     with pytest.raises(ConfigError, match=r"m\.toml: rocm\.source.*'tarball', 'wheels'"):
@@ -246,3 +248,17 @@ def test_a_missing_family_page_is_an_unknown_family_only_when_the_listing_lacks_
     with pytest.raises(NetworkError, match="HTTP 404"):
         resolve_wheels("linux", "gfx1151", policy="latest", now=utc(2025, 1, 8), fetch=fetch,
                        index_url="https://wheels.example/v2/gfx1151/", listing_url=listing)
+
+
+def test_the_projects_of_a_build_on_each_layout() -> None:
+    from pipeline.rocm.wheel_index import is_per_family, projects_for, selector_extras
+
+    # One index per family: the family's libraries project (PEP 503 names).
+    assert projects_for("gfx110X-all") == ("rocm", "rocm-sdk-core", "rocm-sdk-devel", "rocm-sdk-libraries-gfx110x-all")
+    # One index for every GPU: the shared libraries and a device project per target (TheRock's _dist_info.py).
+    kpack = projects_for("gfx110X-all", ("gfx1100", "gfx1101"))
+    assert kpack == ("rocm", "rocm-sdk-core", "rocm-sdk-devel", "rocm-sdk-libraries", "rocm-sdk-device-gfx1100",
+                     "rocm-sdk-device-gfx1101")
+    assert selector_extras(kpack) == "libraries,devel,device-gfx1100,device-gfx1101"
+    assert is_per_family("https://rocm.nightlies.amd.com/v2/{family}/")
+    assert not is_per_family("https://{stream}.repo.amd.com/rocm/whl-next/")
