@@ -40,7 +40,7 @@ def archive_decision(inputs: RunInputs) -> ArchiveDecision:
     per_leg = parse_size(matrix.ccache.max_size)
     ccache = dict.fromkeys(matrix.legs, per_leg)
     limit = matrix.github.cache_limit_bytes
-    rocm_legs = [name for name, leg in matrix.legs.items() if leg.backend == "rocm"]
+    rocm_legs = [name for name, leg in matrix.legs.items() if leg.needs_resolution]
     if sum(ccache.values()) > limit:
         # Decided without asking anyone: the archives cannot fit whatever their size.
         return _no_room(ccache, limit)

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if single:
         if args.leg is not None:
             leg = inputs.require_matrix().leg(args.leg)
-            if leg.backend != "rocm" or leg.family is None:
+            if not leg.needs_resolution or leg.family is None:
                 raise UsageError(f"leg {leg.name!r} is a {leg.backend} leg: only rocm legs resolve a ROCm build")
             os_name, family, targets = leg.os, leg.family, leg.targets
         else:

@@ -82,7 +82,7 @@ def _defaults(args: argparse.Namespace, inputs: RunInputs) -> tuple[str, str, st
     index_url = index_url or matrix.rocm.index_url or index_for(
         matrix.rocm.hosts, (args.end or inputs.now.date()), where=f"{matrix.path} rocm.hosts")
     if not family:
-        rocm = [leg for leg in matrix.legs.values() if leg.backend == "rocm" and leg.family]
+        rocm = [leg for leg in matrix.legs.values() if leg.needs_resolution and leg.family]
         if not rocm:
             raise UsageError(f"--family: required, {matrix.path} has no rocm leg to take it from")
         family = rocm[0].family
