@@ -208,21 +208,21 @@ def nightly(session: nox.Session) -> None:
     run_pipeline(session, "report", "--for-build", *session.posargs)
 
 
-# pytest-xdist's workers for `nox -s tests` (the docstring below says why three).
-TEST_WORKERS = ("-n", "3")
+# pytest-xdist's workers for `nox -s tests` (the docstring below says why two).
+TEST_WORKERS = ("-n", "2")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite (unit and integration); arguments go to pytest (given any, they replace the defaults).
 
-    Three test files at a time (pytest-xdist, a file's tests on one worker, so a module's fixture is made
-    once): every build already uses all cores, and the other files fill its serial steps (configure,
-    link, packaging, downloads, qemu, a test's waits on a server or a child), which halved the suite
-    without the real tree on 2 cores. A third worker took up what two left idle in a warm run (220 of
-    2,060 core-seconds); compiles still share the cores through the session's jobserver
-    (tests/support/shared_jobs.py), so more files at once do not mean more compiles (docs/testing.md).
-    The longest files start first (tests/conftest.py, ``FIRST``).
+    Two test files at a time (pytest-xdist, a file's tests on one worker, so a module's fixture is made
+    once): every build already uses all cores, and the second file fills the first's serial steps
+    (configure, link, packaging, downloads, qemu), which halved the suite without the real tree on
+    2 cores (docs/testing.md). Two, not one per core: a third worker took up the warm run's idle time
+    (36 s of 17 minutes) but not the cold run's, which was busy already; compiles share the cores
+    through the session's jobserver (tests/support/shared_jobs.py). The longest files start first
+    (tests/conftest.py, ``FIRST``).
     """
     _install(session, "[test]")
     # --no-loadscope-reorder: the files in tests/conftest.py's order (the longest first), not by test count.

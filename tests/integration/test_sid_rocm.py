@@ -30,7 +30,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 DEBIAN_ROOTS = (SID,)
 
 LEG = "rocm-linux-gfx1100"
-WS = "/ws"
+# Its own mount point in the shared sid root: the real-tree rocm test mounts its workspace at /ws there, and a
+# second bind mount at one path would hide the first one's tree from a build still running in it.
+WS = "/ws-hip"
 
 
 @pytest.fixture(scope="module")
