@@ -53,6 +53,11 @@ class OpenedLibrary:
     # which TheRock's tarball does not carry and a clean machine may lack).
     from_system: bool = False
 
+    def owns(self, file_name: str, *, windows: bool) -> bool:
+        """Whether the bundle file ``file_name`` is this entry's owner (its name starts with ``owner``; any
+        case on Windows)."""
+        return file_name.lower().startswith(self.owner.lower()) if windows else file_name.startswith(self.owner)
+
 
 def asked_names(owner_name: str, data: bytes, opened: Sequence[OpenedLibrary], *, windows: bool) -> list[tuple[str, OpenedLibrary]]:
     """The libraries ``data`` (the bytes of the bundle file ``owner_name``) asks for by name, as the
@@ -60,7 +65,7 @@ def asked_names(owner_name: str, data: bytes, opened: Sequence[OpenedLibrary], *
     name once. A Windows DLL may hold the name as a UTF-16 string: its bytes are read without the NULs too."""
     found: dict[str, OpenedLibrary] = {}
     for entry in opened:
-        if not (owner_name.lower() if windows else owner_name).startswith(entry.owner.lower() if windows else entry.owner):
+        if not entry.owns(owner_name, windows=windows):
             continue
         pattern = re.compile(entry.pattern.encode(), re.IGNORECASE if windows else 0)
         for text in (data, data.replace(b"\0", b"")) if windows else (data,):

@@ -303,8 +303,8 @@ def _opened_problems(root: Path, in_bundle: Mapping[str, str], opened: Sequence[
     where it loads it (no GPU listed, a GEMM that aborts)."""
     problems = []
     for key, rel in sorted(in_bundle.items()):
-        if not opened or not any(key.startswith(e.owner.lower() if windows else e.owner) for e in opened):
-            continue
+        if not any(e.owns(key, windows=windows) for e in opened):
+            continue  # only an owner's bytes are read
         path = root / rel
         if path.is_symlink() or not path.is_file():
             continue

@@ -334,7 +334,7 @@ def builds_for(entries: Iterable[IndexEntry], base_url: str, os: str, family: st
                 os=os,
                 family=family,
                 version=parsed[2],
-                date=parsed[3] or build_date(parsed[2], entry.published),
+                date=build_date(parsed[2], entry.published),
                 published=entry.published,
                 # A matched file name is URL-safe; only an S3 folder may need quoting.
                 url=base + (quote(name, safe="/") if "/" in name else name),
