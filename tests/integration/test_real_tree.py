@@ -94,6 +94,8 @@ class Run:
 
     workspace: Path
     resolution: dict[str, Any]
+    # What `source` printed: the archive's path, tag, commit and fetch figures.
+    source: dict[str, Any]
     record: dict[str, Any]
     bundle: Path
     seconds: float
@@ -161,6 +163,7 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
     return Run(
         workspace=ws,
         resolution=json.loads((ws / "resolved.json").read_text()),
+        source=made,
         record=record,
         bundle=ws / "out" / record["bundle"],
         seconds=seconds,
@@ -468,25 +471,16 @@ def test_reproduce_right_after_the_build_in_its_default_folder_hits_every_object
     assert (stats["hits"], stats["misses"]) == (COMPILATIONS, 0), stats
 
 
-def test_the_source_archive_of_the_real_tree_is_made_once_and_deterministic(tmp_path: Path) -> None:
-    """`source` on the real tree's forge, twice in two folders: identical archives holding the merged tree."""
-    forge = prepared_forge(tmp_path, young_at=NOW - timedelta(hours=2), pr_at=NOW - timedelta(hours=7))
-    matrix = tmp_path / "matrix.toml"
-    matrix.write_text(matrix_text(upstream=forge.upstream, pr_sha=forge.pr_sha))
-    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(tmp_path / "cache-home")}
-    made = []
-    for name in ("runner", "elsewhere"):
-        ws = tmp_path / name
-        ws.mkdir()
-        proc = pipeline(["--matrix", str(matrix), "source", "--out", "out", "--now", NOW.isoformat()], cwd=ws, env=env)
-        made.append(json.loads(proc.stdout))
-    first, second = made
+def test_the_source_archive_of_the_real_tree_is_made_once_and_deterministic(real_tree: RealTree) -> None:
+    """`source` of the same run in two folders: identical archives holding the merged tree."""
+    first, second = real_tree.runner.source, real_tree.laptop.source
     assert Path(first["path"]).read_bytes() == Path(second["path"]).read_bytes()
-    assert first["tag"] == expected_tag(forge)
+    assert first["tag"] == expected_tag(real_tree.forge)
     merge = first["commit"]
-    checkout = tmp_path / "runner" / "out" / "src" / "llama.cpp"
-    assert git(checkout, "rev-parse", "HEAD^1") == forge.base_sha
-    assert git(checkout, "rev-parse", "HEAD^2") == forge.pr_sha
+    checkout = real_tree.runner.workspace / "out" / "src" / "llama.cpp"
+    assert git(checkout, "rev-parse", "HEAD") == merge
+    assert git(checkout, "rev-parse", "HEAD^1") == real_tree.forge.base_sha
+    assert git(checkout, "rev-parse", "HEAD^2") == real_tree.forge.pr_sha
     # Every file of the merge commit, and nothing else, under llama.cpp/ (git's own listing is the reference).
     files = set(git(checkout, "ls-tree", "-r", "--name-only", merge).splitlines())
     with tarfile.open(first["path"]) as tar:

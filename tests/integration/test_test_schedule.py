@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import urllib.error
@@ -33,50 +34,69 @@ def test_the_cpu_leg_starts_before_every_leg_that_reads_its_units() -> None:
     assert FIRST[1] == "integration/test_rocm_real_tree.py"
 
 
-def test_collection_follows_the_order_and_nox_keeps_it() -> None:
-    """pytest's own --collect-only: the FIRST files in that order, before any other file."""
-    selected = ["tests/unit/test_cli.py", *(f"tests/{name}" for name in reversed(FIRST))]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           "-m", "", *selected], cwd=ROOT, capture_output=True, text=True, check=False)
+# pytest's own collection, several times in one process (each a `pytest --collect-only` of its arguments):
+# one interpreter start and one import of the test modules instead of one per collection.
+_COLLECT = """
+import json, sys
+import pytest
+
+class Items:
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+
+found = []
+for args in json.loads(sys.argv[1]):
+    items = Items()
+    code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *args], plugins=[items])
+    if code != 0:
+        sys.exit(f"pytest --collect-only {' '.join(args)}: exit {int(code)}")
+    found.append(items.ids)
+print("COLLECTED " + json.dumps(found))
+"""
+
+
+def collections(*runs: list[str]) -> list[list[str]]:
+    """The test ids pytest collects with each of ``runs``' arguments, in collection order."""
+    proc = subprocess.run([sys.executable, "-c", _COLLECT, json.dumps(runs)], cwd=ROOT, capture_output=True,
+                          text=True, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    files = [line.split("::")[0].removeprefix("tests/") for line in proc.stdout.splitlines() if "::" in line]
-    order = list(dict.fromkeys(files))
-    assert order == [*FIRST, "unit/test_cli.py"], order
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("COLLECTED "))
+    return json.loads(line.removeprefix("COLLECTED "))  # type: ignore[no-any-return]
+
+
+def files_of(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(i.split("::")[0].removeprefix("tests/") for i in ids))
+
+
+def test_collection_follows_the_order_and_nox_keeps_it() -> None:
+    """pytest's own collection: the FIRST files in that order, before any other file."""
+    selected = ["tests/unit/test_cli.py", *(f"tests/{name}" for name in reversed(FIRST))]
+    (ids,) = collections(["-m", "", *selected])
+    assert files_of(ids) == [*FIRST, "unit/test_cli.py"], files_of(ids)
     # Without --no-loadscope-reorder, pytest-xdist would sort the files by their number of tests.
     assert '"--dist", "loadfile", "--no-loadscope-reorder"' in (ROOT / "noxfile.py").read_text(encoding="utf-8")
-
-
-def _collected_files(*args: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return {line.split("::")[0].removeprefix("tests/") for line in proc.stdout.splitlines() if "::" in line}
-
-
-def _collected_tests(*args: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return [line.split("::")[1] for line in proc.stdout.splitlines() if "::" in line]
 
 
 def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds_by_leg() -> None:
     """docs/testing.md, "Which legs run where": with pyproject's addopts (nox -s tests) the rocm and cpu real-tree
     builds and act's nights run, the cuda, cpu-arm64 and vulkan builds do not; `nox -s e2e -- --leg cuda` takes both
     of the cuda leg's e2e tests and nothing else."""
-    files = [f"tests/{name}" for name in FIRST]
-    suite = _collected_files(*files, "tests/integration/test_real_tree_configure.py")
-    assert suite == {"integration/test_real_tree.py", "integration/test_rocm_real_tree.py",
-                     "integration/test_act_nightly.py", "integration/test_vulkan_real_tree.py",
-                     "integration/test_real_tree_configure.py"}, suite
-    e2e = _collected_files("-m", "long", "--leg", "cuda", "tests")
-    assert e2e == {"integration/test_real_tree_cuda.py", "e2e/test_shipped_legs.py"}, e2e
-    assert _collected_files("-m", "long", "--leg", "cpu-arm64", "tests/integration") == {
-        "integration/test_real_tree_arm64.py"}
-    # The vulkan file keeps its cheap refusal in the suite; its build is in e2e.
     vulkan = ["tests/integration/test_vulkan_real_tree.py"]
-    assert _collected_tests(*vulkan) == ["test_headers_too_old_stop_the_vulkan_leg_before_configure"]
-    assert _collected_tests("-m", "long", *vulkan) == ["test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs"]
+    suite, e2e, arm64, vulkan_suite, vulkan_e2e = collections(
+        [*(f"tests/{name}" for name in FIRST), "tests/integration/test_real_tree_configure.py"],
+        ["-m", "long", "--leg", "cuda", "tests"],
+        ["-m", "long", "--leg", "cpu-arm64", "tests/integration"],
+        vulkan,
+        ["-m", "long", *vulkan],
+    )
+    assert set(files_of(suite)) == {"integration/test_real_tree.py", "integration/test_rocm_real_tree.py",
+                                    "integration/test_act_nightly.py", "integration/test_vulkan_real_tree.py",
+                                    "integration/test_real_tree_configure.py"}, suite
+    assert set(files_of(e2e)) == {"integration/test_real_tree_cuda.py", "e2e/test_shipped_legs.py"}, e2e
+    assert files_of(arm64) == ["integration/test_real_tree_arm64.py"], arm64
+    # The vulkan file keeps its cheap refusal in the suite; its build is in e2e.
+    assert [i.split("::")[1] for i in vulkan_suite] == ["test_headers_too_old_stop_the_vulkan_leg_before_configure"]
+    assert [i.split("::")[1] for i in vulkan_e2e] == ["test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs"]
 
 
 def test_a_folder_storage_serves_what_was_put_and_refuses_paths_outside_it(tmp_path: Path) -> None:
