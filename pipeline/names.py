@@ -1,8 +1,9 @@
 """The names the pipeline shares between modules, each defined once (pure, standard library only).
 
-``config`` (read by the noxfile before any virtualenv exists), the TheRock
-index parser, the source resolver, the cache keys and the bundles all check
-the same kinds of names; one definition each keeps them from disagreeing.
+matrix.toml's reader (``pipeline.inputs``, which the noxfile imports before
+any virtualenv exists), the TheRock index parser, the source resolver, the
+cache keys and the bundles all check the same kinds of names; one definition
+each keeps them from disagreeing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 import string
 from collections.abc import Sequence
 from datetime import date
+from typing import TypeGuard
 
 # The OSes a leg builds for; TheRock publishes for the first two only (ROCM_OSES).
 OSES = ("linux", "windows", "macos")
@@ -118,9 +120,18 @@ def safe_identity(text: str) -> str:
     return _UNSAFE.sub("_", text).strip("_") or "unknown"
 
 
-def rocm_identity(version: str) -> str:
+# What every TheRock build's toolchain identity starts with.
+THEROCK_IDENTITY_PREFIX = "rocm-"
+
+
+def therock_identity(version: str) -> str:
     """The toolchain identity of a TheRock build: ``rocm-<version>`` (records, cache keys, installs)."""
-    return f"rocm-{version}"
+    return f"{THEROCK_IDENTITY_PREFIX}{version}"
+
+
+def is_therock_identity(text: str) -> bool:
+    """Whether ``text`` is already a TheRock build's identity (``rocm-...``), not a bare version."""
+    return text.startswith(THEROCK_IDENTITY_PREFIX)
 
 
 def is_family(text: str) -> bool:
@@ -164,6 +175,22 @@ def family_suggestion(family: str, families: Sequence[str]) -> str:
     if not same:
         return ""
     return " (did you mean " + " or ".join(repr(f) for f in same) + "?)"
+
+
+_DOTTED_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+def dotted_version(text: str) -> tuple[int, ...]:
+    """``"2.35"`` -> ``(2, 35)``: a version of dot-separated numbers (a glibc symbol version, a leg's
+    glibc_max, a Mach-O minos or macos_min), for comparing; ValueError on anything else."""
+    if not _DOTTED_VERSION.match(text):
+        raise ValueError(f"not a version like '2.35': {text!r}")
+    return tuple(int(p) for p in text.split("."))
+
+
+def dotted_text(version: tuple[int, ...]) -> str:
+    """``(2, 35)`` -> ``"2.35"``: :func:`dotted_version` undone."""
+    return ".".join(str(p) for p in version)
 
 
 def rocm_version_parts(version: str) -> tuple[int, int, int, str, date] | None:
@@ -230,6 +257,19 @@ def is_explicit(policy: str) -> bool:
 
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
+# A relative path of plain names ('/'-separated letters, digits, '.', '_', '-'): what a data file may name
+# inside a folder of ours (an SDK pin's root, a redistributable manifest's relative_path).
+_PLAIN_RELATIVE = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
+
+
+def is_absolute_name(name: str) -> bool:
+    """Whether a path written in an archive, a link or a data file is absolute on any OS: '/', '\\' or a drive."""
+    return name.startswith(("/", "\\")) or _DRIVE.match(name) is not None
+
+
+def is_plain_relative_path(text: object) -> TypeGuard[str]:
+    """Whether ``text`` is a relative path of plain names that never climbs out ('..')."""
+    return isinstance(text, str) and _PLAIN_RELATIVE.match(text) is not None and ".." not in text.split("/")
 
 
 def member_name_problem(name: str) -> str | None:
@@ -239,7 +279,7 @@ def member_name_problem(name: str) -> str | None:
     """
     if not name or "\x00" in name:
         return "empty or NUL in name"
-    if name.startswith(("/", "\\")) or _DRIVE.match(name):
+    if is_absolute_name(name):
         return "absolute path"
     parts = re.split(r"[/\\]", name)
     if ".." in parts:
@@ -303,3 +343,23 @@ SBOM_SUFFIX = ".cdx.json"
 SBOM_NAME = "sbom" + SBOM_SUFFIX
 
 
+
+
+# Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run (those are
+# pipeline/inputs/settings.py's, which re-exports these).
+GITHUB_ACTIONS = "GITHUB_ACTIONS"
+GITHUB_OUTPUT = "GITHUB_OUTPUT"
+GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
+CC, CXX = "CC", "CXX"
+CUDA_PATH = "CUDA_PATH"
+XDG_CACHE_HOME = "XDG_CACHE_HOME"
+# The Vulkan loader's driver (ICD) selection: the machine's, kept in a smoke run's scrubbed environment.
+VULKAN_DRIVER_VARIABLES = ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES")
+LOCALAPPDATA = "LOCALAPPDATA"
+# A log's colours: FORCE_COLOR asks for them, NO_COLOR refuses them (no-color.org, force-color.org).
+FORCE_COLOR, NO_COLOR = "FORCE_COLOR", "NO_COLOR"
+
+# The first retry wait of every HTTP client, seconds (the run's PIPELINE_HTTP_BACKOFF default; the policy
+# itself is pipeline/util/http_retry.py's RetryPolicy).
+DEFAULT_BACKOFF = 1.0

@@ -36,16 +36,13 @@ from pipeline.util.http_retry import say_on_stderr
 
 def index_fetch(inputs: RunInputs) -> Fetch:
     """Fetch the index with the run's retry backoff and budget; each retry's wait is said on stderr."""
-    return lambda url: fetch_index(
-        url, backoff=inputs.http_backoff, budget=inputs.http_retry_budget, on_wait=say_on_stderr
-    )
+    return lambda url: fetch_index(url, retry=inputs.retry, on_wait=say_on_stderr)
 
 
 
 def wheel_page_fetch(inputs: RunInputs) -> PageFetch:
     """Fetch a wheel index page with the run's retry backoff and budget (waits said on stderr)."""
-    return lambda url: fetch_page(url, backoff=inputs.http_backoff, budget=inputs.http_retry_budget,
-                                  on_wait=say_on_stderr)
+    return lambda url: fetch_page(url, retry=inputs.retry, on_wait=say_on_stderr)
 
 
 def _resolve_wheels_of(inputs: RunInputs, os_name: str, family: str, fetch: PageFetch | None,
@@ -85,7 +82,7 @@ class HostedIndexes:
         self.hosts = inputs.matrix.rocm.hosts if inputs.matrix is not None else ()
         self.where = f"{inputs.matrix.path} rocm.hosts" if inputs.matrix is not None else "rocm.hosts"
         # The fetch's settings are read when it runs: a bad one is refused here, before anything else.
-        _ = (inputs.http_backoff, inputs.http_retry_budget)
+        _ = inputs.retry
         self._fetch = fetch or index_fetch(inputs)
         self._entries: dict[str, tuple[Sequence[IndexEntry] | None, frozenset[str]]] = {}
 

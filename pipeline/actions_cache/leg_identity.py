@@ -12,7 +12,7 @@ from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import rocm_identity
+from pipeline.names import is_therock_identity, therock_identity
 from pipeline.util.console import make_console
 
 
@@ -28,8 +28,8 @@ def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
 
 def given_toolchain(leg: Leg, given: str) -> str:
     """``--toolchain``: a bare ROCm version names the same toolchain the resolution would."""
-    if leg.needs_resolution and not given.startswith("rocm-"):
-        given = rocm_identity(given)
+    if leg.needs_resolution and not is_therock_identity(given):
+        given = therock_identity(given)
     return key_toolchain(given)
 
 

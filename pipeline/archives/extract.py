@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from pipeline.errors import ToolchainError
-from pipeline.names import member_name_problem
+from pipeline.names import is_absolute_name, member_name_problem
 from pipeline.processes.pause_points import checkpoint
 from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
 from pipeline.util.tree_removal import remove_tree
@@ -41,7 +41,6 @@ name_problem = member_name_problem
 # Folder names that are the top of an install's layout, never a wrapper folder
 # to strip: an archive holding only "lib/" is flat, not wrapped in "lib".
 LAYOUT_DIRS = frozenset({"bin", "lib", "lib64", "llvm", "include", "share", "libexec", "etc", "amdgcn"})
-_DRIVE = re.compile(r"^[A-Za-z]:")
 CHUNK = 1024 * 1024
 
 
@@ -54,7 +53,7 @@ def link_problem(name: str, linkname: str, *, hard: bool) -> str | None:
     """
     if not linkname:
         return "link without a target"
-    if linkname.startswith(("/", "\\")) or _DRIVE.match(linkname):
+    if is_absolute_name(linkname):
         return f"link to absolute path {linkname!r}"
     base = "" if hard else posixpath.dirname(_strip_dot(name))
     resolved = posixpath.normpath(posixpath.join(base, linkname.replace("\\", "/")))

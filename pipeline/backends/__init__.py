@@ -2,8 +2,13 @@
 
 :class:`~pipeline.backends.protocol.Backend` says everything a backend differs
 in: how its toolchain is prepared, its cache identity, the runtime its
-bundles carry, its bundle name. ``BACKENDS`` is the table; the rest of the
-pipeline asks :func:`backend_of` and never names a backend itself.
+bundles carry, its bundle name. ``BACKENDS`` is the table; what a backend
+does is asked of :func:`backend_of`. Other layers still name a backend where
+a rule is the matrix's, not the backend's: which legs need a ROCm resolution
+(:attr:`pipeline.inputs.matrix.Leg.needs_resolution`), which (os, arch) a
+backend may target (``inputs/matrix.py``), the cross-built cpu legs
+(``toolchain/cross.py``), a bundle manifest's CUDA line and the GPU smoke
+check's wording.
 
 Adding a backend: a module here with its ``BACKEND``, its entry in
 ``BACKENDS``, its name in :data:`pipeline.names.BACKENDS`.
@@ -73,10 +78,9 @@ def toolchain_request(
         pins=inputs.require_matrix().toolchains.for_leg(leg.cuda_line, leg.arch),
         download_cache=inputs.download_cache,
         toolchain_dir=inputs.toolchain_dir,
-        http_backoff=inputs.http_backoff,
+        retry=inputs.retry,
         wait_lock=inputs.wait_lock,
         started=inputs.started,
-        http_retry_budget=inputs.http_retry_budget,
     )
 
 
@@ -116,16 +120,21 @@ def render_name(
     return f"{stem}.{'zip' if os_name == 'windows' else 'tar.gz'}"
 
 
+def bundle_file_name(leg: Leg, tag: str) -> str:
+    """The file name of ``leg``'s bundle for ``tag``: its matrix.toml template (upstream's style by default)
+    filled in. The one place a leg's bundle is named: the build writes it, ``legs --json`` shows it, the
+    matrix check compares it."""
+    return render_name(leg.bundle_template, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os,
+                       family=leg.family, arch=leg.arch)  # fmt: skip
+
+
 # The tag a matrix check names bundles with: every leg of a run has the same one, so it never tells two apart.
 _PROBE_TAG = "b1"
 
 
 def check_bundle_names(matrix: Matrix) -> None:
     """ConfigError when two built legs of ``matrix`` would write one bundle (:meth:`Matrix.check_bundle_names`)."""
-    matrix.check_bundle_names(lambda leg: render_name(
-        leg.bundle_name, tag=_PROBE_TAG, leg=leg.name, backend=leg.backend, os_name=leg.os, family=leg.family,
-        arch=leg.arch,
-    ))
+    matrix.check_bundle_names(lambda leg: bundle_file_name(leg, _PROBE_TAG))
 
 
 def leg_toolkit(matrix: Matrix, leg: Leg) -> str:
@@ -161,8 +170,7 @@ def leg_description(matrix: Matrix, leg: Leg, *, tag: str) -> dict[str, Any]:
         "runner": leg.runner,
         "targets": list(leg.targets or leg.cuda_architectures),
         "toolkit": leg_toolkit(matrix, leg),
-        "bundle": render_name(leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os,
-                              family=leg.family, arch=leg.arch),
+        "bundle": bundle_file_name(leg, tag),
         # Why the leg is not built (matrix.toml's ``disabled``); null for the legs a run builds.
         "disabled": leg.disabled,
     }

@@ -1,7 +1,7 @@
 """What every backend provides (:class:`Backend`) and the data its bundle needs (pure).
 
-A backend is one module of :mod:`pipeline.backends`, in the spirit of
-cibuildwheel's ``platforms/``: how its toolchain is prepared, what identity
+A backend is one module of :mod:`pipeline.backends` (cpu, cuda, metal, rocm,
+vulkan), in the spirit of cibuildwheel's ``platforms/``: how its toolchain is prepared, what identity
 its ccache is keyed on, where its toolchain keeps the runtime a bundle
 carries, and the word its bundles are named with. What differs between
 Linux and Windows stays inside that module.

@@ -50,7 +50,7 @@ from pipeline.backends.protocol import OpenedLibrary, asked_names
 from pipeline.bundle.check_findings import Problem, TreeFindings
 from pipeline.bundle.closure_policy import DEFAULT_GLIBC_MAX, is_base_system, is_origin_relative
 from pipeline.bundle.driver_standin import DRIVER, DriverForSmoke, driver_for_smoke, driver_users
-from pipeline.bundle.elfdeps import ElfInfo, is_elf, parse_version, read_elf, version_text
+from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.emulation import host_arch, how_to_run
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, parse_manifest, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
@@ -62,6 +62,7 @@ from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.cuda_driver import DRIVER_FLOORS, runtime_line
 from pipeline.inputs.matrix import Leg
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN
+from pipeline.names import dotted_text, dotted_version
 from pipeline.util.json_text import read_bytes
 from pipeline.util.tree_removal import remove_tree
 
@@ -253,11 +254,11 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         where = "anywhere in the bundle" if os_name == "macos" else "at the bundle's root"
         found.problems.append(Problem(file=".", kind="empty", message=f"no {_KINDS.get(os_name, 'ELF')} program or "
                                       f"library {where}: nothing was checked"))
-    floor = parse_version(glibc_max) if glibc_max and os_name == "linux" else None
+    floor = dotted_version(glibc_max) if glibc_max and os_name == "linux" else None
     if floor is not None and found.glibc is not None and found.glibc > floor:
         found.problems.append(Problem(
             file=found.glibc_by or "?", kind="glibc", library="libc.so.6",
-            message=f"requires GLIBC_{version_text(found.glibc)}, above the leg's floor glibc_max = {glibc_max}",
+            message=f"requires GLIBC_{dotted_text(found.glibc)}, above the leg's floor glibc_max = {glibc_max}",
         ))
     for name in sorted(in_bundle):
         if _DRIVER_FILE.match(name):
@@ -275,7 +276,7 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
         os=os_name,
         files_checked=found.files,
         problems=tuple(found.problems),
-        glibc_required=version_text(found.glibc) if found.glibc else None,
+        glibc_required=dotted_text(found.glibc) if found.glibc else None,
         glibc_required_by=found.glibc_by,
         glibc_max=glibc_max if os_name == "linux" else None,
         elves=tuple(sorted(elves.items())),

@@ -20,6 +20,7 @@ from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import Section
 
 from pipeline.errors import BundleError
+from pipeline.names import dotted_version
 
 ELF_MAGIC = b"\x7fELF"
 _DYNAMIC_STRINGS = {"DT_NEEDED": "needed", "DT_SONAME": "soname", "DT_RUNPATH": "runpath", "DT_RPATH": "rpath"}
@@ -52,7 +53,7 @@ class ElfInfo:
     def glibc_versions(self) -> tuple[tuple[int, ...], ...]:
         """Every ``GLIBC_x.y`` required, as sorted version tuples."""
         found = {
-            tuple(int(p) for p in m.group(1).split("."))
+            dotted_version(m.group(1))
             for _, names in self.version_needs
             for name in names
             if (m := _GLIBC.match(name))
@@ -129,12 +130,3 @@ def read_elf(path: Path) -> ElfInfo:
     )
 
 
-def version_text(version: tuple[int, ...]) -> str:
-    return ".".join(str(p) for p in version)
-
-
-def parse_version(text: str) -> tuple[int, ...]:
-    """``"2.35"`` -> ``(2, 35)``; ValueError on anything else."""
-    if not re.match(r"^\d+(?:\.\d+)*$", text):
-        raise ValueError(f"not a version like '2.35': {text!r}")
-    return tuple(int(p) for p in text.split("."))

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from pipeline.inputs.settings import VULKAN_DRIVER_VARIABLES
+from pipeline.names import VULKAN_DRIVER_VARIABLES
 
 # How a backend module's name (libggml-<name>.so) reads in a line.
 BACKEND_WORDS = {"vulkan": "Vulkan", "cuda": "CUDA", "hip": "ROCm/HIP", "sycl": "SYCL", "opencl": "OpenCL",

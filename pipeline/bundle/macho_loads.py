@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pipeline.bundle.check_findings import Problem, TreeFindings
 from pipeline.bundle.closure_policy import is_base_system
-from pipeline.bundle.machodeps import MachoInfo, read_macho, signature_matches, version_tuple
+from pipeline.bundle.machodeps import MachoInfo, read_macho, signature_matches
+from pipeline.names import dotted_version
 
 
 def check_macho(root: Path, rel: str, found: TreeFindings, arch: str, macos_min: str | None) -> MachoInfo | None:
@@ -25,7 +26,7 @@ def check_macho(root: Path, rel: str, found: TreeFindings, arch: str, macos_min:
             if not entry.startswith(_MACHO_RELATIVE):
                 found.problems.append(Problem(file=rel, kind="runpath",
                                               message=f"build-machine LC_RPATH {entry!r} (want @loader_path-relative)"))
-        if macos_min and info.minos and version_tuple(info.minos) > version_tuple(macos_min):
+        if macos_min and info.minos and dotted_version(info.minos) > dotted_version(macos_min):
             found.problems.append(Problem(file=rel, kind="macos", message=f"requires macOS {info.minos} "
                                           f"(LC_BUILD_VERSION minos), above the leg's macos_min = {macos_min}"))
     if arch == "arm64" and signature_matches(root / rel) is not True:

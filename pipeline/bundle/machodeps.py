@@ -164,6 +164,3 @@ def signature_matches(path: Path) -> bool | None:
     return True
 
 
-def version_tuple(text: str) -> tuple[int, ...]:
-    """``"13.3"`` -> ``(13, 3)``."""
-    return tuple(int(p) for p in text.split("."))

@@ -30,7 +30,7 @@ from typing import Any
 
 from pipeline.archives.deterministic import Entry, archive_kind, read_members, write_tar_gz, write_zip
 from pipeline.archives.packing import PackStats
-from pipeline.backends import render_name
+from pipeline.backends import bundle_file_name
 from pipeline.bundle.closure import complete_runtime, usable_toolchain_root
 from pipeline.bundle.sbom_cache import cached_sbom
 from pipeline.bundle.stage import (
@@ -73,14 +73,6 @@ TOOLCHAIN_KEYS = ("version", "url", "sha256", "driver_min")
 
 # --------------------------------------------------------------------------
 # Pure rules
-
-
-def bundle_name(leg: Leg, tag: str) -> str:
-    """The leg's name template (upstream's style by default) filled in: see :mod:`pipeline.names`."""
-    return render_name(
-        leg.bundle_name, tag=tag, leg=leg.name, backend=leg.backend, os_name=leg.os, family=leg.family,
-        arch=leg.arch,
-    )
 
 
 def is_payload(relpath: str, *, executable: bool) -> bool:
@@ -266,14 +258,14 @@ def package_bundle(
     commit: str | None,
     pack_cache: Path | None = None,
 ) -> tuple[Path, PackStats]:
-    """Package a successful build into ``<out>/dist/<bundle_name>``; return its path and the packaging's figures.
+    """Package a successful build into ``<out>/dist/<bundle_file_name>``; return its path and the packaging's figures.
 
     ``pack_cache``: the packaging cache (compressed members by content, SBOMs by manifest), so
     files unchanged since the last run are not compressed again, nor the SBOM of the same manifest made again.
     """
     from pipeline.bundle.dist_owner import refuse_foreign_bundle
 
-    name = bundle_name(leg, tag)
+    name = bundle_file_name(leg, tag)
     refuse_foreign_bundle(out_dir, name, leg=leg.name)  # before any work: another leg's bundle is never replaced
     zipped = name.endswith(".zip")
     top = top_folder(tag, zipped=zipped)

@@ -24,7 +24,7 @@ one line in the check's result:
   <backend> device" on a machine without one (:mod:`pipeline.bundle.gpu_smoke`).
 
 The GPU driver is the machine's: the Vulkan loader's driver selection
-(``VK_ICD_FILENAMES`` and its kin, :data:`pipeline.inputs.settings.VULKAN_DRIVER_VARIABLES`)
+(``VK_ICD_FILENAMES`` and its kin, :data:`pipeline.names.VULKAN_DRIVER_VARIABLES`)
 is passed through to every run when the check's environment sets it.
 
 A check whose program (or input) the bundle does not have is skipped with

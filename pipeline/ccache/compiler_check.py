@@ -104,18 +104,12 @@ def time_compiler_check(
     For the benchmark (one TheRock-sized compiler, both modes); nothing is asserted on it.
     One cold call fills the cache first. ``env`` is the caller's environment (PATH, HOME).
     """
-    from pipeline.ccache.session import ccache_path_value
+    from pipeline.ccache.session import ccache_env
 
     work.mkdir(parents=True, exist_ok=True)
     source = work / "probe.c"
     source.write_text("int probe(void) { return 42; }\n", encoding="utf-8")
-    run_env = {
-        **env,
-        "CCACHE_DIR": ccache_path_value(work / "ccache"),
-        "CCACHE_COMPILERCHECK": check,
-        "CCACHE_NOHASHDIR": "1",
-        "CCACHE_BASEDIR": ccache_path_value(work),
-    }
+    run_env = {**env, **ccache_env(work / "ccache", work, check)}
     cmd = [str(ccache), str(compiler), "-c", str(source), "-o", str(work / "probe.o")]
     run_child(cmd, env=run_env, check=True, cwd=work, capture_output=True)
     started = time.monotonic()

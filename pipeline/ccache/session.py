@@ -121,13 +121,8 @@ class CcacheSetup:
 
     def env(self, *, with_stats_log: bool) -> dict[str, str]:
         """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
-        env = {
-            "CCACHE_DIR": ccache_path_value(self.cache_dir),
-            "CCACHE_BASEDIR": ccache_path_value(self.base_dir),
-            "CCACHE_COMPILERCHECK": self.check_value or self.compiler_check,
-            "CCACHE_NOHASHDIR": "1",
-            "CCACHE_MAXSIZE": self.max_size,
-        }
+        env = {**ccache_env(self.cache_dir, self.base_dir, self.check_value or self.compiler_check),
+               "CCACHE_MAXSIZE": self.max_size}
         if with_stats_log:
             env["CCACHE_STATSLOG"] = ccache_path_value(self.stats_log)
         if self.remote:
@@ -175,6 +170,17 @@ class CcacheSetup:
         if self.glslc is not None:
             record["glslc"] = self.glslc.to_record()
         return record
+
+
+def ccache_env(cache_dir: Path, base_dir: Path, compiler_check: str) -> dict[str, str]:
+    """What every ccache call of the pipeline is told: its cache, the base folder its paths are made
+    relative to (and the working directory left out of the hash), and how it checks the compiler."""
+    return {
+        "CCACHE_DIR": ccache_path_value(cache_dir),
+        "CCACHE_BASEDIR": ccache_path_value(base_dir),
+        "CCACHE_COMPILERCHECK": compiler_check,
+        "CCACHE_NOHASHDIR": "1",
+    }
 
 
 def with_glslc_cache(ccache: CcacheSetup, cmake_args: Sequence[str], build: Path) -> CcacheSetup:

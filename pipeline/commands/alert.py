@@ -12,6 +12,7 @@ from pipeline.errors import UsageError
 from pipeline.github import rest
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
+from pipeline.names import GITHUB_RUN_ID, GITHUB_SERVER_URL
 from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_label, check_status, plan_alert
 from pipeline.release.collect import read_results
 from pipeline.release.plan import NO_STATUS, LegResult
@@ -42,7 +43,7 @@ def register(sub: Any) -> None:
 
 def default_run_url(env: Any) -> str | None:
     """This Actions run's page, from the runner's variables; None outside Actions."""
-    server, run_id = env.get(S.GITHUB_SERVER_URL), env.get(S.GITHUB_RUN_ID)
+    server, run_id = env.get(GITHUB_SERVER_URL), env.get(GITHUB_RUN_ID)
     repo = env.get(S.GITHUB_REPOSITORY.env_var)
     return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
 
@@ -89,8 +90,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     failed, record_tag = failed_legs(expected, inputs.out) if args.status == "failure" else ([], None)
     token = rest.token_from_env(inputs.environ, permission="issues: write")
 
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
-        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
+    client = ReleasesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)
     open_issue = client.open_issue_with_label(args.label)
     run_url = args.run_url or default_run_url(inputs.environ)
     plan = plan_alert(args.status, open_issue, tag=args.tag or record_tag, failed=failed, run_url=run_url)

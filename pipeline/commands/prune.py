@@ -58,8 +58,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError(f"--keep must be at least 1, got {keep}")
     # Every check that can fail without the network comes before the first request.
     token = rest.token_from_env(inputs.environ)
-    client = CachesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
-        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
+    client = CachesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)
     console = make_console(inputs.environ, stderr=args.json)
 
     stream = sys.stderr if args.json else None  # with --json, stdout carries only the JSON

@@ -131,8 +131,7 @@ def _remote_state(
     """The client, the release for ``tag`` and its assets; offline (all None) for a dry run without token."""
     if token is None or not repo:
         return None, None, []
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
-        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
+    client = ReleasesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)
     from pipeline.release.publish import with_digests
 
     release = client.find_release(tag)

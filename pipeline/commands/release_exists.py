@@ -57,8 +57,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     token = rest.token_from_env(inputs.environ, permission="contents: read")
     from pipeline.release.releases_client import ReleasesClient
 
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
-        budget=inputs.http_retry_budget, on_wait=say_on_stderr)
+    client = ReleasesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)
     found = client.published_release(tag)
     # A partial release (a prerelease: a manual run of some legs) is not the tag's release: the run
     # builds every leg and publish completes it.

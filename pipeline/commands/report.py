@@ -13,6 +13,7 @@ from pipeline.errors import PipelineError, UsageError
 from pipeline.github import runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
+from pipeline.names import GITHUB_RUN_ID, GITHUB_SERVER_URL
 from pipeline.results.record import RECORD_NAME, LegRecord
 from pipeline.util.fsutil import atomic_write_text, folder_problem
 
@@ -165,7 +166,7 @@ def run_history(args: argparse.Namespace, inputs: RunInputs, threshold: float) -
     if not repo:
         raise UsageError("--history needs the repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
     token = rest.token_from_env(inputs.environ, permission="actions: read")
-    client = HistoryClient(repo, token, api_url=api_url, backoff=inputs.http_backoff, budget=inputs.http_retry_budget,
+    client = HistoryClient(repo, token, api_url=api_url, retry=inputs.retry,
                            on_wait=lambda line: print(line, file=sys.stderr))
     nights = fetch_nights(client, args.workflow, args.history, on_night=lambda line: print(f"history: {line}"))
     if not nights:
@@ -180,8 +181,8 @@ def run_history(args: argparse.Namespace, inputs: RunInputs, threshold: float) -
     for line in summary_lines(series, threshold):
         print(line)
     if inputs.in_actions:
-        link = f"{inputs.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/" \
-               f"{inputs.environ.get('GITHUB_RUN_ID', '')}#artifacts"
+        link = f"{inputs.environ.get(GITHUB_SERVER_URL, 'https://github.com')}/{repo}/actions/runs/" \
+               f"{inputs.environ.get(GITHUB_RUN_ID, '')}#artifacts"
         runner.append_summary(
             f"History of the last {len(nights)} nights, per leg (hit rate, build time, toolchain changes): "
             f"`{page.name}` in this run's [report artifact]({link}).\n", env=inputs.environ)

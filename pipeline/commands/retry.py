@@ -46,8 +46,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     token = rest.token_from_env(inputs.environ, permission="actions: write")
     from pipeline.release.runs_client import RunsClient
 
-    client = RunsClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
-                        budget=inputs.http_retry_budget, on_wait=say_on_stderr)  # fmt: skip
+    client = RunsClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)  # fmt: skip
     info = client.run(args.run_id)
     attempt = int(info["run_attempt"])
     jobs = []

@@ -11,6 +11,7 @@ from pipeline.errors import UsageError
 from pipeline.github import rest
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
+from pipeline.names import GITHUB_RUN_ID, GITHUB_SERVER_URL
 from pipeline.release.alert import check_label
 from pipeline.release.rocm_alert import DEFAULT_ROCM_STALE_LABEL, TITLE, plan_rocm_alert
 from pipeline.util.http_retry import say_on_stderr
@@ -57,11 +58,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     token = rest.token_from_env(inputs.environ, permission="issues: write")
     from pipeline.release.releases_client import ReleasesClient
 
-    client = ReleasesClient(repo, token, api_url=api_url, backoff=inputs.http_backoff,
-                            budget=inputs.http_retry_budget, on_wait=say_on_stderr)  # fmt: skip
+    client = ReleasesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)  # fmt: skip
     open_issue = client.open_issue_with_label(args.label)
     said = client.issue_texts(open_issue) if open_issue is not None and stale else []
-    server, run_id = inputs.environ.get(S.GITHUB_SERVER_URL), inputs.environ.get(S.GITHUB_RUN_ID)
+    server, run_id = inputs.environ.get(GITHUB_SERVER_URL), inputs.environ.get(GITHUB_RUN_ID)
     run_url = f"{server}/{repo}/actions/runs/{run_id}" if server and run_id else None
     plan = plan_rocm_alert(stale, open_issue=open_issue, said=said, run_url=run_url)
     print(f"stale ROCm families: {', '.join(plan.stale) or 'none'}"

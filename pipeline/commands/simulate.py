@@ -111,7 +111,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     with err.status(f"reading {index_url}") as status:
         entries = fetch_index(
             index_url,
-            backoff=inputs.http_backoff,
+            retry=inputs.retry,
             on_page=lambda pages, n: status.update(f"reading {index_url}: {n} entries, {pages} page(s)"),
         )
     builds = builds_for(entries, index_url, os_name, family)

@@ -19,14 +19,16 @@ from urllib.parse import urlsplit
 
 from pipeline.errors import GitHubError, NetworkError, PipelineError, UsageError
 from pipeline.inputs import settings
-from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.redaction import redact
 from pipeline.util.http_retry import (
+    DEFAULT_RETRY,
     RetriesExhausted,
     Retryable,
+    RetryPolicy,
     call_with_retries,
     retry_after,
 )
+from pipeline.util.timeutil import epoch_now
 
 if TYPE_CHECKING:
     import requests
@@ -34,10 +36,6 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 TOKEN_ENVS = settings.GITHUB_TOKEN.env
-# A rate-limit reset further away than this fails the command instead of
-# holding a runner idle (GitHub's primary limit resets hourly).
-DEFAULT_MAX_WAIT = 120.0
-DEFAULT_ATTEMPTS = 5
 # A runaway Link chain (a server bug) must not loop forever.
 MAX_PAGES = 10_000
 
@@ -98,14 +96,11 @@ class RestClient:
         token: str,
         *,
         api_url: str = settings.DEFAULT_API_URL,
-        attempts: int = DEFAULT_ATTEMPTS,
-        backoff: float = DEFAULT_BACKOFF,
-        max_wait: float = DEFAULT_MAX_WAIT,
+        retry: RetryPolicy = DEFAULT_RETRY,
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = epoch_now,
         session: requests.Session | None = None,
-        budget: float | None = None,
         on_wait: Callable[[str], None] | None = None,
     ) -> None:
         import requests
@@ -117,14 +112,13 @@ class RestClient:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise UsageError(f"bad API URL {api_url!r}: expected http(s)://HOST[/PATH]")
         self._origin = (parts.scheme, parts.netloc)
-        self.attempts = max(1, attempts)
-        self.backoff = backoff
-        self.max_wait = max_wait
+        # A rate-limit reset further away than the policy's longest wait fails the command instead of
+        # holding a runner idle (GitHub's primary limit resets hourly).
+        self.retry = retry
         self.timeout = timeout
         self._sleep = sleep
         self._clock = clock
-        # The user's cap on one request's retries, and where a retry's wait line goes.
-        self.budget = budget
+        # Where a retry's wait line goes.
         self._on_wait = on_wait
         self.requests_made = 0
         self._secret = token
@@ -239,8 +233,8 @@ class RestClient:
         """``attempt()`` under the retry policy, its failures turned into one redacted line."""
         try:
             return call_with_retries(
-                attempt, attempts=self.attempts, backoff=self.backoff, max_wait=self.max_wait, sleep=self._sleep,
-                budget=self.budget, on_wait=self._say_wait, what=f"{method} {self._path(url)}", clock=self._clock,
+                attempt, policy=self.retry, sleep=self._sleep, on_wait=self._say_wait,
+                what=f"{method} {self._path(url)}", clock=self._clock,
             )  # fmt: skip
         except RetriesExhausted as err:
             # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
@@ -281,9 +275,9 @@ class RestClient:
             limited = status == 429 or wait is not None
             if limited:
                 wait = 1.0 if wait is None else wait
-                if wait > self.max_wait:
+                if wait > self.retry.max_wait:
                     raise GitHubError(
-                        f"{where}: rate limited for {wait:.0f} s more (over the {self.max_wait:.0f} s "
+                        f"{where}: rate limited for {wait:.0f} s more (over the {self.retry.max_wait:.0f} s "
                         "this command waits); run it again later"
                     )
                 raise Retryable(f"HTTP {status} rate limited", wait)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pipeline.errors import UsageError
-from pipeline.inputs import settings
+from pipeline.names import GITHUB_ACTIONS, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY
 
 LEVELS = ("debug", "notice", "warning", "error")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -25,7 +25,7 @@ _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 def in_actions(env: Mapping[str, str]) -> bool:
     """True inside a GitHub Actions job."""
-    return env.get(settings.GITHUB_ACTIONS) == "true"
+    return env.get(GITHUB_ACTIONS) == "true"
 
 
 def _check_name(name: str, what: str) -> None:
@@ -56,12 +56,12 @@ def _append_file_command(env_var: str, name: str, value: str, env: Mapping[str, 
 def set_output(name: str, value: str, *, env: Mapping[str, str]) -> bool:
     """Set step output ``name`` (any value, multiline too); False outside Actions."""
     _check_name(name, "output")
-    return _append_file_command(settings.GITHUB_OUTPUT, name, value, env)
+    return _append_file_command(GITHUB_OUTPUT, name, value, env)
 
 
 def append_summary(markdown: str, *, env: Mapping[str, str]) -> bool:
     """Append ``markdown`` to the job's step summary; False outside Actions."""
-    path = env.get(settings.GITHUB_STEP_SUMMARY)
+    path = env.get(GITHUB_STEP_SUMMARY)
     if not path:
         return False
     with Path(path).open("a", encoding="utf-8", newline="\n") as fh:

@@ -162,8 +162,9 @@ class Leg:
     # [cuda_profiles.<line>] profile its cuda_architectures came from, if any.
     cuda_line: str | None = None
     cuda_profile: str | None = None
-    # The bundle's name template (pipeline.names); None: upstream's style.
-    bundle_name: str | None = None
+    # matrix.toml's ``bundle_name``: the template of the bundle's file name (pipeline.names); None: upstream's
+    # style. The file name itself is pipeline.backends.bundle_file_name's.
+    bundle_template: str | None = None
     # The newest GLIBC_x.y a Linux bundle may require (check-bundle); its runner's glibc by default.
     glibc_max: str = "2.35"
     # macOS: the oldest macOS its binaries may ask for (LC_BUILD_VERSION minos, check-bundle).
@@ -433,7 +434,7 @@ def _parse_leg(
         cuda_architectures=tuple(t.str_list("cuda_architectures")),
         cuda_line=t.optional_str("cuda_line", check=cuda_line_check),
         cuda_profile=t.optional_str("cuda_profile", check=nonempty),
-        bundle_name=t.optional_str("bundle_name", check=template_problem),
+        bundle_template=t.optional_str("bundle_name", check=template_problem),
         glibc_max=t.string("glibc_max", runner_glibc(runner), check=glibc_problem),
         macos_min=t.string("macos_min", DEFAULT_MACOS_MIN, check=macos_version_check),
         disabled=t.optional_str("disabled", check=nonempty),

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.names import SHA256_HEX, url_problem
+from pipeline.names import SHA256_HEX, is_plain_relative_path, url_problem
 
 # What a wheel's sha256 is pinned for: NVIDIA publishes x86-64 Linux and Windows wheels, and
 # aarch64 Linux ones (``linux-aarch64``, the arm64 runners') for the 13.x line.
@@ -49,7 +49,6 @@ DEFAULT_CUDA_LINE = "13"
 _WHEEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
 _CUDA_LINE = re.compile(r"^cuda-\d+$")
-_REL = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
 # NVIDIA's manifest names: redistrib_12.8.1.json; its components: cuda_nvcc, libcublas.
 _MANIFEST_NAME = re.compile(r"^redistrib_\d+(?:\.\d+)+\.json$")
 _COMPONENT = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -253,7 +252,7 @@ def parse_sdk_pin(data: Any, path: Path, key: str) -> SdkPin:
     sha = _sha(t.pop("sha256", None), path, f"{key}.sha256")
     version = _string(t, path, key, "version", _VERSION, "a version such as '1.4.328.1'")
     root = t.pop("root", "")
-    if not isinstance(root, str) or (root and (not _REL.match(root) or ".." in root.split("/"))):
+    if not isinstance(root, str) or (root and not is_plain_relative_path(root)):
         raise _fail(path, f"{key}.root", "a relative folder such as 'x86_64'", root)
     _unknown(t, path, key)
     return SdkPin(url=url, sha256=sha, version=version, root=root)

@@ -26,7 +26,7 @@ from pipeline.names import (
     SHA256_HEX,
     is_rocm_version,
     policy_problem,
-    rocm_identity,
+    therock_identity,
     url_problem,
 )
 from pipeline.util.fsutil import atomic_write_json
@@ -164,7 +164,7 @@ def wheels_identity(version: str, sha256s: list[str] | tuple[str, ...]) -> str:
     another ccache key); the order of the files does not matter.
     """
     digest = hashlib.sha256("\n".join(sorted(sha256s)).encode()).hexdigest()
-    return f"{rocm_identity(version)}-wheels-{digest[:12]}"
+    return f"{therock_identity(version)}-wheels-{digest[:12]}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,7 +197,7 @@ class ResolvedRocm:
         """The toolchain's cache-key component, e.g. ``rocm-10.1.0a20260807`` (wheels: plus their digest)."""
         if self.source == "wheels":
             return wheels_identity(self.version, [w.sha256 for w in self.wheels])
-        return rocm_identity(self.version)
+        return therock_identity(self.version)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {

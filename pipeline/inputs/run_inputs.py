@@ -24,7 +24,8 @@ from pipeline.errors import ConfigError, UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import Matrix, load_matrix
 from pipeline.inputs.resolution_file import Resolution, load_resolution
-from pipeline.names import is_safe_tag
+from pipeline.names import GITHUB_ACTIONS, LOCALAPPDATA, XDG_CACHE_HOME, is_safe_tag
+from pipeline.util.http_retry import RetryPolicy
 from pipeline.util.timeutil import utc_now
 
 
@@ -77,13 +78,10 @@ class RunInputs:
         return str(self._lazy(S.GIT_URL_TEMPLATE))
 
     @property
-    def http_backoff(self) -> float:
-        return float(self._lazy(S.HTTP_BACKOFF))
-
-    @property
-    def http_retry_budget(self) -> float:
-        """Most seconds one HTTP request may spend waiting between its retries (PIPELINE_HTTP_RETRY_BUDGET)."""
-        return float(self._lazy(S.HTTP_RETRY_BUDGET))
+    def retry(self) -> RetryPolicy:
+        """The retry policy of every HTTP client, with the run's first wait (PIPELINE_HTTP_BACKOFF) and the
+        most seconds one request may spend waiting between its retries (PIPELINE_HTTP_RETRY_BUDGET)."""
+        return RetryPolicy(backoff=float(self._lazy(S.HTTP_BACKOFF)), budget=float(self._lazy(S.HTTP_RETRY_BUDGET)))
 
     @property
     def wait_lock(self) -> float:
@@ -117,7 +115,7 @@ class RunInputs:
     @property
     def in_actions(self) -> bool:
         """Whether this runs on GitHub Actions."""
-        return self.environ.get(S.GITHUB_ACTIONS) == "true"
+        return self.environ.get(GITHUB_ACTIONS) == "true"
 
     def given(self, setting: S.Setting) -> bool:
         """Whether ``setting`` was given for this run (by its flag or its environment variable)."""
@@ -142,9 +140,9 @@ def _flag(args: argparse.Namespace | None, setting: S.Setting) -> str | None:
 
 def default_cache_home(environ: Mapping[str, str]) -> Path:
     """``~/.cache/llama-pipeline`` (``%LOCALAPPDATA%`` on Windows, ``$XDG_CACHE_HOME`` when set)."""
-    if sys.platform == "win32" and (local := environ.get(S.LOCALAPPDATA)):
+    if sys.platform == "win32" and (local := environ.get(LOCALAPPDATA)):
         return Path(local) / "llama-pipeline"
-    base = environ.get(S.XDG_CACHE_HOME) or str(Path.home() / ".cache")
+    base = environ.get(XDG_CACHE_HOME) or str(Path.home() / ".cache")
     return Path(base) / "llama-pipeline"
 
 

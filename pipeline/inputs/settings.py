@@ -23,6 +23,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.names import (
+    DEFAULT_BACKOFF,
     DEFAULT_POLICY,
     ROCM_RELEASE_EXAMPLE,
     ROCM_VERSION_EXAMPLE,
@@ -34,8 +35,6 @@ from pipeline.names import (
 Parse = Callable[[str, str], Any]
 
 
-# The first retry wait of every HTTP client, seconds (the run's PIPELINE_HTTP_BACKOFF default).
-DEFAULT_BACKOFF = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -360,17 +359,6 @@ SETTINGS: tuple[Setting, ...] = (
     ROCM_STALE, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
 )
 
-# Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run.
-GITHUB_ACTIONS = "GITHUB_ACTIONS"
-GITHUB_OUTPUT = "GITHUB_OUTPUT"
-GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
-GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"
-CC, CXX = "CC", "CXX"
-CUDA_PATH = "CUDA_PATH"
-XDG_CACHE_HOME = "XDG_CACHE_HOME"
-# The Vulkan loader's driver (ICD) selection: the machine's, kept in a smoke run's scrubbed environment.
-VULKAN_DRIVER_VARIABLES = ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES")
-LOCALAPPDATA = "LOCALAPPDATA"
 # The interrupt tests' hook (processes/pause_points.py), not a setting of a run: where a run pauses.
 PAUSE_AT, PAUSE_DIR = "PIPELINE_PAUSE_AT", "PIPELINE_PAUSE_DIR"
 

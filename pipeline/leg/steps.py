@@ -6,8 +6,8 @@ and the previous step's result; what the steps print is :mod:`pipeline.leg.conso
 The build directory is fresh every run (``<out>/<leg>/build``): a warm run
 is warm because of ccache, never because of a stale tree. One run at a time
 writes a leg's folder (an OS lock), and its record always says how the run
-stands: running, success, failed or interrupted. The full log of
-both steps goes to ``<out>/<leg>/build.log``.
+stands: running, success, failed or interrupted. The full log of the
+configure and the build (CMake's and Ninja's output) goes to ``<out>/<leg>/build.log``.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from pipeline.ccache.session import (
     with_glslc_cache,
     workspace_of,
 )
-from pipeline.errors import BuildError, PipelineError, SourceError, ToolchainError, UsageError
+from pipeline.errors import BuildError, PipelineError, ToolchainError
 from pipeline.inputs.matrix import Leg, Matrix
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
 from pipeline.leg.context import LegContext, Step
-from pipeline.leg.layout import place_tree, tree_place
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
+from pipeline.leg.source_step import check_cmake_project, source_step
 from pipeline.leg.step_results import BuildPlan, LegRun, Packaged, Prepared, SourceTree
 from pipeline.processes.groups import run_logged
 from pipeline.redaction import redact, secrets_in
@@ -47,7 +47,6 @@ from pipeline.results.ninjalog import timings_for_build
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
-from pipeline.util.fsutil import folder_problem
 from pipeline.util.tree_removal import remove_aside
 
 
@@ -67,13 +66,6 @@ def find_tool(name: str) -> Path:
     if not found:
         raise ToolchainError(f"{name} not found: install the project (pip install .) or put {name} on PATH")
     return Path(found)
-
-
-def check_cmake_project(source: Path) -> None:
-    if (problem := folder_problem(source)) is not None:
-        raise UsageError(f"--source {source}: {problem}")
-    if not (source / "CMakeLists.txt").is_file():
-        raise UsageError(f"--source {source}: not a CMake project (no CMakeLists.txt at its top)")
 
 
 def cmake_arguments(
@@ -129,7 +121,7 @@ def run_leg(
     matrix = inputs.require_matrix()
     # The settings a build reads later (read when used, so other commands ignore them): a bad one
     # is refused here, before the lock, the record or any work.
-    _ = (inputs.wait_lock, inputs.heartbeat, inputs.http_backoff, inputs.http_retry_budget, inputs.git_url_template)
+    _ = (inputs.wait_lock, inputs.heartbeat, inputs.retry, inputs.git_url_template)
     clock = time.monotonic()
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
@@ -220,76 +212,6 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
         from pipeline.ccache.remote import parse_remote
 
         parse_remote(spec, where=where)
-
-
-def source_step(ctx: LegContext, previous: None) -> SourceTree:
-    """The tree to build: ``--source``, else the run's source archive, else the source checked out under
-    ``<out>/src``; compiled from ``<work>/src/llama.cpp`` in every case (:mod:`pipeline.leg.layout`).
-    The record's source is the tree's, with what a reproduction says beyond it (``ctx.provenance``)."""
-    tree = _source_tree(ctx)
-    ctx.record.source = {**tree.info, **ctx.provenance}
-    return tree
-
-
-def _source_tree(ctx: LegContext) -> SourceTree:
-    from pipeline.source.checkout import checkout_source, describe_checkout, folder_tag
-    from pipeline.source.git_commands import origin_url
-
-    inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
-    if options.source is not None:
-        # Checked by run_leg, before the lock and the record.
-        path = options.source.resolve()
-        info = describe_checkout(path, environ=inputs.environ)
-        tag = folder_tag(info, inputs.tag)
-        if info.commit is None:
-            ctx.warn(not_a_repository(options.source, tag))
-        # Where the tree came from, when git knows it: the manifest and the SBOM name the repository.
-        repo = origin_url(path, environ=inputs.environ) if info.commit is not None else None
-        return SourceTree(
-            path=place_tree(ctx.work, path), info={"path": str(path), "tag": tag, "commit": info.commit,
-                                                   "dirty": info.dirty, **({"repo": repo} if repo else {})}, tag=tag,
-            # No repository of its own: git must not answer for one above it (see _base_env).
-            outside_git=info.commit is None,
-        )
-    if inputs.source_archive is not None:
-        from pipeline.source.archive import unpack_source_archive
-
-        with console.status(f"extracting {inputs.source_archive.name}"):
-            # One fixed folder per leg, whatever the tag: the compile commands stay the same night to night.
-            path, manifest = unpack_source_archive(inputs.source_archive, tree_place(ctx.work))
-        check_cmake_project(path)
-        record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
-                       "archive": manifest.archive, "archive_sha256": manifest.sha256}
-        return SourceTree(path=path, info=record_info, tag=manifest.tag, outside_git=True)
-    from pipeline.run_resolution import source_for_run
-    from pipeline.source.archive import git_objects_bytes
-
-    matrix = inputs.require_matrix()
-    # A fixed place under <out>: the clone is re-used and the configure line stays the same.
-    path = out / "src" / "llama.cpp"
-    try:
-        with console.status(f"resolving the source ({matrix.source.repo})"):
-            spec = source_for_run(inputs)
-        before = git_objects_bytes(path)
-        with console.status(f"checking out {spec.tag} into {path}"):
-            commit = checkout_source(spec, path, git_url_template=inputs.git_url_template, environ=inputs.environ)
-    except SourceError as err:
-        raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
-    check_cmake_project(path)
-    # What this leg's clone fetched (a re-used clone fetches only what it lacks).
-    fetched = max(0, git_objects_bytes(path) - before)
-    return SourceTree(path=place_tree(ctx.work, path),
-                      info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
-                      tag=spec.tag)
-
-
-def not_a_repository(source: Path, tag: str) -> str:
-    """What a ``--source`` folder that is no git repository gets, said once before the build."""
-    from pipeline.source.build_info import build_number
-
-    return (f"--source {source} is not a git repository: the bundle is tagged {tag!r} and its programs report "
-            f"build {build_number(tag) or 0}, commit unknown (pass --tag b<N> for a build number, or build a "
-            "git checkout)")
 
 
 def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:

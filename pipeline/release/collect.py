@@ -96,10 +96,10 @@ def release_files(out: Path, present: Sequence[LegResult], notes: str, *, tag: s
     write ``SHA256SUMS`` and the notes under ``OUT/release/``; the assets to upload."""
     assets: list[LocalAsset] = []
     for result in present:
-        assert result.bundle is not None and result.bundle_name is not None  # coverage checked it
+        assert result.bundle is not None and result.bundle_file_name is not None  # coverage checked it
         path = bundle_path(out, result.bundle, f"leg {result.leg}")
         size, digest = file_digest(path)
-        assets.append(LocalAsset(name=result.bundle_name, sha256=digest, size=size, path=str(path)))
+        assets.append(LocalAsset(name=result.bundle_file_name, sha256=digest, size=size, path=str(path)))
         # The bundle's SBOM goes beside it on the release (and into SHA256SUMS), when the build wrote one.
         sbom = path.with_name(path.name + SBOM_SUFFIX)
         if sbom.is_file():

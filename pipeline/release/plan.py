@@ -70,7 +70,7 @@ class LegResult:
     stale: str | None = None
 
     @property
-    def bundle_name(self) -> str | None:
+    def bundle_file_name(self) -> str | None:
         return self.bundle.rsplit("/", 1)[-1] if self.bundle else None
 
 
@@ -316,7 +316,7 @@ def release_notes(tag: str, coverage: Coverage, partial: Sequence[str] = ()) -> 
     for r in coverage.present:
         rate = f"{r.hit_rate:.1%}" if r.hit_rate is not None else "-"
         lines.append(
-            f"| {_cell(r.leg)} | `{_cell(r.bundle_name or '-')}` | {_cell(r.toolchain)} | {rate} "
+            f"| {_cell(r.leg)} | `{_cell(r.bundle_file_name or '-')}` | {_cell(r.toolchain)} | {rate} "
             f"| {duration_text(r.wall_seconds)} | {_cell(r.check_text)} |"
         )
     for leg, why in coverage.allowed_missing:

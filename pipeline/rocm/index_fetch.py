@@ -9,14 +9,12 @@ partial list would silently resolve to an older build.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pipeline.errors import IndexFormatError, NetworkError, UsageError
-from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.redaction import redact
 from pipeline.rocm.index import (
     IndexEntry,
@@ -26,17 +24,18 @@ from pipeline.rocm.index import (
     sniff_format,
 )
 from pipeline.util.http_retry import (
+    DEFAULT_RETRY,
     RetriesExhausted,
     Retryable,
+    RetryPolicy,
     call_with_retries,
     retry_after,
 )
+from pipeline.util.timeutil import epoch_now
 
 if TYPE_CHECKING:
     import requests
 
-# No single wait longer than this, whatever Retry-After asks for.
-MAX_WAIT = 60.0
 # An S3 listing of this many pages is a server in a loop, not an index.
 MAX_PAGES = 10_000
 _CHARSET = re.compile(r"charset=[\"']?([\w.:-]+)", re.IGNORECASE)
@@ -78,7 +77,7 @@ def _get_once(session: requests.Session, url: str, timeout: float, accept: str, 
         raise NetworkError(f"{url}: {_describe(exc)}") from None
     status = resp.status_code
     if status == 429 or status >= 500:
-        raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), time.time()))
+        raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), epoch_now()))
     if status == 404:
         raise NetworkError.missing(f"{url}: HTTP 404 {resp.reason}" + (f" ({not_found})" if not_found else ""))
     if status >= 400:
@@ -105,19 +104,18 @@ def _get_once(session: requests.Session, url: str, timeout: float, accept: str, 
 
 
 def get_page(
-    session: requests.Session, url: str, *, timeout: float, retries: int, backoff: float,
-    budget: float | None = None, on_wait: Callable[[str], None] | None = None,
-    accept: str = _INDEX_ACCEPT, not_found: str = "",
+    session: requests.Session, url: str, *, timeout: float, retry: RetryPolicy,
+    on_wait: Callable[[str], None] | None = None, accept: str = _INDEX_ACCEPT, not_found: str = "",
 ) -> tuple[str, str]:
-    """One page over HTTP(S) with the index retry policy: its text and Content-Type.
+    """One page over HTTP(S) under the retry policy: its text and Content-Type.
 
-    Connection errors, truncated bodies, 5xx and 429 are retried with backoff within
-    ``budget``; another 4xx is one error (a 404 says ``not_found`` when given).
+    Connection errors, truncated bodies, 5xx and 429 are retried as ``retry`` says;
+    another 4xx is one error (a 404 says ``not_found`` when given).
     """
     try:
         return call_with_retries(
-            _get_once, session, url, timeout, accept, not_found, attempts=retries + 1, backoff=backoff,
-            max_wait=MAX_WAIT, jitter=True, budget=budget, on_wait=on_wait, what=redact(f"GET {url}"),
+            _get_once, session, url, timeout, accept, not_found, policy=retry, on_wait=on_wait,
+            what=redact(f"GET {url}"),
         )
     except RetriesExhausted as err:
         raise NetworkError(redact(f"{url}: failed after {err.attempts_text}: {err.last.reason}")) from None
@@ -139,27 +137,23 @@ def fetch_index(
     url: str,
     *,
     timeout: float = 30,
-    retries: int = 5,
-    backoff: float | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
     session: requests.Session | None = None,
     on_page: Callable[[int, int], None] | None = None,
-    budget: float | None = None,
     on_wait: Callable[[str], None] | None = None,
 ) -> list[IndexEntry]:
     """Every entry of the index at ``url`` (HTML or S3 XML, all pages).
 
-    Retries connection errors, truncated transfers, 5xx and 429 ``retries``
-    times with exponential backoff starting at ``backoff`` seconds (default:
-    the run's HTTP backoff setting, else 1); raises NetworkError when the host stays
-    unreachable or answers another 4xx, IndexFormatError when the page is not an
-    index. ``on_page(pages, entries)`` is called after each page (progress).
-    ``budget`` caps the seconds one page's retries take; ``on_wait`` gets a
-    line before each retry's wait (see :func:`pipeline.util.http_retry.call_with_retries`).
+    Retries connection errors, truncated transfers, 5xx and 429 as ``retry``
+    says (the run's: :attr:`~pipeline.inputs.run_inputs.RunInputs.retry`);
+    raises NetworkError when the host stays unreachable or answers another
+    4xx, IndexFormatError when the page is not an index. ``on_page(pages,
+    entries)`` is called after each page (progress); ``on_wait`` gets a line
+    before each retry's wait (see :func:`pipeline.util.http_retry.call_with_retries`).
     """
     scheme = urlsplit(url).scheme
     if scheme not in ("http", "https", "file"):
         raise UsageError(f"index URL {url!r}: expected an http(s):// or file:// URL")
-    wait = DEFAULT_BACKOFF if backoff is None else backoff
     own_session = None
     if scheme != "file" and session is None:
         import requests
@@ -174,9 +168,7 @@ def fetch_index(
                 text = _read_file_url(page_url)
             else:
                 assert session is not None
-                text, _ = get_page(
-                    session, page_url, timeout=timeout, retries=retries, backoff=wait, budget=budget, on_wait=on_wait
-                )
+                text, _ = get_page(session, page_url, timeout=timeout, retry=retry, on_wait=on_wait)
             if sniff_format(text) == "html":
                 if page_no > 1:
                     raise IndexFormatError(f"{page_url}: page {page_no} of an S3 listing is not XML")

@@ -29,11 +29,18 @@ from zoneinfo import ZoneInfo
 from pipeline.errors import ResolutionError, UsageError
 from pipeline.names import DEFAULT_POLICY as DEFAULT_POLICY
 from pipeline.names import POLICIES as POLICIES
-from pipeline.names import POLICY_EXPECTED, STABLE, is_explicit, parse_policy, rocm_release_parts
+from pipeline.names import (
+    POLICY_EXPECTED,
+    STABLE,
+    is_explicit,
+    is_rocm_version,
+    parse_policy,
+    rocm_release_parts,
+)
 from pipeline.names import WEEKLY_STABLE as WEEKLY_STABLE
 
 __all__ = ["DEFAULT_POLICY", "POLICIES", "WEEKLY_STABLE", "is_explicit", "parse_policy"]
-from pipeline.rocm.versions import RocmBuild, is_version, version_line, version_sort_key
+from pipeline.rocm.versions import RocmBuild, version_line, version_sort_key
 
 # The week turns over when Sunday begins in San Francisco (DST included).
 WEEK_ZONE = ZoneInfo("America/Los_Angeles")
@@ -79,7 +86,7 @@ def cutoff_for(policy: str, now: datetime) -> date | None:
         return weekly_cutoff(now)
     if policy in ("latest", STABLE):
         return None
-    if is_version(policy):
+    if is_rocm_version(policy):
         return None
     raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_EXPECTED}")
 
@@ -169,7 +176,7 @@ def select_build(
     seen = visible_builds(every, now)
     when = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if is_explicit(policy):
-        if not is_version(policy):
+        if not is_rocm_version(policy):
             raise UsageError(f"unknown ROCm policy {policy!r}: expected {POLICY_EXPECTED}")
         for build in seen:
             if build.version == policy:

@@ -69,11 +69,6 @@ def _version_parts(version: str) -> tuple[int, ...] | None:
     return (built.year * 10000 + built.month * 100 + built.day, major, minor, patch, _STAGE_RANK[stage])
 
 
-def is_version(text: str) -> bool:
-    """Whether ``text`` is a TheRock version: a nightly's with a valid build date, or a stable release's."""
-    return _version_parts(text) is not None
-
-
 def version_sort_key(version: str) -> tuple[int, ...]:
     """Order key: build date first, then the numeric X.Y.Z, then ``a`` < ``rc`` (stable releases: X.Y.Z).
 

@@ -39,9 +39,9 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from pipeline.errors import IndexFormatError
-from pipeline.names import is_family
+from pipeline.names import is_family, is_rocm_version
 from pipeline.rocm.index import parse_published
-from pipeline.rocm.versions import RocmBuild, build_date, is_version
+from pipeline.rocm.versions import RocmBuild, build_date
 from pipeline.util import json_text
 
 # What a client asks a simple index for (PEP 691): JSON first, HTML otherwise.
@@ -298,7 +298,7 @@ def _by_version(files: Iterable[IndexFile], project: str) -> dict[str, list[Inde
     versions: dict[str, list[IndexFile]] = {}
     for entry in files:
         parsed = parse_file_name(entry.file)
-        if parsed is not None and parsed[0] == project and is_version(parsed[1]):
+        if parsed is not None and parsed[0] == project and is_rocm_version(parsed[1]):
             versions.setdefault(parsed[1], []).append(entry)
     return versions
 

@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 from pipeline.errors import NetworkError, PipelineError, ResolutionError, UsageError
 from pipeline.inputs.resolution_file import ResolvedRocm, ResolvedWheel
-from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.names import family_suggestion
 from pipeline.rocm.index_fetch import get_page
 from pipeline.rocm.policy import cutoff_for, parse_policy, select_build
@@ -34,6 +33,7 @@ from pipeline.rocm.wheel_index import (
     projects_for,
     wheel_builds,
 )
+from pipeline.util.http_retry import DEFAULT_RETRY, RetryPolicy
 
 if TYPE_CHECKING:
     import requests
@@ -43,7 +43,7 @@ PageFetch = Callable[[str], tuple[str, str]]
 
 
 def fetch_page(
-    url: str, *, timeout: float = 30, retries: int = 5, backoff: float | None = None, budget: float | None = None,
+    url: str, *, timeout: float = 30, retry: RetryPolicy = DEFAULT_RETRY,
     on_wait: Callable[[str], None] | None = None, session: requests.Session | None = None,
 ) -> tuple[str, str]:
     """One project page of a simple index: its text and Content-Type (``file://``: a ``.json`` file is JSON)."""
@@ -64,8 +64,8 @@ def fetch_page(
     sess = session or requests.Session()
     try:
         return get_page(
-            sess, url, timeout=timeout, retries=retries, backoff=DEFAULT_BACKOFF if backoff is None else backoff,
-            budget=budget, on_wait=on_wait, accept=ACCEPT, not_found="no such project on the wheel index",
+            sess, url, timeout=timeout, retry=retry, on_wait=on_wait, accept=ACCEPT,
+            not_found="no such project on the wheel index",
         )
     finally:
         if own:

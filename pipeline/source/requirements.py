@@ -54,14 +54,16 @@ VULKAN_EXTENSIONS: tuple[VulkanExtension, ...] = (
 )
 
 
-def version_tuple(text: str) -> tuple[int, ...]:
-    """``"5.2.21153-0"`` -> ``(5, 2, 21153, 0)``: the numbers, in order (CMake's VERSION_LESS compares them so)."""
+def cmake_version_numbers(text: str) -> tuple[int, ...]:
+    """``"5.2.21153-0"`` -> ``(5, 2, 21153, 0)``: every number, in order, as CMake's VERSION_LESS reads a
+    version it was given (looser than :func:`pipeline.names.dotted_version`, on purpose: a HIP version
+    carries a build suffix)."""
     return tuple(int(part) for part in _VERSION_PARTS.findall(text))
 
 
 def version_less(left: str, right: str) -> bool:
     """CMake's ``VERSION_LESS``: component by component, a missing component counting as 0."""
-    a, b = version_tuple(left), version_tuple(right)
+    a, b = cmake_version_numbers(left), cmake_version_numbers(right)
     width = max(len(a), len(b))
     return a + (0,) * (width - len(a)) < b + (0,) * (width - len(b))
 

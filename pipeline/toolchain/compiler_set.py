@@ -20,6 +20,7 @@ from pipeline.inputs.matrix import Leg
 from pipeline.inputs.pins import ToolchainPins
 from pipeline.names import safe_identity
 from pipeline.processes.groups import run_child
+from pipeline.util.http_retry import DEFAULT_RETRY, RetryPolicy
 
 if TYPE_CHECKING:
     from pipeline.inputs.resolution_file import ResolvedRocm
@@ -83,10 +84,9 @@ class ToolchainRequest:
     pins: ToolchainPins | None = None
     download_cache: Path
     toolchain_dir: Path
-    http_backoff: float = 1.0
+    # How every download retries: PIPELINE_HTTP_BACKOFF's first wait, PIPELINE_HTTP_RETRY_BUDGET's cap.
+    retry: RetryPolicy = DEFAULT_RETRY
     # Seconds to wait for another run installing the same toolchain (0: fail at once).
     wait_lock: float = 0.0
     # This run's start, written beside a lock this run holds.
     started: datetime | None = None
-    # PIPELINE_HTTP_RETRY_BUDGET: most seconds one download spends on its retries (None: no cap).
-    http_retry_budget: float | None = None

@@ -33,10 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.archives.extract import check_archive
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.inputs import settings
 from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.pins import CudaPins, RedistPins
-from pipeline.names import SHA256_HEX
+from pipeline.names import CC, SHA256_HEX, is_plain_relative_path
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda_layout import install_folder, unversioned_links
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
@@ -54,7 +53,6 @@ REDIST_LIBS = ("cudart", "cublas", "cublasLt")
 # Where each component's license goes in the toolkit root: licenses/<component>/LICENSE.
 LICENSES = "licenses"
 _LICENSE = re.compile(r"^licen[cs]e(?:\.txt)?$", re.IGNORECASE)
-_RELATIVE = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +97,7 @@ def choose_archives(manifest: Mapping[str, Any], components: Sequence[str], plat
         if not isinstance(archive, Mapping):
             raise ToolchainError(f"{where}: {name}: the manifest has no {platform} archive for it")
         path, sha, size = archive.get("relative_path"), str(archive.get("sha256", "")).lower(), archive.get("size")
-        if not isinstance(path, str) or not _RELATIVE.match(path) or ".." in path.split("/"):
+        if not is_plain_relative_path(path):
             raise ToolchainError(f"{where}: {name}: {platform}.relative_path {path!r} is not a relative path")
         if not SHA256_HEX.match(sha):
             raise ToolchainError(f"{where}: {name}: {platform}.sha256 {sha!r} is not a sha256")
@@ -116,7 +114,7 @@ def _fetch_manifest(redist: RedistPins, request: ToolchainRequest, console: Cons
     where = f"{redist.key} manifest {redist.manifest}"
     try:
         got = download(redist.manifest_url, cache_dir=request.download_cache / "cuda-redist", sha256=redist.sha256,
-                       console=console, backoff_seconds=request.http_backoff, retry_budget=request.http_retry_budget,
+                       console=console, retry=request.retry,
                        wait_lock=request.wait_lock, since=request.started)  # fmt: skip
     except (ToolchainError, NetworkError) as err:
         raise type(err)(f"{where}: {err.message}", hint=err.hint) from None
@@ -145,8 +143,7 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
             console.print(f"cuda: {archive.component} {archive.version} ({archive.platform})", highlight=False)
         try:
             got = download(redist.url + archive.relative_path, cache_dir=request.download_cache / "cuda-redist",
-                           sha256=archive.sha256, console=console, backoff_seconds=request.http_backoff,
-                           retry_budget=request.http_retry_budget, verify=check_archive,
+                           sha256=archive.sha256, console=console, retry=request.retry, verify=check_archive,
                            wait_lock=request.wait_lock, since=request.started)  # fmt: skip
         except (ToolchainError, NetworkError) as err:
             # One line naming the component: the download's own message names only its URL.
@@ -159,7 +156,7 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
         if leg.os != "windows":
             link_layout(root)
             # cuda_cudart carries lib/stubs/libcuda.so; made from cuda.h only if an archive set lacks it.
-            add_driver_stub(root, find_compiler(settings.CC, ("cc", "gcc", "clang"), request.environ))
+            add_driver_stub(root, find_compiler(CC, ("cc", "gcc", "clang"), request.environ))
 
     installed = install_archive_set(refs, request.toolchain_dir / install_folder(pins.version, leg.os), fetch=fetch,
                                     finish=finish, wait_lock=request.wait_lock, since=request.started)

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.inputs import settings
 from pipeline.inputs.pins import CudaPins
-from pipeline.inputs.settings import DEFAULT_BACKOFF
+from pipeline.names import CC
 from pipeline.processes.groups import run_child
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda_identity import given_cuda, pinned_cuda_identity, pinned_wheels
@@ -42,7 +41,13 @@ from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.host_compiler import find_compiler
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.util.fsutil import file_digest
-from pipeline.util.http_retry import RetriesExhausted, Retryable, call_with_retries
+from pipeline.util.http_retry import (
+    DEFAULT_RETRY,
+    RetriesExhausted,
+    Retryable,
+    RetryPolicy,
+    call_with_retries,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,8 +68,7 @@ _NOT_THERE = ("No matching distribution found", "Could not find a version that s
 
 def fetch_wheel(
     requirement: str, sha256: str, cache_dir: Path, *, python: str, platform: str | None = None,
-    attempts: int = 5, backoff_seconds: float = DEFAULT_BACKOFF, retry_budget: float | None = None,
-    console: Console | None = None, env: Mapping[str, str],
+    retry: RetryPolicy = DEFAULT_RETRY, console: Console | None = None, env: Mapping[str, str],
 ) -> Path:
     """A verified wheel for ``requirement`` in ``<cache_dir>/wheels/<sha256>/`` (downloaded once).
 
@@ -84,7 +88,7 @@ def fetch_wheel(
         try:
             call_with_retries(
                 _pip_once, cmd, requirement, pip_env,
-                attempts=attempts, backoff=backoff_seconds, max_wait=max(backoff_seconds, 30.0), budget=retry_budget,
+                policy=retry,
                 what=f"pip download {requirement}",
                 on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
             )  # fmt: skip
@@ -183,14 +187,13 @@ def install_cuda_wheels(
         if console is not None:
             console.print(f"cuda: wheel {ref.label}", highlight=False)
         return fetch_wheel(ref.label, str(ref.sha256), request.download_cache, python=python,
-                           backoff_seconds=request.http_backoff, retry_budget=request.http_retry_budget,
-                           console=console, env=request.environ)
+                           retry=request.retry, console=console, env=request.environ)
 
     def finish(root: Path) -> None:
         if os_name != "windows":
             link_unversioned(root / tree / "lib")
             # FindCUDAToolkit's CUDA::cuda_driver, without a driver on the build machine.
-            add_driver_stub(root / tree, find_compiler(settings.CC, ("cc", "gcc", "clang"), request.environ))
+            add_driver_stub(root / tree, find_compiler(CC, ("cc", "gcc", "clang"), request.environ))
 
     installed = install_archive_set(refs, request.toolchain_dir / install_folder(pins.version, os_name), fetch=fetch,
                                     finish=finish, wait_lock=request.wait_lock, since=request.started)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.inputs import settings
+from pipeline.names import CC, CXX
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
@@ -43,8 +43,8 @@ def compiler_version(compiler: Path) -> tuple[str, str]:
 
 def host_toolchain(environ: Mapping[str, str]) -> Toolchain:
     """The CPU leg: CC/CXX or cc/c++ from PATH, identified by family and version."""
-    cc = find_compiler(settings.CC, ("cc", "gcc", "clang"), environ)
-    cxx = find_compiler(settings.CXX, ("c++", "g++", "clang++"), environ)
+    cc = find_compiler(CC, ("cc", "gcc", "clang"), environ)
+    cxx = find_compiler(CXX, ("c++", "g++", "clang++"), environ)
     cc_family, cc_version = compiler_version(cc)
     cxx_family, cxx_version = compiler_version(cxx)
     return Toolchain(

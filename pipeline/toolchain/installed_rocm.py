@@ -134,7 +134,7 @@ def find_installed_rocm(root: Path, os_name: str, *, what: str) -> InstalledRocm
 
 def existing_install(path: Path, request: ToolchainRequest) -> Toolchain:
     """The toolchain of the ROCm installed at ``path``."""
-    from pipeline.rocm.versions import is_version
+    from pipeline.names import is_rocm_version
 
     if (problem := folder_problem(path)) is not None:
         raise UsageError(f"--rocm-path {path}: {problem}")
@@ -143,7 +143,7 @@ def existing_install(path: Path, request: ToolchainRequest) -> Toolchain:
     # An explicit --rocm-version names this install's version; a policy does not. It is recorded, but the
     # identity stays the install's own: two installs called the same can differ in every object.
     asked = request.rocm_version
-    version = asked if asked and is_version(asked) else installed_version(root)
+    version = asked if asked and is_rocm_version(asked) else installed_version(root)
     return rocm_toolchain(
         root, request.leg, version=version, identity=installed.identity, cmake_prefix=installed.cmake_prefix,
         details={"source": "rocm-path", "hip_version": installed.hip.version, "hip_version_from": installed.hip.source,

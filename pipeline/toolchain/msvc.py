@@ -52,11 +52,16 @@ def capture_msvc(env: Mapping[str, str], *, arch: str = "x64") -> MsvcEnv:
     return msvc_env(env, after, str(installation), banner)
 
 
+def identity_with_msvc(identity: str, msvc: MsvcEnv) -> str:
+    """A toolchain identity with the MSVC toolset a Windows leg links with: it is in every object, so in the key."""
+    return safe_identity(f"{identity}-{msvc.identity}")
+
+
 def with_msvc(toolchain: Toolchain, msvc: MsvcEnv, base_env: Mapping[str, str]) -> Toolchain:
     """``toolchain`` with MSVC's environment beneath its own, and the MSVC version in its identity."""
     return dataclasses.replace(
         toolchain,
-        identity=safe_identity(f"{toolchain.identity}-{msvc.identity}"),
+        identity=identity_with_msvc(toolchain.identity, msvc),
         compilers={**toolchain.compilers, "MSVC": f"MSVC {msvc.tools_version} ({msvc.installation})"},
         details={
             **toolchain.details,

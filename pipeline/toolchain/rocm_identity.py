@@ -15,7 +15,7 @@ import sys
 from pipeline.errors import ToolchainError
 from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.installed_rocm import existing_install
-from pipeline.toolchain.msvc import capture_msvc, with_msvc
+from pipeline.toolchain.msvc import capture_msvc, identity_with_msvc, with_msvc
 
 
 def msvc_applies(request: ToolchainRequest) -> bool:
@@ -33,8 +33,6 @@ def rocm_cache_identity(request: ToolchainRequest) -> str:
         if msvc_applies(request):
             toolchain = with_msvc(toolchain, capture_msvc(request.environ), request.environ)
         return toolchain.identity
-    identity = request.rocm.identity
     if msvc_applies(request):
-        # The MSVC toolset is in every object of a Windows leg: key on it too.
-        identity += f"-{capture_msvc(request.environ).identity}"
-    return identity
+        return identity_with_msvc(request.rocm.identity, capture_msvc(request.environ))
+    return request.rocm.identity

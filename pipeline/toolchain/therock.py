@@ -29,7 +29,7 @@ from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import Leg
-from pipeline.names import rocm_identity
+from pipeline.names import therock_identity
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity
 from pipeline.util.fsutil import file_digest
 
@@ -295,7 +295,7 @@ def rocm_toolchain(
         # A Windows leg prepared on Linux (or the reverse) cannot run its clang.
         clang_ver = "unknown"
     if identity is None and version:
-        identity = safe_identity(rocm_identity(version))
+        identity = safe_identity(therock_identity(version))
     elif identity is None:
         fingerprint = install_fingerprint(clang, find_device_lib_dir(root, clang_dir))
         identity = derived_identity(clang_ver, fingerprint)

@@ -74,8 +74,8 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     url = resolved.sha256_url
     assert url is not None
     try:
-        got = download(url, cache_dir=request.download_cache, backoff_seconds=request.http_backoff,
-                       retry_budget=request.http_retry_budget, wait_lock=request.wait_lock, since=request.started)
+        got = download(url, cache_dir=request.download_cache, retry=request.retry, wait_lock=request.wait_lock,
+                       since=request.started)
     except NetworkError as err:
         # download's message leads with "download of <url>"; say it once.
         reason = err.message.replace(f"download of {url} ", "", 1)
@@ -120,11 +120,10 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
             console=console,
             root_dir=request.toolchain_dir,
             cache_dir=request.download_cache,
-            backoff_seconds=request.http_backoff,
+            retry=request.retry,
             check=install_check(leg.os),
             wait_lock=request.wait_lock,
             since=request.started,
-            retry_budget=request.http_retry_budget,
         )
     except ToolchainError as err:
         if checksum is None:

@@ -104,7 +104,7 @@ def install_wheels(
     def fetch(ref: ArchiveRef) -> Path:
         # Every file verified against the resolution's sha256 before pip sees any of them.
         return download(urls[ref.label], cache_dir=request.download_cache, sha256=ref.sha256, console=console,
-                        backoff_seconds=request.http_backoff, retry_budget=request.http_retry_budget,
+                        retry=request.retry,
                         verify=check_archive, wait_lock=request.wait_lock, since=request.started).path
 
     def populate(files: Sequence[tuple[ArchiveRef, Path]], tree: Path, scratch: Path) -> None:

@@ -35,8 +35,7 @@ def install_vulkan_sdk(pin: SdkPin, request: ToolchainRequest, console: Console 
 
     def fetch(ref: ArchiveRef) -> Path:
         return download(ref.label, cache_dir=request.download_cache, sha256=ref.sha256, console=console,
-                        verify=check_archive, backoff_seconds=request.http_backoff,
-                        retry_budget=request.http_retry_budget, wait_lock=request.wait_lock,
+                        verify=check_archive, retry=request.retry, wait_lock=request.wait_lock,
                         since=request.started).path
 
     glslc_in_sdk = Path(pin.root or ".") / "bin" / ("glslc.exe" if os_name == "windows" else "glslc")

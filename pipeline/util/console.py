@@ -19,13 +19,15 @@ from typing import TextIO
 
 from rich.console import Console
 
+from pipeline.names import FORCE_COLOR, GITHUB_ACTIONS, NO_COLOR
+
 # A log line is as long as its text; tables (which lay out to a width) get room for a whole record.
 LOG_WIDTH = 1000
 
 
 def is_log(environ: Mapping[str, str], stream: TextIO) -> bool:
     """Whether ``stream`` is a log (GitHub Actions, a pipe, a file) rather than someone's terminal."""
-    if environ.get("GITHUB_ACTIONS") == "true":
+    if environ.get(GITHUB_ACTIONS) == "true":
         return True
     isatty = getattr(stream, "isatty", None)
     try:
@@ -39,7 +41,7 @@ def make_console(environ: Mapping[str, str], *, stderr: bool = False, file: Text
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     if not is_log(environ, stream):
         return Console(file=file, stderr=stderr)
-    colour = environ.get("FORCE_COLOR", "") != "" and environ.get("NO_COLOR", "") == ""
+    colour = environ.get(FORCE_COLOR, "") != "" and environ.get(NO_COLOR, "") == ""
     return Console(
         file=file,
         stderr=stderr,

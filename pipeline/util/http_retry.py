@@ -1,10 +1,13 @@
 """One retry policy for every HTTP client of the pipeline (index, downloads, GitHub API).
 
-A client's single attempt raises :class:`Retryable` for what is worth another
-try (a connection error, 5xx, 429, a truncated body) and anything else for
-what is not; :func:`call_with_retries` waits exponentially between attempts
-(or what the server asked for) and raises :class:`RetriesExhausted` with the
-last reason, which the client turns into its own one-line error.
+:class:`RetryPolicy` says how many attempts and how long the waits; every
+client takes one (its defaults are the policy's) and hands it to
+:func:`call_with_retries`. A client's single attempt raises :class:`Retryable`
+for what is worth another try (a connection error, 5xx, 429, a truncated body)
+and anything else for what is not; :func:`call_with_retries` waits
+exponentially between attempts (or what the server asked for) and raises
+:class:`RetriesExhausted` with the last reason, which the client turns into
+its own one-line error.
 
 A long wait says why: before each wait the caller's ``on_wait`` gets one line
 (what failed, attempt n of m, how long), and ``budget`` caps the seconds one
@@ -17,10 +20,37 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC
 from typing import TypeVar
 
+from pipeline.names import DEFAULT_BACKOFF
+
 _T = TypeVar("_T")
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How every HTTP client retries: TheRock's index and wheel pages, downloads, pip's wheel fetches, GitHub.
+
+    ``attempts``: tries in all (5: with the default backoff, 15 s of waits before a host is called down).
+    ``backoff``: the first wait, doubled after each failure (PIPELINE_HTTP_BACKOFF).
+    ``max_wait``: the longest wait between two attempts, a server's ``Retry-After`` included (GitHub's
+    client refuses a rate limit that asks for longer instead of holding a runner idle).
+    ``jitter``: each computed wait is a random 50-100% of it, so parallel legs do not retry in lockstep.
+    ``budget``: the most seconds one request spends on its retries (PIPELINE_HTTP_RETRY_BUDGET; None: no cap).
+    """
+
+    attempts: int = 5
+    backoff: float = DEFAULT_BACKOFF
+    max_wait: float = 120.0
+    jitter: bool = True
+    budget: float | None = None
+
+
+# The policy with its defaults: every client's default (frozen, so one object serves them all).
+DEFAULT_RETRY = RetryPolicy()
 
 class Retryable(Exception):
     """A failure worth another attempt; ``wait``: what the server asked for (seconds), if anything."""
@@ -85,25 +115,22 @@ def retry_after(value: str | None, now: float) -> float | None:
 def call_with_retries(
     attempt: Callable[..., _T],
     *args: object,
-    attempts: int,
-    backoff: float,
-    max_wait: float,
-    jitter: bool = False,
+    policy: RetryPolicy,
     sleep: Callable[[float], None] = time.sleep,
-    budget: float | None = None,
     on_wait: Callable[[str], None] | None = None,
     what: str = "request",
     clock: Callable[[], float] = time.monotonic,
 ) -> _T:
-    """``attempt(*args)`` until it returns, raises a non-Retryable, or ``attempts`` are spent.
+    """``attempt(*args)`` until it returns, raises a non-Retryable, or the policy's attempts are spent.
 
     Waits ``backoff * 2**(n-1)`` seconds after the n-th failure (with
-    ``jitter``, a random 50-100% of it, so parallel legs do not retry in
-    lockstep), or the failure's own ``wait``; never more than ``max_wait``.
-    With ``budget``, a wait that would take the time since the first attempt
-    (``clock``) past ``budget`` seconds ends the retries instead. ``on_wait``
-    receives :func:`wait_line` (naming ``what``) before each wait.
+    ``jitter``, a random 50-100% of it), or the failure's own ``wait``; never
+    more than ``max_wait``. With a ``budget``, a wait that would take the time
+    since the first attempt (``clock``) past ``budget`` seconds ends the
+    retries instead. ``on_wait`` receives :func:`wait_line` (naming ``what``)
+    before each wait.
     """
+    attempts, backoff, max_wait, budget = max(1, policy.attempts), policy.backoff, policy.max_wait, policy.budget
     from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type
 
     start = clock()
@@ -114,13 +141,13 @@ def call_with_retries(
         if isinstance(exc, Retryable) and exc.wait is not None:
             return min(exc.wait, max_wait)
         step = backoff * 2 ** (state.attempt_number - 1)
-        if jitter:
+        if policy.jitter:
             step *= random.uniform(0.5, 1.0)
         return float(min(step, max_wait))
 
     def stop(state: RetryCallState) -> bool:
         # tenacity computes the coming wait before asking whether to stop.
-        if state.attempt_number >= max(1, attempts):
+        if state.attempt_number >= attempts:
             return True
         if budget is not None and clock() - start + state.upcoming_sleep > budget:
             over_budget.append(True)
@@ -130,7 +157,7 @@ def call_with_retries(
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         if on_wait is not None and isinstance(exc, Retryable):
-            on_wait(wait_line(what, exc.reason, state.attempt_number, max(1, attempts), state.upcoming_sleep))
+            on_wait(wait_line(what, exc.reason, state.attempt_number, attempts, state.upcoming_sleep))
 
     retrying = Retrying(
         stop=stop,

@@ -6,11 +6,18 @@ Everything that depends on time takes the moment as a parameter; only
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 from pipeline.errors import UsageError
 
 EXAMPLE = "2026-08-07T12:00:00Z"
+
+
+def epoch_now() -> float:
+    """Seconds since the epoch, now: what a server's ``Retry-After`` date and GitHub's rate-limit reset are
+    counted from."""
+    return time.time()
 
 
 def utc_now() -> datetime:

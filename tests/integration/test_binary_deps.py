@@ -15,8 +15,9 @@ import pytest
 
 from pipeline.bundle.check import check_tree
 from pipeline.bundle.closure import complete_runtime
-from pipeline.bundle.elfdeps import read_elf, version_text
+from pipeline.bundle.elfdeps import read_elf
 from pipeline.bundle.pedeps import read_pe_imports
+from pipeline.names import dotted_text
 
 MINGW = "x86_64-w64-mingw32-gcc"
 
@@ -65,7 +66,7 @@ def test_elf_facts_match_readelf(elf_pair: tuple[Path, Path]) -> None:
         assert list(info.needed) == expected["NEEDED"]
         assert info.soname == (expected["SONAME"][0] if "SONAME" in expected else None)
         assert ":".join(info.runpath) == (expected["RUNPATH"][0] if "RUNPATH" in expected else "")
-        assert version_text(info.glibc_versions[-1]) == objdump_max_glibc(path)
+        assert dotted_text(info.glibc_versions[-1]) == objdump_max_glibc(path)
     assert read_elf(program).search_paths == (str(library.parent),)
 
 

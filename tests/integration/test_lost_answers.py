@@ -15,6 +15,7 @@ import pytest
 
 from pipeline.release.releases_client import ReleasesClient
 from pipeline.release.runs_client import RunsClient
+from pipeline.util.http_retry import RetryPolicy
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.release_runs import (
@@ -27,6 +28,9 @@ from tests.support.release_runs import (
     make_run,
     publish,
 )
+
+# No waits between attempts: these servers answer at once, and a test never sleeps.
+NO_WAIT = RetryPolicy(backoff=0)
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +80,7 @@ def test_alert_opens_one_issue_when_the_answer_to_creating_it_is_lost(tmp_path: 
 def test_the_issue_client_still_retries_a_post_that_did_not_go_through() -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         gh.fault("POST", r"/issues$", 502)  # refused before the issue was made
-        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, backoff=0)
+        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, retry=NO_WAIT)
         assert client.create_issue("No nightly", "body", STALE) == 1
         assert posts(gh, "/issues") == [502, 201] and len(gh.issues) == 1
 
@@ -100,7 +104,7 @@ def test_a_lost_answer_to_a_rerun_starts_one_rerun() -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         gh.add_run(4242, jobs=[{"name": "cuda", "conclusion": "failure", "steps": []}])
         gh.fault("POST", r"/rerun-failed-jobs$", 502, lost=True)
-        client = RunsClient(REPO, TOKEN, api_url=gh.api_url, backoff=0)
+        client = RunsClient(REPO, TOKEN, api_url=gh.api_url, retry=NO_WAIT)
         client.rerun_failed_jobs(4242, attempt=1)
         assert gh.reruns == [4242]
         assert gh.runs[4242]["run"]["run_attempt"] == 2
@@ -139,7 +143,7 @@ def test_a_lost_answer_to_a_comment_posts_it_once() -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         number = gh.add_issue("No nightly", [STALE])
         gh.fault("POST", r"/comments$", 502, lost=True)
-        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, backoff=0)
+        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, retry=NO_WAIT)
         client.comment(number, "still stale: run 78")
         assert gh.issues[0]["comments"] == ["still stale: run 78"]
         assert posts(gh, "/comments") == [502]

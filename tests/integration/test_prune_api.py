@@ -13,6 +13,7 @@ import pytest
 from pipeline.actions_cache.cache_keys import cache_key, toolchain_cache_key
 from pipeline.actions_cache.caches_client import CachesClient
 from pipeline.errors import GitHubError
+from pipeline.util.http_retry import RetryPolicy
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT, run_pipeline
 
@@ -195,17 +196,19 @@ def test_client_waits_what_retry_after_and_rate_limit_reset_ask(gh: FakeGitHub) 
     gh.fault("GET", r"&page=3$", 403, headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(now) + 30)})
     gh.fault("GET", r"&page=4$", 503)
     waits: list[float] = []
-    client = CachesClient(REPO, TOKEN, api_url=gh.api_url, backoff=0.25, sleep=waits.append, clock=lambda: now)
+    client = CachesClient(REPO, TOKEN, api_url=gh.api_url, retry=RetryPolicy(backoff=0.25), sleep=waits.append,
+                          clock=lambda: now)  # fmt: skip
     entries = client.list_caches()
     assert {e.id for e in entries} == {row[0] for row in CACHES}
-    assert waits == [7.0, 30.0, 0.25]
+    # What the server asked for, exactly; the policy's own wait with its jitter (50-100% of the backoff).
+    assert waits[:2] == [7.0, 30.0] and 0.125 <= waits[2] <= 0.25 and len(waits) == 3, waits
     assert client.requests_made == 6 + 3
 
 
 def test_client_refuses_a_wait_over_its_bound(gh: FakeGitHub) -> None:
     gh.fault("GET", r"caches", 429, headers={"Retry-After": "600"})
     waits: list[float] = []
-    client = CachesClient(REPO, TOKEN, api_url=gh.api_url, max_wait=60, sleep=waits.append)
+    client = CachesClient(REPO, TOKEN, api_url=gh.api_url, retry=RetryPolicy(max_wait=60), sleep=waits.append)
     with pytest.raises(GitHubError, match="rate limited for 600 s"):
         client.list_caches()
     assert waits == []

@@ -17,6 +17,7 @@ from pipeline.errors import GitHubError, PublishError
 from pipeline.release.plan import LocalAsset, UploadPlan, plan_uploads
 from pipeline.release.publish import apply_release
 from pipeline.release.releases_client import ReleasesClient
+from pipeline.util.http_retry import RetryPolicy
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.release_runs import (
@@ -33,6 +34,9 @@ from tests.support.release_runs import (
     make_run,
     publish,
 )
+
+# No waits between attempts: these servers answer at once, and a test never sleeps.
+NO_WAIT = RetryPolicy(backoff=0)
 
 pytestmark = pytest.mark.integration
 
@@ -157,7 +161,7 @@ def test_already_exists_on_upload_keeps_an_identical_asset(tmp_path: Path) -> No
                        size=path.stat().st_size, path=str(path))  # fmt: skip
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         gh.add_release(TAG, draft=True, assets={name: path.read_bytes()})
-        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, backoff=0)
+        client = ReleasesClient(REPO, TOKEN, api_url=gh.api_url, retry=NO_WAIT)
         release = client.find_release(TAG)
         # A plan made before a parallel upload landed: the upload answers 422 already_exists.
         stale: UploadPlan = plan_uploads([asset], [])
@@ -211,7 +215,7 @@ def test_the_token_is_never_printed_even_when_the_server_echoes_it(tmp_path: Pat
         assert alert.returncode == GitHubError.exit_code
         assert TOKEN not in alert.stdout + alert.stderr and "***" in alert.stderr
 
-    client = ReleasesClient(REPO, TOKEN, api_url="http://127.0.0.1:9", attempts=1)
+    client = ReleasesClient(REPO, TOKEN, api_url="http://127.0.0.1:9", retry=RetryPolicy(attempts=1))
     assert TOKEN not in repr(client)
 
 

@@ -26,10 +26,14 @@ from pipeline.inputs.matrix import load_matrix
 from pipeline.rocm.index import IndexEntry
 from pipeline.rocm.index_fetch import fetch_index
 from pipeline.rocm.tarball_resolve import resolve_build
+from pipeline.util.http_retry import RetryPolicy
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.therock_index import S3Listing, html_page, name, nightlies, s3_page
+
+# No waits between attempts: these servers answer at once, and a test never sleeps.
+NO_WAIT = RetryPolicy(backoff=0)
 
 
 def LegOptions() -> dict[str, Any]:
@@ -89,7 +93,7 @@ def closed_port_url() -> str:
 def _resolve(url: str, policy: str = "weekly", now: datetime = NOW, os_name: str = "linux",
              family: str = "gfx110X-all") -> str:
     return resolve_build(os_name, family, policy=policy, now=now, index_url=url,
-                         fetch=lambda u: fetch_index(u, backoff=0)).version
+                         fetch=lambda u: fetch_index(u, retry=NO_WAIT)).version
 
 
 # --------------------------------------------------------------------------
@@ -99,8 +103,8 @@ def _resolve(url: str, policy: str = "weekly", now: datetime = NOW, os_name: str
 def test_html_and_paged_xml_give_the_same_index(http_server: LocalServer) -> None:
     html_url = html_route(http_server)
     s3_url, listing = s3_route(http_server, page_size=25)
-    from_html = fetch_index(html_url, backoff=0)
-    from_s3 = fetch_index(s3_url, backoff=0)
+    from_html = fetch_index(html_url, retry=NO_WAIT)
+    from_s3 = fetch_index(s3_url, retry=NO_WAIT)
     assert len(from_html) == len(ALL)
     assert sorted(from_html, key=lambda e: e.name) == sorted(from_s3, key=lambda e: e.name)
     pages = math.ceil(len(ALL) / 25)
@@ -116,7 +120,7 @@ def test_policies_on_both_formats(http_server: LocalServer, fmt: str) -> None:
     url = html_route(http_server) if fmt == "html" else s3_route(http_server, page_size=40)[0]
     # The cutoff day 08-08 is a gap in 10.1 and 7.15 is retired: the newest on or before is 08-07.
     weekly = resolve_build("linux", "gfx110X-all", policy="weekly", now=NOW, index_url=url,
-                           fetch=lambda u: fetch_index(u, backoff=0))
+                           fetch=lambda u: fetch_index(u, retry=NO_WAIT))
     assert (weekly.version, weekly.cutoff, weekly.policy) == ("10.1.0a20260807", date(2026, 8, 8), "weekly")
     assert weekly.url == url.split("?")[0] + name("linux", "gfx110X-all", "10.1.0a20260807")
     assert weekly.published == datetime(2026, 8, 7, 9, 30, tzinfo=UTC)
@@ -143,7 +147,7 @@ def test_a_build_published_after_now_is_ignored(http_server: LocalServer) -> Non
 def test_one_fetch_for_the_whole_run(http_server: LocalServer, tmp_path: Path) -> None:
     url = html_route(http_server)
     matrix = load_matrix(write_matrix(tmp_path, url))
-    resolution = resolve_run(matrix, now=NOW, fetch=lambda u: fetch_index(u, backoff=0))
+    resolution = resolve_run(matrix, now=NOW, fetch=lambda u: fetch_index(u, retry=NO_WAIT))
     assert http_server.hits("/tarball-multi-arch/") == 1
     assert {k: v.version for k, v in resolution.legs.items()} == {
         "rocm-linux": "10.1.0a20260807", "rocm-win": "10.1.0a20260808"
@@ -157,14 +161,14 @@ def test_one_fetch_for_the_whole_run(http_server: LocalServer, tmp_path: Path) -
 def test_503_then_success(http_server: LocalServer) -> None:
     page = html_page(ALL).encode()
     http_server.route("/idx/", Response(503, b"busy"), Response(200, page))
-    assert len(fetch_index(http_server.url("/idx/"), backoff=0)) == len(ALL)
+    assert len(fetch_index(http_server.url("/idx/"), retry=NO_WAIT)) == len(ALL)
     assert http_server.hits("/idx/") == 2
 
 
 def test_429_with_retry_after_then_success(http_server: LocalServer) -> None:
     page = html_page(ALL).encode()
     http_server.route("/idx/", Response(429, b"slow down", {"Retry-After": "0"}), Response(502), Response(200, page))
-    assert len(fetch_index(http_server.url("/idx/"), backoff=0)) == len(ALL)
+    assert len(fetch_index(http_server.url("/idx/"), retry=NO_WAIT)) == len(ALL)
     assert http_server.hits("/idx/") == 3
 
 
@@ -172,10 +176,10 @@ def test_a_truncated_page_is_retried_then_an_error(http_server: LocalServer) -> 
     page = html_page(ALL).encode()
     http_server.route("/idx/", Response(200, page[: len(page) // 2], declared_length=len(page)))
     with pytest.raises(NetworkError, match=r"failed after 3 attempts: truncated page \(\d+ bytes read"):
-        fetch_index(http_server.url("/idx/"), backoff=0, retries=2)
+        fetch_index(http_server.url("/idx/"), retry=RetryPolicy(backoff=0, attempts=3))
     assert http_server.hits("/idx/") == 3
     http_server.route("/ok/", Response(200, page[:100], declared_length=len(page)), Response(200, page))
-    assert len(fetch_index(http_server.url("/ok/"), backoff=0)) == len(ALL)
+    assert len(fetch_index(http_server.url("/ok/"), retry=NO_WAIT)) == len(ALL)
 
 
 def test_a_truncated_s3_page_is_an_error(http_server: LocalServer) -> None:
@@ -183,30 +187,30 @@ def test_a_truncated_s3_page_is_an_error(http_server: LocalServer) -> None:
     cut = s3_page(INDEX[10:20]).encode()[:-40]
     http_server.route("/bucket/", Response(200, first), Response(200, cut))
     with pytest.raises(IndexFormatError, match="malformed XML"):
-        fetch_index(http_server.url("/bucket/"), backoff=0)
+        fetch_index(http_server.url("/bucket/"), retry=NO_WAIT)
 
 
 def test_404_is_not_retried(http_server: LocalServer) -> None:
     with pytest.raises(NetworkError, match=r"/gone/: HTTP 404"):
-        fetch_index(http_server.url("/gone/"), backoff=0)
+        fetch_index(http_server.url("/gone/"), retry=NO_WAIT)
     assert http_server.hits("/gone/") == 1
 
 
 def test_unreachable_after_retries() -> None:
     with pytest.raises(NetworkError, match=r"failed after 3 attempts: \[Errno \d+\] Connection refused"):
-        fetch_index(closed_port_url(), backoff=0, retries=2)
+        fetch_index(closed_port_url(), retry=RetryPolicy(backoff=0, attempts=3))
 
 
 def test_a_listing_that_pages_in_a_loop(http_server: LocalServer) -> None:
     http_server.route("/bucket/", Response(200, s3_page(INDEX[:3], truncated=True, token="same").encode()))
     with pytest.raises(IndexFormatError, match="pages in a loop"):
-        fetch_index(http_server.url("/bucket/"), backoff=0)
+        fetch_index(http_server.url("/bucket/"), retry=NO_WAIT)
 
 
 def test_explicit_version_survives_an_unreachable_index() -> None:
     url = closed_port_url()
     resolved = resolve_build("linux", "gfx110X-all", policy="10.1.0a20260807", now=NOW, index_url=url,
-                             fetch=lambda u: fetch_index(u, backoff=0, retries=1))
+                             fetch=lambda u: fetch_index(u, retry=RetryPolicy(backoff=0, attempts=2)))
     assert resolved.url == url + name("linux", "gfx110X-all", "10.1.0a20260807")
     assert resolved.published is None
 
@@ -397,9 +401,10 @@ def test_cli_unreachable_index(tmp_path: Path) -> None:
     assert proc.returncode == 4
     *waits, error = proc.stderr.strip().splitlines()
     # Each retry's wait says why (what failed, attempt n of m, how long); then the one error line.
-    assert [w.split("; ")[1].split(" failed")[0] for w in waits] == [f"attempt {n} of 6" for n in range(1, 6)]
+    # The one retry policy's five attempts (pipeline/util/http_retry.py), as every other client makes.
+    assert [w.split("; ")[1].split(" failed")[0] for w in waits] == [f"attempt {n} of 5" for n in range(1, 5)]
     assert all("Connection refused" in w and w.endswith(" s") for w in waits)
-    assert error.startswith("error: ") and "failed after 6 attempts: [Errno 111] Connection refused" in error
+    assert error.startswith("error: ") and "failed after 5 attempts: [Errno 111] Connection refused" in error
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
 

@@ -13,8 +13,12 @@ from rich.console import Console
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import install_archive
+from pipeline.util.http_retry import RetryPolicy
 from tests.support.archives import FAKE_CLANG, make_tar, therock_members
 from tests.support.httpserver import LocalServer, Response
+
+# No waits between attempts: these servers answer at once, and a test never sleeps.
+NO_WAIT = RetryPolicy(backoff=0)
 
 NAME = "therock-dist-linux-gfx110X-all-7.0.0a20250101.tar.gz"
 PATH = f"/tarballs/{NAME}"
@@ -68,7 +72,7 @@ def test_transient_failures_are_retried(http_server: LocalServer, tarball: bytes
         Response(200, tarball[:100], declared_length=len(tarball)),
         Response(200, tarball),
     )
-    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=0)
+    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT)
     assert got.size == len(tarball) and not got.reused
     assert http_server.hits(PATH) == 4
     assert _contents(tmp_path / "dl") == [NAME, f"{NAME}.json"]
@@ -81,7 +85,7 @@ def test_truncated_download_is_refused_and_leaves_nothing(
     roots, downloads = _dirs(tmp_path)
     with pytest.raises(NetworkError, match=r"failed after 3 attempts: transfer truncated \(got \d+ of \d+ bytes\)"):
         install_archive(
-            http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, attempts=3, backoff_seconds=0
+            http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, retry=RetryPolicy(attempts=3, backoff=0)
         )
     assert http_server.hits(PATH) == 3
     assert _contents(downloads) == []
@@ -104,7 +108,7 @@ def test_checksum_mismatch_is_refused_and_leaves_nothing(
 
 def test_missing_file_is_not_retried(http_server: LocalServer, tmp_path: Path) -> None:
     with pytest.raises(NetworkError, match=r"download of .* failed: HTTP 404"):
-        download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=0)
+        download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT)
     assert http_server.hits(PATH) == 1
     assert _contents(tmp_path / "dl") == []
 
@@ -142,7 +146,7 @@ def test_each_retry_wait_of_a_download_is_said_on_the_console(
 ) -> None:
     http_server.route(PATH, Response(503, b"busy"), Response(503, b"busy"), Response(200, tarball))
     out = io.StringIO()
-    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=0,
+    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT,
                    console=Console(file=out, width=300))
     assert got.size == len(tarball)
     waits = [line for line in out.getvalue().splitlines() if "retrying in" in line]
@@ -153,6 +157,6 @@ def test_each_retry_wait_of_a_download_is_said_on_the_console(
 def test_a_download_retry_budget_ends_the_retries(http_server: LocalServer, tmp_path: Path) -> None:
     http_server.route(PATH, *[Response(503, b"busy")] * 5)
     with pytest.raises(NetworkError, match=r"after 1 attempt \(the retry budget of 0\.5 s is spent"):
-        download(http_server.url(PATH), cache_dir=tmp_path / "dl", backoff_seconds=1, retry_budget=0.5)
+        download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=RetryPolicy(backoff=1, budget=0.5))
     assert http_server.hits(PATH) == 1
     assert _contents(tmp_path / "dl") == []

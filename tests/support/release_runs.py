@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.bundle.make import bundle_name
+from pipeline.backends import bundle_file_name
 from pipeline.inputs.matrix import load_matrix
 from pipeline.source.archive import write_source_archive
 from tests.support.fake_github import FakeGitHub
@@ -45,7 +45,7 @@ def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] =
     bundles: dict[str, Path] = {}
     declared = load_matrix(matrix)
     for i, leg in enumerate(legs):
-        name = bundle_name(declared.leg(leg), TAG)
+        name = bundle_file_name(declared.leg(leg), TAG)
         record: dict[str, Any] = {
             "leg": leg,
             "backend": leg.split("-")[0],

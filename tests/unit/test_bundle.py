@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.archives.deterministic import FIXED_MTIME
+from pipeline.backends import bundle_file_name
 from pipeline.bundle.compare import compare
 from pipeline.bundle.make import (
-    bundle_name,
     is_payload,
     portable_cmake_args,
     portable_text,
@@ -109,8 +109,8 @@ def bundle(root: Path, *, leg: Leg = CPU, variant: bytes = b"v1", tag: str = "b1
 
 
 def test_bundle_names() -> None:
-    assert bundle_name(CPU, "b100") == "llama-b100-bin-ubuntu-x64.tar.gz"
-    assert bundle_name(ROCM_WIN, "b100-mix-abc1234") == "llama-b100-mix-abc1234-bin-win-hip-gfx1151-x64.zip"
+    assert bundle_file_name(CPU, "b100") == "llama-b100-bin-ubuntu-x64.tar.gz"
+    assert bundle_file_name(ROCM_WIN, "b100-mix-abc1234") == "llama-b100-mix-abc1234-bin-win-hip-gfx1151-x64.zip"
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.backends import render_name, runtime_profile
+from pipeline.backends import bundle_file_name, render_name, runtime_profile
 from pipeline.bundle.closure_policy import is_base_system, is_origin_relative, keeps_data_file, origin_runpath
-from pipeline.bundle.make import bundle_name
 from pipeline.errors import ConfigError
 from pipeline.inputs.matrix import load_matrix, parse_matrix
 from pipeline.names import template_problem
@@ -19,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_project_legs_are_named_like_upstream_releases() -> None:
     legs = load_matrix(ROOT / "matrix.toml").legs
-    names = {name: bundle_name(leg, "b6000") for name, leg in legs.items()}
+    names = {name: bundle_file_name(leg, "b6000") for name, leg in legs.items()}
     expected = {
         "cpu": "llama-b6000-bin-ubuntu-x64.tar.gz",
         "vulkan": "llama-b6000-bin-ubuntu-vulkan-x64.tar.gz",
@@ -42,7 +41,7 @@ def test_project_legs_are_named_like_upstream_releases() -> None:
 def test_a_leg_names_its_own_template() -> None:
     m = parse_matrix({"legs": {"cpu": {"backend": "cpu", "bundle_name": "llama-{tag}-{leg}-{os_label}",
                                        "glibc_max": "2.31"}}}, Path("m.toml"))
-    assert bundle_name(m.leg("cpu"), "b7") == "llama-b7-cpu-ubuntu.tar.gz"
+    assert bundle_file_name(m.leg("cpu"), "b7") == "llama-b7-cpu-ubuntu.tar.gz"
     assert m.leg("cpu").glibc_max == "2.31"
     assert render_name(None, tag="b1", leg="x", backend="rocm", os_name="windows", family="gfx1151") == (
         "llama-b1-bin-win-hip-gfx1151-x64.zip"

@@ -59,7 +59,7 @@ class FakeIndex:
         self.calls += 1
         assert url == INDEX
         if self.fail:
-            raise NetworkError(f"{url}: failed after 6 attempts: [Errno 111] Connection refused")
+            raise NetworkError(f"{url}: failed after 5 attempts: [Errno 111] Connection refused")
         return self.entries
 
 

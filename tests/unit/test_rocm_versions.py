@@ -143,9 +143,8 @@ def test_every_reader_of_a_version_applies_one_rule(text: str) -> None:
     """matrix.toml's check, the flag's parser, the ordering, the simulator: the same verdict on any text."""
     from pipeline.errors import UsageError
     from pipeline.inputs.matrix_checks import policy_check
-    from pipeline.names import parse_policy
+    from pipeline.names import is_rocm_version, parse_policy
     from pipeline.rocm.simulate import check_policy
-    from pipeline.rocm.versions import is_version
 
     # What a version is, written here from the outside: the shape, and a date the calendar has.
     head, _, digits = text.partition("a") if "a" in text else text.partition("rc")
@@ -159,7 +158,7 @@ def test_every_reader_of_a_version_applies_one_rule(text: str) -> None:
     # A stable release is X.Y.Z alone (TheRock's release type "release").
     release = not digits and "a" not in text and "rc" not in text and three_numbers
     expected = (real_day and three_numbers) or release
-    assert is_version(text) is expected
+    assert is_rocm_version(text) is expected
     assert (policy_check(text) is None) is expected
     try:
         accepted = parse_policy(text, where="--rocm-version") == text

@@ -118,7 +118,7 @@ def test_a_tree_test_builds_the_shipped_toolchain_and_one_declared_gpu_architect
             # One architecture the shipped leg builds, on the shipped leg's CUDA line, with that line's pins.
             assert leg.cuda_architectures == (CUDA_ARCHITECTURE,)
             assert CUDA_ARCHITECTURE in shipped.cuda_architectures, f"{name}: {leg.name}"
-            assert (leg.cuda_line, leg.bundle_name) == (shipped.cuda_line, shipped.bundle_name)
+            assert (leg.cuda_line, leg.bundle_template) == (shipped.cuda_line, shipped.bundle_template)
             assert matrix.toolchains.cuda == SHIPPED.toolchains.cuda
             assert matrix.toolchains.cuda_for(leg.cuda_line) == SHIPPED.toolchains.cuda_for(shipped.cuda_line)
         else:

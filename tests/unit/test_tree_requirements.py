@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pipeline.source.requirements import (
+    cmake_version_numbers,
     hip_minimum,
     version_less,
-    version_tuple,
     vulkan_extensions_used,
 )
 from pipeline.toolchain.gpu_versions import (
@@ -50,7 +50,7 @@ def test_version_less_is_cmakes(left: str, right: str, less: bool) -> None:
 
 
 def test_version_tuple() -> None:
-    assert version_tuple("5.2.21153-0") == (5, 2, 21153, 0)
+    assert cmake_version_numbers("5.2.21153-0") == (5, 2, 21153, 0)
 
 
 def test_install_version_files() -> None:

@@ -35,7 +35,7 @@ def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
                 status.update(f"reading the ROCm index {url}: {pages} page(s), {entries} entries")
 
             return fetch_index(
-                url, on_page=on_page, backoff=inputs.http_backoff, budget=inputs.http_retry_budget,
+                url, on_page=on_page, retry=inputs.retry,
                 on_wait=lambda line: console.print(line, highlight=False, markup=False),
             )
 

@@ -23,10 +23,15 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import NetworkError, ToolchainError, UsageError
-from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.redaction import redact
 from pipeline.util.fsutil import atomic_write_json, confined, fix_mode, human_bytes
-from pipeline.util.http_retry import RetriesExhausted, Retryable, call_with_retries
+from pipeline.util.http_retry import (
+    DEFAULT_RETRY,
+    RetriesExhausted,
+    Retryable,
+    RetryPolicy,
+    call_with_retries,
+)
 
 if TYPE_CHECKING:
     import requests
@@ -96,25 +101,22 @@ def download(
     sha256: str | None = None,
     console: Console | None = None,
     session: requests.Session | None = None,
-    attempts: int = 5,
-    backoff_seconds: float = DEFAULT_BACKOFF,
+    retry: RetryPolicy = DEFAULT_RETRY,
     timeout_seconds: float = 60.0,
     verify: Callable[[Path], None] | None = None,
     wait_lock: float = 0.0,
     since: datetime | None = None,
-    retry_budget: float | None = None,
 ) -> Downloaded:
     """Fetch ``url`` into the download cache (or reuse the cached copy).
 
     Transient failures (connection errors, 5xx, 429, a body shorter than its
-    ``Content-Length``) are retried ``attempts`` times with exponential
-    backoff; then NetworkError. A sha256 mismatch is a ToolchainError and is
+    ``Content-Length``) are retried as ``retry`` says (its attempts, waits and
+    budget); then NetworkError. A sha256 mismatch is a ToolchainError and is
     not retried. ``verify`` (e.g. a full read of an archive) must pass too
     before the sidecar is written: the cache only ever holds complete,
     verified files. One process at a time fetches a given file (a lock beside
     it), and that one removes the ``.part`` files dead runs left. Each
-    retry's wait is said on ``console``; ``retry_budget`` caps the seconds
-    the retries of this download take.
+    retry's wait is said on ``console``.
     """
     if (hit := cached_download(url, cache_dir, sha256)) is not None:
         if console is not None:
@@ -132,14 +134,12 @@ def download(
             return hit
         # Under the lock, every .part of this name is a dead run's.
         remove_stale(cache_dir, f".{name}.", (".part",))
-        return _download_locked(url, cache_dir, sha256, console, session, attempts, backoff_seconds,
-                                timeout_seconds, verify, retry_budget)
+        return _download_locked(url, cache_dir, sha256, console, session, retry, timeout_seconds, verify)
 
 
 def _download_locked(
     url: str, cache_dir: Path, sha256: str | None, console: Console | None, session: requests.Session | None,
-    attempts: int, backoff_seconds: float, timeout_seconds: float, verify: Callable[[Path], None] | None,
-    retry_budget: float | None,
+    retry: RetryPolicy, timeout_seconds: float, verify: Callable[[Path], None] | None,
 ) -> Downloaded:
     import requests
 
@@ -149,14 +149,12 @@ def _download_locked(
     elif scheme not in ("http", "https"):
         raise UsageError(f"toolchain URL {url!r}: expected an http(s):// or file:// URL")
     else:
-        backoff = backoff_seconds
         own_session = session is None
         http = session or requests.Session()
         try:
             path, size, digest = call_with_retries(
                 _fetch_once, http, url, cache_dir, console, timeout_seconds,
-                attempts=attempts, backoff=backoff, max_wait=max(backoff, 30.0), budget=retry_budget,
-                what=redact(f"GET {url}"),
+                policy=retry, what=redact(f"GET {url}"),
                 on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
             )  # fmt: skip
         except RetriesExhausted as err:

@@ -40,9 +40,9 @@ from pipeline.archives.extract import (
     tree_digests,
 )
 from pipeline.errors import ToolchainError
-from pipeline.inputs.settings import DEFAULT_BACKOFF
 from pipeline.toolchain.installer.download import download, file_name_of
 from pipeline.util.fsutil import atomic_write_json, confined, file_digest, fix_mode
+from pipeline.util.http_retry import DEFAULT_RETRY, RetryPolicy
 
 if TYPE_CHECKING:
     import requests
@@ -254,17 +254,15 @@ def install_archive(
     cache_dir: Path,
     force: bool = False,
     session: requests.Session | None = None,
-    attempts: int = 5,
-    backoff_seconds: float = DEFAULT_BACKOFF,
+    retry: RetryPolicy = DEFAULT_RETRY,
     check: Check | None = None,
     wait_lock: float = 0.0,
     since: datetime | None = None,
-    retry_budget: float | None = None,
 ) -> Installed:
     """Install the one archive at ``url`` as ``<root_dir>/<name>`` (:func:`install_archive_set`).
 
     The archive is downloaded through the download cache with the run's
-    retries, backoff, retry budget and lock wait; a complete install of the
+    retry policy and lock wait; a complete install of the
     same file name (and sha256, when one is known) is reused as is.
     """
     if "/" in name or "\\" in name:
@@ -274,8 +272,7 @@ def install_archive(
 
     def fetch(ref: ArchiveRef) -> Path:
         got = download(url, cache_dir=cache_dir, sha256=sha256, console=console, session=session,
-                       attempts=attempts, backoff_seconds=backoff_seconds, retry_budget=retry_budget,
-                       verify=check_archive, wait_lock=wait_lock, since=since)
+                       retry=retry, verify=check_archive, wait_lock=wait_lock, since=since)
         fetched_from_cache.append(got.reused)
         return got.path
 
