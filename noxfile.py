@@ -208,19 +208,19 @@ def nightly(session: nox.Session) -> None:
     run_pipeline(session, "report", "--for-build", *session.posargs)
 
 
-# pytest-xdist's workers for `nox -s tests` (the docstring below says why two).
-TEST_WORKERS = ("-n", "2")
+# pytest-xdist's workers for `nox -s tests` (the docstring below says why three).
+TEST_WORKERS = ("-n", "3")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite (unit and integration); arguments go to pytest (given any, they replace the defaults).
 
-    Two test files at a time (pytest-xdist, a file's tests on one worker, so a module's fixture is made
-    once): every build already uses all cores, and the second file fills the first's serial steps
-    (configure, link, packaging, downloads, qemu), which halved the suite without the real tree on
-    2 cores (docs/testing.md). Two, not one per core: a third worker took up the warm run's idle time
-    (36 s of 17 minutes) but not the cold run's, which was busy already; compiles share the cores
+    Three test files at a time (pytest-xdist, a file's tests on one worker, so a module's fixture is made
+    once): every build already uses all cores, and the other files fill one file's serial steps
+    (configure, link, packaging, downloads, qemu) and its waits (servers, signals, heartbeats): on
+    2 cores a second worker halved the suite without the real tree, and a third took up the warm run's
+    idle time, which two left at a tenth of the cores' (docs/testing.md). Compiles share the cores
     through the session's jobserver (tests/support/shared_jobs.py). The longest files start first
     (tests/conftest.py, ``FIRST``).
     """
