@@ -226,8 +226,9 @@ def test_a_failed_download_is_retried_after_the_configured_backoff(
 ) -> None:
     http_server.route(served.archive_route, Response(503, b"busy"), served.archive)
     started = time.monotonic()
-    root = served.install(_request(served, http_server, tmp_path, PIPELINE_HTTP_BACKOFF="1.5"))
-    assert time.monotonic() - started >= 1.5
+    root = served.install(_request(served, http_server, tmp_path, PIPELINE_HTTP_BACKOFF="2.5"))
+    # The retry policy's jitter waits 50 to 100% of the step: at least 1.25 s, more than the default's 1 s.
+    assert time.monotonic() - started >= 1.25
     assert root.is_dir()
     assert _archive_requests(http_server, served.archive_route) == 2
 
