@@ -24,7 +24,8 @@ DEFAULT_ARCH = "x64"
 
 def arch_problem(value: str) -> str | None:
     return None if value in ARCHES else "one of " + ", ".join(repr(a) for a in ARCHES)
-BACKENDS = ("cpu", "cuda", "metal", "rocm", "vulkan")
+# matrix.toml's backend names (the table of backend objects is pipeline.backends.BACKENDS, keyed by these).
+BACKEND_NAMES = ("cpu", "cuda", "metal", "rocm", "vulkan")
 # ROCm toolchain policies that are rules; anything else must be an explicit version. "weekly-stable"
 # is a nightly build that holds still for a week; "stable" is TheRock's stable stream (its releases).
 WEEKLY_STABLE = "weekly-stable"

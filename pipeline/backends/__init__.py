@@ -11,7 +11,7 @@ backend may target (``inputs/matrix.py``), the cross-built cpu legs
 check's wording.
 
 Adding a backend: a module here with its ``BACKEND``, its entry in
-``BACKENDS``, its name in :data:`pipeline.names.BACKENDS`.
+``BACKENDS``, its name in :data:`pipeline.names.BACKEND_NAMES`.
 
 :func:`toolchain_request` is the one place a :class:`ToolchainRequest` is
 built from the run's inputs, so every setting (``--wait-lock``, the retry

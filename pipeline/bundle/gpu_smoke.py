@@ -33,8 +33,9 @@ from pipeline.names import VULKAN_DRIVER_VARIABLES
 # How a backend module's name (libggml-<name>.so) reads in a line.
 BACKEND_WORDS = {"vulkan": "Vulkan", "cuda": "CUDA", "hip": "ROCm/HIP", "sycl": "SYCL", "opencl": "OpenCL",
                  "metal": "Metal", "cann": "CANN", "musa": "MUSA"}
-# The backend modules that drive a GPU (libggml-<name>.so); rpc, blas and cpu do not.
-GPU_BACKENDS = frozenset(BACKEND_WORDS)
+# ggml's backend modules that drive a GPU (libggml-<name>.so, in ggml's words: ROCm's is "hip"); rpc, blas
+# and cpu do not. Not matrix.toml's backend names (pipeline.names.BACKEND_NAMES).
+GGML_GPU_MODULES = frozenset(BACKEND_WORDS)
 # Layers llama-simple offloads: all of them (its own default).
 GPU_LAYERS = "99"
 # ggml-vulkan's device choice (GGML_VK_VISIBLE_DEVICES): the first device, when every device is a CPU one.

@@ -408,7 +408,7 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
     """
     from pipeline.bundle.gpu_smoke import (
         CPU_VULKAN_DEVICE,
-        GPU_BACKENDS,
+        GGML_GPU_MODULES,
         GPU_LAYERS,
         backend_word,
         devices_used,
@@ -418,7 +418,7 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
     )
 
     # Only GPU backends: the RPC client (libggml-rpc) and BLAS are not devices of this machine.
-    gpu = {backend: files for backend, files in backend_modules(root, os_name).items() if backend in GPU_BACKENDS}
+    gpu = {backend: files for backend, files in backend_modules(root, os_name).items() if backend in GGML_GPU_MODULES}
     if not gpu:
         return None
     name = "gpu-forward-pass"

@@ -42,7 +42,7 @@ from pipeline.inputs.settings import MATRIX, STALE_ACTIONS
 from pipeline.inputs.toml_table import TomlTable, did_you_mean
 from pipeline.names import (
     ARCHES,
-    BACKENDS,
+    BACKEND_NAMES,
     DEFAULT_ARCH,
     DEFAULT_POLICY,
     LEG_NAME,
@@ -418,7 +418,7 @@ def _parse_leg(
             f"single '-', starting with a letter or digit, at most {LEG_NAME_MAX} characters"
         )
     t = legs_t.table(name, required=True)
-    backend = t.choice("backend", BACKENDS, None)
+    backend = t.choice("backend", BACKEND_NAMES, None)
     os_name = t.choice("os", OSES, "linux")
     arch = t.choice("arch", ARCHES, DEFAULT_ARCH)
     runner = t.string("runner", default_runner(os_name, arch), check=nonempty)

@@ -72,7 +72,7 @@ from tests.support.act import (
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.reduction import PROGRAM, is_reduced_from, reduced_matrix
-from tests.support.shared_units import read_only, shared_units
+from tests.support.shared_units import WRITER, read_only, shared_units, wait_for_the_writer, xdist_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("cpu")]
 
@@ -167,7 +167,13 @@ def _night(nights: Nights, number: int, **kwargs: Any) -> ActRun:
 
 
 @pytest.fixture(scope="module")
-def night1(nights: Nights) -> ActRun:
+def night1(nights: Nights, request: pytest.FixtureRequest) -> ActRun:
+    # On a cold machine, the units come from the cpu leg's build running beside this file: wait for it rather
+    # than compile the same units at the same time (tests/support/shared_units.py).
+    writer = any(item.nodeid.startswith(WRITER) for item in request.session.items)
+    waited = wait_for_the_writer(xdist_run(request.config), writer)
+    if waited:
+        print(f"\nact nights: waited {waited:.0f} s for the shared units", flush=True)
     return _night(nights, 1)
 
 

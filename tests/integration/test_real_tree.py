@@ -68,7 +68,7 @@ from tests.support.planted import PLANTED_MESSAGE, plant_libraries
 from tests.support.real_tree_matrix import MATRIX as MATRIX
 from tests.support.real_tree_matrix import TESTED_LEGS, TESTED_SHARED, matrix_text
 from tests.support.reduction import REDUCED_PROGRAMS
-from tests.support.shared_units import shared_units
+from tests.support.shared_units import shared_units, writer_finished, xdist_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("cpu")]
 
@@ -171,7 +171,7 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
 
 
 @pytest.fixture(scope="module")
-def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
+def real_tree(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> RealTree:
     root = tmp_path_factory.mktemp("real-tree")
     forge = prepared_forge(root, young_at=NOW - timedelta(hours=2), pr_at=NOW - timedelta(hours=7))
     matrix = root / "matrix.toml"
@@ -180,7 +180,13 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory) -> RealTree:
     env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home"),
            **shared_jobs.build_env()}  # the session's compile slots (tests/support/shared_jobs.py)
     # The objects the runner compiles are stored for the legs that share them (tests/support/shared_units.py).
-    runner = nightly(root, "runner", matrix, cache, env, "--remote-cache", shared_units().url)
+    filled = False
+    try:
+        runner = nightly(root, "runner", matrix, cache, env, "--remote-cache", shared_units().url)
+        filled = True
+    finally:
+        # The readers of this run (act's first night) wait for this, on a cold machine.
+        writer_finished(xdist_run(request.config), filled=filled)
     laptop = nightly(root, "elsewhere/laptop", matrix, cache, env)
     print(f"\nreal tree: runner build {runner.seconds:.0f} s, laptop build {laptop.seconds:.0f} s", file=sys.stderr)
     return RealTree(root=root, forge=forge, matrix=matrix, cache=cache, runner=runner, laptop=laptop)
