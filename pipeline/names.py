@@ -347,7 +347,7 @@ SBOM_NAME = "sbom" + SBOM_SUFFIX
 
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run (those are
-# pipeline/inputs/settings.py's, which re-exports these).
+# pipeline/inputs/settings.py's). Here, not there, so that the console (pipeline/util) reads them too.
 GITHUB_ACTIONS = "GITHUB_ACTIONS"
 GITHUB_OUTPUT = "GITHUB_OUTPUT"
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
