@@ -232,7 +232,14 @@ def _fake_server(path: Path, reply: bytes) -> Iterator[list[bytes]]:
     """A server on ``path`` that reads each request and answers ``reply`` (b"": hangs up without a word)."""
     received: list[bytes] = []
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
+    # Bound by its name in its folder, as the real server binds (a socket's path is limited to about 100 bytes,
+    # a test's folder is not).
+    here = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        listener.bind(path.name)
+    finally:
+        os.chdir(here)
     listener.listen(8)
     stop = threading.Event()
 
