@@ -292,7 +292,8 @@ def bench(session: nox.Session) -> None:
     """The benchmark: cold vs warm vs raw builds, the real llama.cpp tree, resolver and prune plan timings."""
     # [test]: the real-tree part times `nox -s cpu` too, with the nox that extra brings.
     _install(session, "[test]")
-    session.run("python", "scripts/bench.py", *session.posargs)
+    # From the checkout (nox runs in the noxfile's folder): the benchmark is the package scripts.bench.
+    session.run("python", "-m", "scripts.bench", *session.posargs)
 
 
 def unknown_sessions(argv: Sequence[str], known: Sequence[str]) -> list[str]:

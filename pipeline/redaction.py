@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from pipeline.inputs.settings import GITHUB_TOKEN
+from pipeline.inputs.settings import GITHUB_TOKEN, SIGNING_PASSWORD
 
 MASK = "***"
 
 # Variables whose values are secrets wherever they appear (a child's command line, a log).
 # The token settings are declared once, in pipeline.inputs.settings; Actions' own runtime token is added.
-SECRET_VARIABLES = (*GITHUB_TOKEN.env, "ACTIONS_RUNTIME_TOKEN")
+SECRET_VARIABLES = (*GITHUB_TOKEN.env, *SIGNING_PASSWORD.env, "ACTIONS_RUNTIME_TOKEN")
 
 # A secret shorter than this is not searched for: masking every "a" would make messages unreadable,
 # and no real token is this short.

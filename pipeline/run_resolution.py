@@ -2,19 +2,24 @@
 
 ``resolve_run`` resolves every ROCm leg against one index fetch and the run's
 one ``now`` (and, when asked, the source tag and mix set) into a
-:class:`~pipeline.inputs.resolution_file.Resolution`. A leg run takes its build and source
-from the run's resolution when one is named, else resolves on its own
-(:func:`rocm_for_leg`, :func:`source_for_run`).
+:class:`~pipeline.inputs.resolution_file.Resolution`. A leg run's command settles what the leg
+needs before the leg's first step (:func:`resolve_leg`): its build and source
+from the run's resolution when one is named, else resolved on their own
+(:func:`rocm_for_leg`, :func:`source_for_run`). Below this module nothing
+resolves: the leg's steps and the backends take the answer as a value (an
+import contract in pyproject.toml keeps ``leg`` and ``backends`` away from
+the index fetchers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime
+from pathlib import Path
 
-from pipeline.errors import ConfigError, ResolutionError, UsageError
+from pipeline.errors import ConfigError, PipelineError, ResolutionError, SourceError, UsageError
 from pipeline.inputs.matrix import Leg, Matrix
-from pipeline.inputs.resolution_file import Resolution, ResolvedRocm, SourceSpec
+from pipeline.inputs.resolution_file import LegResolution, Resolution, ResolvedRocm, SourceSpec
 from pipeline.inputs.rocm_hosts import RocmHost, host_for, hosts_text, hosts_upto
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import rocm_release_parts, rocm_stream, rocm_version_date
@@ -293,3 +298,38 @@ def source_for_run(inputs: RunInputs) -> SourceSpec:
         matrix.source, now=inputs.now, tag=inputs.tag,
         git_url_template=inputs.git_url_template, environ=inputs.environ,
     )
+
+
+def leg_rocm(inputs: RunInputs, leg: Leg, *, rocm_path: Path | None) -> ResolvedRocm | None:
+    """The TheRock build ``leg`` builds with: None for a leg of another backend, or one given an installed ROCm
+    (``rocm_path``: ``--rocm-path``, whose version is read from the install)."""
+    if not leg.needs_resolution or rocm_path is not None:
+        return None
+    return rocm_for_leg(inputs, leg)
+
+
+def resolve_leg(inputs: RunInputs, leg: Leg, *, rocm_path: Path | None, tree_given: bool) -> LegResolution:
+    """Everything ``leg``'s run resolves, once, before its first step: its TheRock build and, unless the tree
+    is given (``tree_given``: ``--source`` or the run's source archive), the source to check out."""
+    rocm = leg_rocm(inputs, leg, rocm_path=rocm_path)
+    if tree_given:
+        return LegResolution(rocm=rocm)
+    try:
+        source = source_for_run(inputs)
+    except SourceError as err:
+        raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
+    return LegResolution(rocm=rocm, source=source)
+
+
+def rocm_archive_urls(inputs: RunInputs) -> dict[str, str | None]:
+    """Each ROCm leg's TheRock archive URL in this run; None where it does not resolve (the cache budget
+    then counts that archive as unknown instead of failing the key)."""
+    urls: dict[str, str | None] = {}
+    for name, leg in inputs.require_matrix().legs.items():
+        if not leg.needs_resolution:
+            continue
+        try:
+            urls[name] = rocm_for_leg(inputs, leg).url
+        except PipelineError:
+            urls[name] = None
+    return urls

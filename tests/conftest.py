@@ -125,7 +125,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     modules = {getattr(item, "module", None) for item in session.items}
     if any(getattr(module, "READS_THE_SDIST", False) for module in modules):
         # Unit tests that read the real tree start no pip: under pytest -n no earlier file may have fetched it.
-        from scripts.llama_sdist import e2e_cache_root, fetch_sdist
+        from scripts.workload.llama_sdist import e2e_cache_root, fetch_sdist
 
         try:
             fetch_sdist(e2e_cache_root())

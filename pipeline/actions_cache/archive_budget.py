@@ -8,10 +8,10 @@ already fills ``[github] cache_limit_bytes``, no request is made at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pipeline.actions_cache.budget import ArchiveDecision, parse_size, toolchain_archives_fit
-from pipeline.errors import PipelineError
 from pipeline.inputs.run_inputs import RunInputs
 
 if TYPE_CHECKING:
@@ -34,26 +34,19 @@ def remote_size(url: str, *, session: requests.Session | None = None, timeout: f
     return int(value) if resp.status_code == 200 and value.strip().isdigit() else None
 
 
-def archive_decision(inputs: RunInputs) -> ArchiveDecision:
-    """Cache toolchain archives only if every leg's ccache plus every ROCm archive fits the limit."""
+def archive_decision(inputs: RunInputs, rocm_urls: Callable[[], Mapping[str, str | None]]) -> ArchiveDecision:
+    """Cache toolchain archives only if every leg's ccache plus every ROCm archive fits the limit.
+
+    ``rocm_urls``: each ROCm leg's resolved archive URL (None where it does not resolve), asked for only when
+    the ccaches leave room (:func:`pipeline.run_resolution.rocm_archive_urls`)."""
     matrix = inputs.require_matrix()
     per_leg = parse_size(matrix.ccache.max_size)
     ccache = dict.fromkeys(matrix.legs, per_leg)
     limit = matrix.github.cache_limit_bytes
-    rocm_legs = [name for name, leg in matrix.legs.items() if leg.needs_resolution]
     if sum(ccache.values()) > limit:
         # Decided without asking anyone: the archives cannot fit whatever their size.
         return _no_room(ccache, limit)
-    sizes: dict[str, int | None] = {}
-    for name in rocm_legs:
-        from pipeline.run_resolution import rocm_for_leg
-
-        try:
-            url = rocm_for_leg(inputs, name).url
-        except PipelineError:
-            sizes[name] = None
-            continue
-        sizes[name] = remote_size(url)
+    sizes = {name: None if url is None else remote_size(url) for name, url in rocm_urls().items()}
     return toolchain_archives_fit(ccache, sizes, limit)
 
 

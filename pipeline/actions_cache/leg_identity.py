@@ -1,8 +1,9 @@
 """A leg's cache identity in this run: its toolchain identity and the run's tag.
 
 The I/O side of :mod:`pipeline.actions_cache.cache_keys` (which stays pure): a ROCm leg's
-identity comes from the run's resolution (or is resolved now), so every leg
-of a run agrees without installing anything; other backends report theirs.
+identity comes from its resolved build (the run's resolution's, resolved by
+the caller), so every leg of a run agrees without installing anything; other
+backends report theirs.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ from pipeline.actions_cache.cache_keys import check_run_tag, key_toolchain
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import Leg
+from pipeline.inputs.resolution_file import ResolvedRocm
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import is_therock_identity, therock_identity
 from pipeline.util.console import make_console
 
 
-def toolchain_identity(inputs: RunInputs, leg: Leg) -> str:
-    """The key-safe toolchain identity of ``leg`` in this run (its backend's :meth:`cache_identity`)."""
+def toolchain_identity(inputs: RunInputs, leg: Leg, *, rocm: ResolvedRocm | None) -> str:
+    """The key-safe toolchain identity of ``leg`` in this run (its backend's :meth:`cache_identity`).
+
+    ``rocm``: a ROCm leg's resolved TheRock build (resolved by the caller), None with an installed ROCm
+    (``--rocm-path``, ``PIPELINE_ROCM_PATH``), whose identity is read from the install as its builds' records
+    read it: a key naming TheRock's build would be one no build of that install hits."""
     from pipeline.backends import backend_of, toolchain_request
 
-    # The installed ROCm a build names (--rocm-path, PIPELINE_ROCM_PATH) is the identity its records carry: without
-    # it the key named TheRock's resolved build (fetching the index), a key no build of that install hits.
-    request = toolchain_request(inputs, leg, rocm_path=inputs.rocm_path)
+    request = toolchain_request(inputs, leg, rocm=rocm, rocm_path=inputs.rocm_path)
     return key_toolchain(backend_of(leg).cache_identity(request, make_console(inputs.environ, stderr=True)))
 
 

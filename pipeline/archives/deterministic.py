@@ -337,3 +337,22 @@ def _read_zip(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes
                     yield Member(name=name, link=target.decode("utf-8", "replace")), None
                 else:
                     yield _file_member(path, name, fh, keep)
+
+
+def member_sizes(path: Path) -> list[tuple[str, int]]:
+    """Every regular file of an archive with its unpacked size, read from the headers (nothing is hashed).
+
+    A zip's sizes are in its central directory; a tar.gz is read through once, its data skipped. A damaged
+    archive raises BundleError."""
+    kind = archive_kind(path)
+    if kind is None:
+        raise BundleError(f"{path}: not a bundle (neither a .tar.gz nor a .zip)")
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(path) as zf:
+                return [(info.filename, info.file_size) for info in zf.infolist()
+                        if not info.is_dir() and not stat.S_ISLNK(info.external_attr >> 16)]
+        with tarfile.open(path, mode="r:gz") as tar:
+            return [(info.name, info.size) for info in tar if info.isfile()]
+    except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, gzip.BadGzipFile) as exc:
+        raise BundleError(f"{path}: corrupt bundle: {exc or type(exc).__name__}") from None

@@ -27,6 +27,7 @@ from pipeline.backends import cpu, cuda, metal, rocm, vulkan
 from pipeline.backends.protocol import Backend, RuntimeProfile
 from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.resolution_file import ResolvedRocm
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import DEFAULT_ARCH, DEFAULT_TEMPLATE, OS_LABELS
 from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
@@ -52,20 +53,20 @@ def toolchain_request(
     inputs: RunInputs,
     leg: Leg,
     *,
+    rocm: ResolvedRocm | None = None,
     rocm_path: Path | None = None,
     cuda_path: Path | None = None,
     vulkan_sdk: Path | None = None,
 ) -> ToolchainRequest:
-    """What ``leg``'s backend needs, from the run's inputs; a ROCm leg takes the run's resolved build.
+    """What ``leg``'s backend needs, from the run's inputs; nothing here reaches the network.
 
-    ``rocm_path`` / ``cuda_path`` / ``vulkan_sdk``: an install given on the
-    command line instead of the one the run would download.
+    ``rocm``: a ROCm leg's TheRock build, resolved before the leg's steps
+    (:func:`pipeline.run_resolution.resolve_leg`). ``rocm_path`` /
+    ``cuda_path`` / ``vulkan_sdk``: an install given on the command line
+    instead of the one the run would download.
     """
-    rocm = None
-    if leg.needs_resolution and rocm_path is None:
-        from pipeline.run_resolution import rocm_for_leg
-
-        rocm = rocm_for_leg(inputs, leg)
+    if leg.needs_resolution and rocm is None and rocm_path is None:
+        raise ToolchainError(f"leg {leg.name!r}: no TheRock build was resolved for it and no --rocm-path given")
     return ToolchainRequest(
         leg=leg,
         environ=inputs.environ,

@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING
 from pipeline.backends.protocol import DataFolder, OpenedLibrary, RuntimeProfile
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
 
     from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
+    from pipeline.toolchain.installed_rocm import InstalledRocm
 
 # What a ROCm bundle needs that no import of its files names, or that the toolchain does not hold: data with
 # its evidence, the same for every toolchain source (TheRock's tarball and wheels, a distribution's /usr), each
@@ -111,3 +114,12 @@ class Rocm:
 
 
 BACKEND = Rocm()
+
+
+def installed_rocm(root: Path, os_name: str, *, what: str) -> InstalledRocm:
+    """The pieces of the ROCm installed at ``root`` as a ``--rocm-path`` build finds them (clang, the device
+    libraries, HIP and its version, the identity), for the GPU check to show before it builds
+    (scripts/gpu_check/check.py); ToolchainError, ``what`` first, naming a missing one."""
+    from pipeline.toolchain.installed_rocm import find_installed_rocm
+
+    return find_installed_rocm(root, os_name, what=what)

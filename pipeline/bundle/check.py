@@ -54,8 +54,14 @@ from pipeline.bundle.elfdeps import ElfInfo, is_elf, read_elf
 from pipeline.bundle.emulation import host_arch, how_to_run
 from pipeline.bundle.make import MANIFEST_NAME, manifest_root, parse_manifest, read_manifest
 from pipeline.bundle.pedeps import is_pe, pe_arch, read_pe_imports
+
+# Re-exported: the GPU check repeats the smoke run's forward pass on a lent GPU (scripts/gpu_check/check.py),
+# through this entry module (pipeline.bundle.smoke and smoke_process are the feature's own).
+from pipeline.bundle.smoke import FORWARD_PROGRAM as FORWARD_PROGRAM
+from pipeline.bundle.smoke import FORWARD_PROMPT as FORWARD_PROMPT
+from pipeline.bundle.smoke import FORWARD_TOKENS as FORWARD_TOKENS
 from pipeline.bundle.smoke import SmokeCheck, SmokeRun, expects_cpu_module, smoke_checks
-from pipeline.bundle.smoke_process import scrubbed_env
+from pipeline.bundle.smoke_process import scrubbed_env as scrubbed_env
 from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError
@@ -356,13 +362,14 @@ def unpack_bundle(bundle: Path, dest: Path) -> tuple[dict[str, Any], Path]:
 
 def check_bundle(
     bundle: Path, *, scratch: Path, host_os: str, glibc_max: str | None = None, smoke: bool = True,
-    source_tree: Path | None = None, environ: Mapping[str, str] | None = None,
+    source_tree: Path | None = None, environ: Mapping[str, str] | None = None, signing_ca: Path | None = None,
 ) -> BundleCheck:
     """Unpack ``bundle`` under the empty folder ``scratch`` and check it; the smoke run happens
     when ``smoke`` and the bundle is for ``host_os``. ``glibc_max`` overrides the manifest's floor.
     ``source_tree``: the llama.cpp tree the bundle was built from (its ``models/`` vocab for the
     tokenizer check; without it that check is skipped, saying so). ``environ``: the run's
-    environment, of which the smoke run keeps the GPU driver selection only.
+    environment, of which the smoke run keeps the GPU driver selection only. ``signing_ca``: the roots a
+    signed Windows bundle's signatures must chain to (None: the system's).
     """
     if scratch.exists():
         remove_tree(scratch)
@@ -379,6 +386,13 @@ def check_bundle(
     opened = runtime_profile(backend, os_name).opened if isinstance(backend, str) else ()
     result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min,
                         cuda_line=str(line) if isinstance(line, str) and line else None, opened=opened)
+    signatures: list[Problem] = []
+    if os_name == "windows":
+        from pipeline.bundle.signing import check_signatures
+
+        # A bundle whose manifest says it is signed: every program and library, by its publisher.
+        signatures = check_signatures(root, manifest, trusted=signing_ca,
+                                      environ={} if environ is None else environ)
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None
@@ -412,7 +426,7 @@ def check_bundle(
                 remove_tree(driver.library_dir)
         if not runs:
             skipped = "no llama-* programs"
-    problems = list(result.problems) + driver_problems + [
+    problems = list(result.problems) + signatures + driver_problems + [
         # A redistributed runtime travels with its license, or the bundle does not ship.
         Problem(file=path, kind="license", message=why) for path, why in license_problems(manifest, root)
     ] + [
@@ -443,8 +457,8 @@ def host_os() -> str:
 
 
 def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path, source_tree: Path | None = None,
-                       environ: Mapping[str, str] | None = None) -> BundleCheck:
+                       environ: Mapping[str, str] | None = None, signing_ca: Path | None = None) -> BundleCheck:
     """The check every build runs on its bundle: the leg's glibc floor, the smoke run on its own OS
     (with the tree it built for the tokenizer check)."""
     return check_bundle(bundle, scratch=scratch, host_os=host_os(), glibc_max=leg.glibc_max if leg.os == "linux" else None,
-                        source_tree=source_tree, environ=environ)
+                        source_tree=source_tree, environ=environ, signing_ca=signing_ca)

@@ -35,16 +35,19 @@ from pipeline.bundle.closure import complete_runtime, usable_toolchain_root
 from pipeline.bundle.sbom_cache import cached_sbom
 from pipeline.bundle.stage import (
     STAGE_DIR,
-    archive_entries,
     fresh_stage,
     member_name,
     payload_items,
     stage_file,
     stage_licenses,
-    staged_files,
     toolchain_root,
     top_folder,
 )
+
+# Re-exported: the benchmark packs a staged folder as a leg's bundle step does (scripts/bench/real_tree.py),
+# through this entry module (pipeline.bundle.stage is the feature's own).
+from pipeline.bundle.stage import archive_entries as archive_entries
+from pipeline.bundle.stage import staged_files as staged_files
 from pipeline.bundle.third_party import describe_third_party
 from pipeline.errors import BundleError
 from pipeline.inputs.matrix import Leg
@@ -247,7 +250,45 @@ def _roots(build_dir: Path, out_dir: Path, record: LegRecord, toolchain: Toolcha
     return roots
 
 
-def package_bundle(
+@dataclass(frozen=True, kw_only=True)
+class StagedBundle:
+    """A bundle's files staged under ``<out>/<leg>/bundle``, and what packing them needs besides.
+
+    Written beside the stage (:data:`STAGED_STATE`) when the build stops there for the workflow's signing
+    step, and read back by ``pack``: the manifest is complete but for its files, which are read from the
+    stage when it is packed (a signature changes a file's bytes)."""
+
+    leg: str
+    name: str
+    top: str
+    # Bundle path -> where the file came from in the toolchain (the manifest's ``from_toolchain``).
+    copied: Mapping[str, str]
+    manifest: Mapping[str, Any]
+
+    @property
+    def zipped(self) -> bool:
+        return self.name.endswith(".zip")
+
+    def stage(self, out_dir: Path) -> Path:
+        return out_dir / self.leg / STAGE_DIR
+
+    def to_json(self) -> dict[str, Any]:
+        return {"leg": self.leg, "name": self.name, "top": self.top, "copied": dict(self.copied),
+                "manifest": dict(self.manifest)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> StagedBundle:
+        if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("leg", "name", "top")) \
+                or not isinstance(data.get("copied"), dict) or not isinstance(data.get("manifest"), dict):
+            raise BundleError(f"{where}: not a staged bundle's state (leg, name, top, copied, manifest)")
+        return cls(leg=data["leg"], name=data["name"], top=data["top"], copied=data["copied"], manifest=data["manifest"])
+
+
+# Beside the stage: what ``pack`` needs to make the bundle of a build that stopped at its stage.
+STAGED_STATE = "staged.json"
+
+
+def stage_bundle(
     *,
     leg: Leg,
     record: LegRecord,
@@ -256,13 +297,9 @@ def package_bundle(
     toolchain: Toolchain,
     tag: str,
     commit: str | None,
-    pack_cache: Path | None = None,
-) -> tuple[Path, PackStats]:
-    """Package a successful build into ``<out>/dist/<bundle_file_name>``; return its path and the packaging's figures.
-
-    ``pack_cache``: the packaging cache (compressed members by content, SBOMs by manifest), so
-    files unchanged since the last run are not compressed again, nor the SBOM of the same manifest made again.
-    """
+) -> StagedBundle:
+    """Stage a successful build's bundle under ``<out>/<leg>/bundle``: its programs and libraries, the runtime
+    they need from the toolchain, the licenses; and its manifest but for the files."""
     from pipeline.bundle.dist_owner import refuse_foreign_bundle
 
     name = bundle_file_name(leg, tag)
@@ -273,6 +310,7 @@ def package_bundle(
     if not payload:
         raise BundleError(f"{build_dir}: nothing to bundle: no programs or shared libraries in bin/ or lib/")
     stage = fresh_stage(out_dir / leg.name / STAGE_DIR)
+    (out_dir / leg.name / STAGED_STATE).unlink(missing_ok=True)
     for pf in payload:
         stage_file(stage, pf.relpath, pf.path, pf.link)
     runtime_root = toolchain_root(toolchain.details, toolchain.env)
@@ -291,9 +329,6 @@ def package_bundle(
         stage, closure.copied, toolchain_root=usable_toolchain_root(runtime_root),
         details={"kind": toolchain.kind, **{k: toolchain.details[k] for k in TOOLCHAIN_KEYS if k in toolchain.details}},
     )  # fmt: skip
-    files, entries = archive_entries(
-        staged_files(stage, symlinks=not zipped), {c.path: c.origin for c in closure.copied}, top=top
-    )
     manifest = build_manifest(
         name=name,
         leg=leg,
@@ -303,24 +338,91 @@ def package_bundle(
         toolchain=toolchain,
         cmake_args=record.cmake_args,
         roots=_roots(build_dir, out_dir, record, toolchain),
-        files=files,
+        files=[],
         root=top,
     )
     # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
     manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
     manifest["third_party"] = third_party
+    return StagedBundle(leg=leg.name, name=name, top=top, copied={c.path: c.origin for c in closure.copied},
+                        manifest=manifest)
+
+
+def save_staged(staged: StagedBundle, out_dir: Path) -> Path:
+    """Write the staged bundle's state beside its stage, for ``pack``."""
+    path = out_dir / staged.leg / STAGED_STATE
+    atomic_write_bytes(path, manifest_bytes(staged.to_json()))
+    return path
+
+
+def load_staged(out_dir: Path, leg: str) -> StagedBundle:
+    """The state a build that stopped at its stage left for ``pack``; BundleError when there is none."""
+    path = out_dir / leg / STAGED_STATE
+    if not path.is_file() or not (out_dir / leg / STAGE_DIR).is_dir():
+        raise BundleError(f"{path}: no staged bundle of leg {leg} (a build signed by the workflow stops at its "
+                          "stage: run `build` first)")
+    raw = json_text.read_bytes(path, where=str(path), what="a staged bundle's state", error=BundleError)
+    try:
+        data = json_text.loads(raw, where=str(path), what="a staged bundle's state", error=BundleError)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{path}: not a staged bundle's state: {exc}") from None
+    return StagedBundle.from_json(data, str(path))
+
+
+def pack_staged(
+    staged: StagedBundle,
+    *,
+    out_dir: Path,
+    pack_cache: Path | None = None,
+    signing: Mapping[str, Any] | None = None,
+    signers: Mapping[str, str] | None = None,
+) -> tuple[Path, PackStats]:
+    """Pack a staged bundle into ``<out>/dist/<name>``, its manifest completed with the staged files as they
+    are now; ``signing``: the manifest's signing entry (the publisher), ``signers``: each signed file's signer.
+
+    ``pack_cache``: the packaging cache (compressed members by content, SBOMs by manifest), so files
+    unchanged since the last run are not compressed again, nor the SBOM of the same manifest made again.
+    """
+    stage = staged.stage(out_dir)
+    files, entries = archive_entries(staged_files(stage, symlinks=not staged.zipped), staged.copied, top=staged.top)
+    for entry in files:
+        if signers and (signer := signers.get(str(entry["path"]))):
+            entry["signed_by"] = signer
+    manifest = dict(staged.manifest)
+    manifest["files"] = sorted(files, key=lambda f: str(f["path"]))
+    if signing:
+        manifest["signing"] = dict(signing)
     raw_manifest = manifest_bytes(manifest)
-    entries.append(Entry(name=member_name(top, MANIFEST_NAME), mode=MANIFEST_MODE, data=raw_manifest))
+    entries.append(Entry(name=member_name(staged.top, MANIFEST_NAME), mode=MANIFEST_MODE, data=raw_manifest))
     # The SBOM lists every file above and the manifest; it travels inside the bundle and beside it.
     # Made once per manifest: a warm rebuild's manifest is the last run's, and so is its SBOM.
     sbom = cached_sbom(manifest, manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(), manifest_name=MANIFEST_NAME,
                        cache=pack_cache)
-    entries.append(Entry(name=member_name(top, SBOM_NAME), mode=MANIFEST_MODE, data=sbom))
+    entries.append(Entry(name=member_name(staged.top, SBOM_NAME), mode=MANIFEST_MODE, data=sbom))
     # The name carries the tag (a manifest's, a record's): it must stay a file of dist/.
-    target = confined(out_dir / DIST_DIR, name, "bundle name", BundleError)
-    stats = (write_zip if zipped else write_tar_gz)(target, entries, cache=pack_cache)
+    target = confined(out_dir / DIST_DIR, staged.name, "bundle name", BundleError)
+    stats = (write_zip if staged.zipped else write_tar_gz)(target, entries, cache=pack_cache)
     atomic_write_bytes(target.with_name(target.name + SBOM_SUFFIX), sbom)
+    (out_dir / staged.leg / STAGED_STATE).unlink(missing_ok=True)
     return target, stats
+
+
+def package_bundle(
+    *,
+    leg: Leg,
+    record: LegRecord,
+    build_dir: Path,
+    out_dir: Path,
+    toolchain: Toolchain,
+    tag: str,
+    commit: str | None,
+    pack_cache: Path | None = None,
+) -> tuple[Path, PackStats]:
+    """Stage and pack an unsigned bundle into ``<out>/dist/<bundle_file_name>`` (:func:`stage_bundle`,
+    :func:`pack_staged`); its path and the packaging's figures."""
+    staged = stage_bundle(leg=leg, record=record, build_dir=build_dir, out_dir=out_dir, toolchain=toolchain, tag=tag,
+                          commit=commit)
+    return pack_staged(staged, out_dir=out_dir, pack_cache=pack_cache)
 
 
 # --------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from pipeline.util import json_text
 
 PATH_PROPERTY = "llama-pipeline:path"
 SYMLINK_PROPERTY = "llama-pipeline:symlink"
+# A signed program or library: the common name of its Authenticode signature's certificate.
+SIGNED_BY_PROPERTY = "llama-pipeline:signed-by"
 # llama.cpp's own license (its LICENSE file): the MIT license.
 LLAMA_CPP_LICENSE = "MIT"
 _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "llama-pipeline:sbom")
@@ -80,6 +82,7 @@ def _third_party(entry: Mapping[str, Any], file: Mapping[str, Any]) -> Component
         if entry.get(key):
             props.append(Property(name=f"llama-pipeline:{key.replace('_', '-')}", value=str(entry[key])))
     props += [Property(name="llama-pipeline:from-toolchain", value=str(file.get("from_toolchain")))]
+    props += _signed_by(file)
     props += [Property(name="llama-pipeline:license-file", value=str(f)) for f in entry.get("licenses") or []]
     declared = entry.get("declared_license")
     names = [str(declared)] if declared else [str(f) for f in entry.get("licenses") or []]
@@ -92,11 +95,17 @@ def _third_party(entry: Mapping[str, Any], file: Mapping[str, Any]) -> Component
     )  # fmt: skip
 
 
+def _signed_by(file: Mapping[str, Any]) -> list[Property]:
+    """A signed file's Authenticode signer (the manifest's ``signed_by``): the SBOM says who signed it."""
+    return [Property(name=SIGNED_BY_PROPERTY, value=str(file["signed_by"]))] if file.get("signed_by") else []
+
+
 def _file(file: Mapping[str, Any]) -> Component:
     path = str(file["path"])
     props = [Property(name=PATH_PROPERTY, value=path)]
     if "symlink" in file:
         props.append(Property(name=SYMLINK_PROPERTY, value=str(file["symlink"])))
+    props += _signed_by(file)
     return Component(
         name=path, type=ComponentType.FILE, bom_ref=f"file:{path}",
         hashes=_hash(str(file["sha256"])) if "sha256" in file else None, properties=props,

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.archives.deterministic import MANIFEST_MEMBER, Member, read_members
+from pipeline.bundle.authenticode import PeSignature, verify_tree
 from pipeline.bundle.make import manifest_root, parse_manifest
 from pipeline.bundle.sbom import SBOM_NAME, SbomFile, sbom_files
-from pipeline.errors import BundleError, UsageError
+from pipeline.bundle.signing import declared_publisher
+from pipeline.errors import BundleError, ToolchainError, UsageError
 from pipeline.util import json_text
 from pipeline.util.fsutil import file_digest
 
@@ -57,6 +59,10 @@ class Verification:
     # False when the archive's own sha256 already failed SHA256SUMS: its bytes are not what was
     # published, so they are not unpacked (a corrupted download is that, not a gzip CRC error).
     archive_read: bool = True
+    # A Windows bundle's programs and libraries, each with its Authenticode signer (verify reports them all).
+    signatures: tuple[PeSignature, ...] = ()
+    # The publisher every signature had to name (--publisher, else the manifest's): None for an unsigned bundle.
+    publisher: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -116,8 +122,12 @@ def compare_files(listed: Mapping[str, SbomFile], members: Mapping[str, Member])
     return found
 
 
-def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None = None) -> Verification:
-    """Check ``bundle`` against the release's ``sums`` file and an SBOM (``sbom``, else the bundle's own)."""
+def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None = None, publisher: str | None = None,
+                  signing_ca: Path | None = None, environ: Mapping[str, str] | None = None) -> Verification:
+    """Check ``bundle`` against the release's ``sums`` file and an SBOM (``sbom``, else the bundle's own); a
+    Windows bundle's signatures too: every program and library is reported with its signer, and, when
+    ``publisher`` is given or the manifest names one, each must be signed by it and verify (against the roots
+    of ``signing_ca``, else the system's)."""
     if not bundle.is_file():
         raise UsageError(f"{bundle}: no such bundle")
     differences: list[Difference] = []
@@ -148,7 +158,8 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     manifest_at = next((n for n in kept if n.rsplit("/", 1)[-1] == MANIFEST_MEMBER), None)
     if manifest_at is None:
         raise BundleError(f"{bundle}: foreign bundle: no {MANIFEST_MEMBER} inside")
-    top = manifest_root(parse_manifest(kept[manifest_at], f"{bundle}:{manifest_at}"))
+    manifest = parse_manifest(kept[manifest_at], f"{bundle}:{manifest_at}")
+    top = manifest_root(manifest)
     prefix = f"{top}/" if top else ""
     outside = sorted(n for n in members if not n.startswith(prefix))
     if outside:
@@ -167,7 +178,31 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     else:
         raise BundleError(f"{bundle}: no {SBOM_NAME} inside and no --sbom given: nothing to verify the files against")
     differences += compare_files(sbom_files(raw, where), inside)
+    signatures: list[PeSignature] = []
+    leg = manifest.get("leg")
+    expected = publisher or declared_publisher(manifest)
+    if isinstance(leg, dict) and leg.get("os") == "windows":
+        try:
+            signatures = _signatures(bundle, signing_ca, {} if environ is None else environ)
+        except ToolchainError:
+            if expected:
+                raise
+            # An unsigned bundle's signers are only reported: without osslsigncode there is nothing to report.
+            signatures = []
+        differences += [Difference(path=sig.file, kind="signature", message=problem)
+                        for sig in signatures if expected and (problem := sig.problem(expected))]
     return Verification(
         bundle=str(bundle), files_checked=len(inside), differences=tuple(differences),
-        sbom=where, sums=str(sums) if sums is not None else None,
+        sbom=where, sums=str(sums) if sums is not None else None, signatures=tuple(signatures), publisher=expected,
     )  # fmt: skip
+
+
+def _signatures(bundle: Path, trusted: Path | None, environ: Mapping[str, str]) -> list[PeSignature]:
+    """Each program and library of a Windows bundle with its signature, unpacked for osslsigncode to read."""
+    import tempfile
+
+    from pipeline.bundle.check import unpack_bundle
+
+    with tempfile.TemporaryDirectory(prefix="verify-") as scratch:
+        _, root = unpack_bundle(bundle, Path(scratch) / "bundle")
+        return verify_tree(root, trusted=trusted, environ=environ)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from pipeline.commands.shared.build_args import add_build_arguments
+from pipeline.inputs.resolution_file import LegResolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg.options import LegOptions
 
@@ -23,6 +24,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.leg.steps import run_leg
+    from pipeline.run_resolution import resolve_leg
     from pipeline.util.console import make_console
 
     leg = inputs.require_matrix().leg(args.leg)
@@ -31,5 +33,14 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         remote_cache=args.remote_cache, no_bundle=args.no_bundle,
         configure_only=args.configure_only,
     )
-    run_leg(inputs, leg, options, make_console(inputs.environ, stderr=False))
+    console = make_console(inputs.environ, stderr=False)
+    tree_given = options.source is not None or inputs.source_archive is not None
+
+    def resolve() -> LegResolution:
+        # Before the leg's first step, once: its TheRock build and the source to check out (from the run's
+        # resolution when one is named).
+        with console.status(f"resolving {leg.name}'s toolchain and source"):
+            return resolve_leg(inputs, leg, rocm_path=options.rocm_path, tree_given=tree_given)
+
+    run_leg(inputs, leg, options, console, resolve=resolve)
     return 0

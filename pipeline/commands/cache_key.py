@@ -43,10 +43,17 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.actions_cache.leg_identity import given_toolchain, run_tag_for_key, toolchain_identity
     from pipeline.backends import backend_of
     from pipeline.ccache.session import leg_cache_dir
+    from pipeline.run_resolution import leg_rocm
 
     leg = inputs.require_matrix().leg(args.leg)
     tag = check_run_tag(args.run_tag) if args.run_tag else run_tag_for_key(inputs)
-    toolchain = given_toolchain(leg, args.toolchain) if args.toolchain else toolchain_identity(inputs, leg)
+    if args.toolchain:
+        toolchain = given_toolchain(leg, args.toolchain)
+    else:
+        # Resolved first (from the run's resolution when it names one): the identity is computed from the answer.
+        # An installed ROCm (--rocm-path) is the identity its builds' records carry: no TheRock build is resolved.
+        rocm = leg_rocm(inputs, leg, rocm_path=inputs.rocm_path)
+        toolchain = toolchain_identity(inputs, leg, rocm=rocm)
     key = cache_key(leg.name, toolchain, tag)
     restore = restore_keys(leg.name, toolchain)
     outputs = {
@@ -78,7 +85,8 @@ def _archives_fit(inputs: RunInputs) -> bool:
     import sys
 
     from pipeline.actions_cache.archive_budget import archive_decision
+    from pipeline.run_resolution import rocm_archive_urls
 
-    decision = archive_decision(inputs)
+    decision = archive_decision(inputs, lambda: rocm_archive_urls(inputs))
     print(decision.reason, file=sys.stderr)
     return decision.cache_archives

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
+from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.inputs.runners import glibc_problem
 from pipeline.util.tree_removal import remove_tree
@@ -37,7 +38,11 @@ ggml backend module of a GGML_BACKEND_DL bundle, a GPU one without a GPU,
 in llama-simple; --list-devices names the devices); llama-tokenize gives
 the ids llama.cpp's tokenizer test expects (needs --source-tree);
 llama-simple generates tokens with a tiny random-weight model. A check
-whose program is not in the bundle is skipped, saying why. Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
+whose program is not in the bundle is skipped, saying why. A Windows bundle
+whose manifest names a signing publisher ([signing] in matrix.toml): every
+.exe and .dll carries an Authenticode signature that verifies (osslsigncode,
+against --signing-ca's roots or the system's) and names that publisher.
+Exit codes: 0 passed, 1 failed, 9 not a readable bundle.
 """
 
 
@@ -56,6 +61,7 @@ def register(sub: Any) -> None:
     p.add_argument("--glibc-max", metavar="X.Y", help="the glibc floor instead of the manifest's (e.g. 2.35)")
     p.add_argument("--source-tree", metavar="DIR", type=Path,
                    help="the llama.cpp tree the bundle was built from: its models/ vocab for the tokenizer check")
+    S.add_flag(p, S.SIGNING_CA)
     p.set_defaults(func=run, needs_matrix=False)
 
 
@@ -70,7 +76,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     try:
         result = check_bundle(
             args.bundle, scratch=scratch / "work", host_os=host_os(), glibc_max=args.glibc_max,
-            smoke=not args.no_smoke, source_tree=args.source_tree, environ=inputs.environ,
+            smoke=not args.no_smoke, source_tree=args.source_tree,
+            environ=inputs.environ, signing_ca=inputs.signing_ca,
         )
     finally:
         with contextlib.suppress(OSError):
@@ -91,3 +98,4 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
                   f"floor {result.glibc_max}")
         print(f"{args.bundle}: {result.summary}")
     return 0 if result.ok else 1
+

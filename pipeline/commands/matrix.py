@@ -19,7 +19,8 @@ def register(sub: Any) -> None:
         "matrix",
         help="print the legs as the JSON of a GitHub Actions strategy.matrix",
         description=(
-            "One entry per leg: its name, Nox session, runner label, OS, arch and backend. On GitHub "
+            "One entry per leg: its name, Nox session, runner label, OS, arch, backend and GitHub environment "
+            "(release-signing for a leg [signing] covers). On GitHub "
             "Actions the JSON is also written to the step output 'matrix', and with --resolved "
             "the run's resolution to the output 'resolved'."
         ),
@@ -28,6 +29,10 @@ def register(sub: Any) -> None:
     S.add_flag(p, S.LEGS)
     S.add_flag(p, S.RESOLVED, help="the run's resolution, also handed on as the step output 'resolved' (compact JSON)")
     p.set_defaults(func=run, reads_resolution=True)
+
+
+# The GitHub environment holding the signing secrets (nightly.yml's sign step reads them).
+SIGNING_ENVIRONMENT = "release-signing"
 
 
 def select_legs(matrix: Matrix, wanted: Sequence[str]) -> list[str]:
@@ -44,7 +49,9 @@ def github_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
         leg = matrix.legs[name]
         include.append(
             {"leg": name, "session": name, "runner": leg.runner, "os": leg.os, "arch": leg.arch,
-             "backend": leg.backend}
+             "backend": leg.backend,
+             # The job's GitHub environment: the signing secrets' for a leg the release signs, else none.
+             "environment": SIGNING_ENVIRONMENT if matrix.signing.covers(leg) else ""}
         )
     return {"include": include}
 

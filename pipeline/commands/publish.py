@@ -11,7 +11,13 @@ from pipeline.errors import GitHubError, PublishError, UsageError
 from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.release.collect import bundles_present, find_source_archive, read_results, release_files
+from pipeline.release.collect import (
+    bundles_present,
+    find_source_archive,
+    read_results,
+    refuse_oversized,
+    release_files,
+)
 from pipeline.release.plan import (
     UploadPlan,
     built_commit,
@@ -84,6 +90,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     source = find_source_archive(out, tag, inputs.source_archive)
     if source is None:
         print(f"warning: no source archive for {tag} (OUT/source/ or --source-archive): the release carries none")
+    # Before any hashing or request: GitHub takes no asset of 2 GiB or more.
+    refuse_oversized(out, coverage.present, source)
     assets = release_files(out, coverage.present, notes, tag=tag, source_archive=source)
 
     client, release, remote = _remote_state(repo, api_url, tag, token, inputs)

@@ -63,6 +63,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         spec_from_manifest,
     )
     from pipeline.leg.steps import run_leg
+    from pipeline.run_resolution import resolve_leg
     from pipeline.source.checkout import checkout_source, describe_checkout
     from pipeline.util.console import make_console
 
@@ -108,6 +109,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         )
     run = run_leg(
         rebuild_inputs, leg, LegOptions(source=source, check_bundle=False), console,
+        # The bundle's own TheRock build (by its version); the tree is the one checked out above.
+        resolve=lambda: resolve_leg(rebuild_inputs, leg, rocm_path=None, tree_given=True),
         provenance={**provenance, "commit": head},
     )
     assert run.bundle is not None

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
 
 _EPILOG = """\
@@ -40,13 +41,20 @@ def register(sub: Any) -> None:
                    help="the SBOM beside the bundle on the release (default: the copy inside the bundle)")
     p.add_argument("--repo", metavar="OWNER/REPO",
                    help="the repository that published the release, for the printed `gh attestation verify` line")
+    p.add_argument("--publisher", metavar="NAME",
+                   help="a Windows bundle: the signer (certificate subject CN) every program and library must have "
+                        "(default: the publisher its manifest names; an unsigned bundle's files are only reported)")
+    S.add_flag(p, S.SIGNING_CA)
     p.set_defaults(func=run, needs_matrix=False)
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.bundle.verify import attestation_command, verify_bundle
 
-    result = verify_bundle(args.bundle, sums=args.sums, sbom=args.sbom)
+    result = verify_bundle(args.bundle, sums=args.sums, sbom=args.sbom, publisher=args.publisher,
+                           signing_ca=inputs.signing_ca, environ=inputs.environ)
+    for signature in result.signatures:
+        print(f"signature: {signature.line()}")
     for difference in result.differences:
         print(f"error: {difference.line}")
     if result.archive_read:

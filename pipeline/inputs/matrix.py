@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
+from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,27 @@ class GitHubConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SigningConfig:
+    """``[signing]``: which legs' Windows programs and libraries are Authenticode-signed, and by whom.
+
+    A run signs a leg it covers only in ``repository`` (on Actions, with the
+    release-signing environment's signer) or with a local signer (a PFX, given
+    by a setting); elsewhere, a fork for one, it builds unsigned. docs/signing.md.
+    """
+
+    # fnmatch patterns of leg names (``rocm-windows-*``); none: nothing is signed.
+    legs: tuple[str, ...] = ()
+    # The common name (CN) of the signing certificate's subject: verify and check-bundle refuse another.
+    publisher: str | None = None
+    # OWNER/NAME of the repository whose Actions runs sign.
+    repository: str | None = None
+
+    def covers(self, leg: Leg) -> bool:
+        """Whether ``leg``'s bundle is one this release signs."""
+        return any(fnmatchcase(leg.name, pattern) for pattern in self.legs)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RocmFamily:
     """One GPU family of [rocm_families]: the name TheRock's index gives its tarballs, and its targets."""
 
@@ -195,6 +217,8 @@ class Matrix:
     cuda_profiles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     # [rocm_families.<name>]: a GPU family's TheRock name and its targets.
     rocm_families: Mapping[str, RocmFamily] = field(default_factory=dict)
+    # [signing]: the Windows legs whose binaries are Authenticode-signed, and the publisher.
+    signing: SigningConfig = field(default_factory=SigningConfig)
 
     @cached_property
     def legs(self) -> Mapping[str, Leg]:
@@ -321,6 +345,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     legs_t.done()
     if all(leg.disabled is not None for leg in legs.values()):
         raise ConfigError(f"{path}: legs: at least one leg must be declared (and not disabled)")
+    signing = _parse_signing(root.table("signing"), legs)
     root.done()
     return Matrix(
         path=path,
@@ -334,7 +359,30 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         toolchains=toolchains,
         cuda_profiles=profiles,
         rocm_families=families,
+        signing=signing,
     )
+
+
+def _parse_signing(t: TomlTable, legs: Mapping[str, Leg]) -> SigningConfig:
+    """[signing]: each pattern names only Windows legs (Authenticode signs PE files); a publisher is named
+    whenever a leg is signed."""
+    config = SigningConfig(
+        legs=tuple(t.str_list("legs", check=nonempty)),
+        publisher=t.optional_str("publisher", check=nonempty),
+        repository=t.optional_str("repository", check=repo_check),
+    )
+    t.done()
+    where = f"{t.path}: signing"
+    for pattern in config.legs:
+        # A pattern that matches no leg signs nothing: a fork's matrix (or CI's reduction) of fewer legs keeps it.
+        matched = [leg for name, leg in legs.items() if fnmatchcase(name, pattern)]
+        if other := next((leg for leg in matched if leg.os != "windows"), None):
+            raise ConfigError(f"{where}.legs: {pattern!r} matches {other.name}, a {other.os} leg: Authenticode "
+                              "signs Windows programs and libraries only")
+    if config.legs and config.publisher is None:
+        raise ConfigError(f"{where}.publisher: required key is missing (the certificate's subject CN the "
+                          "signatures must name)")
+    return config
 
 
 def _parse_rocm_families(t: TomlTable) -> dict[str, RocmFamily]:

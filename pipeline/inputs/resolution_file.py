@@ -334,6 +334,21 @@ class Resolution:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class LegResolution:
+    """What one leg run takes from resolution, settled before its first step.
+
+    The leg's steps read these and never reach the network for them: ``rocm``
+    is the leg's TheRock build (None for a leg that builds with an installed
+    ROCm, or another backend), ``source`` the tag and mix set to check out
+    (None when the tree is given: ``--source`` or the run's source archive).
+    Made by :func:`pipeline.run_resolution.resolve_leg`.
+    """
+
+    rocm: ResolvedRocm | None = None
+    source: SourceSpec | None = None
+
+
 # --------------------------------------------------------------------------
 # The resolution file
 

@@ -84,6 +84,23 @@ class RunInputs:
         return RetryPolicy(backoff=float(self._lazy(S.HTTP_BACKOFF)), budget=float(self._lazy(S.HTTP_RETRY_BUDGET)))
 
     @property
+    def signing_pfx(self) -> Path | None:
+        """The local signer's PKCS#12 file (``--signing-pfx``), if one is given."""
+        value = self._lazy(S.SIGNING_PFX)
+        return Path(value).absolute() if value else None
+
+    @property
+    def signing_ca(self) -> Path | None:
+        """The roots (PEM) Authenticode signatures must chain to (``--signing-ca``); None: the system's."""
+        value = self._lazy(S.SIGNING_CA)
+        return Path(value).absolute() if value else None
+
+    @property
+    def signing_timestamp_url(self) -> str | None:
+        value = self._lazy(S.SIGNING_TIMESTAMP_URL)
+        return str(value) if value else None
+
+    @property
     def wait_lock(self) -> float:
         """Seconds to wait for a lock another run holds (0: fail at once, naming the holder)."""
         return float(self._lazy(S.WAIT_LOCK))
@@ -218,7 +235,8 @@ def read_inputs(
         cache_home=cache_home,
         download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
-        lazy_flags=MappingProxyType({S.WAIT_LOCK.name: _flag(args, S.WAIT_LOCK)}),
+        lazy_flags=MappingProxyType({setting.name: _flag(args, setting)
+                                     for setting in (S.WAIT_LOCK, S.SIGNING_PFX, S.SIGNING_CA)}),
         origins=MappingProxyType({
             S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
             S.ROCM_VERSION.name: policy.where,

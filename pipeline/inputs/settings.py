@@ -311,6 +311,26 @@ GITHUB_API_URL = Setting(
     default=DEFAULT_API_URL, help="GitHub REST API root (GitHub Enterprise, tests)",
 )
 
+# Authenticode signing of the Windows legs ([signing] in matrix.toml; docs/signing.md).
+SIGNING_PFX = Setting(
+    name="signing_pfx", flag="--signing-pfx", env=("PIPELINE_SIGNING_PFX",), parse=parse_text, metavar="PFX",
+    default_shown="none (sign on Actions in [signing] repository only)",
+    help="the local signer's PKCS#12 file (certificate and key): a leg [signing] covers is signed with it by osslsigncode",
+)
+SIGNING_PASSWORD = Setting(
+    name="signing_password", env=("PIPELINE_SIGNING_PASSWORD",), parse=parse_text,
+    help="the password of the local signer's PKCS#12 file (never a flag: a command line is visible to every process)",
+)
+SIGNING_CA = Setting(
+    name="signing_ca", flag="--signing-ca", env=("PIPELINE_SIGNING_CA",), parse=parse_text, metavar="PEM",
+    default_shown="the system's roots",
+    help="the root certificates (PEM) Authenticode signatures and their timestamps must chain to",
+)
+SIGNING_TIMESTAMP_URL = Setting(
+    name="signing_timestamp_url", env=("PIPELINE_SIGNING_TIMESTAMP_URL",), parse=parse_url, metavar="URL",
+    help="an RFC 3161 timestamp authority the local signer stamps each signature with (it then outlives the certificate)",
+)
+
 NIGHTLY_STATUS = Setting(
     name="status", flag="--status", env=("PIPELINE_NIGHTLY_STATUS",), parse=parse_text, metavar="STATUS",
     help="how the nightly ended: success or failure (alert)",
@@ -356,7 +376,7 @@ SETTINGS: tuple[Setting, ...] = (
     MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, ROCM_PATH, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
     CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
     HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, STALE_DAYS, ROCM_MAX_AGE,
-    ROCM_STALE, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG,
+    ROCM_STALE, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG, SIGNING_PFX, SIGNING_PASSWORD, SIGNING_CA, SIGNING_TIMESTAMP_URL,
 )
 
 # The interrupt tests' hook (processes/pause_points.py), not a setting of a run: where a run pauses.

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 
 from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.resolution_file import LegResolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
 from pipeline.leg.options import LegOptions
@@ -36,6 +37,8 @@ class LegContext:
     # The run's record, written as the steps go (running, then success, failed or interrupted).
     record: LegRecord
     console: Console
+    # The leg's TheRock build and source, settled before the first step: no step resolves anything.
+    resolution: LegResolution = field(default_factory=LegResolution)
     # What the record's source says beyond the tree itself (a reproduction names the original's repository,
     # tag and mix).
     provenance: Mapping[str, Any] = field(default_factory=dict)

@@ -1,4 +1,5 @@
-"""The leg's first step: the tree to build, from ``--source``, the run's source archive or a checkout.
+"""The leg's first step: the tree to build, from ``--source``, the run's source archive or a checkout of the
+source resolved before the steps (``ctx.resolution.source``).
 
 Whatever its origin, the tree is compiled from ``<work>/src/llama.cpp`` (:mod:`pipeline.leg.layout`), so
 the compile commands, and with them ccache's hashes, are the same night to night.
@@ -61,15 +62,14 @@ def _source_tree(ctx: LegContext) -> SourceTree:
         record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
                        "archive": manifest.archive, "archive_sha256": manifest.sha256}
         return SourceTree(path=path, info=record_info, tag=manifest.tag, outside_git=True)
-    from pipeline.run_resolution import source_for_run
     from pipeline.source.archive import git_objects_bytes
 
-    matrix = inputs.require_matrix()
+    spec = ctx.resolution.source
+    if spec is None:
+        raise AssertionError("a leg run without --source or a source archive resolves its source first")
     # A fixed place under <out>: the clone is re-used and the configure line stays the same.
     path = out / "src" / "llama.cpp"
     try:
-        with console.status(f"resolving the source ({matrix.source.repo})"):
-            spec = source_for_run(inputs)
         before = git_objects_bytes(path)
         with console.status(f"checking out {spec.tag} into {path}"):
             commit = checkout_source(spec, path, git_url_template=inputs.git_url_template, environ=inputs.environ)

@@ -44,10 +44,12 @@ class BuildPlan:
 
 @dataclass(frozen=True, kw_only=True)
 class Packaged:
-    """The build step's plan and the bundle it was packaged into (None with ``--no-bundle``)."""
+    """The build step's plan and the bundle it was packaged into (None with ``--no-bundle``, or when the bundle
+    is left staged for the workflow's signing step: ``staged``)."""
 
     plan: BuildPlan
     bundle: Path | None
+    staged: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

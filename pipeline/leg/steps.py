@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,10 @@ from pipeline.ccache.session import (
 )
 from pipeline.errors import BuildError, PipelineError, ToolchainError
 from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.resolution_file import LegResolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
+from pipeline.leg.bundle_steps import bundle_step, check_step
 from pipeline.leg.context import LegContext, Step
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
@@ -106,9 +108,16 @@ def run_leg(
     options: LegOptions,
     console: Console,
     *,
+    resolve: Callable[[], LegResolution],
     provenance: Mapping[str, Any] | None = None,
 ) -> LegRun:
     """Build one leg: source, toolchain, preflight, ccache, configure, build, bundle, check.
+
+    ``resolve`` settles the leg's TheRock build and source, once, before the
+    first step and after the record says ``running`` (an index that is down
+    fails the run on record); the command passes it
+    (:func:`pipeline.run_resolution.resolve_leg`), so no step of the leg
+    reaches an index.
 
     One run at a time: the leg's output folder is locked for the whole run
     (BusyError naming the holder, or a wait of ``--wait-lock``). The record
@@ -148,9 +157,10 @@ def run_leg(
         record.write(work / RECORD_NAME)
         # Nor an earlier run's ccache statistics (cache-save reads this log when there is no finished record).
         (work / "ccache-stats.log").unlink(missing_ok=True)
-        ctx = LegContext(inputs=inputs, leg=leg, options=options, work=work, record=record, console=console,
-                         provenance=provenance or {})
+        ctx: LegContext | None = None
         try:
+            ctx = LegContext(inputs=inputs, leg=leg, options=options, work=work, record=record, console=console,
+                             resolution=resolve(), provenance=provenance or {})
             return _run_steps(ctx, clock=clock)
         except KeyboardInterrupt:
             # Not waited for: an interrupt ends the run now (the next run removes what is left).
@@ -159,7 +169,8 @@ def run_leg(
             record.write(work / RECORD_NAME)
             raise
         except BaseException as exc:
-            _finish_pending(ctx)
+            if ctx is not None:
+                _finish_pending(ctx)
             if record.status == "running":
                 record.status = "failed"
                 if isinstance(exc, PipelineError):
@@ -187,8 +198,9 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
     _finish_pending(ctx)
-    # A configure-only run is no release's: publish and cache-save take only a "success".
-    record.status = "configured" if ctx.options.configure_only else "success"
+    # A configure-only run is no release's: publish and cache-save take only a "success". A staged one
+    # becomes a success when `pack` has made and checked its signed bundle.
+    record.status = "configured" if ctx.options.configure_only else "staged" if packaged.staged else "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(ctx.work / RECORD_NAME)
     render.show_record(record, ctx.console)
@@ -215,12 +227,12 @@ def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
 
 
 def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
-    """The leg's toolchain; a ROCm leg takes the run's resolved build (resolved here when the run has none)."""
+    """The leg's toolchain; a ROCm leg's is the TheRock build resolved before the steps (``ctx.resolution``)."""
     from pipeline.backends import prepare_toolchain, toolchain_request
 
     options = ctx.options
-    request = toolchain_request(ctx.inputs, ctx.leg, rocm_path=options.rocm_path, cuda_path=options.cuda_path,
-                                vulkan_sdk=options.vulkan_sdk)
+    request = toolchain_request(ctx.inputs, ctx.leg, rocm=ctx.resolution.rocm, rocm_path=options.rocm_path,
+                                cuda_path=options.cuda_path, vulkan_sdk=options.vulkan_sdk)
     stale = None
     if request.rocm is not None:
         from pipeline.rocm.staleness import check_stale
@@ -361,56 +373,6 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
         _fail(ctx, "Ninja build", tail, progress.failed, since=since)
     record.timings = timings_for_build(plan.build)
     return plan
-
-
-def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
-    """Package the bundle (none with ``--no-bundle``); compressed members unchanged since the last run come
-    from the packaging cache."""
-    if ctx.options.no_bundle:
-        return Packaged(plan=previous, bundle=None)
-    # Here, not above: --no-bundle does not pay for importing the bundle's code (elftools, the SBOM).
-    from pipeline.bundle.make import package_bundle
-
-    leg, record, out = ctx.leg, ctx.record, ctx.out
-    with ctx.console.status(f"{leg.name}: packaging the bundle"):
-        bundle, stats = package_bundle(
-            leg=leg, record=record, build_dir=previous.build, out_dir=out, toolchain=previous.toolchain,
-            tag=previous.source.tag, commit=record.source.get("commit"), pack_cache=ctx.inputs.cache_home / "pack",
-        )
-    record.bundle = bundle.relative_to(out).as_posix()
-    record.phases["package"] = round(stats.seconds, 3)
-    render.bundle_line(ctx.console, leg.name, bundle, stats)
-    return Packaged(plan=previous, bundle=bundle)
-
-
-def check_step(ctx: LegContext, previous: Packaged) -> Packaged:
-    """``check-bundle`` on the leg's own bundle: its result goes into the record; a failure fails the leg
-    (:func:`run_leg` writes the failed record). Nothing to check without a bundle or with ``check_bundle`` off."""
-    bundle, leg, record = previous.bundle, ctx.leg, ctx.record
-    if bundle is None or not ctx.options.check_bundle:
-        return previous
-    from pipeline.bundle.check import check_built_bundle
-    from pipeline.errors import BundleCheckError
-    from pipeline.util.tree_removal import remove_tree
-
-    # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
-    tree = record.source.get("path")
-    scratch = ctx.work / "check"
-    check = check_built_bundle(bundle, leg, scratch=scratch,
-                               source_tree=Path(tree) if isinstance(tree, str) and tree else None,
-                               environ=ctx.inputs.environ)
-    record.bundle_check = check.to_json()
-    for smoke in check.checks:
-        render.note(ctx.console, leg.name, smoke.line)
-    render.note(ctx.console, leg.name, check.summary)
-    if not check.ok:
-        more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
-        # Its own code: the build passed and the check did not (the record's bundle_check says how).
-        raise BundleCheckError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
-    # A passed check's scratch is a second unpacked copy of the bundle (1.6 GB for a ROCm leg): gone.
-    # A failed one's stays, for looking into.
-    remove_tree(scratch)
-    return previous
 
 
 # The chain itself, in its order: _run_steps calls each ``step(ctx, previous)`` with the one before's

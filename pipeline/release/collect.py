@@ -90,6 +90,26 @@ def find_source_archive(out: Path, tag: str, given: Path | None) -> Path | None:
     return path
 
 
+def refuse_oversized(out: Path, present: Sequence[LegResult], source_archive: Path | None = None) -> None:
+    """PublishError naming every file of the release that GitHub would refuse for its size, before any hashing
+    or request: each leg's bundle (with its size and five largest files), its SBOM, the source archive."""
+    from pipeline.bundle.asset_size import oversize_problem
+
+    problems: list[str] = []
+    for result in present:
+        assert result.bundle is not None  # coverage checked it
+        path = bundle_path(out, result.bundle, f"leg {result.leg}")
+        sbom = path.with_name(path.name + SBOM_SUFFIX)
+        for candidate in (path, sbom) if sbom.is_file() else (path,):
+            if problem := oversize_problem(result.leg, candidate):
+                problems.append(problem)
+    if source_archive is not None and (problem := oversize_problem("source", source_archive)):
+        problems.append(problem)
+    if problems:
+        more = f" (and {len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else ""
+        raise PublishError(f"{problems[0]}{more}; nothing was uploaded")
+
+
 def release_files(out: Path, present: Sequence[LegResult], notes: str, *, tag: str | None = None,
                   source_archive: Path | None = None) -> list[LocalAsset]:
     """Hash the bundles (the SBOM beside each, and the source archive, as ``llama.cpp-source-<tag>.tar.gz``),

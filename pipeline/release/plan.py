@@ -184,6 +184,8 @@ def _why_missing(result: LegResult | None, bundles_present: Set[str]) -> str | N
         return "its record has no status"
     if result.status == "configured":
         return "the leg was only configured (build --configure-only), never built"
+    if result.status == "staged":
+        return "its bundle was staged for signing and never packed (`pack` did not run or failed)"
     if result.status != "success":
         return f"the leg {result.status}"
     if result.bundle is None:

@@ -21,8 +21,9 @@ RECORD_NAME = "record.json"
 LOCK_NAME = ".lock"
 # What a record's status can say. "running" is written before any work; a
 # "running" record whose run holds no lock any more reads as "interrupted". "configured": a run asked to
-# stop after CMake's configure (``build --configure-only``) did so; nothing was compiled or bundled.
-STATUSES = ("running", "success", "configured", "failed", "interrupted")
+# stop after CMake's configure (``build --configure-only``) did so; nothing was compiled or bundled. "staged":
+# built, the bundle's files staged for the workflow's signing step; ``pack`` ends it "success" (docs/signing.md).
+STATUSES = ("running", "success", "configured", "staged", "failed", "interrupted")
 
 
 def leg_lock(work: Path) -> Path:

@@ -2,12 +2,12 @@
 
 Each leg that can build on this machine is built as matrix.toml ships it,
 with nothing reduced but the programs (``PROGRAMS_ONLY`` of
-scripts/reduction.py): every CPU variant, the flash-attention kernels, every
+scripts/workload/reduction.py): every CPU variant, the flash-attention kernels, every
 CUDA architecture and every GPU target of the leg. Hours on 2 cores (the
 cuda leg compiles every .cu unit once per architecture, seven times), so
 ``nox -s tests`` leaves these out (marker ``long``, deselected by
 pyproject.toml's ``addopts``) and builds the same legs with the declared CI
-reduction instead (tests/support/reduction.py says what each part saves and
+reduction instead (scripts/workload/reduction.py says what each part saves and
 what it still proves).
 
 For each leg: a build in one folder, from the sdist's tree (``--source``),
@@ -39,13 +39,12 @@ import pytest
 
 from pipeline.errors import BundleCheckError
 from pipeline.inputs.matrix import load_matrix
-from scripts.llama_sdist import fetch_sdist, standalone_tree
+from scripts.workload.llama_sdist import e2e_cache_root, fetch_sdist, standalone_tree
+from scripts.workload.reduction import PROGRAMS_ONLY, SHIPPED_MATRIX, reduced_matrix
+from scripts.workload.trixie_vulkan import trixie_vulkan_sdk
 from tests.support.big_trees import drop_big_trees
-from tests.support.cache_root import e2e_cache_root
 from tests.support.pipeline_cli import no_cuda_env, run_pipeline
-from tests.support.reduction import PROGRAMS_ONLY, SHIPPED_MATRIX, reduced_matrix
 from tests.support.sid_root import ROOT, SID, TRIXIE_CUDA, DebianRoot, mounted, pipeline_venv, run_in
-from tests.support.trixie_vulkan import trixie_vulkan_sdk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
@@ -123,7 +122,7 @@ def _build_in_root(case: Case, tmp: Path, tree: Path, matrix: Path, cache: Path)
     python = pipeline_venv(root)
     env = {"PYTHONPATH": str(ROOT), "COLUMNS": "200", "PIPELINE_CACHE_HOME": str(tmp / "home"), "HIP_PLATFORM": "amd"}
     records: list[dict[str, Any]] = []
-    # The checkout at its own path: the reduction names scripts/llama_programs.cmake by its absolute path.
+    # The checkout at its own path: the reduction names scripts/workload/llama_programs.cmake by its absolute path.
     with mounted(root, binds=[(ROOT, str(ROOT)), (tmp, str(tmp)), (cache, str(cache))]):
         for name, extra in (("runner", []), ("elsewhere", ["--no-bundle"])):
             out = tmp / name / "out"

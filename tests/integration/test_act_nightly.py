@@ -10,7 +10,7 @@ and the fake GitHub (releases and their uploads host, issues, Actions caches).
 The run is the shipped one: the shipped matrix.toml with its cpu leg only
 (every scheduled night builds every leg of the matrix), its source pointed at
 the local upstream, and the cpu leg's shipped flags followed by the one CI
-reduction of tests/support/reduction.py, whose shared units come in as a
+reduction of scripts/workload/reduction.py, whose shared units come in as a
 read-only ``[ccache] remote``: the objects the real-tree cpu test compiled
 (tests/support/shared_units.py), so that a cold machine compiles those units
 once, not twice. Night 2 must still hit every unit in the cache it restored.
@@ -59,6 +59,7 @@ from typing import Any
 
 import pytest
 
+from scripts.workload.reduction import PROGRAM, is_reduced_from, reduced_matrix
 from tests.support.act import (
     ROOT,
     ActRun,
@@ -71,7 +72,6 @@ from tests.support.act import (
 )
 from tests.support.fake_github import FakeGitHub
 from tests.support.pipeline_cli import run_pipeline
-from tests.support.reduction import PROGRAM, is_reduced_from, reduced_matrix
 from tests.support.shared_units import WRITER, read_only, shared_units, wait_for_the_writer, xdist_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("cpu")]

@@ -32,6 +32,7 @@ from pipeline.backends import toolchain_request
 from pipeline.errors import BusyError, NetworkError, ToolchainError
 from pipeline.inputs.matrix import load_matrix
 from pipeline.processes.locks import hold
+from pipeline.run_resolution import leg_rocm
 from pipeline.toolchain.compiler_set import ToolchainRequest
 from tests.support.archives import make_tar, make_zip, tar_file, therock_members
 from tests.support.httpserver import LocalServer, Response
@@ -166,7 +167,9 @@ def _request(served: Served, server: LocalServer, tmp: Path, **settings: str) ->
         **settings,
     }
     matrix = load_matrix(served.matrix)
-    return toolchain_request(make_inputs(matrix, now=NOW, environ=environ), matrix.leg(served.leg))
+    inputs, leg = make_inputs(matrix, now=NOW, environ=environ), matrix.leg(served.leg)
+    # Resolved first, as a leg run's command does (pipeline.run_resolution.resolve_leg).
+    return toolchain_request(inputs, leg, rocm=leg_rocm(inputs, leg, rocm_path=None))
 
 
 def _archive_requests(server: LocalServer, route: str) -> int:

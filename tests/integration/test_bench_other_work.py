@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import bench_idle as bi
+from scripts.bench import idle as bi
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="needs /proc/stat")]
 

@@ -1,4 +1,4 @@
-"""scripts/bench.py end to end at a tiny size: it runs, and its JSON carries every figure.
+"""python -m scripts.bench end to end at a tiny size: it runs, and its JSON carries every figure.
 
 Timings are only checked for shape (numbers, positive), never against targets.
 """
@@ -19,14 +19,20 @@ UNITS = 4
 COMPILATIONS = UNITS + 1  # the units and main.cpp
 
 
+def _checkout_env(**extra: str) -> dict[str, str]:
+    """The environment with the checkout first on the path: ``python -m scripts.bench`` from another folder."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 def test_bench_smoke(tmp_path: Path) -> None:
     out = tmp_path / "results" / "bench.json"
     work = tmp_path / "work"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--units", str(UNITS), "--repeat", "1",
+        [sys.executable, "-m", "scripts.bench", "--units", str(UNITS), "--repeat", "1",
          "--index-entries", "500", "--caches", "300", "--micro-repeat", "1",
          "--json-out", str(out), "--workdir", str(work), "--quick"],
-        cwd=tmp_path, env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True, timeout=900,
+        cwd=tmp_path, env=_checkout_env(COLUMNS="200"), capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(out.read_text())
@@ -76,10 +82,10 @@ def test_bench_smoke(tmp_path: Path) -> None:
 
 def test_without_the_pipelines_dependencies_it_says_how_to_run_it_in_one_line(tmp_path: Path) -> None:
     # -S: no site-packages, so none of the pipeline's dependencies (rich first) can be imported.
-    proc = subprocess.run([sys.executable, "-S", str(ROOT / "scripts" / "bench.py"), "--help"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-S", "-m", "scripts.bench", "--help"],
+                          cwd=tmp_path, env=_checkout_env(), capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: scripts/bench.py needs the pipeline's dependencies"), lines
+    assert len(lines) == 1 and lines[0].startswith("error: python -m scripts.bench needs the pipeline's dependencies"), lines
     assert "nox -s bench" in lines[0]

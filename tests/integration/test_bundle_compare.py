@@ -25,7 +25,7 @@ from rich.console import Console
 from pipeline.bundle.compare import compare
 from pipeline.bundle.make import read_manifest
 from pipeline.inputs.matrix import MixPin, SourceConfig, load_matrix
-from pipeline.inputs.resolution_file import SourceSpec
+from pipeline.inputs.resolution_file import LegResolution, SourceSpec
 from pipeline.leg.options import LegOptions
 from pipeline.leg.steps import run_leg
 from pipeline.results.record import LegRecord
@@ -139,7 +139,8 @@ def build_in(setup: Setup, workspace: Path, spec: SourceSpec | None = None) -> t
     matrix = load_matrix(setup.matrix)
     leg = matrix.leg("cpu")
     inputs = leg_inputs(matrix, out=out, tag=spec.tag, cache_dir=setup.cache, now=NOW)
-    record = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO())).record
+    record = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO()),
+                     resolve=LegResolution).record
     # What the pipeline records for a checkout it made: the spec, at its commit.
     record.source = {**record.source, **spec.to_json(), "commit": commit}
     bundle = make_bundle(
@@ -192,7 +193,8 @@ def test_a_new_merge_commit_misses_one_object_and_changes_one_file(setup: Setup,
     assert minted != commit_a
     leg = load_matrix(setup.matrix).leg("cpu")
     inputs = leg_inputs(load_matrix(setup.matrix), out=ws / "out", tag=setup.spec.tag, cache_dir=setup.cache)
-    rebuilt = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO())).record
+    rebuilt = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO()),
+                      resolve=LegResolution).record
     assert (rebuilt.ccache["misses"], rebuilt.ccache["hits"]) == (1, COMPILATIONS - 1)
     rebuilt.source = {**rebuilt.source, **setup.spec.to_json(), "commit": commit_a}
     other = make_bundle(

@@ -27,7 +27,7 @@ from pipeline.inputs.matrix import load_matrix
 from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.cuda_wheels import install_cuda_wheels
 from pipeline.util.fsutil import file_digest
-from tests.support.cache_root import e2e_cache_root
+from scripts.workload.llama_sdist import e2e_cache_root
 from tests.support.cuda_project import write_cuda_project
 from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.real_tree_matrix import shipped_cuda_pins

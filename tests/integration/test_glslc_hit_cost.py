@@ -1,4 +1,4 @@
-"""scripts/glslc_hit_cost.py at a tiny size: it runs, every warm pass is all hits, and it prints each figure.
+"""python -m scripts.bench.glslc_hit_cost at a tiny size: it runs, every warm pass is all hits, and it prints each figure.
 
 Timings are checked for shape only (numbers), never against a target.
 """
@@ -20,9 +20,9 @@ if shutil.which("glslc") is None:
 
 
 def test_the_hit_cost_script_prints_old_and_new_per_call(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "glslc_hit_cost.py"), "--calls", "8", "--repeat", "1",
+    proc = subprocess.run([sys.executable, "-m", "scripts.bench.glslc_hit_cost", "--calls", "8", "--repeat", "1",
                            "--jobs", "2", "--workdir", str(tmp_path / "work")],
-                          capture_output=True, text=True, timeout=600, check=False)
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     number = r"\d+\.\d\d"
     for row in ("cold: glslc itself", "old hit: the Python launcher", "new hit: client and server, its start",

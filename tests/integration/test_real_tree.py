@@ -7,12 +7,12 @@ deterministically, builds and bundles. The tree is llama.cpp 0c1e570's files fro
 llama-cpp-python 0.3.36's sdist (tests/support/llama_tree.py).
 
 The cpu leg here is the shipped matrix.toml's cpu leg with the one CI
-reduction of tests/support/reduction.py and nothing else (its TLS, RPC and
+reduction of scripts/workload/reduction.py and nothing else (its TLS, RPC and
 shared flags as shipped; tests/unit/test_tested_flags.py checks it): the
 tools, examples, server and app off, one CPU variant instead of
 ``GGML_CPU_ALL_VARIANTS`` (561 steps, over an hour on 2 cores), plus the
 programs check-bundle's smoke run needs (``REDUCED_PROGRAMS``: llama-gguf-split,
-llama-tokenize, llama-simple, added by scripts/llama_programs.cmake).
+llama-tokenize, llama-simple, added by scripts/workload/llama_programs.cmake).
 
 Each workspace runs the workflow's path: ``resolve``, ``source`` (one
 archive of the merged tree), then ``build cpu`` from that archive. Each
@@ -50,9 +50,10 @@ from typing import Any
 
 import pytest
 
+from scripts.workload.llama_sdist import e2e_cache_root
+from scripts.workload.reduction import REDUCED_PROGRAMS
 from tests.support import shared_jobs
 from tests.support.bundle_archive import extract_top
-from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, git, init_repo
 from tests.support.llama_tree import (
     BASE_TAG,
@@ -67,7 +68,6 @@ from tests.support.planted import PLANTED_MESSAGE, plant_libraries
 # The matrix template and the legs it declares (tests/unit/test_tested_flags.py reads them here).
 from tests.support.real_tree_matrix import MATRIX as MATRIX
 from tests.support.real_tree_matrix import TESTED_LEGS, TESTED_SHARED, matrix_text
-from tests.support.reduction import REDUCED_PROGRAMS
 from tests.support.shared_units import shared_units, writer_finished, xdist_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("cpu")]

@@ -1,7 +1,7 @@
 """The real llama.cpp tree's cpu leg cross-built for Linux arm64 here, and its bundle run under qemu.
 
 The shipped matrix.toml's ``cpu-arm64`` leg (its flags plus the one CI
-reduction of tests/support/reduction.py; tests/unit/test_tested_flags.py
+reduction of scripts/workload/reduction.py; tests/unit/test_tested_flags.py
 checks it) goes the workflow's path: ``resolve``, ``source``, ``build
 cpu-arm64``. On this x86-64 machine the pipeline builds it with Debian's
 ``aarch64-linux-gnu`` GCC through the CMake toolchain file it writes, and
@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
+from scripts.workload.llama_sdist import e2e_cache_root
+from scripts.workload.reduction import REDUCED_PROGRAMS, reduce_leg_flags, shipped_flags
 from tests.support import shared_jobs
-from tests.support.cache_root import e2e_cache_root
 from tests.support.llama_tree import PR_NUMBER, PR_REPO, prepared_forge
 from tests.support.real_tree_matrix import RUN_TEMPLATE, leg_table
-from tests.support.reduction import REDUCED_PROGRAMS, reduce_leg_flags, shipped_flags
 
 # In `nox -s e2e` (marker long): 12 to 15 minutes of both cores cold, past the suite's budget; the suite keeps
 # the cheaper real checks of the leg (tests/integration/test_real_tree_configure.py, docs/testing.md).

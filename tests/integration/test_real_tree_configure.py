@@ -32,21 +32,20 @@ from typing import Any
 
 import pytest
 
-from scripts.llama_sdist import fetch_sdist, standalone_tree
-from tests.support.cache_root import e2e_cache_root
-from tests.support.cuda_project import COMPILATIONS as PROJECT_COMPILATIONS
-from tests.support.cuda_project import KERNELS, write_cuda_project
-from tests.support.pipeline_cli import no_cuda_env, run_pipeline
-from tests.support.real_tree_matrix import REDUCED_CUDA_COMPILATIONS
-from tests.support.reduction import (
+from scripts.workload.llama_sdist import e2e_cache_root, fetch_sdist, standalone_tree
+from scripts.workload.reduction import (
     CUDA_ARCHITECTURE,
     SHIPPED_MATRIX,
     reduce_leg_flags,
     reduced_matrix,
     shipped_flags,
 )
-from tests.support.trixie_vulkan import VERSION as VULKAN_HEADERS
-from tests.support.trixie_vulkan import SdkUnavailable, trixie_vulkan_sdk
+from scripts.workload.trixie_vulkan import VERSION as VULKAN_HEADERS
+from scripts.workload.trixie_vulkan import SdkUnavailable, trixie_vulkan_sdk
+from tests.support.cuda_project import COMPILATIONS as PROJECT_COMPILATIONS
+from tests.support.cuda_project import KERNELS, write_cuda_project
+from tests.support.pipeline_cli import no_cuda_env, run_pipeline
+from tests.support.real_tree_matrix import REDUCED_CUDA_COMPILATIONS
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,7 @@
 """The real llama.cpp tree's cuda leg, from the pinned wheels alone, on a machine without a GPU.
 
 The shipped matrix.toml's cuda leg with the one CI reduction of
-tests/support/reduction.py (programs, CPU variants and one CUDA
+scripts/workload/reduction.py (programs, CPU variants and one CUDA
 architecture, ``CUDA_ARCHITECTURE``; tests/unit/test_tested_flags.py checks
 it) and nothing else: its RPC, backend loading and shared flags as shipped,
 its toolkit from the pinned wheels (no CUDA_PATH, nothing CUDA on PATH), so
@@ -44,9 +44,10 @@ import pytest
 
 from pipeline.bundle.driver_standin import system_has_driver
 from pipeline.bundle.smoke_process import scrubbed_env
+from scripts.workload.llama_sdist import e2e_cache_root
+from scripts.workload.reduction import CUDA_ARCHITECTURE, REDUCED_PROGRAMS
 from tests.support import shared_jobs
 from tests.support.bundle_archive import extract_top
-from tests.support.cache_root import e2e_cache_root
 from tests.support.gitrepos import commit_files, init_repo
 from tests.support.llama_tree import BASE_TAG, Forge, prepared_forge
 from tests.support.pipeline_cli import no_cuda_env
@@ -56,7 +57,6 @@ from tests.support.real_tree_matrix import CUDA_LEGS as TESTED_LEGS
 from tests.support.real_tree_matrix import CUDA_MATRIX as MATRIX  # noqa: F401
 from tests.support.real_tree_matrix import REDUCED_CUDA_COMPILATIONS as COMPILATIONS
 from tests.support.real_tree_matrix import TESTED_SHARED, cuda_matrix_text
-from tests.support.reduction import CUDA_ARCHITECTURE, REDUCED_PROGRAMS
 
 # In `nox -s e2e` (marker long): 40 to 50 minutes of both cores cold, past the suite's budget; the suite keeps
 # the cheaper real checks of the leg (tests/integration/test_real_tree_configure.py, docs/testing.md).

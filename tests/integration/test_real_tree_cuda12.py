@@ -7,7 +7,7 @@ test cache (tests/support/sid_root.py's :class:`DebianRoot`, about 4 minutes
 and 5 GB; the pipeline of this checkout runs inside it, its dependencies in a
 venv there). The leg is the shipped ``cuda-12.8-older`` (70 75 80 86 89:
 every architecture 12.4 compiles; the newer and portable profiles list 100
-and 120, which need 12.8) with the one reduction of scripts/reduction.py
+and 120, which need 12.8) with the one reduction of scripts/workload/reduction.py
 (programs, CPU variants, one architecture: ``CUDA_ARCHITECTURE``, 89, which
 this leg lists; tests/unit/test_tested_flags.py checks it).
 
@@ -27,7 +27,7 @@ does: the test asserts that this is the one problem, and that every other
 check (the closure, the CUDA line, the smoke run) passes.
 
 The checkout, the workspace and the ccache are bound inside the root at
-their host paths: the reduction names ``scripts/llama_programs.cmake`` by
+their host paths: the reduction names ``scripts/workload/llama_programs.cmake`` by
 its absolute path, and the rebuild's hits need one path for each. The cold
 build took 32 minutes on 2 shared cores; the second, in another folder, hits
 every compile (docs/testing.md has the times). Deselect with ``-m "not e2e"``.
@@ -46,12 +46,11 @@ from typing import Any
 import pytest
 
 from pipeline.errors import BundleCheckError
+from scripts.workload.llama_sdist import e2e_cache_root, standalone_tree
+from scripts.workload.reduction import CUDA_ARCHITECTURE, reduce_leg_flags, shipped_flags
 from tests.support.big_trees import drop_big_trees
 from tests.support.bundle_archive import extract_top
-from tests.support.cache_root import e2e_cache_root
-from tests.support.llama_tree import standalone_tree
 from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table, shipped_cuda_pins
-from tests.support.reduction import CUDA_ARCHITECTURE, reduce_leg_flags, shipped_flags
 from tests.support.sid_root import ROOT, TRIXIE_CUDA, mounted, pipeline_venv, run_in
 from tests.support.tree_files import cached_sdist, missing_reason
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.cache_root import e2e_cache_root
+from scripts.workload.llama_sdist import TREE_COMMIT, e2e_cache_root, extract_tree, fetch_sdist
+from scripts.workload.reduction import PROGRAM
 from tests.support.gitrepos import git
-from tests.support.llama_tree import TREE_COMMIT, extract_tree, fetch_sdist
 from tests.support.pipeline_cli import ROOT
 
 # The matrix template and the legs it declares (tests/unit/test_tested_flags.py reads them here).
@@ -34,7 +34,6 @@ from tests.support.real_tree_matrix import MATRIX as MATRIX
 from tests.support.real_tree_matrix import TESTED_LEGS as TESTED_LEGS
 from tests.support.real_tree_matrix import TESTED_SHARED as TESTED_SHARED
 from tests.support.real_tree_matrix import matrix_text
-from tests.support.reduction import PROGRAM
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

@@ -30,7 +30,7 @@ MISTYPED = [
     ("bundle_check", {"ok": False, "problems": 3}, "'bundle_check.problems' is not a list of problems"),
     ("toolchain", ["gcc"], "'toolchain' is ['gcc'], expected an object"),
     ("phases", {"build": "long"}, "'phases' is not an object of seconds"),
-    ("status", "done", "'status' is 'done', expected one of running, success, configured, failed, interrupted"),
+    ("status", "done", "'status' is 'done', expected one of running, success, configured, staged, failed, interrupted"),
     ("error", 7, "'error' is 7, expected a string or null"),
     ("exit_code", "nine", "'exit_code' is 'nine', expected an exit code (1-255) or null"),
 ]

@@ -1,7 +1,7 @@
 """The real llama.cpp tree through the ROCm leg, with Debian sid's ROCm 6.4 at ``/usr``, inside a root.
 
 The shipped ``rocm-linux-gfx110X`` leg plus the one reduction
-(tests/support/reduction.py: the programs as for the cpu leg, one GPU
+(scripts/workload/reduction.py: the programs as for the cpu leg, one GPU
 target, ``ROCM_TARGET``; tests/unit/test_tested_flags.py checks it) and
 nothing else, built by this checkout's pipeline inside the sid root of
 tests/support/sid_root.py (made once, kept in the test cache) with
@@ -40,13 +40,12 @@ import pytest
 
 from pipeline.errors import BundleCheckError
 from pipeline.util.tree_removal import remove_tree
+from scripts.workload.llama_sdist import e2e_cache_root, standalone_tree
+from scripts.workload.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags
 from tests.support import shared_jobs
 from tests.support.big_trees import drop_big_trees
 from tests.support.bundle_archive import extract_top
-from tests.support.cache_root import e2e_cache_root
-from tests.support.llama_tree import standalone_tree
 from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
-from tests.support.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags
 from tests.support.sid_root import ROOT, SID, mounted, pipeline_venv, run_in, sid_root
 from tests.support.tree_files import cached_sdist, missing_reason
 
@@ -158,7 +157,7 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
         record = json.loads((ws / name / "out" / LEG / "record.json").read_text())
         return Build(record=record, out=ws / name / "out", stdout=proc.stdout)
 
-    # The checkout at its own path too: the reduction names scripts/llama_programs.cmake by its absolute path.
+    # The checkout at its own path too: the reduction names scripts/workload/llama_programs.cmake by its absolute path.
     runner_home = e2e_cache_root() / "rocm-runner-home"
     runner_home.mkdir(parents=True, exist_ok=True)
     binds = [(ROOT, str(ROOT)), (ws, WS), (cache, CCACHE), (runner_home, RUNNER_HOME),

@@ -350,13 +350,14 @@ def test_a_failed_wheel_reinstall_keeps_the_working_install_and_leaves_no_stagin
     from pipeline.backends import toolchain_request
     from pipeline.errors import ToolchainError
     from pipeline.inputs.matrix import load_matrix
+    from pipeline.run_resolution import rocm_for_leg
     from pipeline.toolchain.therock_wheels import install_wheels
     from tests.support.inputs import make_inputs
 
     index_url = serve_all(http_server, wheel_sets)
     matrix = load_matrix(wheels_matrix(tmp_path / "matrix.toml", index_url))
     inputs = make_inputs(matrix, now=datetime(2025, 1, 8, 12, tzinfo=UTC), environ=dict(os.environ))
-    request = toolchain_request(inputs, matrix.leg(LEG))
+    request = toolchain_request(inputs, matrix.leg(LEG), rocm=rocm_for_leg(inputs, LEG))
     assert request.rocm is not None
     console = Console(file=io.StringIO())
     install, reused = install_wheels(request.rocm, request, console, python=sys.executable)

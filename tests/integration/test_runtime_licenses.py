@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.bundle.closure import CopiedFile
 from pipeline.bundle.third_party import describe_third_party
-from tests.support.cache_root import e2e_cache_root
+from scripts.workload.llama_sdist import e2e_cache_root
 from tests.support.cuda_install import pinned_cuda_install
 from tests.support.pipeline_cli import ROOT
 

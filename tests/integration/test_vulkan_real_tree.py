@@ -7,8 +7,8 @@ the leg must stop before configure with one line naming them, not fail 10
 minutes into the build.
 
 With new enough headers the shipped vulkan leg plus the one reduction
-(tests/support/reduction.py: the programs as for the cpu leg) builds. The
-headers and loader are Debian 13's 1.4.309 (tests/support/trixie_vulkan.py:
+(scripts/workload/reduction.py: the programs as for the cpu leg) builds. The
+headers and loader are Debian 13's 1.4.309 (scripts/workload/trixie_vulkan.py:
 two ``.deb`` files unpacked into an SDK-shaped folder kept in the test cache,
 passed as ``--vulkan-sdk``), or the SDK ``PIPELINE_TEST_VULKAN_SDK`` names.
 Where the trixie packages cannot be had, the test fails and says why.
@@ -29,14 +29,13 @@ import pytest
 
 from pipeline.errors import ToolchainError
 from pipeline.leg.preflight import check_vulkan
+from scripts.workload.llama_sdist import e2e_cache_root, standalone_tree
+from scripts.workload.reduction import reduce_leg_flags, shipped_flags
+from scripts.workload.trixie_vulkan import VERSION, SdkUnavailable, trixie_vulkan_sdk
 from tests.support import shared_jobs
-from tests.support.cache_root import e2e_cache_root
-from tests.support.llama_tree import standalone_tree
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
-from tests.support.reduction import reduce_leg_flags, shipped_flags
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
-from tests.support.trixie_vulkan import VERSION, SdkUnavailable, trixie_vulkan_sdk
 
 pytestmark = [pytest.mark.integration, pytest.mark.leg("vulkan")]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from scripts.bench import MATRIX, write_project
+from scripts.bench.project import MATRIX, write_project
 from tests.support.pipeline_cli import ROOT
 
 pytestmark = pytest.mark.integration

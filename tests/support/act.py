@@ -45,8 +45,9 @@ from typing import Any
 import pytest
 from filelock import FileLock, Timeout
 
+from scripts.workload.llama_sdist import e2e_cache_root, extract_tree, fetch_sdist
 from tests.support.gitrepos import git
-from tests.support.llama_tree import _root_copy, e2e_cache_root, extract_tree, fetch_sdist
+from tests.support.llama_tree import _root_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"

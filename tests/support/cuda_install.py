@@ -15,7 +15,7 @@ from pathlib import Path
 from pipeline.inputs.matrix import load_matrix
 from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.cuda_wheels import install_cuda_wheels
-from tests.support.cache_root import e2e_cache_root
+from scripts.workload.llama_sdist import e2e_cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 # Minutes of download on a cold machine: another worker's install is waited for that long.

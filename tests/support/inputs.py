@@ -67,7 +67,10 @@ def prepare_leg_toolchain(matrix: Matrix, leg: str, console: Any, *, now: dateti
     import os
 
     from pipeline.backends import prepare_toolchain, toolchain_request
+    from pipeline.run_resolution import leg_rocm
 
     inputs = make_inputs(matrix, now=now, environ=dict(os.environ), **flags)
-    # What pipeline.leg.steps.toolchain_step asks for a leg without --rocm-path/--cuda-path/--vulkan-sdk.
-    return prepare_toolchain(toolchain_request(inputs, matrix.leg(leg)), console)
+    obj = matrix.leg(leg)
+    # What `build LEG` does without --rocm-path/--cuda-path/--vulkan-sdk: resolve first (resolve_leg), then
+    # the toolchain step's request with the resolved build.
+    return prepare_toolchain(toolchain_request(inputs, obj, rocm=leg_rocm(inputs, obj, rocm_path=None)), console)

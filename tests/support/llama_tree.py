@@ -13,8 +13,9 @@ commit, 0c1e570 (dated 2026-10-01 02:11 UTC). It has no ``b<digits>`` tag, so
 - ``gh/ggml-org/llama.cpp``: a fork with one pull-request commit on top of
   ``b7000``, also reachable as ``refs/pull/<N>/head``.
 
-The sdist is fetched and unpacked by scripts/llama_sdist.py (shared with the
-benchmark and the GPU check): downloaded with pip once into the test cache.
+The sdist is fetched and unpacked by scripts/workload/llama_sdist.py (shared
+with the benchmark and the GPU check, and imported from there by every test
+that builds the tree): downloaded with pip once into the test cache.
 """
 
 from __future__ import annotations
@@ -26,12 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-# Re-exported: the tests name the sdist and its tree from here.
-from scripts.llama_sdist import SDIST_NAME as SDIST_NAME
-from scripts.llama_sdist import SDIST_VERSION as SDIST_VERSION
-from scripts.llama_sdist import TREE_COMMIT, e2e_cache_root, fetch_sdist
-from scripts.llama_sdist import extract_tree as extract_tree
-from scripts.llama_sdist import standalone_tree as standalone_tree
+from scripts.workload.llama_sdist import TREE_COMMIT, e2e_cache_root, extract_tree, fetch_sdist
 from tests.support.gitrepos import git
 
 # Its tree (the files the build sees), read with `git rev-parse 0c1e570^{tree}`.

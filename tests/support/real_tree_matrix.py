@@ -1,7 +1,7 @@
 """The real-tree tests' matrices: a shipped leg plus the one CI reduction, on a local forge.
 
 The shipped flags come from matrix.toml and the reduction from
-tests/support/reduction.py (tests/unit/test_tested_flags.py checks both);
+scripts/workload/reduction.py (tests/unit/test_tested_flags.py checks both);
 the source is the forge's llama.cpp with one pinned pull request mixed in.
 """
 
@@ -11,14 +11,14 @@ import json
 import re
 from pathlib import Path
 
-from tests.support.llama_tree import PR_NUMBER, PR_REPO
-from tests.support.reduction import (
+from scripts.workload.reduction import (
     CUDA_ARCHITECTURE,
     SHIPPED_MATRIX,
     reduce_leg_flags,
     shipped_flags,
     toml_list,
 )
+from tests.support.llama_tree import PR_NUMBER, PR_REPO
 
 MIN_AGE_HOURS = 6
 

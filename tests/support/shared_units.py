@@ -1,6 +1,6 @@
 """The units the real-tree legs share: one ccache remote storage, written by the cpu leg, read by the others.
 
-The reduction's ``shared units`` part (tests/support/reduction.py, REDUCTIONS):
+The reduction's ``shared units`` part (scripts/workload/reduction.py, REDUCTIONS):
 the cpu leg's real-tree build (tests/integration/test_real_tree.py) stores every
 object it compiles here as well as in its own cache, through the pipeline's
 ``--remote-cache`` (ccache's HTTP storage, docs/caches.md "Shared remote
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.support.cache_root import e2e_cache_root
+from scripts.workload.llama_sdist import e2e_cache_root
 from tests.support.ccache_http import HttpStorage
 
 FOLDER = "units"

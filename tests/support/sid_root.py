@@ -36,7 +36,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from tests.support.cache_root import e2e_cache_root
+from scripts.workload.llama_sdist import e2e_cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 

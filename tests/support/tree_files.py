@@ -2,7 +2,7 @@
 
 For checks that read the tree without building it (the flags audit, the HIP
 version it requires): nothing is downloaded or extracted. The sdist is the
-one tests/support/llama_tree.py keeps in the test cache; where it is absent
+one scripts/workload/llama_sdist.py keeps in the test cache; where it is absent
 (:func:`cached_sdist` answers None) such a test is skipped with that reason.
 """
 
@@ -12,8 +12,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from tests.support.cache_root import e2e_cache_root
-from tests.support.llama_tree import SDIST_NAME, SDIST_VERSION
+from scripts.workload.llama_sdist import SDIST_NAME, SDIST_VERSION, e2e_cache_root
 
 # The vendored tree inside the sdist.
 TREE_PREFIX = f"llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp/"

@@ -1,4 +1,4 @@
-"""scripts/bench_idle.py: the other processes' CPU during a benchmark run, from /proc/stat and getrusage."""
+"""scripts/bench/idle.py: the other processes' CPU during a benchmark run, from /proc/stat and getrusage."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import bench_idle as bi
+from scripts.bench import idle as bi
 
 # /proc/stat as Linux 6.x writes it (proc(5)): user nice system idle iowait irq softirq steal guest guest_nice.
 STAT = """cpu  3231830 1989 470414 4300368 34983 0 5917 38075 0 0

@@ -1,36 +1,23 @@
-"""docs/benchmarks.md is what scripts/bench_markdown.py renders from the saved results, with the machine named."""
+"""docs/benchmarks.md is what scripts/bench/markdown.py renders from the saved results, with the machine named."""
 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+
+from scripts.bench import markdown as bm
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "benchmarks.md"
 RESULTS = sorted((ROOT / "docs" / "bench").glob("*.json"))
 
 
-def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_markdown", ROOT / "scripts" / "bench_markdown.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_markdown", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-bm = _module()
-
-
 def _result(**over: Any) -> dict[str, Any]:
-    """A small result in scripts/bench.py's format (FORMAT 1), the generated project only."""
+    """A small result in the benchmark's format (FORMAT 1), the generated project only."""
     result: dict[str, Any] = {
         "format": 1, "date": "2026-12-01T09:00:00+00:00", "duration_s": 42.5,
         "machine": {"cpus": 16, "cpu_model": "Example CPU 9000", "memory_gib": 128.0, "platform": "Linux-x86_64",
@@ -62,7 +49,7 @@ def test_the_page_is_what_the_saved_results_render() -> None:
     assert RESULTS, "docs/bench/ holds no results file"
     page = PAGE.read_text(encoding="utf-8")
     expected = bm.replace_block(page, bm.render(bm.load(RESULTS)))
-    assert page == expected, "regenerate: python scripts/bench_markdown.py docs/bench/*.json --page docs/benchmarks.md"
+    assert page == expected, "regenerate: python -m scripts.bench.markdown docs/bench/*.json --page docs/benchmarks.md"
 
 
 def test_every_saved_run_names_its_machine_on_the_page() -> None:
@@ -76,8 +63,8 @@ def test_every_saved_run_names_its_machine_on_the_page() -> None:
 def test_a_run_renders_its_medians_machine_command_and_targets() -> None:
     text = bm.render([_result()])
     assert "Machine: 16 cores (Example CPU 9000); 128.0 GiB; Linux-x86_64; Python 3.12.1." in text
-    # Options left at bench.py's defaults are left out of the command; no real tree means --quick.
-    assert "`python scripts/bench.py --units 30 --repeat 3 --caches 500 --quick`" in text
+    # Options left at the benchmark's defaults are left out of the command; no real tree means --quick.
+    assert "`python -m scripts.bench --units 30 --repeat 3 --caches 500 --quick`" in text
     assert "| warm, pipeline | 2.00 | 1.00 3.00 2.00 | 31 | 0 | 100.0% |" in text
     assert "| warm, raw cmake + ninja | 1.50 | 1.50 1.25 1.75 | 31 | 0 | 100.0% |" in text
     assert "| prune plan, 500 caches | 2000.0 ms | < 1000 ms | missed |" in text

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.inputs.matrix import load_matrix
-from tests.support.reduction import flag_variable
+from scripts.workload.reduction import flag_variable
 from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
 
 # tests/conftest.py fetches the sdist before the run: a unit test starts no pip.

@@ -1,4 +1,4 @@
-"""scripts/gpu_check.py --backend rocm where there is no AMD GPU: the target read from real tool output, the leg, the matrix.
+"""The GPU check (scripts/gpu_check/) --backend rocm where there is no AMD GPU: the target read from real tool output, the leg, the matrix.
 
 The ROCm half of the GPU check has never run on an AMD GPU (none has been
 lent to this project). What can be held here is held: the GPU targets read
@@ -19,7 +19,10 @@ from types import ModuleType
 import pytest
 
 from pipeline.inputs.matrix import load_matrix
-from tests.support.reduction import REDUCTION, ROCM_TARGET, flag_variable, reduction_flags
+from scripts.gpu_check import check as gpu_check
+from scripts.gpu_check import prepare as gpu_check_prepare
+from scripts.gpu_check import rocm as gpu_check_rocm
+from scripts.workload.reduction import REDUCTION, ROCM_TARGET, flag_variable, reduction_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data" / "gpu_check"
@@ -27,12 +30,8 @@ SHIPPED = load_matrix(ROOT / "matrix.toml")
 
 
 @pytest.fixture
-def scripts(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, ModuleType]]:
-    """gpu_check and gpu_check_rocm as gpu_check.sh runs them: scripts/ first on the path (``from reduction import``)."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    import gpu_check
-    import gpu_check_rocm
-
+def scripts() -> Iterator[tuple[ModuleType, ModuleType]]:
+    """The check and its ROCm half (scripts/gpu_check/check.py and rocm.py), by the names gpu_check.sh runs them under."""
     yield gpu_check, gpu_check_rocm
 
 
@@ -204,14 +203,11 @@ def test_the_older_ggml_cuda_init_form_is_read_too(scripts: tuple[ModuleType, Mo
     assert "found 2 device(s): Radeon RX 7900 GRE (gfx1100), Radeon RX Vega (gfx900)" in verdict
 
 
-def test_the_wheels_carried_are_pyprojects_dependencies_the_bundle_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_wheels_carried_are_pyprojects_dependencies_the_bundle_uses() -> None:
     """A hand-kept copy of the list had lost CycloneDX, which every bundle's SBOM is written with."""
     import tomllib
 
     from packaging.requirements import Requirement
-
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    import gpu_check_prepare
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     carried = {Requirement(dep).name: dep for dep in gpu_check_prepare.requirements()}

@@ -47,6 +47,10 @@ VALUES = {
     "http_retry_budget": (None, "45", None),
     # --debug is a switch (store_true), read before the run's inputs: only its variable goes through pick.
     "debug": (None, "1", None),
+    "signing_pfx": ("flag.pfx", "env.pfx", None),
+    "signing_password": (None, "env-password", None),
+    "signing_ca": ("flag-ca.pem", "env-ca.pem", None),
+    "signing_timestamp_url": (None, "http://127.0.0.1:4/tsa", None),
 }
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts.workload.llama_sdist import CACHE_ENV
 from tests.support import shared_units
-from tests.support.cache_root import CACHE_ENV
 
 
 @pytest.fixture

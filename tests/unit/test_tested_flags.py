@@ -1,10 +1,11 @@
 """The shipped configuration is what is tested.
 
-Every test module that builds the real llama.cpp tree (it uses
-tests/support/llama_tree.py) declares the legs it builds (``TESTED_LEGS``:
-leg -> its ``cmake_args``, ``TESTED_SHARED``: the ``[cmake] args``) and
-writes its matrix.toml from them. Each tested leg must be the shipped
-matrix.toml's leg plus the one reduction of tests/support/reduction.py and
+Every test module that builds the real llama.cpp tree (it takes the tree from
+scripts/workload/llama_sdist.py or the forge of tests/support/llama_tree.py)
+declares the legs it builds (``TESTED_LEGS``: leg -> its ``cmake_args``,
+``TESTED_SHARED``: the ``[cmake] args``) and writes its matrix.toml from them,
+unless ``reduced_matrix`` writes it. Each tested leg must be the shipped
+matrix.toml's leg plus the one reduction of scripts/workload/reduction.py and
 nothing else: no flag the product never sets (``-DLLAMA_OPENSSL=OFF`` hid a
 broken bundle for the whole project's life), no shipped flag dropped.
 """
@@ -20,7 +21,7 @@ from types import ModuleType
 import pytest
 
 from pipeline.inputs.matrix import load_matrix
-from tests.support.reduction import (
+from scripts.workload.reduction import (
     CUDA_ARCHITECTURE,
     PROGRAMS_ONLY,
     REDUCTION,
@@ -34,14 +35,20 @@ from tests.support.reduction import (
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = load_matrix(ROOT / "matrix.toml")
-_USES_TREE = re.compile(r"^from tests\.support\.llama_tree import|^import tests\.support\.llama_tree", re.MULTILINE)
+# A module that builds the real tree takes it from the sdist (scripts/workload/llama_sdist.py) or from the forge
+# made of it (tests/support/llama_tree.py).
+_USES_TREE = re.compile(r"\b(?:standalone_tree|extract_tree|prepared_forge|make_forge)\(")
+# One whose matrix reduced_matrix writes is the shipped legs plus the reduction by construction (tested below).
+_REDUCED_MATRIX = re.compile(r"\breduced_matrix\(")
 
 
 def tree_test_modules() -> list[str]:
-    """Test modules that build the real tree (found by their import, so a new one cannot be missed)."""
+    """Test modules that build the real tree from a matrix of their own (found by the calls that give them the
+    tree, so a new one cannot be missed)."""
     found = []
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
-        if _USES_TREE.search(path.read_text(encoding="utf-8")):
+        text = path.read_text(encoding="utf-8")
+        if _USES_TREE.search(text) and not _REDUCED_MATRIX.search(text):
             found.append(".".join(path.relative_to(ROOT).with_suffix("").parts))
     return found
 

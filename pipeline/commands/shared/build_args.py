@@ -34,6 +34,8 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
                    help="install the toolchain and run CMake's configure, then stop: nothing compiled, no bundle "
                    "(the record's status says 'configured')")
     S.add_flag(p, S.WAIT_LOCK)
+    S.add_flag(p, S.SIGNING_PFX)
+    S.add_flag(p, S.SIGNING_CA)
 
 
 def add_for_build(p: argparse.ArgumentParser, extra: str = "") -> None:

@@ -1,4 +1,4 @@
-"""The ROCm half of the GPU check (scripts/gpu_check.py ``--backend rocm``): the machine's GPU target, its leg, its matrix.
+"""The ROCm half of the GPU check (scripts/gpu_check/check.py ``--backend rocm``): the machine's GPU target, its leg, its matrix.
 
 Pure where it can be (text in, answer out), so that the tests hold it to
 real tool output without an AMD GPU:
@@ -10,7 +10,7 @@ real tool output without an AMD GPU:
 - :func:`choose_leg`: the shipped Linux rocm leg whose ``targets`` (its own
   or its ``gpu_family``'s) include the machine's one target;
 - :func:`rocm_matrix`: that leg of the shipped matrix.toml with the one
-  reduction of scripts/reduction.py, whose GPU targets are the machine's
+  reduction of scripts/workload/reduction.py, whose GPU targets are the machine's
   target instead of ``ROCM_TARGET`` (as the cuda check builds the H200's 90
   instead of ``CUDA_ARCHITECTURE``).
 
@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from scripts.workload.reduction import reduced_matrix
 
 # pipeline/names.py's GPU_TARGET: the form a leg's targets take (gfx1100, gfx90a).
 GPU_TARGET = re.compile(r"^gfx[0-9a-f]+$")
@@ -160,8 +162,6 @@ def rocm_matrix(shipped_text: str, *, leg: str, target: str, source_repo: str) -
     (``[rocm_families.<name>]``). The result is parsed again and compared
     with the reduced matrix: anything else changed is an AssertionError.
     """
-    from reduction import reduced_matrix
-
     reduced = reduced_matrix(shipped_text, legs=[leg], source_repo=source_repo)
     data = tomllib.loads(reduced)
     family = data["legs"][leg].get("gpu_family")

@@ -1,9 +1,9 @@
-"""The benchmark that keeps the pipeline honest (``nox -s bench``).
+"""The benchmark that keeps the pipeline honest (``nox -s bench``, or ``python -m scripts.bench`` from the checkout).
 
 In one run, on one machine:
 
 1. Generates a C++ project (``--units`` translation units with template work,
-   a static library and a program).
+   a static library and a program: scripts/bench/project.py).
 2. Builds it cold through the pipeline: ``python -m pipeline build`` in a
    subprocess, with an empty ccache directory. A subprocess, not ``run_leg``
    in-process, because that is the user's path (``nox -s cpu`` runs exactly
@@ -23,7 +23,7 @@ In one run, on one machine:
    (``functools.lru_cache``) are cleared before every timed run: a real
    ``resolve`` runs once per process.
 
-6. Unless ``--quick``: the real llama.cpp tree (scripts/bench_real_tree.py):
+6. Unless ``--quick``: the real llama.cpp tree (scripts/bench/real_tree.py):
    cold, warm and raw, the pipeline with and without its bundle, the Nox
    session, packaging throughput and the compiler check per mode.
 
@@ -39,7 +39,7 @@ is what its own Python and its own subprocesses cost, a fair figure on a
 loaded machine where wall times are not; each pipeline run's record gives
 the per-phase breakdown (``phases``: every step's wall time). The run warns
 when the machine was not idle (a load above 0.5 at the start, or other
-processes' CPU during the run: scripts/bench_idle.py), and says so in the
+processes' CPU during the run: scripts/bench/idle.py), and says so in the
 results.
 """
 
@@ -58,7 +58,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -67,10 +66,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
-    # Run from a checkout without installing: benchmark this checkout's pipeline.
-    sys.path.insert(0, str(ROOT))
+from scripts.bench.idle import idle_verdict, idle_warning, snapshot
+from scripts.bench.phases import phase_breakdown, print_phases
+from scripts.bench.project import MATRIX, write_project
+from scripts.bench.real_tree import bench_real_tree, print_real_tree
+
+# The checkout: run from it (python -m scripts.bench), the benchmark times its pipeline.
+ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from pipeline.ccache.session import CcacheSetup, ccache_version, find_ccache
@@ -80,7 +82,7 @@ except ModuleNotFoundError as _missing:
     if not _missing.name or _missing.name.partition(".")[0] == "pipeline":
         raise  # a module of the pipeline itself: a bug, with its traceback
     # Run with a Python that lacks the pipeline's dependencies: one line that says how, not a traceback.
-    sys.exit(f"error: scripts/bench.py needs the pipeline's dependencies (no module named {_missing.name!r}): "
+    sys.exit(f"error: python -m scripts.bench needs the pipeline's dependencies (no module named {_missing.name!r}): "
              f"run `nox -s bench`, or `pip install -e \"{ROOT}[test]\"` first")
 
 # Targets: printed, never asserted.
@@ -92,115 +94,6 @@ TARGET_PRUNE_S = 1.0
 
 LEG = "cpu"
 FORMAT = 1
-
-
-# --------------------------------------------------------------------------
-# The generated project
-
-
-def _unit_source(i: int) -> str:
-    """One translation unit: standard headers plus recursive templates, a sort and folds.
-
-    About 0.75 s of g++ -O3 CPU time each on a 2-core EPYC VM: heavy enough for
-    ccache to matter, light enough that 300 of them build cold in minutes.
-    """
-    depth = 16 + i % 8
-    seq = 48 + i % 32
-    return textwrap.dedent(
-        f"""\
-        #include "bench.h"
-        #include <algorithm>
-        #include <array>
-        #include <numeric>
-        #include <tuple>
-        #include <utility>
-        #include <vector>
-
-        namespace u{i} {{
-        template <int N> struct Fib {{ static constexpr long value = Fib<N - 1>::value + Fib<N - 2>::value; }};
-        template <> struct Fib<1> {{ static constexpr long value = 1; }};
-        template <> struct Fib<0> {{ static constexpr long value = 0; }};
-
-        template <typename T, int D> struct Tower {{
-            static T go(T x) {{ return Tower<T, D - 1>::go(x) * 3 + D; }}
-        }};
-        template <typename T> struct Tower<T, 0> {{ static T go(T x) {{ return x; }} }};
-
-        template <std::size_t... I> constexpr long sum_seq(std::index_sequence<I...>) {{
-            return (0L + ... + static_cast<long>(I * I));
-        }}
-
-        template <typename... Ts> long fold_sizes(const std::tuple<Ts...>& t) {{
-            return std::apply([](const auto&... xs) {{ return (0L + ... + static_cast<long>(sizeof(xs))); }}, t);
-        }}
-
-        struct Rec {{ int id; double score; }};
-
-        long work(int n) {{
-            std::vector<Rec> recs;
-            for (int i = 0; i < n; ++i) recs.push_back(Rec{{i, (i * {i + 37} % 11) * 0.5}});
-            std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {{ return a.score > b.score; }});
-            long total = recs.empty() ? 0 : recs.front().id;
-            std::array<long, 64> xs{{}};
-            std::iota(xs.begin(), xs.end(), Fib<{30 + i % 10}>::value % 97);
-            total += std::accumulate(xs.begin(), xs.end(), 0L);
-            total += Tower<long, {depth}>::go(n) + Tower<int, {depth // 2}>::go(n);
-            total += sum_seq(std::make_index_sequence<{seq}>{{}});
-            total += fold_sizes(std::make_tuple(1, 2.0, Rec{{}}, 'c', BENCH_SEED));
-            return total;
-        }}
-        }}  // namespace u{i}
-
-        extern "C" long unit{i}(int n) {{ return u{i}::work(n); }}
-        """
-    )
-
-
-def write_project(root: Path, units: int, seed: int = 0) -> Path:
-    """A CMake project: ``units`` translation units in a static library, and a program."""
-    src = root / "src"
-    src.mkdir(parents=True, exist_ok=True)
-    (root / "include").mkdir(exist_ok=True)
-    (root / "include" / "bench.h").write_text(f"#pragma once\n#define BENCH_SEED {seed}L\n")
-    names = []
-    for i in range(units):
-        path = src / f"unit{i:04d}.cpp"
-        path.write_text(_unit_source(i))
-        names.append(f"src/{path.name}")
-    decls = "\n".join(f'extern "C" long unit{i}(int);' for i in range(units))
-    calls = "\n".join(f"    total += unit{i}(n);" for i in range(units))
-    (src / "main.cpp").write_text(
-        f'#include <cstdio>\n{decls}\nint main(int argc, char**) {{\n    int n = argc + 8;\n    long total = 0;\n'
-        f'{calls}\n    std::printf("%ld\\n", total);\n    return 0;\n}}\n'
-    )
-    (root / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\n"
-        "project(bench LANGUAGES CXX)\n"
-        "set(CMAKE_CXX_STANDARD 17)\n"
-        f"add_library(bench_units STATIC {' '.join(names)})\n"
-        "target_include_directories(bench_units PUBLIC include)\n"
-        "add_executable(bench src/main.cpp)\n"
-        "target_link_libraries(bench PRIVATE bench_units)\n"
-    )
-    return root
-
-
-MATRIX = """\
-# Written by scripts/bench.py: one CPU leg, the shared flags of a release build.
-[source]
-repo = "https://example.invalid/bench.git"
-tag = "b1"
-
-[ccache]
-compiler_check = "content"
-
-[cmake]
-args = ["-DCMAKE_BUILD_TYPE=Release"]
-
-[legs.cpu]
-backend = "cpu"
-os = "linux"
-"""
 
 
 # --------------------------------------------------------------------------
@@ -454,8 +347,7 @@ def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
 def bench_prune(count: int, repeat: int) -> dict[str, Any]:
     import pipeline.actions_cache.cache_keys
     import pipeline.actions_cache.prune
-    from pipeline.actions_cache.entries import CacheEntry
-    from pipeline.actions_cache.prune import plan_with_cost
+    from pipeline.actions_cache.prune import CacheEntry, plan_with_cost
 
     now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
     items = cache_items(count, now)
@@ -559,8 +451,6 @@ def summarize(cold: list[BuildRun], warm: list[BuildRun], raw: list[BuildRun],
     raw_s = _median([r.wall_s for r in raw])
     # What the pipeline spends outside CMake and Ninja, as its own record measures it.
     inside = _median([(r.record_wall_s or 0) - (r.configure_s or 0) - (r.build_s or 0) for r in warm])
-    from bench_real_tree import phase_breakdown
-
     warm_cpu = _median([r.cpu_s or 0.0 for r in warm])
     raw_cpu = _median([r.cpu_s or 0.0 for r in raw])
     return {
@@ -584,17 +474,6 @@ def summarize(cold: list[BuildRun], warm: list[BuildRun], raw: list[BuildRun],
             "build_pipeline_s": _median([r.build_s or 0 for r in warm]),
         },
     }
-
-
-def print_phases(console: Any, title: str, phases: dict[str, float]) -> None:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    table.add_column("phase")
-    table.add_column("wall (s)", justify="right")
-    for name, seconds in phases.items():
-        table.add_row(name, f"{seconds:.3f}")
-    console.print(table)
 
 
 def print_report(result: dict[str, Any]) -> None:
@@ -674,7 +553,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="scripts/bench.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--units", type=int, default=300, help="translation units of the generated project (default 300)")
     p.add_argument("--repeat", type=int, default=5, help="warm builds of each kind; medians are reported (default 5)")
     p.add_argument("--cold-repeat", type=int, default=1,
@@ -707,9 +586,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(work, args.units)
         machine = machine_facts(bench.cmake, bench.ninja)
         say = functools.partial(print, flush=True)
-        # Beside this script, as bench_real_tree is (its folder is on sys.path when it runs as one).
-        from bench_idle import idle_verdict, idle_warning, snapshot
-
         say(f"bench: {args.units} units in {work}")
         if warning := idle_warning(machine["load_average_start"], machine["cpus"], "at the start"):
             say(warning)
@@ -740,8 +616,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         prune = bench_prune(args.caches, args.micro_repeat)
         real: dict[str, Any] | None = None
         if not args.quick:
-            from bench_real_tree import bench_real_tree
-
             real = bench_real_tree(work, bench.env, bench._run, args.repeat, say,
                                    cpu=lambda: bench.last_cpu_s, seed_cache=args.real_tree_ccache)
         machine["load_average_end"] = _load()
@@ -770,8 +644,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         atomic_write_json(json_out, result)
         print_report(result)
         if real is not None:
-            from bench_real_tree import print_real_tree
-
             print_real_tree(real)
         if end_warning:
             print(end_warning, flush=True)

@@ -1,7 +1,7 @@
 """What one glslc cache hit costs: the Python launcher per call (old) against the compiled client and the
 cache server (new), on a generated shader set, with the real glslc.
 
-Usage: ``python scripts/glslc_hit_cost.py [--calls 200] [--repeat 3] [--jobs 1] [--workdir DIR]``
+Usage: ``python -m scripts.bench.glslc_hit_cost [--calls 200] [--repeat 3] [--jobs 1] [--workdir DIR]``
 
 It writes ``--calls`` shader variants (four ``.comp`` files, each including a header that includes
 another, one ``-DVARIANT=`` per call, called as llama.cpp's vulkan-shaders-gen calls glslc), compiles
@@ -37,11 +37,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pipeline.ccache.glslc_serving import serving_glslc  # noqa: E402
-from pipeline.ccache.glslc_session import GlslcCache, setup_glslc_cache  # noqa: E402
+from pipeline.ccache.glslc_serving import serving_glslc
+from pipeline.ccache.glslc_session import GlslcCache, setup_glslc_cache
 
 SHADERS = ("scale", "add", "mul", "norm")
 SOURCES = {

@@ -7,12 +7,14 @@
 #   rocm leg whose targets hold the machine's GPU target (amdgpu-arch / rocminfo), built for that one
 #   target; no AMD GPU: one error line, exit 3 (a --dry-run takes --target gfxNNNN instead). Never run
 #   on an AMD GPU yet: none has been lent to this project.
-# Prepare .gpu-check/ first, here: python3 scripts/gpu_check_prepare.py (docs/cuda.md, docs/gpu-checks.md).
-# Usage: scripts/gpu_check.sh [--backend cuda|vulkan|rocm] [--cuda-path DIR] [--rocm-path DIR]
-#                             [--dry-run [--target gfxNNNN]]
+# Prepare .gpu-check/ first, here, from the repository root: python3 -m scripts.gpu_check.prepare (docs/cuda.md,
+# docs/gpu-checks.md).
+# Usage: scripts/gpu_check/gpu_check.sh [--backend cuda|vulkan|rocm] [--cuda-path DIR] [--rocm-path DIR]
+#                                       [--dry-run [--target gfxNNNN]]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-# The wheels in .gpu-check/ are for one Python (gpu_check_prepare.py --python-version, 3.12 by default).
+# From the repository root: the check is the module scripts.gpu_check.
+cd "$(dirname "$0")/../.."
+# The wheels in .gpu-check/ are for one Python (scripts.gpu_check.prepare --python-version, 3.12 by default).
 want=$(cat .gpu-check/python-version 2>/dev/null || echo 3.12)
 python=$(command -v "python$want" || command -v python3)
-exec "$python" scripts/gpu_check.py "$@"
+exec "$python" -m scripts.gpu_check "$@"

@@ -1,6 +1,6 @@
 """The vulkan leg's figures for docs/benchmarks.md, from two builds' output folders (cold, then warm).
 
-Usage: ``python scripts/shader_cache_figures.py COLD_LEG_DIR WARM_LEG_DIR`` where each is a
+Usage: ``python -m scripts.bench.shader_cache_figures COLD_LEG_DIR WARM_LEG_DIR`` where each is a
 ``<out>/vulkan`` folder of ``python -m pipeline build vulkan`` (the real-tree test's
 ``runner/out/vulkan`` and ``elsewhere/out/vulkan`` under its ``--basetemp``). Prints one
 markdown table: the build phase's wall time, ccache's and the glslc cache's counts, Ninja's
@@ -16,10 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pipeline.results.ninjalog import parse_log  # noqa: E402
+from pipeline.results.ninjalog import parse_log
 
 
 def is_shader_step(output: str) -> bool:
@@ -68,7 +65,7 @@ def table(cold: dict[str, Any], warm: dict[str, Any]) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("error: usage: shader_cache_figures.py COLD_LEG_DIR WARM_LEG_DIR", file=sys.stderr)
+        print("error: usage: python -m scripts.bench.shader_cache_figures COLD_LEG_DIR WARM_LEG_DIR", file=sys.stderr)
         return 2
     print(table(figures(Path(argv[0])), figures(Path(argv[1]))))
     return 0

@@ -1,13 +1,13 @@
 """The CUDA, Vulkan or ROCm bundle on a real GPU, in one call on a lent machine (docs/cuda.md, docs/gpu-checks.md).
 
-Run by ``scripts/gpu_check.sh`` on the lent machine (x86-64, an NVIDIA GPU
+Run by ``scripts/gpu_check/gpu_check.sh`` (``python -m scripts.gpu_check``) on the lent machine (x86-64, an NVIDIA GPU
 and its driver, its own CUDA toolkit, CMake and Ninja, Python 3.11+, no
 network), from the repository root, with ``.gpu-check/`` made beforehand by
-``scripts/gpu_check_prepare.py`` (the trimmed llama.cpp tree and the
+``python3 -m scripts.gpu_check.prepare`` (the trimmed llama.cpp tree and the
 pipeline's dependencies as wheels: what the machine cannot download). Then:
 
 1. the cuda leg of the shipped matrix.toml with the real-tree tests' one
-   reduction (scripts/reduction.py), for ``sm_90`` (the H200's own
+   reduction (scripts/workload/reduction.py), for ``sm_90`` (the H200's own
    architecture) instead of ``CUDA_ARCHITECTURE``, built with
    ``--cuda-path`` to the machine's CUDA; its build runs check-bundle, whose
    smoke run then meets the machine's real driver (no stand-in);
@@ -32,7 +32,7 @@ without ``libvulkan.so.1`` fails the check, saying so.
 layout or a distribution's ``/usr``, whose pieces the pipeline finds:
 pipeline/toolchain/installed_rocm.py). It reads the machine's GPU target
 (``amdgpu-arch``, else ``rocminfo``'s agents' ``Name: gfx...``), picks the
-shipped Linux rocm leg whose ``targets`` include it (scripts/gpu_check_rocm.py)
+shipped Linux rocm leg whose ``targets`` include it (scripts/gpu_check/rocm.py)
 and builds that leg with the tests' one reduction, the GPU targets reduced to
 one as the reduction does, but to the machine's own target instead of
 ``ROCM_TARGET``: as the cuda check builds the H200's ``90`` instead of
@@ -74,7 +74,17 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from scripts.gpu_check.rocm import (
+    GPU_TARGET,
+    Unfit,
+    choose_leg,
+    linux_rocm_legs,
+    machine_targets,
+    rocm_matrix,
+)
+from scripts.workload.reduction import CUDA_ARCHITECTURE, ROCM_TARGET, SHIPPED_MATRIX, reduced_matrix
+
+ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".gpu-check"
 WHEELS = WORK / "wheels"
 SITE = WORK / "site"
@@ -141,9 +151,6 @@ def rocm_root(given: str | None) -> Path:
 
 def rocm_target(root: Path, asked: str | None, dry_run: bool) -> tuple[str, str]:
     """(leg, target): the machine's GPU target and the shipped leg that builds it; ``--target`` in a dry run."""
-    from gpu_check_rocm import Unfit, choose_leg, linux_rocm_legs, machine_targets
-    from reduction import SHIPPED_MATRIX
-
     legs = linux_rocm_legs(tomllib.loads(SHIPPED_MATRIX.read_text(encoding="utf-8")))
     if asked is not None:
         leg, target = choose_leg([asked], legs)
@@ -161,11 +168,11 @@ def rocm_target(root: Path, asked: str | None, dry_run: bool) -> tuple[str, str]
 
 def describe_rocm(root: Path, dry_run: bool) -> None:
     """The install's pieces as the pipeline finds them, and the kernel driver's device: what the rocm check uses."""
+    from pipeline.backends.rocm import installed_rocm
     from pipeline.errors import PipelineError
-    from pipeline.toolchain.installed_rocm import find_installed_rocm
 
     try:
-        found = find_installed_rocm(root.resolve(), "linux", what=f"--rocm-path {root}")
+        found = installed_rocm(root.resolve(), "linux", what=f"--rocm-path {root}")
     except PipelineError as err:
         if not dry_run:
             raise CheckFailed(str(err)) from err
@@ -202,7 +209,7 @@ def describe_vulkan() -> None:
     """glslc, the Vulkan drivers (ICD files) and the system's loader: what the vulkan check depends on."""
     glslc = VULKAN_SDK / "bin" / "glslc"
     if not glslc.is_file():
-        raise CheckFailed(f"no {glslc}: run scripts/gpu_check_prepare.py first")
+        raise CheckFailed(f"no {glslc}: run python3 -m scripts.gpu_check.prepare first")
     version = subprocess.run([str(glslc), "--version"], capture_output=True, text=True, check=False)
     say(f"glslc: {(version.stdout.strip().splitlines() or [version.stderr.strip()])[0]} ({glslc})")
     icds = sorted(str(p) for folder in ICD_FOLDERS for p in folder.glob("*.json"))
@@ -225,7 +232,7 @@ def unpack_dependencies() -> Path:
         SITE.mkdir(parents=True)
         wheels = sorted(WHEELS.glob("*.whl"))
         if not wheels:
-            raise CheckFailed(f"no wheels in {WHEELS}: run scripts/gpu_check_prepare.py first (on a machine with an index)")
+            raise CheckFailed(f"no wheels in {WHEELS}: run python3 -m scripts.gpu_check.prepare first (on a machine with an index)")
         for wheel in wheels:
             with zipfile.ZipFile(wheel) as zf:
                 zf.extractall(SITE)
@@ -245,7 +252,7 @@ def unpack_tree() -> None:
     if (SRC / "CMakeLists.txt").is_file():
         return
     if not TREE_ARCHIVE.is_file():
-        raise CheckFailed(f"no {TREE_ARCHIVE}: run scripts/gpu_check_prepare.py first")
+        raise CheckFailed(f"no {TREE_ARCHIVE}: run python3 -m scripts.gpu_check.prepare first")
     # Beside it first, then renamed: an unpacking cut short (a call out of time) leaves no half tree at SRC.
     partial = SRC.with_name(SRC.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -258,13 +265,9 @@ def unpack_tree() -> None:
 
 def write_matrix(plan: Plan) -> Path:
     """The shipped matrix.toml's leg with the tests' one reduction; the cuda leg for sm_90, a rocm leg for its target."""
-    from reduction import CUDA_ARCHITECTURE, ROCM_TARGET, SHIPPED_MATRIX, reduced_matrix
-
     backend = plan.backend
     path = WORK / "matrix.toml"
     if plan.target is not None:
-        from gpu_check_rocm import rocm_matrix
-
         text = rocm_matrix(SHIPPED_MATRIX.read_text(encoding="utf-8"), leg=plan.leg, target=plan.target,
                            source_repo=str(SRC))
         say(f"matrix: the shipped {plan.leg} leg + the tests' reduction, GPU target {plan.target} "
@@ -350,9 +353,8 @@ def check_record(backend: str, record: dict[str, object]) -> None:
 
 
 def forward_pass_on_the_gpu(plan: Plan, record: dict[str, object], out: Path | None) -> None:
+    from pipeline.bundle.check import FORWARD_PROGRAM, FORWARD_PROMPT, FORWARD_TOKENS, scrubbed_env
     from pipeline.bundle.gpu_smoke import GPU_LAYERS
-    from pipeline.bundle.smoke import FORWARD_PROGRAM, FORWARD_PROMPT, FORWARD_TOKENS
-    from pipeline.bundle.smoke_process import scrubbed_env
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     bundle = OUT_DIR / str(record["bundle"])
@@ -408,17 +410,14 @@ def forward_pass_verdict(backend: str, log: str, exit_code: int, *, program: str
 
 def gpu_target(text: str) -> str:
     """``--target``'s value: a GPU target as matrix.toml writes them."""
-    from gpu_check_rocm import GPU_TARGET
-
     if not GPU_TARGET.match(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a GPU target (gfx1100, gfx90a, ...)")
     return text
 
 
 def main() -> int:
-    from gpu_check_rocm import Unfit
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    # Named as it is run (gpu_check.sh), not as python -m names its __main__.
+    parser = argparse.ArgumentParser(prog="gpu_check.sh", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--backend", choices=("cuda", "vulkan", "rocm"), default="cuda",
                         help="the leg to build and check (default cuda; rocm: the leg of the machine's AMD GPU)")
     parser.add_argument("--cuda-path", help="the machine's CUDA install (default: $CUDA_PATH, the nvcc on PATH, /usr/local/cuda)")

@@ -1,20 +1,20 @@
-"""Prepare ``.gpu-check/`` here for ``scripts/gpu_check.sh`` on a lent GPU machine that has no network.
+"""Prepare ``.gpu-check/`` here for ``scripts/gpu_check/gpu_check.sh`` on a lent GPU machine that has no network.
 
 What travels with the working tree (64 MiB at most, ``.gpu-check`` named in
 the device call's ``carry``):
 
 - ``llama.cpp.tar.gz``: the real tree (llama-cpp-python 0.3.36's vendored
-  llama.cpp, from the test cache: scripts/llama_sdist.py) trimmed to
+  llama.cpp, from the test cache: scripts/workload/llama_sdist.py) trimmed to
   what the reduced cuda leg builds and check-bundle reads: the top
   CMakeLists, cmake/, ggml/, src/, include/, common/, vendor/, licenses/,
-  the three programs of scripts/reduction.py and the tokenizer
+  the three programs of scripts/workload/reduction.py and the tokenizer
   check's vocab with its test pair (about 6 MB instead of 176 MB);
 - ``wheels/``: the pipeline's runtime dependencies for the machine's Python
   (``--python-version``, 3.12 by default), downloaded with pip, binary
   only, as pyproject.toml lists them (``requirements()``); the machine has
   CMake and Ninja of its own;
 - ``vulkan-sdk/``: for ``gpu_check.sh --backend vulkan``, the SDK-shaped
-  folder of the real-tree test (tests/support/trixie_vulkan.py: Debian 13's
+  folder of the real-tree test (scripts/workload/trixie_vulkan.py: Debian 13's
   Vulkan 1.4.309 headers and loader) with this machine's glslc, which
   travels with the libshaderc it runs on (``bin/glslc`` is a wrapper that
   finds it in ``lib/``): the lent machine need not have either (about 26 MB,
@@ -23,7 +23,7 @@ the device call's ``carry``):
 ``gpu_check.sh --backend rocm`` needs nothing more here: it builds with the
 lent AMD machine's own ROCm (docs/gpu-checks.md, "On a lent AMD GPU").
 
-Prints the sizes and the device call. Usage: ``python3 scripts/gpu_check_prepare.py``.
+Prints the sizes and the device call. Usage: ``python3 -m scripts.gpu_check.prepare`` from the repository root.
 """
 
 from __future__ import annotations
@@ -37,7 +37,10 @@ import tarfile
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from scripts.workload.llama_sdist import SDIST_VERSION, e2e_cache_root, fetch_sdist
+from scripts.workload.trixie_vulkan import trixie_vulkan_sdk
+
+ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".gpu-check"
 LIMIT_BYTES = 64 * 1024 * 1024
 # The parts of the tree the reduced cuda leg configures and builds, and the smoke run's vocab.
@@ -63,8 +66,6 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x8
 
 def trimmed_tree(dest: Path) -> int:
     """Write the trimmed tree as ``dest`` (members relative to the tree); the number of files."""
-    from llama_sdist import SDIST_VERSION, e2e_cache_root, fetch_sdist
-
     prefix = f"llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp/"
     count = 0
     with tarfile.open(fetch_sdist(e2e_cache_root())) as src, tarfile.open(dest, "w:gz") as out:
@@ -82,9 +83,6 @@ def trimmed_tree(dest: Path) -> int:
 
 def vulkan_sdk(dest: Path) -> Path:
     """The real-tree test's trixie SDK copied to ``dest``, its glslc made to run without this machine's libshaderc."""
-    from llama_sdist import e2e_cache_root
-    from trixie_vulkan import trixie_vulkan_sdk
-
     shutil.copytree(trixie_vulkan_sdk(e2e_cache_root()), dest, symlinks=True)
     needed = subprocess.run(["ldd", str(dest / "bin" / "glslc")], capture_output=True, text=True, check=True).stdout
     # glslc is a front end: the compiler is libshaderc (Debian's is one shared library, glslang and SPIRV-Tools in it).
@@ -94,7 +92,7 @@ def vulkan_sdk(dest: Path) -> Path:
             shutil.copy2(Path(where.split(" (")[0]).resolve(), dest / "lib" / name)
     (dest / "bin" / "glslc").rename(dest / "bin" / "glslc.bin")
     wrapper = dest / "bin" / "glslc"
-    wrapper.write_text('#!/bin/sh\n# glslc with the libshaderc beside it (scripts/gpu_check_prepare.py).\n'
+    wrapper.write_text('#!/bin/sh\n# glslc with the libshaderc beside it (scripts/gpu_check/prepare.py).\n'
                        'here=$(dirname "$0")\n'
                        'LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/glslc.bin" "$@"\n')
     wrapper.chmod(0o755)
@@ -137,9 +135,9 @@ def main() -> int:
         print("gpu-check: too large to travel", file=sys.stderr)
         return 1
     for backend in ("cuda", "vulkan"):
-        print(f'gpu-check: device call: run(command="bash scripts/gpu_check.sh --backend {backend}", '
+        print(f'gpu-check: device call: run(command="bash scripts/gpu_check/gpu_check.sh --backend {backend}", '
               'carry=[".gpu-check"], timeout_s=500)')
-    print('gpu-check: on a lent AMD machine: run(command="bash scripts/gpu_check.sh --backend rocm", '
+    print('gpu-check: on a lent AMD machine: run(command="bash scripts/gpu_check/gpu_check.sh --backend rocm", '
           'carry=[".gpu-check"], timeout_s=500)')
     return 0
 

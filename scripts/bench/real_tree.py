@@ -1,9 +1,9 @@
-"""The benchmark on the real llama.cpp tree, called by scripts/bench.py.
+"""The benchmark on the real llama.cpp tree, called by ``python -m scripts.bench`` (scripts/bench/__main__.py).
 
 The tree is llama.cpp 0c1e570 from llama-cpp-python 0.3.36's sdist, fetched
-as the end-to-end test fetches it (scripts/llama_sdist.py, kept in the
+as the end-to-end test fetches it (scripts/workload/llama_sdist.py, kept in the
 test cache); the leg is the shipped cpu leg with the real-tree tests' one
-reduction (scripts/reduction.py), its source a placeholder: the tree is passed
+reduction (scripts/workload/reduction.py), its source a placeholder: the tree is passed
 with ``--source``. Measured, warm runs interleaved so the machine's load hits each
 kind alike:
 
@@ -35,6 +35,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from scripts.bench.phases import phase_breakdown, print_phases
+from scripts.workload.llama_sdist import e2e_cache_root, fetch_sdist, standalone_tree
+from scripts.workload.reduction import SHIPPED_MATRIX, reduced_matrix
+
 LEG = "cpu"
 # Targets: printed as ratios, never asserted.
 # The goal: within half a second of raw cmake + ninja + ccache, bundle and check included; nox likewise.
@@ -49,27 +53,11 @@ def _median(values: Sequence[float]) -> float:
     return round(statistics.median(values), 3)
 
 
-# The record's phases, one per step of the leg (pipeline/leg/steps.py STEPS); "package" is the archive
-# writing inside "bundle" and is not added again.
-STEP_PHASES = ("source", "toolchain", "preflight", "ccache", "configure", "build", "bundle", "check")
-
-
-def phase_breakdown(walls: Sequence[float], phases: Sequence[dict[str, float]]) -> dict[str, float]:
-    """Median wall seconds of each step over the runs, and of what lies outside every step: the
-    interpreter's start, the imports, argument and matrix reading, the lock, the record and summary."""
-    out = {name: _median([p.get(name, 0.0) for p in phases]) for name in STEP_PHASES}
-    out["outside the steps"] = _median([w - sum(p.get(n, 0.0) for n in STEP_PHASES) for w, p in zip(walls, phases, strict=True)])
-    return out
-
-
 class RealTreeBench:
     """One workspace: the tree, the matrix, the caches and the timed commands."""
 
     def __init__(self, work: Path, env: dict[str, str], run: Callable[..., float], cpu: Callable[[], float],
                  seed_cache: Path | None = None) -> None:
-        from llama_sdist import e2e_cache_root, fetch_sdist, standalone_tree
-        from reduction import SHIPPED_MATRIX, reduced_matrix
-
         self.work = work / "real"
         shutil.rmtree(self.work, ignore_errors=True)
         # A repository of its own, outside any superproject: as a user's checkout is.
@@ -101,7 +89,7 @@ class RealTreeBench:
     def nox_session(self, kind: str) -> float:
         """``nox -s cpu`` as a user runs it: a real venv under the workspace (uv where installed)."""
         env = {k: v for k, v in self.env.items() if k != "PYTHONPATH"}
-        return self._run([sys.executable, "-m", "nox", "-f", str(Path(__file__).resolve().parents[1] / "noxfile.py"),
+        return self._run([sys.executable, "-m", "nox", "-f", str(Path(__file__).resolve().parents[2] / "noxfile.py"),
                           "--envdir", str(self.work / "nox-envs"), "-s", LEG, "--", *self._build_args()],
                          f"real-{kind}", env)
 
@@ -133,7 +121,7 @@ class RealTreeBench:
 def packaging(stage: Path, scratch: Path, repeat: int) -> dict[str, Any]:
     """MB/s of the staged payload: ``tar | gzip -6`` against the pipeline's writer, cold and unchanged."""
     from pipeline.archives import deterministic as archive
-    from pipeline.bundle.stage import archive_entries, staged_files
+    from pipeline.bundle.make import archive_entries, staged_files
 
     payload = sum(p.stat().st_size for p in stage.rglob("*") if p.is_file() and not p.is_symlink())
     scratch.mkdir(parents=True, exist_ok=True)
@@ -312,8 +300,6 @@ def print_real_tree(result: dict[str, Any]) -> None:
         table.add_row("cold: python -m pipeline build cpu (empty ccache)", f"{b['cold_s']:.1f}", f"{b['cold_s'] / raw:.1f}")
     console.print(table)
     if "phases" in b:
-        from bench import print_phases
-
         print_phases(console, "real tree, python -m pipeline build cpu, per phase (median wall seconds)", b["phases"])
     console.print(
         f"packaging {p['payload_mb']} MB payload: tar | gzip -6 {p['tar_gzip6_s']:.2f} s ({p['tar_gzip6_mb_s']} MB/s); "

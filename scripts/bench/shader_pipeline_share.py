@@ -8,7 +8,7 @@ with an empty ccache and glslc cache, the second in another folder, and reads Ni
 configure, build and install), the glslc runs, the generated header and sources and their compiles. Prints
 each build's wall time, the pipeline's summed step time and its share of the cold build; ``--json`` writes them.
 
-    python scripts/shader_pipeline_share.py [--json-out FILE]
+    python -m scripts.bench.shader_pipeline_share [--json-out FILE]
 
 Needs what ``nox -s e2e -- --leg vulkan tests/integration`` needs (the sdist in the test cache, trixie's
 Vulkan SDK, glslc). Numbers vary with the machine: they are measured, never asserted by a test.
@@ -25,10 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pipeline.results.ninjalog import parse_log  # noqa: E402
+from pipeline.results.ninjalog import parse_log
+from scripts.workload.llama_sdist import standalone_tree
 
 
 def _tests(module: str) -> Any:
@@ -62,7 +60,7 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="shader-share-") as tmp:
         work = Path(tmp)
-        tree = _tests("tests.support.llama_tree").standalone_tree(sdist, work / "sdist")
+        tree = standalone_tree(sdist, work / "sdist")
         matrix = vulkan._matrix(work / "matrix.toml")
         sdk = vulkan._sdk()
         rows = []

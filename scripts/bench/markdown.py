@@ -1,6 +1,6 @@
-"""The benchmark's results as Markdown: docs/benchmarks.md is generated from scripts/bench.py's JSON.
+"""The benchmark's results as Markdown: docs/benchmarks.md is generated from ``python -m scripts.bench``'s JSON.
 
-``python scripts/bench_markdown.py docs/bench/*.json --page docs/benchmarks.md``
+``python -m scripts.bench.markdown docs/bench/*.json --page docs/benchmarks.md``
 rewrites the block between the page's ``<!-- bench-results -->`` markers with
 one section per results file, newest first; without ``--page`` it prints the
 block. Every figure comes from the JSON, with the machine it was measured on
@@ -20,26 +20,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if (ROOT / "pipeline" / "__init__.py").is_file() and str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from pipeline.util.fsutil import atomic_write_text  # noqa: E402
+from pipeline.util.fsutil import atomic_write_text
+from scripts.bench.phases import OUTSIDE, STEP_PHASES
 
 BEGIN = "<!-- bench-results -->"
 END = "<!-- /bench-results -->"
-# scripts/bench.py's options with their defaults: a run's command line is rebuilt from its params.
+# The benchmark's options (scripts/bench/__main__.py) with their defaults: a run's command line is rebuilt
+# from its params.
 _DEFAULTS = {"units": 300, "repeat": 5, "cold_repeat": 1, "index_entries": 20_000, "caches": 20_000, "micro_repeat": 5}
 
 
 def command_line(result: dict[str, Any]) -> str:
-    """The ``scripts/bench.py`` command that made ``result`` (options left at their default are left out)."""
+    """The ``python -m scripts.bench`` command that made ``result`` (options left at their default are left out)."""
     params = result["params"]
     args = [f"--{name.replace('_', '-')} {params[name]}" for name, default in _DEFAULTS.items()
             if params.get(name, default) != default]
     if "real_tree" not in result:
         args.append("--quick")
-    return " ".join(["python scripts/bench.py", *args])
+    return " ".join(["python -m scripts.bench", *args])
 
 
 def machine_line(machine: dict[str, Any]) -> str:
@@ -56,7 +54,7 @@ def machine_line(machine: dict[str, Any]) -> str:
 
 
 # The leg's steps in their order (the results file keeps its keys sorted).
-_PHASES = ("source", "toolchain", "preflight", "ccache", "configure", "build", "bundle", "check", "outside the steps")
+_PHASES = (*STEP_PHASES, OUTSIDE)
 
 
 def in_step_order(phases: dict[str, float]) -> list[tuple[str, float]]:
@@ -220,8 +218,8 @@ def replace_block(page: str, block: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="scripts/bench_markdown.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("results", nargs="+", type=Path, help="results files written by scripts/bench.py (--json-out)")
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.markdown", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="+", type=Path, help="results files written by python -m scripts.bench (--json-out)")
     p.add_argument("--page", type=Path, help="rewrite this page's results block (default: print the block)")
     args = p.parse_args(argv)
     block = render(load(args.results))

@@ -1,10 +1,11 @@
 """The one reduction that makes a real llama.cpp build of a shipped leg fit CI, declared once.
 
-Here, among the scripts, because the GPU check (scripts/gpu_check.py) builds
-with it too and a script never imports the tests; the tests take it through
-tests/support/reduction.py. A test that builds llama.cpp builds a leg of the
+Here, among the scripts, because the GPU check (scripts/gpu_check/) and the
+benchmark build with it too and a script never imports the tests; the tests
+import it from here as well. A test that builds llama.cpp builds a leg of the
 shipped ``matrix.toml`` with exactly these changes and nothing else
-(tests/unit/test_tested_flags.py checks every such test):
+(tests/unit/test_tested_flags.py checks every such test); ``REDUCTIONS``
+names each part with what it saves and what the reduced build still proves:
 
 - which programs: ``LLAMA_BUILD_TOOLS/EXAMPLES/SERVER/APP=OFF`` (``APP`` needs
   the tools' ``build-info.h``) and the programs check-bundle's smoke run needs
@@ -42,10 +43,11 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_MATRIX = ROOT / "matrix.toml"
 PROGRAMS_CMAKE = Path(__file__).resolve().with_name("llama_programs.cmake")
 # The programs the reduced build adds back, the one list of them.
@@ -75,7 +77,7 @@ PROGRAMS_ONLY: dict[str, str] = {name: value for name, value in REDUCTION.items(
 # times one (measured: docs/testing.md, "What each reduction saves"), hours on 2 cores; one
 # architecture compiles every unit, links every library and gives the bundle its whole CUDA runtime
 # closure, which is what the test proves. Why 89: a real shipped entry in the shipped form (SASS and
-# PTX), the one measured (294 Ninja steps); the lent GPU check (scripts/gpu_check.sh) builds 90 for
+# PTX), the one measured (294 Ninja steps); the lent GPU check (scripts/gpu_check/) builds 90 for
 # its H200 with nothing reduced but the programs. The CUDA 12 test
 # (tests/integration/test_real_tree_cuda12.py) builds it too: cuda-12.8-older lists 89, and Debian's
 # CUDA 12.4 compiles it (not 100 or 120, which the other 12.8 profiles add).
@@ -86,9 +88,82 @@ CUDA_ARCHITECTURE = "89"
 # above; the 145 device units of ggml-hip take about 15 min on 2 cores for gfx1100 alone); one target
 # compiles every unit, links every library and picks that target's rocBLAS kernels, which is what the
 # test proves. Why gfx1100: the family's first, the seed's own card (docs/benchmarks.md). The lent GPU
-# check (scripts/gpu_check.sh --backend rocm) builds the machine's own target instead, with nothing
+# check (scripts/gpu_check/, --backend rocm) builds the machine's own target instead, with nothing
 # else changed.
 ROCM_TARGET = "gfx1100"
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One part of the CI reduction: the CMake variables or leg keys it sets, what it saves, what still holds."""
+
+    name: str
+    # CMake variables of ``REDUCTION`` it sets (empty: it reduces a leg key, named in ``name``).
+    variables: tuple[str, ...]
+    # Measured on a 2-core machine (docs/testing.md has the runs they come from).
+    saving: str
+    still_proves: str
+
+
+REDUCTIONS = (
+    Reduction(
+        name="programs",
+        variables=("LLAMA_BUILD_TOOLS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_SERVER", "LLAMA_BUILD_APP",
+                   "CMAKE_PROJECT_llama.cpp_INCLUDE", "PIPELINE_E2E_PROGRAMS"),
+        saving="116 compiles: 298 with tools, examples and server against 182 without (ninja -t commands of "
+               "the tree configured with the cpu leg's other flags); nox -s e2e keeps this part too",
+        still_proves="every library (ggml, its backends, llama, common) is built, linked and bundled as shipped; "
+                     "the three programs check-bundle's smoke run starts (--version, the tokenizer pair, one "
+                     "forward pass) are built from the tree's own sources",
+    ),
+    Reduction(
+        name="CPU variants",
+        variables=("GGML_CPU_ALL_VARIANTS",),
+        saving="234 compiles: 416 with the 14 x86-64 variants against 182 with one (the same configure), in "
+               "every leg that ships the CPU backend",
+        still_proves="the CPU backend is built as a loadable module (GGML_BACKEND_DL, as shipped), found and "
+                     "loaded from the bundle by the smoke run; the variants differ only in compiler flags",
+    ),
+    Reduction(
+        name="flash-attention kernels",
+        variables=("GGML_CUDA_FA",),
+        saving="about 1,100 core-seconds of the cuda leg and 1,200 of the rocm leg (docs/testing.md, 'What each "
+               "reduction saves': one unit of each kind compiled with and without it, CPU seconds, times the "
+               "tree's 21 fattn-mma, 12 fattn-tile and 4 fattn-vec instances and fattn.cu): nvcc 8.3 s "
+               "against 40.1 s for a fattn-mma instance, clang 6.8 s against 46.8 s",
+        still_proves="every fattn unit is still compiled (without the kernels' bodies), linked into "
+                     "libggml-cuda/libggml-hip and bundled; every other device unit (mmq, mmf, mmvq, ...) is "
+                     "compiled for real; the bundle's closure and the cache hits are those of the shipped leg",
+    ),
+    Reduction(
+        name="one CUDA architecture (cuda_architectures)",
+        variables=(),
+        saving="the shipped seven cost 3.4 to 5.3 times one in nvcc's CPU seconds, measured on two units "
+               "(docs/testing.md): sum.cu 13.7 s against 46.8 s, mmq-instance-q4_0 36.5 s against 192.4 s; "
+               "not seven times, since each unit's host compile is paid once",
+        still_proves="every .cu unit goes through nvcc and ptxas for a real shipped architecture (89, SASS and "
+                     "PTX); the runtime closure (libcudart, libcublas, libcublasLt) does not depend on it",
+    ),
+    Reduction(
+        name="units shared between legs ([ccache] remote, read-only)",
+        variables=(),
+        saving="a second cold compile of the cpu leg's units, measured in two cold runs (docs/testing.md): act's "
+               "first night took 131 of its 133 from the shared units, its build 8 s instead of 633 s; the vulkan "
+               "leg 131 of its 291, its build 328 s instead of 522 s; the cuda leg already shared them",
+        still_proves="act's night 2 must hit every unit but the two its tag changed in the caches it restored, none "
+                     "in the shared units; the vulkan leg's "
+                     "second build, in another folder, every unit and shader; a shared unit is a hit only when its "
+                     "compile command, compiler and sources are the same (ccache's own hash)",
+    ),
+    Reduction(
+        name="one GPU target (targets)",
+        variables=(),
+        saving="the gfx110X family's four targets cost 2.5 to 2.7 times one in clang's CPU seconds, measured on "
+               "two units (docs/testing.md): sum.cu 3.2 s against 8.0 s, mmq-instance-q4_0 17.5 s against 46.5 s",
+        still_proves="every HIP unit is compiled by clang for a real shipped target (gfx1100); the bundle's "
+                     "rocBLAS kernel files are filtered to the leg's targets, one here",
+    ),
+)
 
 
 def reduce_targets(backend: str, shipped: Sequence[str], *, programs_only: bool = False) -> list[str]:

@@ -5,8 +5,8 @@ llama-cpp-python's source distribution (0.3.36) vendors llama.cpp under
 commit, 0c1e570). It is downloaded with pip once into the test cache
 (``$PIPELINE_TEST_CACHE``, else ``~/.cache/llama-pipeline-tests``); a rerun
 on the same machine finds it there and asks no registry. Here, among the
-scripts, because a script never imports the tests; the tests take it through
-tests/support/llama_tree.py and tests/support/cache_root.py.
+scripts, because a script never imports the tests; the tests import it from
+here too (tests/support/llama_tree.py makes its local forge out of it).
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ time. The folder it makes is what ``--vulkan-sdk`` takes: ``include/vulkan``,
 ``lib/libvulkan.so*`` and ``bin/glslc`` (a copy of this machine's glslc).
 
 Where the files cannot be had, :func:`trixie_vulkan_sdk` raises
-:class:`SdkUnavailable` with the reason, and the test fails with it.
+:class:`SdkUnavailable` with the reason, and the test fails with it. The
+tests and the GPU check (scripts/gpu_check/prepare.py, which carries it to
+the lent machine) both take it from here.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from scripts.workload.llama_sdist import e2e_cache_root
 
 VERSION = "1.4.309"
 PACKAGES = ("libvulkan-dev/trixie", "libvulkan1/trixie")
@@ -62,9 +66,10 @@ def _apt(args: list[str], *, state: Path, cwd: Path) -> None:
         raise SdkUnavailable(f"apt-get {' '.join(args)} from {SUITE} failed ({proc.returncode}): {' | '.join(tail)}")
 
 
-def trixie_vulkan_sdk(cache_root: Path) -> Path:
-    """The SDK folder under the test cache, made once (atomically) and reused."""
-    root = cache_root
+def trixie_vulkan_sdk(cache_root: Path | None = None) -> Path:
+    """The SDK folder under ``cache_root`` (default: the test cache, :func:`e2e_cache_root`), made once
+    (atomically) and reused."""
+    root = cache_root or e2e_cache_root()
     sdk = root / f"vulkan-sdk-{SUITE}-{VERSION}"
     if (sdk / "bin" / "glslc").is_file() and (sdk / "include" / "vulkan" / "vulkan_core.h").is_file():
         return sdk
