@@ -69,6 +69,8 @@ def builds_here(leg: Leg) -> str | None:
     from pipeline.toolchain.cross import cross_problem
 
     return cross_problem(leg, host_os=HOST_OS, host=HOST_ARCH)
+
+
 # The run's resolution, when `resolve` ran in this nox invocation (a leg's dependency):
 # a file left by an earlier run is never picked up by a standalone leg.
 _RESOLVED_THIS_RUN: list[str] = []
@@ -226,7 +228,10 @@ def tests(session: nox.Session) -> None:
     """
     _install(session, "[test]")
     # --no-loadscope-reorder: the files in tests/conftest.py's order (the longest first), not by test count.
-    session.run("pytest", *(session.posargs or [*TEST_WORKERS, "--dist", "loadfile", "--no-loadscope-reorder", "tests"]))
+    session.run(
+        "pytest",
+        *(session.posargs or [*TEST_WORKERS, "--dist", "loadfile", "--no-loadscope-reorder", "tests"]),
+    )
 
 
 @nox.session
@@ -242,8 +247,15 @@ def e2e(session: nox.Session) -> None:
 def _build_docs(session: nox.Session, *args: str) -> None:
     # --strict: a broken link, a missing anchor or a page left out of the nav fails the build.
     # NO_MKDOCS_2_WARNING: the Material theme's banner about MkDocs 2 says nothing about this site.
-    session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site"), *args,
-                env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        str(ROOT / "site"),
+        *args,
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 @nox.session
@@ -251,6 +263,8 @@ def lint(session: nox.Session) -> None:
     """ruff, mypy --strict, the import contracts (the layers of ARCHITECTURE.md) and the docs site, strict."""
     _install(session, "[lint,docs]")
     session.run("ruff", "check", "pipeline", "tests", "scripts", "noxfile.py")
+    # The code is as `ruff format` writes it: a change that is not fails here, naming the files.
+    session.run("ruff", "format", "--check", "pipeline", "tests", "scripts", "noxfile.py")
     # mypy's cache in the cache home, not the checkout: a new clone (CI's every run) checks in 0.4 s what takes
     # 10 s cold. mypy re-checks any module whose source changed, whatever the folder it was checked in.
     cache = default_cache_home(os.environ) / "mypy"
@@ -303,8 +317,11 @@ def unknown_sessions(argv: Sequence[str], known: Sequence[str]) -> list[str]:
     parser.add_argument("-s", "-e", "--session", "--sessions", dest="sessions", nargs="*", action="extend")
     own = list(argv[1 : argv.index("--")] if "--" in argv else argv[1:])
     asked = parser.parse_known_args(own)[0].sessions or []
-    return [f"error: noxfile.py has no session {name!r}{did_you_mean(name, known)}; `nox -l` lists them"
-            for name in asked if name not in known]
+    return [
+        f"error: noxfile.py has no session {name!r}{did_you_mean(name, known)}; `nox -l` lists them"
+        for name in asked
+        if name not in known
+    ]
 
 
 if run_by_nox(sys.argv) and (_unknown := unknown_sessions(sys.argv, list(nox.registry.get()))):

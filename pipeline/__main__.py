@@ -16,8 +16,10 @@ def not_installed(err: ModuleNotFoundError) -> str:
     """The one line for a missing dependency: which module, and the install command for this checkout."""
     root = Path(__file__).resolve().parents[1]
     where = f'"{root}"' if (root / "pyproject.toml").is_file() else "the pipeline's checkout"
-    return (f"error: python -m pipeline needs its dependencies installed (no module named {err.name!r}): "
-            f"run `pip install -e {where}` (in a uv environment: `uv pip install -e {where}`), or use nox")
+    return (
+        f"error: python -m pipeline needs its dependencies installed (no module named {err.name!r}): "
+        f"run `pip install -e {where}` (in a uv environment: `uv pip install -e {where}`), or use nox"
+    )
 
 
 try:

@@ -31,10 +31,13 @@ from pipeline.processes.pause_points import checkpoint
 
 # The commands are the modules of pipeline/commands/ (one per command, ``cache_key.py`` is ``cache-key``), in
 # --help's order; listed from the folder, not imported, so the list is written nowhere else.
-COMMANDS = tuple(sorted(
-    path.stem.replace("_", "-") for path in (Path(__file__).parent / "commands").glob("*.py")
-    if path.stem != "__init__"
-))
+COMMANDS = tuple(
+    sorted(
+        path.stem.replace("_", "-")
+        for path in (Path(__file__).parent / "commands").glob("*.py")
+        if path.stem != "__init__"
+    )
+)
 
 
 def command_module(name: str) -> ModuleType:
@@ -47,78 +50,103 @@ def command_module(name: str) -> ModuleType:
     match name:
         case "alert":
             from pipeline.commands import alert
+
             return alert
         case "build":
             from pipeline.commands import build
+
             return build
         case "cache-budget":
             from pipeline.commands import cache_budget
+
             return cache_budget
         case "cache-key":
             from pipeline.commands import cache_key
+
             return cache_key
         case "cache-save":
             from pipeline.commands import cache_save
+
             return cache_save
         case "check-bundle":
             from pipeline.commands import check_bundle
+
             return check_bundle
         case "compare":
             from pipeline.commands import compare
+
             return compare
         case "deadman":
             from pipeline.commands import deadman
+
             return deadman
         case "rocm-alert":
             from pipeline.commands import rocm_alert
+
             return rocm_alert
         case "legs":
             from pipeline.commands import legs
+
             return legs
         case "matrix":
             from pipeline.commands import matrix
+
             return matrix
         case "pack":
             from pipeline.commands import pack
+
             return pack
         case "prune":
             from pipeline.commands import prune
+
             return prune
         case "publish":
             from pipeline.commands import publish
+
             return publish
         case "release-exists":
             from pipeline.commands import release_exists
+
             return release_exists
         case "replay":
             from pipeline.commands import replay
+
             return replay
         case "report":
             from pipeline.commands import report
+
             return report
         case "reproduce":
             from pipeline.commands import reproduce
+
             return reproduce
         case "retry":
             from pipeline.commands import retry
+
             return retry
         case "resolve":
             from pipeline.commands import resolve
+
             return resolve
         case "settings":
             from pipeline.commands import settings
+
             return settings
         case "simulate":
             from pipeline.commands import simulate
+
             return simulate
         case "source":
             from pipeline.commands import source
+
             return source
         case "timings":
             from pipeline.commands import timings
+
             return timings
         case "verify":
             from pipeline.commands import verify
+
             return verify
         case _:
             raise KeyError(name)
@@ -159,8 +187,13 @@ def add_global_flags(parser: argparse.ArgumentParser, *, default: object) -> Non
     """``--matrix`` and ``--debug``: every command takes them, before or after its name."""
     add_flag(parser, MATRIX, default=default)
     assert DEBUG.flag is not None
-    parser.add_argument(DEBUG.flag, dest=DEBUG.name, action="store_true", default=default or False,
-                        help=f"{DEBUG.help} (default: {default_text(DEBUG)})")
+    parser.add_argument(
+        DEBUG.flag,
+        dest=DEBUG.name,
+        action="store_true",
+        default=default or False,
+        help=f"{DEBUG.help} (default: {default_text(DEBUG)})",
+    )
 
 
 def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
@@ -270,5 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def interrupted(exc: KeyboardInterrupt) -> int:
     """The one line for a SIGTERM or SIGINT, and its exit code: 128 + the signal's number (143, 130)."""
     terminated = isinstance(exc, Terminated)
-    print(f"error: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): child processes stopped", file=sys.stderr)
+    print(
+        f"error: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): child processes stopped",
+        file=sys.stderr,
+    )
     return Terminated.exit_code if terminated else 130

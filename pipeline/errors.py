@@ -138,7 +138,7 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     0: "success (`compare`: the two sides are identical)",
     1: "CMake or Ninja failed, a bad record; `compare`: the sides differ",
     2: "a bad flag or variable; a malformed `matrix.toml` (non-finite or out-of-range numbers, empty strings, "
-       "a BOM, a malformed URL)",
+    "a BOM, a malformed URL)",
     3: "the source tree could not be obtained, or is not what was asked for",
     4: "a host could not be reached or answered badly after its retries",
     5: "TheRock's index could not be understood",
@@ -148,14 +148,14 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     9: "a bundle or manifest is corrupt, foreign or missing; `compare` met a FIFO or device",
     10: "the run cannot be published as it is",
     OS_ERROR_EXIT: "a path cannot be written or read: a file where a folder is needed, `/dev/null`, a read-only "
-                   "or full disk, a folder where a file is needed (`--out`, `--cache-dir`/`CCACHE_DIR`, "
-                   "`resolve --write`, `report --html`, `timings --trace`, `GITHUB_OUTPUT`)",
+    "or full disk, a folder where a file is needed (`--out`, `--cache-dir`/`CCACHE_DIR`, "
+    "`resolve --write`, `report --html`, `timings --trace`, `GITHUB_OUTPUT`)",
     12: "another live run holds the leg's output folder, a toolchain install or a download "
-        "(`--wait-lock` waits instead)",
+    "(`--wait-lock` waits instead)",
     13: "a leg built and packed its bundle, and the bundle fails check-bundle (the record's `bundle_check` and "
-        "`error` say which problem first)",
+    "`error` say which problem first)",
     14: "the newest ROCm build the policy can take is older than `rocm.max_age_days`, and `rocm.stale` (or "
-        "`PIPELINE_ROCM_STALE`) says `fail`",
+    "`PIPELINE_ROCM_STALE`) says `fail`",
     130: "interrupted by SIGINT (Ctrl-C)",
     Terminated.exit_code: "stopped by SIGTERM",
 }

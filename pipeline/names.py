@@ -24,6 +24,8 @@ DEFAULT_ARCH = "x64"
 
 def arch_problem(value: str) -> str | None:
     return None if value in ARCHES else "one of " + ", ".join(repr(a) for a in ARCHES)
+
+
 # matrix.toml's backend names (the table of backend objects is pipeline.backends.BACKENDS, keyed by these).
 BACKEND_NAMES = ("cpu", "cuda", "metal", "rocm", "vulkan")
 # ROCm toolchain policies that are rules; anything else must be an explicit version. "weekly-stable"
@@ -58,8 +60,10 @@ _ROCM_VERSION_PARTS = re.compile(r"(\d+)\.(\d+)\.(\d+)(a|rc)(\d{4})(\d{2})(\d{2}
 _ROCM_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 ROCM_VERSION_EXAMPLE = "10.1.0a20260807"
 ROCM_RELEASE_EXAMPLE = "7.14.0"
-ROCM_VERSION_EXPECTED = (f"a version like {ROCM_VERSION_EXAMPLE!r} (X.Y.Z, 'a' or 'rc', a real date YYYYMMDD) "
-                         f"or a stable release like {ROCM_RELEASE_EXAMPLE!r}")
+ROCM_VERSION_EXPECTED = (
+    f"a version like {ROCM_VERSION_EXAMPLE!r} (X.Y.Z, 'a' or 'rc', a real date YYYYMMDD) "
+    f"or a stable release like {ROCM_RELEASE_EXAMPLE!r}"
+)
 POLICY_EXPECTED = f"{POLICY_CHOICES} or {ROCM_VERSION_EXPECTED}"
 
 # llama.cpp's release tags, and what a run may ask for.
@@ -327,8 +331,9 @@ def template_problem(template: str) -> str | None:
         return f"a name template using only {', '.join('{' + f + '}' for f in FIELDS)} (not {{{unknown[0]}}})"
     if "tag" not in fields:
         return "a name template containing {tag} (each run's bundle needs its own name)"
-    probe = template.format(tag="b1", os_label="ubuntu", variant="-cpu", backend="cpu", family="gfx1100", leg="leg",
-                            arch="x64")
+    probe = template.format(
+        tag="b1", os_label="ubuntu", variant="-cpu", backend="cpu", family="gfx1100", leg="leg", arch="x64"
+    )
     if not _SAFE_FILE_NAME.match(probe):
         return "a name template that gives a file name of letters, digits, '.', '_', '+' and '-'"
     return None
@@ -342,8 +347,6 @@ SBOM_SUFFIX = ".cdx.json"
 # The SBOM inside a bundle, beside manifest.json (named here so that packing a bundle whose SBOM is
 # cached loads no CycloneDX library either).
 SBOM_NAME = "sbom" + SBOM_SUFFIX
-
-
 
 
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run (those are

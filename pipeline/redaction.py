@@ -33,7 +33,9 @@ _SECRET_QUERY = re.compile(
     re.IGNORECASE,
 )
 # An Authorization header as text: "Authorization: Bearer abc", "token abc" after it.
-_AUTH_HEADER = re.compile(r"(?P<key>\bAuthorization\s*[:=]\s*(?:Bearer|token|Basic)?\s*)(?P<value>[^\s,;\"']+)", re.I)
+_AUTH_HEADER = re.compile(
+    r"(?P<key>\bAuthorization\s*[:=]\s*(?:Bearer|token|Basic)?\s*)(?P<value>[^\s,;\"']+)", re.I
+)
 _BEARER = re.compile(r"(?P<key>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})")
 
 

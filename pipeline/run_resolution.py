@@ -44,14 +44,18 @@ def index_fetch(inputs: RunInputs) -> Fetch:
     return lambda url: fetch_index(url, retry=inputs.retry, on_wait=say_on_stderr)
 
 
-
 def wheel_page_fetch(inputs: RunInputs) -> PageFetch:
     """Fetch a wheel index page with the run's retry backoff and budget (waits said on stderr)."""
     return lambda url: fetch_page(url, retry=inputs.retry, on_wait=say_on_stderr)
 
 
-def _resolve_wheels_of(inputs: RunInputs, os_name: str, family: str, fetch: PageFetch | None,
-                       targets: Sequence[str] | None = None) -> ResolvedRocm:
+def _resolve_wheels_of(
+    inputs: RunInputs,
+    os_name: str,
+    family: str,
+    fetch: PageFetch | None,
+    targets: Sequence[str] | None = None,
+) -> ResolvedRocm:
     """One os/family from matrix.toml's wheel index (``[rocm] source = "wheels"``): a per-family index's pages
     for ``family``, or an index for every GPU's with one device project per GPU target (``targets``: the leg's,
     else those ``[rocm_families]`` gives the family), from the policy's stream (``{stream}``)."""
@@ -62,12 +66,20 @@ def _resolve_wheels_of(inputs: RunInputs, os_name: str, family: str, fetch: Page
     elif not targets:
         targets = next((f.targets for f in matrix.rocm_families.values() if f.therock == family), ())
         if not targets:
-            raise UsageError(f"{family!r}: no [rocm_families] entry of {matrix.path} names it, so its GPU targets "
-                             f"(one device wheel each on {rocm.wheel_index_url}) are unknown: name a leg (--leg)")
-    return resolve_wheels(os_name, family, policy=inputs.rocm_policy, now=inputs.now,
-                          index_url=rocm.wheel_index_for(family, rocm_stream(inputs.rocm_policy)),
-                          fetch=fetch or wheel_page_fetch(inputs), listing_url=families_url(rocm.wheel_index_url),
-                          targets=targets)
+            raise UsageError(
+                f"{family!r}: no [rocm_families] entry of {matrix.path} names it, so its GPU targets "
+                f"(one device wheel each on {rocm.wheel_index_url}) are unknown: name a leg (--leg)"
+            )
+    return resolve_wheels(
+        os_name,
+        family,
+        policy=inputs.rocm_policy,
+        now=inputs.now,
+        index_url=rocm.wheel_index_for(family, rocm_stream(inputs.rocm_policy)),
+        fetch=fetch or wheel_page_fetch(inputs),
+        listing_url=families_url(rocm.wheel_index_url),
+        targets=targets,
+    )
 
 
 def _rocm_leg(matrix: Matrix, leg: str | Leg) -> Leg:
@@ -109,8 +121,10 @@ class HostedIndexes:
             # A stable release carries no date: the hosts that had begun publishing by the run's day.
             found = hosts_upto(self.hosts, day, stream)
         if not found:
-            raise ConfigError(f"{self.where}: no {stream} host publishes builds dated {day} or earlier "
-                              f"(the hosts: {hosts_text(self.hosts, stream)}); --index-url names one")
+            raise ConfigError(
+                f"{self.where}: no {stream} host publishes builds dated {day} or earlier "
+                f"(the hosts: {hosts_text(self.hosts, stream)}); --index-url names one"
+            )
         return found
 
     def resolve(self, os_name: str, family: str) -> ResolvedRocm:
@@ -121,14 +135,29 @@ class HostedIndexes:
         build the policy takes (the week of a host's switch) goes on to the host before it."""
         if self.override is not None:
             entries, names = self.entries(self.override)
-            return resolve_from_entries(entries, os_name, family, policy=self.policy, now=self.now,
-                                        index_url=self.override, names=names)
+            return resolve_from_entries(
+                entries,
+                os_name,
+                family,
+                policy=self.policy,
+                now=self.now,
+                index_url=self.override,
+                names=names,
+            )
         hosts = self.candidates()
         for position, host in enumerate(hosts):
             entries, names = self.entries(host.index_url)
             try:
-                return resolve_from_entries(entries, os_name, family, policy=self.policy, now=self.now,
-                                            index_url=host.index_url, names=names, holds=host.holds)
+                return resolve_from_entries(
+                    entries,
+                    os_name,
+                    family,
+                    policy=self.policy,
+                    now=self.now,
+                    index_url=host.index_url,
+                    names=names,
+                    holds=host.holds,
+                )
             except NoBuildInRange:
                 if position == len(hosts) - 1:
                     raise
@@ -143,8 +172,14 @@ def build_day_limit(policy: str, now: datetime) -> date:
     return cutoff_for(policy, now) or now.date()
 
 
-def resolve_target(inputs: RunInputs, os_name: str, family: str, *, fetch: Fetch | None = None,
-                   targets: Sequence[str] | None = None) -> ResolvedRocm:
+def resolve_target(
+    inputs: RunInputs,
+    os_name: str,
+    family: str,
+    *,
+    fetch: Fetch | None = None,
+    targets: Sequence[str] | None = None,
+) -> ResolvedRocm:
     """The ROCm build of one os/family at the run's moment, by the run's policy.
 
     From the wheel index when the run's matrix.toml says ``[rocm] source =
@@ -183,7 +218,9 @@ def resolve_run(
     """
     matrix = inputs.require_matrix()
     policy, now = inputs.rocm_policy, inputs.now
-    rocm_legs = [leg for leg in matrix.legs.values() if leg.needs_resolution] if inputs.rocm_path is None else []
+    rocm_legs = (
+        [leg for leg in matrix.legs.values() if leg.needs_resolution] if inputs.rocm_path is None else []
+    )
     if rocm_legs and matrix.rocm.source == "wheels":
         return _resolve_run_from_wheels(inputs, rocm_legs, source=source)
     indexes = HostedIndexes(inputs, fetch)
@@ -196,13 +233,21 @@ def resolve_run(
             raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None
     # The run's one index when it was given one; with hosts by date each leg names its own.
     resolution = Resolution(
-        now=now, rocm_policy=policy, cutoff=cutoff_for(policy, now), legs=legs, index_url=inputs.index_url,
+        now=now,
+        rocm_policy=policy,
+        cutoff=cutoff_for(policy, now),
+        legs=legs,
+        index_url=inputs.index_url,
     )
     if source:
         from pipeline.source.checkout import resolve_source
 
         resolution.source = resolve_source(
-            matrix.source, now=now, tag=inputs.tag, git_url_template=inputs.git_url_template, environ=inputs.environ
+            matrix.source,
+            now=now,
+            tag=inputs.tag,
+            git_url_template=inputs.git_url_template,
+            environ=inputs.environ,
         )
     return resolution
 
@@ -227,14 +272,20 @@ def _resolve_run_from_wheels(inputs: RunInputs, rocm_legs: list[Leg], *, source:
         except ResolutionError as err:
             raise ResolutionError(f"leg {leg.name}: {err.message}", hint=err.hint) from None
     resolution = Resolution(
-        now=inputs.now, rocm_policy=inputs.rocm_policy, cutoff=cutoff_for(inputs.rocm_policy, inputs.now),
-        legs=legs, index_url=matrix.rocm.wheel_index_url,
+        now=inputs.now,
+        rocm_policy=inputs.rocm_policy,
+        cutoff=cutoff_for(inputs.rocm_policy, inputs.now),
+        legs=legs,
+        index_url=matrix.rocm.wheel_index_url,
     )
     if source:
         from pipeline.source.checkout import resolve_source
 
         resolution.source = resolve_source(
-            matrix.source, now=inputs.now, tag=inputs.tag, git_url_template=inputs.git_url_template,
+            matrix.source,
+            now=inputs.now,
+            tag=inputs.tag,
+            git_url_template=inputs.git_url_template,
             environ=inputs.environ,
         )
     return resolution
@@ -295,8 +346,11 @@ def source_for_run(inputs: RunInputs) -> SourceSpec:
             )
         return spec
     return resolve_source(
-        matrix.source, now=inputs.now, tag=inputs.tag,
-        git_url_template=inputs.git_url_template, environ=inputs.environ,
+        matrix.source,
+        now=inputs.now,
+        tag=inputs.tag,
+        git_url_template=inputs.git_url_template,
+        environ=inputs.environ,
     )
 
 
@@ -317,7 +371,9 @@ def resolve_leg(inputs: RunInputs, leg: Leg, *, rocm_path: Path | None, tree_giv
     try:
         source = source_for_run(inputs)
     except SourceError as err:
-        raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
+        raise SourceError(
+            err.message, hint="offline? pass --source DIR to build an existing checkout"
+        ) from None
     return LegResolution(rocm=rocm, source=source)
 
 

@@ -37,7 +37,10 @@ FIRST = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--leg", action="append", default=[], metavar="LEG",
+        "--leg",
+        action="append",
+        default=[],
+        metavar="LEG",
         help="only the tests marked leg(LEG): the real-tree builds of that matrix.toml leg (repeatable; "
         "`nox -s e2e -- --leg cuda`)",
     )
@@ -55,7 +58,9 @@ def _select_legs(config: pytest.Config, items: list[pytest.Item]) -> None:
     known = list(load_matrix(Path(__file__).resolve().parents[1] / "matrix.toml").all_legs)
     for name in asked:
         if name not in known:
-            raise pytest.UsageError(f"--leg {name}: matrix.toml declares no such leg{did_you_mean(name, known)}")
+            raise pytest.UsageError(
+                f"--leg {name}: matrix.toml declares no such leg{did_you_mean(name, known)}"
+            )
     kept, dropped = [], []
     for item in items:
         legs = {leg for mark in item.iter_markers("leg") for leg in mark.args}

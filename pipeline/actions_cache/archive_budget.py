@@ -51,4 +51,6 @@ def archive_decision(inputs: RunInputs, rocm_urls: Callable[[], Mapping[str, str
 
 
 def _no_room(ccache: dict[str, int], limit: int) -> ArchiveDecision:
-    return ArchiveDecision(cache_archives=False, ccache_bytes=sum(ccache.values()), archive_bytes=0, limit_bytes=limit)
+    return ArchiveDecision(
+        cache_archives=False, ccache_bytes=sum(ccache.values()), archive_bytes=0, limit_bytes=limit
+    )

@@ -43,7 +43,11 @@ class CacheBudget:
         if self.bytes_after < self.warn_fraction * self.limit_bytes:
             return []
         parts = ", ".join(f"{k.kind} {human_bytes(k.bytes_after)}" for k in self.kinds if k.bytes_after)
-        over = "over the limit: GitHub is evicting" if self.bytes_after > self.limit_bytes else "GitHub evicts past the limit"
+        over = (
+            "over the limit: GitHub is evicting"
+            if self.bytes_after > self.limit_bytes
+            else "GitHub evicts past the limit"
+        )
         return [
             f"after pruning, Actions caches still use {human_bytes(self.bytes_after)} of "
             f"{human_bytes(self.limit_bytes)} ({parts}); {over}, least recently used first, "
@@ -62,8 +66,13 @@ class CacheBudget:
 
     def markdown_rows(self) -> list[str]:
         rows = ["| kind | caches | now | after pruning |", "| --- | ---: | ---: | ---: |"]
-        rows += [f"| {k.kind} | {k.count} | {human_bytes(k.bytes_now)} | {human_bytes(k.bytes_after)} |" for k in self.kinds]
-        rows.append(f"| **total** (limit {human_bytes(self.limit_bytes)}) | | | **{human_bytes(self.bytes_after)}** |")
+        rows += [
+            f"| {k.kind} | {k.count} | {human_bytes(k.bytes_now)} | {human_bytes(k.bytes_after)} |"
+            for k in self.kinds
+        ]
+        rows.append(
+            f"| **total** (limit {human_bytes(self.limit_bytes)}) | | | **{human_bytes(self.bytes_after)}** |"
+        )
         return rows
 
 
@@ -104,7 +113,9 @@ class ArchiveDecision:
             return (f"{ccache} ([ccache] max_size for every leg) alone exceed the {human_bytes(self.limit_bytes)} "
                     "limit: toolchain archives kept out of the Actions cache (downloaded each run)")  # fmt: skip
         if self.archive_bytes is None:
-            return f"toolchain archives kept out of the Actions cache: their size is unknown ({ccache} budgeted)"
+            return (
+                f"toolchain archives kept out of the Actions cache: their size is unknown ({ccache} budgeted)"
+            )
         need = f"{ccache} + {human_bytes(self.archive_bytes)} of toolchain archives"
         fits = "fit in" if self.cache_archives else "exceed"
         verdict = "cached" if self.cache_archives else "kept out of the Actions cache (downloaded each run)"
@@ -122,8 +133,13 @@ def toolchain_archives_fit(
     ccache = sum(ccache_max_bytes.values())
     sizes = list(archive_bytes.values())
     if any(size is None for size in sizes):
-        return ArchiveDecision(cache_archives=False, ccache_bytes=ccache, archive_bytes=None, limit_bytes=limit_bytes)
+        return ArchiveDecision(
+            cache_archives=False, ccache_bytes=ccache, archive_bytes=None, limit_bytes=limit_bytes
+        )
     total = sum(size for size in sizes if size is not None)
     return ArchiveDecision(
-        cache_archives=ccache + total <= limit_bytes, ccache_bytes=ccache, archive_bytes=total, limit_bytes=limit_bytes
+        cache_archives=ccache + total <= limit_bytes,
+        ccache_bytes=ccache,
+        archive_bytes=total,
+        limit_bytes=limit_bytes,
     )

@@ -100,8 +100,10 @@ def fits_github(key: str) -> str:
     """``key`` when GitHub's cache takes it (at most :data:`GITHUB_KEY_MAX` characters), else a UsageError: every
     key this module makes passes here before it is used."""
     if len(key) > GITHUB_KEY_MAX:
-        raise UsageError(f"cache key {key[:80]!r}... is {len(key)} characters: GitHub's cache takes at most "
-                         f"{GITHUB_KEY_MAX}")
+        raise UsageError(
+            f"cache key {key[:80]!r}... is {len(key)} characters: GitHub's cache takes at most "
+            f"{GITHUB_KEY_MAX}"
+        )
     return key
 
 

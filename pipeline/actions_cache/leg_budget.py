@@ -83,21 +83,37 @@ class LegBudget:
             "keep": self.keep,
             "warm_bytes": self.warm_bytes,
             "needed_bytes": self.needed_bytes,
-            "legs": [{"leg": s.leg, "share_bytes": s.share_bytes, "warm_bytes": s.warm_bytes, "fits": s.fits}
-                     for s in self.shares],
+            "legs": [
+                {"leg": s.leg, "share_bytes": s.share_bytes, "warm_bytes": s.warm_bytes, "fits": s.fits}
+                for s in self.shares
+            ],
             "warnings": self.warnings(),
         }
 
 
 def plan_leg_budget(
-    legs: Sequence[str], *, limit_bytes: int, warn_fraction: float, keep: int, max_size_bytes: int, warm_bytes: int,
+    legs: Sequence[str],
+    *,
+    limit_bytes: int,
+    warn_fraction: float,
+    keep: int,
+    max_size_bytes: int,
+    warm_bytes: int,
 ) -> LegBudget:
     """An equal share of the usable budget for each leg's ``keep`` generations (no leg's cache is worth less)."""
     caches = max(1, len(legs) * keep)
     share = int(limit_bytes * warn_fraction) // caches
-    shares = tuple(LegShare(leg=leg, share_bytes=min(share, max_size_bytes), warm_bytes=warm_bytes) for leg in legs)
-    return LegBudget(limit_bytes=limit_bytes, warn_fraction=warn_fraction, keep=keep, max_size_bytes=max_size_bytes,
-                     warm_bytes=warm_bytes, shares=shares)
+    shares = tuple(
+        LegShare(leg=leg, share_bytes=min(share, max_size_bytes), warm_bytes=warm_bytes) for leg in legs
+    )
+    return LegBudget(
+        limit_bytes=limit_bytes,
+        warn_fraction=warn_fraction,
+        keep=keep,
+        max_size_bytes=max_size_bytes,
+        warm_bytes=warm_bytes,
+        shares=shares,
+    )
 
 
 def matrix_leg_budget(matrix: Matrix) -> LegBudget:
@@ -107,7 +123,10 @@ def matrix_leg_budget(matrix: Matrix) -> LegBudget:
     does not shrink the others' caches past what they hold.
     """
     return plan_leg_budget(
-        list(matrix.all_legs), limit_bytes=matrix.github.cache_limit_bytes, warn_fraction=matrix.github.cache_warn_fraction,
-        keep=matrix.github.keep, max_size_bytes=parse_size(matrix.ccache.max_size),
+        list(matrix.all_legs),
+        limit_bytes=matrix.github.cache_limit_bytes,
+        warn_fraction=matrix.github.cache_warn_fraction,
+        keep=matrix.github.keep,
+        max_size_bytes=parse_size(matrix.ccache.max_size),
         warm_bytes=parse_size(matrix.ccache.warm_size),
     )

@@ -158,9 +158,11 @@ def plan_prune(
             continue
         buckets[(entry.ref, parts.kind, parts.leg)].append(entry)
     groups = []
-    for (ref, kind, leg) in sorted(buckets):
+    for ref, kind, leg in sorted(buckets):
         ordered = sorted(buckets[(ref, kind, leg)], key=_newest_first)
-        groups.append(GroupPlan(ref=ref, kind=kind, leg=leg, keep=tuple(ordered[:keep]), delete=tuple(ordered[keep:])))
+        groups.append(
+            GroupPlan(ref=ref, kind=kind, leg=leg, keep=tuple(ordered[:keep]), delete=tuple(ordered[keep:]))
+        )
     return PrunePlan(
         groups=tuple(groups),
         malformed=tuple(sorted(malformed, key=lambda e: e.id)),

@@ -162,8 +162,13 @@ def _write(
     stats = packing.PackStats()
     ordered = _sorted(entries)
     with atomic_output(path) as raw:
-        jobs = packing.parallel_deflate([_big_path(e) for e in ordered], level=level, cache=cache, workers=workers,
-                                        known=[e.digest for e in ordered])
+        jobs = packing.parallel_deflate(
+            [_big_path(e) for e in ordered],
+            level=level,
+            cache=cache,
+            workers=workers,
+            known=[e.digest for e in ordered],
+        )
         fill(raw, _held_at_pack(zip(ordered, jobs, strict=True)), stats, level)
     return packing.finish_stats(stats, path, started)
 
@@ -175,9 +180,7 @@ def _held_at_pack(members: Iterator[_Member]) -> Iterator[_Member]:
         yield member
 
 
-def _fill_tar_gz(
-    raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int
-) -> None:
+def _fill_tar_gz(raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int) -> None:
     glue = bytearray()
     offset = 0  # in the uncompressed tar stream
     for entry, job in members:
@@ -214,9 +217,7 @@ def _fill_tar_gz(
     stats.members += 1
 
 
-def _fill_zip(
-    raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int
-) -> None:
+def _fill_zip(raw: BinaryIO, members: Iterator[_Member], stats: packing.PackStats, level: int) -> None:
     central: list[bytes] = []
     writer = ZipWriter(raw)
     for entry, job in members:
@@ -227,7 +228,10 @@ def _fill_zip(
         if job is None:
             data = _read(entry)
             deflated = packing.Deflated(
-                data=packing.raw_deflate(data, level), size=len(data), crc32=zlib.crc32(data), sha256="",
+                data=packing.raw_deflate(data, level),
+                size=len(data),
+                crc32=zlib.crc32(data),
+                sha256="",
                 reused=False,
             )
             stats.files += 1
@@ -238,8 +242,9 @@ def _fill_zip(
             packing.count_member(stats, deflated)
         attr = (stat.S_IFREG | entry.mode) << 16
         central.append(
-            writer.member(entry.name, deflated.data, stored=False, crc=deflated.crc32, size=deflated.size,
-                          attr=attr)
+            writer.member(
+                entry.name, deflated.data, stored=False, crc=deflated.crc32, size=deflated.size, attr=attr
+            )
         )
     writer.finish(central)
 
@@ -270,7 +275,9 @@ def archive_kind(path: Path) -> str | None:
     return None
 
 
-def read_members(path: Path, keep: tuple[str, ...] = (MANIFEST_MEMBER,)) -> Iterator[tuple[Member, bytes | None]]:
+def read_members(
+    path: Path, keep: tuple[str, ...] = (MANIFEST_MEMBER,)
+) -> Iterator[tuple[Member, bytes | None]]:
     """Every file and symlink of an archive (directories skipped), with its digest.
 
     The content is also yielded for a member named in ``keep`` (small: the
@@ -289,7 +296,9 @@ def read_members(path: Path, keep: tuple[str, ...] = (MANIFEST_MEMBER,)) -> Iter
         raise BundleError(f"{path}: corrupt bundle: {exc or type(exc).__name__}") from None
 
 
-def _file_member(archive: Path, name: str, fh: IO[bytes], keep: tuple[str, ...]) -> tuple[Member, bytes | None]:
+def _file_member(
+    archive: Path, name: str, fh: IO[bytes], keep: tuple[str, ...]
+) -> tuple[Member, bytes | None]:
     """A regular file's entry; the bytes of those in ``keep`` are kept, every other file is only hashed."""
     # A bundle's manifest sits at the top or in the bundle's one top folder (``llama-<tag>/manifest.json``).
     if name.rsplit("/", 1)[-1] in keep and name.count("/") <= 1:
@@ -315,7 +324,9 @@ def _read_tar(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes
                 assert fh is not None
                 yield _file_member(path, name, fh, keep)
             else:
-                raise BundleError(f"{path}: foreign archive: {name} is neither a file, a symlink nor a folder")
+                raise BundleError(
+                    f"{path}: foreign archive: {name} is neither a file, a symlink nor a folder"
+                )
 
 
 # PATH_MAX on Linux and macOS.
@@ -333,7 +344,9 @@ def _read_zip(path: Path, keep: tuple[str, ...]) -> Iterator[tuple[Member, bytes
                     # A link target is a path: a "link" of megabytes is a forged member, not read whole.
                     target = fh.read(_MAX_LINK + 1)
                     if len(target) > _MAX_LINK:
-                        raise BundleError(f"{path}: foreign archive: {name} is a symlink over {_MAX_LINK} bytes long")
+                        raise BundleError(
+                            f"{path}: foreign archive: {name} is a symlink over {_MAX_LINK} bytes long"
+                        )
                     yield Member(name=name, link=target.decode("utf-8", "replace")), None
                 else:
                     yield _file_member(path, name, fh, keep)
@@ -350,8 +363,11 @@ def member_sizes(path: Path) -> list[tuple[str, int]]:
     try:
         if kind == "zip":
             with zipfile.ZipFile(path) as zf:
-                return [(info.filename, info.file_size) for info in zf.infolist()
-                        if not info.is_dir() and not stat.S_ISLNK(info.external_attr >> 16)]
+                return [
+                    (info.filename, info.file_size)
+                    for info in zf.infolist()
+                    if not info.is_dir() and not stat.S_ISLNK(info.external_attr >> 16)
+                ]
         with tarfile.open(path, mode="r:gz") as tar:
             return [(info.name, info.size) for info in tar if info.isfile()]
     except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, gzip.BadGzipFile) as exc:

@@ -44,7 +44,6 @@ LAYOUT_DIRS = frozenset({"bin", "lib", "lib64", "llvm", "include", "share", "lib
 CHUNK = 1024 * 1024
 
 
-
 def link_problem(name: str, linkname: str, *, hard: bool) -> str | None:
     """Why a link member is unsafe: absolute, or pointing outside the install root.
 
@@ -293,7 +292,11 @@ def tree_change(root: Path, listed: Mapping[str, Any], *, quick: bool, added: bo
             info = path.lstat()
         except (ValueError, OSError):
             return f"{rel} is missing"
-        if not stat.S_ISREG(info.st_mode) or str(info.st_size) != size or bool(info.st_mode & 0o100) != bool(executable):
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or str(info.st_size) != size
+            or bool(info.st_mode & 0o100) != bool(executable)
+        ):
             return f"{rel} changed"
         if (not quick or str(info.st_mtime_ns) != mtime) and file_digest(path)[1] != digest:
             return f"{rel} changed"
@@ -305,7 +308,11 @@ def tree_change(root: Path, listed: Mapping[str, Any], *, quick: bool, added: bo
 
 
 def extract_archive(
-    archive: Path, target: Path, *, marker: Mapping[str, Any] | None = None, digests: bool = False,
+    archive: Path,
+    target: Path,
+    *,
+    marker: Mapping[str, Any] | None = None,
+    digests: bool = False,
     lift: bool = True,
 ) -> Path:
     """Unpack ``archive`` (tar.* or zip) so that ``target`` appears complete or not at all.
@@ -406,7 +413,9 @@ def check_archive(archive: Path, *, name: str | None = None) -> None:
             with archive.open("rb") as start:
                 head = start.read(40)
             what = "empty" if not head else f"starts with {head.decode('ascii', 'replace')!r}"
-            raise ToolchainError(f"{shown}: corrupt or unreadable archive: not a tar or zip archive ({what})") from None
+            raise ToolchainError(
+                f"{shown}: corrupt or unreadable archive: not a tar or zip archive ({what})"
+            ) from None
         with tar:
             for member in tar:
                 if member.isreg() and (data := tar.extractfile(member)) is not None:
@@ -437,5 +446,3 @@ def remove_stale(folder: Path, prefix: str, suffixes: tuple[str, ...]) -> list[P
 def glob_escape(text: str) -> str:
     """``text`` with glob's special characters taken literally."""
     return re.sub(r"([*?\[])", r"[\1]", text)
-
-

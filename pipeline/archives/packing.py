@@ -160,7 +160,9 @@ def _file_chunks(path: Path) -> Iterator[bytes]:
             yield chunk
 
 
-def deflate_file(path: Path, level: int, cache: PackCache | None, known: ContentDigest | None = None) -> Deflated:
+def deflate_file(
+    path: Path, level: int, cache: PackCache | None, known: ContentDigest | None = None
+) -> Deflated:
     """``path``'s content as raw deflate, from the cache when it holds the same content.
 
     Without a cache the file is read once (size and crc32 while compressing;
@@ -212,7 +214,11 @@ def gzip_bytes(data: bytes, level: int) -> bytes:
 
 
 def parallel_deflate(
-    paths: Sequence[Path | None], *, level: int, cache: Path | None, workers: int | None,
+    paths: Sequence[Path | None],
+    *,
+    level: int,
+    cache: Path | None,
+    workers: int | None,
     known: Sequence[ContentDigest | None] | None = None,
 ) -> Iterator[Future[Deflated] | None]:
     """For each of ``paths`` in order: a future of that file's deflated content (None stays None);

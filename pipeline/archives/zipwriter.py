@@ -48,8 +48,18 @@ class ZipWriter:
         local_extra = struct.pack("<HHQQ", 1, 16, size, csize) if big else b""
         self._write(
             struct.pack(
-                "<4sHHHHHIIIHH", b"PK\x03\x04", version, flags, method, _DOS_TIME, _DOS_DATE, crc & _MAX32,
-                _MAX32 if big else csize, _MAX32 if big else size, len(encoded), len(local_extra),
+                "<4sHHHHHIIIHH",
+                b"PK\x03\x04",
+                version,
+                flags,
+                method,
+                _DOS_TIME,
+                _DOS_DATE,
+                crc & _MAX32,
+                _MAX32 if big else csize,
+                _MAX32 if big else size,
+                len(encoded),
+                len(local_extra),
             )
         )
         self._write(encoded + local_extra)
@@ -59,9 +69,25 @@ class ZipWriter:
         central_extra = struct.pack("<HHQQQ", 1, 24, size, csize, offset) if wide else b""
         return (
             struct.pack(
-                "<4sBBHHHHHIIIHHHHHII", b"PK\x01\x02", version, _UNIX, version, flags, method, _DOS_TIME,
-                _DOS_DATE, crc & _MAX32, _MAX32 if wide else csize, _MAX32 if wide else size, len(encoded),
-                len(central_extra), 0, 0, 0, attr, _MAX32 if wide else offset,
+                "<4sBBHHHHHIIIHHHHHII",
+                b"PK\x01\x02",
+                version,
+                _UNIX,
+                version,
+                flags,
+                method,
+                _DOS_TIME,
+                _DOS_DATE,
+                crc & _MAX32,
+                _MAX32 if wide else csize,
+                _MAX32 if wide else size,
+                len(encoded),
+                len(central_extra),
+                0,
+                0,
+                0,
+                attr,
+                _MAX32 if wide else offset,
             )
             + encoded
             + central_extra
@@ -76,7 +102,9 @@ class ZipWriter:
         count = len(central)
         if count >= _MAX16 or size >= _MAX32 or start >= _MAX32:
             end64 = self.offset
-            self._write(struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, start))
+            self._write(
+                struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, start)
+            )
             self._write(struct.pack("<4sIQI", b"PK\x06\x07", 0, end64, 1))
             self._write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, _MAX16, _MAX16, _MAX32, _MAX32, 0))
             return

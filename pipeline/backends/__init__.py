@@ -35,11 +35,21 @@ from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["BACKENDS", "Backend", "backend_of", "leg_description", "leg_toolkit", "prepare_toolchain", "render_name",
-           "runtime_profile", "toolchain_request"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "backend_of",
+    "leg_description",
+    "leg_toolkit",
+    "prepare_toolchain",
+    "render_name",
+    "runtime_profile",
+    "toolchain_request",
+]
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (cpu.BACKEND, cuda.BACKEND, metal.BACKEND, rocm.BACKEND,
-                                                     vulkan.BACKEND)}
+BACKENDS: dict[str, Backend] = {
+    b.name: b for b in (cpu.BACKEND, cuda.BACKEND, metal.BACKEND, rocm.BACKEND, vulkan.BACKEND)
+}
 
 
 def backend_of(leg: Leg) -> Backend:
@@ -66,7 +76,9 @@ def toolchain_request(
     instead of the one the run would download.
     """
     if leg.needs_resolution and rocm is None and rocm_path is None:
-        raise ToolchainError(f"leg {leg.name!r}: no TheRock build was resolved for it and no --rocm-path given")
+        raise ToolchainError(
+            f"leg {leg.name!r}: no TheRock build was resolved for it and no --rocm-path given"
+        )
     return ToolchainRequest(
         leg=leg,
         environ=inputs.environ,
@@ -103,7 +115,13 @@ def runtime_profile(backend: str, os_name: str) -> RuntimeProfile:
 
 
 def render_name(
-    template: str | None, *, tag: str, leg: str, backend: str, os_name: str, family: str | None,
+    template: str | None,
+    *,
+    tag: str,
+    leg: str,
+    backend: str,
+    os_name: str,
+    family: str | None,
     arch: str = DEFAULT_ARCH,
 ) -> str:
     """The bundle's file name: the template (:data:`pipeline.names.DEFAULT_TEMPLATE`) filled in, plus

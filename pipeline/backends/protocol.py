@@ -56,10 +56,14 @@ class OpenedLibrary:
     def owns(self, file_name: str, *, windows: bool) -> bool:
         """Whether the bundle file ``file_name`` is this entry's owner (its name starts with ``owner``; any
         case on Windows)."""
-        return file_name.lower().startswith(self.owner.lower()) if windows else file_name.startswith(self.owner)
+        return (
+            file_name.lower().startswith(self.owner.lower()) if windows else file_name.startswith(self.owner)
+        )
 
 
-def asked_names(owner_name: str, data: bytes, opened: Sequence[OpenedLibrary], *, windows: bool) -> list[tuple[str, OpenedLibrary]]:
+def asked_names(
+    owner_name: str, data: bytes, opened: Sequence[OpenedLibrary], *, windows: bool
+) -> list[tuple[str, OpenedLibrary]]:
     """The libraries ``data`` (the bytes of the bundle file ``owner_name``) asks for by name, as the
     backend's :class:`~pipeline.backends.protocol.OpenedLibrary` entries declare them: (name, entry), each
     name once. A Windows DLL may hold the name as a UTF-16 string: its bytes are read without the NULs too."""

@@ -24,28 +24,41 @@ if TYPE_CHECKING:
 # entry applying where its owner ships and asks for the name (pipeline/backends/protocol.py, OpenedLibrary).
 _LINUX_OPENED = (
     # HIP loads its code-object compiler by name at run time, TheRock's and Debian's alike.
-    OpenedLibrary(owner="libamdhip64", pattern=r"libamd_comgr\.so\.[0-9]+",
-                  evidence="ROCm/rocm-systems projects/clr/rocclr/device/comgrctx.cpp at 16cec59a639f (Comgr::LoadLib "
-                           "opens libamd_comgr.so.<N> by name); Debian's libamdhip64 has no DT_NEEDED on it"),
+    OpenedLibrary(
+        owner="libamdhip64",
+        pattern=r"libamd_comgr\.so\.[0-9]+",
+        evidence="ROCm/rocm-systems projects/clr/rocclr/device/comgrctx.cpp at 16cec59a639f (Comgr::LoadLib "
+        "opens libamd_comgr.so.<N> by name); Debian's libamdhip64 has no DT_NEEDED on it",
+    ),
     # hipBLASLt's TensileLite host code, a library of its own in TheRock's nightlies since 2026-09, and the LLVM
     # OpenMP runtime it loads, by its unversioned name, from lib/llvm/lib.
-    OpenedLibrary(owner="libtensilelite-host", pattern=r"libomp\.so(?![.0-9])",
-                  evidence="ROCm/TheRock build_tools/github_actions/test_executable_scripts/pytest_runner.py at "
-                           "89553ce3746e (TensileLite links libomp.so from lib/llvm/lib); the reference release "
-                           "(unslothai/llama.cpp 9c124eab, as the survey read it) ships libomp.so beside "
-                           "libtensilelite-host; lemonade-sdk/llamacpp-rocm #146 (libtensilelite-host missing)"),
+    OpenedLibrary(
+        owner="libtensilelite-host",
+        pattern=r"libomp\.so(?![.0-9])",
+        evidence="ROCm/TheRock build_tools/github_actions/test_executable_scripts/pytest_runner.py at "
+        "89553ce3746e (TensileLite links libomp.so from lib/llvm/lib); the reference release "
+        "(unslothai/llama.cpp 9c124eab, as the survey read it) ships libomp.so beside "
+        "libtensilelite-host; lemonade-sdk/llamacpp-rocm #146 (libtensilelite-host missing)",
+    ),
     # TheRock's private libnuma needs GCC's libatomic, which its tarball does not carry and a clean machine
     # may lack: copied from the build machine (Ubuntu's libatomic1, its copyright with it).
-    OpenedLibrary(owner="librocm_sysdeps_numa", pattern=r"libatomic\.so\.1", from_system=True,
-                  evidence="unslothai/llama.cpp .github/workflows/unsloth-prebuilt-rocm.yml at d32676d7 "
-                           "(libhsa-runtime64 -> librocm_sysdeps_numa -> libatomic.so.1; lemonade-sdk/lemonade#1349)"),
+    OpenedLibrary(
+        owner="librocm_sysdeps_numa",
+        pattern=r"libatomic\.so\.1",
+        from_system=True,
+        evidence="unslothai/llama.cpp .github/workflows/unsloth-prebuilt-rocm.yml at d32676d7 "
+        "(libhsa-runtime64 -> librocm_sysdeps_numa -> libatomic.so.1; lemonade-sdk/lemonade#1349)",
+    ),
 )
 _WINDOWS_OPENED = (
     # amdhip64 loads comgr with LoadLibrary, under the name TheRock's build gives it (amd_comgr0713.dll, ...):
     # not in its import table, so a zip without it lists no GPU.
-    OpenedLibrary(owner="amdhip64", pattern=r"amd_comgr[0-9A-Za-z_]*\.dll",
-                  evidence="ROCm/rocm-systems projects/clr/rocclr/device/comgrctx.cpp at 16cec59a639f; ROCm/TheRock "
-                           "core/CMakeLists.txt at 89553ce3746e (THEROCK_COMGR_DLL_NAME, the DLL CLR loads)"),
+    OpenedLibrary(
+        owner="amdhip64",
+        pattern=r"amd_comgr[0-9A-Za-z_]*\.dll",
+        evidence="ROCm/rocm-systems projects/clr/rocclr/device/comgrctx.cpp at 16cec59a639f; ROCm/TheRock "
+        "core/CMakeLists.txt at 89553ce3746e (THEROCK_COMGR_DLL_NAME, the DLL CLR loads)",
+    ),
 )
 
 # TheRock's layout (lib/, its LLVM and system dependencies beside it); a distribution's /usr keeps its

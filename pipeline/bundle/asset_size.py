@@ -40,18 +40,27 @@ def oversize_problem(leg: str, bundle: Path, *, limit: int = RELEASE_ASSET_LIMIT
     size = bundle.stat().st_size
     if size < limit:
         return None
-    return (f"leg {leg}: {bundle.name} is {human_bytes(size)} ({size} bytes), not under GitHub's "
-            f"{human_bytes(limit)} limit per release asset: no upload could take it; {_largest_text(bundle)}")
+    return (
+        f"leg {leg}: {bundle.name} is {human_bytes(size)} ({size} bytes), not under GitHub's "
+        f"{human_bytes(limit)} limit per release asset: no upload could take it; {_largest_text(bundle)}"
+    )
 
 
-def near_limit_warning(leg: str, bundle: Path, *, limit: int = RELEASE_ASSET_LIMIT_BYTES,
-                       fraction: float = RELEASE_ASSET_WARN_FRACTION) -> str | None:
+def near_limit_warning(
+    leg: str,
+    bundle: Path,
+    *,
+    limit: int = RELEASE_ASSET_LIMIT_BYTES,
+    fraction: float = RELEASE_ASSET_WARN_FRACTION,
+) -> str | None:
     """A warning when ``leg``'s bundle has reached ``fraction`` of the limit (but is under it), else None."""
     size = bundle.stat().st_size
     if not limit * fraction <= size < limit:
         return None
-    return (f"leg {leg}: {bundle.name} is {human_bytes(size)}, {size / limit:.0%} of GitHub's {human_bytes(limit)} "
-            f"limit per release asset; {_largest_text(bundle)}")
+    return (
+        f"leg {leg}: {bundle.name} is {human_bytes(size)}, {size / limit:.0%} of GitHub's {human_bytes(limit)} "
+        f"limit per release asset; {_largest_text(bundle)}"
+    )
 
 
 def check_asset_size(leg: str, bundle: Path) -> str | None:

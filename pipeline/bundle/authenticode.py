@@ -79,8 +79,10 @@ def is_pe_name(name: str) -> bool:
 def find_osslsigncode(environ: Mapping[str, str]) -> Path:
     found = shutil.which(TOOL, path=environ.get("PATH"))
     if found is None:
-        raise ToolchainError(f"{TOOL} not found on PATH: it signs and verifies the Windows bundles' Authenticode "
-                             "signatures (Debian: apt install osslsigncode; Windows: MSYS2's osslsigncode)")
+        raise ToolchainError(
+            f"{TOOL} not found on PATH: it signs and verifies the Windows bundles' Authenticode "
+            "signatures (Debian: apt install osslsigncode; Windows: MSYS2's osslsigncode)"
+        )
     return Path(found)
 
 
@@ -101,7 +103,9 @@ def verify_pe(path: Path, *, name: str, trusted: Path | None, environ: Mapping[s
     command = [str(find_osslsigncode(environ)), "verify"]
     if trusted is not None:
         command += ["-CAfile", str(trusted), "-TSA-CAfile", str(trusted)]
-    proc = run_child([*command, "-in", str(path)], env=dict(environ), capture_output=True, text=True, timeout=300)
+    proc = run_child(
+        [*command, "-in", str(path)], env=dict(environ), capture_output=True, text=True, timeout=300
+    )
     output = proc.stdout + proc.stderr
     if "No signature found" in output:
         return PeSignature(file=name, signed=False, verified=False)
@@ -109,8 +113,15 @@ def verify_pe(path: Path, *, name: str, trusted: Path | None, environ: Mapping[s
     cn = found.group("cn") if subject and (found := _CN.search(subject)) else None
     stamp = match.group("when").strip() if (match := _TIMESTAMP.search(output)) else None
     verified = proc.returncode == 0 and "Signature verification: ok" in output
-    return PeSignature(file=name, signed=True, verified=verified, subject=subject, publisher=cn, timestamp=stamp,
-                       reason=None if verified else _reason(output))
+    return PeSignature(
+        file=name,
+        signed=True,
+        verified=verified,
+        subject=subject,
+        publisher=cn,
+        timestamp=stamp,
+        reason=None if verified else _reason(output),
+    )
 
 
 # Get-AuthenticodeSignature's Status for a file that carries no signature.
@@ -120,28 +131,45 @@ _WINDOWS_UNSIGNED = "NotSigned"
 def _verify_on_windows(path: Path, *, name: str, environ: Mapping[str, str]) -> PeSignature:
     """PowerShell's ``Get-AuthenticodeSignature``: Status ``Valid`` or why not, and the signer's subject. Not run
     here (no Windows): the Windows runner's check of a signed leg."""
-    script = ("$s = Get-AuthenticodeSignature -LiteralPath $env:PE_FILE; "
-              "[pscustomobject]@{Status = \"$($s.Status)\"; Message = $s.StatusMessage; "
-              "Subject = $s.SignerCertificate.Subject; Stamped = [bool]$s.TimeStamperCertificate} | ConvertTo-Json")
-    proc = run_child(["powershell", "-NoProfile", "-NonInteractive", "-Command", script],
-                     env={**environ, "PE_FILE": str(path)}, capture_output=True, text=True, timeout=300)
+    script = (
+        "$s = Get-AuthenticodeSignature -LiteralPath $env:PE_FILE; "
+        '[pscustomobject]@{Status = "$($s.Status)"; Message = $s.StatusMessage; '
+        "Subject = $s.SignerCertificate.Subject; Stamped = [bool]$s.TimeStamperCertificate} | ConvertTo-Json"
+    )
+    proc = run_child(
+        ["powershell", "-NoProfile", "-NonInteractive", "-Command", script],
+        env={**environ, "PE_FILE": str(path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     try:
         data = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        raise BundleError(f"{name}: Get-AuthenticodeSignature gave no answer: {proc.stderr.strip()[-200:]}") from None
+        raise BundleError(
+            f"{name}: Get-AuthenticodeSignature gave no answer: {proc.stderr.strip()[-200:]}"
+        ) from None
     status, subject = str(data.get("Status")), data.get("Subject") or None
     if status == _WINDOWS_UNSIGNED:
         return PeSignature(file=name, signed=False, verified=False)
     cn = next((part.strip()[3:] for part in str(subject).split(",") if part.strip().startswith("CN=")), None)
-    return PeSignature(file=name, signed=True, verified=status == "Valid", subject=subject, publisher=cn,
-                       timestamp="yes" if data.get("Stamped") else None,
-                       reason=None if status == "Valid" else f"{status}: {data.get('Message')}")
+    return PeSignature(
+        file=name,
+        signed=True,
+        verified=status == "Valid",
+        subject=subject,
+        publisher=cn,
+        timestamp="yes" if data.get("Stamped") else None,
+        reason=None if status == "Valid" else f"{status}: {data.get('Message')}",
+    )
 
 
 def verify_tree(root: Path, *, trusted: Path | None, environ: Mapping[str, str]) -> list[PeSignature]:
     """Every program and library under ``root`` (an unpacked bundle), by its path in the bundle."""
-    return [verify_pe(path, name=path.relative_to(root).as_posix(), trusted=trusted, environ=environ)
-            for path in pe_files(root)]
+    return [
+        verify_pe(path, name=path.relative_to(root).as_posix(), trusted=trusted, environ=environ)
+        for path in pe_files(root)
+    ]
 
 
 def pe_files(root: Path) -> list[Path]:
@@ -172,13 +200,29 @@ def sign_files(files: Sequence[Path], signer: LocalSigner, *, environ: Mapping[s
         secret.write_text(signer.password, encoding="utf-8")
         for path in files:
             signed = path.with_name(path.name + ".signed")
-            command = [tool, "sign", "-pkcs12", str(signer.pfx), "-readpass", str(secret), "-h", "sha256",
-                       "-n", signer.description, "-in", str(path), "-out", str(signed)]
+            command = [
+                tool,
+                "sign",
+                "-pkcs12",
+                str(signer.pfx),
+                "-readpass",
+                str(secret),
+                "-h",
+                "sha256",
+                "-n",
+                signer.description,
+                "-in",
+                str(path),
+                "-out",
+                str(signed),
+            ]
             if signer.timestamp_url:
                 command += ["-ts", signer.timestamp_url]
             proc = run_child(command, env=dict(environ), capture_output=True, text=True, timeout=300)
             if proc.returncode != 0:
                 signed.unlink(missing_ok=True)
                 detail = (proc.stderr or proc.stdout).strip().splitlines()
-                raise BundleError(f"signing {path.name}: osslsigncode failed: {detail[-1] if detail else proc.returncode}")
+                raise BundleError(
+                    f"signing {path.name}: osslsigncode failed: {detail[-1] if detail else proc.returncode}"
+                )
             signed.replace(path)

@@ -108,9 +108,14 @@ class BundleCheck:
         verdict = "passed" if self.ok else f"failed ({count} problem{'' if count == 1 else 's'})"
         glibc = f", needs glibc {self.glibc_required}" if self.glibc_required else ""
         smoke = f", {sum(r.ok for r in self.smoke)}/{len(self.smoke)} programs ran" if self.smoke else ""
-        counts = {status: sum(c.status == status for c in self.checks) for status in ("passed", "failed", "skipped")}
-        checks = (f", smoke checks {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
-                  if self.checks else "")
+        counts = {
+            status: sum(c.status == status for c in self.checks) for status in ("passed", "failed", "skipped")
+        }
+        checks = (
+            f", smoke checks {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+            if self.checks
+            else ""
+        )
         binaries = f"{self.files_checked} binar{'y' if self.files_checked == 1 else 'ies'}"
         return f"check-bundle {verdict}: {binaries}{glibc}{smoke}{checks}"
 
@@ -163,7 +168,9 @@ def _binaries(root: Path, os_name: str) -> list[str]:
     return found
 
 
-def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: TreeFindings, *, tag: str) -> list[Path]:
+def _search_dirs(
+    root: Path, rel: str, entries: tuple[str, ...], found: TreeFindings, *, tag: str
+) -> list[Path]:
     """The bundle folders a file's RUNPATH reaches; a problem for each entry that is not one."""
     here = (root / rel).parent
     dirs = []
@@ -172,33 +179,44 @@ def _search_dirs(root: Path, rel: str, entries: tuple[str, ...], found: TreeFind
             # ld.so resolves an empty entry ("$ORIGIN:") or a relative one (".", "lib") against the
             # working folder of whoever runs the program: a same-named file there would be loaded.
             what = "an empty entry" if not entry else f"the relative entry {entry!r}"
-            found.problems.append(Problem(
-                file=rel, kind="runpath",
-                message=f"{tag} {':'.join(entries)!r} has {what}: the loader searches the current working "
-                        f"folder there (want $ORIGIN-relative entries only)",
-            ))
+            found.problems.append(
+                Problem(
+                    file=rel,
+                    kind="runpath",
+                    message=f"{tag} {':'.join(entries)!r} has {what}: the loader searches the current working "
+                    f"folder there (want $ORIGIN-relative entries only)",
+                )
+            )
             continue
         if not is_origin_relative(entry):
-            found.problems.append(Problem(
-                file=rel, kind="runpath",
-                message=f"absolute or build-machine RUNPATH/RPATH entry {entry!r} (want $ORIGIN-relative)",
-            ))
+            found.problems.append(
+                Problem(
+                    file=rel,
+                    kind="runpath",
+                    message=f"absolute or build-machine RUNPATH/RPATH entry {entry!r} (want $ORIGIN-relative)",
+                )
+            )
             continue
         rest = entry.removeprefix("${ORIGIN}").removeprefix("$ORIGIN").lstrip("/")
         target = Path(os.path.normpath(here / rest))
         if not target.is_relative_to(root):
-            found.problems.append(Problem(file=rel, kind="runpath", message=f"RUNPATH entry {entry!r} leaves the bundle"))
+            found.problems.append(
+                Problem(file=rel, kind="runpath", message=f"RUNPATH entry {entry!r} leaves the bundle")
+            )
             continue
         dirs.append(target)
     return dirs
 
 
-def _check_elf(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> ElfInfo:
+def _check_elf(
+    root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64"
+) -> ElfInfo:
     """The checks of one ELF file, from one parse of it; what was read."""
     info = read_elf(root / rel)
     if info.arch != arch:
-        found.problems.append(Problem(file=rel, kind="arch",
-                                      message=f"built for {info.arch}, the bundle is for {arch}"))
+        found.problems.append(
+            Problem(file=rel, kind="arch", message=f"built for {info.arch}, the bundle is for {arch}")
+        )
     dirs = _search_dirs(root, rel, info.search_paths, found, tag="RUNPATH" if info.runpath else "RPATH")
     for library in info.needed:
         if any((d / library).exists() for d in dirs) or is_base_system("linux", library, arch):
@@ -215,22 +233,36 @@ def _check_elf(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, s
     return info
 
 
-def _check_pe(root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64") -> None:
+def _check_pe(
+    root: Path, rel: str, found: TreeFindings, in_bundle: dict[str, str], arch: str = "x64"
+) -> None:
     if (machine := pe_arch(root / rel)) != arch:
-        found.problems.append(Problem(file=rel, kind="arch", message=f"built for {machine}, the bundle is for {arch}"))
+        found.problems.append(
+            Problem(file=rel, kind="arch", message=f"built for {machine}, the bundle is for {arch}")
+        )
     beside = {p.name.lower() for p in (root / rel).parent.iterdir()}
     for library in read_pe_imports(root / rel):
         if library.lower() in beside or is_base_system("windows", library, arch):
             continue
         where = in_bundle.get(library.lower())
-        message = (f"needs {library}: it is in the bundle ({where}) but not beside it" if where
-                   else f"needs {library}: neither in the bundle nor on the windows base-system allowlist")
+        message = (
+            f"needs {library}: it is in the bundle ({where}) but not beside it"
+            if where
+            else f"needs {library}: neither in the bundle nor on the windows base-system allowlist"
+        )
         found.problems.append(Problem(file=rel, kind="library", library=library, message=message))
 
 
-def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "x64",
-               macos_min: str | None = None, cuda_line: str | None = None,
-               opened: Sequence[OpenedLibrary] = ()) -> BundleCheck:
+def check_tree(
+    root: Path,
+    *,
+    os_name: str,
+    glibc_max: str | None,
+    arch: str = "x64",
+    macos_min: str | None = None,
+    cuda_line: str | None = None,
+    opened: Sequence[OpenedLibrary] = (),
+) -> BundleCheck:
     """Check an unpacked bundle (no smoke test): architecture, libraries, RUNPATHs, glibc floor, LICENSE,
     for a CUDA leg (``cuda_line``) that its runtime is of that line, and that every library a shipped file
     loads by name (``opened``, the backend's declarations) ships too."""
@@ -238,7 +270,8 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
     windows = os_name == "windows"
     in_bundle = {
         (p.name.lower() if windows else p.name): p.relative_to(root).as_posix()
-        for p in sorted(root.rglob("*")) if not p.is_dir() or p.is_symlink()
+        for p in sorted(root.rglob("*"))
+        if not p.is_dir() or p.is_symlink()
     }
     images: dict[str, MachoInfo] = {}
     elves: dict[str, ElfInfo] = {}
@@ -258,25 +291,42 @@ def check_tree(root: Path, *, os_name: str, glibc_max: str | None, arch: str = "
     if found.files == 0:
         # A check that examined nothing has shown nothing: a bundle without one program or library fails.
         where = "anywhere in the bundle" if os_name == "macos" else "at the bundle's root"
-        found.problems.append(Problem(file=".", kind="empty", message=f"no {_KINDS.get(os_name, 'ELF')} program or "
-                                      f"library {where}: nothing was checked"))
+        found.problems.append(
+            Problem(
+                file=".",
+                kind="empty",
+                message=f"no {_KINDS.get(os_name, 'ELF')} program or library {where}: nothing was checked",
+            )
+        )
     floor = dotted_version(glibc_max) if glibc_max and os_name == "linux" else None
     if floor is not None and found.glibc is not None and found.glibc > floor:
-        found.problems.append(Problem(
-            file=found.glibc_by or "?", kind="glibc", library="libc.so.6",
-            message=f"requires GLIBC_{dotted_text(found.glibc)}, above the leg's floor glibc_max = {glibc_max}",
-        ))
+        found.problems.append(
+            Problem(
+                file=found.glibc_by or "?",
+                kind="glibc",
+                library="libc.so.6",
+                message=f"requires GLIBC_{dotted_text(found.glibc)}, above the leg's floor glibc_max = {glibc_max}",
+            )
+        )
     for name in sorted(in_bundle):
         if _DRIVER_FILE.match(name):
-            found.problems.append(Problem(
-                file=in_bundle[name], kind="driver", library=name,
-                message="the GPU driver's own library ships with the driver, never in a bundle",
-            ))
+            found.problems.append(
+                Problem(
+                    file=in_bundle[name],
+                    kind="driver",
+                    library=name,
+                    message="the GPU driver's own library ships with the driver, never in a bundle",
+                )
+            )
     if cuda_line is not None:
         found.problems += _runtime_problems(in_bundle, cuda_line)
     found.problems += _opened_problems(root, in_bundle, opened, windows=windows)
     if not (root / LICENSE_NAME).is_file():
-        found.problems.append(Problem(file=LICENSE_NAME, kind="license", message="missing: every bundle carries llama.cpp's LICENSE"))
+        found.problems.append(
+            Problem(
+                file=LICENSE_NAME, kind="license", message="missing: every bundle carries llama.cpp's LICENSE"
+            )
+        )
     return BundleCheck(
         bundle=str(root),
         os=os_name,
@@ -297,15 +347,20 @@ def _runtime_problems(in_bundle: Mapping[str, str], cuda_line: str) -> list[Prob
         if line is not None and line.isdigit() and cuda_line.isdigit() and int(line) > int(cuda_line):
             floor = DRIVER_FLOORS.get(line)
             needs = f", which needs an {floor.branch} driver" if floor is not None else ""
-            problems.append(Problem(
-                file=in_bundle[name], kind="runtime", library=name,
-                message=f"a CUDA {line}.x runtime{needs}, newer than the leg's CUDA {cuda_line}.x line",
-            ))
+            problems.append(
+                Problem(
+                    file=in_bundle[name],
+                    kind="runtime",
+                    library=name,
+                    message=f"a CUDA {line}.x runtime{needs}, newer than the leg's CUDA {cuda_line}.x line",
+                )
+            )
     return problems
 
 
-def _opened_problems(root: Path, in_bundle: Mapping[str, str], opened: Sequence[OpenedLibrary], *,
-                     windows: bool) -> list[Problem]:
+def _opened_problems(
+    root: Path, in_bundle: Mapping[str, str], opened: Sequence[OpenedLibrary], *, windows: bool
+) -> list[Problem]:
     """A library a shipped file loads by name at run time that the bundle lacks: the program starts, and fails
     where it loads it (no GPU listed, a GEMM that aborts)."""
     problems = []
@@ -317,9 +372,15 @@ def _opened_problems(root: Path, in_bundle: Mapping[str, str], opened: Sequence[
             continue
         for name, entry in asked_names(path.name, path.read_bytes(), opened, windows=windows):
             if (name.lower() if windows else name) not in in_bundle:
-                problems.append(Problem(file=rel, kind="runtime-loaded", library=name,
-                                        message=f"loads {name} by name at run time, and the bundle lacks it "
-                                                f"({entry.evidence})"))
+                problems.append(
+                    Problem(
+                        file=rel,
+                        kind="runtime-loaded",
+                        library=name,
+                        message=f"loads {name} by name at run time, and the bundle lacks it "
+                        f"({entry.evidence})",
+                    )
+                )
     return problems
 
 
@@ -345,24 +406,41 @@ def unpack_bundle(bundle: Path, dest: Path) -> tuple[dict[str, Any], Path]:
     if not bundle.is_file() or archive_kind(bundle) is None:
         manifest = read_manifest(bundle)
         unpacked = unpack(bundle, dest)
-        return manifest, unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(manifest)
+        return manifest, unpacked if (unpacked / MANIFEST_NAME).is_file() else unpacked / manifest_root(
+            manifest
+        )
     unpacked = unpack(bundle, dest, lift=False)
     folders = sorted(p for p in unpacked.iterdir() if p.is_dir() and not p.is_symlink())
-    found = [p for p in (unpacked / MANIFEST_NAME, *(f / MANIFEST_NAME for f in folders)) if p.is_file() and not p.is_symlink()]
+    found = [
+        p
+        for p in (unpacked / MANIFEST_NAME, *(f / MANIFEST_NAME for f in folders))
+        if p.is_file() and not p.is_symlink()
+    ]
     if not found:
         raise BundleError(f"{bundle}: foreign bundle: no {MANIFEST_NAME} inside")
     for path in found:
         where = f"{bundle}:{path.relative_to(unpacked).as_posix()}"
-        manifest = parse_manifest(read_bytes(path, where=where, what="the manifest", error=BundleError), where)
+        manifest = parse_manifest(
+            read_bytes(path, where=where, what="the manifest", error=BundleError), where
+        )
         if path.parent == unpacked / manifest_root(manifest):
             return manifest, path.parent
-    raise BundleError(f"{bundle}: corrupt bundle: {found[0].relative_to(unpacked).as_posix()} is not in the folder "
-                      "its manifest names")
+    raise BundleError(
+        f"{bundle}: corrupt bundle: {found[0].relative_to(unpacked).as_posix()} is not in the folder "
+        "its manifest names"
+    )
 
 
 def check_bundle(
-    bundle: Path, *, scratch: Path, host_os: str, glibc_max: str | None = None, smoke: bool = True,
-    source_tree: Path | None = None, environ: Mapping[str, str] | None = None, signing_ca: Path | None = None,
+    bundle: Path,
+    *,
+    scratch: Path,
+    host_os: str,
+    glibc_max: str | None = None,
+    smoke: bool = True,
+    source_tree: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    signing_ca: Path | None = None,
 ) -> BundleCheck:
     """Unpack ``bundle`` under the empty folder ``scratch`` and check it; the smoke run happens
     when ``smoke`` and the bundle is for ``host_os``. ``glibc_max`` overrides the manifest's floor.
@@ -375,7 +453,9 @@ def check_bundle(
         remove_tree(scratch)
     manifest, root = unpack_bundle(bundle, scratch / "bundle")
     if not root.is_dir():
-        raise BundleError(f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names")
+        raise BundleError(
+            f"{bundle}: corrupt bundle: no folder {manifest_root(manifest)!r}, which its manifest names"
+        )
     leg = manifest.get("leg") or {}
     os_name = str(leg.get("os") or "linux")
     arch = str(leg.get("arch") or "x64")
@@ -384,15 +464,23 @@ def check_bundle(
     line = leg.get("cuda_line")
     backend = leg.get("backend")
     opened = runtime_profile(backend, os_name).opened if isinstance(backend, str) else ()
-    result = check_tree(root, os_name=os_name, glibc_max=floor, arch=arch, macos_min=macos_min,
-                        cuda_line=str(line) if isinstance(line, str) and line else None, opened=opened)
+    result = check_tree(
+        root,
+        os_name=os_name,
+        glibc_max=floor,
+        arch=arch,
+        macos_min=macos_min,
+        cuda_line=str(line) if isinstance(line, str) and line else None,
+        opened=opened,
+    )
     signatures: list[Problem] = []
     if os_name == "windows":
         from pipeline.bundle.signing import check_signatures
 
         # A bundle whose manifest says it is signed: every program and library, by its publisher.
-        signatures = check_signatures(root, manifest, trusted=signing_ca,
-                                      environ={} if environ is None else environ)
+        signatures = check_signatures(
+            root, manifest, trusted=signing_ca, environ={} if environ is None else environ
+        )
     runs: list[SmokeRun] = []
     checks: list[SmokeCheck] = []
     skipped: str | None = None
@@ -411,14 +499,26 @@ def check_bundle(
         from pipeline.bundle.gpu_smoke import driver_selection
 
         # Its own folder beside the unpacked bundle: the stand-in is beside nothing that ships.
-        driver = (driver_for_smoke(root, scratch / "driver", scrubbed_env(scratch / "home"), elves=result.elves)
-                  if os_name == "linux" else DriverForSmoke())
+        driver = (
+            driver_for_smoke(root, scratch / "driver", scrubbed_env(scratch / "home"), elves=result.elves)
+            if os_name == "linux"
+            else DriverForSmoke()
+        )
         if driver.problem:
-            driver_problems.append(Problem(file=driver.needed_by[0], kind="smoke", library=DRIVER, message=driver.problem))
+            driver_problems.append(
+                Problem(file=driver.needed_by[0], kind="smoke", library=DRIVER, message=driver.problem)
+            )
         try:
-            runs, checks = smoke_checks(root, os_name, scratch / "home", models=models, backend_dl=backend_dl,
-                                        driver_env={**driver_selection(environ or {}), **driver.env},
-                                        driver=driver.line, prefix=how.prefix)
+            runs, checks = smoke_checks(
+                root,
+                os_name,
+                scratch / "home",
+                models=models,
+                backend_dl=backend_dl,
+                driver_env={**driver_selection(environ or {}), **driver.env},
+                driver=driver.line,
+                prefix=how.prefix,
+            )
         finally:
             # The stand-in exists for the run only: no libcuda.so* is left under the output folder, where
             # a later step (an upload of out/, a loader search) could take it for the driver.
@@ -426,15 +526,22 @@ def check_bundle(
                 remove_tree(driver.library_dir)
         if not runs:
             skipped = "no llama-* programs"
-    problems = list(result.problems) + signatures + driver_problems + [
-        # A redistributed runtime travels with its license, or the bundle does not ship.
-        Problem(file=path, kind="license", message=why) for path, why in license_problems(manifest, root)
-    ] + [
-        Problem(file=r.program, kind="smoke", message=r.failure) for r in runs if not r.ok
-    ] + [
-        Problem(file=c.program or c.name, kind="smoke", message=c.line)
-        for c in checks if not c.ok and c.name != "versions"
-    ]
+    problems = (
+        list(result.problems)
+        + signatures
+        + driver_problems
+        + [
+            # A redistributed runtime travels with its license, or the bundle does not ship.
+            Problem(file=path, kind="license", message=why)
+            for path, why in license_problems(manifest, root)
+        ]
+        + [Problem(file=r.program, kind="smoke", message=r.failure) for r in runs if not r.ok]
+        + [
+            Problem(file=c.program or c.name, kind="smoke", message=c.line)
+            for c in checks
+            if not c.ok and c.name != "versions"
+        ]
+    )
     return BundleCheck(
         bundle=str(bundle),
         os=os_name,
@@ -456,9 +563,23 @@ def host_os() -> str:
     return "windows" if sys.platform == "win32" else "macos" if sys.platform == "darwin" else "linux"
 
 
-def check_built_bundle(bundle: Path, leg: Leg, *, scratch: Path, source_tree: Path | None = None,
-                       environ: Mapping[str, str] | None = None, signing_ca: Path | None = None) -> BundleCheck:
+def check_built_bundle(
+    bundle: Path,
+    leg: Leg,
+    *,
+    scratch: Path,
+    source_tree: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    signing_ca: Path | None = None,
+) -> BundleCheck:
     """The check every build runs on its bundle: the leg's glibc floor, the smoke run on its own OS
     (with the tree it built for the tokenizer check)."""
-    return check_bundle(bundle, scratch=scratch, host_os=host_os(), glibc_max=leg.glibc_max if leg.os == "linux" else None,
-                        source_tree=source_tree, environ=environ, signing_ca=signing_ca)
+    return check_bundle(
+        bundle,
+        scratch=scratch,
+        host_os=host_os(),
+        glibc_max=leg.glibc_max if leg.os == "linux" else None,
+        source_tree=source_tree,
+        environ=environ,
+        signing_ca=signing_ca,
+    )

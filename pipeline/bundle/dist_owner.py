@@ -37,7 +37,11 @@ def _sbom_leg(sbom: Path) -> str | None:
     component = (data.get("metadata") or {}).get("component") if isinstance(data, dict) else None
     properties = component.get("properties") if isinstance(component, dict) else None
     for prop in properties if isinstance(properties, list) else []:
-        if isinstance(prop, dict) and prop.get("name") == _LEG_PROPERTY and isinstance(prop.get("value"), str):
+        if (
+            isinstance(prop, dict)
+            and prop.get("name") == _LEG_PROPERTY
+            and isinstance(prop.get("value"), str)
+        ):
             return str(prop["value"])
     return None
 
@@ -52,8 +56,12 @@ def bundle_owner(out: Path, name: str, *, leg: str) -> str | None:
         return owner if owner != leg else None
     for record in sorted(out.glob(f"*/{RECORD_NAME}")):
         data = _json(record)
-        if (isinstance(data, dict) and data.get("bundle") == f"{DIST_DIR}/{name}" and isinstance(data.get("leg"), str)
-                and data["leg"] != leg):
+        if (
+            isinstance(data, dict)
+            and data.get("bundle") == f"{DIST_DIR}/{name}"
+            and isinstance(data.get("leg"), str)
+            and data["leg"] != leg
+        ):
             return str(data["leg"])
     return None
 

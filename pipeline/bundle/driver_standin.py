@@ -90,8 +90,11 @@ def driver_users(root: Path, elves: Sequence[tuple[str, ElfInfo]] | None = None)
     """
     if elves is not None:
         return tuple(sorted(rel for rel, info in elves if "/" not in rel and DRIVER in info.needed))
-    return tuple(p.name for p in sorted(root.iterdir())
-                 if is_elf(p) and _names_the_driver(p) and DRIVER in read_elf(p).needed)
+    return tuple(
+        p.name
+        for p in sorted(root.iterdir())
+        if is_elf(p) and _names_the_driver(p) and DRIVER in read_elf(p).needed
+    )
 
 
 def imported_driver_symbols(files: Iterable[Path]) -> tuple[str, ...]:
@@ -166,8 +169,9 @@ def system_has_driver(env: Mapping[str, str]) -> bool:
     return proc.returncode == 0
 
 
-def driver_for_smoke(root: Path, folder: Path, env: Mapping[str, str], *,
-                     elves: Sequence[tuple[str, ElfInfo]] | None = None) -> DriverForSmoke:
+def driver_for_smoke(
+    root: Path, folder: Path, env: Mapping[str, str], *, elves: Sequence[tuple[str, ElfInfo]] | None = None
+) -> DriverForSmoke:
     """The driver the smoke run of the unpacked bundle ``root`` uses; a stand-in is built in ``folder`` when needed.
 
     ``folder`` must be outside the bundle and empty of anything else; ``env``:
@@ -178,19 +182,35 @@ def driver_for_smoke(root: Path, folder: Path, env: Mapping[str, str], *,
         return DriverForSmoke(needed_by=users)
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
-        return DriverForSmoke(needed_by=users, problem=(
-            f"no NVIDIA driver here and no C compiler (cc) to make the stand-in {DRIVER} the check loads instead"))
+        return DriverForSmoke(
+            needed_by=users,
+            problem=(
+                f"no NVIDIA driver here and no C compiler (cc) to make the stand-in {DRIVER} the check loads instead"
+            ),
+        )
     symbols = imported_driver_symbols(root / name for name in users)
     source = standin_source(symbols, runtime_driver_version(p.name for p in root.iterdir()))
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".standin-", dir=folder.parent) as tmp:
         src = Path(tmp) / "libcuda.c"
         src.write_text(source, encoding="utf-8")
-        cmd = [cc, "-shared", "-fPIC", "-nostdlib", "-O0", f"-Wl,-soname,{DRIVER}", "-o", str(folder / DRIVER), src.name]
+        cmd = [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-nostdlib",
+            "-O0",
+            f"-Wl,-soname,{DRIVER}",
+            "-o",
+            str(folder / DRIVER),
+            src.name,
+        ]
         try:
             proc = run_child(cmd, capture_output=True, text=True, timeout=300, cwd=tmp)
         except (OSError, subprocess.SubprocessError) as exc:
-            return DriverForSmoke(needed_by=users, problem=f"cannot run {cc} for the stand-in {DRIVER}: {exc}")
+            return DriverForSmoke(
+                needed_by=users, problem=f"cannot run {cc} for the stand-in {DRIVER}: {exc}"
+            )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return DriverForSmoke(needed_by=users, problem=f"{cc} could not make the stand-in {DRIVER}: {last}")

@@ -23,7 +23,12 @@ from pipeline.errors import BundleError
 from pipeline.names import dotted_version
 
 ELF_MAGIC = b"\x7fELF"
-_DYNAMIC_STRINGS = {"DT_NEEDED": "needed", "DT_SONAME": "soname", "DT_RUNPATH": "runpath", "DT_RPATH": "rpath"}
+_DYNAMIC_STRINGS = {
+    "DT_NEEDED": "needed",
+    "DT_SONAME": "soname",
+    "DT_RUNPATH": "runpath",
+    "DT_RPATH": "rpath",
+}
 _GLIBC = re.compile(r"^GLIBC_(\d+(?:\.\d+)*)$")
 # e_machine -> the architecture in matrix.toml's words (names.ARCHES); anything else keeps pyelftools' name.
 _MACHINES = {"EM_X86_64": "x64", "EM_AARCH64": "arm64"}
@@ -125,8 +130,10 @@ def read_elf(path: Path) -> ElfInfo:
     except (ELFError, OSError, ValueError) as exc:
         raise BundleError(f"{path}: not a readable ELF file: {exc}") from None
     return ElfInfo(
-        needed=tuple(needed), soname=soname, runpath=runpath, rpath=rpath, version_needs=tuple(needs),
+        needed=tuple(needed),
+        soname=soname,
+        runpath=runpath,
+        rpath=rpath,
+        version_needs=tuple(needs),
         arch=_MACHINES.get(machine, machine),
     )
-
-

@@ -21,6 +21,7 @@ QEMU: dict[tuple[str, str], tuple[str, str]] = {
     ("linux", "arm64"): ("qemu-aarch64", "/usr/aarch64-linux-gnu"),
 }
 
+
 @dataclass(frozen=True, kw_only=True)
 class HowToRun:
     """How a bundle's programs are started here: directly, under an emulator, or not at all (``skipped``)."""
@@ -32,7 +33,11 @@ class HowToRun:
 
 
 def how_to_run(
-    os_name: str, arch: str, *, host_os: str, host: str,
+    os_name: str,
+    arch: str,
+    *,
+    host_os: str,
+    host: str,
     which: Callable[[str], str | None] = shutil.which,
     is_dir: Callable[[str], bool] = lambda p: Path(p).is_dir(),
 ) -> HowToRun:

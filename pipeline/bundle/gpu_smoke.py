@@ -31,8 +31,16 @@ from pathlib import PurePath
 from pipeline.names import VULKAN_DRIVER_VARIABLES
 
 # How a backend module's name (libggml-<name>.so) reads in a line.
-BACKEND_WORDS = {"vulkan": "Vulkan", "cuda": "CUDA", "hip": "ROCm/HIP", "sycl": "SYCL", "opencl": "OpenCL",
-                 "metal": "Metal", "cann": "CANN", "musa": "MUSA"}
+BACKEND_WORDS = {
+    "vulkan": "Vulkan",
+    "cuda": "CUDA",
+    "hip": "ROCm/HIP",
+    "sycl": "SYCL",
+    "opencl": "OpenCL",
+    "metal": "Metal",
+    "cann": "CANN",
+    "musa": "MUSA",
+}
 # ggml's backend modules that drive a GPU (libggml-<name>.so, in ggml's words: ROCm's is "hip"); rpc, blas
 # and cpu do not. Not matrix.toml's backend names (pipeline.names.BACKEND_NAMES).
 GGML_GPU_MODULES = frozenset(BACKEND_WORDS)
@@ -75,7 +83,9 @@ class Device:
 
 def devices_used(log: str) -> list[Device]:
     """The devices llama.cpp's log says the model uses (none: the CPU only)."""
-    return [Device(name=m.group("name"), description=m.group("description")) for m in _USING_DEVICE.finditer(log)]
+    return [
+        Device(name=m.group("name"), description=m.group("description")) for m in _USING_DEVICE.finditer(log)
+    ]
 
 
 def only_cpu_vulkan_devices(log: str) -> bool:

@@ -61,7 +61,9 @@ PROJECTS: dict[str, tuple[str, ...]] = {
     # NVIDIA's redistributable CUDA (toolchain/cuda_redist.py): each archive's LICENSE under
     # licenses/<component>/, the component named for its package, not its library.
     **dict.fromkeys(("cudart", "cudart64_12", "cudart64_13"), ("cuda_cudart",)),
-    **dict.fromkeys(("cublas", "cublaslt", "cublas64_12", "cublas64_13", "cublaslt64_12", "cublaslt64_13"), ("libcublas",)),
+    **dict.fromkeys(
+        ("cublas", "cublaslt", "cublas64_12", "cublas64_13", "cublaslt64_12", "cublaslt64_13"), ("libcublas",)
+    ),
     # ROCR: hsa-runtime64 on Linux (its project() name), rocr where clr builds it, hsa-rocr in AMD's packages.
     "hsa-runtime64": ("hsa-runtime64", "rocr", "hsa-rocr"),
 }
@@ -120,8 +122,13 @@ class InstallLicenses:
                 continue
             for child in sorted(top.iterdir()):
                 if child.is_dir() and child.name not in found:
-                    files = tuple(sorted(p.relative_to(self.install).as_posix() for p in child.rglob("*")
-                                         if p.is_file() and LICENSE_NAME.match(p.name)))
+                    files = tuple(
+                        sorted(
+                            p.relative_to(self.install).as_posix()
+                            for p in child.rglob("*")
+                            if p.is_file() and LICENSE_NAME.match(p.name)
+                        )
+                    )
                     if files:
                         found[child.name] = files
         return found
@@ -154,12 +161,16 @@ class InstallLicenses:
             if mapped is not None:
                 chosen = next((c for c in mapped if c in components), None)
             else:
-                named = [c for c in components if c.lower() in name] or [c for c in components
-                                                                          if c.lower() in folders]
+                named = [c for c in components if c.lower() in name] or [
+                    c for c in components if c.lower() in folders
+                ]
                 chosen = max(named, key=len) if named else None
             if chosen is not None:
-                return Covered(base=self.install, files=components[chosen],
-                               source=f"{(prefix + '/') if prefix else ''}share/doc/{chosen}")
+                return Covered(
+                    base=self.install,
+                    files=components[chosen],
+                    source=f"{(prefix + '/') if prefix else ''}share/doc/{chosen}",
+                )
         if mapped is None:
             for prefix in prefixes:
                 if loose := self._loose(prefix):
@@ -174,8 +185,11 @@ def declared(projects: tuple[str, ...], doc: Path = DEBIAN_DOC) -> Covered | Non
         for package in DECLARED.get(project, ()):
             covered = debian_copyright(package, doc)
             if covered is not None:
-                return Covered(base=covered.base, files=covered.files,
-                               source=f"declared: {project}'s license from Debian's {package} package")
+                return Covered(
+                    base=covered.base,
+                    files=covered.files,
+                    source=f"declared: {project}'s license from Debian's {package} package",
+                )
     return None
 
 
@@ -188,15 +202,21 @@ def debian_copyright(package: str, doc: Path = DEBIAN_DOC) -> Covered | None:
     files = [copyright_file.relative_to(base).as_posix()]
     text = copyright_file.read_text(encoding="utf-8", errors="replace")
     common = doc.parent / "common-licenses"
-    files += [(common / n).relative_to(base).as_posix() for n in sorted({m.rstrip('.') for m in _COMMON_LICENSES.findall(text)})
-              if (common / n).is_file()]
+    files += [
+        (common / n).relative_to(base).as_posix()
+        for n in sorted({m.rstrip(".") for m in _COMMON_LICENSES.findall(text)})
+        if (common / n).is_file()
+    ]
     return Covered(base=base, files=tuple(files), source=f"Debian's {package} package")
 
 
 def dpkg_managed(install: Path) -> bool:
     """Whether ``install`` is this system's ``/usr``, whose files dpkg installed."""
-    return install.resolve() == Path("/usr") and Path("/var/lib/dpkg/status").is_file() and (
-        shutil.which("dpkg-query") is not None)
+    return (
+        install.resolve() == Path("/usr")
+        and Path("/var/lib/dpkg/status").is_file()
+        and (shutil.which("dpkg-query") is not None)
+    )
 
 
 def dpkg_owner(path: Path) -> tuple[str, str | None] | None:
@@ -210,8 +230,10 @@ def dpkg_owner(path: Path) -> tuple[str, str | None] | None:
             proc = run_child(["dpkg-query", "-S", candidate], capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.SubprocessError):
             return None
-        line = next((ln for ln in str(proc.stdout).splitlines() if ": " in ln and not ln.startswith("diversion")),
-                    None)
+        line = next(
+            (ln for ln in str(proc.stdout).splitlines() if ": " in ln and not ln.startswith("diversion")),
+            None,
+        )
         if proc.returncode == 0 and line:
             package = line.split(": ", 1)[0].split(",")[0].strip().split(":")[0]
             return package, _dpkg_version(package)
@@ -220,7 +242,9 @@ def dpkg_owner(path: Path) -> tuple[str, str | None] | None:
 
 def _dpkg_version(package: str) -> str | None:
     try:
-        proc = run_child(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=60)
+        proc = run_child(
+            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return str(proc.stdout).strip() or None if proc.returncode == 0 else None

@@ -63,8 +63,10 @@ def find_tools(environ: Mapping[str, str] | None = None) -> MachoTools:
         if found:
             codesign = shutil.which("codesign", path=path)
             return MachoTools(install_name_tool=Path(found), codesign=Path(codesign) if codesign else None)
-    raise ToolchainError("no install_name_tool found: install Xcode's command-line tools (macOS) or LLVM "
-                         "(llvm-install-name-tool, Debian's llvm)")
+    raise ToolchainError(
+        "no install_name_tool found: install Xcode's command-line tools (macOS) or LLVM "
+        "(llvm-install-name-tool, Debian's llvm)"
+    )
 
 
 @dataclass
@@ -81,7 +83,9 @@ def _run(tool: Path, args: list[str], file: Path) -> None:
     try:
         run_child([str(tool), *args, str(file)], check=True, capture_output=True, text=True, timeout=120)
     except subprocess.CalledProcessError as exc:
-        raise BundleError(f"{file.name}: {tool.name} {' '.join(args)} failed: {exc.stderr.strip() or exc.returncode}") from None
+        raise BundleError(
+            f"{file.name}: {tool.name} {' '.join(args)} failed: {exc.stderr.strip() or exc.returncode}"
+        ) from None
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolchainError(f"cannot run {tool}: {exc}") from None
 
@@ -127,7 +131,8 @@ def complete_macho_runtime(stage: Path, *, arch: str, tools: MachoTools | None =
             if not entry.startswith(("@loader_path", "@executable_path")):
                 edits.setdefault(rel, []).append(["-delete_rpath", entry])
         loads_rpath = any(n.startswith("@rpath/") for s in info for n in s.needed) or any(
-            args[0] == "-change" for args in edits.get(rel, []))
+            args[0] == "-change" for args in edits.get(rel, [])
+        )
         if loads_rpath and LOADER_RPATH not in rpaths:
             edits.setdefault(rel, []).append(["-add_rpath", LOADER_RPATH])
     if edits:

@@ -12,26 +12,51 @@ from pipeline.bundle.machodeps import MachoInfo, read_macho, signature_matches
 from pipeline.names import dotted_version
 
 
-def check_macho(root: Path, rel: str, found: TreeFindings, arch: str, macos_min: str | None) -> MachoInfo | None:
+def check_macho(
+    root: Path, rel: str, found: TreeFindings, arch: str, macos_min: str | None
+) -> MachoInfo | None:
     """A macOS file on its own: its arch, no build-machine LC_RPATH, its minos at most the leg's, and
     (arm64) a signature that matches its bytes. Its slice for ``arch`` (None: it has none) goes on to
     :func:`check_macho_loads`, which follows the install names through the loading chains."""
     slices = read_macho(root / rel)
     if arch not in {s.arch for s in slices}:
-        found.problems.append(Problem(file=rel, kind="arch", message=f"built for {', '.join(s.arch for s in slices)}, "
-                                                                       f"the bundle is for {arch}"))
+        found.problems.append(
+            Problem(
+                file=rel,
+                kind="arch",
+                message=f"built for {', '.join(s.arch for s in slices)}, the bundle is for {arch}",
+            )
+        )
     info = next((s for s in slices if s.arch == arch), None)
     if info is not None:
         for entry in info.rpaths:
             if not entry.startswith(_MACHO_RELATIVE):
-                found.problems.append(Problem(file=rel, kind="runpath",
-                                              message=f"build-machine LC_RPATH {entry!r} (want @loader_path-relative)"))
+                found.problems.append(
+                    Problem(
+                        file=rel,
+                        kind="runpath",
+                        message=f"build-machine LC_RPATH {entry!r} (want @loader_path-relative)",
+                    )
+                )
         if macos_min and info.minos and dotted_version(info.minos) > dotted_version(macos_min):
-            found.problems.append(Problem(file=rel, kind="macos", message=f"requires macOS {info.minos} "
-                                          f"(LC_BUILD_VERSION minos), above the leg's macos_min = {macos_min}"))
+            found.problems.append(
+                Problem(
+                    file=rel,
+                    kind="macos",
+                    message=f"requires macOS {info.minos} "
+                    f"(LC_BUILD_VERSION minos), above the leg's macos_min = {macos_min}",
+                )
+            )
     if arch == "arm64" and signature_matches(root / rel) is not True:
-        found.problems.append(Problem(file=rel, kind="signature", message=(
-            "no code signature that matches its bytes: arm64 macOS kills it (sign it ad hoc: codesign --force --sign -)")))
+        found.problems.append(
+            Problem(
+                file=rel,
+                kind="signature",
+                message=(
+                    "no code signature that matches its bytes: arm64 macOS kills it (sign it ad hoc: codesign --force --sign -)"
+                ),
+            )
+        )
     return info
 
 
@@ -46,7 +71,7 @@ def _macho_path(root: Path, text: str, *, loader: Path, executable: Path) -> Pat
     """Where an ``@loader_path``/``@executable_path`` path (an install name or an LC_RPATH) points."""
     for prefix, base in (("@loader_path", loader), ("@executable_path", executable)):
         if text == prefix or text.startswith(prefix + "/"):
-            return Path(os.path.normpath(base / text[len(prefix):].lstrip("/")))
+            return Path(os.path.normpath(base / text[len(prefix) :].lstrip("/")))
     raise AssertionError(text)
 
 
@@ -90,8 +115,14 @@ def check_macho_loads(root: Path, images: Mapping[str, MachoInfo], found: TreeFi
             if lib.startswith("@rpath/"):
                 candidates = [Path(os.path.normpath(d / lib.removeprefix("@rpath/"))) for d in search]
                 if not any(c.is_relative_to(root) and c.exists() for c in candidates):
-                    problem(rel, lib, "library", f"needs {lib}: not found in the bundle through its LC_RPATHs "
-                            "or those of the files that load it", lib)
+                    problem(
+                        rel,
+                        lib,
+                        "library",
+                        f"needs {lib}: not found in the bundle through its LC_RPATHs "
+                        "or those of the files that load it",
+                        lib,
+                    )
                     continue
                 target = next(c for c in candidates if c.is_relative_to(root) and c.exists())
             elif lib.startswith(_MACHO_RELATIVE):
@@ -103,8 +134,14 @@ def check_macho_loads(root: Path, images: Mapping[str, MachoInfo], found: TreeFi
                     problem(rel, lib, "library", f"needs {lib}: not found in the bundle", lib)
                     continue
             else:
-                problem(rel, lib, "library", f"needs {lib}: an absolute install name outside the macOS base "
-                        "system (want @rpath/... and the library in the bundle)", lib)
+                problem(
+                    rel,
+                    lib,
+                    "library",
+                    f"needs {lib}: an absolute install name outside the macOS base "
+                    "system (want @rpath/... and the library in the bundle)",
+                    lib,
+                )
                 continue
             real, top = target.resolve(), root.resolve()
             if real.is_relative_to(top) and (loaded := real.relative_to(top).as_posix()) in images:
@@ -117,6 +154,11 @@ def check_macho_loads(root: Path, images: Mapping[str, MachoInfo], found: TreeFi
     for rel in sorted(set(images) - reached):
         for program in programs or [rel]:
             info, here = images[program], (root / program).parent
-            inherited = tuple(p for e in info.rpaths if e.startswith(_MACHO_RELATIVE) and program != rel
-                              and (p := _macho_path(root, e, loader=here, executable=here)).is_relative_to(root))
+            inherited = tuple(
+                p
+                for e in info.rpaths
+                if e.startswith(_MACHO_RELATIVE)
+                and program != rel
+                and (p := _macho_path(root, e, loader=here, executable=here)).is_relative_to(root)
+            )
             visit(rel, here, inherited, 0)

@@ -24,7 +24,12 @@ MACHO_MAGICS = (
     b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xce",
     b"\xca\xfe\xba\xbe",
 )  # fmt: skip
-_LOADS = {mach_o.LC_LOAD_DYLIB, mach_o.LC_LOAD_WEAK_DYLIB, mach_o.LC_REEXPORT_DYLIB, mach_o.LC_LOAD_UPWARD_DYLIB}
+_LOADS = {
+    mach_o.LC_LOAD_DYLIB,
+    mach_o.LC_LOAD_WEAK_DYLIB,
+    mach_o.LC_REEXPORT_DYLIB,
+    mach_o.LC_LOAD_UPWARD_DYLIB,
+}
 # CPU type -> the architecture in matrix.toml's words.
 _ARCHES = {mach_o.CPU_TYPE_NAMES.get(16777228): "arm64", mach_o.CPU_TYPE_NAMES.get(16777223): "x64"}
 
@@ -97,8 +102,17 @@ def read_macho(path: Path) -> tuple[MachoInfo, ...]:
                 minos = _version(command.version)
             elif kind == mach_o.LC_CODE_SIGNATURE:
                 signed = True
-        slices.append(MachoInfo(arch=_ARCHES.get(cpu, cpu), filetype=filetype, install_name=install_name,
-                                needed=tuple(needed), rpaths=tuple(rpaths), minos=minos, signed=signed))
+        slices.append(
+            MachoInfo(
+                arch=_ARCHES.get(cpu, cpu),
+                filetype=filetype,
+                install_name=install_name,
+                needed=tuple(needed),
+                rpaths=tuple(rpaths),
+                minos=minos,
+                signed=signed,
+            )
+        )
     return tuple(slices)
 
 
@@ -138,14 +152,14 @@ def signature_matches(path: Path) -> bool | None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BundleError(f"{path}: not a readable Mach-O file: {exc}") from None
     for base, offset, size in slices:
-        blob = data[base + offset: base + offset + size]
+        blob = data[base + offset : base + offset + size]
         if len(blob) < 12 or struct.unpack(">I", blob[:4])[0] != _SUPERBLOB:
             return False
         count = struct.unpack(">I", blob[8:12])[0]
         directory = None
         for i in range(count):
-            kind, at = struct.unpack(">II", blob[12 + 8 * i: 20 + 8 * i])
-            if kind == 0 and struct.unpack(">I", blob[at: at + 4])[0] == _CODEDIRECTORY:
+            kind, at = struct.unpack(">II", blob[12 + 8 * i : 20 + 8 * i])
+            if kind == 0 and struct.unpack(">I", blob[at : at + 4])[0] == _CODEDIRECTORY:
                 directory = blob[at:]
         if directory is None or len(directory) < 44:
             return False
@@ -155,12 +169,10 @@ def signature_matches(path: Path) -> bool | None:
         if algorithm is None:
             return False
         page = 1 << page_log if page_log else code_limit
-        code = data[base: base + code_limit]
+        code = data[base : base + code_limit]
         for slot in range(n_slots):
-            want = directory[hash_offset + slot * hash_size: hash_offset + (slot + 1) * hash_size]
-            got = hashlib.new(algorithm, code[slot * page: (slot + 1) * page]).digest()[:hash_size]
+            want = directory[hash_offset + slot * hash_size : hash_offset + (slot + 1) * hash_size]
+            got = hashlib.new(algorithm, code[slot * page : (slot + 1) * page]).digest()[:hash_size]
             if want != got:
                 return False
     return True
-
-

@@ -104,7 +104,9 @@ def portable_text(text: str, roots: Mapping[str, str]) -> str:
     ``/ws/output``. Paths outside the roots (``/usr/bin/gcc``: the compiler's
     identity) are kept.
     """
-    pairs = sorted(((v, name) for name, root in roots.items() for v in _path_variants(root)), key=lambda p: -len(p[0]))
+    pairs = sorted(
+        ((v, name) for name, root in roots.items() for v in _path_variants(root)), key=lambda p: -len(p[0])
+    )
     for value, name in pairs:
         text = re.sub(re.escape(value) + r"(?=$|[/\\;:,\"'\s])", f"<{name}>", text)
     return text
@@ -219,17 +221,25 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
             continue
         if item.name in (MANIFEST_NAME, SBOM_NAME):
             # The bundle's own manifest and SBOM sit at its root, where this file would go too.
-            raise BundleError(f"{item}: a build file named {item.name} would take the place of the bundle's own "
-                              f"{item.name}; rename or remove it from {rel.partition('/')[0]}/")
+            raise BundleError(
+                f"{item}: a build file named {item.name} would take the place of the bundle's own "
+                f"{item.name}; rename or remove it from {rel.partition('/')[0]}/"
+            )
         if item.name in found:
-            raise BundleError(f"{build_dir}: {item.name} is in both bin/ and lib/: a bundle holds them in one folder")
+            raise BundleError(
+                f"{build_dir}: {item.name} is in both bin/ and lib/: a bundle holds them in one folder"
+            )
         found[item.name] = PayloadFile(relpath=item.name, path=item)
     if symlinks:
         for name, pf in list(found.items()):
             if pf.path.is_symlink():
                 target = str(pf.path.readlink())
-                if ("/" not in target and "\\" not in target and target in found
-                        and found[target].path.parent == pf.path.parent):
+                if (
+                    "/" not in target
+                    and "\\" not in target
+                    and target in found
+                    and found[target].path.parent == pf.path.parent
+                ):
                     found[name] = PayloadFile(relpath=name, path=pf.path, link=target)
     return [found[k] for k in sorted(found)]
 
@@ -273,15 +283,30 @@ class StagedBundle:
         return out_dir / self.leg / STAGE_DIR
 
     def to_json(self) -> dict[str, Any]:
-        return {"leg": self.leg, "name": self.name, "top": self.top, "copied": dict(self.copied),
-                "manifest": dict(self.manifest)}
+        return {
+            "leg": self.leg,
+            "name": self.name,
+            "top": self.top,
+            "copied": dict(self.copied),
+            "manifest": dict(self.manifest),
+        }
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> StagedBundle:
-        if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("leg", "name", "top")) \
-                or not isinstance(data.get("copied"), dict) or not isinstance(data.get("manifest"), dict):
+        if (
+            not isinstance(data, dict)
+            or not all(isinstance(data.get(k), str) for k in ("leg", "name", "top"))
+            or not isinstance(data.get("copied"), dict)
+            or not isinstance(data.get("manifest"), dict)
+        ):
             raise BundleError(f"{where}: not a staged bundle's state (leg, name, top, copied, manifest)")
-        return cls(leg=data["leg"], name=data["name"], top=data["top"], copied=data["copied"], manifest=data["manifest"])
+        return cls(
+            leg=data["leg"],
+            name=data["name"],
+            top=data["top"],
+            copied=data["copied"],
+            manifest=data["manifest"],
+        )
 
 
 # Beside the stage: what ``pack`` needs to make the bundle of a build that stopped at its stage.
@@ -303,7 +328,9 @@ def stage_bundle(
     from pipeline.bundle.dist_owner import refuse_foreign_bundle
 
     name = bundle_file_name(leg, tag)
-    refuse_foreign_bundle(out_dir, name, leg=leg.name)  # before any work: another leg's bundle is never replaced
+    refuse_foreign_bundle(
+        out_dir, name, leg=leg.name
+    )  # before any work: another leg's bundle is never replaced
     zipped = name.endswith(".zip")
     top = top_folder(tag, zipped=zipped)
     payload = collect_payload(build_dir, symlinks=not zipped)
@@ -344,8 +371,9 @@ def stage_bundle(
     # Found neither in the bundle, the base system nor the toolchain: check-bundle names them.
     manifest["runtime"] = {"unresolved": [{"file": f, "library": lib} for f, lib in closure.unresolved]}
     manifest["third_party"] = third_party
-    return StagedBundle(leg=leg.name, name=name, top=top, copied={c.path: c.origin for c in closure.copied},
-                        manifest=manifest)
+    return StagedBundle(
+        leg=leg.name, name=name, top=top, copied={c.path: c.origin for c in closure.copied}, manifest=manifest
+    )
 
 
 def save_staged(staged: StagedBundle, out_dir: Path) -> Path:
@@ -359,8 +387,10 @@ def load_staged(out_dir: Path, leg: str) -> StagedBundle:
     """The state a build that stopped at its stage left for ``pack``; BundleError when there is none."""
     path = out_dir / leg / STAGED_STATE
     if not path.is_file() or not (out_dir / leg / STAGE_DIR).is_dir():
-        raise BundleError(f"{path}: no staged bundle of leg {leg} (a build signed by the workflow stops at its "
-                          "stage: run `build` first)")
+        raise BundleError(
+            f"{path}: no staged bundle of leg {leg} (a build signed by the workflow stops at its "
+            "stage: run `build` first)"
+        )
     raw = json_text.read_bytes(path, where=str(path), what="a staged bundle's state", error=BundleError)
     try:
         data = json_text.loads(raw, where=str(path), what="a staged bundle's state", error=BundleError)
@@ -384,7 +414,9 @@ def pack_staged(
     unchanged since the last run are not compressed again, nor the SBOM of the same manifest made again.
     """
     stage = staged.stage(out_dir)
-    files, entries = archive_entries(staged_files(stage, symlinks=not staged.zipped), staged.copied, top=staged.top)
+    files, entries = archive_entries(
+        staged_files(stage, symlinks=not staged.zipped), staged.copied, top=staged.top
+    )
     for entry in files:
         if signers and (signer := signers.get(str(entry["path"]))):
             entry["signed_by"] = signer
@@ -396,8 +428,12 @@ def pack_staged(
     entries.append(Entry(name=member_name(staged.top, MANIFEST_NAME), mode=MANIFEST_MODE, data=raw_manifest))
     # The SBOM lists every file above and the manifest; it travels inside the bundle and beside it.
     # Made once per manifest: a warm rebuild's manifest is the last run's, and so is its SBOM.
-    sbom = cached_sbom(manifest, manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(), manifest_name=MANIFEST_NAME,
-                       cache=pack_cache)
+    sbom = cached_sbom(
+        manifest,
+        manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(),
+        manifest_name=MANIFEST_NAME,
+        cache=pack_cache,
+    )
     entries.append(Entry(name=member_name(staged.top, SBOM_NAME), mode=MANIFEST_MODE, data=sbom))
     # The name carries the tag (a manifest's, a record's): it must stay a file of dist/.
     target = confined(out_dir / DIST_DIR, staged.name, "bundle name", BundleError)
@@ -420,8 +456,15 @@ def package_bundle(
 ) -> tuple[Path, PackStats]:
     """Stage and pack an unsigned bundle into ``<out>/dist/<bundle_file_name>`` (:func:`stage_bundle`,
     :func:`pack_staged`); its path and the packaging's figures."""
-    staged = stage_bundle(leg=leg, record=record, build_dir=build_dir, out_dir=out_dir, toolchain=toolchain, tag=tag,
-                          commit=commit)
+    staged = stage_bundle(
+        leg=leg,
+        record=record,
+        build_dir=build_dir,
+        out_dir=out_dir,
+        toolchain=toolchain,
+        tag=tag,
+        commit=commit,
+    )
     return pack_staged(staged, out_dir=out_dir, pack_cache=pack_cache)
 
 
@@ -435,9 +478,13 @@ def check_manifest(data: Any, where: str) -> dict[str, Any]:
         raise BundleError(f"{where}: foreign manifest: not a {FORMAT} manifest")
     version = data.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise BundleError(f"{where}: manifest format version {version!r} is not supported (up to {FORMAT_VERSION})")
+        raise BundleError(
+            f"{where}: manifest format version {version!r} is not supported (up to {FORMAT_VERSION})"
+        )
     files = data.get("files")
-    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in files):
+    if not isinstance(files, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("path"), str) for f in files
+    ):
         raise BundleError(f"{where}: corrupt manifest: 'files' is not a list of file entries")
     root = data.get("root", "")
     if not isinstance(root, str) or "/" in root or "\\" in root or root in (".", ".."):
@@ -465,7 +512,9 @@ def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
 
 def read_manifest_file(path: Path) -> dict[str, Any]:
     """The manifest in file ``path``, read only when its size is one a manifest may have."""
-    return parse_manifest(json_text.read_bytes(path, where=str(path), what="the manifest", error=BundleError), str(path))
+    return parse_manifest(
+        json_text.read_bytes(path, where=str(path), what="the manifest", error=BundleError), str(path)
+    )
 
 
 def unpacked_root(folder: Path) -> Path:
@@ -491,11 +540,15 @@ def read_manifest(bundle_or_manifest: Path) -> dict[str, Any]:
         except BundleError:
             if path.suffix == ".json":
                 raise
-            raise BundleError(f"{path}: not a bundle (neither a .tar.gz, a .zip nor a manifest.json)") from None
+            raise BundleError(
+                f"{path}: not a bundle (neither a .tar.gz, a .zip nor a manifest.json)"
+            ) from None
     for member, data in read_members(path):
         if is_manifest_member(member.name) and data is not None:
             manifest = parse_manifest(data, f"{path}:{member.name}")
             if member.name != member_name(manifest_root(manifest), MANIFEST_NAME):
-                raise BundleError(f"{path}: corrupt bundle: {member.name} is not in the folder its manifest names")
+                raise BundleError(
+                    f"{path}: corrupt bundle: {member.name} is not in the folder its manifest names"
+                )
             return manifest
     raise BundleError(f"{path}: foreign bundle: no {MANIFEST_NAME} inside")

@@ -64,11 +64,17 @@ def _hash(digest: str) -> list[HashType]:
 def _llama_cpp(manifest: Mapping[str, Any]) -> Component:
     source = manifest.get("source") or {}
     tag = str(manifest.get("tag") or "")
-    props = [Property(name="llama-pipeline:commit", value=str(source["commit"]))] if source.get("commit") else []
+    props = (
+        [Property(name="llama-pipeline:commit", value=str(source["commit"]))] if source.get("commit") else []
+    )
     # One pull request merged onto the tag: owner/name#number@sha (the same text whatever order the
     # record or the manifest kept its keys in: a reproduced bundle's SBOM is the same bytes).
     props += [Property(name="llama-pipeline:mix", value=_mix_text(pr)) for pr in source.get("mix") or []]
-    refs = [ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(str(source["repo"])))] if source.get("repo") else []
+    refs = (
+        [ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(str(source["repo"])))]
+        if source.get("repo")
+        else []
+    )
     return Component(
         name="llama.cpp", version=tag or None, type=ComponentType.LIBRARY, bom_ref="llama.cpp",
         licenses=[LicenseExpression(LLAMA_CPP_LICENSE)], properties=props, external_references=refs,
@@ -112,7 +118,9 @@ def _file(file: Mapping[str, Any]) -> Component:
     )  # fmt: skip
 
 
-def sbom_json(manifest: Mapping[str, Any], *, manifest_sha256: str, manifest_name: str = "manifest.json") -> bytes:
+def sbom_json(
+    manifest: Mapping[str, Any], *, manifest_sha256: str, manifest_name: str = "manifest.json"
+) -> bytes:
     """The CycloneDX 1.6 JSON SBOM of the bundle ``manifest`` describes (its own file list, plus the manifest)."""
     bom = Bom(serial_number=uuid.uuid5(_NAMESPACE, manifest_sha256))
     name = str(manifest.get("name") or "bundle")
@@ -172,11 +180,15 @@ def sbom_files(raw: bytes, where: str) -> dict[str, SbomFile]:
         raise BundleError(f"{where}: not a valid CycloneDX 1.6 SBOM: {error.splitlines()[0]}")
     found: dict[str, SbomFile] = {}
     for component in data.get("components") or []:
-        props = {p.get("name"): p.get("value") for p in component.get("properties") or [] if isinstance(p, dict)}
+        props = {
+            p.get("name"): p.get("value") for p in component.get("properties") or [] if isinstance(p, dict)
+        }
         path = props.get(PATH_PROPERTY)
         if not isinstance(path, str):
             continue
-        digest = next((h.get("content") for h in component.get("hashes") or [] if h.get("alg") == "SHA-256"), None)
+        digest = next(
+            (h.get("content") for h in component.get("hashes") or [] if h.get("alg") == "SHA-256"), None
+        )
         link = props.get(SYMLINK_PROPERTY)
         if path in found:
             # One of ours lists each file once; with two entries, either could be the one checked.

@@ -76,11 +76,17 @@ def _is_sbom_of(raw: bytes, manifest_sha256: str) -> bool:
     return isinstance(data, dict) and data.get("bomFormat") == "CycloneDX"
 
 
-def cached_sbom(manifest: Mapping[str, Any], *, manifest_sha256: str, manifest_name: str, cache: Path | None) -> bytes:
+def cached_sbom(
+    manifest: Mapping[str, Any], *, manifest_sha256: str, manifest_name: str, cache: Path | None
+) -> bytes:
     """The SBOM of ``manifest`` (:func:`pipeline.bundle.sbom.sbom_json`), from ``cache`` when it was made
     there for the same manifest by the same writer; made (and kept there) otherwise."""
     writer = writer_identity() if cache is not None else None
-    path = cache_path(cache, sbom_key(manifest_sha256, manifest_name, writer)) if cache is not None and writer else None
+    path = (
+        cache_path(cache, sbom_key(manifest_sha256, manifest_name, writer))
+        if cache is not None and writer
+        else None
+    )
     if path is not None:
         try:
             raw = path.read_bytes()

@@ -56,25 +56,35 @@ def signing_plan(inputs: RunInputs, leg: Leg) -> tuple[SigningPlan | None, str |
     environ = inputs.environ
     if (pfx := inputs.signing_pfx) is not None:
         password = S.pick(S.SIGNING_PASSWORD, environ=environ).value or ""
-        signer = LocalSigner(pfx=pfx, password=str(password), description=config.publisher,
-                             timestamp_url=inputs.signing_timestamp_url)
+        signer = LocalSigner(
+            pfx=pfx,
+            password=str(password),
+            description=config.publisher,
+            timestamp_url=inputs.signing_timestamp_url,
+        )
         return SigningPlan(publisher=config.publisher, signer=signer, trusted=inputs.signing_ca), None
     repository = environ.get(S.GITHUB_REPOSITORY.env[0])
     if inputs.in_actions and config.repository is not None and repository == config.repository:
         return SigningPlan(publisher=config.publisher, signer=None, trusted=inputs.signing_ca), None
     where = f"in {config.repository}'s Actions runs" if config.repository else "by no workflow"
-    return None, (f"{leg.name}: the release signs it ([signing] in {inputs.matrix_path}), {where} or with "
-                  f"{S.SIGNING_PFX.flag} PFX; this run builds it unsigned")
+    return None, (
+        f"{leg.name}: the release signs it ([signing] in {inputs.matrix_path}), {where} or with "
+        f"{S.SIGNING_PFX.flag} PFX; this run builds it unsigned"
+    )
 
 
 def signature_problems(signatures: Sequence[PeSignature], publisher: str) -> list[Problem]:
     """One problem per program or library that is unsigned, does not verify, or names another publisher."""
-    return [Problem(file=sig.file, kind="signature", message=problem)
-            for sig in signatures if (problem := sig.problem(publisher)) is not None]
+    return [
+        Problem(file=sig.file, kind="signature", message=problem)
+        for sig in signatures
+        if (problem := sig.problem(publisher)) is not None
+    ]
 
 
-def check_signatures(root: Path, manifest: Mapping[str, Any], *, trusted: Path | None,
-                     environ: Mapping[str, str]) -> list[Problem]:
+def check_signatures(
+    root: Path, manifest: Mapping[str, Any], *, trusted: Path | None, environ: Mapping[str, str]
+) -> list[Problem]:
     """For a bundle whose manifest says it is signed: every program and library under ``root`` is signed by
     the manifest's publisher, and verifies against the roots of ``trusted`` (None: the system's). Nothing to
     check for an unsigned bundle."""

@@ -97,12 +97,17 @@ class SmokeRun:
         """It started: every library loaded and its main() ran. Some of upstream's programs
         (llama-simple, llama-gguf-hash...) take no --version and exit 1 with their usage; they pass.
         Any other non-zero exit is no proof it started, whatever it printed."""
-        return self.exit_code == 0 or (self._could_have_started and (self.usage or bool(_USAGE.search(self.output))))
+        return self.exit_code == 0 or (
+            self._could_have_started and (self.usage or bool(_USAGE.search(self.output)))
+        )
 
     @property
     def _could_have_started(self) -> bool:
-        return (0 < self.exit_code < _NTSTATUS_ERROR and self.exit_code not in _NOT_STARTED_CODES
-                and _LOADER_FAILURE not in self.output)
+        return (
+            0 < self.exit_code < _NTSTATUS_ERROR
+            and self.exit_code not in _NOT_STARTED_CODES
+            and _LOADER_FAILURE not in self.output
+        )
 
     @property
     def failure(self) -> str:
@@ -167,8 +172,11 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     ``ggml-base`` is the library every module links, not a backend.
     """
     suffix = {"windows": "dll", "macos": "dylib"}.get(os_name, "so")
-    pattern = (re.compile(r"^ggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.dll$", re.IGNORECASE) if os_name == "windows"
-               else re.compile(rf"^libggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.{suffix}$"))
+    pattern = (
+        re.compile(r"^ggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.dll$", re.IGNORECASE)
+        if os_name == "windows"
+        else re.compile(rf"^libggml-([a-z0-9]+)(?:-[A-Za-z0-9_]+)?\.{suffix}$")
+    )
     found: dict[str, list[str]] = {}
     for item in sorted(root.iterdir()) if root.is_dir() else ():
         match = pattern.match(item.name)
@@ -177,36 +185,60 @@ def backend_modules(root: Path, os_name: str) -> dict[str, list[str]]:
     return found
 
 
-def run_version(root: Path, program: str, home: Path, driver_env: Mapping[str, str] | None = None) -> SmokeRun:
+def run_version(
+    root: Path, program: str, home: Path, driver_env: Mapping[str, str] | None = None
+) -> SmokeRun:
     """Run ``<root>/<program> --version`` from ``home`` in the scrubbed environment."""
     ran = run_program(root, program, ["--version"], home, driver_env)
-    return SmokeRun(program=program, exit_code=ran.exit_code, output=ran.text[:_OUTPUT_CHARS],
-                    usage=ran.exit_code != 0 and bool(_USAGE.search(ran.text)))
+    return SmokeRun(
+        program=program,
+        exit_code=ran.exit_code,
+        output=ran.text[:_OUTPUT_CHARS],
+        usage=ran.exit_code != 0 and bool(_USAGE.search(ran.text)),
+    )
 
 
 def versions_check(runs: Sequence[SmokeRun]) -> SmokeCheck:
     """The ``--version`` runs as one check."""
     if not runs:
-        return SmokeCheck(name="versions", status=SKIPPED, line="versions: skipped: no llama-* programs in the bundle")
+        return SmokeCheck(
+            name="versions", status=SKIPPED, line="versions: skipped: no llama-* programs in the bundle"
+        )
     bad = [r for r in runs if not r.ok]
     if bad:
         first = bad[0]
-        return SmokeCheck(name="versions", status=FAILED, program=first.program,
-                          line=f"versions: {first.program} {first.failure}"
-                               + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+        return SmokeCheck(
+            name="versions",
+            status=FAILED,
+            program=first.program,
+            line=f"versions: {first.program} {first.failure}"
+            + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""),
+        )
     no_flag = [r.program for r in runs if not r.printed_version]
     others = f"; {', '.join(no_flag)} started but take no --version" if no_flag else ""
-    return SmokeCheck(name="versions", status=PASSED,
-                      line=f"versions: {len(runs) - len(no_flag)}/{len(runs)} programs printed their version{others}")
+    return SmokeCheck(
+        name="versions",
+        status=PASSED,
+        line=f"versions: {len(runs) - len(no_flag)}/{len(runs)} programs printed their version{others}",
+    )
 
 
 def _present(root: Path, names: Sequence[str], os_name: str) -> str | None:
-    return next((program_file(n, os_name) for n in names if (root / program_file(n, os_name)).is_file()), None)
+    return next(
+        (program_file(n, os_name) for n in names if (root / program_file(n, os_name)).is_file()), None
+    )
 
 
-def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = False,
-                   driver_env: Mapping[str, str] | None = None, driver: str | None = None,
-                   forward: ProgramRun | None = None) -> SmokeCheck:
+def backends_check(
+    root: Path,
+    os_name: str,
+    home: Path,
+    *,
+    backend_dl: bool = False,
+    driver_env: Mapping[str, str] | None = None,
+    driver: str | None = None,
+    forward: ProgramRun | None = None,
+) -> SmokeCheck:
     """Every backend module of the bundle loads (see the module docstring), and the devices it lists.
 
     Which modules loaded is read from ggml's own log in a ``llama-simple``
@@ -229,45 +261,71 @@ def backends_check(root: Path, os_name: str, home: Path, *, backend_dl: bool = F
     """
     modules = backend_modules(root, os_name)
     if not modules and not backend_dl:
-        return SmokeCheck(name="backends", status=SKIPPED,
-                          line="backends: skipped: no ggml backend modules beside the programs (not a GGML_BACKEND_DL build)")
+        return SmokeCheck(
+            name="backends",
+            status=SKIPPED,
+            line="backends: skipped: no ggml backend modules beside the programs (not a GGML_BACKEND_DL build)",
+        )
     program = _present(root, (FORWARD_PROGRAM,), os_name)
     if program is None:
-        return SmokeCheck(name="backends", status=SKIPPED,
-                          line=f"backends: skipped: no {FORWARD_PROGRAM} in the bundle (its log says which backends ggml loaded)")
+        return SmokeCheck(
+            name="backends",
+            status=SKIPPED,
+            line=f"backends: skipped: no {FORWARD_PROGRAM} in the bundle (its log says which backends ggml loaded)",
+        )
     ran = forward if forward is not None else forward_run(root, program, home, driver_env)
-    loaded = {Path(m.group("path").replace("\\", "/")).name: m.group("name") for m in _LOADED.finditer(ran.both)}
+    loaded = {
+        Path(m.group("path").replace("\\", "/")).name: m.group("name") for m in _LOADED.finditer(ran.both)
+    }
     from pipeline.bundle.gpu_smoke import backend_word, found_no_device
 
     no_device = found_no_device(ran.both)
     missing = []
     if backend_dl and "cpu" not in modules:
-        missing.append(f"the CPU backend (no {'ggml-cpu*.dll' if os_name == 'windows' else 'libggml-cpu*.so'} in the bundle)")
+        missing.append(
+            f"the CPU backend (no {'ggml-cpu*.dll' if os_name == 'windows' else 'libggml-cpu*.so'} in the bundle)"
+        )
     for backend, files in sorted(modules.items()):
         if not any(f in loaded or f in no_device for f in files):
             missing.append(files[0] if len(files) == 1 else f"{backend} ({', '.join(files)})")
     said = ", ".join(f"{name} ({file})" for file, name in sorted(loaded.items(), key=lambda kv: kv[1]))
-    idle = [f"{backend_word(backend)} ({file}) loaded but found no device"
-            for backend, files in sorted(modules.items()) for file in files if file in no_device]
+    idle = [
+        f"{backend_word(backend)} ({file}) loaded but found no device"
+        for backend, files in sorted(modules.items())
+        for file in files
+        if file in no_device
+    ]
     if idle:
         said = ", ".join(filter(None, [said, *idle]))
     if missing:
-        return SmokeCheck(name="backends", status=FAILED, program=program,
-                          line=f"backends: {', '.join(missing)} did not load in {program} "
-                               f"(a library it needs is missing or it is broken); loaded: {said or 'nothing'}")
+        return SmokeCheck(
+            name="backends",
+            status=FAILED,
+            program=program,
+            line=f"backends: {', '.join(missing)} did not load in {program} "
+            f"(a library it needs is missing or it is broken); loaded: {said or 'nothing'}",
+        )
     lister = _present(root, DEVICE_LISTERS, os_name)
     if lister is None:
         devices = f"devices not listed (no {', '.join(DEVICE_LISTERS)})"
     else:
         listed = run_program(root, lister, ["--list-devices"], home, driver_env)
         if listed.exit_code != 0:
-            return SmokeCheck(name="backends", status=FAILED, program=lister,
-                              line=f"backends: {lister} --list-devices exited {listed.exit_code}: {listed.last_line()}")
+            return SmokeCheck(
+                name="backends",
+                status=FAILED,
+                program=lister,
+                line=f"backends: {lister} --list-devices exited {listed.exit_code}: {listed.last_line()}",
+            )
         devices = f"{lister} --list-devices: {', '.join(_listed_devices(listed.stdout)) or 'no device'} besides the CPU"
     cuda = cuda_report(ran.both)
     notes = "".join(f"; {note}" for note in (cuda, driver) if note)
-    return SmokeCheck(name="backends", status=PASSED, program=program,
-                      line=f"backends: {program} loaded {said}; {devices}{notes}")
+    return SmokeCheck(
+        name="backends",
+        status=PASSED,
+        program=program,
+        line=f"backends: {program} loaded {said}; {devices}{notes}",
+    )
 
 
 def cuda_report(log: str) -> str | None:
@@ -288,7 +346,7 @@ def _listed_devices(stdout: str) -> list[str]:
     except StopIteration:
         return []
     names = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         text = line.strip()
         if not line.startswith(" ") or not text or text == "(none)":
             break
@@ -310,39 +368,71 @@ def vocab_test_case(inp: str, out: str) -> tuple[str, list[int]] | None:
     return None
 
 
-def tokenizer_check(root: Path, os_name: str, home: Path, models: Path | None,
-                    driver_env: Mapping[str, str] | None = None) -> SmokeCheck:
+def tokenizer_check(
+    root: Path, os_name: str, home: Path, models: Path | None, driver_env: Mapping[str, str] | None = None
+) -> SmokeCheck:
     """``llama-tokenize`` with the tree's vocab gives the ids the tree's own test expects."""
     program = _present(root, (TOKENIZER,), os_name)
     if program is None:
-        return SmokeCheck(name="tokenizer", status=SKIPPED, line=f"tokenizer: skipped: no {TOKENIZER} in the bundle")
+        return SmokeCheck(
+            name="tokenizer", status=SKIPPED, line=f"tokenizer: skipped: no {TOKENIZER} in the bundle"
+        )
     if models is None:
-        return SmokeCheck(name="tokenizer", status=SKIPPED, program=program,
-                          line="tokenizer: skipped: no llama.cpp source tree given for its models/ vocab")
+        return SmokeCheck(
+            name="tokenizer",
+            status=SKIPPED,
+            program=program,
+            line="tokenizer: skipped: no llama.cpp source tree given for its models/ vocab",
+        )
     vocab, inp, out = models / VOCAB, models / f"{VOCAB}.inp", models / f"{VOCAB}.out"
     if not (vocab.is_file() and inp.is_file() and out.is_file()):
-        return SmokeCheck(name="tokenizer", status=SKIPPED, program=program,
-                          line=f"tokenizer: skipped: the source tree has no models/{VOCAB} with its .inp/.out pair")
+        return SmokeCheck(
+            name="tokenizer",
+            status=SKIPPED,
+            program=program,
+            line=f"tokenizer: skipped: the source tree has no models/{VOCAB} with its .inp/.out pair",
+        )
     case = vocab_test_case(inp.read_text(encoding="utf-8"), out.read_text(encoding="utf-8"))
     if case is None:
-        return SmokeCheck(name="tokenizer", status=SKIPPED, program=program,
-                          line=f"tokenizer: skipped: no plain sentence in models/{VOCAB}.inp")
+        return SmokeCheck(
+            name="tokenizer",
+            status=SKIPPED,
+            program=program,
+            line=f"tokenizer: skipped: no plain sentence in models/{VOCAB}.inp",
+        )
     text, expected = case
     prompt = home / "tokenizer-prompt.txt"
     home.mkdir(parents=True, exist_ok=True)
     prompt.write_bytes(text.encode("utf-8"))
     # As the tree's test tokenizes: no special tokens added, none parsed.
-    ran = run_program(root, program, ["-m", str(vocab), "-f", str(prompt), "--ids", "--no-bos", "--no-parse-special",
-                               "--log-disable"], home, driver_env)
+    ran = run_program(
+        root,
+        program,
+        ["-m", str(vocab), "-f", str(prompt), "--ids", "--no-bos", "--no-parse-special", "--log-disable"],
+        home,
+        driver_env,
+    )
     if ran.exit_code != 0:
-        return SmokeCheck(name="tokenizer", status=FAILED, program=program,
-                          line=f"tokenizer: {program} exited {ran.exit_code}: {ran.last_line()}")
+        return SmokeCheck(
+            name="tokenizer",
+            status=FAILED,
+            program=program,
+            line=f"tokenizer: {program} exited {ran.exit_code}: {ran.last_line()}",
+        )
     got = _ids(ran.stdout)
     if got != expected:
-        return SmokeCheck(name="tokenizer", status=FAILED, program=program,
-                          line=f"tokenizer: {program} on {VOCAB} gave {got} for {text!r}; {VOCAB}.out expects {expected}")
-    return SmokeCheck(name="tokenizer", status=PASSED, program=program,
-                      line=f"tokenizer: {program} on {VOCAB}: {text!r} -> {got}, as {VOCAB}.out expects")
+        return SmokeCheck(
+            name="tokenizer",
+            status=FAILED,
+            program=program,
+            line=f"tokenizer: {program} on {VOCAB} gave {got} for {text!r}; {VOCAB}.out expects {expected}",
+        )
+    return SmokeCheck(
+        name="tokenizer",
+        status=PASSED,
+        program=program,
+        line=f"tokenizer: {program} on {VOCAB}: {text!r} -> {got}, as {VOCAB}.out expects",
+    )
 
 
 def _ids(stdout: str) -> list[int] | None:
@@ -354,39 +444,68 @@ def _ids(stdout: str) -> list[int] | None:
     return None
 
 
-def forward_run(root: Path, program: str, home: Path, driver_env: Mapping[str, str] | None = None) -> ProgramRun:
+def forward_run(
+    root: Path, program: str, home: Path, driver_env: Mapping[str, str] | None = None
+) -> ProgramRun:
     """``program`` (llama-simple) generating a few tokens with the tiny model on the CPU (``-ngl 0``, whatever
     GPU the machine has): what the backends and forward-pass checks read, run once for both."""
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
-    return run_program(root, program, ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", "0", FORWARD_PROMPT],
-                       home, driver_env)
+    return run_program(
+        root,
+        program,
+        ["-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", "0", FORWARD_PROMPT],
+        home,
+        driver_env,
+    )
 
 
-def forward_pass_check(root: Path, os_name: str, home: Path, driver_env: Mapping[str, str] | None = None, *,
-                       forward: ProgramRun | None = None) -> SmokeCheck:
+def forward_pass_check(
+    root: Path,
+    os_name: str,
+    home: Path,
+    driver_env: Mapping[str, str] | None = None,
+    *,
+    forward: ProgramRun | None = None,
+) -> SmokeCheck:
     """One generation with a tiny random-weight model on the CPU: the backend variant the machine picked computes.
     ``forward``: the run of :func:`forward_run`, when the caller made it already."""
     program = _present(root, (FORWARD_PROGRAM,), os_name)
     if program is None:
-        return SmokeCheck(name="forward-pass", status=SKIPPED,
-                          line=f"forward-pass: skipped: no {FORWARD_PROGRAM} in the bundle")
+        return SmokeCheck(
+            name="forward-pass",
+            status=SKIPPED,
+            line=f"forward-pass: skipped: no {FORWARD_PROGRAM} in the bundle",
+        )
     # On the CPU: no layer offloaded, whatever GPU the machine has (gpu-forward-pass offloads them).
     ran = forward if forward is not None else forward_run(root, program, home, driver_env)
     decoded = _DECODED.search(ran.both)
     # Fewer than asked is fine: a random model may pick its end-of-generation token early.
     if ran.exit_code != 0 or decoded is None or int(decoded.group("n")) < 1:
-        return SmokeCheck(name="forward-pass", status=FAILED, program=program,
-                          line=f"forward-pass: {program} with a tiny model exited {ran.exit_code}: {ran.last_line()}")
-    cpu = [Path(m.group("path").replace("\\", "/")).name for m in _LOADED.finditer(ran.both) if m.group("name") == "CPU"]
+        return SmokeCheck(
+            name="forward-pass",
+            status=FAILED,
+            program=program,
+            line=f"forward-pass: {program} with a tiny model exited {ran.exit_code}: {ran.last_line()}",
+        )
+    cpu = [
+        Path(m.group("path").replace("\\", "/")).name
+        for m in _LOADED.finditer(ran.both)
+        if m.group("name") == "CPU"
+    ]
     on = f" on {cpu[0]}" if cpu else ""
-    return SmokeCheck(name="forward-pass", status=PASSED, program=program,
-                      line=f"forward-pass: {program} decoded {decoded.group('n')} tokens with a tiny random-weight llama model{on}")
+    return SmokeCheck(
+        name="forward-pass",
+        status=PASSED,
+        program=program,
+        line=f"forward-pass: {program} decoded {decoded.group('n')} tokens with a tiny random-weight llama model{on}",
+    )
 
 
 def expects_cpu_module(cmake_args: Sequence[str]) -> bool:
     """Do a build's CMake arguments make the CPU backend a loadable module (``GGML_BACKEND_DL`` on, the CPU on)?"""
+
     def value(name: str) -> str | None:
         found = None
         for arg in cmake_args:
@@ -395,11 +514,17 @@ def expects_cpu_module(cmake_args: Sequence[str]) -> bool:
                 found = match.group(1).upper()
         return found
 
-    return value("GGML_BACKEND_DL") in ("ON", "TRUE", "1", "YES") and value("GGML_CPU") not in ("OFF", "FALSE", "0", "NO")
+    return value("GGML_BACKEND_DL") in ("ON", "TRUE", "1", "YES") and value("GGML_CPU") not in (
+        "OFF",
+        "FALSE",
+        "0",
+        "NO",
+    )
 
 
-def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
-                           driver_env: Mapping[str, str] | None = None) -> SmokeCheck | None:
+def gpu_forward_pass_check(
+    root: Path, os_name: str, home: Path, driver_env: Mapping[str, str] | None = None
+) -> SmokeCheck | None:
     """The forward pass with every layer offloaded, when the bundle ships a GPU module (None: it ships none).
 
     Passed naming the device llama.cpp's log says it used; skipped with the
@@ -418,13 +543,19 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
     )
 
     # Only GPU backends: the RPC client (libggml-rpc) and BLAS are not devices of this machine.
-    gpu = {backend: files for backend, files in backend_modules(root, os_name).items() if backend in GGML_GPU_MODULES}
+    gpu = {
+        backend: files
+        for backend, files in backend_modules(root, os_name).items()
+        if backend in GGML_GPU_MODULES
+    }
     if not gpu:
         return None
     name = "gpu-forward-pass"
     program = _present(root, (FORWARD_PROGRAM,), os_name)
     if program is None:
-        return SmokeCheck(name=name, status=SKIPPED, line=f"{name}: skipped: no {FORWARD_PROGRAM} in the bundle")
+        return SmokeCheck(
+            name=name, status=SKIPPED, line=f"{name}: skipped: no {FORWARD_PROGRAM} in the bundle"
+        )
     from pipeline.bundle.tiny_model import write_tiny_llama
 
     model = write_tiny_llama(home / "tiny-llama.gguf")
@@ -447,20 +578,37 @@ def gpu_forward_pass_check(root: Path, os_name: str, home: Path,
     decoded = _DECODED.search(ran.both)
     device = used[0]
     if ran.exit_code != 0 or decoded is None or int(decoded.group("n")) < 1:
-        return SmokeCheck(name=name, status=FAILED, program=program,
-                          line=f"{name}: {program} on {device.name} ({device.description}) exited {ran.exit_code}: "
-                               f"{ran.last_line()}")
-    backend = next((b for b in sorted(gpu) if device.name.lower().startswith(backend_word(b).split("/")[0].lower())),
-                   next(iter(sorted(gpu))))
-    return SmokeCheck(name=name, status=PASSED, program=program,
-                      line=f"{name}: {program} decoded {decoded.group('n')} tokens on {device.name} "
-                           f"({device.description}){via}, the {backend_word(backend)} backend "
-                           f"({', '.join(gpu[backend])})")
+        return SmokeCheck(
+            name=name,
+            status=FAILED,
+            program=program,
+            line=f"{name}: {program} on {device.name} ({device.description}) exited {ran.exit_code}: "
+            f"{ran.last_line()}",
+        )
+    backend = next(
+        (b for b in sorted(gpu) if device.name.lower().startswith(backend_word(b).split("/")[0].lower())),
+        next(iter(sorted(gpu))),
+    )
+    return SmokeCheck(
+        name=name,
+        status=PASSED,
+        program=program,
+        line=f"{name}: {program} decoded {decoded.group('n')} tokens on {device.name} "
+        f"({device.description}){via}, the {backend_word(backend)} backend "
+        f"({', '.join(gpu[backend])})",
+    )
 
 
 def smoke_checks(
-    root: Path, os_name: str, home: Path, *, models: Path | None, backend_dl: bool = False,
-    driver_env: Mapping[str, str] | None = None, driver: str | None = None, prefix: Sequence[str] = (),
+    root: Path,
+    os_name: str,
+    home: Path,
+    *,
+    models: Path | None,
+    backend_dl: bool = False,
+    driver_env: Mapping[str, str] | None = None,
+    driver: str | None = None,
+    prefix: Sequence[str] = (),
 ) -> tuple[list[SmokeRun], list[SmokeCheck]]:
     """Every check of the smoke run on the unpacked bundle ``root``; ``models``: the source tree's models/;
     ``backend_dl``, ``driver_env`` and ``driver``: see :func:`backends_check`; ``prefix``: the emulator
@@ -473,8 +621,15 @@ def smoke_checks(
         forward = forward_run(root, program, home, driver_env) if program is not None else None
         checks = [
             versions_check(runs),
-            backends_check(root, os_name, home, backend_dl=backend_dl, driver_env=driver_env, driver=driver,
-                           forward=forward),
+            backends_check(
+                root,
+                os_name,
+                home,
+                backend_dl=backend_dl,
+                driver_env=driver_env,
+                driver=driver,
+                forward=forward,
+            ),
             tokenizer_check(root, os_name, home, models, driver_env),
             forward_pass_check(root, os_name, home, driver_env, forward=forward),
         ]

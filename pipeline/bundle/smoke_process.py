@@ -108,7 +108,9 @@ class _Bounded:
         return (bytes(self.head) + middle + tail[cut:]).decode(errors="replace")
 
 
-def run_program(root: Path, program: str, args: Sequence[str], home: Path, driver_env: Mapping[str, str] | None = None) -> ProgramRun:
+def run_program(
+    root: Path, program: str, args: Sequence[str], home: Path, driver_env: Mapping[str, str] | None = None
+) -> ProgramRun:
     """``<root>/<program> ARGS`` from ``home`` in the scrubbed environment; a program that cannot
     start or hangs is exit code -1 with the reason as its output.
 
@@ -119,8 +121,14 @@ def run_program(root: Path, program: str, args: Sequence[str], home: Path, drive
     home.mkdir(parents=True, exist_ok=True)
     with adopting_orphans() as contained:
         try:
-            with popen_child([*PROGRAM_PREFIX_ARGS.get(), str(root / program), *args], cwd=home, env=scrubbed_env(home, driver_env),
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            with popen_child(
+                [*PROGRAM_PREFIX_ARGS.get(), str(root / program), *args],
+                cwd=home,
+                env=scrubbed_env(home, driver_env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            ) as proc:
                 assert proc.stdout is not None and proc.stderr is not None
                 out, err = _Bounded(proc.stdout), _Bounded(proc.stderr)
                 try:
@@ -132,6 +140,8 @@ def run_program(root: Path, program: str, args: Sequence[str], home: Path, drive
                     stop_group(proc, grace=0.0)
                     contained.stop_adopted()
                 # Every writer is gone now (where containment holds): the readers reach the end at once.
-                return ProgramRun(exit_code=returncode, stdout=out.text(_READ_WAIT), stderr=err.text(_READ_WAIT))
+                return ProgramRun(
+                    exit_code=returncode, stdout=out.text(_READ_WAIT), stderr=err.text(_READ_WAIT)
+                )
         except OSError as exc:
             return ProgramRun(exit_code=-1, stdout="", stderr=f"cannot start: {exc.strerror}")

@@ -160,7 +160,9 @@ def archive_entries(
     for sf in staged:
         if problem := bundle_member_problem(sf.relpath):
             # Refused here, where every member is named: a bundle its own verify would refuse is never made.
-            raise BundleError(f"{sf.path}: cannot go into the bundle as {sf.relpath!r}: {problem} (rename it)")
+            raise BundleError(
+                f"{sf.path}: cannot go into the bundle as {sf.relpath!r}: {problem} (rename it)"
+            )
         came_from = {"from_toolchain": origins[sf.relpath]} if sf.relpath in origins else {}
         name = member_name(top, sf.relpath)
         if sf.link is not None:

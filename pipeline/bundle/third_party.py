@@ -97,7 +97,8 @@ def _marker_archives(install: Path) -> list[dict[str, str]]:
     listed = data.get("archives") if isinstance(data, dict) else None
     return [
         {"label": str(a.get("label")), "sha256": str(a.get("sha256") or "")}
-        for a in listed or [] if isinstance(a, dict) and a.get("label")
+        for a in listed or []
+        if isinstance(a, dict) and a.get("label")
     ]
 
 
@@ -118,10 +119,16 @@ def _wheel_packages(install: Path, archives: Sequence[Mapping[str, str]]) -> dic
         meta = email.parser.HeaderParser().parsestr(metadata.read_text(encoding="utf-8", errors="replace"))
         name = meta.get("Name") or info.name.split("-")[0]
         version = meta.get("Version")
-        archive = next((a for a in archives if _normal(re.split(r"[=<>!~ ;\[]", a["label"])[0]) == _normal(name)), None)
-        licenses = tuple(sorted(
-            p.relative_to(install).as_posix() for p in info.rglob("*") if p.is_file() and LICENSE_NAME.match(p.name)
-        ))
+        archive = next(
+            (a for a in archives if _normal(re.split(r"[=<>!~ ;\[]", a["label"])[0]) == _normal(name)), None
+        )
+        licenses = tuple(
+            sorted(
+                p.relative_to(install).as_posix()
+                for p in info.rglob("*")
+                if p.is_file() and LICENSE_NAME.match(p.name)
+            )
+        )
         package = Package(
             name=name, version=version,
             archive=archive["label"] if archive else info.name,
@@ -170,8 +177,10 @@ def _toolchain_packages(root: Path, details: Mapping[str, Any], declared_doc: Pa
             return wheel, Covered(base=install, files=wheel.license_files, source="its wheel's dist-info")
         if system and (owned := dpkg_owner(path)) is not None:
             package, version = owned
-            return (Package(name=package, version=version, archive=f"dpkg:{package}", archive_sha256=None),
-                    debian_copyright(package))
+            return (
+                Package(name=package, version=version, archive=f"dpkg:{package}", archive_sha256=None),
+                debian_copyright(package),
+            )
         return fallback, licenses.covering(path.relative_to(install).as_posix())
 
     return owner
@@ -182,8 +191,10 @@ def _package_around(path: Path) -> tuple[Package, Covered | None]:
     libatomic, say: its package's copyright), else the nearest folder above it with license files."""
     if dpkg_managed(Path("/usr")) and (owned := dpkg_owner(path)) is not None:
         package, version = owned
-        return (Package(name=package, version=version, archive=f"dpkg:{package}", archive_sha256=None),
-                debian_copyright(package))
+        return (
+            Package(name=package, version=version, archive=f"dpkg:{package}", archive_sha256=None),
+            debian_copyright(package),
+        )
     for folder in list(path.parents)[:_MARKER_DEPTH]:
         covered = InstallLicenses(folder).covering(path.relative_to(folder).as_posix())
         if covered is not None:
@@ -192,7 +203,11 @@ def _package_around(path: Path) -> tuple[Package, Covered | None]:
 
 
 def describe_third_party(
-    stage: Path, copied: Sequence[CopiedFile], *, toolchain_root: Path | None, details: Mapping[str, Any],
+    stage: Path,
+    copied: Sequence[CopiedFile],
+    *,
+    toolchain_root: Path | None,
+    details: Mapping[str, Any],
     declared_doc: Path = DEBIAN_DOC,
 ) -> list[dict[str, Any]]:
     """Copy the license files of what ``copied`` came from into ``stage``; the manifest's ``third_party`` list.
@@ -202,7 +217,11 @@ def describe_third_party(
     ``declared_doc``: where the declared sources' Debian packages keep their copyright files.
     """
     files = [c for c in copied if c.link is None]
-    in_toolchain = _toolchain_packages(toolchain_root.resolve(), details, declared_doc) if toolchain_root is not None else None
+    in_toolchain = (
+        _toolchain_packages(toolchain_root.resolve(), details, declared_doc)
+        if toolchain_root is not None
+        else None
+    )
     listed: list[dict[str, Any]] = []
     for item in sorted(files, key=lambda c: c.path):
         origin = Path(item.origin)
@@ -219,17 +238,19 @@ def describe_third_party(
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 assert covered is not None
                 shutil.copyfile(covered.base / rel, dest)
-        listed.append({
-            "path": item.path,
-            "package": package.name,
-            "version": package.version,
-            "archive": package.archive,
-            "archive_sha256": package.archive_sha256,
-            "declared_license": package.declared_license,
-            "licenses": [f"{TOOLCHAIN_LICENSES}/{rel}" for rel in licenses],
-            # Where the licenses were found (a component's doc folder, a declared source); none: refused.
-            "license_source": covered.source if covered is not None else None,
-        })
+        listed.append(
+            {
+                "path": item.path,
+                "package": package.name,
+                "version": package.version,
+                "archive": package.archive,
+                "archive_sha256": package.archive_sha256,
+                "declared_license": package.declared_license,
+                "licenses": [f"{TOOLCHAIN_LICENSES}/{rel}" for rel in licenses],
+                # Where the licenses were found (a component's doc folder, a declared source); none: refused.
+                "license_source": covered.source if covered is not None else None,
+            }
+        )
     return listed
 
 
@@ -248,7 +269,10 @@ def license_problems(manifest: Mapping[str, Any], root: Path) -> list[tuple[str,
         names = entries.get(path, {}).get("licenses") or []
         present = [n for n in names if isinstance(n, str) and (root / n).is_file()]
         if not present:
-            why = ("its license files are not in the bundle: " + ", ".join(map(str, names)) if names
-                   else "no license in the bundle for it")
+            why = (
+                "its license files are not in the bundle: " + ", ".join(map(str, names))
+                if names
+                else "no license in the bundle for it"
+            )
             problems.append((path, f"a third-party file (from the toolchain's {f['from_toolchain']}): {why}"))
     return problems

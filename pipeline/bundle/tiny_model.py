@@ -72,9 +72,16 @@ def tensors() -> list[tuple[str, tuple[int, ...], list[float]]]:
     named = [weights("token_embd.weight", vocab, N_EMBD)]
     for i in range(N_LAYER):
         named.append(ones(f"blk.{i}.attn_norm.weight"))
-        named += [weights(f"blk.{i}.{name}.weight", N_EMBD, N_EMBD) for name in ("attn_q", "attn_k", "attn_v", "attn_output")]
-        named += [ones(f"blk.{i}.ffn_norm.weight"), weights(f"blk.{i}.ffn_gate.weight", N_FF, N_EMBD),
-                  weights(f"blk.{i}.ffn_up.weight", N_FF, N_EMBD), weights(f"blk.{i}.ffn_down.weight", N_EMBD, N_FF)]
+        named += [
+            weights(f"blk.{i}.{name}.weight", N_EMBD, N_EMBD)
+            for name in ("attn_q", "attn_k", "attn_v", "attn_output")
+        ]
+        named += [
+            ones(f"blk.{i}.ffn_norm.weight"),
+            weights(f"blk.{i}.ffn_gate.weight", N_FF, N_EMBD),
+            weights(f"blk.{i}.ffn_up.weight", N_FF, N_EMBD),
+            weights(f"blk.{i}.ffn_down.weight", N_EMBD, N_FF),
+        ]
     return [*named, ones("output_norm.weight"), weights("output.weight", vocab, N_EMBD)]
 
 
@@ -140,7 +147,10 @@ def model_bytes() -> bytes:
     offset = 0
     for name, shape, values in named:
         # Dimensions in ggml's order (numpy's reversed), then the type and the offset in the data.
-        parts += [_string(name), struct.pack(f"<I{len(shape)}QIQ", len(shape), *reversed(shape), _F32, offset)]
+        parts += [
+            _string(name),
+            struct.pack(f"<I{len(shape)}QIQ", len(shape), *reversed(shape), _F32, offset),
+        ]
         offset += 4 * len(values) + _pad(4 * len(values))
     head = b"".join(parts)
     data = [head, bytes(_pad(len(head)))]

@@ -95,11 +95,19 @@ def _check_sums(path: Path, sums: Mapping[str, list[tuple[int, str]]], where: st
     if len(lines) > 1:
         # Which line counts is anyone's guess (the last, here, until this): a release lists each asset once.
         numbers = ", ".join(str(n) for n, _ in lines)
-        return [Difference(path=path.name, kind="sums", message=f"listed {len(lines)} times in {where} (lines {numbers})")]
+        return [
+            Difference(
+                path=path.name, kind="sums", message=f"listed {len(lines)} times in {where} (lines {numbers})"
+            )
+        ]
     expected = lines[0][1]
     digest = file_digest(path)[1]
     if digest != expected:
-        return [Difference(path=path.name, kind="sums", message=f"sha256 {digest} differs from {where}'s {expected}")]
+        return [
+            Difference(
+                path=path.name, kind="sums", message=f"sha256 {digest} differs from {where}'s {expected}"
+            )
+        ]
     return []
 
 
@@ -109,21 +117,40 @@ def compare_files(listed: Mapping[str, SbomFile], members: Mapping[str, Member])
     for path in sorted(set(listed) | set(members)):
         want, got = listed.get(path), members.get(path)
         if got is None:
-            found.append(Difference(path=path, kind="missing", message="listed in the SBOM, missing from the bundle"))
+            found.append(
+                Difference(path=path, kind="missing", message="listed in the SBOM, missing from the bundle")
+            )
         elif want is None:
             found.append(Difference(path=path, kind="extra", message="in the bundle, not listed in the SBOM"))
         elif want.link is not None or got.link is not None:
             if want.link != got.link:
-                found.append(Difference(path=path, kind="changed",
-                                        message=f"symlink to {got.link!r}, the SBOM says {want.link!r}"))
+                found.append(
+                    Difference(
+                        path=path,
+                        kind="changed",
+                        message=f"symlink to {got.link!r}, the SBOM says {want.link!r}",
+                    )
+                )
         elif want.sha256 != got.sha256:
-            found.append(Difference(path=path, kind="changed",
-                                    message=f"sha256 {got.sha256} differs from the SBOM's {want.sha256}"))
+            found.append(
+                Difference(
+                    path=path,
+                    kind="changed",
+                    message=f"sha256 {got.sha256} differs from the SBOM's {want.sha256}",
+                )
+            )
     return found
 
 
-def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None = None, publisher: str | None = None,
-                  signing_ca: Path | None = None, environ: Mapping[str, str] | None = None) -> Verification:
+def verify_bundle(
+    bundle: Path,
+    *,
+    sums: Path | None = None,
+    sbom: Path | None = None,
+    publisher: str | None = None,
+    signing_ca: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Verification:
     """Check ``bundle`` against the release's ``sums`` file and an SBOM (``sbom``, else the bundle's own); a
     Windows bundle's signatures too: every program and library is reported with its signer, and, when
     ``publisher`` is given or the manifest names one, each must be signed by it and verify (against the roots
@@ -164,19 +191,23 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
     outside = sorted(n for n in members if not n.startswith(prefix))
     if outside:
         raise BundleError(f"{bundle}: corrupt bundle: {outside[0]} is outside its top folder {top}/")
-    inside = {name[len(prefix):]: m for name, m in members.items()}
+    inside = {name[len(prefix) :]: m for name, m in members.items()}
     own = kept.get(prefix + SBOM_NAME)
     inside.pop(SBOM_NAME, None)
     if sbom is not None and given is not None:
         raw, where = given, str(sbom)
         if own is not None and own != raw:
-            differences.append(Difference(path=SBOM_NAME, kind="sbom", message=f"the bundle's SBOM differs from {sbom.name}"))
+            differences.append(
+                Difference(path=SBOM_NAME, kind="sbom", message=f"the bundle's SBOM differs from {sbom.name}")
+            )
         elif own is None:
             differences.append(Difference(path=SBOM_NAME, kind="sbom", message="missing from the bundle"))
     elif own is not None:
         raw, where = own, f"{bundle}:{prefix}{SBOM_NAME}"
     else:
-        raise BundleError(f"{bundle}: no {SBOM_NAME} inside and no --sbom given: nothing to verify the files against")
+        raise BundleError(
+            f"{bundle}: no {SBOM_NAME} inside and no --sbom given: nothing to verify the files against"
+        )
     differences += compare_files(sbom_files(raw, where), inside)
     signatures: list[PeSignature] = []
     leg = manifest.get("leg")
@@ -189,8 +220,11 @@ def verify_bundle(bundle: Path, *, sums: Path | None = None, sbom: Path | None =
                 raise
             # An unsigned bundle's signers are only reported: without osslsigncode there is nothing to report.
             signatures = []
-        differences += [Difference(path=sig.file, kind="signature", message=problem)
-                        for sig in signatures if expected and (problem := sig.problem(expected))]
+        differences += [
+            Difference(path=sig.file, kind="signature", message=problem)
+            for sig in signatures
+            if expected and (problem := sig.problem(expected))
+        ]
     return Verification(
         bundle=str(bundle), files_checked=len(inside), differences=tuple(differences),
         sbom=where, sums=str(sums) if sums is not None else None, signatures=tuple(signatures), publisher=expected,

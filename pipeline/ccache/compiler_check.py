@@ -44,7 +44,9 @@ def verified_archive_digest(toolchain: Toolchain) -> str | None:
     installer that records ``archive_sha256`` qualifies the same way.
     """
     details = toolchain.details
-    digest = details.get("archive_sha256") or (details.get("sha256") if details.get("source") == "download" else None)
+    digest = details.get("archive_sha256") or (
+        details.get("sha256") if details.get("source") == "download" else None
+    )
     return digest.lower() if digest and SHA256_HEX.fullmatch(digest.lower()) else None
 
 
@@ -73,7 +75,9 @@ def resolve_compiler_check(
         return CompilerCheck(mode=mode, value=mode)
 
     def fallback(why: str) -> CompilerCheck:
-        return CompilerCheck(mode=mode, value="content", note=f"compiler_check=toolchain fell back to content: {why}")
+        return CompilerCheck(
+            mode=mode, value="content", note=f"compiler_check=toolchain fell back to content: {why}"
+        )
 
     digest = verified_archive_digest(toolchain)
     if digest is None:

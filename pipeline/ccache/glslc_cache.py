@@ -55,8 +55,9 @@ FORMAT = "glslc-cache-2"
 VALUE_OPTIONS = frozenset({"-o", "-MF", "-I", "-x", "-MT", "-MQ"})
 # Options that change what is written or where (preprocess or dependencies only, several outputs, a query):
 # such a call runs glslc unchanged.
-UNCACHEABLE = frozenset({"-E", "-S", "-M", "-MM", "-c", "-MT", "-MQ", "--show-limits", "--version", "-h",
-                         "--help", "-save-temps"})
+UNCACHEABLE = frozenset(
+    {"-E", "-S", "-M", "-MM", "-c", "-MT", "-MQ", "--show-limits", "--version", "-h", "--help", "-save-temps"}
+)
 # Manifest entries kept per primary key: one per combination of include contents seen lately.
 MANIFEST_ENTRIES = 8
 OUTCOMES = ("hit", "miss", "uncacheable", "corrupt")
@@ -175,12 +176,18 @@ def _digest_fields(fields: Sequence[str]) -> str:
     return digest_bytes("".join(f"{len(f)}:{f}" for f in fields).encode("utf-8", "surrogateescape"))
 
 
-def primary_key(glslc_identity: str, inv: Invocation, base: str | os.PathLike[str], cwd: str | os.PathLike[str],
-                input_digest: str) -> str:
+def primary_key(
+    glslc_identity: str,
+    inv: Invocation,
+    base: str | os.PathLike[str],
+    cwd: str | os.PathLike[str],
+    input_digest: str,
+) -> str:
     """What picks the manifest: glslc, the arguments and the input (path and content), never the folder."""
     args = key_args(inv, base, cwd)
-    return _digest_fields([FORMAT, glslc_identity, str(len(args)), *args, portable(inv.input, base, cwd),
-                           input_digest])
+    return _digest_fields(
+        [FORMAT, glslc_identity, str(len(args)), *args, portable(inv.input, base, cwd), input_digest]
+    )
 
 
 def result_key(primary: str, includes: Sequence[tuple[str, str]]) -> str:
@@ -289,8 +296,13 @@ class Cache:
             staging = _temp_name(final)
             os.mkdir(staging)
             try:
-                files = dict(zip(RESULT_FILES, (output, _lines(includes).encode("utf-8", "surrogateescape"), stderr),
-                                 strict=True))
+                files = dict(
+                    zip(
+                        RESULT_FILES,
+                        (output, _lines(includes).encode("utf-8", "surrogateescape"), stderr),
+                        strict=True,
+                    )
+                )
                 files[DIGESTS] = _digest_lines(files)
                 for name, data in files.items():
                     with open(os.path.join(staging, name), "wb") as fh:
@@ -311,8 +323,13 @@ class Cache:
                         os.unlink(os.path.join(staging, name))
                     os.rmdir(staging)
         kept = [(k, inc) for k, inc in self.manifest(primary) if k != key]
-        lines = ["\t".join([k, *(f for pair in inc for f in pair)]) + "\n" for k, inc in [(key, list(includes)), *kept]]
-        _atomic_write(self.manifest_path(primary), "".join(lines[:MANIFEST_ENTRIES]).encode("utf-8", "surrogateescape"))
+        lines = [
+            "\t".join([k, *(f for pair in inc for f in pair)]) + "\n"
+            for k, inc in [(key, list(includes)), *kept]
+        ]
+        _atomic_write(
+            self.manifest_path(primary), "".join(lines[:MANIFEST_ENTRIES]).encode("utf-8", "surrogateescape")
+        )
         return key
 
     def includes(self, key: str) -> list[tuple[str, str]]:
@@ -375,8 +392,10 @@ def settings_text(settings: dict[str, str]) -> str:
 
 def depfile_text(output: str, deps: Sequence[str | os.PathLike[str]]) -> str:
     """A depfile as glslc writes it: the output, then the input and each include."""
+
     def escape(path: str) -> str:
         return path.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#")
+
     return f"{escape(output)}: {' '.join(escape(os.fspath(d)) for d in deps)}\n"
 
 
@@ -395,12 +414,16 @@ class Reply:
 
     __slots__ = ("code", "exec_glslc", "stderr", "stdout")
 
-    def __init__(self, code: int = 0, stdout: bytes = b"", stderr: bytes = b"", exec_glslc: str | None = None) -> None:
+    def __init__(
+        self, code: int = 0, stdout: bytes = b"", stderr: bytes = b"", exec_glslc: str | None = None
+    ) -> None:
         self.code, self.stdout, self.stderr, self.exec_glslc = code, stdout, stderr, exec_glslc
 
     def __repr__(self) -> str:
-        return (f"Reply(code={self.code!r}, stdout={self.stdout!r}, stderr={self.stderr!r}, "
-                f"exec_glslc={self.exec_glslc!r})")
+        return (
+            f"Reply(code={self.code!r}, stdout={self.stdout!r}, stderr={self.stderr!r}, "
+            f"exec_glslc={self.exec_glslc!r})"
+        )
 
 
 def handle(config: dict[str, str], argv: Sequence[str], cwd: str, env: dict[str, str] | None = None) -> Reply:
@@ -436,7 +459,9 @@ def handle(config: dict[str, str], argv: Sequence[str], cwd: str, env: dict[str,
     _atomic_write(os.path.join(cwd, inv.output), files["output"])
     if inv.depfile is not None:
         deps = [input_path, *(local(p, base) for p, _ in _includes(files["includes"]))]
-        _atomic_write(os.path.join(cwd, inv.depfile), depfile_text(inv.output, deps).encode("utf-8", "surrogateescape"))
+        _atomic_write(
+            os.path.join(cwd, inv.depfile), depfile_text(inv.output, deps).encode("utf-8", "surrogateescape")
+        )
     _count(stats, "hit")
     return Reply(stderr=files["stderr"])
 
@@ -454,8 +479,17 @@ def run(config: dict[str, str], argv: Sequence[str], cwd: str) -> int:
     return reply.code
 
 
-def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primary: str, base: str, cwd: str,
-          stats: str, env: dict[str, str] | None) -> Reply:
+def _miss(
+    glslc: str,
+    argv: Sequence[str],
+    inv: Invocation,
+    cache: Cache,
+    primary: str,
+    base: str,
+    cwd: str,
+    stats: str,
+    env: dict[str, str] | None,
+) -> Reply:
     """Run glslc (with a depfile, to learn the includes) and keep what it wrote when it succeeded."""
     import subprocess
     import tempfile
@@ -463,11 +497,19 @@ def _miss(glslc: str, argv: Sequence[str], inv: Invocation, cache: Cache, primar
     with tempfile.TemporaryDirectory(prefix="glslc-cache-") as tmp:
         extra = [] if inv.depfile is not None else ["-MD", "-MF", os.path.join(tmp, "deps.d")]
         depfile = os.path.join(cwd, inv.depfile) if inv.depfile is not None else os.path.join(tmp, "deps.d")
-        proc = subprocess.run([glslc, *argv, *extra], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
+        proc = subprocess.run(
+            [glslc, *argv, *extra],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
         _count(stats, "miss")
         # A signal's death as a shell reports it: what the caller would have seen of glslc itself.
-        reply = Reply(proc.returncode if proc.returncode >= 0 else 128 - proc.returncode, proc.stdout, proc.stderr)
+        reply = Reply(
+            proc.returncode if proc.returncode >= 0 else 128 - proc.returncode, proc.stdout, proc.stderr
+        )
         if proc.returncode != 0:
             return reply
         try:

@@ -48,7 +48,9 @@ def client_key(source: bytes, machine: str) -> str:
 
 def _answers(program: Path) -> bool:
     try:
-        proc = run_child([str(program)], env={PROBE_VARIABLE: "1"}, capture_output=True, timeout=PROBE_SECONDS)
+        proc = run_child(
+            [str(program)], env={PROBE_VARIABLE: "1"}, capture_output=True, timeout=PROBE_SECONDS
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0 and proc.stdout.decode("utf-8", "replace").strip() == PROTOCOL
@@ -61,13 +63,16 @@ def _compile(cc: Path, source: bytes, program: Path) -> str | None:
         src, out = Path(tmp) / SOURCE_NAME, Path(tmp) / PROGRAM_NAME
         src.write_bytes(source)
         try:
-            proc = run_child([str(cc), "-O2", "-o", str(out), str(src)], capture_output=True,
-                             timeout=COMPILE_SECONDS)
+            proc = run_child(
+                [str(cc), "-O2", "-o", str(out), str(src)], capture_output=True, timeout=COMPILE_SECONDS
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{cc} did not compile the glslc launcher: {exc}"
         if proc.returncode != 0 or not out.is_file():
             said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            return f"{cc} did not compile the glslc launcher: {said[-1] if said else f'exit {proc.returncode}'}"
+            return (
+                f"{cc} did not compile the glslc launcher: {said[-1] if said else f'exit {proc.returncode}'}"
+            )
         out.chmod(0o755)
         out.replace(program)
     return None

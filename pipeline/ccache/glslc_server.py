@@ -52,7 +52,11 @@ class Request:
         self.cwd, self.argv, self.env = cwd, argv, env
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Request) and (self.cwd, self.argv, self.env) == (other.cwd, other.argv, other.env)
+        return isinstance(other, Request) and (self.cwd, self.argv, self.env) == (
+            other.cwd,
+            other.argv,
+            other.env,
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -84,7 +88,7 @@ def parse_request(data: bytes) -> Request:
     if len(fields) != env_at + 1 + envc:
         raise ValueError("the environment's count does not match its entries")
     env: dict[str, str] = {}
-    for entry in fields[env_at + 1:]:
+    for entry in fields[env_at + 1 :]:
         name, sep, value = entry.partition("=")
         if sep and name:
             env.setdefault(name, value)
@@ -142,8 +146,10 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         super().__init__(path, _Handler)
 
     def summary(self) -> str:
-        return (f"glslc cache server: {self.answered} calls answered, {self.handed_back} handed to the "
-                "Python launcher")
+        return (
+            f"glslc cache server: {self.answered} calls answered, {self.handed_back} handed to the "
+            "Python launcher"
+        )
 
 
 class _Handler(socketserver.BaseRequestHandler):

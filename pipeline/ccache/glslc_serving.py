@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 # The server runs with the pipeline's interpreter, isolated and without site-packages: it needs only the
 # standard library and this package, put first on its path.
-SERVER_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-               "from pipeline.ccache.glslc_server import main; sys.exit(main(sys.argv[2:]))")
+SERVER_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from pipeline.ccache.glslc_server import main; sys.exit(main(sys.argv[2:]))"
+)
 LOG_NAME = "server.log"
 READY_SECONDS = 30.0
 STOP_SECONDS = 10.0
@@ -59,8 +61,12 @@ def serving_glslc(cache: GlslcCache | None) -> Iterator[str | None]:
     socket = cache.socket
     log_path = socket.with_name(LOG_NAME)
     try:
-        with log_path.open("ab") as log, popen_child(server_command(cache, socket), stdin=subprocess.PIPE,
-                                                      stdout=subprocess.PIPE, stderr=log) as proc:
+        with (
+            log_path.open("ab") as log,
+            popen_child(
+                server_command(cache, socket), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log
+            ) as proc,
+        ):
             assert proc.stdin is not None
             try:
                 problem = _ready(proc, log_path)

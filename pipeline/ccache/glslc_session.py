@@ -116,12 +116,15 @@ def glslc_identity(glslc: Path) -> str:
 
 def launcher_text(python: str, script: Path, config: Path) -> str:
     # -I -S: no site-packages or user paths to import at each of the 1,117 calls of a build; the module needs none.
-    return ("#!/bin/sh\n# Written by the pipeline: glslc through the leg's shader cache (pipeline/ccache/glslc_cache.py).\n"
-            f"exec {shlex.quote(python)} -I -S {shlex.quote(str(script))} {shlex.quote(str(config))} \"$@\"\n")
+    return (
+        "#!/bin/sh\n# Written by the pipeline: glslc through the leg's shader cache (pipeline/ccache/glslc_cache.py).\n"
+        f'exec {shlex.quote(python)} -I -S {shlex.quote(str(script))} {shlex.quote(str(config))} "$@"\n'
+    )
 
 
-def setup_glslc_cache(cmake_args: Sequence[str], *, ccache_dir: Path, base_dir: Path, build: Path,
-                      stats_log: Path) -> GlslcCache | None:
+def setup_glslc_cache(
+    cmake_args: Sequence[str], *, ccache_dir: Path, base_dir: Path, build: Path, stats_log: Path
+) -> GlslcCache | None:
     """The run's glslc cache when the toolchain names a glslc (None for other legs and on Windows).
 
     The compiled launcher is built with the toolchain's C compiler (``-DCMAKE_C_COMPILER``); a toolchain
@@ -141,8 +144,15 @@ def setup_glslc_cache(cmake_args: Sequence[str], *, ccache_dir: Path, base_dir: 
     folder = build / LAUNCHER_DIR
     config = folder / "settings"
     try:
-        text = glslc_cache.settings_text({"glslc": str(glslc), "identity": identity, "cache_dir": str(cache_dir),
-                                          "base_dir": str(base_dir), "stats": str(stats)})
+        text = glslc_cache.settings_text(
+            {
+                "glslc": str(glslc),
+                "identity": identity,
+                "cache_dir": str(cache_dir),
+                "base_dir": str(base_dir),
+                "stats": str(stats),
+            }
+        )
     except ValueError:
         # A tab or a newline in a folder's name: such a build compiles its shaders uncached.
         return None
@@ -153,8 +163,16 @@ def setup_glslc_cache(cmake_args: Sequence[str], *, ccache_dir: Path, base_dir: 
     atomic_write_text(fallback, launcher_text(sys.executable, Path(glslc_cache.__file__).resolve(), config))
     fallback.chmod(0o755)
     client = client_program(cmake_path(cmake_args, "CMAKE_C_COMPILER"), cache_dir)
-    cache = GlslcCache(glslc=glslc, identity=identity, cache_dir=cache_dir, launcher=fallback, stats=stats,
-                       settings=config, fallback=fallback, client_problem=client.problem)
+    cache = GlslcCache(
+        glslc=glslc,
+        identity=identity,
+        cache_dir=cache_dir,
+        launcher=fallback,
+        stats=stats,
+        settings=config,
+        fallback=fallback,
+        client_problem=client.problem,
+    )
     if client.program is None:
         return cache
     launcher = folder / "glslc"

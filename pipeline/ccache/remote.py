@@ -194,7 +194,9 @@ def parse_remote(spec: str, *, where: str) -> tuple[RemoteBackend, ...]:
         if _SCHEME.match(token):
             groups.append((token, []))
         elif not groups:
-            raise UsageError(f"{where}: {redact_url(token)!r} is not a URL (expected redis://HOST or http://HOST)")
+            raise UsageError(
+                f"{where}: {redact_url(token)!r} is not a URL (expected redis://HOST or http://HOST)"
+            )
         elif _PROPERTY.match(token):
             groups[-1][1].append(token)
         else:
@@ -208,7 +210,8 @@ def parse_remote(spec: str, *, where: str) -> tuple[RemoteBackend, ...]:
 def unreachable_warning(url: str, reason: str, *, others_left: bool) -> str:
     """The warning for a backend that did not answer the pre-build probe."""
     fallback = (
-        "ccache uses the other remote storage and the local cache" if others_left
+        "ccache uses the other remote storage and the local cache"
+        if others_left
         else "building with the local cache only"
     )
     return f"remote cache {url} is unreachable ({reason}); {fallback}"

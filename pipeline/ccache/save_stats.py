@@ -39,12 +39,16 @@ def save_inputs(leg_dir: Path) -> SaveInputs:
         recorded = record.ccache.get("cache_dir")
         cache_dir = recorded if isinstance(recorded, str) and recorded else None
         if "misses" in record.ccache:
-            return SaveInputs(ccache=dict(record.ccache), cache_dir=cache_dir, origin=f"the record ({record.status})")
+            return SaveInputs(
+                ccache=dict(record.ccache), cache_dir=cache_dir, origin=f"the record ({record.status})"
+            )
     log = leg_dir / STATS_LOG_NAME
     if log.is_file():
         try:
             summary = summarize(parse_stats_log(log.read_text(encoding="utf-8", errors="replace")))
         except CcacheStatsError as exc:
             raise ToolchainError(f"{log}: unreadable ccache stats log: {exc}") from None
-        return SaveInputs(ccache=summary.to_dict(), cache_dir=cache_dir, origin="the stats log (no finished record)")
+        return SaveInputs(
+            ccache=summary.to_dict(), cache_dir=cache_dir, origin="the stats log (no finished record)"
+        )
     return SaveInputs(cache_dir=cache_dir)

@@ -89,7 +89,6 @@ def workspace_of(*paths: Path) -> Path:
     return Path(os.path.commonpath([str(p.parent.resolve() / p.name) for p in paths]))
 
 
-
 def ccache_path_value(path: Path) -> str:
     """``path`` as a ccache setting: ccache expands ``$VAR`` in every setting, ``$$`` is a literal ``$``.
 
@@ -97,6 +96,7 @@ def ccache_path_value(path: Path) -> str:
     base_dir and the stats log to wherever ``$HOME`` points.
     """
     return str(path).replace("$", "$$")
+
 
 @dataclass(frozen=True, kw_only=True)
 class CcacheSetup:
@@ -121,8 +121,10 @@ class CcacheSetup:
 
     def env(self, *, with_stats_log: bool) -> dict[str, str]:
         """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
-        env = {**ccache_env(self.cache_dir, self.base_dir, self.check_value or self.compiler_check),
-               "CCACHE_MAXSIZE": self.max_size}
+        env = {
+            **ccache_env(self.cache_dir, self.base_dir, self.check_value or self.compiler_check),
+            "CCACHE_MAXSIZE": self.max_size,
+        }
         if with_stats_log:
             env["CCACHE_STATSLOG"] = ccache_path_value(self.stats_log)
         if self.remote:
@@ -187,8 +189,13 @@ def with_glslc_cache(ccache: CcacheSetup, cmake_args: Sequence[str], build: Path
     """``ccache`` with the shader cache of a toolchain that names glslc (a vulkan leg), in the new ``build``."""
     from pipeline.ccache.glslc_session import setup_glslc_cache
 
-    glslc = setup_glslc_cache(cmake_args, ccache_dir=ccache.cache_dir, base_dir=ccache.base_dir, build=build,
-                              stats_log=ccache.stats_log)
+    glslc = setup_glslc_cache(
+        cmake_args,
+        ccache_dir=ccache.cache_dir,
+        base_dir=ccache.base_dir,
+        build=build,
+        stats_log=ccache.stats_log,
+    )
     return ccache if glslc is None else dataclasses.replace(ccache, glslc=glslc)
 
 

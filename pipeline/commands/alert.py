@@ -34,7 +34,9 @@ def register(sub: Any) -> None:
     S.add_flag(p, S.NIGHTLY_STATUS, choices=STATUSES)
     S.add_flag(p, S.OUT, help="where the records are")
     S.add_flag(p, S.LEGS, help="the legs expected")
-    p.add_argument("--label", default=DEFAULT_LABEL, help=f"the alert issue's label (default: {DEFAULT_LABEL})")
+    p.add_argument(
+        "--label", default=DEFAULT_LABEL, help=f"the alert issue's label (default: {DEFAULT_LABEL})"
+    )
     p.add_argument("--tag", help="the run's llama.cpp tag, named in the issue (default: the records')")
     p.add_argument("--run-url", metavar="URL", help="the run to link (default: this Actions run)")
     p.add_argument("--apply", action="store_true", help="open, comment or close; without it nothing changes")
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     print(plan.body, end="")
     if not args.apply:
         return 0
-    apply_issue_action(client, plan.action, issue=plan.issue, title=plan.title, body=plan.body, label=args.label)
+    apply_issue_action(
+        client, plan.action, issue=plan.issue, title=plan.title, body=plan.body, label=args.label
+    )
     return 0
-

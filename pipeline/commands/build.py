@@ -29,8 +29,12 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     leg = inputs.require_matrix().leg(args.leg)
     options = LegOptions(
-        source=args.source, rocm_path=inputs.rocm_path, cuda_path=args.cuda_path, vulkan_sdk=args.vulkan_sdk,
-        remote_cache=args.remote_cache, no_bundle=args.no_bundle,
+        source=args.source,
+        rocm_path=inputs.rocm_path,
+        cuda_path=args.cuda_path,
+        vulkan_sdk=args.vulkan_sdk,
+        remote_cache=args.remote_cache,
+        no_bundle=args.no_bundle,
         configure_only=args.configure_only,
     )
     console = make_console(inputs.environ, stderr=False)

@@ -30,7 +30,9 @@ def register(sub: Any) -> None:
             "the records only. Exit 0 either way."
         ),
     )
-    S.add_flag(p, S.OUT, help="a run's output folder: its built bundles are set against GitHub's limit per asset")
+    S.add_flag(
+        p, S.OUT, help="a run's output folder: its built bundles are set against GitHub's limit per asset"
+    )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=run)
 
@@ -40,17 +42,23 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     bundles = built_bundles(inputs.out)
     if args.json:
         data = plan.to_json()
-        data["bundles"] = {leg: {"bundle": path.name, "bytes": path.stat().st_size} for leg, path in bundles.items()}
+        data["bundles"] = {
+            leg: {"bundle": path.name, "bytes": path.stat().st_size} for leg, path in bundles.items()
+        }
         data["release_asset_limit_bytes"] = RELEASE_ASSET_LIMIT_BYTES
         print(json.dumps(data, indent=2))
     else:
-        print(f"{len(plan.shares)} legs x {plan.keep} generations within {human_bytes(plan.usable_bytes)} "
-              f"of {human_bytes(plan.limit_bytes)}; a warm build's ccache: {human_bytes(plan.warm_bytes)}")
+        print(
+            f"{len(plan.shares)} legs x {plan.keep} generations within {human_bytes(plan.usable_bytes)} "
+            f"of {human_bytes(plan.limit_bytes)}; a warm build's ccache: {human_bytes(plan.warm_bytes)}"
+        )
         for share in plan.shares:
             verdict = "warm" if share.fits else "too small for a warm build"
             print(f"  {share.leg:<32} {human_bytes(share.share_bytes):>10}  {verdict}")
         if bundles:
-            print(f"bundles in {inputs.out}, against GitHub's {human_bytes(RELEASE_ASSET_LIMIT_BYTES)} per release asset:")
+            print(
+                f"bundles in {inputs.out}, against GitHub's {human_bytes(RELEASE_ASSET_LIMIT_BYTES)} per release asset:"
+            )
             for leg, path in bundles.items():
                 size = path.stat().st_size
                 print(f"  {leg:<32} {human_bytes(size):>10}  {size / RELEASE_ASSET_LIMIT_BYTES:.0%}")
@@ -66,8 +74,11 @@ def built_bundles(out: Path) -> dict[str, Path]:
 
     if not out.is_dir():
         return {}
-    return {leg: path for leg, result in read_results(out).items()
-            if result.bundle is not None and (path := bundle_path(out, result.bundle)).is_file()}
+    return {
+        leg: path
+        for leg, result in read_results(out).items()
+        if result.bundle is not None and (path := bundle_path(out, result.bundle)).is_file()
+    }
 
 
 def asset_warning(leg: str, bundle: Path) -> str | None:

@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("leg", metavar="LEG", help="a leg of the matrix")
     p.add_argument(
-        "--tag", dest="run_tag",
+        "--tag",
+        dest="run_tag",
         help="the run's tag, e.g. b10327 or b10327-mix-1a2b3c4 (default: the resolution's)",
     )
     p.add_argument(

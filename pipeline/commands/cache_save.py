@@ -44,7 +44,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         cache_dir = inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)
 
     # With --json, stdout carries only the JSON.
-    with runner.group(f"ccache eviction ({leg.name})", stream=sys.stderr if args.json else None, env=inputs.environ):
+    with runner.group(
+        f"ccache eviction ({leg.name})", stream=sys.stderr if args.json else None, env=inputs.environ
+    ):
         evicted = evict(cache_dir, matrix.ccache.evict_older_than_days, inputs.environ)
     decision = decide_save(stats.ccache, matrix.ccache.save_min_new_entries)
     runner.set_output("save", "true" if decision.save else "false", env=inputs.environ)

@@ -51,16 +51,22 @@ def register(sub: Any) -> None:
         "check-bundle",
         help="check that a bundle carries its runtime and runs on a clean machine",
         description="Check a bundle: needed libraries, RUNPATHs, glibc floor, LICENSE, and a smoke run "
-                    "(--version, backends, tokenizer, one forward pass).",
+        "(--version, backends, tokenizer, one forward pass).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("bundle", metavar="BUNDLE", type=Path, help="a bundle (.tar.gz or .zip)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--no-smoke", action="store_true", help="skip running the programs (a bundle for another OS)")
+    p.add_argument(
+        "--no-smoke", action="store_true", help="skip running the programs (a bundle for another OS)"
+    )
     p.add_argument("--glibc-max", metavar="X.Y", help="the glibc floor instead of the manifest's (e.g. 2.35)")
-    p.add_argument("--source-tree", metavar="DIR", type=Path,
-                   help="the llama.cpp tree the bundle was built from: its models/ vocab for the tokenizer check")
+    p.add_argument(
+        "--source-tree",
+        metavar="DIR",
+        type=Path,
+        help="the llama.cpp tree the bundle was built from: its models/ vocab for the tokenizer check",
+    )
     S.add_flag(p, S.SIGNING_CA)
     p.set_defaults(func=run, needs_matrix=False)
 
@@ -75,9 +81,14 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="check-bundle-"))
     try:
         result = check_bundle(
-            args.bundle, scratch=scratch / "work", host_os=host_os(), glibc_max=args.glibc_max,
-            smoke=not args.no_smoke, source_tree=args.source_tree,
-            environ=inputs.environ, signing_ca=inputs.signing_ca,
+            args.bundle,
+            scratch=scratch / "work",
+            host_os=host_os(),
+            glibc_max=args.glibc_max,
+            smoke=not args.no_smoke,
+            source_tree=args.source_tree,
+            environ=inputs.environ,
+            signing_ca=inputs.signing_ca,
         )
     finally:
         with contextlib.suppress(OSError):
@@ -94,8 +105,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         if result.smoke_skipped:
             print(f"smoke test skipped: {result.smoke_skipped}")
         if result.glibc_required:
-            print(f"highest glibc required: {result.glibc_required} ({result.glibc_required_by}); "
-                  f"floor {result.glibc_max}")
+            print(
+                f"highest glibc required: {result.glibc_required} ({result.glibc_required_by}); "
+                f"floor {result.glibc_max}"
+            )
         print(f"{args.bundle}: {result.summary}")
     return 0 if result.ok else 1
-

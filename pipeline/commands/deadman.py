@@ -31,8 +31,11 @@ def register(sub: Any) -> None:
     add_github_options(p)
     S.add_flag(p, S.STALE_DAYS)
     S.add_flag(p, S.NOW, help="the moment the releases' ages are taken at, ISO-8601 (default: the clock)")
-    p.add_argument("--label", default=DEFAULT_STALE_LABEL,
-                   help=f"the stale issue's label, apart from the failure alert's (default: {DEFAULT_STALE_LABEL})")
+    p.add_argument(
+        "--label",
+        default=DEFAULT_STALE_LABEL,
+        help=f"the stale issue's label, apart from the failure alert's (default: {DEFAULT_STALE_LABEL})",
+    )
     p.add_argument("--apply", action="store_true", help="open, comment or close; without it nothing changes")
     p.set_defaults(func=run)
 
@@ -40,8 +43,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     check_label(args.label)
     matrix = inputs.matrix
-    stale_days = S.pick(S.STALE_DAYS, flag=args.stale_days, environ=inputs.environ,
-                        matrix=matrix.github.stale_days if matrix is not None else None).value
+    stale_days = S.pick(
+        S.STALE_DAYS,
+        flag=args.stale_days,
+        environ=inputs.environ,
+        matrix=matrix.github.stale_days if matrix is not None else None,
+    ).value
     repo, api_url = github_target(args, inputs)
     if not repo:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
@@ -53,7 +60,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     open_issue = client.open_issue_with_label(args.label)
     server, run_id = inputs.environ.get(GITHUB_SERVER_URL), inputs.environ.get(GITHUB_RUN_ID)
     run_url = f"{server}/{repo}/actions/runs/{run_id}" if server and run_id else None
-    plan = plan_deadman(releases, now=inputs.now, stale_days=float(stale_days), open_issue=open_issue, run_url=run_url)
+    plan = plan_deadman(
+        releases, now=inputs.now, stale_days=float(stale_days), open_issue=open_issue, run_url=run_url
+    )
     print(plan.line)
     if plan.action == "none":
         return 0

@@ -25,8 +25,11 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("--json", action="store_true", help="print a JSON array, one object per leg")
-    p.add_argument("--tag", metavar="TAG",
-                   help="the tag the bundle names are made for (default: matrix.toml's [source] tag)")
+    p.add_argument(
+        "--tag",
+        metavar="TAG",
+        help="the tag the bundle names are made for (default: matrix.toml's [source] tag)",
+    )
     p.set_defaults(func=run)
 
 
@@ -42,7 +45,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         for row in rows:
             targets = f" targets={';'.join(row['targets'])}" if row["targets"] else ""
             # The reason is matrix.toml's free text: on Actions escaped (a newline would start a command).
-            print(f"{row['name']}\t{row['backend']}\t{row['os']}/{row['arch']}\t{row['runner']}\t"
-                  f"{row['toolkit']}{targets}\t{row['bundle']}"
-                  + (f"\tdisabled: {log_text(row['disabled'], inputs.environ)}" if row["disabled"] else ""))
+            print(
+                f"{row['name']}\t{row['backend']}\t{row['os']}/{row['arch']}\t{row['runner']}\t"
+                f"{row['toolkit']}{targets}\t{row['bundle']}"
+                + (f"\tdisabled: {log_text(row['disabled'], inputs.environ)}" if row["disabled"] else "")
+            )
     return 0

@@ -27,7 +27,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--github", action="store_true", help="the strategy.matrix form ({'include': [...]})")
     S.add_flag(p, S.LEGS)
-    S.add_flag(p, S.RESOLVED, help="the run's resolution, also handed on as the step output 'resolved' (compact JSON)")
+    S.add_flag(
+        p,
+        S.RESOLVED,
+        help="the run's resolution, also handed on as the step output 'resolved' (compact JSON)",
+    )
     p.set_defaults(func=run, reads_resolution=True)
 
 
@@ -48,10 +52,16 @@ def github_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
     for name in legs:
         leg = matrix.legs[name]
         include.append(
-            {"leg": name, "session": name, "runner": leg.runner, "os": leg.os, "arch": leg.arch,
-             "backend": leg.backend,
-             # The job's GitHub environment: the signing secrets' for a leg the release signs, else none.
-             "environment": SIGNING_ENVIRONMENT if matrix.signing.covers(leg) else ""}
+            {
+                "leg": name,
+                "session": name,
+                "runner": leg.runner,
+                "os": leg.os,
+                "arch": leg.arch,
+                "backend": leg.backend,
+                # The job's GitHub environment: the signing secrets' for a leg the release signs, else none.
+                "environment": SIGNING_ENVIRONMENT if matrix.signing.covers(leg) else "",
+            }
         )
     return {"include": include}
 

@@ -33,11 +33,19 @@ def register(sub: Any) -> None:
     )
     S.add_flag(p, S.GITHUB_REPOSITORY)
     S.add_flag(p, S.GITHUB_API_URL)
-    p.add_argument("--keep", type=int, metavar="N", help="caches kept per (ref, leg) (default: matrix.toml [github] keep)")
+    p.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help="caches kept per (ref, leg) (default: matrix.toml [github] keep)",
+    )
     p.add_argument("--apply", action="store_true", help="delete; without it nothing is deleted")
     p.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
-    p.add_argument("--local", action="store_true",
-                   help="prune this machine's downloads, toolchains and packaging cache, not Actions caches")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="prune this machine's downloads, toolchains and packaging cache, not Actions caches",
+    )
     S.add_flag(p, S.CACHE_MAX_AGE)
     S.add_flag(p, S.CACHE_MAX_SIZE)
     p.set_defaults(func=run, needs_matrix=False)
@@ -62,7 +70,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     console = make_console(inputs.environ, stderr=args.json)
 
     stream = sys.stderr if args.json else None  # with --json, stdout carries only the JSON
-    with runner.group(f"list caches of {client.repo}", stream=stream, env=inputs.environ), console.status("listing caches...") as status:
+    with (
+        runner.group(f"list caches of {client.repo}", stream=stream, env=inputs.environ),
+        console.status("listing caches...") as status,
+    ):
         entries = client.list_caches(
             on_page=lambda page, n: status.update(f"listing caches: page {page}, {n} so far")
         )
@@ -84,7 +95,12 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     _show(plan, result, console)
     runner.append_summary(summary_markdown(plan, result), env=inputs.environ)
     if args.json:
-        print(json.dumps({"apply": args.apply, "plan": plan.to_json(), "result": result.to_json() if result else None}, indent=2))
+        print(
+            json.dumps(
+                {"apply": args.apply, "plan": plan.to_json(), "result": result.to_json() if result else None},
+                indent=2,
+            )
+        )
     if result and result.error:
         raise result.error
     return 0
@@ -98,7 +114,9 @@ def _apply(
     todo = plan.to_delete
     with (
         runner.group(f"delete {len(todo)} caches", stream=stream, env=inputs.environ),
-        Progress(TextColumn("deleting caches"), BarColumn(), MofNCompleteColumn(), console=console) as progress,
+        Progress(
+            TextColumn("deleting caches"), BarColumn(), MofNCompleteColumn(), console=console
+        ) as progress,
     ):
         task = progress.add_task("delete", total=len(todo))
         return apply_plan(plan, client.delete_cache, on_deleted=lambda _e: progress.advance(task))
@@ -147,10 +165,15 @@ def _run_local(args: argparse.Namespace, inputs: RunInputs, console: Any) -> int
 
     max_age = S.pick(S.CACHE_MAX_AGE, flag=args.cache_max_age, environ=inputs.environ).value
     max_gb = S.pick(S.CACHE_MAX_SIZE, flag=args.cache_max_size, environ=inputs.environ).value
-    folders = {"downloads": inputs.download_cache, "toolchains": inputs.toolchain_dir,
-               "pack": inputs.cache_home / "pack"}
+    folders = {
+        "downloads": inputs.download_cache,
+        "toolchains": inputs.toolchain_dir,
+        "pack": inputs.cache_home / "pack",
+    }
     entries = scan(**folders)
-    plan = plan_local(entries, now=inputs.started.timestamp(), max_age_days=max_age, max_bytes=int(max_gb * 1e9))
+    plan = plan_local(
+        entries, now=inputs.started.timestamp(), max_age_days=max_age, max_bytes=int(max_gb * 1e9)
+    )
     result = apply_local(plan) if args.apply else None
 
     table = Table(title="local cache prune" + ("" if args.apply else " (dry run)"))
@@ -158,24 +181,48 @@ def _run_local(args: argparse.Namespace, inputs: RunInputs, console: Any) -> int
         table.add_column(col, justify="right" if col == "size" else "left")
     skipped = {id(e) for e, _ in result.skipped} if result else set()
     for entry, why in plan.remove:
-        table.add_row(entry.cache, entry.name, human_bytes(entry.size),
-                      why + (" (skipped: a run took its lock)" if id(entry) in skipped else ""))
+        table.add_row(
+            entry.cache,
+            entry.name,
+            human_bytes(entry.size),
+            why + (" (skipped: a run took its lock)" if id(entry) in skipped else ""),
+        )
     for entry, why in plan.in_use:
         table.add_row(entry.cache, entry.name, human_bytes(entry.size), f"kept: {why}")
     console.print(table)
     for cache, folder in folders.items():
         mine = [e for e in entries if e.cache == cache]
-        console.print(f"{cache}: {folder} ({len(mine)} entries, {human_bytes(sum(e.size for e in mine))})",
-                      highlight=False)
+        console.print(
+            f"{cache}: {folder} ({len(mine)} entries, {human_bytes(sum(e.size for e in mine))})",
+            highlight=False,
+        )
     would = sum(e.size for e, _ in plan.remove)
     if result is None:
-        console.print(f"dry run: would remove {len(plan.remove)} entries and free {human_bytes(would)} "
-                      f"(limits: {max_age:g} days, {max_gb:g} GB per cache; pass --apply to remove)", highlight=False)
+        console.print(
+            f"dry run: would remove {len(plan.remove)} entries and free {human_bytes(would)} "
+            f"(limits: {max_age:g} days, {max_gb:g} GB per cache; pass --apply to remove)",
+            highlight=False,
+        )
     else:
-        console.print(f"removed {len(result.removed)} entries, freed {human_bytes(result.freed)}"
-                      + (f"; {len(result.skipped)} skipped (in use)" if result.skipped else ""), highlight=False)
+        console.print(
+            f"removed {len(result.removed)} entries, freed {human_bytes(result.freed)}"
+            + (f"; {len(result.skipped)} skipped (in use)" if result.skipped else ""),
+            highlight=False,
+        )
     if args.json:
-        print(json.dumps({"apply": args.apply, "plan": plan.to_json(),
-                          "result": {"removed": [f"{e.cache}/{e.name}" for e in result.removed],
-                                     "freed": result.freed} if result else None}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "apply": args.apply,
+                    "plan": plan.to_json(),
+                    "result": {
+                        "removed": [f"{e.cache}/{e.name}" for e in result.removed],
+                        "freed": result.freed,
+                    }
+                    if result
+                    else None,
+                },
+                indent=2,
+            )
+        )
     return 0

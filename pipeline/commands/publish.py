@@ -50,8 +50,12 @@ def register(sub: Any) -> None:
     S.add_flag(p, S.OUT, help="the run's output folder: OUT/*/record.json and the bundles")
     p.add_argument("--tag", help="the release's tag (default: the llama.cpp tag the records name)")
     S.add_flag(p, S.LEGS, help="the legs expected")
-    S.add_flag(p, S.SOURCE_ARCHIVE, help="the run's source archive, uploaded as llama.cpp-source-<tag>.tar.gz "
-                                         "(default: OUT/source/llama.cpp-<tag>.tar.gz, as `source` writes it)")
+    S.add_flag(
+        p,
+        S.SOURCE_ARCHIVE,
+        help="the run's source archive, uploaded as llama.cpp-source-<tag>.tar.gz "
+        "(default: OUT/source/llama.cpp-<tag>.tar.gz, as `source` writes it)",
+    )
     p.add_argument("--allow-missing", action="append", default=[], metavar="LEG",
                    help="publish even though LEG failed or made no bundle (repeatable)")  # fmt: skip
     p.add_argument("--partial", action="store_true",
@@ -59,7 +63,9 @@ def register(sub: Any) -> None:
                    "is a prerelease, never latest, and a later full run completes it")  # fmt: skip
     p.add_argument("--replace", action="store_true",
                    help=f"overwrite assets that differ from this run's (default: ${S.FORCE.env_var}=true, a forced rebuild)")  # fmt: skip
-    p.add_argument("--apply", action="store_true", help="create, upload and publish; without it nothing changes")
+    p.add_argument(
+        "--apply", action="store_true", help="create, upload and publish; without it nothing changes"
+    )
     p.set_defaults(func=run)
 
 
@@ -68,7 +74,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     repo, api_url = github_target(args, inputs)
     out = inputs.out
     if unknown := sorted(set(args.allow_missing) - set(expected)):
-        raise UsageError(f"--allow-missing: {', '.join(unknown)} is not an expected leg ({', '.join(expected)})")
+        raise UsageError(
+            f"--allow-missing: {', '.join(unknown)} is not an expected leg ({', '.join(expected)})"
+        )
     if args.apply and not repo:
         raise UsageError(f"no repository: pass --repo OWNER/NAME or set {S.GITHUB_REPOSITORY.env_var}")
     if not out.is_dir():
@@ -89,15 +97,19 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     notes = release_notes(tag, coverage, partial)
     source = find_source_archive(out, tag, inputs.source_archive)
     if source is None:
-        print(f"warning: no source archive for {tag} (OUT/source/ or --source-archive): the release carries none")
+        print(
+            f"warning: no source archive for {tag} (OUT/source/ or --source-archive): the release carries none"
+        )
     # Before any hashing or request: GitHub takes no asset of 2 GiB or more.
     refuse_oversized(out, coverage.present, source)
     assets = release_files(out, coverage.present, notes, tag=tag, source_archive=source)
 
     client, release, remote = _remote_state(repo, api_url, tag, token, inputs)
     replace = replaces_assets(
-        asked=args.replace, forced=is_forced(None, inputs.environ),
-        release_is_prerelease=release is not None and release.prerelease, partial=partial,
+        asked=args.replace,
+        forced=is_forced(None, inputs.environ),
+        release_is_prerelease=release is not None and release.prerelease,
+        partial=partial,
     )
     plan = plan_uploads(assets, remote, replace=replace)
     _print_plan(tag, release, plan, coverage.allowed_missing, offline=client is None, apply=args.apply)

@@ -73,6 +73,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     elif force:
         print(f"release {tag}: already published ({release.html_url}), rebuilding anyway (forced)")
     else:
-        runner.annotate("notice", f"release {tag} is already published ({release.html_url}): nothing to build",
-                        env=inputs.environ)
+        runner.annotate(
+            "notice",
+            f"release {tag} is already published ({release.html_url}): nothing to build",
+            env=inputs.environ,
+        )
     return 0

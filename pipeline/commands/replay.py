@@ -122,7 +122,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     if not inputs.given(S.INDEX_URL) and recorded is not None and recorded.index_url:
         url = recorded.index_url
     if url is None:
-        url = index_for(matrix.rocm.hosts, now.date(), where=f"{matrix.path} rocm.hosts", stream=rocm_stream(policy))
+        url = index_for(
+            matrix.rocm.hosts, now.date(), where=f"{matrix.path} rocm.hosts", stream=rocm_stream(policy)
+        )
     entries = load_entries(url, policy, fetch_with_status(make_console(inputs.environ, stderr=True), inputs))
     builds: dict[str, Sequence[RocmBuild]] | None = None
     if entries is not None:
@@ -143,7 +145,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     return 0
 
 
-def print_rows(console: Console, rows: Sequence[ReplayRow], legs: Sequence[str], *, policy: str, url: str) -> None:
+def print_rows(
+    console: Console, rows: Sequence[ReplayRow], legs: Sequence[str], *, policy: str, url: str
+) -> None:
     from rich.table import Table
 
     table = Table(title=f"ROCm {policy} replay, {url}", title_justify="left")

@@ -69,10 +69,18 @@ def register(sub: Any) -> None:
         type=float,
         help="alarm threshold 0..1 (default: [report] hit_rate_warning from the matrix)",
     )
-    p.add_argument("--history", metavar="N", type=int,
-                   help="draw the last N nightly runs from their record artifacts instead (see below)")
-    p.add_argument("--workflow", default="nightly.yml", metavar="FILE",
-                   help="with --history: the workflow whose runs are read (default: nightly.yml)")
+    p.add_argument(
+        "--history",
+        metavar="N",
+        type=int,
+        help="draw the last N nightly runs from their record artifacts instead (see below)",
+    )
+    p.add_argument(
+        "--workflow",
+        default="nightly.yml",
+        metavar="FILE",
+        help="with --history: the workflow whose runs are read (default: nightly.yml)",
+    )
     add_github_options(p)
     add_for_build(p)
     p.set_defaults(func=run, needs_matrix=False)
@@ -118,12 +126,18 @@ def _threshold(args: argparse.Namespace, inputs: RunInputs) -> float:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.report import formats as report
     from pipeline.util.console import make_console
+
     if args.for_build is not None:
         from pipeline.inputs.run_inputs import read_inputs
 
         args = settings_from_build_args(args, args.for_build)
-        inputs = read_inputs(args, environ=inputs.environ, clock=lambda: inputs.started, need_matrix=False,
-                             with_resolution=False)
+        inputs = read_inputs(
+            args,
+            environ=inputs.environ,
+            clock=lambda: inputs.started,
+            need_matrix=False,
+            with_resolution=False,
+        )
     threshold = _threshold(args, inputs)
     if args.history is not None:
         return run_history(args, inputs, threshold)
@@ -166,9 +180,12 @@ def run_history(args: argparse.Namespace, inputs: RunInputs, threshold: float) -
     if not repo:
         raise UsageError("--history needs the repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
     token = rest.token_from_env(inputs.environ, permission="actions: read")
-    client = HistoryClient(repo, token, api_url=api_url, retry=inputs.retry,
-                           on_wait=lambda line: print(line, file=sys.stderr))
-    nights = fetch_nights(client, args.workflow, args.history, on_night=lambda line: print(f"history: {line}"))
+    client = HistoryClient(
+        repo, token, api_url=api_url, retry=inputs.retry, on_wait=lambda line: print(line, file=sys.stderr)
+    )
+    nights = fetch_nights(
+        client, args.workflow, args.history, on_night=lambda line: print(f"history: {line}")
+    )
     if not nights:
         # A repository's first night has no history yet: said, and no failure of the job that asked.
         print(f"history: {repo}: no finished run of {args.workflow} left record artifacts: nothing to draw")
@@ -176,15 +193,21 @@ def run_history(args: argparse.Namespace, inputs: RunInputs, threshold: float) -
     series = leg_history(nights)
     page: Path = args.html or inputs.out / "history.html"
     generated = inputs.started.strftime("%Y-%m-%d %H:%M UTC")
-    atomic_write_text(page, render_history_html(series, nights=len(nights), generated=generated,
-                                                threshold=threshold, repo=repo))
+    atomic_write_text(
+        page,
+        render_history_html(series, nights=len(nights), generated=generated, threshold=threshold, repo=repo),
+    )
     for line in summary_lines(series, threshold):
         print(line)
     if inputs.in_actions:
-        link = f"{inputs.environ.get(GITHUB_SERVER_URL, 'https://github.com')}/{repo}/actions/runs/" \
-               f"{inputs.environ.get(GITHUB_RUN_ID, '')}#artifacts"
+        link = (
+            f"{inputs.environ.get(GITHUB_SERVER_URL, 'https://github.com')}/{repo}/actions/runs/"
+            f"{inputs.environ.get(GITHUB_RUN_ID, '')}#artifacts"
+        )
         runner.append_summary(
             f"History of the last {len(nights)} nights, per leg (hit rate, build time, toolchain changes): "
-            f"`{page.name}` in this run's [report artifact]({link}).\n", env=inputs.environ)
+            f"`{page.name}` in this run's [report artifact]({link}).\n",
+            env=inputs.environ,
+        )
     print(f"history: {page} ({len(nights)} nights, {len(series)} legs)")
     return 0

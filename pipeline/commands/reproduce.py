@@ -40,7 +40,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("bundle", metavar="BUNDLE_OR_MANIFEST", type=Path, help="a bundle or its manifest.json")
     p.add_argument("--source", type=Path, metavar="DIR", help="an existing checkout at the manifest's commit")
-    p.add_argument("--out", type=Path, default=REPRODUCE_OUT, metavar="DIR", help=f"output folder (default: {REPRODUCE_OUT})")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=REPRODUCE_OUT,
+        metavar="DIR",
+        help=f"output folder (default: {REPRODUCE_OUT})",
+    )
     S.add_flag(p, S.CACHE_DIR)
     S.add_flag(p, S.WAIT_LOCK)
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -78,14 +84,18 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     tag = str(manifest.get("tag"))
     if not is_safe_tag(tag):
         # The tag names the rebuilt bundle's file.
-        raise BundleError(f"{where}: manifest tag {tag!r} is not a safe tag (letters, digits, '.', '_', '+', '-')")
+        raise BundleError(
+            f"{where}: manifest tag {tag!r} is not a safe tag (letters, digits, '.', '_', '+', '-')"
+        )
     out: Path = args.out.resolve()
 
     if args.source is not None:
         source = args.source.resolve()
         head = describe_checkout(source, environ=inputs.environ).commit
         if commit and head != commit:
-            raise SourceError(f"--source {args.source} is at {head or 'no git commit'}, the bundle was built from {commit}")
+            raise SourceError(
+                f"--source {args.source} is at {head or 'no git commit'}, the bundle was built from {commit}"
+            )
         # The folder is at the recorded commit: the recorded provenance holds.
         provenance = {k: recorded.get(k) for k in ("repo", "base_tag", "base_commit", "mix", "mix_hash")}
     else:
@@ -96,7 +106,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         clear_place(confined(out, str(rel.parent), what, BundleError) / rel.name)
         source = confined(out, str(rel), what, BundleError)
         with console.status(f"checking out {spec.tag} at {str(commit)[:12]}"):
-            head = checkout_source(spec, source, git_url_template=inputs.git_url_template, environ=inputs.environ)
+            head = checkout_source(
+                spec, source, git_url_template=inputs.git_url_template, environ=inputs.environ
+            )
         provenance = spec.to_json()
 
     toolchain_info = manifest.get("toolchain") or {}
@@ -104,11 +116,15 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     rebuild_inputs = replace(inputs, out=out, tag=tag, resolution=None, resolution_where=None)
     if leg.needs_resolution and toolchain_info.get("version"):
         rebuild_inputs = replace(
-            rebuild_inputs, rocm_policy=str(toolchain_info["version"]),
+            rebuild_inputs,
+            rocm_policy=str(toolchain_info["version"]),
             origins={**rebuild_inputs.origins, S.ROCM_VERSION.name: f"{where}: toolchain.version"},
         )
     run = run_leg(
-        rebuild_inputs, leg, LegOptions(source=source, check_bundle=False), console,
+        rebuild_inputs,
+        leg,
+        LegOptions(source=source, check_bundle=False),
+        console,
         # The bundle's own TheRock build (by its version); the tree is the one checked out above.
         resolve=lambda: resolve_leg(rebuild_inputs, leg, rocm_path=None, tree_given=True),
         provenance={**provenance, "commit": head},

@@ -62,8 +62,12 @@ def register(sub: Any) -> None:
     )
     S.add_flag(p, S.OUT)
     S.add_flag(p, S.TAG, help="llama.cpp tag of the run, b<digits> or latest (whole-run mode)")
-    S.add_flag(p, S.ROCM_PATH, help="whole-run mode: the rocm legs build with this installed ROCm: none is resolved, "
-               "no index is fetched")
+    S.add_flag(
+        p,
+        S.ROCM_PATH,
+        help="whole-run mode: the rocm legs build with this installed ROCm: none is resolved, "
+        "no index is fetched",
+    )
     p.add_argument(
         "--no-source",
         action="store_true",
@@ -88,22 +92,32 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError("resolve: give either --leg or --os with --family, not both")
     if args.leg is None and single and (args.os_name is None or args.family is None):
         raise UsageError("resolve: --os and --family go together (or use --leg)")
-    if single and (args.write is not None or args.tag is not None or args.no_source
-                   or getattr(args, S.ROCM_PATH.name, None) is not None):
-        raise UsageError("resolve: --write, --tag, --no-source and --rocm-path are for the whole run "
-                         "(without --leg/--os/--family)")
+    if single and (
+        args.write is not None
+        or args.tag is not None
+        or args.no_source
+        or getattr(args, S.ROCM_PATH.name, None) is not None
+    ):
+        raise UsageError(
+            "resolve: --write, --tag, --no-source and --rocm-path are for the whole run "
+            "(without --leg/--os/--family)"
+        )
 
     now = inputs.now
     if single:
         if args.leg is not None:
             leg = inputs.require_matrix().leg(args.leg)
             if not leg.needs_resolution or leg.family is None:
-                raise UsageError(f"leg {leg.name!r} is a {leg.backend} leg: only rocm legs resolve a ROCm build")
+                raise UsageError(
+                    f"leg {leg.name!r} is a {leg.backend} leg: only rocm legs resolve a ROCm build"
+                )
             os_name, family, targets = leg.os, leg.family, leg.targets
         else:
             os_name, family, targets = args.os_name, args.family, None
         # matrix.toml's [rocm] source decides the index, as it does for the whole run.
-        resolved = resolve_target(inputs, os_name, family, fetch=fetch_with_status(err, inputs), targets=targets)
+        resolved = resolve_target(
+            inputs, os_name, family, fetch=fetch_with_status(err, inputs), targets=targets
+        )
         say_stale(inputs, [resolved])
         if args.json:
             print(json.dumps(resolved.to_json(), indent=2))
@@ -113,8 +127,11 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     matrix = inputs.require_matrix()
     if inputs.rocm_path is not None and any(leg.needs_resolution for leg in matrix.legs.values()):
-        err.print(f"ROCm: the rocm legs build with {inputs.rocm_path} ({inputs.origins.get(S.ROCM_PATH.name)}): "
-                  "no ROCm build resolved, no index fetched", highlight=False)
+        err.print(
+            f"ROCm: the rocm legs build with {inputs.rocm_path} ({inputs.origins.get(S.ROCM_PATH.name)}): "
+            "no ROCm build resolved, no index fetched",
+            highlight=False,
+        )
     with err.status(f"resolving the run's inputs ({matrix.source.repo})"):
         resolution = resolve_run(inputs, fetch=fetch_with_status(err, inputs), source=not args.no_source)
     # Before the file is written: with rocm.stale = "fail" no leg builds with a stale toolchain.
@@ -144,7 +161,9 @@ def say_stale(inputs: RunInputs, builds: list[ResolvedRocm]) -> None:
         if (resolved.os, resolved.family) in said:
             continue
         said.add((resolved.os, resolved.family))
-        line = check_stale(resolved, inputs.now, max_age_days=inputs.rocm_max_age_days, action=inputs.rocm_stale)
+        line = check_stale(
+            resolved, inputs.now, max_age_days=inputs.rocm_max_age_days, action=inputs.rocm_stale
+        )
         if line is not None:
             # stderr: `resolve --json` prints JSON on stdout. In Actions also the run's summary page.
             annotate("warning", line, title="stale ROCm toolchain", env=inputs.environ, stream=sys.stderr)
@@ -191,5 +210,8 @@ def print_run(console: Console, resolution: Resolution) -> None:
     console.print(table)
     if resolution.source:
         src = resolution.source
-        console.print(f"source: {src.repo} tag [green]{src.tag}[/] (base {src.base_tag} "
-                      f"at {str(src.base_commit)[:12]})", highlight=False)
+        console.print(
+            f"source: {src.repo} tag [green]{src.tag}[/] (base {src.base_tag} "
+            f"at {str(src.base_commit)[:12]})",
+            highlight=False,
+        )

@@ -34,7 +34,9 @@ def register(sub: Any) -> None:
         ),
     )
     add_github_options(p)
-    p.add_argument("--run-id", type=_run_id, required=True, metavar="ID", help="the workflow run (the nightly's)")
+    p.add_argument(
+        "--run-id", type=_run_id, required=True, metavar="ID", help="the workflow run (the nightly's)"
+    )
     p.add_argument("--apply", action="store_true", help="re-run the failed jobs; without it nothing changes")
     p.set_defaults(func=run, needs_matrix=False)
 

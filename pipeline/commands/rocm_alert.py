@@ -30,8 +30,11 @@ def register(sub: Any) -> None:
     )
     add_github_options(p)
     S.add_flag(p, S.OUT, help="where the records are")
-    p.add_argument("--label", default=DEFAULT_ROCM_STALE_LABEL,
-                   help=f"the issue's label, apart from the failure alert's (default: {DEFAULT_ROCM_STALE_LABEL})")
+    p.add_argument(
+        "--label",
+        default=DEFAULT_ROCM_STALE_LABEL,
+        help=f"the issue's label, apart from the failure alert's (default: {DEFAULT_ROCM_STALE_LABEL})",
+    )
     p.add_argument("--apply", action="store_true", help="open, comment or close; without it nothing changes")
     p.set_defaults(func=run)
 
@@ -64,8 +67,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     server, run_id = inputs.environ.get(GITHUB_SERVER_URL), inputs.environ.get(GITHUB_RUN_ID)
     run_url = f"{server}/{repo}/actions/runs/{run_id}" if server and run_id else None
     plan = plan_rocm_alert(stale, open_issue=open_issue, said=said, run_url=run_url)
-    print(f"stale ROCm families: {', '.join(plan.stale) or 'none'}"
-          + (f"; already named in #{open_issue}" if plan.stale and not plan.new else ""))
+    print(
+        f"stale ROCm families: {', '.join(plan.stale) or 'none'}"
+        + (f"; already named in #{open_issue}" if plan.stale and not plan.new else "")
+    )
     if plan.action == "none":
         return 0
     prefix = "" if args.apply else "dry run: would "

@@ -19,8 +19,12 @@ def register(sub: Any) -> None:
         description="Every input that more than one command uses, declared once. Precedence: the flag, "
         "then the environment, then matrix.toml, then the default.",
     )
-    p.add_argument("--markdown", action="store_true", help="print the settings table of docs/settings.md (Markdown)")
-    p.add_argument("--exit-codes", action="store_true", help="print the exit-code table of docs/settings.md (Markdown)")
+    p.add_argument(
+        "--markdown", action="store_true", help="print the settings table of docs/settings.md (Markdown)"
+    )
+    p.add_argument(
+        "--exit-codes", action="store_true", help="print the exit-code table of docs/settings.md (Markdown)"
+    )
     p.set_defaults(func=run, needs_matrix=False)
 
 
@@ -32,5 +36,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         print(S.markdown_table(), end="")
         return 0
     for s in S.SETTINGS:
-        print(f"{s.name:18} {s.flag or '-':16} {', '.join(s.env) or '-':28} {s.matrix_key or '-':16} {s.default_display}")
+        print(
+            f"{s.name:18} {s.flag or '-':16} {', '.join(s.env) or '-':28} {s.matrix_key or '-':16} {s.default_display}"
+        )
     return 0

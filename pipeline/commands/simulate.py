@@ -79,8 +79,11 @@ def _defaults(args: argparse.Namespace, inputs: RunInputs) -> tuple[str, str, st
         return index_url, os_name or "linux", family
     matrix = inputs.require_matrix()
     # The host that published the simulation's last day's builds, unless one index is named.
-    index_url = index_url or matrix.rocm.index_url or index_for(
-        matrix.rocm.hosts, (args.end or inputs.now.date()), where=f"{matrix.path} rocm.hosts")
+    index_url = (
+        index_url
+        or matrix.rocm.index_url
+        or index_for(matrix.rocm.hosts, (args.end or inputs.now.date()), where=f"{matrix.path} rocm.hosts")
+    )
     if not family:
         rocm = [leg for leg in matrix.legs.values() if leg.needs_resolution and leg.family]
         if not rocm:
@@ -134,7 +137,11 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         }
         print(json.dumps(doc, indent=2))
         return 0
-    _print(make_console(inputs.environ), results, title=f"{os_name} {family}, {args.start} to {end} at {cron:%H:%M}Z")
+    _print(
+        make_console(inputs.environ),
+        results,
+        title=f"{os_name} {family}, {args.start} to {end} at {cron:%H:%M}Z",
+    )
     return 0
 
 

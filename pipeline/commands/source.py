@@ -54,7 +54,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     before = git_objects_bytes(checkout)
     if spec.mix:
         with console.status(f"checking the {len(spec.mix)} mix pins against {spec.base_tag}"):
-            preflight = preflight_mix(spec, checkout, git_url_template=inputs.git_url_template, environ=inputs.environ)
+            preflight = preflight_mix(
+                spec, checkout, git_url_template=inputs.git_url_template, environ=inputs.environ
+            )
         # A pull request merged upstream since it was pinned is no reason to fail the night.
         for pin, why in preflight.dropped:
             line = f"mix pin {pin.repo}#{pin.number} dropped: {why}"
@@ -62,16 +64,25 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             append_summary(f"- :warning: {line}", env=inputs.environ)
         spec = preflight.spec
     with console.status(f"checking out {spec.tag} into {checkout}"):
-        commit = checkout_source(spec, checkout, git_url_template=inputs.git_url_template, environ=inputs.environ)
+        commit = checkout_source(
+            spec, checkout, git_url_template=inputs.git_url_template, environ=inputs.environ
+        )
     # What this run fetched (a re-used clone fetches only what it lacks): shown in the manifest and each record.
     fetched = max(0, git_objects_bytes(checkout) - before)
     fetch_seconds = round(time.monotonic() - clock, 3)
     source = {**spec.to_json(), "commit": commit, "fetched_bytes": fetched, "fetch_seconds": fetch_seconds}
     archive, manifest = write_source_archive(
-        checkout, (args.write or out / "source").resolve(), tag=spec.tag, source=source, environ=inputs.environ
+        checkout,
+        (args.write or out / "source").resolve(),
+        tag=spec.tag,
+        source=source,
+        environ=inputs.environ,
     )
-    console.print(f"{spec.tag} ({commit[:12]}): fetched {fetched / 1e6:.1f} MB in {fetch_seconds:.1f} s; "
-                  f"{archive} ({manifest.size / 1e6:.1f} MB, sha256 {manifest.sha256[:16]}...)", highlight=False)
+    console.print(
+        f"{spec.tag} ({commit[:12]}): fetched {fetched / 1e6:.1f} MB in {fetch_seconds:.1f} s; "
+        f"{archive} ({manifest.size / 1e6:.1f} MB, sha256 {manifest.sha256[:16]}...)",
+        highlight=False,
+    )
     # In Actions: the archive's file name for the legs (the `source` artifact keeps the folder's files).
     set_output("archive", archive.name, env=inputs.environ)
     # The file list stays in the manifest beside the archive (thousands of lines).

@@ -43,7 +43,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     summary = ninjalog.summarize(log)
     if log.skipped_lines:
         # Cut lines (a killed build) and steps ending before they start are left out, not guessed at.
-        print(f"{build_dir / ninjalog.LOG_NAME}: {log.skipped_lines} malformed line(s) skipped", file=sys.stderr)
+        print(
+            f"{build_dir / ninjalog.LOG_NAME}: {log.skipped_lines} malformed line(s) skipped", file=sys.stderr
+        )
     if args.trace:
         atomic_write_json(args.trace, ninjalog.chrome_trace(log.steps))
     if args.json:

@@ -37,13 +37,23 @@ def register(sub: Any) -> None:
     )
     p.add_argument("bundle", metavar="BUNDLE", type=Path, help="a bundle (.tar.gz or .zip) as downloaded")
     p.add_argument("--sums", metavar="SHA256SUMS", type=Path, help="the release's SHA256SUMS")
-    p.add_argument("--sbom", metavar="SBOM", type=Path,
-                   help="the SBOM beside the bundle on the release (default: the copy inside the bundle)")
-    p.add_argument("--repo", metavar="OWNER/REPO",
-                   help="the repository that published the release, for the printed `gh attestation verify` line")
-    p.add_argument("--publisher", metavar="NAME",
-                   help="a Windows bundle: the signer (certificate subject CN) every program and library must have "
-                        "(default: the publisher its manifest names; an unsigned bundle's files are only reported)")
+    p.add_argument(
+        "--sbom",
+        metavar="SBOM",
+        type=Path,
+        help="the SBOM beside the bundle on the release (default: the copy inside the bundle)",
+    )
+    p.add_argument(
+        "--repo",
+        metavar="OWNER/REPO",
+        help="the repository that published the release, for the printed `gh attestation verify` line",
+    )
+    p.add_argument(
+        "--publisher",
+        metavar="NAME",
+        help="a Windows bundle: the signer (certificate subject CN) every program and library must have "
+        "(default: the publisher its manifest names; an unsigned bundle's files are only reported)",
+    )
     S.add_flag(p, S.SIGNING_CA)
     p.set_defaults(func=run, needs_matrix=False)
 
@@ -51,15 +61,22 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.bundle.verify import attestation_command, verify_bundle
 
-    result = verify_bundle(args.bundle, sums=args.sums, sbom=args.sbom, publisher=args.publisher,
-                           signing_ca=inputs.signing_ca, environ=inputs.environ)
+    result = verify_bundle(
+        args.bundle,
+        sums=args.sums,
+        sbom=args.sbom,
+        publisher=args.publisher,
+        signing_ca=inputs.signing_ca,
+        environ=inputs.environ,
+    )
     for signature in result.signatures:
         print(f"signature: {signature.line()}")
     for difference in result.differences:
         print(f"error: {difference.line}")
     if result.archive_read:
         checked = f"{result.files_checked} files against {result.sbom}" + (
-            f", sha256 against {result.sums}" if result.sums else "")
+            f", sha256 against {result.sums}" if result.sums else ""
+        )
     else:
         checked = f"sha256 against {result.sums}; the archive was not read"
     count = len(result.differences)

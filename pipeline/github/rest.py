@@ -40,7 +40,6 @@ TOKEN_ENVS = settings.GITHUB_TOKEN.env
 MAX_PAGES = 10_000
 
 
-
 # --------------------------------------------------------------------------
 # Token and repository
 
@@ -164,14 +163,18 @@ class RestClient:
         seen: set[str] = set()
         while next_url:
             if next_url in seen or len(seen) >= MAX_PAGES:
-                raise GitHubError(f"GET {self._path(next_url)}: the Link header loops; gave up after {len(seen)} pages")
+                raise GitHubError(
+                    f"GET {self._path(next_url)}: the Link header loops; gave up after {len(seen)} pages"
+                )
             seen.add(next_url)
             resp = self._request("GET", next_url)
             where = f"GET {self._path(next_url)}"
             body = _json_body(resp, where)
             items = body if key is None else body.get(key) if isinstance(body, dict) else None
             if not isinstance(items, list):
-                raise GitHubError(f"{where}: malformed answer: expected a list{f' under {key!r}' if key else ''}")
+                raise GitHubError(
+                    f"{where}: malformed answer: expected a list{f' under {key!r}' if key else ''}"
+                )
             yield where, items
             next_url = self._next_url(resp, where)
 
@@ -202,8 +205,14 @@ class RestClient:
         return self._retrying(method, url, lambda: self._send(method, url, frozenset(accept), send))
 
     def _create(
-        self, method: str, url: str, *, answer: Callable[[requests.Response], _T], made: Callable[[], _T | None],
-        accept: Collection[int] = (), **send: Any,
+        self,
+        method: str,
+        url: str,
+        *,
+        answer: Callable[[requests.Response], _T],
+        made: Callable[[], _T | None],
+        accept: Collection[int] = (),
+        **send: Any,
     ) -> _T:
         """A call that makes something (an issue, a release, an asset, a re-run), sent at most once per thing.
 
@@ -240,7 +249,9 @@ class RestClient:
             # Out of attempts while rate limited is GitHub saying no; otherwise the host is unwell.
             cls = NetworkError if err.last.wait is None else GitHubError
             raise cls(
-                self.hide_token(f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}")
+                self.hide_token(
+                    f"{method} {self._path(url)}: failed after {err.attempts_text}: {err.last.reason}"
+                )
             ) from None
         except PipelineError as err:
             err.message = self.hide_token(err.message)

@@ -22,7 +22,6 @@ LEVELS = ("debug", "notice", "warning", "error")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
-
 def in_actions(env: Mapping[str, str]) -> bool:
     """True inside a GitHub Actions job."""
     return env.get(GITHUB_ACTIONS) == "true"
@@ -120,7 +119,11 @@ def annotate(
     JSON on stdout pass ``stream=sys.stderr``.
     """
     if in_actions(env):
-        print(format_annotation(level, message, file=file, line=line, title=title), file=stream or sys.stdout, flush=True)
+        print(
+            format_annotation(level, message, file=file, line=line, title=title),
+            file=stream or sys.stdout,
+            flush=True,
+        )
     elif level != "debug":
         where = f"{file}{f':{line}' if line else ''}: " if file else ""
         print(f"{level}: {where}{message}", file=sys.stderr, flush=True)

@@ -287,7 +287,9 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read matrix file: {exc.strerror}") from None
     if raw.startswith(b"\xef\xbb\xbf"):
-        raise ConfigError(f"{p}: starts with a UTF-8 byte order mark (BOM), which TOML does not allow; save it without")
+        raise ConfigError(
+            f"{p}: starts with a UTF-8 byte order mark (BOM), which TOML does not allow; save it without"
+        )
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -306,7 +308,8 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         policy=rocm_t.string("policy", RocmConfig.policy, check=policy_check),
         index_url=rocm_t.optional_str("index_url", check=url_check),
         hosts=_parse_rocm_hosts(rocm_t),
-        max_age_days=rocm_t.number("max_age_days", 0, minimum=1, maximum=3650) if "max_age_days" in rocm_t.names()
+        max_age_days=rocm_t.number("max_age_days", 0, minimum=1, maximum=3650)
+        if "max_age_days" in rocm_t.names()
         else None,
         stale=rocm_t.choice("stale", STALE_ACTIONS, None) if "stale" in rocm_t.names() else None,
         source=rocm_t.choice("source", ROCM_SOURCES, RocmConfig.source),
@@ -377,11 +380,15 @@ def _parse_signing(t: TomlTable, legs: Mapping[str, Leg]) -> SigningConfig:
         # A pattern that matches no leg signs nothing: a fork's matrix (or CI's reduction) of fewer legs keeps it.
         matched = [leg for name, leg in legs.items() if fnmatchcase(name, pattern)]
         if other := next((leg for leg in matched if leg.os != "windows"), None):
-            raise ConfigError(f"{where}.legs: {pattern!r} matches {other.name}, a {other.os} leg: Authenticode "
-                              "signs Windows programs and libraries only")
+            raise ConfigError(
+                f"{where}.legs: {pattern!r} matches {other.name}, a {other.os} leg: Authenticode "
+                "signs Windows programs and libraries only"
+            )
     if config.legs and config.publisher is None:
-        raise ConfigError(f"{where}.publisher: required key is missing (the certificate's subject CN the "
-                          "signatures must name)")
+        raise ConfigError(
+            f"{where}.publisher: required key is missing (the certificate's subject CN the "
+            "signatures must name)"
+        )
     return config
 
 
@@ -390,10 +397,14 @@ def _parse_rocm_families(t: TomlTable) -> dict[str, RocmFamily]:
     out: dict[str, RocmFamily] = {}
     for name in t.names():
         ft = t.table(name)
-        out[name] = RocmFamily(therock=ft.string("therock", None, check=family_check),
-                               targets=tuple(ft.str_list("targets", check=target_check)))
+        out[name] = RocmFamily(
+            therock=ft.string("therock", None, check=family_check),
+            targets=tuple(ft.str_list("targets", check=target_check)),
+        )
         if not out[name].targets:
-            raise ConfigError(f"{t.path}: rocm_families.{name}.targets: required (e.g. ['gfx1100', 'gfx1101'])")
+            raise ConfigError(
+                f"{t.path}: rocm_families.{name}.targets: required (e.g. ['gfx1100', 'gfx1101'])"
+            )
         ft.done()
     t.done()
     return out
@@ -424,13 +435,18 @@ def _parse_rocm_hosts(rocm_t: TomlTable) -> tuple[RocmHost, ...]:
     """``[[rocm.hosts]]``: each stream's indexes with the build dates they hold (ranges that meet)."""
     hosts = []
     for item in rocm_t.table_list("hosts"):
-        since, until = item.optional_str("since", check=_date_check), item.optional_str("until", check=_date_check)
-        hosts.append(RocmHost(
-            stream=item.choice("stream", ROCM_STREAMS, None),
-            index_url=item.string("index_url", None, check=url_check),
-            since=date.fromisoformat(since) if since else None,
-            until=date.fromisoformat(until) if until else None,
-        ))
+        since, until = (
+            item.optional_str("since", check=_date_check),
+            item.optional_str("until", check=_date_check),
+        )
+        hosts.append(
+            RocmHost(
+                stream=item.choice("stream", ROCM_STREAMS, None),
+                index_url=item.string("index_url", None, check=url_check),
+                since=date.fromisoformat(since) if since else None,
+                until=date.fromisoformat(until) if until else None,
+            )
+        )
         item.done()
     check_hosts(hosts, f"{rocm_t.path}: rocm.hosts")
     return tuple(hosts)
@@ -456,7 +472,9 @@ def _parse_source(t: TomlTable) -> SourceConfig:
 
 
 def _parse_leg(
-    name: str, legs_t: TomlTable, profiles: Mapping[str, Mapping[str, tuple[str, ...]]],
+    name: str,
+    legs_t: TomlTable,
+    profiles: Mapping[str, Mapping[str, tuple[str, ...]]],
     families: Mapping[str, RocmFamily] | None = None,
 ) -> Leg:
     where = f"{legs_t.path}: legs.{name}"
@@ -494,8 +512,10 @@ def _parse_leg(
         if backend != "rocm":
             raise ConfigError(f"{where}.gpu_family: only a rocm leg takes gpu_family")
         if found is None:
-            raise ConfigError(f"{where}.gpu_family: no [rocm_families.{gpu_family}] in the matrix"
-                              + did_you_mean(gpu_family, families or {}))
+            raise ConfigError(
+                f"{where}.gpu_family: no [rocm_families.{gpu_family}] in the matrix"
+                + did_you_mean(gpu_family, families or {})
+            )
         if leg.family is not None or leg.targets:
             raise ConfigError(f"{where}: gpu_family names the family and targets: drop family/targets")
         leg = replace(leg, family=found.therock, targets=found.targets)
@@ -507,12 +527,18 @@ def _parse_leg(
     else:
         for key, value in (("family", leg.family), ("targets", leg.targets)):
             if value:
-                raise ConfigError(f"{where}.{key}: only a rocm leg takes {key}, this leg's backend is {backend!r}")
+                raise ConfigError(
+                    f"{where}.{key}: only a rocm leg takes {key}, this leg's backend is {backend!r}"
+                )
     if backend == "rocm" and (os_name not in ROCM_OSES or arch != "x64"):
-        raise ConfigError(f"{where}: a rocm leg builds for linux or windows on x64 (TheRock's tarballs), "
-                          f"not {os_name}/{arch}")
+        raise ConfigError(
+            f"{where}: a rocm leg builds for linux or windows on x64 (TheRock's tarballs), "
+            f"not {os_name}/{arch}"
+        )
     if backend == "metal" and (os_name, arch) != ("macos", "arm64"):
-        raise ConfigError(f"{where}: a metal leg builds for macos on arm64 (Apple silicon), not {os_name}/{arch}")
+        raise ConfigError(
+            f"{where}: a metal leg builds for macos on arm64 (Apple silicon), not {os_name}/{arch}"
+        )
     if os_name == "macos" and backend not in ("cpu", "metal"):
         raise ConfigError(f"{where}: a macos leg is a metal or cpu leg, not {backend}")
     for key in ("cuda_architectures", "cuda_line", "cuda_profile"):
@@ -522,15 +548,17 @@ def _parse_leg(
         line = leg.cuda_line or DEFAULT_CUDA_LINE
         known = profiles.get(line, {})
         if leg.cuda_profile not in known:
-            raise ConfigError(f"{where}.cuda_profile: no profile {leg.cuda_profile!r} in [cuda_profiles.{line}]"
-                              + did_you_mean(leg.cuda_profile, known))
+            raise ConfigError(
+                f"{where}.cuda_profile: no profile {leg.cuda_profile!r} in [cuda_profiles.{line}]"
+                + did_you_mean(leg.cuda_profile, known)
+            )
         if leg.cuda_architectures:
-            raise ConfigError(f"{where}: cuda_profile and cuda_architectures both name the architectures: keep one")
+            raise ConfigError(
+                f"{where}: cuda_profile and cuda_architectures both name the architectures: keep one"
+            )
         leg = replace(leg, cuda_architectures=known[leg.cuda_profile])
     return leg
 
 
 # --------------------------------------------------------------------------
 # Value checks: each returns an error description, or None when fine.
-
-

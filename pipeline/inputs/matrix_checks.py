@@ -18,7 +18,6 @@ from pipeline.util.byte_sizes import MAX_SIZE_TEXT, parse_size
 # "toolchain": a string: check for toolchains installed from a verified archive (pipeline.ccache.compiler_check).
 
 
-
 def nonempty(v: str) -> str | None:
     return None if v.strip() else "a non-empty string"
 
@@ -60,7 +59,11 @@ def cuda_line_check(v: str) -> str | None:
 
 
 def cuda_arch_check(v: str) -> str | None:
-    return None if re.fullmatch(r"\d+[af]?(?:-(?:real|virtual))?", v) else "a CUDA architecture like '86' or '50-virtual'"
+    return (
+        None
+        if re.fullmatch(r"\d+[af]?(?:-(?:real|virtual))?", v)
+        else "a CUDA architecture like '86' or '50-virtual'"
+    )
 
 
 def tag_check(v: str) -> str | None:

@@ -51,7 +51,9 @@ def check_pin(pin: MixPin, where: str) -> None:
     if not GITHUB_REPO.match(pin.repo):
         raise SourceError(f"{where}: malformed mix pin repo {pin.repo!r}: expected 'owner/name'")
     if isinstance(pin.number, bool) or not isinstance(pin.number, int) or pin.number < 1:
-        raise SourceError(f"{where}: malformed mix pin number {pin.number!r} for {pin.repo}: expected a PR number >= 1")
+        raise SourceError(
+            f"{where}: malformed mix pin number {pin.number!r} for {pin.repo}: expected a PR number >= 1"
+        )
     if not COMMIT_SHA.match(pin.sha):
         raise SourceError(
             f"{where}: malformed mix pin {pin.repo}#{pin.number}: sha {pin.sha!r} is not 40 lowercase hex digits"

@@ -148,8 +148,9 @@ class ToolchainPins:
         cuda = self.cuda_for(cuda_line)
         # LunarG's SDK archives pinned here are x86-64 ones: an arm64 leg uses the runner's Vulkan.
         vulkan = self.vulkan if arch == "x64" else {}
-        return ToolchainPins(cuda=cuda.for_arch(arch) if cuda is not None else None, vulkan=vulkan,
-                             cuda_lines=self.cuda_lines)
+        return ToolchainPins(
+            cuda=cuda.for_arch(arch) if cuda is not None else None, vulkan=vulkan, cuda_lines=self.cuda_lines
+        )
 
 
 def _fail(path: Path, key: str, expected: str, value: Any = None) -> ConfigError:
@@ -168,7 +169,9 @@ def _unknown(data: Mapping[str, Any], path: Path, key: str) -> None:
         raise ConfigError(f"{path}: {key}.{name}: unknown key")
 
 
-def _string(data: dict[str, Any], path: Path, key: str, name: str, pattern: re.Pattern[str], what: str) -> str:
+def _string(
+    data: dict[str, Any], path: Path, key: str, name: str, pattern: re.Pattern[str], what: str
+) -> str:
     value = data.pop(name, None)
     if value is None:
         raise ConfigError(f"{path}: {key}.{name}: required key is missing")
@@ -183,7 +186,9 @@ def _sha(value: Any, path: Path, key: str) -> str:
     return value.lower()
 
 
-def parse_cuda_pins(data: Any, path: Path, key: str = "toolchains.cuda", *, wheels_required: bool = True) -> CudaPins:
+def parse_cuda_pins(
+    data: Any, path: Path, key: str = "toolchains.cuda", *, wheels_required: bool = True
+) -> CudaPins:
     """``[toolchains.cuda]`` (or another line's table) -> :class:`CudaPins`.
 
     ``wheels_required=False``: a line declared by its version before its wheels are pinned; a
@@ -227,11 +232,15 @@ def parse_redist_pins(data: Any, path: Path, key: str) -> RedistPins:
         raise _fail(path, f"{key}.url", problem, url)
     if not str(url).endswith("/"):
         raise _fail(path, f"{key}.url", "the folder that holds the manifest, ending with '/'", url)
-    manifest = _string(t, path, key, "manifest", _MANIFEST_NAME, "NVIDIA's manifest name such as 'redistrib_12.8.1.json'")
+    manifest = _string(
+        t, path, key, "manifest", _MANIFEST_NAME, "NVIDIA's manifest name such as 'redistrib_12.8.1.json'"
+    )
     sha = _sha(t.pop("sha256", None), path, f"{key}.sha256")
     raw = t.pop("components", None)
     if not isinstance(raw, list) or not raw:
-        raise _fail(path, f"{key}.components", "a non-empty array of component names such as 'cuda_nvcc'", raw)
+        raise _fail(
+            path, f"{key}.components", "a non-empty array of component names such as 'cuda_nvcc'", raw
+        )
     components: list[str] = []
     for i, name in enumerate(raw):
         if not isinstance(name, str) or not _COMPONENT.match(name):

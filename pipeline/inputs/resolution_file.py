@@ -135,8 +135,13 @@ class ResolvedWheel:
     published: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"project": self.project, "file": self.file, "url": self.url, "sha256": self.sha256,
-                "published": None if self.published is None else format_utc(self.published)}
+        return {
+            "project": self.project,
+            "file": self.file,
+            "url": self.url,
+            "sha256": self.sha256,
+            "published": None if self.published is None else format_utc(self.published),
+        }
 
     @classmethod
     def from_json(cls, data: Any, *, where: str) -> ResolvedWheel:
@@ -150,11 +155,16 @@ class ResolvedWheel:
             values[key] = value
         _check_url(values["url"], f"{where}.url", optional=False)
         if not SHA256_HEX.fullmatch(values["sha256"]):
-            raise UsageError(f"{where}.sha256: expected 64 lower-case hex digits, got {values['sha256']!r:.80}")
+            raise UsageError(
+                f"{where}.sha256: expected 64 lower-case hex digits, got {values['sha256']!r:.80}"
+            )
         published = data.get("published")
         if published is not None and not isinstance(published, str):
             raise UsageError(f"{where}.published: expected an ISO-8601 string or null, got {published!r}")
-        return cls(**values, published=None if published is None else parse_now(published, where=f"{where}.published"))
+        return cls(
+            **values,
+            published=None if published is None else parse_now(published, where=f"{where}.published"),
+        )
 
 
 def wheels_identity(version: str, sha256s: list[str] | tuple[str, ...]) -> str:
@@ -257,8 +267,12 @@ class ResolvedRocm:
             raise UsageError(f"{where}.source: expected 'tarball' or 'wheels', got {source!r:.60}")
         wheels_raw = data.get("wheels", [])
         if not isinstance(wheels_raw, list) or (source == "wheels") != bool(wheels_raw):
-            raise UsageError(f"{where}.wheels: a wheels build lists its files (a non-empty list), a tarball none")
-        wheels = tuple(ResolvedWheel.from_json(w, where=f"{where}.wheels[{i}]") for i, w in enumerate(wheels_raw))
+            raise UsageError(
+                f"{where}.wheels: a wheels build lists its files (a non-empty list), a tarball none"
+            )
+        wheels = tuple(
+            ResolvedWheel.from_json(w, where=f"{where}.wheels[{i}]") for i, w in enumerate(wheels_raw)
+        )
         return cls(
             source=source,
             wheels=wheels,

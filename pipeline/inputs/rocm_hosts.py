@@ -52,13 +52,20 @@ def check_hosts(hosts: Sequence[RocmHost], where: str) -> None:
         own = sorted((h for h in hosts if h.stream == stream), key=lambda h: h.since or date.min)
         for host in own:
             if host.since is not None and host.until is not None and host.until < host.since:
-                raise ConfigError(f"{where}: {stream} host {host.index_url}: until {host.until} is before since "
-                                  f"{host.since}")
+                raise ConfigError(
+                    f"{where}: {stream} host {host.index_url}: until {host.until} is before since "
+                    f"{host.since}"
+                )
         for before, after in itertools.pairwise(own):
-            if before.until is None or after.since is None or before.until.toordinal() + 1 != after.since.toordinal():
+            if (
+                before.until is None
+                or after.since is None
+                or before.until.toordinal() + 1 != after.since.toordinal()
+            ):
                 raise ConfigError(
                     f"{where}: {stream} hosts {before.index_url} ({before.span}) and {after.index_url} ({after.span}) "
-                    "must meet: one's until the day before the next one's since")
+                    "must meet: one's until the day before the next one's since"
+                )
 
 
 def stream_hosts(hosts: Sequence[RocmHost], stream: str = "nightly") -> list[RocmHost]:
@@ -86,6 +93,8 @@ def index_for(hosts: Sequence[RocmHost], day: date, *, where: str, stream: str =
     """The index of the host that published ``stream``'s builds dated ``day``, or a ConfigError naming the hosts."""
     host = host_for(hosts, day, stream)
     if host is None:
-        raise ConfigError(f"{where}: no {stream} host publishes builds dated {day} (the hosts: {hosts_text(hosts, stream)}); "
-                          "--index-url names one")
+        raise ConfigError(
+            f"{where}: no {stream} host publishes builds dated {day} (the hosts: {hosts_text(hosts, stream)}); "
+            "--index-url names one"
+        )
     return host.index_url

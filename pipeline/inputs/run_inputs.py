@@ -81,7 +81,9 @@ class RunInputs:
     def retry(self) -> RetryPolicy:
         """The retry policy of every HTTP client, with the run's first wait (PIPELINE_HTTP_BACKOFF) and the
         most seconds one request may spend waiting between its retries (PIPELINE_HTTP_RETRY_BUDGET)."""
-        return RetryPolicy(backoff=float(self._lazy(S.HTTP_BACKOFF)), budget=float(self._lazy(S.HTTP_RETRY_BUDGET)))
+        return RetryPolicy(
+            backoff=float(self._lazy(S.HTTP_BACKOFF)), budget=float(self._lazy(S.HTTP_RETRY_BUDGET))
+        )
 
     @property
     def signing_pfx(self) -> Path | None:
@@ -114,15 +116,27 @@ class RunInputs:
     def rocm_max_age_days(self) -> float:
         """Days after which a resolved ROCm build is stale (PIPELINE_ROCM_MAX_AGE, rocm.max_age_days)."""
         rocm = self.matrix.rocm if self.matrix is not None else None
-        return float(S.pick(S.ROCM_MAX_AGE, environ=self.environ, matrix=rocm.max_age_days if rocm else None,
-                            matrix_where=f"{self.matrix_path} rocm.max_age_days").value)
+        return float(
+            S.pick(
+                S.ROCM_MAX_AGE,
+                environ=self.environ,
+                matrix=rocm.max_age_days if rocm else None,
+                matrix_where=f"{self.matrix_path} rocm.max_age_days",
+            ).value
+        )
 
     @property
     def rocm_stale(self) -> str:
         """What a stale ROCm build does: "warn" or "fail" (PIPELINE_ROCM_STALE, rocm.stale)."""
         rocm = self.matrix.rocm if self.matrix is not None else None
-        return str(S.pick(S.ROCM_STALE, environ=self.environ, matrix=rocm.stale if rocm else None,
-                          matrix_where=f"{self.matrix_path} rocm.stale").value)
+        return str(
+            S.pick(
+                S.ROCM_STALE,
+                environ=self.environ,
+                matrix=rocm.stale if rocm else None,
+                matrix_where=f"{self.matrix_path} rocm.stale",
+            ).value
+        )
 
     def require_matrix(self) -> Matrix:
         if self.matrix is None:
@@ -166,7 +180,9 @@ def default_cache_home(environ: Mapping[str, str]) -> Path:
 def check_bundle_tag(tag: str, where: str) -> str:
     """A ``--source`` build's own tag names its bundle file: it must be safe there."""
     if not is_safe_tag(tag):
-        raise UsageError(f"{where} {tag!r}: expected letters, digits, '.', '_', '+' and '-' (it names the bundle)")
+        raise UsageError(
+            f"{where} {tag!r}: expected letters, digits, '.', '_', '+' and '-' (it names the bundle)"
+        )
     return tag
 
 
@@ -198,11 +214,19 @@ def read_inputs(
     now_picked = S.pick(S.NOW, flag=_flag(args, S.NOW), environ=env)
     now = now_picked.value if now_picked.value is not None else started
 
-    policy = S.pick(S.ROCM_VERSION, flag=_flag(args, S.ROCM_VERSION), environ=env,
-                    matrix=matrix.rocm.policy if matrix else None,
-                    matrix_where=f"{matrix_path} rocm.policy")
-    index_url = S.pick(S.INDEX_URL, flag=_flag(args, S.INDEX_URL), environ=env,
-                       matrix=matrix.rocm.index_url if matrix else None)
+    policy = S.pick(
+        S.ROCM_VERSION,
+        flag=_flag(args, S.ROCM_VERSION),
+        environ=env,
+        matrix=matrix.rocm.policy if matrix else None,
+        matrix_where=f"{matrix_path} rocm.policy",
+    )
+    index_url = S.pick(
+        S.INDEX_URL,
+        flag=_flag(args, S.INDEX_URL),
+        environ=env,
+        matrix=matrix.rocm.index_url if matrix else None,
+    )
 
     tag_flag = _flag(args, S.TAG)
     if any_tag and tag_flag is not None:
@@ -211,7 +235,11 @@ def read_inputs(
         tag = S.pick(S.TAG, flag=tag_flag, environ=env).value
 
     # Read only by the commands that take a resolution: a stale variable must not break `compare`.
-    resolved = S.pick(S.RESOLVED, flag=_flag(args, S.RESOLVED), environ=env) if with_resolution else S.Picked(None, "")
+    resolved = (
+        S.pick(S.RESOLVED, flag=_flag(args, S.RESOLVED), environ=env)
+        if with_resolution
+        else S.Picked(None, "")
+    )
     resolution = load_resolution(resolved.value, where=resolved.where) if resolved.value else None
 
     cache_home = Path(S.pick(S.CACHE_HOME, environ=env, default=default_cache_home(env)).value)
@@ -235,15 +263,16 @@ def read_inputs(
         cache_home=cache_home,
         download_cache=Path(S.pick(S.DOWNLOAD_CACHE, environ=env, default=cache_home / "downloads").value),
         toolchain_dir=Path(S.pick(S.TOOLCHAIN_DIR, environ=env, default=cache_home / "toolchains").value),
-        lazy_flags=MappingProxyType({setting.name: _flag(args, setting)
-                                     for setting in (S.WAIT_LOCK, S.SIGNING_PFX, S.SIGNING_CA)}),
-        origins=MappingProxyType({
-            S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
-            S.ROCM_VERSION.name: policy.where,
-            S.INDEX_URL.name: index_url.where,
-            S.ROCM_PATH.name: rocm_path.where,
-        }),
+        lazy_flags=MappingProxyType(
+            {setting.name: _flag(args, setting) for setting in (S.WAIT_LOCK, S.SIGNING_PFX, S.SIGNING_CA)}
+        ),
+        origins=MappingProxyType(
+            {
+                S.NOW.name: now_picked.where if now_picked.value is not None else "clock",
+                S.ROCM_VERSION.name: policy.where,
+                S.INDEX_URL.name: index_url.where,
+                S.ROCM_PATH.name: rocm_path.where,
+            }
+        ),
         environ=env,
     )
-
-

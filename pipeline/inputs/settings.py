@@ -35,8 +35,6 @@ from pipeline.names import (
 Parse = Callable[[str, str], Any]
 
 
-
-
 @dataclass(frozen=True, kw_only=True)
 class Setting:
     """One input of a run: where it can come from, how it is checked, what it means."""
@@ -149,7 +147,9 @@ def parse_heartbeat(text: str, where: str) -> float:
     # 0 turns it off; below a second, a heartbeat is a flood (thousands of lines in one build).
     value = _parse_seconds(text, where, MAX_HEARTBEAT)
     if 0 < value < MIN_HEARTBEAT:
-        raise UsageError(f"{where}: expected 0 (no heartbeat) or {MIN_HEARTBEAT:g} to {MAX_HEARTBEAT:g} seconds, got {text!r}")
+        raise UsageError(
+            f"{where}: expected 0 (no heartbeat) or {MIN_HEARTBEAT:g} to {MAX_HEARTBEAT:g} seconds, got {text!r}"
+        )
     return value
 
 
@@ -214,169 +214,341 @@ DEFAULT_HEARTBEAT = 60.0
 # The table
 
 MATRIX = Setting(
-    name="matrix", flag="--matrix", env=("PIPELINE_MATRIX",), parse=parse_text, metavar="PATH",
-    default="matrix.toml", help="the matrix file",
+    name="matrix",
+    flag="--matrix",
+    env=("PIPELINE_MATRIX",),
+    parse=parse_text,
+    metavar="PATH",
+    default="matrix.toml",
+    help="the matrix file",
 )
 NOW = Setting(
-    name="now", flag="--now", env=("PIPELINE_NOW",), parse=parse_moment_text, metavar="ISO",
-    default_shown="the clock", help="the run's moment, ISO-8601 (naive is UTC); a past moment replays that run",
+    name="now",
+    flag="--now",
+    env=("PIPELINE_NOW",),
+    parse=parse_moment_text,
+    metavar="ISO",
+    default_shown="the clock",
+    help="the run's moment, ISO-8601 (naive is UTC); a past moment replays that run",
 )
 ROCM_VERSION = Setting(
-    name="rocm_version", flag="--rocm-version", env=("PIPELINE_ROCM_VERSION",), matrix_key="rocm.policy",
-    parse=parse_policy_text, metavar="POLICY", default=DEFAULT_POLICY,
+    name="rocm_version",
+    flag="--rocm-version",
+    env=("PIPELINE_ROCM_VERSION",),
+    matrix_key="rocm.policy",
+    parse=parse_policy_text,
+    metavar="POLICY",
+    default=DEFAULT_POLICY,
     help=f"ROCm toolchain policy: weekly-stable, weekly, latest, stable or a version like {ROCM_VERSION_EXAMPLE} "
     f"(a stable release: {ROCM_RELEASE_EXAMPLE})",
 )
 INDEX_URL = Setting(
-    name="index_url", flag="--index-url", env=("PIPELINE_ROCM_INDEX_URL",), matrix_key="rocm.index_url",
-    parse=parse_url, metavar="URL", default_shown="matrix.toml's [[rocm.hosts]], by build date",
+    name="index_url",
+    flag="--index-url",
+    env=("PIPELINE_ROCM_INDEX_URL",),
+    matrix_key="rocm.index_url",
+    parse=parse_url,
+    metavar="URL",
+    default_shown="matrix.toml's [[rocm.hosts]], by build date",
     help="one TheRock index (HTML or S3 XML listing) for every build, instead of the hosts by date",
 )
 TAG = Setting(
-    name="tag", flag="--tag", env=("PIPELINE_TAG",), matrix_key="source.tag", parse=parse_run_tag,
-    metavar="TAG", default_shown="latest", help="llama.cpp tag of the run: b<digits> or latest",
+    name="tag",
+    flag="--tag",
+    env=("PIPELINE_TAG",),
+    matrix_key="source.tag",
+    parse=parse_run_tag,
+    metavar="TAG",
+    default_shown="latest",
+    help="llama.cpp tag of the run: b<digits> or latest",
 )
 RESOLVED = Setting(
-    name="resolved", flag="--resolved", env=("PIPELINE_RESOLVED",), parse=parse_text, metavar="PATH_OR_JSON",
-    default_shown="none (resolve now)", help="the run's resolution from `resolve`: a file or inline JSON",
+    name="resolved",
+    flag="--resolved",
+    env=("PIPELINE_RESOLVED",),
+    parse=parse_text,
+    metavar="PATH_OR_JSON",
+    default_shown="none (resolve now)",
+    help="the run's resolution from `resolve`: a file or inline JSON",
 )
 ROCM_PATH = Setting(
-    name="rocm_path", flag="--rocm-path", env=("PIPELINE_ROCM_PATH",), parse=parse_text, metavar="DIR",
+    name="rocm_path",
+    flag="--rocm-path",
+    env=("PIPELINE_ROCM_PATH",),
+    parse=parse_text,
+    metavar="DIR",
     default_shown="none (download TheRock's build)",
     help="an installed ROCm the rocm legs build with instead of TheRock's download (resolve then fetches no index)",
 )
 SOURCE_ARCHIVE = Setting(
-    name="source_archive", flag="--source-archive", env=("PIPELINE_SOURCE_ARCHIVE",), parse=parse_text, metavar="PATH",
+    name="source_archive",
+    flag="--source-archive",
+    env=("PIPELINE_SOURCE_ARCHIVE",),
+    parse=parse_text,
+    metavar="PATH",
     default_shown="none (check out the source)",
     help="the run's source archive from `source` (its manifest beside it): legs extract it instead of cloning",
 )
 OUT = Setting(
-    name="out", flag="--out", env=("PIPELINE_OUT",), parse=parse_text, metavar="DIR",
-    default=Path("out"), help="output folder: records, bundles, the resolution, reports",
+    name="out",
+    flag="--out",
+    env=("PIPELINE_OUT",),
+    parse=parse_text,
+    metavar="DIR",
+    default=Path("out"),
+    help="output folder: records, bundles, the resolution, reports",
 )
 CACHE_DIR = Setting(
-    name="cache_dir", flag="--cache-dir", env=("CCACHE_DIR",), parse=parse_text, metavar="DIR",
-    default_shown="<cache home>/ccache/<leg>", help="the leg's ccache directory",
+    name="cache_dir",
+    flag="--cache-dir",
+    env=("CCACHE_DIR",),
+    parse=parse_text,
+    metavar="DIR",
+    default_shown="<cache home>/ccache/<leg>",
+    help="the leg's ccache directory",
 )
 REMOTE_CACHE = Setting(
-    name="remote_cache", flag="--remote-cache", matrix_key="ccache.remote", parse=lambda t, w: t.strip(),
-    metavar="URL", help='ccache remote storage (redis:// or http://; "" turns it off)',
+    name="remote_cache",
+    flag="--remote-cache",
+    matrix_key="ccache.remote",
+    parse=lambda t, w: t.strip(),
+    metavar="URL",
+    help='ccache remote storage (redis:// or http://; "" turns it off)',
 )
 LEGS = Setting(
-    name="legs", flag="--legs", env=("PIPELINE_LEGS",), parse=parse_legs, metavar="LEGS",
-    default=(), default_shown="every leg", help="the legs of the run (names separated by spaces or commas)",
+    name="legs",
+    flag="--legs",
+    env=("PIPELINE_LEGS",),
+    parse=parse_legs,
+    metavar="LEGS",
+    default=(),
+    default_shown="every leg",
+    help="the legs of the run (names separated by spaces or commas)",
 )
 CACHE_HOME = Setting(
-    name="cache_home", env=("PIPELINE_CACHE_HOME",), parse=parse_text,
+    name="cache_home",
+    env=("PIPELINE_CACHE_HOME",),
+    parse=parse_text,
     # run_inputs.default_cache_home computes it; this says the same for --help and the docs.
     default_shown="$XDG_CACHE_HOME/llama-pipeline, else ~/.cache/llama-pipeline",
     help="where every pipeline cache lives (on Windows the default is %LOCALAPPDATA%\\llama-pipeline)",
 )
 DOWNLOAD_CACHE = Setting(
-    name="download_cache", env=("PIPELINE_DOWNLOAD_CACHE",), parse=parse_text,
-    default_shown="<cache home>/downloads", help="downloaded toolchain archives",
+    name="download_cache",
+    env=("PIPELINE_DOWNLOAD_CACHE",),
+    parse=parse_text,
+    default_shown="<cache home>/downloads",
+    help="downloaded toolchain archives",
 )
 TOOLCHAIN_DIR = Setting(
-    name="toolchain_dir", env=("PIPELINE_TOOLCHAIN_DIR",), parse=parse_text,
-    default_shown="<cache home>/toolchains", help="installed toolchains",
+    name="toolchain_dir",
+    env=("PIPELINE_TOOLCHAIN_DIR",),
+    parse=parse_text,
+    default_shown="<cache home>/toolchains",
+    help="installed toolchains",
 )
 CACHE_MAX_AGE = Setting(
-    name="cache_max_age", flag="--max-age", env=("PIPELINE_CACHE_MAX_AGE_DAYS",), parse=parse_days,
-    metavar="DAYS", default=DEFAULT_CACHE_MAX_AGE_DAYS,
+    name="cache_max_age",
+    flag="--max-age",
+    env=("PIPELINE_CACHE_MAX_AGE_DAYS",),
+    parse=parse_days,
+    metavar="DAYS",
+    default=DEFAULT_CACHE_MAX_AGE_DAYS,
     help="prune --local: remove downloads, toolchains and packaging-cache entries unused for this many days",
 )
 CACHE_MAX_SIZE = Setting(
-    name="cache_max_size", flag="--max-size", env=("PIPELINE_CACHE_MAX_GB",), parse=parse_gigabytes,
-    metavar="GB", default=DEFAULT_CACHE_MAX_GB,
+    name="cache_max_size",
+    flag="--max-size",
+    env=("PIPELINE_CACHE_MAX_GB",),
+    parse=parse_gigabytes,
+    metavar="GB",
+    default=DEFAULT_CACHE_MAX_GB,
     help="prune --local: most gigabytes each of those three caches keeps (least recently used removed first)",
 )
 GIT_URL_TEMPLATE = Setting(
-    name="git_url_template", env=("PIPELINE_GIT_URL_TEMPLATE",), parse=parse_text,
-    default=DEFAULT_GIT_URL_TEMPLATE, help="where a mix pull request's repository is fetched from",
+    name="git_url_template",
+    env=("PIPELINE_GIT_URL_TEMPLATE",),
+    parse=parse_text,
+    default=DEFAULT_GIT_URL_TEMPLATE,
+    help="where a mix pull request's repository is fetched from",
 )
 HTTP_BACKOFF = Setting(
-    name="http_backoff", env=("PIPELINE_HTTP_BACKOFF",), parse=parse_backoff,
-    default=DEFAULT_BACKOFF, help="first retry wait of every HTTP client, seconds (doubles each retry)",
+    name="http_backoff",
+    env=("PIPELINE_HTTP_BACKOFF",),
+    parse=parse_backoff,
+    default=DEFAULT_BACKOFF,
+    help="first retry wait of every HTTP client, seconds (doubles each retry)",
 )
 GITHUB_TOKEN = Setting(
-    name="github_token", env=("GITHUB_TOKEN", "GH_TOKEN"), parse=parse_text,
+    name="github_token",
+    env=("GITHUB_TOKEN", "GH_TOKEN"),
+    parse=parse_text,
     help="GitHub API token (prune)",
 )
 GITHUB_REPOSITORY = Setting(
-    name="repo", flag="--repo", env=("GITHUB_REPOSITORY",), parse=parse_text, metavar="OWNER/NAME",
+    name="repo",
+    flag="--repo",
+    env=("GITHUB_REPOSITORY",),
+    parse=parse_text,
+    metavar="OWNER/NAME",
     help="the GitHub repository",
 )
 GITHUB_API_URL = Setting(
-    name="api_url", flag="--api-url", env=("GITHUB_API_URL",), parse=parse_url, metavar="URL",
-    default=DEFAULT_API_URL, help="GitHub REST API root (GitHub Enterprise, tests)",
+    name="api_url",
+    flag="--api-url",
+    env=("GITHUB_API_URL",),
+    parse=parse_url,
+    metavar="URL",
+    default=DEFAULT_API_URL,
+    help="GitHub REST API root (GitHub Enterprise, tests)",
 )
 
 # Authenticode signing of the Windows legs ([signing] in matrix.toml; docs/signing.md).
 SIGNING_PFX = Setting(
-    name="signing_pfx", flag="--signing-pfx", env=("PIPELINE_SIGNING_PFX",), parse=parse_text, metavar="PFX",
+    name="signing_pfx",
+    flag="--signing-pfx",
+    env=("PIPELINE_SIGNING_PFX",),
+    parse=parse_text,
+    metavar="PFX",
     default_shown="none (sign on Actions in [signing] repository only)",
     help="the local signer's PKCS#12 file (certificate and key): a leg [signing] covers is signed with it by osslsigncode",
 )
 SIGNING_PASSWORD = Setting(
-    name="signing_password", env=("PIPELINE_SIGNING_PASSWORD",), parse=parse_text,
+    name="signing_password",
+    env=("PIPELINE_SIGNING_PASSWORD",),
+    parse=parse_text,
     help="the password of the local signer's PKCS#12 file (never a flag: a command line is visible to every process)",
 )
 SIGNING_CA = Setting(
-    name="signing_ca", flag="--signing-ca", env=("PIPELINE_SIGNING_CA",), parse=parse_text, metavar="PEM",
+    name="signing_ca",
+    flag="--signing-ca",
+    env=("PIPELINE_SIGNING_CA",),
+    parse=parse_text,
+    metavar="PEM",
     default_shown="the system's roots",
     help="the root certificates (PEM) Authenticode signatures and their timestamps must chain to",
 )
 SIGNING_TIMESTAMP_URL = Setting(
-    name="signing_timestamp_url", env=("PIPELINE_SIGNING_TIMESTAMP_URL",), parse=parse_url, metavar="URL",
+    name="signing_timestamp_url",
+    env=("PIPELINE_SIGNING_TIMESTAMP_URL",),
+    parse=parse_url,
+    metavar="URL",
     help="an RFC 3161 timestamp authority the local signer stamps each signature with (it then outlives the certificate)",
 )
 
 NIGHTLY_STATUS = Setting(
-    name="status", flag="--status", env=("PIPELINE_NIGHTLY_STATUS",), parse=parse_text, metavar="STATUS",
+    name="status",
+    flag="--status",
+    env=("PIPELINE_NIGHTLY_STATUS",),
+    parse=parse_text,
+    metavar="STATUS",
     help="how the nightly ended: success or failure (alert)",
 )
 STALE_DAYS = Setting(
-    name="stale_days", flag="--stale-days", env=("PIPELINE_STALE_DAYS",), matrix_key="github.stale_days",
-    parse=parse_days, metavar="DAYS", default=2.0,
+    name="stale_days",
+    flag="--stale-days",
+    env=("PIPELINE_STALE_DAYS",),
+    matrix_key="github.stale_days",
+    parse=parse_days,
+    metavar="DAYS",
+    default=2.0,
     help="deadman: the newest published nightly release older than this many days opens the stale issue",
 )
 ROCM_MAX_AGE = Setting(
-    name="rocm_max_age", env=("PIPELINE_ROCM_MAX_AGE",), matrix_key="rocm.max_age_days", parse=parse_days,
-    metavar="DAYS", default=14.0,
+    name="rocm_max_age",
+    env=("PIPELINE_ROCM_MAX_AGE",),
+    matrix_key="rocm.max_age_days",
+    parse=parse_days,
+    metavar="DAYS",
+    default=14.0,
     help="a ROCm build older than this many days (its build date against the run's moment) is stale",
 )
 ROCM_STALE = Setting(
-    name="rocm_stale", env=("PIPELINE_ROCM_STALE",), matrix_key="rocm.stale", parse=parse_stale_action,
-    metavar="ACTION", default="warn",
+    name="rocm_stale",
+    env=("PIPELINE_ROCM_STALE",),
+    matrix_key="rocm.stale",
+    parse=parse_stale_action,
+    metavar="ACTION",
+    default="warn",
     help="what a stale ROCm build does: warn (the log, the record, the report) or fail (exit 14)",
 )
 FORCE = Setting(
-    name="force", env=("PIPELINE_FORCE",), parse=parse_bool,
-    default=False, help="build even when the release for the tag exists (release-exists --force)",
+    name="force",
+    env=("PIPELINE_FORCE",),
+    parse=parse_bool,
+    default=False,
+    help="build even when the release for the tag exists (release-exists --force)",
 )
 WAIT_LOCK = Setting(
-    name="wait_lock", flag="--wait-lock", env=("PIPELINE_WAIT_LOCK",), parse=parse_wait, metavar="SECONDS",
-    default=0.0, default_shown="0 (fail at once)",
+    name="wait_lock",
+    flag="--wait-lock",
+    env=("PIPELINE_WAIT_LOCK",),
+    parse=parse_wait,
+    metavar="SECONDS",
+    default=0.0,
+    default_shown="0 (fail at once)",
     help="how long to wait for another run holding the leg's output folder or a toolchain install",
 )
 HEARTBEAT = Setting(
-    name="heartbeat", env=("PIPELINE_HEARTBEAT",), parse=parse_heartbeat, metavar="SECONDS",
-    default=DEFAULT_HEARTBEAT, help="in a CI log, a 'still building' line after this many seconds without a finished step (0: none)",
+    name="heartbeat",
+    env=("PIPELINE_HEARTBEAT",),
+    parse=parse_heartbeat,
+    metavar="SECONDS",
+    default=DEFAULT_HEARTBEAT,
+    help="in a CI log, a 'still building' line after this many seconds without a finished step (0: none)",
 )
 DEBUG = Setting(
-    name="debug", flag="--debug", env=("PIPELINE_DEBUG",), parse=parse_bool,
-    default=False, help="show the traceback behind an error line (the one-line message stays)",
+    name="debug",
+    flag="--debug",
+    env=("PIPELINE_DEBUG",),
+    parse=parse_bool,
+    default=False,
+    help="show the traceback behind an error line (the one-line message stays)",
 )
 HTTP_RETRY_BUDGET = Setting(
-    name="http_retry_budget", env=("PIPELINE_HTTP_RETRY_BUDGET",), parse=parse_budget,
-    default=DEFAULT_RETRY_BUDGET, help="most seconds one HTTP request spends waiting between its retries",
+    name="http_retry_budget",
+    env=("PIPELINE_HTTP_RETRY_BUDGET",),
+    parse=parse_budget,
+    default=DEFAULT_RETRY_BUDGET,
+    help="most seconds one HTTP request spends waiting between its retries",
 )
 
 SETTINGS: tuple[Setting, ...] = (
-    MATRIX, NOW, ROCM_VERSION, INDEX_URL, TAG, RESOLVED, ROCM_PATH, SOURCE_ARCHIVE, OUT, CACHE_DIR, REMOTE_CACHE, LEGS,
-    CACHE_HOME, DOWNLOAD_CACHE, TOOLCHAIN_DIR, CACHE_MAX_AGE, CACHE_MAX_SIZE, GIT_URL_TEMPLATE, HTTP_BACKOFF,
-    HTTP_RETRY_BUDGET, GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, NIGHTLY_STATUS, STALE_DAYS, ROCM_MAX_AGE,
-    ROCM_STALE, FORCE, WAIT_LOCK, HEARTBEAT, DEBUG, SIGNING_PFX, SIGNING_PASSWORD, SIGNING_CA, SIGNING_TIMESTAMP_URL,
+    MATRIX,
+    NOW,
+    ROCM_VERSION,
+    INDEX_URL,
+    TAG,
+    RESOLVED,
+    ROCM_PATH,
+    SOURCE_ARCHIVE,
+    OUT,
+    CACHE_DIR,
+    REMOTE_CACHE,
+    LEGS,
+    CACHE_HOME,
+    DOWNLOAD_CACHE,
+    TOOLCHAIN_DIR,
+    CACHE_MAX_AGE,
+    CACHE_MAX_SIZE,
+    GIT_URL_TEMPLATE,
+    HTTP_BACKOFF,
+    HTTP_RETRY_BUDGET,
+    GITHUB_TOKEN,
+    GITHUB_REPOSITORY,
+    GITHUB_API_URL,
+    NIGHTLY_STATUS,
+    STALE_DAYS,
+    ROCM_MAX_AGE,
+    ROCM_STALE,
+    FORCE,
+    WAIT_LOCK,
+    HEARTBEAT,
+    DEBUG,
+    SIGNING_PFX,
+    SIGNING_PASSWORD,
+    SIGNING_CA,
+    SIGNING_TIMESTAMP_URL,
 )
 
 # The interrupt tests' hook (processes/pause_points.py), not a setting of a run: where a run pauses.
@@ -426,15 +598,22 @@ def pick(
     return Picked(setting.default if default is _OWN_DEFAULT else default, "default")
 
 
-def add_flag(parser: argparse.ArgumentParser, setting: Setting, *, help: str | None = None, **kwargs: Any) -> None:
+def add_flag(
+    parser: argparse.ArgumentParser, setting: Setting, *, help: str | None = None, **kwargs: Any
+) -> None:
     """Add ``setting``'s flag with its help text and where its default comes from.
 
     The flag's value reaches argparse as text (default None): it is checked
     by :func:`pick`, so a bad flag and a bad variable get the same message.
     """
     assert setting.flag is not None, setting.name
-    parser.add_argument(setting.flag, dest=setting.name, metavar=setting.metavar,
-                        help=f"{help or setting.help} (default: {default_text(setting)})", **kwargs)
+    parser.add_argument(
+        setting.flag,
+        dest=setting.name,
+        metavar=setting.metavar,
+        help=f"{help or setting.help} (default: {default_text(setting)})",
+        **kwargs,
+    )
 
 
 def default_text(setting: Setting) -> str:

@@ -55,8 +55,10 @@ class TomlTable:
             # A typo of a required key ('backnd') leaves it missing: name the stray key, the cause.
             stray = difflib.get_close_matches(key, [k for k in self.data if k not in self.known], n=1)
             if stray:
-                raise ConfigError(f"{self.path}: {self._key(stray[0])}: unknown key (did you mean {key!r}?); "
-                                  f"{self._key(key)} is required")
+                raise ConfigError(
+                    f"{self.path}: {self._key(stray[0])}: unknown key (did you mean {key!r}?); "
+                    f"{self._key(key)} is required"
+                )
             raise ConfigError(f"{self.path}: {self._key(key)}: required key is missing")
         return default
 
@@ -110,8 +112,15 @@ class TomlTable:
             raise self._fail(key, f"an integer >= {minimum}", value)
         return value
 
-    def number(self, key: str, default: Any, *, minimum: float | None = None, maximum: float | None = None,
-               above: float | None = None) -> Any:
+    def number(
+        self,
+        key: str,
+        default: Any,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        above: float | None = None,
+    ) -> Any:
         """A finite number within ``minimum``..``maximum``; ``above``: a bound it must pass (a divisor's 0)."""
         value = self._take(key, default)
         if not isinstance(value, int | float) or isinstance(value, bool):
@@ -139,6 +148,4 @@ class TomlTable:
     def done(self) -> None:
         """Reject any key nobody asked for."""
         for key in self.data:
-            raise ConfigError(
-                f"{self.path}: {self._key(key)}: unknown key" + did_you_mean(key, self.known)
-            )
+            raise ConfigError(f"{self.path}: {self._key(key)}: unknown key" + did_you_mean(key, self.known))

@@ -33,16 +33,27 @@ def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
     if unsigned is not None:
         render.note(ctx.console, leg.name, unsigned)
     with ctx.console.status(f"{leg.name}: staging the bundle"):
-        staged = stage_bundle(leg=leg, record=record, build_dir=previous.build, out_dir=out,
-                              toolchain=previous.toolchain, tag=previous.source.tag, commit=record.source.get("commit"))
+        staged = stage_bundle(
+            leg=leg,
+            record=record,
+            build_dir=previous.build,
+            out_dir=out,
+            toolchain=previous.toolchain,
+            tag=previous.source.tag,
+            commit=record.source.get("commit"),
+        )
     if plan is not None and plan.signer is None:
         from pipeline.github import runner
 
         state = save_staged(staged, out)
         # The workflow's signing step runs when the build says where the files to sign are.
         runner.set_output("staged", str(staged.stage(out)), env=ctx.inputs.environ)
-        render.note(ctx.console, leg.name, f"staged for the workflow's signing step: {staged.stage(out)} "
-                                           f"(then `pack {leg.name}`; {state.name} beside it)")
+        render.note(
+            ctx.console,
+            leg.name,
+            f"staged for the workflow's signing step: {staged.stage(out)} "
+            f"(then `pack {leg.name}`; {state.name} beside it)",
+        )
         return Packaged(plan=previous, bundle=None, staged=True)
     bundle = pack_bundle(ctx, staged, plan)
     return Packaged(plan=previous, bundle=bundle)
@@ -60,10 +71,17 @@ def pack_bundle(ctx: LegContext, staged: StagedBundle, plan: SigningPlan | None)
     if plan is not None:
         with ctx.console.status(f"{leg.name}: checking the signatures"):
             signers = sign_and_check(staged.stage(out), plan, environ=ctx.inputs.environ)
-        render.note(ctx.console, leg.name, f"{len(signers)} programs and libraries signed by {plan.publisher}")
+        render.note(
+            ctx.console, leg.name, f"{len(signers)} programs and libraries signed by {plan.publisher}"
+        )
     with ctx.console.status(f"{leg.name}: packing the bundle"):
-        bundle, stats = pack_staged(staged, out_dir=out, pack_cache=ctx.inputs.cache_home / "pack",
-                                    signing=plan.to_manifest() if plan else None, signers=signers)
+        bundle, stats = pack_staged(
+            staged,
+            out_dir=out,
+            pack_cache=ctx.inputs.cache_home / "pack",
+            signing=plan.to_manifest() if plan else None,
+            signers=signers,
+        )
     record.bundle = bundle.relative_to(out).as_posix()
     record.phases["package"] = round(stats.seconds, 3)
     render.bundle_line(ctx.console, leg.name, bundle, stats)
@@ -91,9 +109,14 @@ def check_packed(ctx: LegContext, bundle: Path) -> None:
     # The tree the bundle was built from: its models/ vocab is what the tokenizer check runs.
     tree = record.source.get("path")
     scratch = ctx.work / "check"
-    check = check_built_bundle(bundle, leg, scratch=scratch,
-                               source_tree=Path(tree) if isinstance(tree, str) and tree else None,
-                               environ=ctx.inputs.environ, signing_ca=ctx.inputs.signing_ca)
+    check = check_built_bundle(
+        bundle,
+        leg,
+        scratch=scratch,
+        source_tree=Path(tree) if isinstance(tree, str) and tree else None,
+        environ=ctx.inputs.environ,
+        signing_ca=ctx.inputs.signing_ca,
+    )
     record.bundle_check = check.to_json()
     for smoke in check.checks:
         render.note(ctx.console, leg.name, smoke.line)
@@ -101,7 +124,9 @@ def check_packed(ctx: LegContext, bundle: Path) -> None:
     if not check.ok:
         more = f" (and {len(check.problems) - 1} more)" if len(check.problems) > 1 else ""
         # Its own code: the build passed and the check did not (the record's bundle_check says how).
-        raise BundleCheckError(f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}")
+        raise BundleCheckError(
+            f"{leg.name}: {bundle.name} fails check-bundle: {check.problems[0].line}{more}"
+        )
     # A passed check's scratch is a second unpacked copy of the bundle (1.6 GB for a ROCm leg): gone.
     # A failed one's stays, for looking into.
     remove_tree(scratch)

@@ -32,7 +32,9 @@ def _check_detail(ccache: CcacheSetup) -> str:
     """`` -> string:1a2b3c4d...`` when the toolchain mode hands ccache something else than its name."""
     if ccache.check_value is None:
         return ""
-    return f" -> {ccache.check_value[:15]}..." if len(ccache.check_value) > 18 else f" -> {ccache.check_value}"
+    return (
+        f" -> {ccache.check_value[:15]}..." if len(ccache.check_value) > 18 else f" -> {ccache.check_value}"
+    )
 
 
 def note(console: Console, leg: str, text: str) -> None:
@@ -69,15 +71,25 @@ def show_record(record: LegRecord, console: Console) -> None:
     """The figures that end every leg run."""
     if record.status == "configured":
         # Nothing compiled: no ccache figures to show.
-        console.print(f"{record.leg}: configured ({record.toolchain.get('identity', '?')}) in "
-                      f"{record.wall_seconds:.1f}s; nothing compiled (--configure-only)")
+        console.print(
+            f"{record.leg}: configured ({record.toolchain.get('identity', '?')}) in "
+            f"{record.wall_seconds:.1f}s; nothing compiled (--configure-only)"
+        )
         return
     cc = record.ccache
     title = f"{record.leg}: {record.status} ({record.toolchain.get('identity', '?')}, ccache {cc.get('version', '?')})"
     table = Table(title=title, title_justify="left")
     remote = bool(cc.get("remote"))
-    for col in ("hits", *(("remote",) if remote else ()), "direct/preproc", "misses", "uncacheable", "errors",
-                "hit rate", "wall"):
+    for col in (
+        "hits",
+        *(("remote",) if remote else ()),
+        "direct/preproc",
+        "misses",
+        "uncacheable",
+        "errors",
+        "hit rate",
+        "wall",
+    ):
         table.add_column(col, justify="right")
     table.add_row(
         str(cc.get("hits", 0)),

@@ -33,8 +33,10 @@ _LOCATED = (
     # GCC, Clang, glslc: FILE:LINE[:COL]: [fatal ]error: message
     re.compile(r"^(?P<loc>(?:[A-Za-z]:)?[^\s:][^:]*:\d+(?::\d+)?): (?P<kind>(?:fatal )?error): (?P<msg>.+)$"),
     # MSVC, nvcc: FILE(LINE[,COL]): [fatal ]error[ CODE]: message
-    re.compile(r"^(?P<loc>(?:[A-Za-z]:)?[^\s(:][^(:]*\(\d+(?:,\d+)?\))\s*: "
-               r"(?P<kind>(?:fatal )?error(?: [A-Z]+\d+)?): (?P<msg>.+)$"),
+    re.compile(
+        r"^(?P<loc>(?:[A-Za-z]:)?[^\s(:][^(:]*\(\d+(?:,\d+)?\))\s*: "
+        r"(?P<kind>(?:fatal )?error(?: [A-Z]+\d+)?): (?P<msg>.+)$"
+    ),
     # GNU ld: OBJECT:(SECTION+OFFSET): undefined reference to `symbol'
     re.compile(r"^(?P<loc>[^\s:][^:]*:\([^)]*\)): (?P<kind>)(?P<msg>undefined reference to .+)$"),
     # lld, mold: ld.lld: error: message

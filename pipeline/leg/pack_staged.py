@@ -36,19 +36,27 @@ def pack_leg(inputs: RunInputs, leg: Leg, console: Console) -> LegRecord:
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
     clock = time.monotonic()
-    with hold(leg_lock(work), what=f"the output folder {work}", since=inputs.started, wait_seconds=inputs.wait_lock):
+    with hold(
+        leg_lock(work), what=f"the output folder {work}", since=inputs.started, wait_seconds=inputs.wait_lock
+    ):
         path = work / RECORD_NAME
         if not path.is_file():
             raise UsageError(f"{path}: no record of leg {leg.name}: run `build {leg.name}` first")
         record = LegRecord.read(path)
         if record.status != "staged":
-            raise UsageError(f"{path}: leg {leg.name} is {record.status}, not staged: only a build that stopped "
-                             "for the workflow's signing step is packed")
+            raise UsageError(
+                f"{path}: leg {leg.name} is {record.status}, not staged: only a build that stopped "
+                "for the workflow's signing step is packed"
+            )
         staged = load_staged(out, leg.name)
         plan, unsigned = signing_plan(inputs, leg)
         if plan is None:
-            raise UsageError(unsigned or f"leg {leg.name}: [signing] does not cover it: nothing to pack signed")
-        ctx = LegContext(inputs=inputs, leg=leg, options=LegOptions(), work=work, record=record, console=console)
+            raise UsageError(
+                unsigned or f"leg {leg.name}: [signing] does not cover it: nothing to pack signed"
+            )
+        ctx = LegContext(
+            inputs=inputs, leg=leg, options=LegOptions(), work=work, record=record, console=console
+        )
         try:
             bundle = pack_bundle(ctx, staged, plan)
             started = time.monotonic()

@@ -114,8 +114,11 @@ def preflight(leg: str, toolchain: Toolchain, tree: Path, console: Console) -> T
         check_hip(leg, root, tree)
         if old := cmake_policy_floor(root):
             more = f" (and {len(old) - 1} more)" if len(old) > 1 else ""
-            render.note(console, leg, f"{old[0]}{more} asks for CMake < {CMAKE4_FLOOR}: configuring with "
-                                      f"{POLICY_FLOOR_FLAG}")
+            render.note(
+                console,
+                leg,
+                f"{old[0]}{more} asks for CMake < {CMAKE4_FLOOR}: configuring with {POLICY_FLOOR_FLAG}",
+            )
             return with_policy_floor(toolchain)
     elif toolchain.kind == "vulkan" and toolchain.details.get("include_dir"):
         check_vulkan(leg, Path(toolchain.details["include_dir"]), tree)

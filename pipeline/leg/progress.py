@@ -221,10 +221,15 @@ class NinjaProgress:
             return
         step = line[match.end() :].strip()
         if self._progress and self._task is not None:
-            self._progress.update(self._task, completed=done, total=total, step=shorten_step(step, BAR_STEP_WIDTH))
+            self._progress.update(
+                self._task, completed=done, total=total, step=shorten_step(step, BAR_STEP_WIDTH)
+            )
         elif total:
             decile = done * 10 // total
             if decile != self._last_decile:
                 self._last_decile = decile
-                self.console.print(f"{self.leg}: [{done}/{total}] {shorten_step(step, LOG_STEP_WIDTH)}",
-                                   highlight=False, markup=False)
+                self.console.print(
+                    f"{self.leg}: [{done}/{total}] {shorten_step(step, LOG_STEP_WIDTH)}",
+                    highlight=False,
+                    markup=False,
+                )

@@ -47,8 +47,15 @@ def _source_tree(ctx: LegContext) -> SourceTree:
         # Where the tree came from, when git knows it: the manifest and the SBOM name the repository.
         repo = origin_url(path, environ=inputs.environ) if info.commit is not None else None
         return SourceTree(
-            path=place_tree(ctx.work, path), info={"path": str(path), "tag": tag, "commit": info.commit,
-                                                   "dirty": info.dirty, **({"repo": repo} if repo else {})}, tag=tag,
+            path=place_tree(ctx.work, path),
+            info={
+                "path": str(path),
+                "tag": tag,
+                "commit": info.commit,
+                "dirty": info.dirty,
+                **({"repo": repo} if repo else {}),
+            },
+            tag=tag,
             # No repository of its own: git must not answer for one above it (see _base_env).
             outside_git=info.commit is None,
         )
@@ -59,8 +66,14 @@ def _source_tree(ctx: LegContext) -> SourceTree:
             # One fixed folder per leg, whatever the tag: the compile commands stay the same night to night.
             path, manifest = unpack_source_archive(inputs.source_archive, tree_place(ctx.work))
         check_cmake_project(path)
-        record_info = {**manifest.source, "tag": manifest.tag, "commit": manifest.commit, "path": str(path),
-                       "archive": manifest.archive, "archive_sha256": manifest.sha256}
+        record_info = {
+            **manifest.source,
+            "tag": manifest.tag,
+            "commit": manifest.commit,
+            "path": str(path),
+            "archive": manifest.archive,
+            "archive_sha256": manifest.sha256,
+        }
         return SourceTree(path=path, info=record_info, tag=manifest.tag, outside_git=True)
     from pipeline.source.archive import git_objects_bytes
 
@@ -72,21 +85,29 @@ def _source_tree(ctx: LegContext) -> SourceTree:
     try:
         before = git_objects_bytes(path)
         with console.status(f"checking out {spec.tag} into {path}"):
-            commit = checkout_source(spec, path, git_url_template=inputs.git_url_template, environ=inputs.environ)
+            commit = checkout_source(
+                spec, path, git_url_template=inputs.git_url_template, environ=inputs.environ
+            )
     except SourceError as err:
-        raise SourceError(err.message, hint="offline? pass --source DIR to build an existing checkout") from None
+        raise SourceError(
+            err.message, hint="offline? pass --source DIR to build an existing checkout"
+        ) from None
     check_cmake_project(path)
     # What this leg's clone fetched (a re-used clone fetches only what it lacks).
     fetched = max(0, git_objects_bytes(path) - before)
-    return SourceTree(path=place_tree(ctx.work, path),
-                      info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
-                      tag=spec.tag)
+    return SourceTree(
+        path=place_tree(ctx.work, path),
+        info={**spec.to_json(), "commit": commit, "path": str(path), "fetched_bytes": fetched},
+        tag=spec.tag,
+    )
 
 
 def not_a_repository(source: Path, tag: str) -> str:
     """What a ``--source`` folder that is no git repository gets, said once before the build."""
     from pipeline.source.build_info import build_number
 
-    return (f"--source {source} is not a git repository: the bundle is tagged {tag!r} and its programs report "
-            f"build {build_number(tag) or 0}, commit unknown (pass --tag b<N> for a build number, or build a "
-            "git checkout)")
+    return (
+        f"--source {source} is not a git repository: the bundle is tagged {tag!r} and its programs report "
+        f"build {build_number(tag) or 0}, commit unknown (pass --tag b<N> for a build number, or build a "
+        "git checkout)"
+    )

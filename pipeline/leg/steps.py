@@ -71,7 +71,12 @@ def find_tool(name: str) -> Path:
 
 
 def cmake_arguments(
-    matrix: Matrix, leg: Leg, toolchain: Toolchain, ccache: CcacheSetup, source: Path, build: Path,
+    matrix: Matrix,
+    leg: Leg,
+    toolchain: Toolchain,
+    ccache: CcacheSetup,
+    source: Path,
+    build: Path,
     build_info: Sequence[str] = (),
 ) -> list[str]:
     """The configure line: llama.cpp's build number and commit, shared flags, the leg's, the toolchain's,
@@ -99,7 +104,9 @@ def cmake_arguments(
     # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
     maps = prefix_map_flags(ccache.base_dir, source, build)
     # A leg builds on its own OS: quoted for Windows' command lines there, for the shell elsewhere.
-    return with_prefix_map(args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows")
+    return with_prefix_map(
+        args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows"
+    )
 
 
 def run_leg(
@@ -142,8 +149,9 @@ def run_leg(
     from pipeline.processes.locks import hold
 
     work.mkdir(parents=True, exist_ok=True)
-    with hold(leg_lock(work), what=f"the output folder {work}", since=inputs.started,
-              wait_seconds=inputs.wait_lock):
+    with hold(
+        leg_lock(work), what=f"the output folder {work}", since=inputs.started, wait_seconds=inputs.wait_lock
+    ):
         record = LegRecord(
             leg=leg.name,
             backend=leg.backend,
@@ -159,8 +167,16 @@ def run_leg(
         (work / "ccache-stats.log").unlink(missing_ok=True)
         ctx: LegContext | None = None
         try:
-            ctx = LegContext(inputs=inputs, leg=leg, options=options, work=work, record=record, console=console,
-                             resolution=resolve(), provenance=provenance or {})
+            ctx = LegContext(
+                inputs=inputs,
+                leg=leg,
+                options=options,
+                work=work,
+                record=record,
+                console=console,
+                resolution=resolve(),
+                provenance=provenance or {},
+            )
             return _run_steps(ctx, clock=clock)
         except KeyboardInterrupt:
             # Not waited for: an interrupt ends the run now (the next run removes what is left).
@@ -193,7 +209,9 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     for step in steps:
         started = time.monotonic()
         result = step(ctx, result)
-        ctx.record.phases.setdefault(step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3))
+        ctx.record.phases.setdefault(
+            step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3)
+        )
     packaged: Packaged = Packaged(plan=result, bundle=None) if ctx.options.configure_only else result
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
@@ -213,8 +231,10 @@ def _finish_pending(ctx: LegContext) -> None:
     while ctx.pending:
         removal = ctx.pending.pop()
         for err in removal.wait():
-            ctx.warn(f"could not remove the earlier build folder {err.filename or removal.paths[0]}: {err.strerror}; "
-                     "it is left in place")
+            ctx.warn(
+                f"could not remove the earlier build folder {err.filename or removal.paths[0]}: {err.strerror}; "
+                "it is left in place"
+            )
 
 
 def check_remote_spec(matrix: Matrix, options: LegOptions) -> None:
@@ -231,15 +251,25 @@ def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
     from pipeline.backends import prepare_toolchain, toolchain_request
 
     options = ctx.options
-    request = toolchain_request(ctx.inputs, ctx.leg, rocm=ctx.resolution.rocm, rocm_path=options.rocm_path,
-                                cuda_path=options.cuda_path, vulkan_sdk=options.vulkan_sdk)
+    request = toolchain_request(
+        ctx.inputs,
+        ctx.leg,
+        rocm=ctx.resolution.rocm,
+        rocm_path=options.rocm_path,
+        cuda_path=options.cuda_path,
+        vulkan_sdk=options.vulkan_sdk,
+    )
     stale = None
     if request.rocm is not None:
         from pipeline.rocm.staleness import check_stale
 
         # Before the download: with rocm.stale = "fail" a stale build is never installed.
-        stale = check_stale(request.rocm, ctx.inputs.now, max_age_days=ctx.inputs.rocm_max_age_days,
-                            action=ctx.inputs.rocm_stale)
+        stale = check_stale(
+            request.rocm,
+            ctx.inputs.now,
+            max_age_days=ctx.inputs.rocm_max_age_days,
+            action=ctx.inputs.rocm_stale,
+        )
         if stale is not None:
             ctx.warn(stale)
     toolchain = prepare_toolchain(request, ctx.console)
@@ -288,16 +318,21 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
     build_tmp(build).mkdir()
     ccache = with_glslc_cache(ccache, toolchain.cmake_args, build)
     if ccache.glslc is not None and ccache.glslc.client_problem is not None:
-        render.note(ctx.console, ctx.leg.name, f"{ccache.glslc.client_problem}: shaders go through the Python "
-                    "launcher (one interpreter per glslc call)")
+        render.note(
+            ctx.console,
+            ctx.leg.name,
+            f"{ccache.glslc.client_problem}: shaders go through the Python "
+            "launcher (one interpreter per glslc call)",
+        )
     for warning in ccache.remote_check.warnings if ccache.remote_check else ():
         ctx.warn(warning)
     if ccache.check_note:
         render.note(ctx.console, ctx.leg.name, ccache.check_note)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     render.header(ctx.console, ctx.leg.name, toolchain, ccache)
-    return BuildPlan(source=source, toolchain=toolchain, ccache=ccache, build=build,
-                     previous_toolchain=previous_toolchain)
+    return BuildPlan(
+        source=source, toolchain=toolchain, ccache=ccache, build=build, previous_toolchain=previous_toolchain
+    )
 
 
 def _build_info(plan: BuildPlan) -> list[str]:
@@ -315,8 +350,12 @@ def build_tmp(build: Path) -> Path:
 
 
 def _base_env(ctx: LegContext, plan: BuildPlan) -> dict[str, str]:
-    env = {**ctx.inputs.environ, **plan.toolchain.env, "NINJA_STATUS": NINJA_STATUS,
-           "TMPDIR": str(build_tmp(plan.build))}
+    env = {
+        **ctx.inputs.environ,
+        **plan.toolchain.env,
+        "NINJA_STATUS": NINJA_STATUS,
+        "TMPDIR": str(build_tmp(plan.build)),
+    }
     if _build_info(plan) or plan.source.outside_git:
         # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` (and "-dirty") into libggml-base
         # (ggml_commit()), and llama.cpp's git-vars.cmake asks git too. Above an unpacked archive git
@@ -331,13 +370,17 @@ def _base_env(ctx: LegContext, plan: BuildPlan) -> dict[str, str]:
 def configure_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     """CMake's configure, into a new ``build.log``."""
     plan, record = previous, ctx.record
-    args = cmake_arguments(ctx.matrix, ctx.leg, plan.toolchain, plan.ccache, plan.source.path, plan.build,
-                           _build_info(plan))
+    args = cmake_arguments(
+        ctx.matrix, ctx.leg, plan.toolchain, plan.ccache, plan.source.path, plan.build, _build_info(plan)
+    )
     record.cmake_args = args
     cmd = [str(find_tool("cmake")), *args, f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}"]
     env = {**_base_env(ctx, plan), **plan.ccache.env(with_stats_log=False)}
     t0 = time.monotonic()
-    with ctx.log.open("w", encoding="utf-8") as log, ctx.console.status(f"{record.leg}: configuring with CMake"):
+    with (
+        ctx.log.open("w", encoding="utf-8") as log,
+        ctx.console.status(f"{record.leg}: configuring with CMake"),
+    ):
         code, tail = run_logged(cmd, env=env, log=log)
     record.phases["configure"] = round(time.monotonic() - t0, 3)
     if code != 0:
@@ -379,7 +422,14 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
 # result (mypy checks every one against Step; tests/unit/test_leg_steps.py checks that each takes what
 # the one before returns).
 STEPS: tuple[Step[Any, Any], ...] = (
-    source_step, toolchain_step, preflight_step, ccache_step, configure_step, build_step, bundle_step, check_step,
+    source_step,
+    toolchain_step,
+    preflight_step,
+    ccache_step,
+    configure_step,
+    build_step,
+    bundle_step,
+    check_step,
 )
 
 

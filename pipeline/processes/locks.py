@@ -68,12 +68,15 @@ def hold(lock: Path, *, what: str, since: datetime | None, wait_seconds: float =
     with contextlib.suppress(OSError):
         os.utime(lock)
     try:
-        atomic_write_json(holder_file(lock), {
-            "pid": os.getpid(),
-            # Redacted: the file outlives nothing, but any user can read it while the run lasts.
-            "command": redact_command(["python -m pipeline", *sys.argv[1:]]),
-            "since": since.isoformat(timespec="seconds") if since is not None else "?",
-        })
+        atomic_write_json(
+            holder_file(lock),
+            {
+                "pid": os.getpid(),
+                # Redacted: the file outlives nothing, but any user can read it while the run lasts.
+                "command": redact_command(["python -m pipeline", *sys.argv[1:]]),
+                "since": since.isoformat(timespec="seconds") if since is not None else "?",
+            },
+        )
         yield
     finally:
         holder_file(lock).unlink(missing_ok=True)

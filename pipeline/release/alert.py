@@ -30,9 +30,13 @@ def check_label(label: str) -> str:
     one is opened every night).
     """
     if not label.strip():
-        raise UsageError("--label: empty: the alert needs a label of its own (it would match every open issue)")
+        raise UsageError(
+            "--label: empty: the alert needs a label of its own (it would match every open issue)"
+        )
     if "," in label:
-        raise UsageError(f"--label {label!r}: one label, without commas (GitHub reads labels=a,b as two labels)")
+        raise UsageError(
+            f"--label {label!r}: one label, without commas (GitHub reads labels=a,b as two labels)"
+        )
     if label != label.strip() or len(label) > LABEL_MAX or any(not ch.isprintable() for ch in label):
         raise UsageError(f"--label {label!r}: expected a label name of 1 to {LABEL_MAX} printable characters, "
                          "no leading or trailing space")  # fmt: skip

@@ -110,8 +110,14 @@ def refuse_oversized(out: Path, present: Sequence[LegResult], source_archive: Pa
         raise PublishError(f"{problems[0]}{more}; nothing was uploaded")
 
 
-def release_files(out: Path, present: Sequence[LegResult], notes: str, *, tag: str | None = None,
-                  source_archive: Path | None = None) -> list[LocalAsset]:
+def release_files(
+    out: Path,
+    present: Sequence[LegResult],
+    notes: str,
+    *,
+    tag: str | None = None,
+    source_archive: Path | None = None,
+) -> list[LocalAsset]:
     """Hash the bundles (the SBOM beside each, and the source archive, as ``llama.cpp-source-<tag>.tar.gz``),
     write ``SHA256SUMS`` and the notes under ``OUT/release/``; the assets to upload."""
     assets: list[LocalAsset] = []
@@ -127,7 +133,9 @@ def release_files(out: Path, present: Sequence[LegResult], notes: str, *, tag: s
             assets.append(LocalAsset(name=sbom.name, sha256=digest, size=size, path=str(sbom)))
     if source_archive is not None and tag is not None:
         size, digest = file_digest(source_archive)
-        assets.append(LocalAsset(name=source_asset_name(tag), sha256=digest, size=size, path=str(source_archive)))
+        assets.append(
+            LocalAsset(name=source_asset_name(tag), sha256=digest, size=size, path=str(source_archive))
+        )
     names = [a.name for a in assets]
     if dupes := sorted({n for n in names if names.count(n) > 1} | ({SUMS_NAME} & set(names))):
         raise PublishError(f"two legs made bundles of one name: {', '.join(dupes)}")

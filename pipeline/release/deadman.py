@@ -69,7 +69,11 @@ def _ignored(releases: Sequence[ReleaseSeen]) -> str:
 
 
 def plan_deadman(
-    releases: Sequence[ReleaseSeen], *, now: datetime, stale_days: float, open_issue: int | None,
+    releases: Sequence[ReleaseSeen],
+    *,
+    now: datetime,
+    stale_days: float,
+    open_issue: int | None,
     run_url: str | None = None,
 ) -> DeadmanPlan:
     """Stale when the newest nightly is more than ``stale_days`` old at ``now`` (or there is none)."""
@@ -93,8 +97,9 @@ def plan_deadman(
         action = "close"
     else:
         body, action = "", "none"
-    return DeadmanPlan(stale=stale, newest=newest, age_seconds=age, action=action, issue=open_issue, line=line,
-                       body=body)
+    return DeadmanPlan(
+        stale=stale, newest=newest, age_seconds=age, action=action, issue=open_issue, line=line, body=body
+    )
 
 
 def release_seen(data: object, where: str) -> ReleaseSeen:
@@ -109,8 +114,14 @@ def release_seen(data: object, where: str) -> ReleaseSeen:
         try:
             published = datetime.fromisoformat(raw)
         except ValueError:
-            raise GitHubError(f"{where}: release {data['tag_name']}: published_at {raw!r} is not an ISO 8601 time") from None
+            raise GitHubError(
+                f"{where}: release {data['tag_name']}: published_at {raw!r} is not an ISO 8601 time"
+            ) from None
         if published.tzinfo is None:
             raise GitHubError(f"{where}: release {data['tag_name']}: published_at {raw!r} has no time zone")
-    return ReleaseSeen(tag=data["tag_name"], draft=bool(data.get("draft")), prerelease=bool(data.get("prerelease")),
-                       published_at=published)
+    return ReleaseSeen(
+        tag=data["tag_name"],
+        draft=bool(data.get("draft")),
+        prerelease=bool(data.get("prerelease")),
+        published_at=published,
+    )

@@ -35,6 +35,8 @@ SOURCE_ASSET = "llama.cpp-source-{tag}.tar.gz"
 def source_asset_name(tag: str) -> str:
     """The source archive's asset name: ``llama.cpp-source-<tag>.tar.gz``."""
     return SOURCE_ASSET.format(tag=tag)
+
+
 # A LegResult's status when its record says none (never "success").
 NO_STATUS = "no status"
 
@@ -103,7 +105,9 @@ def _first_problem(value: Any) -> str | None:
         return None
     first = problems[0]
     if isinstance(first, Mapping):
-        text = f"{first.get('file')}: {first.get('message')}" if first.get("file") else str(first.get("message"))
+        text = (
+            f"{first.get('file')}: {first.get('message')}" if first.get("file") else str(first.get("message"))
+        )
         return text.strip() or None
     return str(first).strip() or None
 
@@ -126,14 +130,18 @@ def leg_result(data: Mapping[str, Any], *, where: str) -> LegResult:
         status=status if isinstance(status := data.get("status"), str) and status else NO_STATUS,
         bundle=bundle if isinstance(bundle, str) and bundle else None,
         toolchain=_toolchain_text(toolchain) if isinstance(toolchain, Mapping) else "?",
-        hit_rate=float(hit_rate) if isinstance(hit_rate, (int, float)) and not isinstance(hit_rate, bool) else None,
+        hit_rate=float(hit_rate)
+        if isinstance(hit_rate, (int, float)) and not isinstance(hit_rate, bool)
+        else None,
         wall_seconds=float(wall) if isinstance(wall, (int, float)) else 0.0,
         check_ok=ok,
         check_text=text,
         check_problem=_first_problem(data.get("bundle_check")) if ok is False else None,
         source=source if isinstance(source, Mapping) else {},
         error=error if isinstance(error := data.get("error"), str) and error else None,
-        exit_code=code if isinstance(code := data.get("exit_code"), int) and not isinstance(code, bool) else None,
+        exit_code=code
+        if isinstance(code := data.get("exit_code"), int) and not isinstance(code, bool)
+        else None,
         **_stale_of(data, toolchain if isinstance(toolchain, Mapping) else {}),
     )
 
@@ -216,7 +224,9 @@ def check_coverage(
         else:
             missing.append((leg, why))
     unexpected = tuple(sorted(set(results) - set(expected)))
-    return Coverage(present=tuple(present), missing=tuple(missing), allowed_missing=tuple(allowed), unexpected=unexpected)
+    return Coverage(
+        present=tuple(present), missing=tuple(missing), allowed_missing=tuple(allowed), unexpected=unexpected
+    )
 
 
 def built_tag(results: Sequence[LegResult]) -> str:
@@ -225,7 +235,9 @@ def built_tag(results: Sequence[LegResult]) -> str:
     if not tags:
         raise PublishError("no record names its source tag: pass --tag TAG")
     if len(tags) > 1:
-        raise PublishError(f"the legs built different tags ({', '.join(sorted(tags))}): one release holds one tag")
+        raise PublishError(
+            f"the legs built different tags ({', '.join(sorted(tags))}): one release holds one tag"
+        )
     return tags.pop()
 
 
@@ -240,7 +252,9 @@ def left_out(all_legs: Sequence[str], coverage: Coverage) -> tuple[str, ...]:
     return tuple(leg for leg in all_legs if leg not in present)
 
 
-def refuse_unplanned_partial(expected: Sequence[str], all_legs: Sequence[str], *, partial_allowed: bool) -> None:
+def refuse_unplanned_partial(
+    expected: Sequence[str], all_legs: Sequence[str], *, partial_allowed: bool
+) -> None:
     """A run that expects only some legs of matrix.toml publishes only when asked to (``--partial``).
 
     Otherwise a manual run of some legs would stand as the tag's release (and, as latest, be what
@@ -254,7 +268,9 @@ def refuse_unplanned_partial(expected: Sequence[str], all_legs: Sequence[str], *
         )
 
 
-def replaces_assets(*, asked: bool, forced: bool, release_is_prerelease: bool, partial: Sequence[str]) -> bool:
+def replaces_assets(
+    *, asked: bool, forced: bool, release_is_prerelease: bool, partial: Sequence[str]
+) -> bool:
     """Whether assets that differ from this run's are overwritten.
 
     When asked (``--replace``), on a forced rebuild of a published tag (the workflow's ``force``),
@@ -424,7 +440,9 @@ def _ready(asset: LocalAsset, copy: RemoteAsset) -> bool:
             and copy.size == asset.size and copy.sha256 in (None, asset.sha256))  # fmt: skip
 
 
-def plan_uploads(local: Sequence[LocalAsset], remote: Sequence[RemoteAsset], *, replace: bool = False) -> UploadPlan:
+def plan_uploads(
+    local: Sequence[LocalAsset], remote: Sequence[RemoteAsset], *, replace: bool = False
+) -> UploadPlan:
     """One step per local asset, in order, with ``SHA256SUMS`` last (it vouches for the rest)."""
     staged = [r for r in remote if _marked(r.name, STAGED_MARK)]
     retired = tuple(r for r in remote if _marked(r.name, RETIRED_MARK))

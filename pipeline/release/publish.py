@@ -108,11 +108,15 @@ def apply_release(
     prerelease = bool(partial)
     outcome = PublishOutcome(release=release)
     if release is None:
-        release = client.create_draft(tag, name, notes, target_commitish=target_commitish, prerelease=prerelease)
+        release = client.create_draft(
+            tag, name, notes, target_commitish=target_commitish, prerelease=prerelease
+        )
         outcome.created = True
         on_step("created draft", tag)
         if target_commitish and release.target_commitish != target_commitish:
-            on_step("tagging the default branch: not in this repository: llama.cpp's commit", target_commitish)
+            on_step(
+                "tagging the default branch: not in this repository: llama.cpp's commit", target_commitish
+            )
     outcome.release = release
     for junk in plan.leftovers:
         client.delete_asset(junk.id)
@@ -149,11 +153,17 @@ def _interim_sums(plan: UploadPlan, staged: list[AssetStep], *, live: bool) -> s
         return None
     if not any(s.name == SUMS_NAME and s.remote is not None for s in staged):
         return None
-    return sha256sums_text([(s.name, s.local.sha256) for s in plan.steps if s.action == "keep" and s.name != SUMS_NAME])
+    return sha256sums_text(
+        [(s.name, s.local.sha256) for s in plan.steps if s.action == "keep" and s.name != SUMS_NAME]
+    )
 
 
 def _finish(
-    client: ReleasesClient, release: Release, notes: str, prerelease: bool, outcome: PublishOutcome,
+    client: ReleasesClient,
+    release: Release,
+    notes: str,
+    prerelease: bool,
+    outcome: PublishOutcome,
     on_step: Callable[[str, str], None],
 ) -> Release:
     """Publish the draft, or bring a live release's notes and kind to this run's (when they differ)."""
@@ -188,7 +198,9 @@ class _Swap:
     def _send(self, name: str, path: Path, sha256: str, size: int) -> tuple[RemoteAsset, bool]:
         """The checked asset ``name`` with these bytes, and whether it was there already."""
         try:
-            copy = self.client.upload_asset(self.release, name, path, content_type(name.partition(STAGED_MARK)[0]))
+            copy = self.client.upload_asset(
+                self.release, name, path, content_type(name.partition(STAGED_MARK)[0])
+            )
         except AssetExists:
             # The upload went through but its answer was lost (or a parallel run was faster):
             # what is there now decides, exactly as on a rerun.
@@ -196,7 +208,9 @@ class _Swap:
             if not there:
                 raise
             if not self._same(there[0], sha256, size):
-                raise PublishError(f"release {self.release.tag}: {name} appeared meanwhile and differs") from None
+                raise PublishError(
+                    f"release {self.release.tag}: {name} appeared meanwhile and differs"
+                ) from None
             return there[0], True
         if not self._same(copy, sha256, size):
             # Only this run's own upload is removed: the live names are untouched.

@@ -52,7 +52,9 @@ class Release:
             raise GitHubError(f"{where}: a release is not an object")
         ident, tag, upload = data.get("id"), data.get("tag_name"), data.get("upload_url")
         if not isinstance(ident, int) or not isinstance(tag, str) or not isinstance(upload, str):
-            raise GitHubError(f"{where}: malformed release: needs an integer 'id', 'tag_name' and 'upload_url'")
+            raise GitHubError(
+                f"{where}: malformed release: needs an integer 'id', 'tag_name' and 'upload_url'"
+            )
         return cls(id=ident, tag=tag, draft=bool(data.get("draft")), upload_url=upload,
                    html_url=str(data.get("html_url", "")), prerelease=bool(data.get("prerelease")),
                    target_commitish=str(data.get("target_commitish") or ""),
@@ -60,7 +62,11 @@ class Release:
 
 
 def _asset(data: Any, where: str) -> RemoteAsset:
-    if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("name"), str):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("id"), int)
+        or not isinstance(data.get("name"), str)
+    ):
         raise GitHubError(f"{where}: malformed asset: needs an integer 'id' and a 'name'")
     size = data.get("size", 0)
     return RemoteAsset(id=data["id"], name=data["name"], size=size if isinstance(size, int) else -1,
@@ -119,7 +125,9 @@ class ReleasesClient(RestClient):
             for n, item in enumerate(items):
                 if not isinstance(item, dict):
                     shown = repr(item) if len(repr(item)) <= 40 else repr(item)[:37] + "..."
-                    raise GitHubError(f"{where}: malformed answer: item {n} is {shown}, expected a release object")
+                    raise GitHubError(
+                        f"{where}: malformed answer: item {n} is {shown}, expected a release object"
+                    )
                 releases.append(item)
         return releases
 
@@ -136,7 +144,13 @@ class ReleasesClient(RestClient):
         commit, is what ties the bundles to their source.
         """
         url = f"{self.repo_url}/releases"
-        fields: dict[str, Any] = {"tag_name": tag, "name": name, "body": body, "draft": True, "prerelease": prerelease}
+        fields: dict[str, Any] = {
+            "tag_name": tag,
+            "name": name,
+            "body": body,
+            "draft": True,
+            "prerelease": prerelease,
+        }
         if target_commitish:
             fields["target_commitish"] = target_commitish
         resp = self._post_release(url, tag, fields)
@@ -151,17 +165,24 @@ class ReleasesClient(RestClient):
             # Another run (or an earlier attempt whose answer was lost) made it: never a second one.
             if _is_already_exists(resp) and (existing := self.find_release(tag)):
                 return existing
-            raise GitHubError(self.hide_token(f"POST {self._path(url)}: HTTP 422 creating the release for {tag}"))
+            raise GitHubError(
+                self.hide_token(f"POST {self._path(url)}: HTTP 422 creating the release for {tag}")
+            )
         return Release.from_api(_json_body(resp, f"POST {self._path(url)}"), where=f"POST {self._path(url)}")
 
     def _post_release(self, url: str, tag: str, fields: dict[str, Any]) -> Release | Any:
         """The POST's response, or the release for ``tag`` an attempt made although its answer was lost."""
+
         def answer(resp: Any) -> Release | Any:
             return resp
 
-        return self._create("POST", url, json=fields, accept=(422,), answer=answer, made=lambda: self.find_release(tag))
+        return self._create(
+            "POST", url, json=fields, accept=(422,), answer=answer, made=lambda: self.find_release(tag)
+        )
 
-    def publish(self, release: Release, body: str, *, prerelease: bool = False, make_latest: bool | None = None) -> Release:
+    def publish(
+        self, release: Release, body: str, *, prerelease: bool = False, make_latest: bool | None = None
+    ) -> Release:
         """Turn the draft live (``draft: false``), or update a live one, with its final notes and kind.
 
         ``make_latest`` None leaves GitHub's default: a newly published release becomes latest, a
@@ -174,7 +195,9 @@ class ReleasesClient(RestClient):
         if make_latest is not None:
             fields["make_latest"] = "true" if make_latest else "false"
         resp = self._request("PATCH", url, json=fields)
-        return Release.from_api(_json_body(resp, f"PATCH {self._path(url)}"), where=f"PATCH {self._path(url)}")
+        return Release.from_api(
+            _json_body(resp, f"PATCH {self._path(url)}"), where=f"PATCH {self._path(url)}"
+        )
 
     def list_assets(self, release: Release) -> list[RemoteAsset]:
         """Every asset of ``release``, all pages."""
@@ -223,7 +246,9 @@ class ReleasesClient(RestClient):
 
         def uploaded() -> RemoteAsset | None:
             # A partial copy ("starter") is not what the upload would have made: the POST goes again.
-            return next((a for a in self.list_assets(release) if a.name == name and a.state == "uploaded"), None)
+            return next(
+                (a for a in self.list_assets(release) if a.name == name and a.state == "uploaded"), None
+            )
 
         return self._create(
             "POST", url, body=body, headers=headers, accept=(422,), made=uploaded,
@@ -246,7 +271,9 @@ class ReleasesClient(RestClient):
         numbers = [
             item["number"]
             for item in self._items(url)
-            if isinstance(item, dict) and isinstance(item.get("number"), int) and "pull_request" not in item
+            if isinstance(item, dict)
+            and isinstance(item.get("number"), int)
+            and "pull_request" not in item
             and (title is None or item.get("title") == title)
         ]
         return min(numbers) if numbers else None
@@ -279,12 +306,17 @@ class ReleasesClient(RestClient):
         if not isinstance(data, dict):
             raise GitHubError(f"{where}: malformed issue: not an object")
         texts = [data["body"] if isinstance(data.get("body"), str) else ""]
-        texts += [c["body"] for c in self._items(f"{url}/comments?per_page={PER_PAGE}")
-                  if isinstance(c, dict) and isinstance(c.get("body"), str)]
+        texts += [
+            c["body"]
+            for c in self._items(f"{url}/comments?per_page={PER_PAGE}")
+            if isinstance(c, dict) and isinstance(c.get("body"), str)
+        ]
         return texts
 
     def close_issue(self, number: int) -> None:
-        self._request("PATCH", f"{self.repo_url}/issues/{number}", json={"state": "closed", "state_reason": "completed"})
+        self._request(
+            "PATCH", f"{self.repo_url}/issues/{number}", json={"state": "closed", "state_reason": "completed"}
+        )
 
 
 def _number(data: Any, where: str) -> int:

@@ -29,7 +29,9 @@ from typing import Literal
 EXTERNAL = (
     re.compile(r"lost communication with the server", re.IGNORECASE),
     re.compile(r"received a shutdown signal", re.IGNORECASE),
-    re.compile(r"runner .*(?:shut ?down|stopped responding|did not respond|has been deprovisioned)", re.IGNORECASE),
+    re.compile(
+        r"runner .*(?:shut ?down|stopped responding|did not respond|has been deprovisioned)", re.IGNORECASE
+    ),
 )
 # A job or step over its time limit: the job's own, a retry would time out again. A person cancelling
 # the run ("The run was canceled by @octocat."): meant, not broken.
@@ -91,7 +93,9 @@ def judge_job(job: JobSeen) -> JobVerdict:
         return JobVerdict(job=job.name, verdict="own", why=f"step {failed_steps[0]!r} failed")
     if job.conclusion == "cancelled":
         return JobVerdict(job=job.name, verdict="external", why="cancelled with no step failed")
-    return JobVerdict(job=job.name, verdict="unknown", why=f"{job.conclusion} with no failed step and no runner message")
+    return JobVerdict(
+        job=job.name, verdict="unknown", why=f"{job.conclusion} with no failed step and no runner message"
+    )
 
 
 def decide_retry(run_attempt: int, jobs: Sequence[JobSeen]) -> RetryDecision:
@@ -99,15 +103,24 @@ def decide_retry(run_attempt: int, jobs: Sequence[JobSeen]) -> RetryDecision:
     failed = [j for j in jobs if j.failed]
     verdicts = tuple(judge_job(j) for j in failed)
     if run_attempt > 1:
-        return RetryDecision(retry=False, reason=f"attempt {run_attempt}: this run was re-run already (once is the limit)",
-                             jobs=verdicts)
+        return RetryDecision(
+            retry=False,
+            reason=f"attempt {run_attempt}: this run was re-run already (once is the limit)",
+            jobs=verdicts,
+        )
     if not failed:
         return RetryDecision(retry=False, reason="no job failed")
     if own := [v for v in verdicts if v.verdict == "own"]:
-        return RetryDecision(retry=False, reason=f"{own[0].job} failed on its own ({own[0].why})", jobs=verdicts)
+        return RetryDecision(
+            retry=False, reason=f"{own[0].job} failed on its own ({own[0].why})", jobs=verdicts
+        )
     if unknown := [v for v in verdicts if v.verdict == "unknown"]:
-        return RetryDecision(retry=False, reason=f"{unknown[0].job}: {unknown[0].why}: not known to be external",
-                             jobs=verdicts)
+        return RetryDecision(
+            retry=False, reason=f"{unknown[0].job}: {unknown[0].why}: not known to be external", jobs=verdicts
+        )
     names = ", ".join(v.job for v in verdicts)
-    return RetryDecision(retry=True, reason=f"every failure is external ({names}): re-running the failed jobs once",
-                         jobs=verdicts)
+    return RetryDecision(
+        retry=True,
+        reason=f"every failure is external ({names}): re-running the failed jobs once",
+        jobs=verdicts,
+    )

@@ -36,23 +36,37 @@ def family_mark(family: str) -> str:
     return f"`{family}`"
 
 
-def plan_rocm_alert(stale: Mapping[str, str], *, open_issue: int | None, said: Sequence[str],
-                    run_url: str | None = None) -> RocmAlertPlan:
+def plan_rocm_alert(
+    stale: Mapping[str, str], *, open_issue: int | None, said: Sequence[str], run_url: str | None = None
+) -> RocmAlertPlan:
     """``stale``: each stale family (``<os> <family>``) with its line; ``said``: the open issue's body and comments."""
     link = f" ([run]({run_url}))" if run_url else ""
     families = tuple(sorted(stale))
     if not families:
         if open_issue is None:
             return RocmAlertPlan(action="none", issue=None, body="", stale=(), new=())
-        return RocmAlertPlan(action="close", issue=open_issue, stale=(), new=(),
-                             body=f"Every ROCm family resolves a build within rocm.max_age_days again{link}. Closing.\n")
+        return RocmAlertPlan(
+            action="close",
+            issue=open_issue,
+            stale=(),
+            new=(),
+            body=f"Every ROCm family resolves a build within rocm.max_age_days again{link}. Closing.\n",
+        )
     new = tuple(f for f in families if not any(family_mark(f) in text for text in said))
     if open_issue is not None and not new:
         return RocmAlertPlan(action="none", issue=open_issue, body="", stale=families, new=())
     named = families if open_issue is None else new
     lines = [f"- {family_mark(f)}: {stale[f]}" for f in named]
-    head = ("The newest ROCm build these families can take is older than rocm.max_age_days"
-            if open_issue is None else "More ROCm families are stale")
+    head = (
+        "The newest ROCm build these families can take is older than rocm.max_age_days"
+        if open_issue is None
+        else "More ROCm families are stale"
+    )
     body = f"{head}{link}:\n\n" + "\n".join(lines) + "\n"
-    return RocmAlertPlan(action="open" if open_issue is None else "comment", issue=open_issue, body=body,
-                         stale=families, new=named)
+    return RocmAlertPlan(
+        action="open" if open_issue is None else "comment",
+        issue=open_issue,
+        body=body,
+        stale=families,
+        new=named,
+    )

@@ -35,16 +35,28 @@ class RunsClient(RestClient):
     def jobs(self, run_id: int) -> list[tuple[int, JobSeen]]:
         """(check run id, job) for every job of the run's latest attempt."""
         found: list[tuple[int, JobSeen]] = []
-        for item in self._items(f"{self.repo_url}/actions/runs/{run_id}/jobs?filter=latest&per_page={PER_PAGE}", key="jobs"):
+        for item in self._items(
+            f"{self.repo_url}/actions/runs/{run_id}/jobs?filter=latest&per_page={PER_PAGE}", key="jobs"
+        ):
             if not isinstance(item, dict) or not isinstance(item.get("id"), int):
                 raise GitHubError(f"GET jobs of run {run_id}: malformed job: no integer 'id'")
             raw_steps = item.get("steps") or []
             if not isinstance(raw_steps, list):
-                raise GitHubError(f"GET jobs of run {run_id}: malformed job {item['id']}: 'steps' is not a list")
+                raise GitHubError(
+                    f"GET jobs of run {run_id}: malformed job {item['id']}: 'steps' is not a list"
+                )
             steps = tuple((str(s.get("name", "?")), _conclusion(s, f"step of job {item['id']}", run_id))
                           for s in raw_steps if isinstance(s, dict))  # fmt: skip
-            found.append((item["id"], JobSeen(name=str(item.get("name", item["id"])),
-                                              conclusion=_conclusion(item, f"job {item['id']}", run_id), steps=steps)))
+            found.append(
+                (
+                    item["id"],
+                    JobSeen(
+                        name=str(item.get("name", item["id"])),
+                        conclusion=_conclusion(item, f"job {item['id']}", run_id),
+                        steps=steps,
+                    ),
+                )
+            )
         return found
 
     def annotations(self, check_run_id: int) -> tuple[str, ...]:
@@ -58,6 +70,7 @@ class RunsClient(RestClient):
         A re-run that went through makes the run's ``run_attempt`` grow: that is what is looked
         for before the POST is sent again.
         """
+
         def rerun_started() -> bool | None:
             return True if int(self.run(run_id)["run_attempt"]) > attempt else None
 

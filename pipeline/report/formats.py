@@ -89,7 +89,12 @@ def hit_rate_of(ccache: Mapping[str, Any]) -> float | None:
     if hits is not None and misses is not None:
         return hits / (hits + misses) if hits + misses else None
     rate = ccache.get("hit_rate")
-    if isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate) and 0 <= rate <= 100:
+    if (
+        isinstance(rate, int | float)
+        and not isinstance(rate, bool)
+        and math.isfinite(rate)
+        and 0 <= rate <= 100
+    ):
         # Some tools report percent; a rate is never above 1.
         return float(rate) / 100.0 if rate > 1 else float(rate)
     return None
@@ -319,7 +324,9 @@ def print_report(console: Console, rows: Sequence[LegRow]) -> None:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     for row in rows:
         if row.bundle_check:
-            console.print(row.bundle_check, style=None if "passed" in row.bundle_check else "red", highlight=False)
+            console.print(
+                row.bundle_check, style=None if "passed" in row.bundle_check else "red", highlight=False
+            )
 
 
 def print_timings(console: Console, summary: Mapping[str, Any], *, title: str) -> None:
@@ -427,7 +434,8 @@ def render_html(
     # check-bundle's verdict on each bundle, as the console and the step summary give it.
     checks = "".join(
         f'<li class="{"passed" if "passed" in c else "failed"}">{html.escape(c)}</li>'
-        for c in (r.bundle_check for r in rows) if c
+        for c in (r.bundle_check for r in rows)
+        if c
     )
     parts = {
         "generated": html.escape(generated),
@@ -435,7 +443,9 @@ def render_html(
         "rows": "\n".join(body),
         "note": html.escape(SUMMED_NOTE),
         "alarms": alarms,
-        "checks": f'<h2 class="checks">Bundle checks</h2>\n<ul class="checks">{checks}</ul>' if checks else "",
+        "checks": f'<h2 class="checks">Bundle checks</h2>\n<ul class="checks">{checks}</ul>'
+        if checks
+        else "",
         "data": _json_for_script(data),
         "script": _asset("report.js"),
     }

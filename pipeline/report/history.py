@@ -69,7 +69,11 @@ def leg_history(nights: Sequence[Night]) -> dict[str, list[NightPoint]]:
 
 def cold_without_change(points: Sequence[NightPoint], threshold: float) -> list[str]:
     """The nights a leg's hit rate fell under ``threshold`` while its toolchain stayed: the cache broke."""
-    return [p.night for p in points if p.hit_rate is not None and p.hit_rate < threshold and not p.toolchain_changed]
+    return [
+        p.night
+        for p in points
+        if p.hit_rate is not None and p.hit_rate < threshold and not p.toolchain_changed
+    ]
 
 
 def summary_lines(series: Mapping[str, Sequence[NightPoint]], threshold: float) -> list[str]:

@@ -48,9 +48,17 @@ class HistoryClient(RestClient):
     def record_artifacts(self, run_id: int) -> list[dict[str, Any]]:
         """The run's unexpired ``record-<leg>`` artifacts."""
         found = []
-        for item in self._items(f"{self.repo_url}/actions/runs/{run_id}/artifacts?per_page={PER_PAGE}", key="artifacts"):
-            if not isinstance(item, dict) or not isinstance(item.get("id"), int) or not isinstance(item.get("name"), str):
-                raise GitHubError(f"GET artifacts of run {run_id}: malformed artifact: no integer 'id' and 'name'")
+        for item in self._items(
+            f"{self.repo_url}/actions/runs/{run_id}/artifacts?per_page={PER_PAGE}", key="artifacts"
+        ):
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("id"), int)
+                or not isinstance(item.get("name"), str)
+            ):
+                raise GitHubError(
+                    f"GET artifacts of run {run_id}: malformed artifact: no integer 'id' and 'name'"
+                )
             if item["name"].startswith(RECORD_ARTIFACT_PREFIX) and not item.get("expired"):
                 found.append(item)
         return found
@@ -64,8 +72,10 @@ class HistoryClient(RestClient):
             for chunk in resp.iter_content(chunk_size=1 << 16):
                 data += chunk
                 if len(data) > MAX_ARTIFACT_BYTES:
-                    raise GitHubError(f"GET {self._path(url)}: the artifact is over {MAX_ARTIFACT_BYTES >> 20} MiB: "
-                                      "not a leg record's")
+                    raise GitHubError(
+                        f"GET {self._path(url)}: the artifact is over {MAX_ARTIFACT_BYTES >> 20} MiB: "
+                        "not a leg record's"
+                    )
         except OSError as exc:
             raise GitHubError(f"GET {self._path(url)}: reading the artifact failed: {exc}") from None
         finally:
@@ -89,11 +99,15 @@ def record_from_zip(data: bytes, where: str) -> LegRecord:
         # zipfile lacks (NotImplementedError), a corrupt deflate stream (zlib.error), a bad header (ValueError).
         raise GitHubError(f"{where}: not a readable zip of a record: {exc}") from None
     try:
-        payload = json_text.loads(raw, where=where, what=RECORD_NAME, error=GitHubError, limit=MAX_RECORD_BYTES)
+        payload = json_text.loads(
+            raw, where=where, what=RECORD_NAME, error=GitHubError, limit=MAX_RECORD_BYTES
+        )
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GitHubError(f"{where}: {RECORD_NAME} is not JSON: {exc}") from None
     if not isinstance(payload, dict) or (problem := record_problem(payload)):
-        raise GitHubError(f"{where}: not a leg record: {problem if isinstance(payload, dict) else 'not an object'}")
+        raise GitHubError(
+            f"{where}: not a leg record: {problem if isinstance(payload, dict) else 'not an object'}"
+        )
     return LegRecord.from_json(payload)
 
 
@@ -104,8 +118,9 @@ def night_label(run: dict[str, Any]) -> str:
     return f"{started} #{number}"
 
 
-def fetch_nights(client: HistoryClient, workflow: str, count: int, *,
-                 on_night: Callable[[str], None] = lambda line: None) -> list[Night]:
+def fetch_nights(
+    client: HistoryClient, workflow: str, count: int, *, on_night: Callable[[str], None] = lambda line: None
+) -> list[Night]:
     """The last ``count`` finished runs that left records, oldest first.
 
     A past night's record that cannot be read is left out and said (``on_night``): one broken
@@ -126,5 +141,7 @@ def fetch_nights(client: HistoryClient, workflow: str, count: int, *,
             label = night_label(run)
             conclusion = run.get("conclusion") if isinstance(run.get("conclusion"), str) else None
             nights.append(Night(run_id=run["id"], label=label, conclusion=conclusion, records=tuple(records)))
-            on_night(f"{label}: {len(records)} record{'' if len(records) == 1 else 's'} ({conclusion or 'no conclusion'})")
+            on_night(
+                f"{label}: {len(records)} record{'' if len(records) == 1 else 's'} ({conclusion or 'no conclusion'})"
+            )
     return nights[::-1]

@@ -29,6 +29,8 @@ STATUSES = ("running", "success", "configured", "staged", "failed", "interrupted
 def leg_lock(work: Path) -> Path:
     """The lock of a leg's output folder: one run at a time writes it."""
     return work / LOCK_NAME
+
+
 # The fields without a default: a record lacking one cannot be rendered or compared.
 REQUIRED_FIELDS = ("leg", "backend", "os", "started")
 
@@ -97,8 +99,11 @@ class LegRecord:
         if record.status == "running" and not is_held(leg_lock(path.parent)):
             # The run that wrote it died (killed, power lost) without ending its record.
             record.status = "interrupted"
-            record.warnings = [*record.warnings, f"{path}: the run that started at {record.started} "
-                               "is gone without finishing (stale 'running' record)"]
+            record.warnings = [
+                *record.warnings,
+                f"{path}: the run that started at {record.started} "
+                "is gone without finishing (stale 'running' record)",
+            ]
         return record
 
 

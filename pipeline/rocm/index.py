@@ -241,8 +241,12 @@ def _s3_page(
     flag = (truncated or "false").strip().lower()
     if flag not in ("true", "false"):
         raise IndexFormatError(f"{where}: IsTruncated is {flag!r}, expected true or false")
-    return S3Page(entries=entries, truncated=flag == "true", continuation_token=token or None,
-                  next_marker=marker or None)
+    return S3Page(
+        entries=entries,
+        truncated=flag == "true",
+        continuation_token=token or None,
+        next_marker=marker or None,
+    )
 
 
 def parse_s3_page(text: str, *, where: str) -> S3Page:
@@ -356,8 +360,11 @@ def families_in(entries: Iterable[IndexEntry], os: str) -> list[str]:
 def next_page_url(url: str, page: S3Page) -> str:
     """The URL of the page after ``page`` (ListObjectsV2 token, else V1 marker)."""
     parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-             if k not in ("continuation-token", "marker", "start-after")]
+    query = [
+        (k, v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        if k not in ("continuation-token", "marker", "start-after")
+    ]
     v2 = any(k == "list-type" and v == "2" for k, v in query)
     if page.continuation_token:
         if not v2:

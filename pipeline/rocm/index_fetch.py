@@ -66,7 +66,9 @@ def _describe(exc: BaseException) -> str:
 _INDEX_ACCEPT = "text/html, application/xml, */*"
 
 
-def _get_once(session: requests.Session, url: str, timeout: float, accept: str, not_found: str) -> tuple[str, str]:
+def _get_once(
+    session: requests.Session, url: str, timeout: float, accept: str, not_found: str
+) -> tuple[str, str]:
     import requests
 
     try:
@@ -77,9 +79,13 @@ def _get_once(session: requests.Session, url: str, timeout: float, accept: str, 
         raise NetworkError(f"{url}: {_describe(exc)}") from None
     status = resp.status_code
     if status == 429 or status >= 500:
-        raise Retryable(f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), epoch_now()))
+        raise Retryable(
+            f"HTTP {status} {resp.reason}", retry_after(resp.headers.get("Retry-After"), epoch_now())
+        )
     if status == 404:
-        raise NetworkError.missing(f"{url}: HTTP 404 {resp.reason}" + (f" ({not_found})" if not_found else ""))
+        raise NetworkError.missing(
+            f"{url}: HTTP 404 {resp.reason}" + (f" ({not_found})" if not_found else "")
+        )
     if status >= 400:
         raise NetworkError(f"{url}: HTTP {status} {resp.reason}")
     declared = resp.headers.get("Content-Length")
@@ -104,8 +110,14 @@ def _get_once(session: requests.Session, url: str, timeout: float, accept: str, 
 
 
 def get_page(
-    session: requests.Session, url: str, *, timeout: float, retry: RetryPolicy,
-    on_wait: Callable[[str], None] | None = None, accept: str = _INDEX_ACCEPT, not_found: str = "",
+    session: requests.Session,
+    url: str,
+    *,
+    timeout: float,
+    retry: RetryPolicy,
+    on_wait: Callable[[str], None] | None = None,
+    accept: str = _INDEX_ACCEPT,
+    not_found: str = "",
 ) -> tuple[str, str]:
     """One page over HTTP(S) under the retry policy: its text and Content-Type.
 
@@ -114,7 +126,14 @@ def get_page(
     """
     try:
         return call_with_retries(
-            _get_once, session, url, timeout, accept, not_found, policy=retry, on_wait=on_wait,
+            _get_once,
+            session,
+            url,
+            timeout,
+            accept,
+            not_found,
+            policy=retry,
+            on_wait=on_wait,
             what=redact(f"GET {url}"),
         )
     except RetriesExhausted as err:

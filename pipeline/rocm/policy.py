@@ -141,8 +141,14 @@ def nearest_versions(builds: Iterable[RocmBuild], version: str, n: int = NEAREST
             return parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2]
 
         releases = [b for b in unique.values() if rocm_release_parts(b.version) is not None]
-        ranked = sorted(releases, key=lambda b: (version_line(b.version) != line,
-                                                 abs(number(b.sort_key[1:4]) - number(release)), b.sort_key))
+        ranked = sorted(
+            releases,
+            key=lambda b: (
+                version_line(b.version) != line,
+                abs(number(b.sort_key[1:4]) - number(release)),
+                b.sort_key,
+            ),
+        )
         return sorted((b.version for b in ranked[:n]), key=version_sort_key)
     wanted = date(key[0] // 10000, key[0] // 100 % 100, key[0] % 100)
     ranked = sorted(
@@ -189,7 +195,9 @@ def select_build(
             )
         near = nearest_versions(seen, policy)
         listing = ", ".join(near) if near else "none"
-        raise ResolutionError(f"ROCm {_what(every)}{policy} is not in the index; nearest available: {listing}")
+        raise ResolutionError(
+            f"ROCm {_what(every)}{policy} is not in the index; nearest available: {listing}"
+        )
     if policy == STABLE:
         releases = [b for b in seen if rocm_release_parts(b.version) is not None]
         chosen = newest(releases)

@@ -140,8 +140,10 @@ def check_policy(policy: str) -> str:
 
     It replays one nightly index: ``stable`` and a stable release come from another stream."""
     if rocm_stream(policy) == STABLE:
-        raise UsageError(f"--policy {policy}: the simulator replays the nightly stream; {policy!r} comes from the "
-                         "stable one (resolve --rocm-version answers it)")
+        raise UsageError(
+            f"--policy {policy}: the simulator replays the nightly stream; {policy!r} comes from the "
+            "stable one (resolve --rocm-version answers it)"
+        )
     if policy == SUNDAY_VARIANT or policy_problem(policy) is None:
         return policy
     known = ", ".join(repr(p) for p in (*POLICIES, SUNDAY_VARIANT) if p != STABLE)
@@ -238,7 +240,11 @@ def replay_rows(
 
     ``builds`` None: the index was unreachable and an explicit version stands for itself.
     """
-    runs = {leg: simulate_policy(builds[leg], policy, moments).runs for leg in legs} if builds is not None else {}
+    runs = (
+        {leg: simulate_policy(builds[leg], policy, moments).runs for leg in legs}
+        if builds is not None
+        else {}
+    )
     rows = []
     for k, moment in enumerate(moments):
         cutoff = cutoff_for(policy, moment)

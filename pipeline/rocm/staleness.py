@@ -33,14 +33,18 @@ def stale_line(resolved: ResolvedRocm, now: datetime, max_age_days: float) -> st
     if age is None or age <= max_age_days:
         return None
     where = f", from {resolved.index_url}" if resolved.index_url else ""
-    return (f"ROCm {resolved.os} {resolved.family}: the build {resolved.policy} takes ({resolved.version}{where}) is "
-            f"{age} days old (over rocm.max_age_days = {max_age_days:g}): has TheRock renamed the family or moved "
-            "its host? (docs/rocm.md, \"Stale builds\")")
+    return (
+        f"ROCm {resolved.os} {resolved.family}: the build {resolved.policy} takes ({resolved.version}{where}) is "
+        f"{age} days old (over rocm.max_age_days = {max_age_days:g}): has TheRock renamed the family or moved "
+        'its host? (docs/rocm.md, "Stale builds")'
+    )
 
 
 def check_stale(resolved: ResolvedRocm, now: datetime, *, max_age_days: float, action: str) -> str | None:
     """:func:`stale_line` for a warning (``action`` "warn"); with "fail", a StaleToolchainError instead."""
     line = stale_line(resolved, now, max_age_days)
     if line is not None and action == "fail":
-        raise StaleToolchainError(line, hint="rocm.stale = \"warn\" (or PIPELINE_ROCM_STALE=warn) builds with it")
+        raise StaleToolchainError(
+            line, hint='rocm.stale = "warn" (or PIPELINE_ROCM_STALE=warn) builds with it'
+        )
     return line

@@ -66,7 +66,7 @@ def checksum_url(build: RocmBuild, names: Set[str], index_url: str) -> str | Non
     """The URL of ``build``'s ``.sha256sum`` when the index (``names``) lists one, else None."""
     base = tarball_base(index_url)
     # The index's own name for the tarball: an S3 key may carry a folder (quoted in the URL).
-    key = unquote(build.url[len(base):]) if build.url.startswith(base) else build.name
+    key = unquote(build.url[len(base) :]) if build.url.startswith(base) else build.name
     if key + CHECKSUM_SUFFIX not in names:
         return None
     return build.url + CHECKSUM_SUFFIX
@@ -98,8 +98,15 @@ def resolve_from_entries(
             raise NetworkError(f"{index_url}: the index is needed for the {policy!r} policy")
         name = tarball_name(os_name, family, policy)
         return ResolvedRocm(
-            policy=policy, cutoff=None, version=policy, file=name,
-            url=tarball_url(index_url, name), published=None, os=os_name, family=family, index_url=index_url,
+            policy=policy,
+            cutoff=None,
+            version=policy,
+            file=name,
+            url=tarball_url(index_url, name),
+            published=None,
+            os=os_name,
+            family=family,
+            index_url=index_url,
         )
     builds = builds_for(entries, index_url, os_name, family)
     if builds and holds is not None:
@@ -121,13 +128,22 @@ def resolve_from_entries(
         build = select_build(builds, policy=policy, now=now, cutoff=cutoff)
     except ResolutionError as err:
         # With a host's range, an older host may have the build the policy takes.
-        raise (NoBuildInRange if holds is not None else ResolutionError)(err.message, hint=f"index {index_url}") from None
+        raise (NoBuildInRange if holds is not None else ResolutionError)(
+            err.message, hint=f"index {index_url}"
+        ) from None
     if names is None:
         names = entry_names(entries)
     return ResolvedRocm(
-        policy=policy, cutoff=cutoff, version=build.version, file=build.name,
-        url=build.url, published=build.published, os=os_name, family=family,
-        sha256_url=checksum_url(build, names, index_url), index_url=index_url,
+        policy=policy,
+        cutoff=cutoff,
+        version=build.version,
+        file=build.name,
+        url=build.url,
+        published=build.published,
+        os=os_name,
+        family=family,
+        sha256_url=checksum_url(build, names, index_url),
+        index_url=index_url,
     )
 
 

@@ -55,9 +55,13 @@ LIBRARIES = "rocm-sdk-libraries-{family}"
 SHARED_LIBRARIES = "rocm-sdk-libraries"
 DEVICE = "rocm-sdk-device-{target}"
 # The platform tags a wheel of each OS may carry (x86-64 only, as the legs are).
-_PLATFORMS = {"linux": re.compile(r"^(?:many|musl)?linux(?:\d+)?(?:_\d+_\d+)?_x86_64$"),
-              "windows": re.compile(r"^win_amd64$")}
-_WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+_PLATFORMS = {
+    "linux": re.compile(r"^(?:many|musl)?linux(?:\d+)?(?:_\d+_\d+)?_x86_64$"),
+    "windows": re.compile(r"^win_amd64$"),
+}
+_WHEEL = re.compile(
+    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$"
+)
 _SDIST = re.compile(r"^(?P<name>.+)-(?P<version>[^-]+)\.tar\.gz$")
 _NORMALIZE = re.compile(r"[-_.]+")
 
@@ -168,11 +172,15 @@ def parse_json_page(text: str, *, where: str) -> list[IndexFile]:
         url = item.get("url") if isinstance(item, dict) else None
         if not isinstance(name, str) or not isinstance(url, str):
             raise IndexFormatError(f"{where}: files[{i}] has no string 'filename' and 'url'")
-        out.append(IndexFile(
-            file=name, url=urljoin(where, url), sha256=_sha256_of(item.get("hashes")),
-            published=parse_published(item.get("upload-time"), where=f"{where}: files[{i}] upload-time"),
-            yanked=bool(item.get("yanked")),
-        ))
+        out.append(
+            IndexFile(
+                file=name,
+                url=urljoin(where, url),
+                sha256=_sha256_of(item.get("hashes")),
+                published=parse_published(item.get("upload-time"), where=f"{where}: files[{i}] upload-time"),
+                yanked=bool(item.get("yanked")),
+            )
+        )
     return out
 
 
@@ -211,10 +219,15 @@ def parse_html_page(text: str, *, where: str) -> list[IndexFile]:
         parts = urlsplit(url)
         fragment = dict(p.split("=", 1) for p in parts.fragment.split("&") if "=" in p)
         name = label or parts.path.rpartition("/")[2]
-        out.append(IndexFile(
-            file=name, url=url.split("#", 1)[0], sha256=_sha256_of(fragment),
-            published=None, yanked="data-yanked" in attrs,
-        ))
+        out.append(
+            IndexFile(
+                file=name,
+                url=url.split("#", 1)[0],
+                sha256=_sha256_of(fragment),
+                published=None,
+                yanked="data-yanked" in attrs,
+            )
+        )
     return out
 
 
@@ -251,7 +264,9 @@ def parse_families(text: str, content_type: str, *, where: str) -> list[str]:
         parser.close()
         for attrs, label in parser.found:
             href = attrs.get("href") or ""
-            names.append(urlsplit(urljoin(where, href)).path.rstrip("/").rpartition("/")[2] or label.strip("/"))
+            names.append(
+                urlsplit(urljoin(where, href)).path.rstrip("/").rpartition("/")[2] or label.strip("/")
+            )
     return sorted({n for n in names if is_family(n)})
 
 
@@ -304,7 +319,11 @@ def _by_version(files: Iterable[IndexFile], project: str) -> dict[str, list[Inde
 
 
 def wheel_builds(
-    pages: Mapping[str, Sequence[IndexFile]], *, os_name: str, family: str, index_url: str,
+    pages: Mapping[str, Sequence[IndexFile]],
+    *,
+    os_name: str,
+    family: str,
+    index_url: str,
     targets: Sequence[str] = (),
 ) -> list[WheelBuild]:
     """Every version of ``pages`` (project -> files) for which each project of the build (:func:`projects_for`)
@@ -324,8 +343,13 @@ def wheel_builds(
             # The build exists once its last file is up; with a time missing, its date decides.
             published = max(times) if len(times) == len(picked) else None
             build = RocmBuild(
-                name=f"{SELECTOR}[{selector_extras(projects)}]=={version}", os=os_name, family=family, version=version,
-                date=build_date(version, published), published=published, url=project_url(index_url, SELECTOR),
+                name=f"{SELECTOR}[{selector_extras(projects)}]=={version}",
+                os=os_name,
+                family=family,
+                version=version,
+                date=build_date(version, published),
+                published=published,
+                url=project_url(index_url, SELECTOR),
             )
             builds.append(WheelBuild(build=build, files=tuple(picked)))
     return builds

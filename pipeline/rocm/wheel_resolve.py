@@ -43,8 +43,12 @@ PageFetch = Callable[[str], tuple[str, str]]
 
 
 def fetch_page(
-    url: str, *, timeout: float = 30, retry: RetryPolicy = DEFAULT_RETRY,
-    on_wait: Callable[[str], None] | None = None, session: requests.Session | None = None,
+    url: str,
+    *,
+    timeout: float = 30,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    on_wait: Callable[[str], None] | None = None,
+    session: requests.Session | None = None,
 ) -> tuple[str, str]:
     """One project page of a simple index: its text and Content-Type (``file://``: a ``.json`` file is JSON)."""
     scheme = urlsplit(url).scheme
@@ -64,7 +68,12 @@ def fetch_page(
     sess = session or requests.Session()
     try:
         return get_page(
-            sess, url, timeout=timeout, retry=retry, on_wait=on_wait, accept=ACCEPT,
+            sess,
+            url,
+            timeout=timeout,
+            retry=retry,
+            on_wait=on_wait,
+            accept=ACCEPT,
             not_found="no such project on the wheel index",
         )
     finally:
@@ -72,7 +81,9 @@ def fetch_page(
             sess.close()
 
 
-def load_pages(index_url: str, family: str, fetch: PageFetch, targets: Sequence[str] = ()) -> dict[str, list[IndexFile]]:
+def load_pages(
+    index_url: str, family: str, fetch: PageFetch, targets: Sequence[str] = ()
+) -> dict[str, list[IndexFile]]:
     """Every project page one build needs (:func:`~pipeline.rocm.wheel_index.projects_for`), parsed."""
     pages: dict[str, list[IndexFile]] = {}
     for project in projects_for(family, targets):
@@ -111,14 +122,23 @@ def _unknown_target(targets: Sequence[str], index_url: str, fetch: PageFetch) ->
     missing = [t for t in targets if t.lower() not in have]
     if not have or not missing:
         return None
-    return ResolutionError(f"the wheel index {index_url} has no device wheels for {', '.join(missing)}; "
-                           f"it has them for: {', '.join(have)}")
+    return ResolutionError(
+        f"the wheel index {index_url} has no device wheels for {', '.join(missing)}; "
+        f"it has them for: {', '.join(have)}"
+    )
 
 
 def resolve_wheels(
-    os_name: str, family: str, *, policy: str, now: datetime, index_url: str,
-    fetch: PageFetch | None = None, pages: dict[str, list[IndexFile]] | None = None,
-    listing_url: str | None = None, targets: Sequence[str] = (),
+    os_name: str,
+    family: str,
+    *,
+    policy: str,
+    now: datetime,
+    index_url: str,
+    fetch: PageFetch | None = None,
+    pages: dict[str, list[IndexFile]] | None = None,
+    listing_url: str | None = None,
+    targets: Sequence[str] = (),
 ) -> ResolvedRocm:
     """The wheel build of one os/family that ``policy`` takes at ``now``, with every file and its sha256.
 
@@ -156,12 +176,25 @@ def resolve_wheels(
         raise ResolutionError(err.message, hint=f"wheel index {index_url}") from None
     files = by_build[id(chosen)].files
     wheels = tuple(
-        ResolvedWheel(project=f.project, file=f.entry.file, url=f.entry.url, sha256=str(f.entry.sha256),
-                      published=f.entry.published)
+        ResolvedWheel(
+            project=f.project,
+            file=f.entry.file,
+            url=f.entry.url,
+            sha256=str(f.entry.sha256),
+            published=f.entry.published,
+        )
         for f in files
     )
     return ResolvedRocm(
-        policy=policy, cutoff=cutoff_for(policy, now), version=chosen.version, file=chosen.name,
-        url=chosen.url, published=chosen.published, os=os_name, family=family,
-        source="wheels", wheels=wheels, index_url=index_url,
+        policy=policy,
+        cutoff=cutoff_for(policy, now),
+        version=chosen.version,
+        file=chosen.name,
+        url=chosen.url,
+        published=chosen.published,
+        os=os_name,
+        family=family,
+        source="wheels",
+        wheels=wheels,
+        index_url=index_url,
     )

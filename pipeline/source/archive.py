@@ -64,8 +64,13 @@ class SourceManifest:
 
     def to_json(self, *, files: bool = True) -> dict[str, Any]:
         return {
-            "format": MANIFEST_FORMAT, "archive": self.archive, "tag": self.tag, "commit": self.commit,
-            "sha256": self.sha256, "size": self.size, "source": dict(self.source),
+            "format": MANIFEST_FORMAT,
+            "archive": self.archive,
+            "tag": self.tag,
+            "commit": self.commit,
+            "sha256": self.sha256,
+            "size": self.size,
+            "source": dict(self.source),
             **({"files": dict(self.files)} if files else {}),
         }
 
@@ -85,13 +90,25 @@ def write_source_archive(
     commit = _git_out(["rev-parse", "HEAD"], checkout, environ).strip()
     archive = dest_dir / archive_name(tag)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_output(archive) as raw, gzip.GzipFile(
-        filename="", mode="wb", fileobj=raw, compresslevel=_COMPRESS_LEVEL, mtime=0
-    ) as gz:
+    with (
+        atomic_output(archive) as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=_COMPRESS_LEVEL, mtime=0) as gz,
+    ):
         # In a process group of its own: an interrupt stops git too (no orphan writing into a removed archive).
         with popen_child(
-            ["git", "-c", "core.autocrlf=false", "archive", "--format=tar", f"--prefix={ARCHIVE_ROOT}/", commit],
-            cwd=checkout, env=dict(environ), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            [
+                "git",
+                "-c",
+                "core.autocrlf=false",
+                "archive",
+                "--format=tar",
+                f"--prefix={ARCHIVE_ROOT}/",
+                commit,
+            ],
+            cwd=checkout,
+            env=dict(environ),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         ) as proc:
             assert proc.stdout is not None and proc.stderr is not None
@@ -105,10 +122,13 @@ def write_source_archive(
                 pass
             err = proc.stderr.read().decode(errors="replace")
         if proc.returncode != 0:
-            raise SourceError(f"{checkout}: git archive failed: {err.strip().splitlines()[-1:] or proc.returncode}")
+            raise SourceError(
+                f"{checkout}: git archive failed: {err.strip().splitlines()[-1:] or proc.returncode}"
+            )
     size, sha = file_digest(archive)
-    manifest = SourceManifest(archive=archive.name, tag=tag, commit=commit, sha256=sha, size=size, source=source,
-                              files=files)
+    manifest = SourceManifest(
+        archive=archive.name, tag=tag, commit=commit, sha256=sha, size=size, source=source, files=files
+    )
     atomic_write_json(manifest_path(archive), manifest.to_json())
     return archive, manifest
 
@@ -187,11 +207,17 @@ def read_manifest(archive: Path) -> SourceManifest:
         if data.get("format") != MANIFEST_FORMAT:
             raise SourceError(f"{path}: manifest format {data.get('format')!r}, expected {MANIFEST_FORMAT}")
         files = data.get("files") or {}
-        if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+        ):
             raise SourceError(f"{path}: malformed source manifest (files: expected an object of strings)")
         manifest = SourceManifest(
-            archive=str(data["archive"]), tag=str(data["tag"]), commit=str(data["commit"]),
-            sha256=str(data["sha256"]), size=int(data["size"]), source=dict(data.get("source") or {}),
+            archive=str(data["archive"]),
+            tag=str(data["tag"]),
+            commit=str(data["commit"]),
+            sha256=str(data["sha256"]),
+            size=int(data["size"]),
+            source=dict(data.get("source") or {}),
             files=files,
         )
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
@@ -199,7 +225,9 @@ def read_manifest(archive: Path) -> SourceManifest:
     # The tag names the bundle file and the release: from a file someone else wrote, it is checked
     # here like a --tag on the command line ("../../x" would name a file outside the output folder).
     if not is_safe_tag(manifest.tag):
-        raise SourceError(f"{path}: manifest tag {manifest.tag!r} is not a safe tag (letters, digits, '.', '_', '+', '-')")
+        raise SourceError(
+            f"{path}: manifest tag {manifest.tag!r} is not a safe tag (letters, digits, '.', '_', '+', '-')"
+        )
     return manifest
 
 
@@ -233,9 +261,13 @@ def unpack_source_archive(archive: Path, target: Path) -> tuple[Path, SourceMani
     remove_stale(target.parent, f".{target.name}.", (".partial",))
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
     try:
-        new = extract_archive(archive, staging / "new", marker={"sha256": manifest.sha256, "commit": manifest.commit})
+        new = extract_archive(
+            archive, staging / "new", marker={"sha256": manifest.sha256, "commit": manifest.commit}
+        )
         if manifest.files and (differs := _first_difference(tree_listing(new), manifest.files)):
-            raise SourceError(f"source archive {archive}: its tree does not match its manifest's file list ({differs})")
+            raise SourceError(
+                f"source archive {archive}: its tree does not match its manifest's file list ({differs})"
+            )
         swap_into_place(new, target, staging)
     except ToolchainError as err:
         raise SourceError(f"source archive {archive}: {err.message}") from None
@@ -288,8 +320,16 @@ def git_objects_bytes(repo: Path) -> int:
 
 def _git_out(args: list[str], cwd: Path, environ: Mapping[str, str]) -> str:
     try:
-        proc = run_child(["git", *args], cwd=cwd, env=dict(environ), stdin=subprocess.DEVNULL, capture_output=True,
-                         text=True, errors="replace", check=False)
+        proc = run_child(
+            ["git", *args],
+            cwd=cwd,
+            env=dict(environ),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+        )
     except FileNotFoundError:
         raise SourceError("git not found on PATH: install git") from None
     if proc.returncode != 0:

@@ -99,7 +99,9 @@ def resolve_source(
 # Checkout and mix
 
 
-def checkout_source(spec: SourceSpec, dest: Path, *, git_url_template: str, environ: Mapping[str, str]) -> str:
+def checkout_source(
+    spec: SourceSpec, dest: Path, *, git_url_template: str, environ: Mapping[str, str]
+) -> str:
     """Make ``dest`` a clean working tree at ``spec``'s deterministic commit; return its SHA.
 
     ``dest`` belongs to the pipeline: an existing clone of the same repository
@@ -113,7 +115,12 @@ def checkout_source(spec: SourceSpec, dest: Path, *, git_url_template: str, envi
     base_commit = fetch_base(dest, spec, environ=environ)
     for pin in spec.mix:
         _fetch_pin(dest, pin, template, environ=environ)
-    run_git(["checkout", "--quiet", "--force", "--detach", base_commit], cwd=dest, what=f"cannot check out {spec.base_tag}", base=environ)
+    run_git(
+        ["checkout", "--quiet", "--force", "--detach", base_commit],
+        cwd=dest,
+        what=f"cannot check out {spec.base_tag}",
+        base=environ,
+    )
     run_git(["clean", "--quiet", "-ffdx"], cwd=dest, what=f"cannot clean {dest}", base=environ)
     _merge_pins(dest, spec, base_commit, environ=environ)
     head = run_git(["rev-parse", "HEAD"], cwd=dest, what="cannot read HEAD", base=environ).stdout.strip()
@@ -137,12 +144,23 @@ def describe_checkout(path: Path, *, environ: Mapping[str, str]) -> CheckoutInfo
     top, _, commit = found.stdout.removesuffix("\n").rpartition("\n")
     if found.returncode != 0 or not top or Path(top).resolve() != path.resolve():
         return CheckoutInfo(commit=None, tag=None, dirty=False)
-    exact = run_git(["describe", "--tags", "--exact-match", "HEAD"], cwd=path, what="", check=False, base=environ)
-    described = exact if exact.returncode == 0 else run_git(
-        ["describe", "--tags", "--always"], cwd=path, what="", check=False,
-        base=environ,
+    exact = run_git(
+        ["describe", "--tags", "--exact-match", "HEAD"], cwd=path, what="", check=False, base=environ
     )
-    status = run_git(["status", "--porcelain", "--untracked-files=no"], cwd=path, what="", check=False, base=environ)
+    described = (
+        exact
+        if exact.returncode == 0
+        else run_git(
+            ["describe", "--tags", "--always"],
+            cwd=path,
+            what="",
+            check=False,
+            base=environ,
+        )
+    )
+    status = run_git(
+        ["status", "--porcelain", "--untracked-files=no"], cwd=path, what="", check=False, base=environ
+    )
     return CheckoutInfo(
         commit=commit,
         tag=(described.stdout.strip() or None) if described.returncode == 0 else None,

@@ -20,20 +20,32 @@ def git_url(repo: str, template: str) -> str:
     return template.replace("{repo}", repo)
 
 
-def git_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None, *, isolated: bool = False) -> dict[str, str]:
+def git_env(
+    base: Mapping[str, str], extra: Mapping[str, str] | None = None, *, isolated: bool = False
+) -> dict[str, str]:
     env = dict(base)
     # A private or missing repository must fail, not wait for a password.
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"
     # Every call names its repository by cwd; an inherited GIT_DIR would override it.
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+    for key in (
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    ):
         env.pop(key, None)
     if isolated:
         # The merge commits must not depend on ~/.gitconfig or /etc/gitconfig
         # (merge.log, rerere, signing, a user identity...).
         env["GIT_CONFIG_NOSYSTEM"] = "1"
         env["GIT_CONFIG_GLOBAL"] = os.devnull
-        for key in [k for k in env if k.startswith("GIT_CONFIG_") and k not in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL")]:
+        for key in [
+            k
+            for k in env
+            if k.startswith("GIT_CONFIG_") and k not in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL")
+        ]:
             del env[key]
     if extra:
         env.update(extra)
@@ -87,9 +99,13 @@ def fetch_location(repo: str) -> str:
 def prepare_clone(dest: Path, url: str, *, environ: Mapping[str, str]) -> None:
     """Make ``dest`` a git repository whose origin is ``url`` (re-using one that already is)."""
     if (dest / ".git").exists():
-        current = run_git(["config", "--get", "remote.origin.url"], cwd=dest, what="", check=False, base=environ).stdout.strip()
+        current = run_git(
+            ["config", "--get", "remote.origin.url"], cwd=dest, what="", check=False, base=environ
+        ).stdout.strip()
         if current != url:
-            raise SourceError(f"{dest}: already a clone of {current or 'an unknown repository'}, not of {url}")
+            raise SourceError(
+                f"{dest}: already a clone of {current or 'an unknown repository'}, not of {url}"
+            )
         return
     if dest.exists() and any(dest.iterdir()):
         raise SourceError(f"{dest}: exists and is not a git clone; choose an empty folder")
@@ -101,14 +117,19 @@ def prepare_clone(dest: Path, url: str, *, environ: Mapping[str, str]) -> None:
 
 
 def local_commit(dest: Path, rev: str, *, environ: Mapping[str, str]) -> str | None:
-    proc = run_git(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], cwd=dest, what="", check=False, base=environ)
+    proc = run_git(
+        ["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], cwd=dest, what="", check=False, base=environ
+    )
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def fetch_base(dest: Path, spec: SourceSpec, *, environ: Mapping[str, str]) -> str:
     ref = f"refs/tags/{spec.base_tag}"
     have = local_commit(dest, ref, environ=environ)
-    shallow = run_git(["rev-parse", "--is-shallow-repository"], cwd=dest, what="", base=environ).stdout.strip() == "true"
+    shallow = (
+        run_git(["rev-parse", "--is-shallow-repository"], cwd=dest, what="", base=environ).stdout.strip()
+        == "true"
+    )
     # Merging needs the true merge base, so a mix needs the full history; a
     # plain tag build needs only its commit. The history comes blobless
     # (a partial clone): commits and trees only, and checkout and merge fetch
@@ -116,7 +137,9 @@ def fetch_base(dest: Path, spec: SourceSpec, *, environ: Mapping[str, str]) -> s
     up_to_date = have is not None and (spec.base_commit in (None, have)) and not (spec.mix and shallow)
     if not up_to_date:
         blobless = ["--filter=blob:none"] if spec.mix else []
-        depth = ["--unshallow", *blobless] if spec.mix and shallow else blobless if spec.mix else ["--depth=1"]
+        depth = (
+            ["--unshallow", *blobless] if spec.mix and shallow else blobless if spec.mix else ["--depth=1"]
+        )
         run_git(
             ["fetch", "--quiet", "--no-tags", *depth, "origin", f"+{ref}:{ref}"],
             cwd=dest,

@@ -37,7 +37,9 @@ def _fetch_pin(dest: Path, pin: MixPin, template: str, *, environ: Mapping[str, 
     if local_commit(dest, pin.sha, environ=environ) == pin.sha:
         return
     url = git_url(pin.repo, template)
-    first = run_git(["fetch", "--quiet", "--no-tags", url, pin.sha], cwd=dest, what="", check=False, base=environ)
+    first = run_git(
+        ["fetch", "--quiet", "--no-tags", url, pin.sha], cwd=dest, what="", check=False, base=environ
+    )
     if first.returncode != 0:
         # Some servers only serve advertised refs: try the pull request's head.
         run_git(
@@ -52,11 +54,23 @@ def _fetch_pin(dest: Path, pin: MixPin, template: str, *, environ: Mapping[str, 
             f"mix pin {pin.repo}#{pin.number}: commit {pin.sha} not found at {url} ({last_message(first)})"
         )
     # Keep the pinned commit reachable so a later gc in a re-used clone keeps it.
-    run_git(["update-ref", f"refs/pipeline/pins/{pin.sha}", pin.sha], cwd=dest, what="cannot record the pin", base=environ)
+    run_git(
+        ["update-ref", f"refs/pipeline/pins/{pin.sha}", pin.sha],
+        cwd=dest,
+        what="cannot record the pin",
+        base=environ,
+    )
 
 
 def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str, *, environ: Mapping[str, str]) -> None:
-    base_time = int(run_git(["log", "-1", "--no-walk", "--format=%ct", base_commit], cwd=dest, what="cannot read the base commit", base=environ).stdout)
+    base_time = int(
+        run_git(
+            ["log", "-1", "--no-walk", "--format=%ct", base_commit],
+            cwd=dest,
+            what="cannot read the base commit",
+            base=environ,
+        ).stdout
+    )
     settings = ("merge.log=false", "rerere.enabled=false", "commit.gpgsign=false", "merge.renormalize=false",
                 "core.autocrlf=false", f"core.hooksPath={os.devnull}")  # fmt: skip
     fixed = [arg for setting in settings for arg in ("-c", setting)]
@@ -73,14 +87,18 @@ def _merge_pins(dest: Path, spec: SourceSpec, base_commit: str, *, environ: Mapp
         )
         if proc.returncode == 0:
             continue
-        conflicts = run_git(["diff", "--name-only", "--diff-filter=U"], cwd=dest, what="", check=False, base=environ).stdout.split()
+        conflicts = run_git(
+            ["diff", "--name-only", "--diff-filter=U"], cwd=dest, what="", check=False, base=environ
+        ).stdout.split()
         run_git(["merge", "--abort"], cwd=dest, what="", check=False, base=environ)
         onto = spec.base_tag + "".join(f" + #{p.number}" for p in spec.mix[:index])
         if conflicts:
             raise SourceError(
                 f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}) conflicts with {onto} in: {', '.join(conflicts)}"
             )
-        raise SourceError(f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}) cannot be merged onto {onto}: {last_message(proc)}")
+        raise SourceError(
+            f"mix pin {pin.repo}#{pin.number} ({pin.sha[:12]}) cannot be merged onto {onto}: {last_message(proc)}"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +110,9 @@ class MixPreflight:
     dropped: tuple[tuple[MixPin, str], ...] = ()
 
 
-def _trial_merge(dest: Path, onto: str, pin: MixPin, *, environ: Mapping[str, str]) -> tuple[str | None, list[str]]:
+def _trial_merge(
+    dest: Path, onto: str, pin: MixPin, *, environ: Mapping[str, str]
+) -> tuple[str | None, list[str]]:
     """(tree of the merge, conflicting paths) of ``pin`` onto ``onto``, in memory: nothing is checked out."""
     proc = run_git(["merge-tree", "--write-tree", "--name-only", "--no-messages", onto, pin.sha], cwd=dest, what="",
                 check=False, isolated=True, base=environ)  # fmt: skip
@@ -105,7 +125,9 @@ def _trial_merge(dest: Path, onto: str, pin: MixPin, *, environ: Mapping[str, st
                       f"{last_message(proc)}")  # fmt: skip
 
 
-def preflight_mix(spec: SourceSpec, dest: Path, *, git_url_template: str, environ: Mapping[str, str]) -> MixPreflight:
+def preflight_mix(
+    spec: SourceSpec, dest: Path, *, git_url_template: str, environ: Mapping[str, str]
+) -> MixPreflight:
     """Check each mix pin before the merge: its commit exists, it merges onto the tag, it is not upstream yet.
 
     Every pin is fetched into the clone at ``dest`` (SourceError naming the
@@ -130,7 +152,9 @@ def preflight_mix(spec: SourceSpec, dest: Path, *, git_url_template: str, enviro
         ancestor = run_git(["merge-base", "--is-ancestor", pin.sha, base_commit], cwd=dest, what="", check=False,
                         base=environ)  # fmt: skip
         if ancestor.returncode == 0:
-            dropped.append((pin, f"its commit {pin.sha[:12]} is already in {spec.base_tag} (merged upstream)"))
+            dropped.append(
+                (pin, f"its commit {pin.sha[:12]} is already in {spec.base_tag} (merged upstream)")
+            )
             continue
         tree, conflicts = _trial_merge(dest, base_commit, pin, environ=environ)
         if conflicts:

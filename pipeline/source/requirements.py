@@ -23,7 +23,9 @@ from dataclasses import dataclass
 HIP_CMAKELISTS = "ggml/src/ggml-hip/CMakeLists.txt"
 VULKAN_SOURCE = "ggml/src/ggml-vulkan/ggml-vulkan.cpp"
 
-_HIP_FLOOR = re.compile(r"if\s*\(\s*(?:\$\{hip_VERSION\}|hip_VERSION)\s+VERSION_LESS\s+\"?(\d+(?:\.\d+)*)\"?\s*\)", re.I)
+_HIP_FLOOR = re.compile(
+    r"if\s*\(\s*(?:\$\{hip_VERSION\}|hip_VERSION)\s+VERSION_LESS\s+\"?(\d+(?:\.\d+)*)\"?\s*\)", re.I
+)
 _VERSION_PARTS = re.compile(r"\d+")
 
 
@@ -49,8 +51,11 @@ class VulkanExtension:
 # reads the extension's own #define in vulkan_core.h). VK_EXT_layer_settings entered the public
 # headers in 1.3.272.
 VULKAN_EXTENSIONS: tuple[VulkanExtension, ...] = (
-    VulkanExtension(name="VK_EXT_layer_settings", first_header=272,
-                    uses=("vk::LayerSettingEXT", "vk::LayerSettingsCreateInfoEXT", "vk::LayerSettingTypeEXT")),
+    VulkanExtension(
+        name="VK_EXT_layer_settings",
+        first_header=272,
+        uses=("vk::LayerSettingEXT", "vk::LayerSettingsCreateInfoEXT", "vk::LayerSettingTypeEXT"),
+    ),
 )
 
 

@@ -47,11 +47,15 @@ def old_enough(tag_time: datetime, now: datetime, min_age_hours: float) -> bool:
 
 def ls_remote_tags(repo: str, *, environ: Mapping[str, str]) -> dict[str, str]:
     """Tag name -> commit SHA of ``repo`` (a git URL or a local path)."""
-    proc = run_git(["ls-remote", "--tags", fetch_location(repo)], what=f"cannot list the tags of {repo}", base=environ)
+    proc = run_git(
+        ["ls-remote", "--tags", fetch_location(repo)], what=f"cannot list the tags of {repo}", base=environ
+    )
     return parse_ls_remote_tags(proc.stdout)
 
 
-def _tag_times(scratch: Path, repo: str, names: Sequence[str], *, environ: Mapping[str, str]) -> dict[str, datetime]:
+def _tag_times(
+    scratch: Path, repo: str, names: Sequence[str], *, environ: Mapping[str, str]
+) -> dict[str, datetime]:
     """Fetch ``names`` (commits and tag objects only) into ``scratch`` and read their dates."""
     refspecs = [f"+refs/tags/{n}:refs/tags/{n}" for n in names]
     run_git(
@@ -61,7 +65,11 @@ def _tag_times(scratch: Path, repo: str, names: Sequence[str], *, environ: Mappi
         base=environ,
     )
     out = run_git(
-        ["for-each-ref", "--format=%(refname:lstrip=2) %(creatordate:unix)", *[f"refs/tags/{n}" for n in names]],
+        [
+            "for-each-ref",
+            "--format=%(refname:lstrip=2) %(creatordate:unix)",
+            *[f"refs/tags/{n}" for n in names],
+        ],
         cwd=scratch,
         what="cannot read tag dates",
         base=environ,
@@ -77,7 +85,9 @@ def _tag_times(scratch: Path, repo: str, names: Sequence[str], *, environ: Mappi
 def _init_scratch(scratch: Path, repo: str, *, environ: Mapping[str, str]) -> None:
     # A partial-clone remote, so that --filter=tree:0 is allowed: dates need
     # the commits and tag objects, never the trees and blobs.
-    run_git(["init", "--quiet", "--bare", str(scratch)], what="cannot create a scratch repository", base=environ)
+    run_git(
+        ["init", "--quiet", "--bare", str(scratch)], what="cannot create a scratch repository", base=environ
+    )
     for key, value in (
         ("remote.origin.url", fetch_location(repo)),
         ("remote.origin.promisor", "true"),
@@ -85,10 +95,14 @@ def _init_scratch(scratch: Path, repo: str, *, environ: Mapping[str, str]) -> No
         ("extensions.partialclone", "origin"),
         ("core.repositoryformatversion", "1"),
     ):
-        run_git(["config", key, value], cwd=scratch, what="cannot configure the scratch repository", base=environ)
+        run_git(
+            ["config", key, value], cwd=scratch, what="cannot configure the scratch repository", base=environ
+        )
 
 
-def latest_tag(repo: str, tags: Mapping[str, str], *, now: datetime, min_age_hours: float, environ: Mapping[str, str]) -> tuple[str, datetime]:
+def latest_tag(
+    repo: str, tags: Mapping[str, str], *, now: datetime, min_age_hours: float, environ: Mapping[str, str]
+) -> tuple[str, datetime]:
     """The newest ``b<digits>`` tag at least ``min_age_hours`` old at ``now``, with its date."""
     candidates = build_tags_newest_first(tags)
     if not candidates:

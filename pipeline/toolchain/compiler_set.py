@@ -28,11 +28,12 @@ if TYPE_CHECKING:
 __all__ = ["Toolchain", "ToolchainRequest", "safe_identity", "version_output"]
 
 
-
 def version_output(tool: Path) -> str:
     """What ``tool --version`` prints; a ToolchainError naming the tool when it cannot run."""
     try:
-        return str(run_child([str(tool), "--version"], capture_output=True, text=True, check=True, timeout=60).stdout)
+        return str(
+            run_child([str(tool), "--version"], capture_output=True, text=True, check=True, timeout=60).stdout
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         raise ToolchainError(f"{tool}: cannot run '--version': {exc}") from None
 

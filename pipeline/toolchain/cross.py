@@ -36,7 +36,9 @@ class CrossTarget:
 
 # (os, arch) of a leg -> how to cross-build it from another architecture of the same OS.
 CROSS_TARGETS: dict[tuple[str, str], CrossTarget] = {
-    ("linux", "arm64"): CrossTarget(triple="aarch64-linux-gnu", processor="aarch64", sysroot="/usr/aarch64-linux-gnu"),
+    ("linux", "arm64"): CrossTarget(
+        triple="aarch64-linux-gnu", processor="aarch64", sysroot="/usr/aarch64-linux-gnu"
+    ),
 }
 
 
@@ -71,7 +73,9 @@ def toolchain_file_text(target: CrossTarget, cc: Path, cxx: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cross_toolchain(target: CrossTarget, environ: Mapping[str, str], folder: Path, *, write: bool = True) -> Toolchain:
+def cross_toolchain(
+    target: CrossTarget, environ: Mapping[str, str], folder: Path, *, write: bool = True
+) -> Toolchain:
     """The cross compilers of ``target`` (``<triple>-gcc``/``-g++`` on PATH) and the toolchain file written
     under ``folder``; a ToolchainError naming the Debian packages when they are missing.
 
@@ -86,8 +90,10 @@ def cross_toolchain(target: CrossTarget, environ: Mapping[str, str], folder: Pat
             hint=f"install Debian's gcc-{target.triple} and g++-{target.triple}, or build on an {target.processor} runner",
         ) from None
     if not Path(target.sysroot).is_dir():
-        raise ToolchainError(f"no {target.triple} sysroot at {target.sysroot}",
-                             hint=f"install Debian's libc6-dev-{target.processor.replace('aarch64', 'arm64')}-cross")
+        raise ToolchainError(
+            f"no {target.triple} sysroot at {target.sysroot}",
+            hint=f"install Debian's libc6-dev-{target.processor.replace('aarch64', 'arm64')}-cross",
+        )
     family, version = compiler_version(cc)
     cxx_family, cxx_version = compiler_version(cxx)
     path = folder / "cross" / f"{target.triple}-{family}-{version}.cmake"

@@ -36,15 +36,20 @@ def pinned_wheels(pins: CudaPins, os_name: str) -> tuple[tuple[WheelPin, str], .
     """(wheel, sha256) of every pinned wheel for ``os_name``; a ToolchainError when a sha256 is missing."""
     pairs = pins.wheels_for(os_name)
     if not pairs:
-        raise ToolchainError(f"[toolchains.cuda] pins no {os_name} sha256 for every wheel: cannot install CUDA {pins.version}")
+        raise ToolchainError(
+            f"[toolchains.cuda] pins no {os_name} sha256 for every wheel: cannot install CUDA {pins.version}"
+        )
     return pairs
 
 
 def pinned_cuda_identity(pins: CudaPins, request: ToolchainRequest) -> str:
     """The key-safe identity of the toolkit the pinned wheels install for the leg's OS, with the host compiler."""
     pairs = pinned_wheels(pins, request.leg.os)
-    return safe_identity(pinned_identity(pins.version, [(w.requirement, sha) for w, sha in pairs],
-                                         host_toolchain(request.environ).identity))
+    return safe_identity(
+        pinned_identity(
+            pins.version, [(w.requirement, sha) for w, sha in pairs], host_toolchain(request.environ).identity
+        )
+    )
 
 
 def cuda_identity(request: ToolchainRequest) -> str:

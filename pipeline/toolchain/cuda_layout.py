@@ -33,8 +33,11 @@ NO_DEVICE = 100
 # `CUresult CUDAAPI cuInit(unsigned int Flags);` -> cuInit
 _DECLARED = re.compile(r"\bCUDAAPI\s+(cu[A-Za-z0-9_]+)\s*\(")
 # `#define cuMemAlloc cuMemAlloc_v2`, `#define cuMemcpy __CUDA_API_PTDS(cuMemcpy)`
-_RENAMED = re.compile(r"^[ \t]*#[ \t]*define[ \t]+cu[A-Za-z0-9_]+[ \t]+(?:(__CUDA_API_PT(?:DS|SZ))\()?[ \t]*"
-                      r"(cu[A-Za-z0-9_]+)[ \t]*\)?[ \t]*$", re.MULTILINE)
+_RENAMED = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+cu[A-Za-z0-9_]+[ \t]+(?:(__CUDA_API_PT(?:DS|SZ))\()?[ \t]*"
+    r"(cu[A-Za-z0-9_]+)[ \t]*\)?[ \t]*$",
+    re.MULTILINE,
+)
 _SUFFIX = {"__CUDA_API_PTDS": "_ptds", "__CUDA_API_PTSZ": "_ptsz"}
 _SYMBOL = re.compile(r"^cu[A-Za-z0-9_]+$")
 

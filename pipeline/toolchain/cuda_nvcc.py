@@ -43,7 +43,9 @@ def find_nvcc(env: Mapping[str, str]) -> Path:
     for candidate in nvcc_candidates(env):
         if candidate.is_file():
             return candidate
-    raise ToolchainError("nvcc not found: set CUDA_PATH, install CUDA under /usr/local/cuda or put nvcc on PATH")
+    raise ToolchainError(
+        "nvcc not found: set CUDA_PATH, install CUDA under /usr/local/cuda or put nvcc on PATH"
+    )
 
 
 def parse_nvcc_version(text: str) -> str:
@@ -104,13 +106,19 @@ def cuda_toolchain(
     """
     env = environ
     host = host_toolchain(environ)
-    nvcc = (root / "bin" / ("nvcc.exe" if os.name == "nt" else "nvcc")) if root is not None else find_nvcc(env)
+    nvcc = (
+        (root / "bin" / ("nvcc.exe" if os.name == "nt" else "nvcc")) if root is not None else find_nvcc(env)
+    )
     version = nvcc_version(nvcc)
     root = root if root is not None else cuda_root_of(nvcc)
     host_cxx = Path(cmake_value(host.cmake_args, "CMAKE_CXX_COMPILER"))
     # nvcc's host compiler: the toolkit's own choice where it makes one, else the leg's C++ compiler.
     packaged = packaged_host_compiler(root)
-    identity, compilers, extra = f"cuda-{version}-{host.identity}", {**host.compilers, "CUDA": f"nvcc {version} ({nvcc})"}, {}
+    identity, compilers, extra = (
+        f"cuda-{version}-{host.identity}",
+        {**host.compilers, "CUDA": f"nvcc {version} ({nvcc})"},
+        {},
+    )
     if packaged is not None:
         # Another compiler for the CUDA units' host code: part of what the objects are made with.
         family, number = compiler_version(packaged)

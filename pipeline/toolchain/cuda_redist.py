@@ -84,19 +84,26 @@ def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
     return data
 
 
-def choose_archives(manifest: Mapping[str, Any], components: Sequence[str], platform: str,
-                    where: str) -> tuple[RedistArchive, ...]:
+def choose_archives(
+    manifest: Mapping[str, Any], components: Sequence[str], platform: str, where: str
+) -> tuple[RedistArchive, ...]:
     """The archive of each of ``components`` for ``platform``; one ToolchainError naming the first component missing."""
     chosen: list[RedistArchive] = []
     for name in components:
         entry = manifest.get(name)
         if not isinstance(entry, Mapping):
-            raise ToolchainError(f"{where}: {name}: no such component in the manifest "
-                                 f"(release {manifest.get('release_label', '?')})")
+            raise ToolchainError(
+                f"{where}: {name}: no such component in the manifest "
+                f"(release {manifest.get('release_label', '?')})"
+            )
         archive = entry.get(platform)
         if not isinstance(archive, Mapping):
             raise ToolchainError(f"{where}: {name}: the manifest has no {platform} archive for it")
-        path, sha, size = archive.get("relative_path"), str(archive.get("sha256", "")).lower(), archive.get("size")
+        path, sha, size = (
+            archive.get("relative_path"),
+            str(archive.get("sha256", "")).lower(),
+            archive.get("size"),
+        )
         if not is_plain_relative_path(path):
             raise ToolchainError(f"{where}: {name}: {platform}.relative_path {path!r} is not a relative path")
         if not SHA256_HEX.match(sha):
@@ -132,23 +139,28 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
     archives = choose_archives(manifest, redist.components, platform, f"{redist.key} ({redist.manifest})")
     nvcc = next((a for a in archives if a.component == "cuda_nvcc"), None)
     if nvcc is not None and nvcc.version != pins.version:
-        raise ToolchainError(f"{redist.key}: cuda_nvcc: the manifest {redist.manifest} lists {nvcc.version}, "
-                             f"matrix.toml's version is {pins.version}")
+        raise ToolchainError(
+            f"{redist.key}: cuda_nvcc: the manifest {redist.manifest} lists {nvcc.version}, "
+            f"matrix.toml's version is {pins.version}"
+        )
     by_label = {a.file_name: a for a in archives}
     refs = [ArchiveRef(label=a.file_name, sha256=a.sha256) for a in archives]
 
     def fetch(ref: ArchiveRef) -> Path:
         archive = by_label[ref.label]
         if console is not None:
-            console.print(f"cuda: {archive.component} {archive.version} ({archive.platform})", highlight=False)
+            console.print(
+                f"cuda: {archive.component} {archive.version} ({archive.platform})", highlight=False
+            )
         try:
             got = download(redist.url + archive.relative_path, cache_dir=request.download_cache / "cuda-redist",
                            sha256=archive.sha256, console=console, retry=request.retry, verify=check_archive,
                            wait_lock=request.wait_lock, since=request.started)  # fmt: skip
         except (ToolchainError, NetworkError) as err:
             # One line naming the component: the download's own message names only its URL.
-            raise type(err)(f"{redist.key}: {archive.component} {archive.version}: {err.message}",
-                            hint=err.hint) from None
+            raise type(err)(
+                f"{redist.key}: {archive.component} {archive.version}: {err.message}", hint=err.hint
+            ) from None
         return got.path
 
     def finish(root: Path) -> None:
@@ -158,8 +170,14 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
             # cuda_cudart carries lib/stubs/libcuda.so; made from cuda.h only if an archive set lacks it.
             add_driver_stub(root, find_compiler(CC, ("cc", "gcc", "clang"), request.environ))
 
-    installed = install_archive_set(refs, request.toolchain_dir / install_folder(pins.version, leg.os), fetch=fetch,
-                                    finish=finish, wait_lock=request.wait_lock, since=request.started)
+    installed = install_archive_set(
+        refs,
+        request.toolchain_dir / install_folder(pins.version, leg.os),
+        fetch=fetch,
+        finish=finish,
+        wait_lock=request.wait_lock,
+        since=request.started,
+    )
     if console is not None:
         state = "reused" if installed.reused else "installed"
         console.print(f"cuda: {state} CUDA {pins.version} from {len(refs)} redistributable archives "
@@ -205,12 +223,18 @@ def link_layout(root: Path) -> dict[str, str]:
     return made
 
 
-def prepare_cuda_redist(pins: CudaPins, redist: RedistPins, request: ToolchainRequest,
-                        console: Console | None = None) -> Toolchain:
+def prepare_cuda_redist(
+    pins: CudaPins, redist: RedistPins, request: ToolchainRequest, console: Console | None = None
+) -> Toolchain:
     """Install the pinned archives and give the toolchain, with the identity ``cache-key`` computed before."""
     root = install_cuda_redist(pins, request, console=console)
     toolchain = cuda_toolchain(request.leg, request.environ, root=root, source=f"redist {redist.manifest}")
     floor = driver_floor(pins.version)
     # The pinned line's floor: the runtime shipped is the pinned archives' cudart.
-    details = {**toolchain.details, **({"driver_min": floor.text(request.leg.os)} if floor is not None else {})}
-    return dataclasses.replace(toolchain, identity=redist_cuda_identity(pins, redist, request), details=details)
+    details = {
+        **toolchain.details,
+        **({"driver_min": floor.text(request.leg.os)} if floor is not None else {}),
+    }
+    return dataclasses.replace(
+        toolchain, identity=redist_cuda_identity(pins, redist, request), details=details
+    )

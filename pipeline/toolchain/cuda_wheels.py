@@ -67,8 +67,15 @@ _NOT_THERE = ("No matching distribution found", "Could not find a version that s
 
 
 def fetch_wheel(
-    requirement: str, sha256: str, cache_dir: Path, *, python: str, platform: str | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY, console: Console | None = None, env: Mapping[str, str],
+    requirement: str,
+    sha256: str,
+    cache_dir: Path,
+    *,
+    python: str,
+    platform: str | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    console: Console | None = None,
+    env: Mapping[str, str],
 ) -> Path:
     """A verified wheel for ``requirement`` in ``<cache_dir>/wheels/<sha256>/`` (downloaded once).
 
@@ -93,10 +100,14 @@ def fetch_wheel(
                 on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
             )  # fmt: skip
         except RetriesExhausted as err:
-            raise NetworkError(f"pip download {requirement} failed after {err.attempts_text}: {err.last.reason}") from None
+            raise NetworkError(
+                f"pip download {requirement} failed after {err.attempts_text}: {err.last.reason}"
+            ) from None
         got = sorted(Path(tmp).glob("*.whl"))
         if len(got) != 1:
-            raise ToolchainError(f"pip download {requirement}: expected one wheel, got {[p.name for p in got]}")
+            raise ToolchainError(
+                f"pip download {requirement}: expected one wheel, got {[p.name for p in got]}"
+            )
         digest = file_digest(got[0])[1]
         if digest != sha256.lower():
             raise ToolchainError(
@@ -127,15 +138,23 @@ def _pip_once(cmd: list[str], requirement: str, env: Mapping[str, str]) -> None:
 def link_unversioned(lib_dir: Path) -> dict[str, str]:
     """Add the unversioned ``lib*.so`` links FindCUDAToolkit looks for; the links made."""
     links = unversioned_links(p.name for p in lib_dir.iterdir()) if lib_dir.is_dir() else {}
-    missing = [lib for lib in UNVERSIONED_LIBS if f"lib{lib}.so" not in links and not (lib_dir / f"lib{lib}.so").exists()]
+    missing = [
+        lib
+        for lib in UNVERSIONED_LIBS
+        if f"lib{lib}.so" not in links and not (lib_dir / f"lib{lib}.so").exists()
+    ]
     if missing:
-        raise ToolchainError(f"{lib_dir}: the pinned wheels hold no {', '.join('lib' + m + '.so.*' for m in missing)}")
+        raise ToolchainError(
+            f"{lib_dir}: the pinned wheels hold no {', '.join('lib' + m + '.so.*' for m in missing)}"
+        )
     for plain, versioned in links.items():
         (lib_dir / plain).symlink_to(versioned)
     return links
 
 
-def compile_no_device_library(cc: Path, symbols: Sequence[str], out: Path, *, soname: str = DRIVER_SONAME) -> Path:
+def compile_no_device_library(
+    cc: Path, symbols: Sequence[str], out: Path, *, soname: str = DRIVER_SONAME
+) -> Path:
     """Compile a shared library named ``soname`` at ``out`` exporting ``symbols``, each answering "no device".
 
     No C library, nothing but the functions: it loads wherever the compiler's target does.
@@ -146,7 +165,17 @@ def compile_no_device_library(cc: Path, symbols: Sequence[str], out: Path, *, so
         src.write_text(no_device_source(symbols), encoding="utf-8")
         built = Path(tmp) / out.name
         # From its own folder, by a relative name: no temporary path in the library, the same file every time.
-        cmd = [str(cc), "-shared", "-fPIC", "-nostdlib", "-O0", f"-Wl,-soname,{soname}", "-o", built.name, src.name]
+        cmd = [
+            str(cc),
+            "-shared",
+            "-fPIC",
+            "-nostdlib",
+            "-O0",
+            f"-Wl,-soname,{soname}",
+            "-o",
+            built.name,
+            src.name,
+        ]
         try:
             proc = run_child(cmd, capture_output=True, text=True, timeout=300, cwd=tmp)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -167,7 +196,9 @@ def add_driver_stub(tree: Path, cc: Path) -> Path:
     try:
         text = header.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise ToolchainError(f"{header}: cannot read the driver API header the link stub is made from: {exc}") from None
+        raise ToolchainError(
+            f"{header}: cannot read the driver API header the link stub is made from: {exc}"
+        ) from None
     symbols = driver_entry_points(text)
     if not symbols:
         raise ToolchainError(f"{header}: declares no driver entry point (CUresult CUDAAPI cu...)")
@@ -186,8 +217,15 @@ def install_cuda_wheels(
     def fetch(ref: ArchiveRef) -> Path:
         if console is not None:
             console.print(f"cuda: wheel {ref.label}", highlight=False)
-        return fetch_wheel(ref.label, str(ref.sha256), request.download_cache, python=python,
-                           retry=request.retry, console=console, env=request.environ)
+        return fetch_wheel(
+            ref.label,
+            str(ref.sha256),
+            request.download_cache,
+            python=python,
+            retry=request.retry,
+            console=console,
+            env=request.environ,
+        )
 
     def finish(root: Path) -> None:
         if os_name != "windows":
@@ -195,11 +233,19 @@ def install_cuda_wheels(
             # FindCUDAToolkit's CUDA::cuda_driver, without a driver on the build machine.
             add_driver_stub(root / tree, find_compiler(CC, ("cc", "gcc", "clang"), request.environ))
 
-    installed = install_archive_set(refs, request.toolchain_dir / install_folder(pins.version, os_name), fetch=fetch,
-                                    finish=finish, wait_lock=request.wait_lock, since=request.started)
+    installed = install_archive_set(
+        refs,
+        request.toolchain_dir / install_folder(pins.version, os_name),
+        fetch=fetch,
+        finish=finish,
+        wait_lock=request.wait_lock,
+        since=request.started,
+    )
     if console is not None:
         state = "reused" if installed.reused else "installed"
-        console.print(f"cuda: {state} CUDA {pins.version} from {len(refs)} wheels at {installed.root}", highlight=False)
+        console.print(
+            f"cuda: {state} CUDA {pins.version} from {len(refs)} wheels at {installed.root}", highlight=False
+        )
     return installed.root / tree
 
 

@@ -108,8 +108,11 @@ def old_cmake_minimums(root: Path, below: str = CMAKE4_FLOOR) -> list[Found]:
         for folder in cmake_package_dirs(root, package):
             for path in sorted(folder.glob("*.cmake")):
                 text = _read(path) or ""
-                found += [Found(version=v, source=str(path)) for v in _CMAKE_MINIMUM.findall(text)
-                          if version_less(v, below)]
+                found += [
+                    Found(version=v, source=str(path))
+                    for v in _CMAKE_MINIMUM.findall(text)
+                    if version_less(v, below)
+                ]
     return found
 
 

@@ -21,9 +21,7 @@ def find_compiler(env_var: str, candidates: tuple[str, ...], environ: Mapping[st
         found = shutil.which(name)
         if found:
             return Path(found)
-    raise ToolchainError(
-        f"no C/C++ compiler found: set {env_var} or install one of {', '.join(candidates)}"
-    )
+    raise ToolchainError(f"no C/C++ compiler found: set {env_var} or install one of {', '.join(candidates)}")
 
 
 def compiler_version(compiler: Path) -> tuple[str, str]:

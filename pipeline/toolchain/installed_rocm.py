@@ -123,8 +123,10 @@ def find_installed_rocm(root: Path, os_name: str, *, what: str) -> InstalledRocm
         )
     if not _HIP_VERSION.fullmatch(found.version):
         # It goes into the toolchain identity and the cache key (GitHub: 512 characters at most).
-        raise ToolchainError(f"{what}: the HIP version {found.version[:40]!r}{'...' if len(found.version) > 40 else ''}"
-                             f" read from {found.source} is not a version (up to four numbers of at most 9 digits)")
+        raise ToolchainError(
+            f"{what}: the HIP version {found.version[:40]!r}{'...' if len(found.version) > 40 else ''}"
+            f" read from {found.source} is not a version (up to four numbers of at most 9 digits)"
+        )
     return InstalledRocm(
         root=root, clang_dir=clang_dir, device_libs=device_libs, hip=found,
         cmake_prefix=cmake_prefix_of(root, configs[0]),

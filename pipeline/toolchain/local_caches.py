@@ -62,14 +62,21 @@ class LocalPlan:
 
     def to_json(self) -> dict[str, Any]:
         def one(entry: CacheEntry, why: str | None = None) -> dict[str, Any]:
-            row: dict[str, Any] = {"cache": entry.cache, "name": entry.name, "size": entry.size,
-                                   "last_used": round(entry.last_used)}
+            row: dict[str, Any] = {
+                "cache": entry.cache,
+                "name": entry.name,
+                "size": entry.size,
+                "last_used": round(entry.last_used),
+            }
             if why is not None:
                 row["why"] = why
             return row
 
-        return {"remove": [one(e, w) for e, w in self.remove], "in_use": [one(e, w) for e, w in self.in_use],
-                "kept": [one(e) for e in self.kept]}
+        return {
+            "remove": [one(e, w) for e, w in self.remove],
+            "in_use": [one(e, w) for e, w in self.in_use],
+            "kept": [one(e) for e in self.kept],
+        }
 
 
 @dataclass
@@ -82,7 +89,9 @@ class LocalResult:
         return sum(e.size for e in self.removed)
 
 
-def plan_local(entries: Iterable[CacheEntry], *, now: float, max_age_days: float, max_bytes: int) -> LocalPlan:
+def plan_local(
+    entries: Iterable[CacheEntry], *, now: float, max_age_days: float, max_bytes: int
+) -> LocalPlan:
     """Pure: which entries go (too old, then least recently used beyond ``max_bytes``), cache by cache."""
     remove: list[tuple[CacheEntry, str]] = []
     in_use: list[tuple[CacheEntry, str]] = []
@@ -154,10 +163,17 @@ def scan_downloads(folder: Path) -> list[CacheEntry]:
         sidecar = path.with_name(path.name + _SIDECAR)
         paths = (path, sidecar) if sidecar.is_file() else (path,)
         lock = _lock_of(folder, path.name)
-        entries.append(CacheEntry(
-            cache="downloads", name=path.name, paths=paths, size=sum(p.stat().st_size for p in paths),
-            last_used=max(_mtime(p) for p in (*paths, lock)), lock=lock, held=is_held(lock),
-        ))
+        entries.append(
+            CacheEntry(
+                cache="downloads",
+                name=path.name,
+                paths=paths,
+                size=sum(p.stat().st_size for p in paths),
+                last_used=max(_mtime(p) for p in (*paths, lock)),
+                lock=lock,
+                held=is_held(lock),
+            )
+        )
     return entries
 
 
@@ -167,10 +183,17 @@ def scan_toolchains(folder: Path) -> list[CacheEntry]:
         if not path.is_dir() or path.is_symlink():
             continue
         lock = _lock_of(folder, path.name)
-        entries.append(CacheEntry(
-            cache="toolchains", name=path.name, paths=(path,), size=_tree_size(path),
-            last_used=max(_mtime(path / MARKER), _mtime(path), _mtime(lock)), lock=lock, held=is_held(lock),
-        ))
+        entries.append(
+            CacheEntry(
+                cache="toolchains",
+                name=path.name,
+                paths=(path,),
+                size=_tree_size(path),
+                last_used=max(_mtime(path / MARKER), _mtime(path), _mtime(lock)),
+                lock=lock,
+                held=is_held(lock),
+            )
+        )
     return entries
 
 
@@ -181,8 +204,15 @@ def scan_pack(folder: Path) -> list[CacheEntry]:
             # A compressed member, or an SBOM kept by its manifest (pipeline.bundle.sbom_cache).
             if path.is_file() and (path.suffix == ".deflate" or path.name.endswith(SBOM_SUFFIX)):
                 st = path.stat()
-                entries.append(CacheEntry(cache="pack", name=f"{sub.name}/{path.name}", paths=(path,),
-                                          size=st.st_size, last_used=st.st_mtime))
+                entries.append(
+                    CacheEntry(
+                        cache="pack",
+                        name=f"{sub.name}/{path.name}",
+                        paths=(path,),
+                        size=st.st_size,
+                        last_used=st.st_mtime,
+                    )
+                )
     return entries
 
 

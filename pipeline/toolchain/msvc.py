@@ -42,7 +42,9 @@ def capture_msvc(env: Mapping[str, str], *, arch: str = "x64") -> MsvcEnv:
     """Find Visual Studio with vswhere, run ``vcvarsall.bat <arch>`` once, keep what it changed."""
     vswhere = default_vswhere(env)
     if not Path(str(vswhere)).is_file():
-        raise ToolchainError(f"{vswhere}: vswhere.exe not found (install Visual Studio 2022 or its Build Tools)")
+        raise ToolchainError(
+            f"{vswhere}: vswhere.exe not found (install Visual Studio 2022 or its Build Tools)"
+        )
     installation = parse_vswhere(_run(vswhere_command(vswhere), env, "vswhere"))
     bat = vcvarsall_path(installation)
     if not Path(str(bat)).is_file():

@@ -63,7 +63,9 @@ def parse_vswhere(output: str) -> PureWindowsPath:
     """vswhere's answer -> the installation folder; a ToolchainError when it found none."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     if not lines:
-        raise ToolchainError(f"vswhere found no Visual Studio with {VC_TOOLS_COMPONENT} (install the C++ build tools)")
+        raise ToolchainError(
+            f"vswhere found no Visual Studio with {VC_TOOLS_COMPONENT} (install the C++ build tools)"
+        )
     return PureWindowsPath(lines[0])
 
 
@@ -125,7 +127,9 @@ def env_diff(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, s
     return {k: v for k, v in after.items() if old.get(k.lower()) != v}
 
 
-def msvc_env(before: Mapping[str, str], after: Mapping[str, str], installation: str, banner: str = "") -> MsvcEnv:
+def msvc_env(
+    before: Mapping[str, str], after: Mapping[str, str], installation: str, banner: str = ""
+) -> MsvcEnv:
     """The captured environment -> :class:`MsvcEnv`; a ToolchainError naming what is missing."""
     tools = (_get(after, "VCToolsVersion") or "").strip().rstrip("\\")
     if not _TOOLS_VERSION.match(tools):
@@ -140,7 +144,9 @@ def msvc_env(before: Mapping[str, str], after: Mapping[str, str], installation: 
     )
 
 
-def layer_path_lists(base: Mapping[str, str], msvc: Mapping[str, str], toolchain: Mapping[str, str]) -> dict[str, str]:
+def layer_path_lists(
+    base: Mapping[str, str], msvc: Mapping[str, str], toolchain: Mapping[str, str]
+) -> dict[str, str]:
     """The leg's environment additions with MSVC underneath the toolchain's own entries.
 
     A toolchain's PATH is ``<its folders>;<base PATH>``; MSVC's is

@@ -127,7 +127,9 @@ def _is_absolute(path: str) -> bool:
 def _language_flags(lang: str, flags: Sequence[str], windows: bool) -> str:
     if lang in _THROUGH_NVCC:
         # Only the folder-independent maps: nvcc's are hashed verbatim (see the module docstring).
-        relative = [f for f in flags if not (f.startswith(FLAG) and _is_absolute(f[len(FLAG):].rsplit("=", 1)[0]))]
+        relative = [
+            f for f in flags if not (f.startswith(FLAG) and _is_absolute(f[len(FLAG) :].rsplit("=", 1)[0]))
+        ]
         return " ".join(f"-Xcompiler={quote_flag(flag, windows=windows)}" for flag in relative)
     return " ".join(quote_flag(flag, windows=windows) for flag in flags)
 

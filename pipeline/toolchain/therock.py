@@ -113,9 +113,7 @@ def find_clang_dir(root: Path, os_name: str) -> Path:
     for candidate in clang_dir_candidates(root):
         if (candidate / name).is_file():
             return candidate
-    raise ToolchainError(
-        f"{root}: no {name} under {' or '.join(CLANG_DIRS)} (is this a ROCm install?)"
-    )
+    raise ToolchainError(f"{root}: no {name} under {' or '.join(CLANG_DIRS)} (is this a ROCm install?)")
 
 
 def device_lib_places(root: Path, clang_dir: Path) -> list[str]:

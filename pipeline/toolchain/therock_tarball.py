@@ -74,8 +74,13 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     url = resolved.sha256_url
     assert url is not None
     try:
-        got = download(url, cache_dir=request.download_cache, retry=request.retry, wait_lock=request.wait_lock,
-                       since=request.started)
+        got = download(
+            url,
+            cache_dir=request.download_cache,
+            retry=request.retry,
+            wait_lock=request.wait_lock,
+            since=request.started,
+        )
     except NetworkError as err:
         # download's message leads with "download of <url>"; say it once.
         reason = err.message.replace(f"download of {url} ", "", 1)
@@ -155,4 +160,6 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
     if resolved.index_url is not None:
         # The host that published it: TheRock's hosts changed on 2026-08-23 (pipeline/inputs/rocm_hosts.py).
         details["index_url"] = resolved.index_url
-    return rocm_toolchain(installed.root, leg, version=resolved.version, details=details, environ=request.environ)
+    return rocm_toolchain(
+        installed.root, leg, version=resolved.version, details=details, environ=request.environ
+    )

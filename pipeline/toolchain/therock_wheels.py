@@ -82,7 +82,9 @@ def sdk_root(python: str, site: Path, environ: dict[str, str]) -> Path:
     try:
         root.resolve().relative_to(site.parent.resolve())
     except ValueError:
-        raise ToolchainError(f"rocm-sdk path --root answered {root}, outside the install {site.parent}") from None
+        raise ToolchainError(
+            f"rocm-sdk path --root answered {root}, outside the install {site.parent}"
+        ) from None
     return root
 
 
@@ -98,14 +100,25 @@ def install_wheels(
     environ = dict(request.environ)
     refs = [ArchiveRef(label=w.file, sha256=w.sha256) for w in resolved.wheels]
     urls = {w.file: w.url for w in resolved.wheels}
-    target = confined(request.toolchain_dir, f"{resolved.identity}-{resolved.os}-{resolved.family}",
-                      "install folder", ToolchainError)
+    target = confined(
+        request.toolchain_dir,
+        f"{resolved.identity}-{resolved.os}-{resolved.family}",
+        "install folder",
+        ToolchainError,
+    )
 
     def fetch(ref: ArchiveRef) -> Path:
         # Every file verified against the resolution's sha256 before pip sees any of them.
-        return download(urls[ref.label], cache_dir=request.download_cache, sha256=ref.sha256, console=console,
-                        retry=request.retry,
-                        verify=check_archive, wait_lock=request.wait_lock, since=request.started).path
+        return download(
+            urls[ref.label],
+            cache_dir=request.download_cache,
+            sha256=ref.sha256,
+            console=console,
+            retry=request.retry,
+            verify=check_archive,
+            wait_lock=request.wait_lock,
+            since=request.started,
+        ).path
 
     def populate(files: Sequence[tuple[ArchiveRef, Path]], tree: Path, scratch: Path) -> None:
         site = tree / SITE
@@ -121,17 +134,30 @@ def install_wheels(
     def check(tree: Path) -> None:
         install_check(resolved.os)(sdk_root(python, tree / SITE, environ))
 
-    installed = install_archive_set(refs, target, fetch=fetch, populate=populate, finish=finish, check=check,
-                                    wait_lock=request.wait_lock, since=request.started, console=console)
+    installed = install_archive_set(
+        refs,
+        target,
+        fetch=fetch,
+        populate=populate,
+        finish=finish,
+        check=check,
+        wait_lock=request.wait_lock,
+        since=request.started,
+        console=console,
+    )
     return installed.root, installed.reused
 
 
-def prepare_rocm_wheels(request: ToolchainRequest, console: Console, *, python: str = sys.executable) -> Toolchain:
+def prepare_rocm_wheels(
+    request: ToolchainRequest, console: Console, *, python: str = sys.executable
+) -> Toolchain:
     """The toolchain of the run's resolved wheel build: installed (or reused), found through ``rocm-sdk path``."""
     leg, resolved = request.leg, request.rocm
     assert resolved is not None and resolved.source == "wheels"
     if (leg.os == "windows") != (sys.platform == "win32"):
-        raise ToolchainError(f"leg {leg.name}: its {leg.os} wheels install on {leg.os} only (pip runs their own platform)")
+        raise ToolchainError(
+            f"leg {leg.name}: its {leg.os} wheels install on {leg.os} only (pip runs their own platform)"
+        )
     install, reused = install_wheels(resolved, request, console, python=python)
     root = sdk_root(python, install / SITE, dict(request.environ))
     console.print(

@@ -34,25 +34,42 @@ def install_vulkan_sdk(pin: SdkPin, request: ToolchainRequest, console: Console 
     os_name = request.leg.os
 
     def fetch(ref: ArchiveRef) -> Path:
-        return download(ref.label, cache_dir=request.download_cache, sha256=ref.sha256, console=console,
-                        verify=check_archive, retry=request.retry, wait_lock=request.wait_lock,
-                        since=request.started).path
+        return download(
+            ref.label,
+            cache_dir=request.download_cache,
+            sha256=ref.sha256,
+            console=console,
+            verify=check_archive,
+            retry=request.retry,
+            wait_lock=request.wait_lock,
+            since=request.started,
+        ).path
 
     glslc_in_sdk = Path(pin.root or ".") / "bin" / ("glslc.exe" if os_name == "windows" else "glslc")
 
     def check(tree: Path) -> None:
         # Before it replaces anything: an SDK without glslc is never kept as a complete install.
         if not (tree / glslc_in_sdk).is_file():
-            raise ToolchainError(f"{pin.url}: the SDK has no {glslc_in_sdk.as_posix()} "
-                                 f"(check [toolchains.vulkan.{os_name}].root)")
+            raise ToolchainError(
+                f"{pin.url}: the SDK has no {glslc_in_sdk.as_posix()} "
+                f"(check [toolchains.vulkan.{os_name}].root)"
+            )
 
     ref = ArchiveRef(label=pin.url, sha256=pin.sha256)
-    installed = install_archive_set([ref], request.toolchain_dir / f"vulkan-sdk-{pin.version}-{os_name}",
-                                    fetch=fetch, check=check, wait_lock=request.wait_lock, since=request.started)
+    installed = install_archive_set(
+        [ref],
+        request.toolchain_dir / f"vulkan-sdk-{pin.version}-{os_name}",
+        fetch=fetch,
+        check=check,
+        wait_lock=request.wait_lock,
+        since=request.started,
+    )
     sdk = installed.root / pin.root if pin.root else installed.root
     glslc = installed.root / glslc_in_sdk
     if not glslc.is_file():
-        raise ToolchainError(f"{pin.url}: the installed SDK has no {glslc_in_sdk.as_posix()} (check [toolchains.vulkan.{os_name}].root)")
+        raise ToolchainError(
+            f"{pin.url}: the installed SDK has no {glslc_in_sdk.as_posix()} (check [toolchains.vulkan.{os_name}].root)"
+        )
     if console is not None:
         state = "reused" if installed.reused else "installed"
         console.print(f"vulkan: {state} SDK {pin.version} at {sdk}", highlight=False)

@@ -29,7 +29,6 @@ from pipeline.names import DEFAULT_BACKOFF
 _T = TypeVar("_T")
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
     """How every HTTP client retries: TheRock's index and wheel pages, downloads, pip's wheel fetches, GitHub.
@@ -51,6 +50,7 @@ class RetryPolicy:
 
 # The policy with its defaults: every client's default (frozen, so one object serves them all).
 DEFAULT_RETRY = RetryPolicy()
+
 
 class Retryable(Exception):
     """A failure worth another attempt; ``wait``: what the server asked for (seconds), if anything."""
@@ -130,7 +130,12 @@ def call_with_retries(
     retries instead. ``on_wait`` receives :func:`wait_line` (naming ``what``)
     before each wait.
     """
-    attempts, backoff, max_wait, budget = max(1, policy.attempts), policy.backoff, policy.max_wait, policy.budget
+    attempts, backoff, max_wait, budget = (
+        max(1, policy.attempts),
+        policy.backoff,
+        policy.max_wait,
+        policy.budget,
+    )
     from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type
 
     start = clock()
@@ -171,4 +176,6 @@ def call_with_retries(
     except RetryError as err:
         last = err.last_attempt.exception()
         assert isinstance(last, Retryable)  # only Retryable failures are retried
-        raise RetriesExhausted(last, err.last_attempt.attempt_number, budget if over_budget else None) from None
+        raise RetriesExhausted(
+            last, err.last_attempt.attempt_number, budget if over_budget else None
+        ) from None

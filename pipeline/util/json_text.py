@@ -27,8 +27,9 @@ def too_big(size: int, where: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -
     return f"{where}: {what} is {human_bytes(size)}, over the {human_bytes(limit)} it may be; refused unread"
 
 
-def loads(raw: bytes | str, *, where: str, what: str, error: type[PipelineError],
-          limit: int = MAX_DOCUMENT_BYTES) -> Any:
+def loads(
+    raw: bytes | str, *, where: str, what: str, error: type[PipelineError], limit: int = MAX_DOCUMENT_BYTES
+) -> Any:
     """``raw`` parsed; ``error`` for one over ``limit`` bytes or nested too deep to parse.
 
     ``UnicodeDecodeError`` and ``json.JSONDecodeError`` pass through for the caller to phrase.
@@ -42,8 +43,9 @@ def loads(raw: bytes | str, *, where: str, what: str, error: type[PipelineError]
         raise error(f"{where}: {what} is nested too deep to read") from None
 
 
-def read_bytes(path: Path, *, where: str, what: str, error: type[PipelineError],
-               limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+def read_bytes(
+    path: Path, *, where: str, what: str, error: type[PipelineError], limit: int = MAX_DOCUMENT_BYTES
+) -> bytes:
     """``path``'s bytes, refused (``error``) before reading when the file is over ``limit``."""
     with path.open("rb") as fh:
         data = fh.read(limit + 1)

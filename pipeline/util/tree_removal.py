@@ -67,8 +67,11 @@ def _remove_folder(folder: str, device: int, *, top: bool = False) -> None:
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             if entry.stat(follow_symlinks=False).st_dev != device:
-                raise OSError(errno.EXDEV, "another filesystem is mounted there: left in place (unmount it first)",
-                              entry.path)
+                raise OSError(
+                    errno.EXDEV,
+                    "another filesystem is mounted there: left in place (unmount it first)",
+                    entry.path,
+                )
             _remove_folder(entry.path, device)
         else:
             _retry_writable(os.unlink, entry.path, folder)

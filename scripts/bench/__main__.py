@@ -82,8 +82,10 @@ except ModuleNotFoundError as _missing:
     if not _missing.name or _missing.name.partition(".")[0] == "pipeline":
         raise  # a module of the pipeline itself: a bug, with its traceback
     # Run with a Python that lacks the pipeline's dependencies: one line that says how, not a traceback.
-    sys.exit(f"error: python -m scripts.bench needs the pipeline's dependencies (no module named {_missing.name!r}): "
-             f"run `nox -s bench`, or `pip install -e \"{ROOT}[test]\"` first")
+    sys.exit(
+        f"error: python -m scripts.bench needs the pipeline's dependencies (no module named {_missing.name!r}): "
+        f'run `nox -s bench`, or `pip install -e "{ROOT}[test]"` first'
+    )
 
 # Targets: printed, never asserted.
 TARGET_WARM_OVER_COLD = 0.10
@@ -139,8 +141,13 @@ class Bench:
             self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         # A user's pipeline runs from cached bytecode: PYTHONDONTWRITEBYTECODE from the caller's shell
         # would make every timed run compile its modules again (a second of CPU on a 2-core VM).
-        for var in ("CCACHE_DIR", "PIPELINE_MATRIX", "PIPELINE_RESOLVED", "CCACHE_REMOTE_STORAGE",
-                    "PYTHONDONTWRITEBYTECODE"):
+        for var in (
+            "CCACHE_DIR",
+            "PIPELINE_MATRIX",
+            "PIPELINE_RESOLVED",
+            "CCACHE_REMOTE_STORAGE",
+            "PYTHONDONTWRITEBYTECODE",
+        ):
             self.env.pop(var, None)
         self.cmake = find_tool("cmake")
         self.ninja = find_tool("ninja")
@@ -156,8 +163,14 @@ class Bench:
         with log.open("w", encoding="utf-8") as fh:
             before = children_cpu()
             started = time.perf_counter()
-            proc = subprocess.run(list(cmd), env=env or self.env, stdout=fh, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, check=False)
+            proc = subprocess.run(
+                list(cmd),
+                env=env or self.env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
             wall = time.perf_counter() - started
             self.last_cpu_s = children_cpu() - before
         if proc.returncode != 0:
@@ -168,17 +181,38 @@ class Bench:
     def pipeline_build(self, cache: Path, kind: str) -> tuple[BuildRun, dict[str, Any]]:
         """``python -m pipeline build cpu`` as a user runs it; the run and its record."""
         wall = self._run(
-            [sys.executable, "-m", "pipeline", "--matrix", str(self.matrix), "build", LEG,
-             "--source", str(self.project), "--out", str(self.out), "--cache-dir", str(cache), "--no-bundle"],
+            [
+                sys.executable,
+                "-m",
+                "pipeline",
+                "--matrix",
+                str(self.matrix),
+                "build",
+                LEG,
+                "--source",
+                str(self.project),
+                "--out",
+                str(self.out),
+                "--cache-dir",
+                str(cache),
+                "--no-bundle",
+            ],
             kind,
         )
         cpu = self.last_cpu_s
         record: dict[str, Any] = json.loads((self.out / LEG / "record.json").read_text(encoding="utf-8"))
         cc = record["ccache"]
         run = BuildRun(
-            kind=kind, wall_s=round(wall, 3), hits=cc["hits"], misses=cc["misses"], hit_rate=cc["hit_rate"],
-            configure_s=record["phases"].get("configure"), build_s=record["phases"].get("build"),
-            record_wall_s=record["wall_seconds"], cpu_s=round(cpu, 3), phases=dict(record["phases"]),
+            kind=kind,
+            wall_s=round(wall, 3),
+            hits=cc["hits"],
+            misses=cc["misses"],
+            hit_rate=cc["hit_rate"],
+            configure_s=record["phases"].get("configure"),
+            build_s=record["phases"].get("build"),
+            record_wall_s=record["wall_seconds"],
+            cpu_s=round(cpu, 3),
+            phases=dict(record["phases"]),
         )
         return run, record
 
@@ -210,8 +244,14 @@ class Bench:
         wall = time.perf_counter() - started
         cpu += self.last_cpu_s
         stats = setup.read_stats()
-        return BuildRun(kind="warm-raw", wall_s=round(wall, 3), hits=stats.hits, misses=stats.misses,
-                        hit_rate=stats.hit_rate, cpu_s=round(cpu, 3))
+        return BuildRun(
+            kind="warm-raw",
+            wall_s=round(wall, 3),
+            hits=stats.hits,
+            misses=stats.misses,
+            hit_rate=stats.hit_rate,
+            cpu_s=round(cpu, 3),
+        )
 
     def cli_startup(self) -> float:
         """``python -m pipeline --version``: interpreter start and every command module's import."""
@@ -225,8 +265,20 @@ class Bench:
 # The resolver and the prune plan at scale
 
 
-FAMILIES = ("gfx110X-all", "gfx120X-all", "gfx1151", "gfx94X-dcgpu", "gfx950-dcgpu", "gfx90X-dcgpu",
-            "gfx101X-dgpu", "gfx103X-dgpu", "gfx1150", "gfx1152", "gfx1153", "gfx908")
+FAMILIES = (
+    "gfx110X-all",
+    "gfx120X-all",
+    "gfx1151",
+    "gfx94X-dcgpu",
+    "gfx950-dcgpu",
+    "gfx90X-dcgpu",
+    "gfx101X-dgpu",
+    "gfx103X-dgpu",
+    "gfx1150",
+    "gfx1152",
+    "gfx1153",
+    "gfx908",
+)
 
 
 def index_page(entries: int, today: date) -> str:
@@ -237,7 +289,9 @@ def index_page(entries: int, today: date) -> str:
     while len(files) < entries:
         built = today - timedelta(days=day)
         stamp = built.strftime("%Y%m%d")
-        published = datetime(built.year, built.month, built.day, 6, tzinfo=UTC) + timedelta(hours=rng.randint(0, 20))
+        published = datetime(built.year, built.month, built.day, 6, tzinfo=UTC) + timedelta(
+            hours=rng.randint(0, 20)
+        )
         for os_name in ("linux", "windows"):
             for family in FAMILIES:
                 version = f"{'10.1.0' if day % 3 else '7.15.0'}{'rc' if day % 17 == 0 else 'a'}{stamp}"
@@ -266,8 +320,11 @@ def cache_items(count: int, now: datetime) -> list[dict[str, Any]]:
     for i in range(count):
         leg = rng.choice(legs)
         week = rng.randint(0, 40)
-        toolchain = f"rocm-10.1.0a{(date(2026, 1, 3) + timedelta(weeks=week)):%Y%m%d}" if "rocm" in leg \
+        toolchain = (
+            f"rocm-10.1.0a{(date(2026, 1, 3) + timedelta(weeks=week)):%Y%m%d}"
+            if "rocm" in leg
             else f"gcc-{rng.choice(('12.2.0', '13.3.0', '14.2.0'))}"
+        )
         roll = rng.random()
         if roll < 0.04:
             key = f"setup-python-{i}"  # someone else's
@@ -278,12 +335,17 @@ def cache_items(count: int, now: datetime) -> list[dict[str, Any]]:
         else:
             key = cache_key(leg, toolchain, f"b{8000 + i}")
         created = now - timedelta(minutes=rng.randint(0, 60 * 24 * 300))
-        items.append({
-            "id": i + 1, "ref": rng.choice(refs), "key": key, "version": f"{i:064x}",
-            "created_at": created.isoformat().replace("+00:00", "Z"),
-            "last_accessed_at": created.isoformat().replace("+00:00", "Z"),
-            "size_in_bytes": rng.randint(10_000_000, 400_000_000),
-        })
+        items.append(
+            {
+                "id": i + 1,
+                "ref": rng.choice(refs),
+                "key": key,
+                "version": f"{i:064x}",
+                "created_at": created.isoformat().replace("+00:00", "Z"),
+                "last_accessed_at": created.isoformat().replace("+00:00", "Z"),
+                "size_in_bytes": rng.randint(10_000_000, 400_000_000),
+            }
+        )
     return items
 
 
@@ -316,7 +378,12 @@ def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
     from pipeline.rocm.index import parse_html_index
     from pipeline.rocm.tarball_resolve import resolve_from_entries
 
-    modules = (pipeline.rocm.versions, pipeline.rocm.index, pipeline.rocm.policy, pipeline.rocm.tarball_resolve)
+    modules = (
+        pipeline.rocm.versions,
+        pipeline.rocm.index,
+        pipeline.rocm.policy,
+        pipeline.rocm.tarball_resolve,
+    )
     now = datetime(2026, 8, 12, 18, 0, tzinfo=UTC)
     page = index_page(entries, now.date())
     url = "https://index.invalid/tarball-multi-arch/"
@@ -329,7 +396,8 @@ def bench_resolver(entries: int, repeat: int) -> dict[str, Any]:
     parse_times, _ = _time(lambda: parse_html_index(page, where="bench index"), repeat, modules)
     select_times, _ = _time(
         lambda: resolve_from_entries(parsed, "linux", "gfx110X-all", policy="weekly", now=now, index_url=url),
-        repeat, modules,
+        repeat,
+        modules,
     )
     total_times, chosen = _time(resolve, repeat, modules)
     return {
@@ -444,8 +512,9 @@ def _check(value: float, target: float) -> dict[str, Any]:
     return {"value": value, "target": target, "met": value <= target}
 
 
-def summarize(cold: list[BuildRun], warm: list[BuildRun], raw: list[BuildRun],
-              startup: dict[str, float]) -> dict[str, Any]:
+def summarize(
+    cold: list[BuildRun], warm: list[BuildRun], raw: list[BuildRun], startup: dict[str, float]
+) -> dict[str, Any]:
     cold_s = _median([r.wall_s for r in cold])
     warm_s = _median([r.wall_s for r in warm])
     raw_s = _median([r.wall_s for r in raw])
@@ -457,7 +526,11 @@ def summarize(cold: list[BuildRun], warm: list[BuildRun], raw: list[BuildRun],
         "cold_s": cold_s,
         "warm_pipeline_s": warm_s,
         "warm_raw_s": raw_s,
-        "hit_rate": {"cold": cold[0].hit_rate, "warm_pipeline": warm[0].hit_rate, "warm_raw": raw[0].hit_rate},
+        "hit_rate": {
+            "cold": cold[0].hit_rate,
+            "warm_pipeline": warm[0].hit_rate,
+            "warm_raw": raw[0].hit_rate,
+        },
         "warm_over_cold": round(warm_s / cold_s, 4) if cold_s else None,
         "pipeline_over_raw": round(warm_s / raw_s, 4) if raw_s else None,
         "pipeline_overhead_s": round(warm_s - raw_s, 3),
@@ -497,13 +570,19 @@ def print_report(result: dict[str, Any]) -> None:
     runs = Table(title="builds (wall seconds)", title_justify="left")
     for col in ("build", "median", "runs", "hits", "misses", "hit rate"):
         runs.add_column(col, justify="left" if col == "build" else "right")
-    for kind, label in (("cold", "cold, pipeline"), ("warm-pipeline", "warm, pipeline"), ("warm-raw", "warm, raw cmake+ninja")):
+    for kind, label in (
+        ("cold", "cold, pipeline"),
+        ("warm-pipeline", "warm, pipeline"),
+        ("warm-raw", "warm, raw cmake+ninja"),
+    ):
         rows = [r for r in result["runs"] if r["kind"] == kind]
         runs.add_row(
             label,
             f"{statistics.median(r['wall_s'] for r in rows):.2f}",
             " ".join(f"{r['wall_s']:.2f}" for r in rows),
-            str(rows[0]["hits"]), str(rows[0]["misses"]), f"{rows[0]['hit_rate']:.1%}",
+            str(rows[0]["hits"]),
+            str(rows[0]["misses"]),
+            f"{rows[0]['hit_rate']:.1%}",
         )
     console.print(runs)
     if "pipeline_overhead_cpu_s" in b:
@@ -537,10 +616,30 @@ def print_report(result: dict[str, Any]) -> None:
         targets.add_column(col, justify="left" if col == "figure" else "right")
     t = result["targets"]
     rows = [
-        ("warm / cold (pipeline)", f"{t['warm_over_cold']['value']:.1%}", f"<= {TARGET_WARM_OVER_COLD:.0%}", t["warm_over_cold"]),
-        ("pipeline overhead on warm", f"{t['overhead']['value']:.2f} s", f"<= {TARGET_OVERHEAD_S} s", t["overhead"]),
-        (f"resolver, {r['entries']} entries", f"{t['resolver']['value'] * 1e3:.1f} ms", f"< {TARGET_RESOLVER_S * 1e3:.0f} ms", t["resolver"]),
-        (f"prune plan, {p['caches']} caches", f"{t['prune']['value'] * 1e3:.1f} ms", f"< {TARGET_PRUNE_S * 1e3:.0f} ms", t["prune"]),
+        (
+            "warm / cold (pipeline)",
+            f"{t['warm_over_cold']['value']:.1%}",
+            f"<= {TARGET_WARM_OVER_COLD:.0%}",
+            t["warm_over_cold"],
+        ),
+        (
+            "pipeline overhead on warm",
+            f"{t['overhead']['value']:.2f} s",
+            f"<= {TARGET_OVERHEAD_S} s",
+            t["overhead"],
+        ),
+        (
+            f"resolver, {r['entries']} entries",
+            f"{t['resolver']['value'] * 1e3:.1f} ms",
+            f"< {TARGET_RESOLVER_S * 1e3:.0f} ms",
+            t["resolver"],
+        ),
+        (
+            f"prune plan, {p['caches']} caches",
+            f"{t['prune']['value'] * 1e3:.1f} ms",
+            f"< {TARGET_PRUNE_S * 1e3:.0f} ms",
+            t["prune"],
+        ),
     ]
     for name, value, target, check in rows:
         targets.add_row(name, value, target, "[green]met[/]" if check["met"] else "[red]MISSED[/]")
@@ -554,21 +653,45 @@ def print_report(result: dict[str, Any]) -> None:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m scripts.bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--units", type=int, default=300, help="translation units of the generated project (default 300)")
-    p.add_argument("--repeat", type=int, default=5, help="warm builds of each kind; medians are reported (default 5)")
-    p.add_argument("--cold-repeat", type=int, default=1,
-                   help="cold builds, each with an empty cache (default 1: a cold build is the long part)")
-    p.add_argument("--index-entries", type=int, default=20_000, help="entries of the generated ROCm index (default 20000)")
+    p.add_argument(
+        "--units", type=int, default=300, help="translation units of the generated project (default 300)"
+    )
+    p.add_argument(
+        "--repeat", type=int, default=5, help="warm builds of each kind; medians are reported (default 5)"
+    )
+    p.add_argument(
+        "--cold-repeat",
+        type=int,
+        default=1,
+        help="cold builds, each with an empty cache (default 1: a cold build is the long part)",
+    )
+    p.add_argument(
+        "--index-entries",
+        type=int,
+        default=20_000,
+        help="entries of the generated ROCm index (default 20000)",
+    )
     p.add_argument("--caches", type=int, default=20_000, help="caches for the prune plan (default 20000)")
-    p.add_argument("--micro-repeat", type=int, default=5, help="runs of the resolver and prune timings (default 5)")
+    p.add_argument(
+        "--micro-repeat", type=int, default=5, help="runs of the resolver and prune timings (default 5)"
+    )
     p.add_argument("--json-out", type=Path, help="results file (default bench-results/bench-<date>.json)")
-    p.add_argument("--workdir", type=Path, help="where to build (default: a temporary folder, removed afterwards)")
+    p.add_argument(
+        "--workdir", type=Path, help="where to build (default: a temporary folder, removed afterwards)"
+    )
     p.add_argument("--keep", action="store_true", help="keep the work folder (logs, builds, caches)")
-    p.add_argument("--real-tree-ccache", type=Path, metavar="DIR",
-                   help="start the real tree's ccache as a copy of DIR (read only; e.g. the test cache's "
-                        "~/.cache/llama-pipeline-tests/ccache): the first build is then a warm-up, not a cold figure")
-    p.add_argument("--quick", action="store_true",
-                   help="the generated project only, without the real llama.cpp tree (minutes cold; smoke tests)")
+    p.add_argument(
+        "--real-tree-ccache",
+        type=Path,
+        metavar="DIR",
+        help="start the real tree's ccache as a copy of DIR (read only; e.g. the test cache's "
+        "~/.cache/llama-pipeline-tests/ccache): the first build is then a warm-up, not a cold figure",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the generated project only, without the real llama.cpp tree (minutes cold; smoke tests)",
+    )
     args = p.parse_args(argv)
     for name in ("units", "repeat", "cold_repeat", "index_entries", "caches", "micro_repeat"):
         if getattr(args, name) < 1:
@@ -605,7 +728,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run, _ = bench.pipeline_build(warm_cache, "warm-pipeline")
             warm.append(run)
             raw.append(bench.raw_build(record))
-            say(f"bench: warm {i + 1}/{args.repeat}: pipeline {warm[-1].wall_s:.2f} s, raw {raw[-1].wall_s:.2f} s")
+            say(
+                f"bench: warm {i + 1}/{args.repeat}: pipeline {warm[-1].wall_s:.2f} s, raw {raw[-1].wall_s:.2f} s"
+            )
         startup = {
             "bare_python_s": _median([bench.bare_python() for _ in range(args.repeat)]),
             "cli_startup_s": _median([bench.cli_startup() for _ in range(args.repeat)]),
@@ -616,8 +741,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         prune = bench_prune(args.caches, args.micro_repeat)
         real: dict[str, Any] | None = None
         if not args.quick:
-            real = bench_real_tree(work, bench.env, bench._run, args.repeat, say,
-                                   cpu=lambda: bench.last_cpu_s, seed_cache=args.real_tree_ccache)
+            real = bench_real_tree(
+                work,
+                bench.env,
+                bench._run,
+                args.repeat,
+                say,
+                cpu=lambda: bench.last_cpu_s,
+                seed_cache=args.real_tree_ccache,
+            )
         machine["load_average_end"] = _load()
         machine["idle"], end_warning = idle_verdict(machine, cpu_start, snapshot())
         result: dict[str, Any] = {
@@ -625,9 +757,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "date": started.isoformat(timespec="seconds"),
             "duration_s": round((datetime.now(UTC) - started).total_seconds(), 1),
             "machine": machine,
-            "params": {"units": args.units, "repeat": args.repeat, "cold_repeat": args.cold_repeat,
-                       "index_entries": args.index_entries, "caches": args.caches,
-                       "micro_repeat": args.micro_repeat, "path": "python -m pipeline build (subprocess)"},
+            "params": {
+                "units": args.units,
+                "repeat": args.repeat,
+                "cold_repeat": args.cold_repeat,
+                "index_entries": args.index_entries,
+                "caches": args.caches,
+                "micro_repeat": args.micro_repeat,
+                "path": "python -m pipeline build (subprocess)",
+            },
             "runs": [r.to_json() for r in (*cold, *warm, *raw)],
             "builds": builds,
             "resolver": resolver,

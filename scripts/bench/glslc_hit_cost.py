@@ -73,9 +73,22 @@ def calls(ws: Path, count: int) -> list[list[str]]:
     for i in range(count):
         shader, variant = SHADERS[i % len(SHADERS)], i // len(SHADERS) + 1
         spv = build / f"{shader}-{variant}.spv"
-        out.append(["-fshader-stage=compute", "--target-env=vulkan1.2", str(project / f"{shader}.comp"),
-                    "-o", str(spv), "-O", "-MD", "-MF", f"{spv}.d", "-I", str(project / "lib"),
-                    f"-DVARIANT={variant}"])
+        out.append(
+            [
+                "-fshader-stage=compute",
+                "--target-env=vulkan1.2",
+                str(project / f"{shader}.comp"),
+                "-o",
+                str(spv),
+                "-O",
+                "-MD",
+                "-MF",
+                f"{spv}.d",
+                "-I",
+                str(project / "lib"),
+                f"-DVARIANT={variant}",
+            ]
+        )
     return out
 
 
@@ -99,7 +112,9 @@ def new_folder(work: Path, name: str, cache: Path, glslc: str, cc: str) -> tuple
     write_shaders(ws / "project")
     (ws / "build").mkdir(parents=True)
     args = [f"-DCMAKE_C_COMPILER={cc}", f"-DVulkan_GLSLC_EXECUTABLE={glslc}"]
-    setup = setup_glslc_cache(args, ccache_dir=cache, base_dir=ws, build=ws / "build", stats_log=ws / "ccache.log")
+    setup = setup_glslc_cache(
+        args, ccache_dir=cache, base_dir=ws, build=ws / "build", stats_log=ws / "ccache.log"
+    )
     if setup is None:
         raise SystemExit(f"no glslc cache for {glslc}")
     return ws, setup
@@ -167,21 +182,31 @@ def main(argv: list[str]) -> int:
     ms = 1000.0 / n
     server_wall, server_cpu = med(idle, 0), med(idle, 1)
     load = os.getloadavg()
-    print(f"glslc cache, per call: {n} calls, --jobs {args.jobs}, median of {args.repeat}; "
-          f"{os.cpu_count()} CPUs, load average {load_before:.2f} before, {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f} after (1, 5, 15 min)")
+    print(
+        f"glslc cache, per call: {n} calls, --jobs {args.jobs}, median of {args.repeat}; "
+        f"{os.cpu_count()} CPUs, load average {load_before:.2f} before, {load[0]:.2f} {load[1]:.2f} "
+        f"{load[2]:.2f} after (1, 5, 15 min)"
+    )
     print(f"glslc: {glslc}; client built with {cc}; workdir {work}")
     print()
     print("| per call | wall (ms) | CPU (ms) |")
     print("| --- | ---: | ---: |")
-    print(f"| cold: glslc itself, through the Python launcher (miss) | {cold_wall * ms:.2f} | {cold_cpu * ms:.2f} |")
+    print(
+        f"| cold: glslc itself, through the Python launcher (miss) | {cold_wall * ms:.2f} | {cold_cpu * ms:.2f} |"
+    )
     print(f"| old hit: the Python launcher | {med(old, 0) * ms:.2f} | {med(old, 1) * ms:.2f} |")
-    print(f"| new hit: client and server, its start and stop spread over the calls | {med(new, 0) * ms:.2f} | "
-          f"{med(new, 1) * ms:.2f} |")
-    print(f"| new hit: client and server, without its start and stop | {(med(new, 0) - server_wall) * ms:.2f} | "
-          f"{(med(new, 1) - server_cpu) * ms:.2f} |")
+    print(
+        f"| new hit: client and server, its start and stop spread over the calls | {med(new, 0) * ms:.2f} | "
+        f"{med(new, 1) * ms:.2f} |"
+    )
+    print(
+        f"| new hit: client and server, without its start and stop | {(med(new, 0) - server_wall) * ms:.2f} | "
+        f"{(med(new, 1) - server_cpu) * ms:.2f} |"
+    )
     print()
-    print(f"The server's start and stop alone: {server_wall * 1000:.1f} ms wall, {server_cpu * 1000:.1f} ms CPU.")
+    print(
+        f"The server's start and stop alone: {server_wall * 1000:.1f} ms wall, {server_cpu * 1000:.1f} ms CPU."
+    )
     print(f"Old hit / cold call: {med(old, 1) / cold_cpu:.3f} of CPU; new: {med(new, 1) / cold_cpu:.3f}.")
     if args.workdir is None:
         shutil.rmtree(work)

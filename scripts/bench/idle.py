@@ -78,8 +78,11 @@ def other_work(start: CpuSnapshot, end: CpuSnapshot, cpus: int) -> dict[str, flo
     processes' part of the span's capacity (wall seconds times ``cpus``)."""
     other = max(0.0, (end.busy_s - start.busy_s) - (end.own_s - start.own_s))
     capacity = max(end.wall_s - start.wall_s, 1e-9) * max(cpus, 1)
-    return {"other_cpu_s": round(other, 1), "steal_s": round(end.steal_s - start.steal_s, 1),
-            "other_share": round(other / capacity, 4)}
+    return {
+        "other_cpu_s": round(other, 1),
+        "steal_s": round(end.steal_s - start.steal_s, 1),
+        "other_share": round(other / capacity, 4),
+    }
 
 
 def busy_load(load: list[float] | None) -> bool:
@@ -91,12 +94,15 @@ def idle_warning(load: list[float] | None, cpus: int | None, when: str) -> str |
     """The warning to print when the load average says the machine is busy (None: idle, or unknown)."""
     if load is None or not busy_load(load):
         return None
-    return (f"bench: WARNING: load average {load[0]:.2f} {when} on {cpus} cores: the machine is not idle, so the "
-            "wall times are not idle figures (the CPU seconds still measure the pipeline's own work)")
+    return (
+        f"bench: WARNING: load average {load[0]:.2f} {when} on {cpus} cores: the machine is not idle, so the "
+        "wall times are not idle figures (the CPU seconds still measure the pipeline's own work)"
+    )
 
 
-def idle_verdict(machine: dict[str, Any], start: CpuSnapshot | None,
-                 end: CpuSnapshot | None) -> tuple[bool, str | None]:
+def idle_verdict(
+    machine: dict[str, Any], start: CpuSnapshot | None, end: CpuSnapshot | None
+) -> tuple[bool, str | None]:
     """Whether the run was idle, and the warning to end it with when not: a 1-minute load of at most
     ``IDLE_LOAD`` at the start (``machine["load_average_start"]``), and other processes using at most
     ``IDLE_OTHER_SHARE`` of the machine between the snapshots (``machine`` gets their CPU seconds, the
@@ -109,7 +115,9 @@ def idle_verdict(machine: dict[str, Any], start: CpuSnapshot | None,
     other = other_work(start, end, machine["cpus"] or 1)
     machine.update(other)
     if other["other_share"] > IDLE_OTHER_SHARE:
-        return False, (f"bench: WARNING: other processes used {other['other_cpu_s']} CPU seconds during the run, "
-                       f"{other['other_share']:.1%} of the machine: the wall times are not idle figures (the CPU "
-                       "seconds still measure the pipeline's own work)")
+        return False, (
+            f"bench: WARNING: other processes used {other['other_cpu_s']} CPU seconds during the run, "
+            f"{other['other_share']:.1%} of the machine: the wall times are not idle figures (the CPU "
+            "seconds still measure the pipeline's own work)"
+        )
     return not busy_at_start, None

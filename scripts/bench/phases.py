@@ -25,7 +25,9 @@ def phase_breakdown(walls: Sequence[float], phases: Sequence[dict[str, float]]) 
     """Median wall seconds of each step over the runs, and of what lies outside every step: the
     interpreter's start, the imports, argument and matrix reading, the lock, the record and summary."""
     out = {name: _median([p.get(name, 0.0) for p in phases]) for name in STEP_PHASES}
-    out[OUTSIDE] = _median([w - sum(p.get(n, 0.0) for n in STEP_PHASES) for w, p in zip(walls, phases, strict=True)])
+    out[OUTSIDE] = _median(
+        [w - sum(p.get(n, 0.0) for n in STEP_PHASES) for w, p in zip(walls, phases, strict=True)]
+    )
     return out
 
 

@@ -80,7 +80,7 @@ def write_project(root: Path, units: int, seed: int = 0) -> Path:
     decls = "\n".join(f'extern "C" long unit{i}(int);' for i in range(units))
     calls = "\n".join(f"    total += unit{i}(n);" for i in range(units))
     (src / "main.cpp").write_text(
-        f'#include <cstdio>\n{decls}\nint main(int argc, char**) {{\n    int n = argc + 8;\n    long total = 0;\n'
+        f"#include <cstdio>\n{decls}\nint main(int argc, char**) {{\n    int n = argc + 8;\n    long total = 0;\n"
         f'{calls}\n    std::printf("%ld\\n", total);\n    return 0;\n}}\n'
     )
     (root / "CMakeLists.txt").write_text(

@@ -56,8 +56,14 @@ def _median(values: Sequence[float]) -> float:
 class RealTreeBench:
     """One workspace: the tree, the matrix, the caches and the timed commands."""
 
-    def __init__(self, work: Path, env: dict[str, str], run: Callable[..., float], cpu: Callable[[], float],
-                 seed_cache: Path | None = None) -> None:
+    def __init__(
+        self,
+        work: Path,
+        env: dict[str, str],
+        run: Callable[..., float],
+        cpu: Callable[[], float],
+        seed_cache: Path | None = None,
+    ) -> None:
         self.work = work / "real"
         shutil.rmtree(self.work, ignore_errors=True)
         # A repository of its own, outside any superproject: as a user's checkout is.
@@ -65,7 +71,9 @@ class RealTreeBench:
         self.matrix = self.work / "matrix.toml"
         # The source's repository is never fetched: the tree is passed with --source.
         shipped = SHIPPED_MATRIX.read_text(encoding="utf-8")
-        self.matrix.write_text(reduced_matrix(shipped, legs=[LEG], source_repo="https://example.invalid/llama.cpp.git"))
+        self.matrix.write_text(
+            reduced_matrix(shipped, legs=[LEG], source_repo="https://example.invalid/llama.cpp.git")
+        )
         self.cache = self.work / "ccache"
         if seed_cache is not None:
             # A copy: the seed (the test cache) is only read.
@@ -80,8 +88,18 @@ class RealTreeBench:
 
     def pipeline(self, kind: str, *, bundle: bool) -> tuple[float, dict[str, Any]]:
         """Wall seconds and the record; the record gets ``bench_cpu_s``, the run's CPU seconds."""
-        wall = self._run([sys.executable, "-m", "pipeline", "build", LEG,
-                          *self._build_args(*(() if bundle else ("--no-bundle",)))], f"real-{kind}", self.env)
+        wall = self._run(
+            [
+                sys.executable,
+                "-m",
+                "pipeline",
+                "build",
+                LEG,
+                *self._build_args(*(() if bundle else ("--no-bundle",))),
+            ],
+            f"real-{kind}",
+            self.env,
+        )
         record: dict[str, Any] = json.loads((self.out / LEG / "record.json").read_text(encoding="utf-8"))
         record["bench_cpu_s"] = self._cpu()
         return wall, record
@@ -89,9 +107,23 @@ class RealTreeBench:
     def nox_session(self, kind: str) -> float:
         """``nox -s cpu`` as a user runs it: a real venv under the workspace (uv where installed)."""
         env = {k: v for k, v in self.env.items() if k != "PYTHONPATH"}
-        return self._run([sys.executable, "-m", "nox", "-f", str(Path(__file__).resolve().parents[2] / "noxfile.py"),
-                          "--envdir", str(self.work / "nox-envs"), "-s", LEG, "--", *self._build_args()],
-                         f"real-{kind}", env)
+        return self._run(
+            [
+                sys.executable,
+                "-m",
+                "nox",
+                "-f",
+                str(Path(__file__).resolve().parents[2] / "noxfile.py"),
+                "--envdir",
+                str(self.work / "nox-envs"),
+                "-s",
+                LEG,
+                "--",
+                *self._build_args(),
+            ],
+            f"real-{kind}",
+            env,
+        )
 
     def raw(self, record: dict[str, Any]) -> tuple[float, float]:
         """The same configure and build with cmake + ninja + ccache only (same cache, same depth):
@@ -106,9 +138,15 @@ class RealTreeBench:
         build.parent.mkdir(parents=True, exist_ok=True)
         args = list(record["cmake_args"])
         args[args.index("-B") + 1] = str(build)
-        setup = CcacheSetup(executable=find_ccache(), version=cc["version"], cache_dir=Path(cc["cache_dir"]),
-                            base_dir=Path(cc["base_dir"]), compiler_check=cc["compiler_check"], max_size="5G",
-                            stats_log=self.work / "raw-stats.log")
+        setup = CcacheSetup(
+            executable=find_ccache(),
+            version=cc["version"],
+            cache_dir=Path(cc["cache_dir"]),
+            base_dir=Path(cc["base_dir"]),
+            compiler_check=cc["compiler_check"],
+            max_size="5G",
+            stats_log=self.work / "raw-stats.log",
+        )
         env = {**self.env, **setup.env(with_stats_log=False)}
         cmake, ninja = find_tool("cmake"), find_tool("ninja")
         started = time.perf_counter()
@@ -154,9 +192,12 @@ def packaging(stage: Path, scratch: Path, repeat: int) -> dict[str, Any]:
     mb = payload / 1e6
     return {
         "payload_mb": round(mb, 1),
-        "tar_gzip6_s": reference, "tar_gzip6_mb_s": round(mb / reference, 1),
-        "pipeline_cold_s": round(cold, 3), "pipeline_cold_mb_s": round(mb / cold, 1),
-        "pipeline_unchanged_s": round(unchanged, 3), "pipeline_unchanged_mb_s": round(mb / unchanged, 1),
+        "tar_gzip6_s": reference,
+        "tar_gzip6_mb_s": round(mb / reference, 1),
+        "pipeline_cold_s": round(cold, 3),
+        "pipeline_cold_mb_s": round(mb / cold, 1),
+        "pipeline_unchanged_s": round(unchanged, 3),
+        "pipeline_unchanged_mb_s": round(mb / unchanged, 1),
         "unchanged_speedup": round(cold / unchanged, 2),
         "packaging_cache": "pipeline.archives.deterministic.write_tar_gz(cache=...)",
         "archive_mb": round(target.stat().st_size / 1e6, 2),
@@ -191,12 +232,17 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
     versions = hashlib.sha256(version_text.encode() + bytes(1)).hexdigest()
     toolchain_mode = f"string:{digest}+{versions}"
     try:
-        timer: Callable[..., float] | None = importlib.import_module("pipeline.ccache.compiler_check").time_compiler_check
+        timer: Callable[..., float] | None = importlib.import_module(
+            "pipeline.ccache.compiler_check"
+        ).time_compiler_check
         timed_by = "pipeline.ccache.compiler_check.time_compiler_check"
     except (ImportError, AttributeError):
         timer, timed_by = None, "absent (no pipeline.ccache.compiler_check.time_compiler_check): timed here"
-    results: dict[str, Any] = {"compiler_mb": BIG_COMPILER_BYTES // (1024 * 1024), "calls": calls,
-                               "toolchain_check_from": timed_by}
+    results: dict[str, Any] = {
+        "compiler_mb": BIG_COMPILER_BYTES // (1024 * 1024),
+        "calls": calls,
+        "toolchain_check_from": timed_by,
+    }
     ccache = find_ccache()
     for mode, check in (("content", "content"), ("toolchain", toolchain_mode)):
         work = scratch / f"work-{mode}"
@@ -216,14 +262,23 @@ def compiler_check(scratch: Path, calls: int, env: dict[str, str]) -> dict[str, 
     return results
 
 
-def bench_real_tree(work: Path, env: dict[str, str], run: Callable[..., float], repeat: int,
-                    say: Callable[[str], None], *, cpu: Callable[[], float],
-                    seed_cache: Path | None = None) -> dict[str, Any]:
+def bench_real_tree(
+    work: Path,
+    env: dict[str, str],
+    run: Callable[..., float],
+    repeat: int,
+    say: Callable[[str], None],
+    *,
+    cpu: Callable[[], float],
+    seed_cache: Path | None = None,
+) -> dict[str, Any]:
     """Every real-tree figure of the benchmark, with the targets as ratios. ``cpu``: the CPU seconds of
     the last command ``run`` ran; ``seed_cache``: a ccache to start from (copied), which makes the first
     build a warm-up instead of the cold figure."""
     rt = RealTreeBench(work, env, run, cpu, seed_cache)
-    say(f"bench: real tree {rt.tree} ({'warm-up from ' + str(seed_cache) if seed_cache else 'cold build: minutes'})")
+    say(
+        f"bench: real tree {rt.tree} ({'warm-up from ' + str(seed_cache) if seed_cache else 'cold build: minutes'})"
+    )
     cold_s, record = rt.pipeline("cold", bundle=True)
     compilations = record["ccache"]["misses"] + record["ccache"]["hits"]
     say(f"bench: real tree first build {cold_s:.0f} s, {record['ccache']['misses']} misses")
@@ -248,35 +303,64 @@ def bench_real_tree(work: Path, env: dict[str, str], run: Callable[..., float], 
         hits.append(rec["ccache"]["hits"])
         runs["nox"].append(rt.nox_session("warm-nox"))
         cpus["nox"].append(cpu())
-        say(f"bench: real tree warm {i + 1}/{repeat}: raw {runs['raw'][-1]:.2f} s, --no-bundle {runs['no_bundle'][-1]:.2f} s, "
+        say(
+            f"bench: real tree warm {i + 1}/{repeat}: raw {runs['raw'][-1]:.2f} s, --no-bundle {runs['no_bundle'][-1]:.2f} s, "
             f"pipeline {runs['pipeline'][-1]:.2f} s ({cpus['pipeline'][-1]:.2f} s CPU vs raw {raw_cpu:.2f}), "
-            f"nox {runs['nox'][-1]:.2f} s")
-    builds = {"cold_s": None if seed_cache else round(cold_s, 2), "first_build_s": round(cold_s, 2),
-              "seeded_from": str(seed_cache) if seed_cache else None,
-              "raw_s": _median(runs["raw"]), "pipeline_no_bundle_s": _median(runs["no_bundle"]),
-              "pipeline_s": _median(runs["pipeline"]), "nox_s": _median(runs["nox"]), "compilations": compilations,
-              "warm_hits": min(hits), "runs": {k: [round(v, 3) for v in vs] for k, vs in runs.items()},
-              "cpu_s": {k: _median(vs) for k, vs in cpus.items()},
-              "cpu_runs": {k: [round(v, 3) for v in vs] for k, vs in cpus.items()},
-              "phases": phase_breakdown(runs["pipeline"], phases)}
+            f"nox {runs['nox'][-1]:.2f} s"
+        )
+    builds = {
+        "cold_s": None if seed_cache else round(cold_s, 2),
+        "first_build_s": round(cold_s, 2),
+        "seeded_from": str(seed_cache) if seed_cache else None,
+        "raw_s": _median(runs["raw"]),
+        "pipeline_no_bundle_s": _median(runs["no_bundle"]),
+        "pipeline_s": _median(runs["pipeline"]),
+        "nox_s": _median(runs["nox"]),
+        "compilations": compilations,
+        "warm_hits": min(hits),
+        "runs": {k: [round(v, 3) for v in vs] for k, vs in runs.items()},
+        "cpu_s": {k: _median(vs) for k, vs in cpus.items()},
+        "cpu_runs": {k: [round(v, 3) for v in vs] for k, vs in cpus.items()},
+        "phases": phase_breakdown(runs["pipeline"], phases),
+    }
     say("bench: packaging and the compiler check")
     pack = packaging(rt.out / LEG / "bundle", rt.work / "pack", repeat)
     check = compiler_check(rt.work / "compiler", 100, env)
     cpu_s: dict[str, float] = builds["cpu_s"]
     targets = {
-        "bundle_over_raw_s": {"value": round(builds["pipeline_s"] - builds["raw_s"], 2),
-                              "target": TARGET_BUNDLE_OVER_RAW_S},
-        "bundle_over_raw_cpu_s": {"value": round(cpu_s["pipeline"] - cpu_s["raw"], 2), "target": TARGET_BUNDLE_OVER_RAW_S},
-        "nox_over_raw_s": {"value": round(builds["nox_s"] - builds["raw_s"], 2), "target": TARGET_BUNDLE_OVER_RAW_S},
-        "nox_over_pipeline_s": {"value": round(builds["nox_s"] - builds["pipeline_s"], 2),
-                                "target": TARGET_NOX_OVER_PIPELINE_S},
-        "unchanged_packaging_speedup": {"value": pack["unchanged_speedup"], "target": TARGET_UNCHANGED_SPEEDUP},
+        "bundle_over_raw_s": {
+            "value": round(builds["pipeline_s"] - builds["raw_s"], 2),
+            "target": TARGET_BUNDLE_OVER_RAW_S,
+        },
+        "bundle_over_raw_cpu_s": {
+            "value": round(cpu_s["pipeline"] - cpu_s["raw"], 2),
+            "target": TARGET_BUNDLE_OVER_RAW_S,
+        },
+        "nox_over_raw_s": {
+            "value": round(builds["nox_s"] - builds["raw_s"], 2),
+            "target": TARGET_BUNDLE_OVER_RAW_S,
+        },
+        "nox_over_pipeline_s": {
+            "value": round(builds["nox_s"] - builds["pipeline_s"], 2),
+            "target": TARGET_NOX_OVER_PIPELINE_S,
+        },
+        "unchanged_packaging_speedup": {
+            "value": pack["unchanged_speedup"],
+            "target": TARGET_UNCHANGED_SPEEDUP,
+        },
     }
     for name, t in targets.items():
-        t["met"] = t["value"] >= t["target"] if name == "unchanged_packaging_speedup" else t["value"] <= t["target"]
-    return {"tree": "llama.cpp 0c1e570 (llama-cpp-python 0.3.36 sdist), reduced cpu leg",
-            "builds": builds, "packaging": pack, "compiler_check": check, "targets": targets,
-            "load_average": list(os.getloadavg())}
+        t["met"] = (
+            t["value"] >= t["target"] if name == "unchanged_packaging_speedup" else t["value"] <= t["target"]
+        )
+    return {
+        "tree": "llama.cpp 0c1e570 (llama-cpp-python 0.3.36 sdist), reduced cpu leg",
+        "builds": builds,
+        "packaging": pack,
+        "compiler_check": check,
+        "targets": targets,
+        "load_average": list(os.getloadavg()),
+    }
 
 
 def print_real_tree(result: dict[str, Any]) -> None:
@@ -286,21 +370,33 @@ def print_real_tree(result: dict[str, Any]) -> None:
     console = Console()
     b, p, c = result["builds"], result["packaging"], result["compiler_check"]
     raw = b["raw_s"]
-    table = Table(title=f"real tree: {result['tree']}, {b['compilations']} compilations, warm "
-                  f"{b['warm_hits']}/{b['compilations']} hits (median wall seconds)", title_justify="left")
+    table = Table(
+        title=f"real tree: {result['tree']}, {b['compilations']} compilations, warm "
+        f"{b['warm_hits']}/{b['compilations']} hits (median wall seconds)",
+        title_justify="left",
+    )
     for col in ("command", "wall", "vs raw", "CPU (s)", "CPU over raw"):
         table.add_column(col, justify="left" if col == "command" else "right")
     cpu = b.get("cpu_s") or {}
-    for label, key, run in (("raw cmake -G Ninja + ninja + ccache", "raw_s", "raw"),
-                            ("python -m pipeline build cpu --no-bundle", "pipeline_no_bundle_s", "no_bundle"),
-                            ("python -m pipeline build cpu", "pipeline_s", "pipeline"), ("nox -s cpu", "nox_s", "nox")):
+    for label, key, run in (
+        ("raw cmake -G Ninja + ninja + ccache", "raw_s", "raw"),
+        ("python -m pipeline build cpu --no-bundle", "pipeline_no_bundle_s", "no_bundle"),
+        ("python -m pipeline build cpu", "pipeline_s", "pipeline"),
+        ("nox -s cpu", "nox_s", "nox"),
+    ):
         cells = (f"{cpu[run]:.2f}", f"{cpu[run] - cpu['raw']:+.2f}") if run in cpu else ("", "")
         table.add_row(label, f"{b[key]:.2f}", f"{b[key] / raw:.2f}", *cells)
     if b.get("cold_s") is not None:
-        table.add_row("cold: python -m pipeline build cpu (empty ccache)", f"{b['cold_s']:.1f}", f"{b['cold_s'] / raw:.1f}")
+        table.add_row(
+            "cold: python -m pipeline build cpu (empty ccache)",
+            f"{b['cold_s']:.1f}",
+            f"{b['cold_s'] / raw:.1f}",
+        )
     console.print(table)
     if "phases" in b:
-        print_phases(console, "real tree, python -m pipeline build cpu, per phase (median wall seconds)", b["phases"])
+        print_phases(
+            console, "real tree, python -m pipeline build cpu, per phase (median wall seconds)", b["phases"]
+        )
     console.print(
         f"packaging {p['payload_mb']} MB payload: tar | gzip -6 {p['tar_gzip6_s']:.2f} s ({p['tar_gzip6_mb_s']} MB/s); "
         f"pipeline cold {p['pipeline_cold_s']:.2f} s ({p['pipeline_cold_mb_s']} MB/s), unchanged "
@@ -315,13 +411,19 @@ def print_real_tree(result: dict[str, Any]) -> None:
     targets = Table(title="real-tree targets", title_justify="left")
     for col in ("figure", "value", "target", ""):
         targets.add_column(col, justify="left" if col == "figure" else "right")
-    labels = {"bundle_over_raw_s": ("pipeline (with bundle) over raw, warm", "s", "<="),
-              "bundle_over_raw_cpu_s": ("pipeline (with bundle) over raw, warm, CPU seconds", "s", "<="),
-              "nox_over_raw_s": ("nox -s cpu over raw, warm", "s", "<="),
-              "nox_over_pipeline_s": ("nox -s cpu over the pipeline", "s", "<="),
-              "unchanged_packaging_speedup": ("packaging: cold / unchanged payload", "x", ">=")}
+    labels = {
+        "bundle_over_raw_s": ("pipeline (with bundle) over raw, warm", "s", "<="),
+        "bundle_over_raw_cpu_s": ("pipeline (with bundle) over raw, warm, CPU seconds", "s", "<="),
+        "nox_over_raw_s": ("nox -s cpu over raw, warm", "s", "<="),
+        "nox_over_pipeline_s": ("nox -s cpu over the pipeline", "s", "<="),
+        "unchanged_packaging_speedup": ("packaging: cold / unchanged payload", "x", ">="),
+    }
     for name, t in result["targets"].items():
         label, unit, op = labels[name]
-        targets.add_row(label, f"{t['value']:+.2f} {unit}" if unit == "s" else f"{t['value']:.2f}{unit}",
-                        f"{op} {t['target']}{unit if unit == 'x' else ' s'}", "[green]met[/]" if t["met"] else "[red]MISSED[/]")
+        targets.add_row(
+            label,
+            f"{t['value']:+.2f} {unit}" if unit == "s" else f"{t['value']:.2f}{unit}",
+            f"{op} {t['target']}{unit if unit == 'x' else ' s'}",
+            "[green]met[/]" if t["met"] else "[red]MISSED[/]",
+        )
     console.print(targets)

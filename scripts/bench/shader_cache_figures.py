@@ -37,7 +37,9 @@ def figures(leg_dir: Path) -> dict[str, Any]:
         "host": classes.get("host", {}).get("seconds", 0.0),
         "shader_steps": len(shaders),
         "shader_summed": sum(s.seconds for s in shaders),
-        "shader_span": (max(s.end_ms for s in shaders) - min(s.start_ms for s in shaders)) / 1000 if shaders else 0.0,
+        "shader_span": (max(s.end_ms for s in shaders) - min(s.start_ms for s in shaders)) / 1000
+        if shaders
+        else 0.0,
     }
 
 
@@ -48,13 +50,25 @@ def table(cold: dict[str, Any], warm: dict[str, Any]) -> str:
     rows = [
         ("build phase (wall, s)", f"{cold['build']:.1f}", f"{warm['build']:.1f}", ratio("build")),
         ("shader-generation steps (count)", str(cold["shader_steps"]), str(warm["shader_steps"]), ""),
-        ("shader-generation steps (summed, s)", f"{cold['shader_summed']:.1f}", f"{warm['shader_summed']:.1f}",
-         ratio("shader_summed")),
-        ("shader-generation steps (wall span, s)", f"{cold['shader_span']:.1f}", f"{warm['shader_span']:.1f}",
-         ratio("shader_span")),
+        (
+            "shader-generation steps (summed, s)",
+            f"{cold['shader_summed']:.1f}",
+            f"{warm['shader_summed']:.1f}",
+            ratio("shader_summed"),
+        ),
+        (
+            "shader-generation steps (wall span, s)",
+            f"{cold['shader_span']:.1f}",
+            f"{warm['shader_span']:.1f}",
+            ratio("shader_span"),
+        ),
         ("ccache hits / misses", "{} / {}".format(*cold["ccache"]), "{} / {}".format(*warm["ccache"]), ""),
-        ("glslc cache hits / misses / uncacheable", "{} / {} / {}".format(*cold["glslc"]),
-         "{} / {} / {}".format(*warm["glslc"]), ""),
+        (
+            "glslc cache hits / misses / uncacheable",
+            "{} / {} / {}".format(*cold["glslc"]),
+            "{} / {} / {}".format(*warm["glslc"]),
+            "",
+        ),
         ("Ninja device steps (summed, s)", f"{cold['device']:.1f}", f"{warm['device']:.1f}", ratio("device")),
         ("Ninja host steps (summed, s)", f"{cold['host']:.1f}", f"{warm['host']:.1f}", ratio("host")),
     ]
@@ -65,7 +79,10 @@ def table(cold: dict[str, Any], warm: dict[str, Any]) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("error: usage: python -m scripts.bench.shader_cache_figures COLD_LEG_DIR WARM_LEG_DIR", file=sys.stderr)
+        print(
+            "error: usage: python -m scripts.bench.shader_cache_figures COLD_LEG_DIR WARM_LEG_DIR",
+            file=sys.stderr,
+        )
         return 2
     print(table(figures(Path(argv[0])), figures(Path(argv[1]))))
     return 0

@@ -33,6 +33,7 @@ def _tests(module: str) -> Any:
     """A module of the test helpers (the real-tree vulkan test's own matrix and build line), by name."""
     return importlib.import_module(module)
 
+
 VULKAN_DIR = "ggml/src/ggml-vulkan/"
 # The backend's own sources (compiled whatever the shaders): not the shader pipeline.
 OWN = ("ggml-vulkan.cpp.o",)
@@ -49,11 +50,16 @@ def is_shader_step(target: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     vulkan = _tests("tests.integration.test_vulkan_real_tree")
-    files, run_pipeline = _tests("tests.support.tree_files"), _tests("tests.support.pipeline_cli").run_pipeline
+    files, run_pipeline = (
+        _tests("tests.support.tree_files"),
+        _tests("tests.support.pipeline_cli").run_pipeline,
+    )
     sdist = files.cached_sdist()
     if sdist is None:
         print(f"error: {files.missing_reason()}", file=sys.stderr)
@@ -67,8 +73,13 @@ def main() -> int:
         for name in ("cold", "warm"):
             out = work / name / "out"
             started = time.monotonic()
-            proc = run_pipeline(vulkan._build_args(matrix, tree, out, work / "ccache", "--vulkan-sdk", str(sdk), "--no-bundle"),
-                                env={"PIPELINE_CACHE_HOME": str(work / "home")}, timeout=3600)
+            proc = run_pipeline(
+                vulkan._build_args(
+                    matrix, tree, out, work / "ccache", "--vulkan-sdk", str(sdk), "--no-bundle"
+                ),
+                env={"PIPELINE_CACHE_HOME": str(work / "home")},
+                timeout=3600,
+            )
             wall = time.monotonic() - started
             if proc.returncode != 0:
                 print(proc.stdout[-4000:] + proc.stderr, file=sys.stderr)
@@ -76,20 +87,31 @@ def main() -> int:
             record = json.loads((out / "vulkan" / "record.json").read_text())
             steps = ninja_steps(out / "vulkan" / "build")
             shader = sum(s for t, s in steps if is_shader_step(t))
-            rows.append({"build": name, "wall_s": round(wall, 1), "build_phase_s": record["phases"]["build"],
-                         "shader_steps_s": round(shader, 1), "all_steps_s": round(sum(s for _t, s in steps), 1),
-                         "ccache": {k: record["ccache"][k] for k in ("hits", "misses")},
-                         "glslc": {k: record["ccache"]["glslc"][k] for k in ("hits", "misses")}})
+            rows.append(
+                {
+                    "build": name,
+                    "wall_s": round(wall, 1),
+                    "build_phase_s": record["phases"]["build"],
+                    "shader_steps_s": round(shader, 1),
+                    "all_steps_s": round(sum(s for _t, s in steps), 1),
+                    "ccache": {k: record["ccache"][k] for k in ("hits", "misses")},
+                    "glslc": {k: record["ccache"]["glslc"][k] for k in ("hits", "misses")},
+                }
+            )
     cold = rows[0]["shader_steps_s"]
     for row in rows:
         share = row["shader_steps_s"] / cold if cold else 0.0
-        print(f"{row['build']}: build {row['build_phase_s']:.1f} s (wall {row['wall_s']:.1f} s); shader pipeline "
-              f"{row['shader_steps_s']:.1f} s of steps ({share:.0%} of the cold one's); ccache {row['ccache']}, "
-              f"glslc {row['glslc']}")
+        print(
+            f"{row['build']}: build {row['build_phase_s']:.1f} s (wall {row['wall_s']:.1f} s); shader pipeline "
+            f"{row['shader_steps_s']:.1f} s of steps ({share:.0%} of the cold one's); ccache {row['ccache']}, "
+            f"glslc {row['glslc']}"
+        )
     warm_share = rows[1]["shader_steps_s"] / rows[0]["build_phase_s"]
     print(f"warm shader pipeline / cold build: {warm_share:.1%}")
     if args.json_out:
-        args.json_out.write_text(json.dumps({"rows": rows, "warm_shader_over_cold_build": warm_share}, indent=2) + "\n")
+        args.json_out.write_text(
+            json.dumps({"rows": rows, "warm_shader_over_cold_build": warm_share}, indent=2) + "\n"
+        )
     return 0
 
 

@@ -97,12 +97,16 @@ ARCHITECTURE = "90"
 
 # ggml-cuda.cu's ggml_cuda_init logs "found %d " GGML_CUDA_NAME " devices", GGML_CUDA_NAME "ROCm" in a HIP
 # build (ggml-cuda.h), and for HIP each device as "Device %d: %s, %s (0x%x)" with its gcnArchName.
-_FOUND = {"cuda": re.compile(r"ggml_cuda_init: found (\d+) CUDA devices"),
-          "vulkan": re.compile(r"ggml_vulkan: Found (\d+) Vulkan devices"),
-          "rocm": re.compile(r"ggml_cuda_init: found (\d+) ROCm devices")}
-_DEVICE = {"cuda": re.compile(r"^\s*Device \d+: (.+?), compute capability (\d+\.\d+)", re.MULTILINE),
-           "vulkan": re.compile(r"^ggml_vulkan: \d+ = (.+?) \((.+?)\) \|", re.MULTILINE),
-           "rocm": re.compile(r"^\s*Device \d+: (.+?), (gfx[0-9a-f]+)\S* \(0x[0-9a-f]+\)", re.MULTILINE)}
+_FOUND = {
+    "cuda": re.compile(r"ggml_cuda_init: found (\d+) CUDA devices"),
+    "vulkan": re.compile(r"ggml_vulkan: Found (\d+) Vulkan devices"),
+    "rocm": re.compile(r"ggml_cuda_init: found (\d+) ROCm devices"),
+}
+_DEVICE = {
+    "cuda": re.compile(r"^\s*Device \d+: (.+?), compute capability (\d+\.\d+)", re.MULTILINE),
+    "vulkan": re.compile(r"^ggml_vulkan: \d+ = (.+?) \((.+?)\) \|", re.MULTILINE),
+    "rocm": re.compile(r"^\s*Device \d+: (.+?), (gfx[0-9a-f]+)\S* \(0x[0-9a-f]+\)", re.MULTILINE),
+}
 _ROCM_FAILED = re.compile(r"ggml_cuda_init: failed to initialize ROCm: (.*)")
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _USING = re.compile(r"using device ((?:CUDA|Vulkan|ROCm)\d+) \(([^)]*)\)")
@@ -159,7 +163,9 @@ def rocm_target(root: Path, asked: str | None, dry_run: bool) -> tuple[str, str]
         try:
             found = machine_targets(root)
         except Unfit as err:
-            raise Unfit(f"{err} (a dry run without an AMD GPU takes --target gfxNNNN)" if dry_run else str(err)) from err
+            raise Unfit(
+                f"{err} (a dry run without an AMD GPU takes --target gfxNNNN)" if dry_run else str(err)
+            ) from err
         say(f"GPUs: {', '.join(found.targets)} ({found.tool})")
         leg, target = choose_leg(found.targets, legs)
     say(f"leg: {leg} (shipped targets {', '.join(legs[leg])}), built for {target} only")
@@ -178,11 +184,15 @@ def describe_rocm(root: Path, dry_run: bool) -> None:
             raise CheckFailed(str(err)) from err
         say(f"warning: the build would stop here: {err}")
         return
-    say(f"ROCm at {found.root}: clang {found.clang_dir}, device libraries {found.device_libs}, "
-        f"HIP {found.hip.version} ({found.hip.source}), identity {found.identity}")
+    say(
+        f"ROCm at {found.root}: clang {found.clang_dir}, device libraries {found.device_libs}, "
+        f"HIP {found.hip.version} ({found.hip.source}), identity {found.identity}"
+    )
     kfd = Path("/dev/kfd")
     say(f"kernel driver: {kfd} " + ("present" if kfd.exists() else "absent (no amdgpu compute driver)"))
-    say(f"tools: cmake {shutil.which('cmake')}, ninja {shutil.which('ninja')}, python {sys.version.split()[0]}")
+    say(
+        f"tools: cmake {shutil.which('cmake')}, ninja {shutil.which('ninja')}, python {sys.version.split()[0]}"
+    )
 
 
 def describe_machine(cuda: Path) -> None:
@@ -201,8 +211,12 @@ def describe_machine(cuda: Path) -> None:
     for lib in ("libcudart.so", "libcublas.so", "libcublasLt.so"):
         found = sorted(str(p.relative_to(cuda)) for p in cuda.glob(f"**/{lib}"))
         if not found:
-            raise CheckFailed(f"{cuda} has no {lib}: ggml-cuda links it (a toolkit without cuBLAS cannot build it)")
-    say(f"tools: cmake {shutil.which('cmake')}, ninja {shutil.which('ninja')}, python {sys.version.split()[0]}")
+            raise CheckFailed(
+                f"{cuda} has no {lib}: ggml-cuda links it (a toolkit without cuBLAS cannot build it)"
+            )
+    say(
+        f"tools: cmake {shutil.which('cmake')}, ninja {shutil.which('ninja')}, python {sys.version.split()[0]}"
+    )
 
 
 def describe_vulkan() -> None:
@@ -216,12 +230,20 @@ def describe_vulkan() -> None:
     say(f"Vulkan drivers (ICD files): {', '.join(icds) or 'none'}")
     loaders = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
     if "libvulkan.so.1" not in loaders:
-        raise CheckFailed("the machine has no Vulkan loader (libvulkan.so.1, Debian/Ubuntu: libvulkan1): a Vulkan "
-                          "bundle runs on the system's loader, as every Vulkan program does")
+        raise CheckFailed(
+            "the machine has no Vulkan loader (libvulkan.so.1, Debian/Ubuntu: libvulkan1): a Vulkan "
+            "bundle runs on the system's loader, as every Vulkan program does"
+        )
     say("Vulkan loader: " + next(line.strip() for line in loaders.splitlines() if "libvulkan.so.1" in line))
     if not any("nvidia" in Path(p).name.lower() for p in icds):
-        say("warning: no NVIDIA ICD file in " + ", ".join(map(str, ICD_FOLDERS)) + ": ggml-vulkan may find no GPU")
-    say(f"tools: cmake {shutil.which('cmake')}, ninja {shutil.which('ninja')}, python {sys.version.split()[0]}")
+        say(
+            "warning: no NVIDIA ICD file in "
+            + ", ".join(map(str, ICD_FOLDERS))
+            + ": ggml-vulkan may find no GPU"
+        )
+    say(
+        f"tools: cmake {shutil.which('cmake')}, ninja {shutil.which('ninja')}, python {sys.version.split()[0]}"
+    )
 
 
 def unpack_dependencies() -> Path:
@@ -232,7 +254,9 @@ def unpack_dependencies() -> Path:
         SITE.mkdir(parents=True)
         wheels = sorted(WHEELS.glob("*.whl"))
         if not wheels:
-            raise CheckFailed(f"no wheels in {WHEELS}: run python3 -m scripts.gpu_check.prepare first (on a machine with an index)")
+            raise CheckFailed(
+                f"no wheels in {WHEELS}: run python3 -m scripts.gpu_check.prepare first (on a machine with an index)"
+            )
         for wheel in wheels:
             with zipfile.ZipFile(wheel) as zf:
                 zf.extractall(SITE)
@@ -268,10 +292,13 @@ def write_matrix(plan: Plan) -> Path:
     backend = plan.backend
     path = WORK / "matrix.toml"
     if plan.target is not None:
-        text = rocm_matrix(SHIPPED_MATRIX.read_text(encoding="utf-8"), leg=plan.leg, target=plan.target,
-                           source_repo=str(SRC))
-        say(f"matrix: the shipped {plan.leg} leg + the tests' reduction, GPU target {plan.target} "
-            f"(the tests build {ROCM_TARGET}; this check builds {plan.target})")
+        text = rocm_matrix(
+            SHIPPED_MATRIX.read_text(encoding="utf-8"), leg=plan.leg, target=plan.target, source_repo=str(SRC)
+        )
+        say(
+            f"matrix: the shipped {plan.leg} leg + the tests' reduction, GPU target {plan.target} "
+            f"(the tests build {ROCM_TARGET}; this check builds {plan.target})"
+        )
         path.write_text(text, encoding="utf-8")
         return path
     text = reduced_matrix(SHIPPED_MATRIX.read_text(encoding="utf-8"), legs=[backend], source_repo=str(SRC))
@@ -279,11 +306,15 @@ def write_matrix(plan: Plan) -> Path:
         say("matrix: the shipped vulkan leg + the tests' reduction")
         path.write_text(text, encoding="utf-8")
         return path
-    text, count = re.subn(r"(?m)^cuda_architectures = \[.*\]$", f'cuda_architectures = ["{ARCHITECTURE}"]', text)
+    text, count = re.subn(
+        r"(?m)^cuda_architectures = \[.*\]$", f'cuda_architectures = ["{ARCHITECTURE}"]', text
+    )
     if count != 1:
         raise CheckFailed("the shipped cuda leg has no one-line cuda_architectures")
-    say(f"matrix: the shipped cuda leg + the tests' reduction, architectures {ARCHITECTURE} "
-        f"(the tests build {CUDA_ARCHITECTURE}, this GPU's is {ARCHITECTURE})")
+    say(
+        f"matrix: the shipped cuda leg + the tests' reduction, architectures {ARCHITECTURE} "
+        f"(the tests build {CUDA_ARCHITECTURE}, this GPU's is {ARCHITECTURE})"
+    )
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -298,8 +329,24 @@ def pipeline_env(tools: Path) -> dict[str, str]:
 
 
 def build_command(plan: Plan, matrix: Path) -> list[str]:
-    return [sys.executable, "-m", "pipeline", "--matrix", str(matrix), "build", plan.leg, "--source", str(SRC),
-            "--tag", TAG, "--out", str(OUT_DIR), "--cache-dir", str(WORK / f"ccache-{plan.backend}"), *plan.toolchain]
+    return [
+        sys.executable,
+        "-m",
+        "pipeline",
+        "--matrix",
+        str(matrix),
+        "build",
+        plan.leg,
+        "--source",
+        str(SRC),
+        "--tag",
+        TAG,
+        "--out",
+        str(OUT_DIR),
+        "--cache-dir",
+        str(WORK / f"ccache-{plan.backend}"),
+        *plan.toolchain,
+    ]
 
 
 def build(plan: Plan, matrix: Path, env: dict[str, str], log: Path) -> dict[str, object]:
@@ -332,11 +379,16 @@ def check_record(backend: str, record: dict[str, object]) -> None:
     if backend == "vulkan":
         ccache = record.get("ccache")
         glslc = ccache.get("glslc") if isinstance(ccache, dict) else None
-        say(f"glslc cache: {glslc.get('hits')} hits, {glslc.get('misses')} misses" if isinstance(glslc, dict)
-            else "glslc cache: none in the record")
+        say(
+            f"glslc cache: {glslc.get('hits')} hits, {glslc.get('misses')} misses"
+            if isinstance(glslc, dict)
+            else "glslc cache: none in the record"
+        )
         status, line = lines.get("gpu-forward-pass", ("missing", "no gpu-forward-pass check"))
         if status != "passed" or " on Vulkan0 (" not in line or any(cpu in line for cpu in CPU_DEVICES):
-            raise CheckFailed(f"check-bundle's GPU forward pass did not run on a Vulkan GPU: {status}: {line}")
+            raise CheckFailed(
+                f"check-bundle's GPU forward pass did not run on a Vulkan GPU: {status}: {line}"
+            )
         return
     if backend == "rocm":
         # ggml-hip's devices are ROCm0.. (GGML_CUDA_NAME); the line names the module it ran on.
@@ -366,46 +418,75 @@ def forward_pass_on_the_gpu(plan: Plan, record: dict[str, object], out: Path | N
     (top,) = (run / "bundle").iterdir()
     model = write_tiny_llama(run / "home" / "tiny-llama.gguf")
     # Every layer offloaded, as check-bundle's gpu-forward-pass asks (llama-simple's own default too).
-    cmd = [str(top / FORWARD_PROGRAM), "-m", str(model), "-n", str(FORWARD_TOKENS), "-ngl", GPU_LAYERS, FORWARD_PROMPT]
+    cmd = [
+        str(top / FORWARD_PROGRAM),
+        "-m",
+        str(model),
+        "-n",
+        str(FORWARD_TOKENS),
+        "-ngl",
+        GPU_LAYERS,
+        FORWARD_PROMPT,
+    ]
     say("$ " + " ".join(cmd) + "   (the smoke run's forward pass, in its scrubbed environment)")
     ran = subprocess.run(cmd, cwd=run / "home", env=scrubbed_env(run / "home"), capture_output=True, text=True,
                          timeout=300, check=False)  # fmt: skip
     log = ran.stderr + "\n" + ran.stdout
     if out is not None:
         (out / "forward-pass.log").write_text(log)
-    keep = [line for line in log.splitlines()
-            if re.search(r"ggml_cuda_init|ggml_vulkan|Device \d+:|using device|offloaded|CUDA0|ROCm0|decoded|loaded \S+ backend", line)]
+    keep = [
+        line
+        for line in log.splitlines()
+        if re.search(
+            r"ggml_cuda_init|ggml_vulkan|Device \d+:|using device|offloaded|CUDA0|ROCm0|decoded|loaded \S+ backend",
+            line,
+        )
+    ]
     print("\n".join(keep), flush=True)
     say(forward_pass_verdict(plan.backend, log, ran.returncode, program=FORWARD_PROGRAM, target=plan.target))
 
 
-def forward_pass_verdict(backend: str, log: str, exit_code: int, *, program: str, target: str | None = None) -> str:
+def forward_pass_verdict(
+    backend: str, log: str, exit_code: int, *, program: str, target: str | None = None
+) -> str:
     """What the forward pass's log shows, in one line; CheckFailed unless ggml ran it on the GPU (``target``'s, for rocm)."""
     found = _FOUND[backend].search(log)
     if exit_code != 0 or found is None or int(found.group(1)) < 1:
         failed = _ROCM_FAILED.search(log) if backend == "rocm" else None
-        raise CheckFailed(f"{program} exited {exit_code}; ggml's {backend} backend found no GPU"
-                          + (f" ({failed.group(1).strip()})" if failed else ""))
+        raise CheckFailed(
+            f"{program} exited {exit_code}; ggml's {backend} backend found no GPU"
+            + (f" ({failed.group(1).strip()})" if failed else "")
+        )
     offloaded = _OFFLOADED.search(log)
     if offloaded is None or offloaded.group(1) != offloaded.group(2) or int(offloaded.group(1)) < 1:
-        raise CheckFailed(f"the model was not offloaded to the GPU: {offloaded.group(0) if offloaded else 'no offload line'}")
+        raise CheckFailed(
+            f"the model was not offloaded to the GPU: {offloaded.group(0) if offloaded else 'no offload line'}"
+        )
     decoded = _DECODED.search(log)
     if decoded is None or int(decoded.group(1)) < 1:
         raise CheckFailed("no token decoded")
     using = _USING.search(log)
     if backend == "vulkan" and (using is None or any(cpu in using.group(2) for cpu in CPU_DEVICES)):
-        raise CheckFailed(f"the model went to no Vulkan GPU: {using.group(0) if using else 'no using-device line'}")
+        raise CheckFailed(
+            f"the model went to no Vulkan GPU: {using.group(0) if using else 'no using-device line'}"
+        )
     found_devices = _DEVICE[backend].findall(log)
     if backend == "rocm":
         if using is None or not using.group(1).startswith("ROCm"):
-            raise CheckFailed(f"the model went to no ROCm device: {using.group(0) if using else 'no using-device line'}")
+            raise CheckFailed(
+                f"the model went to no ROCm device: {using.group(0) if using else 'no using-device line'}"
+            )
         if target is not None and target not in {detail for _, detail in found_devices}:
             raise CheckFailed(f"ggml-hip found no {target} device: {found_devices or 'no Device line'}")
-    devices = ", ".join(f"{name} (sm_{detail.replace('.', '')})" if backend == "cuda" else f"{name} ({detail})"
-                        for name, detail in found_devices)
-    return (f"forward pass on the GPU: ggml-{backend} found {found.group(1)} device(s): {devices}; "
-            f"{using.group(1) + ' ' + using.group(2) if using else backend} holds {offloaded.group(0)}; "
-            f"{decoded.group(0)}")
+    devices = ", ".join(
+        f"{name} (sm_{detail.replace('.', '')})" if backend == "cuda" else f"{name} ({detail})"
+        for name, detail in found_devices
+    )
+    return (
+        f"forward pass on the GPU: ggml-{backend} found {found.group(1)} device(s): {devices}; "
+        f"{using.group(1) + ' ' + using.group(2) if using else backend} holds {offloaded.group(0)}; "
+        f"{decoded.group(0)}"
+    )
 
 
 def gpu_target(text: str) -> str:
@@ -417,15 +498,35 @@ def gpu_target(text: str) -> str:
 
 def main() -> int:
     # Named as it is run (gpu_check.sh), not as python -m names its __main__.
-    parser = argparse.ArgumentParser(prog="gpu_check.sh", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--backend", choices=("cuda", "vulkan", "rocm"), default="cuda",
-                        help="the leg to build and check (default cuda; rocm: the leg of the machine's AMD GPU)")
-    parser.add_argument("--cuda-path", help="the machine's CUDA install (default: $CUDA_PATH, the nvcc on PATH, /usr/local/cuda)")
-    parser.add_argument("--rocm-path", help="the machine's ROCm install, TheRock's layout or a distribution's /usr "
-                                            "(default: $ROCM_PATH, /opt/rocm)")
-    parser.add_argument("--target", type=gpu_target, help="--backend rocm --dry-run only: the GPU target to write the matrix for "
-                                         "(gfx1100, ...) where there is no AMD GPU")
-    parser.add_argument("--dry-run", action="store_true", help="unpack and write the matrix, print the build line, build nothing")
+    parser = argparse.ArgumentParser(
+        prog="gpu_check.sh", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("cuda", "vulkan", "rocm"),
+        default="cuda",
+        help="the leg to build and check (default cuda; rocm: the leg of the machine's AMD GPU)",
+    )
+    parser.add_argument(
+        "--cuda-path",
+        help="the machine's CUDA install (default: $CUDA_PATH, the nvcc on PATH, /usr/local/cuda)",
+    )
+    parser.add_argument(
+        "--rocm-path",
+        help="the machine's ROCm install, TheRock's layout or a distribution's /usr "
+        "(default: $ROCM_PATH, /opt/rocm)",
+    )
+    parser.add_argument(
+        "--target",
+        type=gpu_target,
+        help="--backend rocm --dry-run only: the GPU target to write the matrix for "
+        "(gfx1100, ...) where there is no AMD GPU",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="unpack and write the matrix, print the build line, build nothing",
+    )
     args = parser.parse_args()
     if args.target is not None and (args.backend != "rocm" or not args.dry_run):
         parser.error("--target is for --backend rocm --dry-run: the check builds for the machine's own GPU")

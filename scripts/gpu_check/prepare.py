@@ -45,9 +45,21 @@ WORK = ROOT / ".gpu-check"
 LIMIT_BYTES = 64 * 1024 * 1024
 # The parts of the tree the reduced cuda leg configures and builds, and the smoke run's vocab.
 KEEP = (
-    "CMakeLists.txt", "LICENSE", "cmake/", "ggml/", "src/", "include/", "common/", "vendor/", "licenses/",
-    "tools/gguf-split/", "tools/tokenize/", "examples/simple/",
-    "models/ggml-vocab-llama-spm.gguf", "models/ggml-vocab-llama-spm.gguf.inp", "models/ggml-vocab-llama-spm.gguf.out",
+    "CMakeLists.txt",
+    "LICENSE",
+    "cmake/",
+    "ggml/",
+    "src/",
+    "include/",
+    "common/",
+    "vendor/",
+    "licenses/",
+    "tools/gguf-split/",
+    "tools/tokenize/",
+    "examples/simple/",
+    "models/ggml-vocab-llama-spm.gguf",
+    "models/ggml-vocab-llama-spm.gguf.inp",
+    "models/ggml-vocab-llama-spm.gguf.out",
 )
 # The pipeline's dependencies (pyproject.toml's) the lent machine does not need: its own CMake and Ninja,
 # and what is imported only for a macOS bundle (macholib) or a history page (plotly, 15 MB).
@@ -60,8 +72,15 @@ def requirements() -> list[str]:
     return [dep for dep in deps if re.split(r"[\s\[<>=!~;]", dep, maxsplit=1)[0] not in NOT_CARRIED]
 
 
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",
-             "manylinux1_x86_64", "linux_x86_64", "any")
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux_2_5_x86_64",
+    "manylinux1_x86_64",
+    "linux_x86_64",
+    "any",
+)
 
 
 def trimmed_tree(dest: Path) -> int:
@@ -84,7 +103,9 @@ def trimmed_tree(dest: Path) -> int:
 def vulkan_sdk(dest: Path) -> Path:
     """The real-tree test's trixie SDK copied to ``dest``, its glslc made to run without this machine's libshaderc."""
     shutil.copytree(trixie_vulkan_sdk(e2e_cache_root()), dest, symlinks=True)
-    needed = subprocess.run(["ldd", str(dest / "bin" / "glslc")], capture_output=True, text=True, check=True).stdout
+    needed = subprocess.run(
+        ["ldd", str(dest / "bin" / "glslc")], capture_output=True, text=True, check=True
+    ).stdout
     # glslc is a front end: the compiler is libshaderc (Debian's is one shared library, glslang and SPIRV-Tools in it).
     for line in needed.splitlines():
         name, _, where = line.strip().partition(" => ")
@@ -92,18 +113,40 @@ def vulkan_sdk(dest: Path) -> Path:
             shutil.copy2(Path(where.split(" (")[0]).resolve(), dest / "lib" / name)
     (dest / "bin" / "glslc").rename(dest / "bin" / "glslc.bin")
     wrapper = dest / "bin" / "glslc"
-    wrapper.write_text('#!/bin/sh\n# glslc with the libshaderc beside it (scripts/gpu_check/prepare.py).\n'
-                       'here=$(dirname "$0")\n'
-                       'LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/glslc.bin" "$@"\n')
+    wrapper.write_text(
+        "#!/bin/sh\n# glslc with the libshaderc beside it (scripts/gpu_check/prepare.py).\n"
+        'here=$(dirname "$0")\n'
+        'LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/glslc.bin" "$@"\n'
+    )
     wrapper.chmod(0o755)
     return dest
 
 
 def download_wheels(dest: Path, python_version: str) -> list[str]:
     abi = "cp" + python_version.replace(".", "")
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--python-version",
-           python_version, "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none",
-           *(arg for p in PLATFORMS for arg in ("--platform", p)), "-d", str(dest), *requirements()]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--only-binary",
+        ":all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        "--abi",
+        abi,
+        "--abi",
+        "abi3",
+        "--abi",
+        "none",
+        *(arg for p in PLATFORMS for arg in ("--platform", p)),
+        "-d",
+        str(dest),
+        *requirements(),
+    ]
     subprocess.run(cmd, check=True)
     return sorted(p.name for p in dest.glob("*.whl"))
 
@@ -135,10 +178,14 @@ def main() -> int:
         print("gpu-check: too large to travel", file=sys.stderr)
         return 1
     for backend in ("cuda", "vulkan"):
-        print(f'gpu-check: device call: run(command="bash scripts/gpu_check/gpu_check.sh --backend {backend}", '
-              'carry=[".gpu-check"], timeout_s=500)')
-    print('gpu-check: on a lent AMD machine: run(command="bash scripts/gpu_check/gpu_check.sh --backend rocm", '
-          'carry=[".gpu-check"], timeout_s=500)')
+        print(
+            f'gpu-check: device call: run(command="bash scripts/gpu_check/gpu_check.sh --backend {backend}", '
+            'carry=[".gpu-check"], timeout_s=500)'
+        )
+    print(
+        'gpu-check: on a lent AMD machine: run(command="bash scripts/gpu_check/gpu_check.sh --backend rocm", '
+        'carry=[".gpu-check"], timeout_s=500)'
+    )
     return 0
 
 

@@ -65,8 +65,11 @@ def targets_from_rocminfo(stdout: str) -> list[str]:
 def tool_dirs(root: Path) -> list[Path]:
     """Where an install keeps ``amdgpu-arch`` and ``rocminfo``: ``bin``, TheRock's and /opt/rocm's LLVM, Debian's ``lib/llvm-N``."""
     # Debian may hold several clangs side by side (lib/llvm-14, lib/llvm-21): the newest first.
-    versioned = sorted((p for p in root.glob("lib/llvm-*/bin") if p.parent.name[5:].isdigit()),
-                       key=lambda p: int(p.parent.name[5:]), reverse=True)
+    versioned = sorted(
+        (p for p in root.glob("lib/llvm-*/bin") if p.parent.name[5:].isdigit()),
+        key=lambda p: int(p.parent.name[5:]),
+        reverse=True,
+    )
     return [root / "bin", root / "lib" / "llvm" / "bin", root / "llvm" / "bin", *versioned]
 
 
@@ -92,8 +95,10 @@ def machine_targets(root: Path) -> Detected:
     """The targets of the machine's AMD GPUs; :class:`Unfit` when it has no such tool, or the tools find no GPU."""
     tools = [(name, find_tool(name, root)) for name in ("amdgpu-arch", "rocminfo")]
     if not any(path for _, path in tools):
-        raise Unfit(f"no amdgpu-arch or rocminfo in {root} ({', '.join(str(d) for d in tool_dirs(root))}) or on PATH: "
-                    "is ROCm installed (--rocm-path DIR)?")
+        raise Unfit(
+            f"no amdgpu-arch or rocminfo in {root} ({', '.join(str(d) for d in tool_dirs(root))}) or on PATH: "
+            "is ROCm installed (--rocm-path DIR)?"
+        )
     heard = []
     for name, path in tools:
         if path is None:
@@ -133,8 +138,10 @@ def choose_leg(targets: Sequence[str], legs: dict[str, list[str]]) -> tuple[str,
     if not distinct:
         raise Unfit("no GPU target to build for")
     if len(distinct) > 1:
-        raise Unfit(f"this machine's GPUs are of {len(distinct)} targets ({', '.join(distinct)}): a bundle is built "
-                    "for one, and ggml would offload to all of them; check a machine whose GPUs share one target")
+        raise Unfit(
+            f"this machine's GPUs are of {len(distinct)} targets ({', '.join(distinct)}): a bundle is built "
+            "for one, and ggml would offload to all of them; check a machine whose GPUs share one target"
+        )
     (target,) = distinct
     if not GPU_TARGET.match(target):
         raise Unfit(f"{target!r} is not a GPU target (gfx1100, gfx90a, ...)")

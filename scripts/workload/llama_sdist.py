@@ -53,7 +53,9 @@ def fetch_sdist(cache: Path) -> Path:
         )  # fmt: skip
         got = Path(tmp) / SDIST_NAME
         if proc.returncode != 0 or not got.is_file():
-            raise AssertionError(f"pip download of {SDIST_PROJECT}=={SDIST_VERSION} failed:\n{proc.stderr[-2000:]}")
+            raise AssertionError(
+                f"pip download of {SDIST_PROJECT}=={SDIST_VERSION} failed:\n{proc.stderr[-2000:]}"
+            )
         # Renamed into place only when complete: an interrupted download is never taken as the sdist.
         got.replace(target)
     return target
@@ -67,10 +69,14 @@ def extract_tree(sdist: Path, dest: Path) -> Path:
     tree = dest / _TREE
     # The machine's git config is not read: it could rewrite what HEAD resolves to.
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
     head = proc.stdout.strip()
     if proc.returncode != 0 or head != TREE_COMMIT:
-        raise AssertionError(f"{sdist}: vendored llama.cpp is at {head or proc.stderr.strip()}, expected {TREE_COMMIT}")
+        raise AssertionError(
+            f"{sdist}: vendored llama.cpp is at {head or proc.stderr.strip()}, expected {TREE_COMMIT}"
+        )
     return tree
 
 
@@ -94,11 +100,15 @@ def standalone_tree(sdist: Path, dest: Path) -> Path:
     shutil.move(gitdir, dot_git)
     # Not `git config --unset`: git would first chdir to the work tree the config names, which is gone.
     config = dot_git / "config"
-    config.write_text(re.sub(r"(?m)^\s*worktree\s*=.*\n", "", config.read_text(encoding="utf-8")), encoding="utf-8")
+    config.write_text(
+        re.sub(r"(?m)^\s*worktree\s*=.*\n", "", config.read_text(encoding="utf-8")), encoding="utf-8"
+    )
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=tree, env=env, capture_output=True, text=True, check=False).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=tree, env=env, capture_output=True, text=True, check=False
+        ).stdout.strip()
 
     if git("rev-parse", "HEAD") != TREE_COMMIT or git("status", "--porcelain", "--untracked-files=no"):
         raise AssertionError(f"{tree}: not a clean checkout of {TREE_COMMIT} once made standalone")

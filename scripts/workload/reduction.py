@@ -68,9 +68,11 @@ REDUCTION: dict[str, str] = {
 }
 
 # The part of the reduction the full shipped legs keep: which programs (nothing else differs from the release).
-PROGRAMS_ONLY: dict[str, str] = {name: value for name, value in REDUCTION.items()
-                                 if name.startswith("LLAMA_BUILD_") or name in ("CMAKE_PROJECT_llama.cpp_INCLUDE",
-                                                                                "PIPELINE_E2E_PROGRAMS")}
+PROGRAMS_ONLY: dict[str, str] = {
+    name: value
+    for name, value in REDUCTION.items()
+    if name.startswith("LLAMA_BUILD_") or name in ("CMAKE_PROJECT_llama.cpp_INCLUDE", "PIPELINE_E2E_PROGRAMS")
+}
 
 # The one CUDA architecture a real-tree cuda build compiles, of the shipped seven. Why one: every .cu
 # unit is compiled once per architecture (nvcc's device pass), so the shipped list costs 3.4 to 5.3
@@ -108,60 +110,66 @@ class Reduction:
 REDUCTIONS = (
     Reduction(
         name="programs",
-        variables=("LLAMA_BUILD_TOOLS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_SERVER", "LLAMA_BUILD_APP",
-                   "CMAKE_PROJECT_llama.cpp_INCLUDE", "PIPELINE_E2E_PROGRAMS"),
+        variables=(
+            "LLAMA_BUILD_TOOLS",
+            "LLAMA_BUILD_EXAMPLES",
+            "LLAMA_BUILD_SERVER",
+            "LLAMA_BUILD_APP",
+            "CMAKE_PROJECT_llama.cpp_INCLUDE",
+            "PIPELINE_E2E_PROGRAMS",
+        ),
         saving="116 compiles: 298 with tools, examples and server against 182 without (ninja -t commands of "
-               "the tree configured with the cpu leg's other flags); nox -s e2e keeps this part too",
+        "the tree configured with the cpu leg's other flags); nox -s e2e keeps this part too",
         still_proves="every library (ggml, its backends, llama, common) is built, linked and bundled as shipped; "
-                     "the three programs check-bundle's smoke run starts (--version, the tokenizer pair, one "
-                     "forward pass) are built from the tree's own sources",
+        "the three programs check-bundle's smoke run starts (--version, the tokenizer pair, one "
+        "forward pass) are built from the tree's own sources",
     ),
     Reduction(
         name="CPU variants",
         variables=("GGML_CPU_ALL_VARIANTS",),
         saving="234 compiles: 416 with the 14 x86-64 variants against 182 with one (the same configure), in "
-               "every leg that ships the CPU backend",
+        "every leg that ships the CPU backend",
         still_proves="the CPU backend is built as a loadable module (GGML_BACKEND_DL, as shipped), found and "
-                     "loaded from the bundle by the smoke run; the variants differ only in compiler flags",
+        "loaded from the bundle by the smoke run; the variants differ only in compiler flags",
     ),
     Reduction(
         name="flash-attention kernels",
         variables=("GGML_CUDA_FA",),
         saving="about 1,100 core-seconds of the cuda leg and 1,200 of the rocm leg (docs/testing.md, 'What each "
-               "reduction saves': one unit of each kind compiled with and without it, CPU seconds, times the "
-               "tree's 21 fattn-mma, 12 fattn-tile and 4 fattn-vec instances and fattn.cu): nvcc 8.3 s "
-               "against 40.1 s for a fattn-mma instance, clang 6.8 s against 46.8 s",
+        "reduction saves': one unit of each kind compiled with and without it, CPU seconds, times the "
+        "tree's 21 fattn-mma, 12 fattn-tile and 4 fattn-vec instances and fattn.cu): nvcc 8.3 s "
+        "against 40.1 s for a fattn-mma instance, clang 6.8 s against 46.8 s",
         still_proves="every fattn unit is still compiled (without the kernels' bodies), linked into "
-                     "libggml-cuda/libggml-hip and bundled; every other device unit (mmq, mmf, mmvq, ...) is "
-                     "compiled for real; the bundle's closure and the cache hits are those of the shipped leg",
+        "libggml-cuda/libggml-hip and bundled; every other device unit (mmq, mmf, mmvq, ...) is "
+        "compiled for real; the bundle's closure and the cache hits are those of the shipped leg",
     ),
     Reduction(
         name="one CUDA architecture (cuda_architectures)",
         variables=(),
         saving="the shipped seven cost 3.4 to 5.3 times one in nvcc's CPU seconds, measured on two units "
-               "(docs/testing.md): sum.cu 13.7 s against 46.8 s, mmq-instance-q4_0 36.5 s against 192.4 s; "
-               "not seven times, since each unit's host compile is paid once",
+        "(docs/testing.md): sum.cu 13.7 s against 46.8 s, mmq-instance-q4_0 36.5 s against 192.4 s; "
+        "not seven times, since each unit's host compile is paid once",
         still_proves="every .cu unit goes through nvcc and ptxas for a real shipped architecture (89, SASS and "
-                     "PTX); the runtime closure (libcudart, libcublas, libcublasLt) does not depend on it",
+        "PTX); the runtime closure (libcudart, libcublas, libcublasLt) does not depend on it",
     ),
     Reduction(
         name="units shared between legs ([ccache] remote, read-only)",
         variables=(),
         saving="a second cold compile of the cpu leg's units, measured in two cold runs (docs/testing.md): act's "
-               "first night took 131 of its 133 from the shared units, its build 8 s instead of 633 s; the vulkan "
-               "leg 131 of its 291, its build 328 s instead of 522 s; the cuda leg already shared them",
+        "first night took 131 of its 133 from the shared units, its build 8 s instead of 633 s; the vulkan "
+        "leg 131 of its 291, its build 328 s instead of 522 s; the cuda leg already shared them",
         still_proves="act's night 2 must hit every unit but the two its tag changed in the caches it restored, none "
-                     "in the shared units; the vulkan leg's "
-                     "second build, in another folder, every unit and shader; a shared unit is a hit only when its "
-                     "compile command, compiler and sources are the same (ccache's own hash)",
+        "in the shared units; the vulkan leg's "
+        "second build, in another folder, every unit and shader; a shared unit is a hit only when its "
+        "compile command, compiler and sources are the same (ccache's own hash)",
     ),
     Reduction(
         name="one GPU target (targets)",
         variables=(),
         saving="the gfx110X family's four targets cost 2.5 to 2.7 times one in clang's CPU seconds, measured on "
-               "two units (docs/testing.md): sum.cu 3.2 s against 8.0 s, mmq-instance-q4_0 17.5 s against 46.5 s",
+        "two units (docs/testing.md): sum.cu 3.2 s against 8.0 s, mmq-instance-q4_0 17.5 s against 46.5 s",
         still_proves="every HIP unit is compiled by clang for a real shipped target (gfx1100); the bundle's "
-                     "rocBLAS kernel files are filtered to the leg's targets, one here",
+        "rocBLAS kernel files are filtered to the leg's targets, one here",
     ),
 )
 
@@ -184,10 +192,14 @@ def reduce_architectures(leg: str, data: dict[str, Any], *, programs_only: bool 
         return None if shipped is None else list(shipped)
     if shipped is None:
         # A profile leg's list lives in [cuda_profiles]: not narrowed here, so never silently left whole.
-        raise AssertionError(f"[legs.{leg}] takes cuda_profile {data.get('cuda_profile')!r}: the reduction narrows "
-                             "a leg's own cuda_architectures only")
+        raise AssertionError(
+            f"[legs.{leg}] takes cuda_profile {data.get('cuda_profile')!r}: the reduction narrows "
+            "a leg's own cuda_architectures only"
+        )
     if CUDA_ARCHITECTURE not in shipped:
-        raise AssertionError(f"{CUDA_ARCHITECTURE} is not one of [legs.{leg}]'s cuda_architectures {list(shipped)}")
+        raise AssertionError(
+            f"{CUDA_ARCHITECTURE} is not one of [legs.{leg}]'s cuda_architectures {list(shipped)}"
+        )
     return [CUDA_ARCHITECTURE]
 
 
@@ -206,7 +218,9 @@ def reduce_leg_flags(shipped: Sequence[str], *, programs_only: bool = False) -> 
     """A leg's shipped ``cmake_args`` with the reduction applied: its variables replaced, the rest kept in order
     (``programs_only``: the programs' variables alone, for the full shipped legs)."""
     reduction = PROGRAMS_ONLY if programs_only else REDUCTION
-    return [f for f in shipped if flag_variable(f) not in reduction] + reduction_flags(programs_only=programs_only)
+    return [f for f in shipped if flag_variable(f) not in reduction] + reduction_flags(
+        programs_only=programs_only
+    )
 
 
 def shipped_flags(leg: str) -> tuple[list[str], list[str]]:
@@ -241,8 +255,14 @@ def _constant(text: str) -> Callable[[re.Match[str]], str]:
     return lambda _match: text
 
 
-def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, programs_only: bool = False,
-                   shared_units: str | None = None) -> str:
+def reduced_matrix(
+    shipped_text: str,
+    *,
+    legs: Iterable[str],
+    source_repo: str,
+    programs_only: bool = False,
+    shared_units: str | None = None,
+) -> str:
     """The shipped matrix as a run of ``legs`` only, reduced, with the source fetched from ``source_repo``
     (``programs_only``: the full shipped legs, only their programs reduced; ``shared_units``: a ccache
     remote storage the legs read, never write, the objects another leg compiled from, as ``[ccache] remote``).
@@ -259,7 +279,7 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
     out = []
     for header, part in _sections(shipped_text):
         if header.startswith("legs."):
-            name = header.removeprefix("legs.").strip("\"")  # legs."cuda-12.8-older": a quoted key
+            name = header.removeprefix("legs.").strip('"')  # legs."cuda-12.8-older": a quoted key
             if name not in keep:
                 continue
             flags = reduce_leg_flags(shipped["legs"][name].get("cmake_args", []), programs_only=programs_only)
@@ -270,7 +290,9 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
                 raise AssertionError(f"[{header}]: expected one cmake_args array, found {count}")
             leg = shipped["legs"][name]
             shipped_targets = leg.get("targets")
-            targets = shipped_targets and reduce_targets(leg["backend"], shipped_targets, programs_only=programs_only)
+            targets = shipped_targets and reduce_targets(
+                leg["backend"], shipped_targets, programs_only=programs_only
+            )
             if targets and targets != shipped_targets:
                 line = f"targets = {json.dumps(targets)}\n"
                 part, count = re.subn(r"(?m)^targets = \[.*?\]\n", _constant(line), part)
@@ -298,11 +320,20 @@ def reduced_matrix(shipped_text: str, *, legs: Iterable[str], source_repo: str, 
         "source": {**shipped["source"], "repo": source_repo},
         **({"ccache": {**shipped["ccache"], "remote": shared_units}} if shared_units is not None else {}),
         "legs": {
-            name: {**leg, "cmake_args": reduce_leg_flags(leg.get("cmake_args", []), programs_only=programs_only),
-                   **({"targets": reduce_targets(leg["backend"], leg["targets"], programs_only=programs_only)}
-                      if "targets" in leg else {}),
-                   **({"cuda_architectures": reduce_architectures(name, leg, programs_only=programs_only)}
-                      if "cuda_architectures" in leg else {})}
+            name: {
+                **leg,
+                "cmake_args": reduce_leg_flags(leg.get("cmake_args", []), programs_only=programs_only),
+                **(
+                    {"targets": reduce_targets(leg["backend"], leg["targets"], programs_only=programs_only)}
+                    if "targets" in leg
+                    else {}
+                ),
+                **(
+                    {"cuda_architectures": reduce_architectures(name, leg, programs_only=programs_only)}
+                    if "cuda_architectures" in leg
+                    else {}
+                ),
+            }
             for name, leg in shipped["legs"].items()
             if name in keep
         },

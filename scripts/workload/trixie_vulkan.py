@@ -63,7 +63,9 @@ def _apt(args: list[str], *, state: Path, cwd: Path) -> None:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise SdkUnavailable(f"apt-get {' '.join(args)} from {SUITE} failed ({proc.returncode}): {' | '.join(tail)}")
+        raise SdkUnavailable(
+            f"apt-get {' '.join(args)} from {SUITE} failed ({proc.returncode}): {' | '.join(tail)}"
+        )
 
 
 def trixie_vulkan_sdk(cache_root: Path | None = None) -> Path:
@@ -75,7 +77,9 @@ def trixie_vulkan_sdk(cache_root: Path | None = None) -> Path:
         return sdk
     glslc = shutil.which("glslc")
     if glslc is None:
-        raise SdkUnavailable("glslc is not installed on this machine (Debian: glslc): the SDK's bin/glslc is a copy of it")
+        raise SdkUnavailable(
+            "glslc is not installed on this machine (Debian: glslc): the SDK's bin/glslc is a copy of it"
+        )
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
         raise SdkUnavailable("apt-get and dpkg-deb are needed to fetch trixie's Vulkan packages")
     root.mkdir(parents=True, exist_ok=True)
@@ -89,9 +93,13 @@ def trixie_vulkan_sdk(cache_root: Path | None = None) -> Path:
         _apt(["download", *PACKAGES], state=state, cwd=debs)
         files = sorted(debs.glob("*.deb"))
         if len(files) != len(PACKAGES) or not all(f"_{VERSION}" in f.name for f in files):
-            raise SdkUnavailable(f"apt-get download gave {[f.name for f in files]}, not {VERSION} of {PACKAGES}")
+            raise SdkUnavailable(
+                f"apt-get download gave {[f.name for f in files]}, not {VERSION} of {PACKAGES}"
+            )
         for deb in files:
-            proc = subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], capture_output=True, text=True, check=False)
+            proc = subprocess.run(
+                ["dpkg-deb", "-x", str(deb), str(unpacked)], capture_output=True, text=True, check=False
+            )
             if proc.returncode != 0:
                 raise SdkUnavailable(f"dpkg-deb -x {deb.name} failed: {proc.stderr.strip()}")
         (new / "bin").mkdir(parents=True)

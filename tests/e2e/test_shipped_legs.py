@@ -83,8 +83,12 @@ class Built:
 
 def _workspace(tmp: Path, leg: str) -> tuple[Path, Path]:
     tree = standalone_tree(fetch_sdist(e2e_cache_root()), tmp / "sdist")
-    text = reduced_matrix(SHIPPED_MATRIX.read_text(encoding="utf-8"), legs=[leg],
-                          source_repo="https://example.invalid/llama.cpp.git", programs_only=True)
+    text = reduced_matrix(
+        SHIPPED_MATRIX.read_text(encoding="utf-8"),
+        legs=[leg],
+        source_repo="https://example.invalid/llama.cpp.git",
+        programs_only=True,
+    )
     matrix = tmp / "matrix.toml"
     matrix.write_text(text, encoding="utf-8")
     return tree, matrix
@@ -111,8 +115,9 @@ def _build_here(case: Case, tmp: Path, tree: Path, matrix: Path, cache: Path) ->
         records.append(json.loads((out / case.leg / "record.json").read_text()))
     build_dir = tmp / "runner" / "out" / case.leg / "build"
     # The pipeline's own Ninja (its dependency, on PATH in the session's venv).
-    commands = subprocess.run(["ninja", "-C", str(build_dir), "-t", "commands"], capture_output=True, text=True,
-                              check=True).stdout.splitlines()
+    commands = subprocess.run(
+        ["ninja", "-C", str(build_dir), "-t", "commands"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     return Built(case, records, commands, _bundle_files(tmp / "runner" / "out", records[0]))
 
 
@@ -120,7 +125,12 @@ def _build_in_root(case: Case, tmp: Path, tree: Path, matrix: Path, cache: Path)
     assert case.root is not None
     root = case.root.made()
     python = pipeline_venv(root)
-    env = {"PYTHONPATH": str(ROOT), "COLUMNS": "200", "PIPELINE_CACHE_HOME": str(tmp / "home"), "HIP_PLATFORM": "amd"}
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "COLUMNS": "200",
+        "PIPELINE_CACHE_HOME": str(tmp / "home"),
+        "HIP_PLATFORM": "amd",
+    }
     records: list[dict[str, Any]] = []
     # The checkout at its own path: the reduction names scripts/workload/llama_programs.cmake by its absolute path.
     with mounted(root, binds=[(ROOT, str(ROOT)), (tmp, str(tmp)), (cache, str(cache))]):
@@ -130,15 +140,21 @@ def _build_in_root(case: Case, tmp: Path, tree: Path, matrix: Path, cache: Path)
             proc = run_in(root, [python, "-m", "pipeline", "--matrix", str(matrix), "build", case.leg, "--source",
                                  str(tree), "--out", str(out), "--cache-dir", str(cache), *case.extra(), *extra],
                           env=env, cwd=str(tmp), timeout=BUILD_TIMEOUT)  # fmt: skip
-            print(f"\n{case.leg} ({name}, in {case.root.suite}): {time.monotonic() - started:.0f} s", flush=True)
+            print(
+                f"\n{case.leg} ({name}, in {case.root.suite}): {time.monotonic() - started:.0f} s", flush=True
+            )
             # Built in a newer Debian: the bundle needs its glibc, which check-bundle refuses for the floor.
             expected = BundleCheckError.exit_code if name == "runner" else 0
             assert proc.returncode == expected, proc.stdout[-6000:] + proc.stderr[-3000:]
             records.append(json.loads((out / case.leg / "record.json").read_text()))
         ninja = f"{Path(python).parent}/ninja"
-        commands = run_in(root, [ninja, "-C", str(tmp / "runner" / "out" / case.leg / "build"), "-t", "commands"])
+        commands = run_in(
+            root, [ninja, "-C", str(tmp / "runner" / "out" / case.leg / "build"), "-t", "commands"]
+        )
         assert commands.returncode == 0, commands.stderr
-    return Built(case, records, commands.stdout.splitlines(), _bundle_files(tmp / "runner" / "out", records[0]))
+    return Built(
+        case, records, commands.stdout.splitlines(), _bundle_files(tmp / "runner" / "out", records[0])
+    )
 
 
 @pytest.fixture(params=[pytest.param(case, marks=pytest.mark.leg(case.leg), id=case.leg) for case in CASES])
@@ -165,11 +181,14 @@ def _cpu_variants(tree_cmake: str, arch: str) -> set[str]:
     at = tree_cmake.index("if (GGML_CPU_ALL_VARIANTS)")
     for start in starts:
         at = tree_cmake.index(start, at)
-    return set(re.findall(r"ggml_add_cpu_backend_variant\(([\w.]+)", tree_cmake[at : tree_cmake.index(end, at)]))
+    return set(
+        re.findall(r"ggml_add_cpu_backend_variant\(([\w.]+)", tree_cmake[at : tree_cmake.index(end, at)])
+    )
 
 
-def test_a_full_shipped_leg_builds_bundles_and_a_rebuild_elsewhere_hits_every_compile(built: Built,
-                                                                                        tmp_path: Path) -> None:
+def test_a_full_shipped_leg_builds_bundles_and_a_rebuild_elsewhere_hits_every_compile(
+    built: Built, tmp_path: Path
+) -> None:
     case, (first, second) = built.case, built.records
     shipped = SHIPPED.leg(case.leg)
     # The shipped flags with the programs' variables alone changed.
@@ -181,8 +200,10 @@ def test_a_full_shipped_leg_builds_bundles_and_a_rebuild_elsewhere_hits_every_co
         problems = first["bundle_check"]["problems"]
         assert first["status"] == "failed" and {p["kind"] for p in problems} == {"glibc"}, problems
     # Another folder, the same cache: every compile a hit.
-    assert second["ccache"]["misses"] == 0 and second["ccache"]["hits"] == first["ccache"]["hits"] + first["ccache"][
-        "misses"], (first["ccache"], second["ccache"])
+    assert (
+        second["ccache"]["misses"] == 0
+        and second["ccache"]["hits"] == first["ccache"]["hits"] + first["ccache"]["misses"]
+    ), (first["ccache"], second["ccache"])
     # Every CPU variant the tree declares for the leg's architecture is in the bundle.
     tree_cmake = (tmp_path / "sdist" / "ggml" / "src" / "CMakeLists.txt").read_text(encoding="utf-8")
     variants = _cpu_variants(tree_cmake, shipped.arch)

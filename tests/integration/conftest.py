@@ -15,13 +15,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated_caches(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     """No test reads or fills the user's real caches or picks up their settings."""
     home = tmp_path_factory.mktemp("cache-home")
     monkeypatch.setenv("PIPELINE_CACHE_HOME", str(home))
-    for var in ("CCACHE_DIR", "PIPELINE_MATRIX", "PIPELINE_RESOLVED", "PIPELINE_ROCM_VERSION",
-                "PIPELINE_ROCM_INDEX_URL", "PIPELINE_NOW", "GITHUB_ACTIONS", "GITHUB_OUTPUT",
-                "GITHUB_STEP_SUMMARY", "CCACHE_CONFIGPATH",
-                "PIPELINE_DOWNLOAD_CACHE", "PIPELINE_TOOLCHAIN_DIR"):
+    for var in (
+        "CCACHE_DIR",
+        "PIPELINE_MATRIX",
+        "PIPELINE_RESOLVED",
+        "PIPELINE_ROCM_VERSION",
+        "PIPELINE_ROCM_INDEX_URL",
+        "PIPELINE_NOW",
+        "GITHUB_ACTIONS",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+        "CCACHE_CONFIGPATH",
+        "PIPELINE_DOWNLOAD_CACHE",
+        "PIPELINE_TOOLCHAIN_DIR",
+    ):
         monkeypatch.delenv(var, raising=False)
     yield

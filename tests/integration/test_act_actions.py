@@ -52,7 +52,9 @@ def test_pinned_actions_are_fetched_at_their_sha_into_the_cache_once(tmp_path: P
 def test_an_unreachable_repository_skips_saying_why(tmp_path: Path) -> None:
     workflow, sha = _forge(tmp_path)
     with pytest.raises(pytest.skip.Exception) as skipped:
-        act.fetch_pinned_actions([workflow], tmp_path / "cache", f"file://{tmp_path}/nowhere/{{owner}}-{{repo}}")
+        act.fetch_pinned_actions(
+            [workflow], tmp_path / "cache", f"file://{tmp_path}/nowhere/{{owner}}-{{repo}}"
+        )
     reason = str(skipped.value)
     assert f"the pinned action acme/setup-demo@{sha} is not beside the checkout" in reason
     assert f"{act.ACTIONS_ENV} is unset" in reason and "failed (offline?)" in reason
@@ -99,6 +101,8 @@ def test_a_tool_cache_moved_from_another_home_is_made_again_so_its_scripts_run(t
     again = act.lay_out_tool_cache(tmp_path / "new-home" / "tool_cache", minor)
     assert again == moved
     assert act.broken_scripts(again) == []
-    pip = subprocess.run([str(again / "bin" / "pip"), "--version"], capture_output=True, text=True, check=False)
+    pip = subprocess.run(
+        [str(again / "bin" / "pip"), "--version"], capture_output=True, text=True, check=False
+    )
     assert pip.returncode == 0 and str(again) in pip.stdout, pip.stdout + pip.stderr
     assert (again.parent / "x64.complete").is_file()

@@ -122,8 +122,15 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nights]:
         upstream = make_upstream(root / "forge", base_tag=tags[0])
         matrix = root / "matrix.toml"
         shipped = (ROOT / "matrix.toml").read_text(encoding="utf-8")
-        matrix.write_text(reduced_matrix(shipped, legs=[LEG], source_repo=str(upstream.path),
-                                         shared_units=read_only(shared_units().url)), encoding="utf-8")
+        matrix.write_text(
+            reduced_matrix(
+                shipped,
+                legs=[LEG],
+                source_repo=str(upstream.path),
+                shared_units=read_only(shared_units().url),
+            ),
+            encoding="utf-8",
+        )
         old_alert = gh.add_issue("Nightly build failing", [ALERT_LABEL], state="closed")
         runner = Runner(
             root=root / "act",
@@ -142,7 +149,9 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nights]:
             labels=runner_labels(workflow_files(), [_leg_runner(matrix)]),
             state=state,
         )
-        yield Nights(root=root, tags=tags, upstream=upstream, matrix=matrix, gh=gh, runner=runner, old_alert=old_alert)
+        yield Nights(
+            root=root, tags=tags, upstream=upstream, matrix=matrix, gh=gh, runner=runner, old_alert=old_alert
+        )
     total = sum(run.seconds for run in runner.runs)
     times = ", ".join(f"{r.log_path.stem} {r.seconds:.0f} s" for r in runner.runs)
     print(f"\nact nights: {times}; total {total:.0f} s; logs in {runner.logs}")
@@ -299,15 +308,27 @@ def test_night_1_publishes_one_release_with_the_bundle_its_sbom_and_correct_chec
     source = f"llama.cpp-source-{tag}.tar.gz"
     assert sorted(a["name"] for a in release["assets"]) == sorted([bundle, sbom, source, "SHA256SUMS"])
     sums = asset_bytes(nights.gh, release, "SHA256SUMS").decode()
-    digests = {name: hashlib.sha256(asset_bytes(nights.gh, release, name)).hexdigest() for name in (bundle, sbom, source)}
+    digests = {
+        name: hashlib.sha256(asset_bytes(nights.gh, release, name)).hexdigest()
+        for name in (bundle, sbom, source)
+    }
     assert sums == "".join(f"{digests[name]}  {name}\n" for name in sorted(digests))
     assert all(a["state"] == "uploaded" for a in release["assets"])
     assert len([r for r in nights.gh.releases if r["tag_name"] == tag]) == 1  # no draft left beside it
     # What a user downloads verifies: every file of the bundle against the SBOM, the archive against SHA256SUMS.
     for name in (bundle, sbom, "SHA256SUMS"):
         (tmp_path / name).write_bytes(asset_bytes(nights.gh, release, name))
-    proc = run_pipeline(["verify", str(tmp_path / bundle), "--sums", str(tmp_path / "SHA256SUMS"),
-                         "--sbom", str(tmp_path / sbom)], env={})
+    proc = run_pipeline(
+        [
+            "verify",
+            str(tmp_path / bundle),
+            "--sums",
+            str(tmp_path / "SHA256SUMS"),
+            "--sbom",
+            str(tmp_path / sbom),
+        ],
+        env={},
+    )
     assert proc.returncode == 0 and ": verified: " in proc.stdout, proc.stdout + proc.stderr
     # The provenance step needs GitHub's OIDC token: act skips it (its Main stage never starts), and the
     # log names the step with the reason. act still resolves the action: the test's stand-in, which refuses to run.
@@ -337,13 +358,17 @@ def test_night_1_build_log_has_progress_lines_unwrapped(nights: Nights, night1: 
     a terminal would read (cursor moves, carriage returns, a hidden cursor) is a live bar in the log.
     """
     raw = night1.output("build", "Build")
-    assert "\r" not in raw and not re.search(r"\x1b\[(?![0-9;]*m)", raw), "a live bar (terminal control codes) in the log"
+    assert "\r" not in raw and not re.search(r"\x1b\[(?![0-9;]*m)", raw), (
+        "a live bar (terminal control codes) in the log"
+    )
     log = re.sub(r"\x1b\[[0-9;]*m", "", raw)
     progress = re.findall(rf"(?m)^{LEG}: \[(\d+)/(\d+)\] ", log)
     assert len(progress) >= 5, night1.tail("build", 40)
     # The longest line the build prints names the ccache folder in full, on one line.
     cache = str(nights.runner.runner_home / "ccache" / LEG)
-    assert re.search(rf"(?m)^{LEG}: gcc-.*cache {re.escape(cache)}\)$", log), night1.excerpt("ccache", job="build")
+    assert re.search(rf"(?m)^{LEG}: gcc-.*cache {re.escape(cache)}\)$", log), night1.excerpt(
+        "ccache", job="build"
+    )
 
 
 # -- night 2: a new line of libllama on a broken runner, then the failed run run again
@@ -420,7 +445,10 @@ def test_night_2_restores_ccache_from_the_cache_server_and_misses_only_what_the_
         # The failed attempt: night 1's cache, or on a warm machine the newest an earlier test run saved (by
         # the restore prefix). The re-run: the failed attempt's own save, under this tag's key.
         number = int(restored.group(2))
-        assert number < tag if attempt is night2 else number == tag, (attempt.log_path.stem, restored.group(1))
+        assert number < tag if attempt is night2 else number == tag, (
+            attempt.log_path.stem,
+            restored.group(1),
+        )
     ccache = record_of(nights, 102)["ccache"]
     first, second = nights.missed_before_rerun, missed_units(nights, 102)
     said = f"missed: {first} in the failed attempt, {second} in the re-run ({ccache['hits']} hits)"
@@ -459,10 +487,17 @@ def _version_of_published(nights: Nights, tag: str, tmp_path: Path) -> subproces
 
 def _empty_env(tmp_path: Path) -> dict[str, str]:
     """An empty environment, outside any git repository: what a user who downloaded the bundle has."""
-    return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "LC_ALL": "C", "GIT_CEILING_DIRECTORIES": "/"}
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "LC_ALL": "C",
+        "GIT_CEILING_DIRECTORIES": "/",
+    }
 
 
-def test_the_published_bundle_computes_on_the_cpu_device(nights: Nights, night1: ActRun, tmp_path: Path) -> None:
+def test_the_published_bundle_computes_on_the_cpu_device(
+    nights: Nights, night1: ActRun, tmp_path: Path
+) -> None:
     """Night 1's published bundle, extracted in an empty environment: ggml loads its CPU backend from the
     bundle and a tiny random-weight model generates tokens on it (llama-simple, a program it ships)."""
     from pipeline.bundle.tiny_model import write_tiny_llama
@@ -472,7 +507,9 @@ def test_the_published_bundle_computes_on_the_cpu_device(nights: Nights, night1:
     assert releases, f"no published release for {tag}"
     dest = tmp_path / "bundle"
     dest.mkdir()
-    with tarfile.open(fileobj=io.BytesIO(asset_bytes(nights.gh, releases[0], f"llama-{tag}-bin-ubuntu-x64.tar.gz"))) as tar:
+    with tarfile.open(
+        fileobj=io.BytesIO(asset_bytes(nights.gh, releases[0], f"llama-{tag}-bin-ubuntu-x64.tar.gz"))
+    ) as tar:
         tar.extractall(dest, filter="tar")
     (simple,) = dest.glob("llama-*/llama-simple")
     model = write_tiny_llama(tmp_path / "tiny.gguf")

@@ -29,10 +29,21 @@ GIB = 1024**3
 # GitHub's documented limit ("Each file included in a release must be under 2 GiB"), written out here.
 LIMIT = 2 * GIB
 # Six files of distinct sizes: the five largest are named, the smallest is not.
-FILES = {"llama/lib/libggml-hip.so": 70_000, "llama/lib/libhipblaslt.so": 50_000, "llama/lib/librocblas.so": 40_000,
-         "llama/lib/libamdhip64.so": 30_000, "llama/bin/llama-server": 20_000, "llama/LICENSE": 1_000}
-LARGEST_FIVE = ["llama/lib/libggml-hip.so", "llama/lib/libhipblaslt.so", "llama/lib/librocblas.so",
-                "llama/lib/libamdhip64.so", "llama/bin/llama-server"]
+FILES = {
+    "llama/lib/libggml-hip.so": 70_000,
+    "llama/lib/libhipblaslt.so": 50_000,
+    "llama/lib/librocblas.so": 40_000,
+    "llama/lib/libamdhip64.so": 30_000,
+    "llama/bin/llama-server": 20_000,
+    "llama/LICENSE": 1_000,
+}
+LARGEST_FIVE = [
+    "llama/lib/libggml-hip.so",
+    "llama/lib/libhipblaslt.so",
+    "llama/lib/librocblas.so",
+    "llama/lib/libamdhip64.so",
+    "llama/bin/llama-server",
+]
 
 
 def tar_gz_bytes() -> bytes:
@@ -69,7 +80,9 @@ def test_a_bundle_at_the_limit_is_refused_with_its_size_and_five_largest_files(t
     assert [n for n, _ in largest_files(bundle)] == LARGEST_FIVE
     problem = oversize_problem("rocm-linux-gfx110X", bundle)
     assert problem is not None
-    assert problem.startswith(f"leg rocm-linux-gfx110X: {name} is 2.0 GiB (2147483648 bytes), not under GitHub's 2.0 GiB")
+    assert problem.startswith(
+        f"leg rocm-linux-gfx110X: {name} is 2.0 GiB (2147483648 bytes), not under GitHub's 2.0 GiB"
+    )
     for file in LARGEST_FIVE:
         assert file in problem
     assert "llama/LICENSE" not in problem
@@ -123,10 +136,16 @@ def test_cache_budget_lists_the_runs_bundles_and_warns_from_80_percent(tmp_path:
     proc = run_pipeline(args, env={"GITHUB_ACTIONS": "true"})
     assert proc.returncode == 0, proc.stderr
     # An annotation's text escapes "%" as "%25".
-    about_assets = [ln.replace("%25", "%") for ln in proc.stderr.splitlines()
-                    if ln.startswith("::warning") and "release asset" in ln]
+    about_assets = [
+        ln.replace("%25", "%")
+        for ln in proc.stderr.splitlines()
+        if ln.startswith("::warning") and "release asset" in ln
+    ]
     assert len(about_assets) == 1, proc.stderr
-    assert "leg vulkan:" in about_assets[0] and "85% of GitHub's 2.0 GiB limit per release asset" in about_assets[0]
+    assert (
+        "leg vulkan:" in about_assets[0]
+        and "85% of GitHub's 2.0 GiB limit per release asset" in about_assets[0]
+    )
     assert "against GitHub's 2.0 GiB per release asset" in proc.stdout
     data = json.loads(run_pipeline([*args, "--json"]).stdout)
     assert data["bundles"]["vulkan"]["bytes"] == int(LIMIT * 0.85)

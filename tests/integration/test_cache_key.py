@@ -23,7 +23,10 @@ ROCM = "rocm-linux-gfx110X"
 VERSION = "10.1.0a20260801"
 
 
-def resolution(source: dict[str, object] | None, url: str = f"http://127.0.0.1:9/therock-dist-linux-gfx110X-all-{VERSION}.tar.gz") -> str:
+def resolution(
+    source: dict[str, object] | None,
+    url: str = f"http://127.0.0.1:9/therock-dist-linux-gfx110X-all-{VERSION}.tar.gz",
+) -> str:
     build = ResolvedRocm(
         policy="weekly",
         cutoff=date(2026, 8, 1),
@@ -35,7 +38,9 @@ def resolution(source: dict[str, object] | None, url: str = f"http://127.0.0.1:9
         family="gfx110X-all",
     )
     res = Resolution(
-        now=datetime(2026, 8, 4, 9, 17, tzinfo=UTC), rocm_policy="weekly", cutoff=date(2026, 8, 1),
+        now=datetime(2026, 8, 4, 9, 17, tzinfo=UTC),
+        rocm_policy="weekly",
+        cutoff=date(2026, 8, 1),
         legs={ROCM: build},
     )
     # The source as a resolution file carries it (JSON), checked by whoever reads the file.
@@ -47,7 +52,9 @@ def actions_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def test_cpu_key_carries_the_real_compiler(tmp_path: Path) -> None:
-    proc = run_pipeline(["--matrix", MATRIX, "cache-key", "cpu", "--tag", "b10327"], env=actions_env(tmp_path))
+    proc = run_pipeline(
+        ["--matrix", MATRIX, "cache-key", "cpu", "--tag", "b10327"], env=actions_env(tmp_path)
+    )
     assert proc.returncode == 0, proc.stderr
     identity = host_toolchain(os.environ).identity
     outputs = read_file_commands(tmp_path / "output")
@@ -61,8 +68,12 @@ def test_cpu_key_carries_the_real_compiler(tmp_path: Path) -> None:
 # The resolution's source is typed: its tag must be the one its base tag and mix set give
 # (b10327 + this pin -> b10327-mix-cec6aa7, computed once and pinned here).
 MIX_SOURCE = {
-    "repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b10327", "tag": "b10327-mix-cec6aa7",
-    "mix": [{"repo": "ggml-org/llama.cpp", "number": 12345, "sha": "0123456789abcdef0123456789abcdef01234567"}],
+    "repo": "https://github.com/ggml-org/llama.cpp",
+    "base_tag": "b10327",
+    "tag": "b10327-mix-cec6aa7",
+    "mix": [
+        {"repo": "ggml-org/llama.cpp", "number": 12345, "sha": "0123456789abcdef0123456789abcdef01234567"}
+    ],
 }
 
 
@@ -81,7 +92,11 @@ def test_rocm_key_from_the_resolution_with_a_mix_tag(tmp_path: Path) -> None:
     assert data["key"] == f"llama-ccache--{ROCM}--rocm-{VERSION}--b10327-mix-cec6aa7"
     assert data["restore_keys"] == [f"llama-ccache--{ROCM}--rocm-{VERSION}--"]
     parts = parse_key(data["key"])
-    assert parts is not None and (parts.leg, parts.toolchain, parts.tag) == (ROCM, f"rocm-{VERSION}", "b10327-mix-cec6aa7")
+    assert parts is not None and (parts.leg, parts.toolchain, parts.tag) == (
+        ROCM,
+        f"rocm-{VERSION}",
+        "b10327-mix-cec6aa7",
+    )
     outputs = read_file_commands(tmp_path / "output")
     # matrix.toml's five legs at [ccache] max_size alone fill the 10 GiB: the archive stays out.
     assert "toolchain-key" not in outputs
@@ -89,7 +104,9 @@ def test_rocm_key_from_the_resolution_with_a_mix_tag(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("limit", "cached"), [(10_000_000, True), (3_500, False)])
-def test_the_archive_is_cached_only_when_every_ccache_and_archive_fit(tmp_path: Path, limit: int, cached: bool) -> None:
+def test_the_archive_is_cached_only_when_every_ccache_and_archive_fit(
+    tmp_path: Path, limit: int, cached: bool
+) -> None:
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(
         f'[ccache]\nmax_size = "1k"\n[github]\ncache_limit_bytes = {limit}\n'
@@ -99,7 +116,13 @@ def test_the_archive_is_cached_only_when_every_ccache_and_archive_fit(tmp_path: 
         path = f"/therock-dist-linux-gfx110X-all-{VERSION}.tar.gz"
         # The HEAD answer's Content-Length is the archive's size: 3000 bytes.
         srv.route(path, Response(body=b"x" * 3000), method="HEAD")
-        env = actions_env(tmp_path, PIPELINE_RESOLVED=resolution({"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b1", "tag": "b1"}, url=srv.url(path)))
+        env = actions_env(
+            tmp_path,
+            PIPELINE_RESOLVED=resolution(
+                {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b1", "tag": "b1"},
+                url=srv.url(path),
+            ),
+        )
         proc = run_pipeline(["--matrix", str(matrix), "cache-key", ROCM], env=env, check=True)
         assert srv.hits(path, method="HEAD") == 1
         assert srv.hits(path) == 0  # sized, never downloaded
@@ -111,9 +134,12 @@ def test_the_archive_is_cached_only_when_every_ccache_and_archive_fit(tmp_path: 
 
 
 def test_explicit_version_and_resolution_agree(tmp_path: Path) -> None:
-    explicit = run_pipeline(["--matrix", MATRIX, "cache-key", ROCM, "--tag", "b1", "--toolchain", VERSION, "--json"])
+    explicit = run_pipeline(
+        ["--matrix", MATRIX, "cache-key", ROCM, "--tag", "b1", "--toolchain", VERSION, "--json"]
+    )
     resolved = run_pipeline(
-        ["--matrix", MATRIX, "cache-key", ROCM, "--tag", "b1", "--json"], env={"PIPELINE_RESOLVED": resolution(None)}
+        ["--matrix", MATRIX, "cache-key", ROCM, "--tag", "b1", "--json"],
+        env={"PIPELINE_RESOLVED": resolution(None)},
     )
     assert explicit.returncode == 0 and resolved.returncode == 0, explicit.stderr + resolved.stderr
     assert json.loads(explicit.stdout) == json.loads(resolved.stdout)

@@ -51,7 +51,11 @@ def offline_env(tmp_path: Path) -> dict[str, str]:
     for folder in empty.values():
         folder.mkdir()
     (tmp_path / "resolved.json").write_text(resolution())
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("PIPELINE_", "CUDA", "VULKAN_SDK", "GITHUB_"))}
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PIPELINE_", "CUDA", "VULKAN_SDK", "GITHUB_"))
+    }
     return {
         **keep,
         "PIPELINE_CACHE_HOME": str(empty["cache-home"]),
@@ -83,17 +87,22 @@ def test_every_legs_key_is_computed_offline_and_writes_nothing(tmp_path: Path) -
     # A leg the matrix declares but does not build has no key: one line says why, and nothing is written.
     assert SHIPPED.disabled_legs, "the shipped matrix's disabled leg (Windows arm64 CUDA) is checked here"
     for leg, declared in SHIPPED.disabled_legs.items():
-        proc = run_pipeline(["--matrix", str(ROOT / "matrix.toml"), "cache-key", leg, "--json"], cwd=cwd, env=env)
+        proc = run_pipeline(
+            ["--matrix", str(ROOT / "matrix.toml"), "cache-key", leg, "--json"], cwd=cwd, env=env
+        )
         assert proc.returncode == 2 and proc.stdout == "", proc
-        assert proc.stderr.strip().splitlines() == [f"error: leg {leg!r} is disabled in {ROOT / 'matrix.toml'}: "
-                                                    f"{declared.disabled}"], proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            f"error: leg {leg!r} is disabled in {ROOT / 'matrix.toml'}: {declared.disabled}"
+        ], proc.stderr
     assert len(set(keys.values())) == len(keys)  # one cache per leg
     assert files_under(tmp_path) == before
     host = host_toolchain(os.environ).identity
     cuda = SHIPPED.toolchains.cuda
     assert cuda is not None
     # The pinned toolkit's version and the host compiler, read from the pins and `cc --version` alone.
-    assert keys["cuda"].startswith(f"llama-ccache--cuda--cuda-{cuda.version}-") and keys["cuda"].endswith(f"-{host}--b7000")
+    assert keys["cuda"].startswith(f"llama-ccache--cuda--cuda-{cuda.version}-") and keys["cuda"].endswith(
+        f"-{host}--b7000"
+    )
     # The 12.8 line from NVIDIA's redistributable archives: its version, from the manifest's pin, offline.
     line12 = SHIPPED.toolchains.cuda_for("12")
     assert line12 is not None and line12.redist is not None
@@ -103,7 +112,10 @@ def test_every_legs_key_is_computed_offline_and_writes_nothing(tmp_path: Path) -
     ids = {keys[f"cuda-12.8-{p}"].split("--")[2] for p in ("legacy", "older", "newer", "portable")}
     assert len(ids) == 1 and ids != {keys["cuda"].split("--")[2]}
     vulkan = SHIPPED.toolchains.vulkan["linux"]
-    assert keys["vulkan"] == f"llama-ccache--vulkan--vulkan-sdk-{vulkan.version}-{vulkan.sha256[:8]}-{host}--b7000"
+    assert (
+        keys["vulkan"]
+        == f"llama-ccache--vulkan--vulkan-sdk-{vulkan.version}-{vulkan.sha256[:8]}-{host}--b7000"
+    )
     assert keys["cpu"] == f"llama-ccache--cpu--{host}--b7000"
     assert keys["rocm-linux-gfx110X"] == f"llama-ccache--rocm-linux-gfx110X--rocm-{VERSION}--b7000"
 
@@ -117,11 +129,15 @@ def test_the_wheels_identity_changes_with_any_pinned_wheel(tmp_path: Path) -> No
     repinned.write_text(shipped.replace(cublas.sha256["linux"], "f" * 64))
     keys = []
     for matrix in (ROOT / "matrix.toml", repinned):
-        proc = run_pipeline(["--matrix", str(matrix), "cache-key", "cuda", "--tag", "b7000", "--json"], env=env)
+        proc = run_pipeline(
+            ["--matrix", str(matrix), "cache-key", "cuda", "--tag", "b7000", "--json"], env=env
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         keys.append(json.loads(proc.stdout)["key"])
     assert keys[0] != keys[1]
-    assert keys[0].split("--")[2].split("-")[:2] == keys[1].split("--")[2].split("-")[:2] == ["cuda", "13.2.86"]
+    assert (
+        keys[0].split("--")[2].split("-")[:2] == keys[1].split("--")[2].split("-")[:2] == ["cuda", "13.2.86"]
+    )
 
 
 def test_the_redist_identity_changes_with_the_manifest_pin_and_the_components(tmp_path: Path) -> None:
@@ -130,9 +146,14 @@ def test_the_redist_identity_changes_with_the_manifest_pin_and_the_components(tm
     shipped = (ROOT / "matrix.toml").read_text()
     line12 = SHIPPED.toolchains.cuda_for("12")
     assert line12 is not None and line12.redist is not None
-    variants = [shipped, shipped.replace(line12.redist.sha256, "e" * 64),
-                shipped.replace('components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas"]',
-                                'components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas", "cuda_nvrtc"]')]
+    variants = [
+        shipped,
+        shipped.replace(line12.redist.sha256, "e" * 64),
+        shipped.replace(
+            'components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas"]',
+            'components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas", "cuda_nvrtc"]',
+        ),
+    ]
     assert len(set(variants)) == 3
     keys = []
     for i, text in enumerate(variants):

@@ -27,7 +27,9 @@ def fill_cache(cache_dir: Path, work: Path, sources: int) -> list[Path]:
     for i in range(sources):
         src = work / f"u{i}.c"
         src.write_text(f"int f{i}(void) {{ return {i}; }}\n")
-        subprocess.run([str(find_ccache()), "cc", "-c", str(src), "-o", str(work / f"u{i}.o")], env=env, check=True)
+        subprocess.run(
+            [str(find_ccache()), "cc", "-c", str(src), "-o", str(work / f"u{i}.o")], env=env, check=True
+        )
     return entries(cache_dir)
 
 
@@ -80,7 +82,9 @@ def test_a_fully_warm_run_is_not_saved(tmp_path: Path) -> None:
 def test_no_record_and_no_stats_log_means_do_not_save(tmp_path: Path) -> None:
     # The step runs with always(): a leg that never started must not fail it.
     env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "output")}
-    proc = run_pipeline(["--matrix", MATRIX, "cache-save", "cpu", "--out", str(tmp_path / "nowhere")], env=env)
+    proc = run_pipeline(
+        ["--matrix", MATRIX, "cache-save", "cpu", "--out", str(tmp_path / "nowhere")], env=env
+    )
     assert proc.returncode == 0, proc.stderr
     assert read_file_commands(tmp_path / "output") == {"save": "false"}
     assert "the record has no ccache statistics (from no statistics)" in proc.stdout
@@ -93,7 +97,11 @@ def test_a_build_killed_before_its_record_is_saved_from_its_stats_log(tmp_path: 
     cache_dir = tmp_path / "ccache"
     work = tmp_path / "src"
     work.mkdir()
-    env = {**os.environ, "CCACHE_DIR": str(cache_dir), "CCACHE_STATSLOG": str(out / "cpu" / "ccache-stats.log")}
+    env = {
+        **os.environ,
+        "CCACHE_DIR": str(cache_dir),
+        "CCACHE_STATSLOG": str(out / "cpu" / "ccache-stats.log"),
+    }
     for i in range(3):
         (work / f"k{i}.c").write_text(f"int k{i}(void) {{ return {i}; }}\n")
         subprocess.run([str(find_ccache()), "cc", "-c", str(work / f"k{i}.c"), "-o", str(work / f"k{i}.o")],
@@ -101,7 +109,11 @@ def test_a_build_killed_before_its_record_is_saved_from_its_stats_log(tmp_path: 
     outputs = tmp_path / "output"
     proc = run_pipeline(
         ["--matrix", MATRIX, "cache-save", "cpu", "--out", str(out)],
-        env={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(outputs), "PIPELINE_CACHE_HOME": str(tmp_path / "home")},
+        env={
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_OUTPUT": str(outputs),
+            "PIPELINE_CACHE_HOME": str(tmp_path / "home"),
+        },
     )
     assert proc.returncode == 0, proc.stderr
     assert read_file_commands(outputs) == {"save": "true"}

@@ -31,7 +31,9 @@ def test_a_build_in_a_ci_log_prints_progress_and_heartbeats_unwrapped(tmp_path: 
         cml.write('add_custom_target(slow_step ALL COMMAND "${CMAKE_COMMAND}" -E sleep 4 DEPENDS demo)\n')
     write_matrix(ws / "matrix.toml")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "TERM")}
-    env.update(PYTHONPATH=str(ROOT), FORCE_COLOR="1", GITHUB_ACTIONS="true", PIPELINE_HEARTBEAT="1")  # the shortest heartbeat there is
+    env.update(
+        PYTHONPATH=str(ROOT), FORCE_COLOR="1", GITHUB_ACTIONS="true", PIPELINE_HEARTBEAT="1"
+    )  # the shortest heartbeat there is
     proc = subprocess.run(
         [sys.executable, "-m", "pipeline", "--matrix", str(ws / "matrix.toml"), "build", "cpu",
          "--source", str(project), "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"),
@@ -46,7 +48,7 @@ def test_a_build_in_a_ci_log_prints_progress_and_heartbeats_unwrapped(tmp_path: 
     progress = [line for line in lines if re.match(r"cpu: \[\d+/\d+\] (?!still building)", line)]
     beats = [line for line in lines if re.match(r"cpu: \[\d+/(\d+|\?)\] still building, \d+s elapsed$", line)]
     assert len(progress) >= 3, log
-    assert progress[-1].startswith(("cpu: [", )) and re.match(r"cpu: \[(\d+)/\1\] ", progress[-1]), log
+    assert progress[-1].startswith(("cpu: [",)) and re.match(r"cpu: \[(\d+)/\1\] ", progress[-1]), log
     assert len(beats) >= 2, log
     bundle = ws / "out" / "dist" / "llama-b4242-bin-ubuntu-x64.tar.gz"
     assert bundle.is_file()

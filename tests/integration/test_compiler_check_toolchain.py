@@ -53,8 +53,12 @@ def _version_digest(clang: Path) -> str:
     """sha256 over what each compiler of the configure line prints for --version (clang, clang++)."""
     digest = hashlib.sha256()
     for tool in (clang, clang.with_name("clang++")):
-        digest.update(subprocess.run([str(tool), "--version"], capture_output=True, text=True, check=True)
-                      .stdout.encode() + b"\0")
+        digest.update(
+            subprocess.run(
+                [str(tool), "--version"], capture_output=True, text=True, check=True
+            ).stdout.encode()
+            + b"\0"
+        )
     return digest.hexdigest()
 
 
@@ -80,8 +84,9 @@ def test_toolchain_check_hits_after_reextraction_and_misses_on_another_archive(
 
     # The same archive extracted again, then new mtimes: every object hits.
     remove_install(root)
-    install_archive(first["toolchain"]["details"]["url"], root.name, root_dir=root.parent,
-                    cache_dir=download_cache_dir())
+    install_archive(
+        first["toolchain"]["details"]["url"], root.name, root_dir=root.parent, cache_dir=download_cache_dir()
+    )
     stamp = time.time() - 3600
     for path in [root, *root.rglob("*")]:
         os.utime(path, (stamp, stamp), follow_symlinks=False)
@@ -133,8 +138,13 @@ def test_timing_probe_runs_both_modes(tmp_path: Path) -> None:
         seconds = time_compiler_check(find_ccache(), gcc, check, calls=3, work=work, env=env)
         assert seconds > 0
         assert (work / "probe.o").is_file()
-        stats = subprocess.run([str(find_ccache()), "--print-stats"], env={**env, "CCACHE_DIR": str(work / "ccache")},
-                               capture_output=True, text=True, check=True).stdout
+        stats = subprocess.run(
+            [str(find_ccache()), "--print-stats"],
+            env={**env, "CCACHE_DIR": str(work / "ccache")},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         counts = dict(line.split("\t", 1) for line in stats.splitlines() if "\t" in line)
         # One cold call filled the cache, the three timed ones were served from it.
         assert (int(counts["direct_cache_hit"]), int(counts["cache_miss"])) == (3, 1)

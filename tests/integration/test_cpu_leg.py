@@ -68,10 +68,26 @@ def test_concurrent_builds_on_one_cache_count_only_their_own(tmp_path: Path) -> 
     _build(b, cache)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "--matrix", str(ws / "matrix.toml"), "build", "cpu",
-             "--source", str(ws / "project"), "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"],
+            [
+                sys.executable,
+                "-m",
+                "pipeline",
+                "--matrix",
+                str(ws / "matrix.toml"),
+                "build",
+                "cpu",
+                "--source",
+                str(ws / "project"),
+                "--out",
+                str(ws / "out"),
+                "--cache-dir",
+                str(cache),
+                "--no-bundle",
+            ],
             env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for ws in (a, b)
     ]
@@ -87,8 +103,20 @@ def test_concurrent_builds_on_one_cache_count_only_their_own(tmp_path: Path) -> 
 def test_build_packages_a_bundle_with_a_manifest(tmp_path: Path) -> None:
     ws = _workspace(tmp_path / "ws")
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b4242"],
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--tag",
+            "b4242",
+        ],
         check=True,
     )
     record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
@@ -118,8 +146,19 @@ def test_compile_error_shows_the_failing_step_and_the_log_tail(tmp_path: Path) -
     ws = _workspace(tmp_path / "ws")
     (ws / "project" / "src" / "unit003.cpp").write_text("int broken( { return 0; }\n")
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-bundle"]
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-bundle",
+        ]
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr

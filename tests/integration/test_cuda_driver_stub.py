@@ -55,7 +55,9 @@ def toolkit(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def defined_symbols(library: Path) -> set[str]:
     """The library's exported functions, as binutils' nm lists them."""
-    out = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True
+    )
     return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
 
 
@@ -70,13 +72,16 @@ def test_the_toolkit_from_the_wheels_has_a_driver_link_stub(toolkit: Path) -> No
     assert marker["files"]["nvidia/cu13/lib/stubs/libcuda.so"]
 
 
-@pytest.mark.skipif(system_has_driver(scrubbed_env(Path("/nonexistent"))), reason="this machine has an NVIDIA driver")
+@pytest.mark.skipif(
+    system_has_driver(scrubbed_env(Path("/nonexistent"))), reason="this machine has an NVIDIA driver"
+)
 def test_a_program_linking_the_driver_builds_from_the_wheels_and_runs_against_the_standin(
     toolkit: Path, tmp_path: Path
 ) -> None:
     ws = tmp_path / "ws"
     project = write_cuda_project(ws / "project")
-    (project / "src" / "main.cpp").write_text(textwrap.dedent("""\
+    (project / "src" / "main.cpp").write_text(
+        textwrap.dedent("""\
         #include <cuda.h>
         #include <cuda_runtime_api.h>
         #include <cstdio>
@@ -87,18 +92,39 @@ def test_a_program_linking_the_driver_builds_from_the_wheels_and_runs_against_th
                         cudaGetErrorString((cudaError_t) runtime));
             return 0;
         }
-        """))
+        """)
+    )
     with (project / "CMakeLists.txt").open("a") as fh:
         # What ggml-cuda links: without the stub, FindCUDAToolkit makes no CUDA::cuda_driver.
-        fh.write("find_package(CUDAToolkit REQUIRED)\nadd_executable(app src/main.cpp)\n"
-                 "target_link_libraries(app PRIVATE kernels CUDA::cudart CUDA::cuda_driver)\n")
-    (ws / "matrix.toml").write_text('[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n' + shipped_cuda_pins()
-                                    + '\n[legs.cuda]\nbackend = "cuda"\nos = "linux"\ncuda_architectures = ["89"]\n')
+        fh.write(
+            "find_package(CUDAToolkit REQUIRED)\nadd_executable(app src/main.cpp)\n"
+            "target_link_libraries(app PRIVATE kernels CUDA::cudart CUDA::cuda_driver)\n"
+        )
+    (ws / "matrix.toml").write_text(
+        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n'
+        + shipped_cuda_pins()
+        + '\n[legs.cuda]\nbackend = "cuda"\nos = "linux"\ncuda_architectures = ["89"]\n'
+    )
     path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "cuda" not in p.lower())
     env = {"PATH": path, "PIPELINE_DOWNLOAD_CACHE": str(e2e_cache_root() / "downloads"),
            "PIPELINE_TOOLCHAIN_DIR": str(toolkit.parents[2])}  # fmt: skip
-    run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(project), "--out",
-                  str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"], env=env, check=True)
+    run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cuda",
+            "--source",
+            str(project),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "ccache"),
+            "--no-bundle",
+        ],
+        env=env,
+        check=True,
+    )
     app = ws / "out" / "cuda" / "build" / "app"
     assert "libcuda.so.1" in read_elf(app).needed
     assert "cuInit" in imported_driver_symbols([app])

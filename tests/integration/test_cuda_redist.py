@@ -76,8 +76,9 @@ def test_a_leg_installs_exactly_its_components_as_one_toolkit_with_their_license
     redist = Redist(http_server)
     # cuda_nvrtc is in the manifest too: a leg that does not name it must not download it.
     nvrtc = b"not wanted"
-    http_server.route("/redist/cuda_nvrtc/linux-x86_64/cuda_nvrtc-linux-x86_64-12.8.93-archive.tar.xz",
-                      Response(body=nvrtc))
+    http_server.route(
+        "/redist/cuda_nvrtc/linux-x86_64/cuda_nvrtc-linux-x86_64-12.8.93-archive.tar.xz", Response(body=nvrtc)
+    )
     toolchain = install(write_matrix(tmp_path / "ws", redist))
     root = dirs["toolchains"] / FOLDER
     assert Path(toolchain.details["cuda_root"]) == root
@@ -85,7 +86,10 @@ def test_a_leg_installs_exactly_its_components_as_one_toolkit_with_their_license
     # The manifest once, each named archive once, nothing else.
     assert http_server.hits(f"/redist/{MANIFEST}") == 1
     assert {c: http_server.hits(redist.path_of(c)) for c in VERSIONS} == dict.fromkeys(VERSIONS, 1)
-    assert [r.path for r in http_server.requests] == [f"/redist/{MANIFEST}", *(redist.path_of(c) for c in VERSIONS)]
+    assert [r.path for r in http_server.requests] == [
+        f"/redist/{MANIFEST}",
+        *(redist.path_of(c) for c in VERSIONS),
+    ]
     # One root CMake's FindCUDAToolkit accepts: the archives' bin/, include/, lib/ merged, lib64 beside lib.
     assert (root / "bin" / "nvcc").read_bytes() == component_files("cuda_nvcc")["bin/nvcc"]
     assert (root / "include" / "cub" / "cub.cuh").is_file() and (root / "include" / "cublas_v2.h").is_file()
@@ -93,21 +97,27 @@ def test_a_leg_installs_exactly_its_components_as_one_toolkit_with_their_license
     assert os.readlink(root / "lib" / "libcudart.so") == "libcudart.so.12"  # made: cudart's archive has none
     assert os.readlink(root / "lib" / "libcublas.so") == "libcublas.so.12"  # the archive's own
     # The driver's link stub is cuda_cudart's, not one made here.
-    assert (root / "lib" / "stubs" / "libcuda.so").read_bytes() == component_files("cuda_cudart")["lib/stubs/libcuda.so"]
+    assert (root / "lib" / "stubs" / "libcuda.so").read_bytes() == component_files("cuda_cudart")[
+        "lib/stubs/libcuda.so"
+    ]
     # Each archive's LICENSE, per component, where the bundle's third-party list looks (licenses/<name>/).
     assert sorted(p.relative_to(root).as_posix() for p in (root / "licenses").rglob("LICENSE")) == sorted(
-        f"licenses/{c}/LICENSE" for c in VERSIONS)
+        f"licenses/{c}/LICENSE" for c in VERSIONS
+    )
     assert all((root / "licenses" / c / "LICENSE").read_bytes() == LICENSE_TEXT for c in VERSIONS)
     assert not (root / "LICENSE").exists()
     marker = json.loads((root / MARKER).read_text())
     assert [(a["label"], a["sha256"]) for a in marker["archives"]] == [
         (f"{c}-linux-x86_64-{v}-archive.tar.xz", hashlib.sha256(redist.archives[c]).hexdigest())
-        for c, v in VERSIONS.items()]
+        for c, v in VERSIONS.items()
+    ]
     # The 12.x line's driver floor (its nvcc here is this machine's, which says 13.x: the floor is the line's).
     assert toolchain.details["driver_min"] == "R525 (525.60.13 or newer)"
 
     # The identity is the one cache-key computes offline, before any install.
-    proc = run_pipeline(["--matrix", str(tmp_path / "ws" / "matrix.toml"), "cache-key", "cuda-12", "--tag", "b7000", "--json"])
+    proc = run_pipeline(
+        ["--matrix", str(tmp_path / "ws" / "matrix.toml"), "cache-key", "cuda-12", "--tag", "b7000", "--json"]
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["key"].split("--")[2] == toolchain.identity
     assert toolchain.identity.startswith(f"cuda-{VERSIONS['cuda_nvcc']}-")
@@ -166,8 +176,10 @@ def test_a_component_the_manifest_lacks_is_one_line_naming_it(
     write_matrix(ws, redist, components=("cuda_nvcc", "cuda_crt"))
     write_cuda_project(ws / "project")
     code, _, stderr = build(ws, tmp_path / "ccache")
-    assert _one_error(stderr) == (f"error: toolchains.cuda-12.redist ({MANIFEST}): cuda_crt: no such component "
-                                  "in the manifest (release 12.8.1)")
+    assert _one_error(stderr) == (
+        f"error: toolchains.cuda-12.redist ({MANIFEST}): cuda_crt: no such component "
+        "in the manifest (release 12.8.1)"
+    )
     assert code == 7
     assert [r.path for r in http_server.requests] == [f"/redist/{MANIFEST}"]
 
@@ -179,8 +191,11 @@ def test_a_truncated_archive_is_fetched_again_and_installs(
     redist = Redist(http_server)
     blob = redist.archives["libcublas"]
     # The connection drops after half the bytes; the retry gets the whole file.
-    http_server.route(redist.path_of("libcublas"), Response(body=blob[: len(blob) // 2], declared_length=len(blob)),
-                      Response(body=blob))
+    http_server.route(
+        redist.path_of("libcublas"),
+        Response(body=blob[: len(blob) // 2], declared_length=len(blob)),
+        Response(body=blob),
+    )
     install(write_matrix(tmp_path / "ws", redist))
     assert http_server.hits(redist.path_of("libcublas")) == 2
     assert (dirs["toolchains"] / FOLDER / "lib" / "libcublas.so.12").read_bytes() == b"\x7fELF cublas 12"
@@ -238,4 +253,6 @@ def test_an_archive_that_always_arrives_cut_short_fails_naming_the_component_and
     assert not (dirs["toolchains"] / FOLDER).exists()
     cache = dirs["downloads"] / "cuda-redist"
     # No partial file and no archive: only the download's lock file is left.
-    assert [p.name for p in cache.iterdir() if "cuda_cccl" in p.name] == [".cuda_cccl-linux-x86_64-12.8.90-archive.tar.xz.lock"]
+    assert [p.name for p in cache.iterdir() if "cuda_cccl" in p.name] == [
+        ".cuda_cccl-linux-x86_64-12.8.90-archive.tar.xz.lock"
+    ]

@@ -44,7 +44,9 @@ def clean_env(tmp: Path) -> dict[str, str]:
     """The environment without any system CUDA: no CUDA_PATH, nothing CUDA on PATH."""
     path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "cuda" not in p.lower())
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA")}
-    env.update(PATH=path, PIPELINE_DOWNLOAD_CACHE=str(DOWNLOADS), PIPELINE_TOOLCHAIN_DIR=str(tmp / "toolchains"))
+    env.update(
+        PATH=path, PIPELINE_DOWNLOAD_CACHE=str(DOWNLOADS), PIPELINE_TOOLCHAIN_DIR=str(tmp / "toolchains")
+    )
     return env
 
 
@@ -54,18 +56,21 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
     # An executable that links the runtime and cuBLAS: FindCUDAToolkit must find
     # them in the wheel tree through the unversioned links.
     (project / "src" / "main.cpp").write_text(
-        '#include <cuda_runtime_api.h>\n#include <cublas_v2.h>\n#include <cstdio>\n'
+        "#include <cuda_runtime_api.h>\n#include <cublas_v2.h>\n#include <cstdio>\n"
         "int main() { int v = 0; cudaRuntimeGetVersion(&v); cublasHandle_t h;\n"
         ' std::printf("%d %d\\n", v, (int)cublasCreate(&h)); return 0; }\n'
     )
     with (project / "CMakeLists.txt").open("a") as fh:
-        fh.write(textwrap.dedent("""\
+        fh.write(
+            textwrap.dedent("""\
             find_package(CUDAToolkit REQUIRED)
             add_executable(app src/main.cpp)
             target_link_libraries(app PRIVATE kernels CUDA::cudart CUDA::cublas)
-            """))
+            """)
+        )
     (ws / "matrix.toml").write_text(
-        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n' + pins_of_repo_matrix()
+        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n'
+        + pins_of_repo_matrix()
         + '\n[legs.cuda]\nbackend = "cuda"\nos = "linux"\ncuda_architectures = ["75", "86"]\n'
     )
     env = clean_env(tmp_path)
@@ -111,7 +116,8 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
 def cuda_matrix(ws: Path, pins: str) -> Path:
     path = ws / "matrix.toml"
     path.write_text(
-        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n' + pins
+        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n'
+        + pins
         + '\n[legs.cuda]\nbackend = "cuda"\nos = "linux"\ncuda_architectures = ["75"]\n'
     )
     return path
@@ -155,8 +161,12 @@ def test_a_wheel_that_does_not_match_its_pin_installs_nothing(tmp_path: Path) ->
     links.mkdir()
     with zipfile.ZipFile(links / "fake_cuda-1.0-py3-none-any.whl", "w") as zf:
         zf.writestr("nvidia/cu13/bin/nvcc", "#!/bin/sh\n")
-        zf.writestr("fake_cuda-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: fake-cuda\nVersion: 1.0\n")
-        zf.writestr("fake_cuda-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(
+            "fake_cuda-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: fake-cuda\nVersion: 1.0\n"
+        )
+        zf.writestr(
+            "fake_cuda-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         zf.writestr("fake_cuda-1.0.dist-info/RECORD", "")
     ws = tmp_path / "ws"
     project = write_cuda_project(ws / "project")
@@ -201,10 +211,16 @@ def test_debians_toolkit_names_nvccs_host_compiler_and_the_identity_carries_it(t
     toolchain = cuda_toolchain(leg, env, root=root, source="cuda-path")
     chosen = root / "lib/nvidia-cuda-toolkit/bin/g++"
     assert f"-DCMAKE_CUDA_HOST_COMPILER={chosen}" in toolchain.cmake_args
-    version = subprocess.run(["g++", "-dumpfullversion"], capture_output=True, text=True, check=True).stdout.strip()
+    version = subprocess.run(
+        ["g++", "-dumpfullversion"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert toolchain.details["cuda_host_compiler"] == f"gcc-{version}"
-    assert toolchain.identity.endswith(f"-ccbin-gcc-{version}") and toolchain.identity.startswith("cuda-12.4.131-")
+    assert toolchain.identity.endswith(f"-ccbin-gcc-{version}") and toolchain.identity.startswith(
+        "cuda-12.4.131-"
+    )
     # Without the toolkit's choice, nvcc drives the leg's C++ compiler, as before.
-    plain = cuda_toolchain(leg, env, root=_debian_cuda(tmp_path / "plain", with_choice=False), source="cuda-path")
+    plain = cuda_toolchain(
+        leg, env, root=_debian_cuda(tmp_path / "plain", with_choice=False), source="cuda-path"
+    )
     assert f"-DCMAKE_CUDA_HOST_COMPILER={shutil.which('g++')}" in plain.cmake_args
     assert "cuda_host_compiler" not in plain.details and "ccbin" not in plain.identity

@@ -17,7 +17,9 @@ NOW = "2026-08-10T09:30:00Z"
 LABEL = "nightly-stale"
 
 
-def deadman(gh: FakeGitHub, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def deadman(
+    gh: FakeGitHub, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     proc = run_pipeline(
         ["--matrix", str(ROOT / "matrix.toml"), "deadman", "--repo", REPO, "--api-url", gh.api_url, "--now", NOW, *extra],
         env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_STALE_DAYS": "",
@@ -38,8 +40,10 @@ def test_a_fresh_nightly_says_how_old_it_is_and_opens_nothing() -> None:
         proc = deadman(gh, "--apply")
         assert proc.returncode == 0, proc.stderr
         # matrix.toml's github.stale_days = 2.
-        assert ("newest nightly release: b7001, published 2026-08-09T21:30:00+00:00, 12h 00m ago: fresh "
-                "(limit 2 days)") in proc.stdout
+        assert (
+            "newest nightly release: b7001, published 2026-08-09T21:30:00+00:00, 12h 00m ago: fresh "
+            "(limit 2 days)"
+        ) in proc.stdout
         assert gh.issues == []
 
 
@@ -69,7 +73,10 @@ def test_the_limit_comes_from_the_environment_before_matrix_toml() -> None:
         gh.add_release("b7000", published_at="2026-08-09T09:30:00Z")
         assert "fresh (limit 2 days)" in deadman(gh).stdout
         assert "stale (limit 0.5 days)" in deadman(gh, env={"PIPELINE_STALE_DAYS": "0.5"}).stdout
-        assert "fresh (limit 3 days)" in deadman(gh, "--stale-days", "3", env={"PIPELINE_STALE_DAYS": "0.5"}).stdout
+        assert (
+            "fresh (limit 3 days)"
+            in deadman(gh, "--stale-days", "3", env={"PIPELINE_STALE_DAYS": "0.5"}).stdout
+        )
         bad = deadman(gh, env={"PIPELINE_STALE_DAYS": "soon"})
         assert bad.returncode == 2 and "PIPELINE_STALE_DAYS: expected days above 0" in bad.stderr
 
@@ -78,9 +85,14 @@ def test_the_limit_comes_from_the_environment_before_matrix_toml() -> None:
     ("releases", "line"),
     [
         ([], "no published nightly release: stale"),
-        ([("b7000", {"draft": True}), ("b7001", {"draft": True})], "no published nightly release (2 drafts not counted): stale"),
-        ([("b7000", {"prerelease": True, "published_at": "2026-08-10T08:00:00Z"})],
-         "no published nightly release (1 prereleases not counted): stale"),
+        (
+            [("b7000", {"draft": True}), ("b7001", {"draft": True})],
+            "no published nightly release (2 drafts not counted): stale",
+        ),
+        (
+            [("b7000", {"prerelease": True, "published_at": "2026-08-10T08:00:00Z"})],
+            "no published nightly release (1 prereleases not counted): stale",
+        ),
     ],
     ids=["no-releases", "drafts-only", "prereleases-only"],
 )
@@ -103,7 +115,11 @@ def test_the_nightly_is_found_on_a_later_page() -> None:
         proc = deadman(gh, "--apply")
         assert proc.returncode == 0, proc.stderr
         assert "newest nightly release: b7000" in proc.stdout and "fresh" in proc.stdout
-        assert [r.query.get("page", ["1"])[0] for r in gh.requests if r.path.endswith("/releases")] == ["1", "2", "3"]
+        assert [r.query.get("page", ["1"])[0] for r in gh.requests if r.path.endswith("/releases")] == [
+            "1",
+            "2",
+            "3",
+        ]
         assert gh.issues == []
 
 

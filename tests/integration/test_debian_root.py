@@ -15,8 +15,10 @@ import pytest
 
 from tests.support.sid_root import DebianRoot
 
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="dpkg-query is not installed")]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="dpkg-query is not installed"),
+]
 
 
 def _root(cache: Path, installed: dict[str, str]) -> DebianRoot:
@@ -28,7 +30,9 @@ def _root(cache: Path, installed: dict[str, str]) -> DebianRoot:
         f"Package: {name}\nStatus: install ok {state}\nArchitecture: amd64\nVersion: 1.0\n"
         f"Maintainer: nobody <nobody@example.invalid>\nDescription: {name}\n\n" for name, state in installed.items()
     ))  # fmt: skip
-    return DebianRoot(suite="demo", packages=("git", "g++", "libssl-dev"), folder="demo", marker="usr/bin/marker")
+    return DebianRoot(
+        suite="demo", packages=("git", "g++", "libssl-dev"), folder="demo", marker="usr/bin/marker"
+    )
 
 
 def test_the_packages_a_made_root_lacks_are_named(tmp_path: Path) -> None:

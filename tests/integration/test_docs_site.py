@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
-                       reason="mkdocs is not installed: pip install -e '.[docs]' (the test extra brings it)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("mkdocs") is None,
+        reason="mkdocs is not installed: pip install -e '.[docs]' (the test extra brings it)",
+    ),
 ]
 
 
@@ -31,8 +33,15 @@ def _copy_site_sources(dest: Path) -> Path:
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_the_site_builds_strict_with_the_architecture_and_the_generated_tables(tmp_path: Path) -> None:
@@ -52,8 +61,14 @@ def _append(path: Path, text: str) -> None:
 
 
 BREAKAGES = {
-    "missing page": (lambda docs: _append(docs / "index.md", "\n[gone](no-such-page.md)\n"), "no-such-page.md"),
-    "missing anchor": (lambda docs: _append(docs / "index.md", "\n[gone](rocm.md#no-such-heading)\n"), "no-such-heading"),
+    "missing page": (
+        lambda docs: _append(docs / "index.md", "\n[gone](no-such-page.md)\n"),
+        "no-such-page.md",
+    ),
+    "missing anchor": (
+        lambda docs: _append(docs / "index.md", "\n[gone](rocm.md#no-such-heading)\n"),
+        "no-such-heading",
+    ),
     "page not in the nav": (lambda docs: _append(docs / "orphan.md", "# Orphan\n"), "orphan.md"),
 }
 

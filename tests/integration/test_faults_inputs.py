@@ -46,7 +46,12 @@ def _bom(ws: Path) -> None:
 
 
 def _record(ws: Path, **fields: object) -> None:
-    base: dict[str, object] = {"leg": "cpu", "backend": "cpu", "os": "linux", "started": "2026-08-09T06:00:00Z"}
+    base: dict[str, object] = {
+        "leg": "cpu",
+        "backend": "cpu",
+        "os": "linux",
+        "started": "2026-08-09T06:00:00Z",
+    }
     base.update(fields)
     rec = ws / "recs" / "cpu" / "record.json"
     rec.parent.mkdir(parents=True, exist_ok=True)
@@ -71,59 +76,134 @@ BUILD = ["build", "cpu", "--source", "proj"]
 CASES: dict[str, Case] = {
     # ---- unwritable outputs: exit 11, the path and the reason
     "--out is a file": Case([*BUILD, "--out", "afile"], OS_ERROR_EXIT, ("afile/cpu", "Not a directory")),
-    "--out is /dev/null": Case([*BUILD, "--out", "/dev/null"], OS_ERROR_EXIT, ("/dev/null/cpu", "Not a directory")),
+    "--out is /dev/null": Case(
+        [*BUILD, "--out", "/dev/null"], OS_ERROR_EXIT, ("/dev/null/cpu", "Not a directory")
+    ),
     # Root ignores permission bits: sysfs is a place even root cannot create a folder in.
-    "--out not creatable": Case([*BUILD, "--out", "/sys/pipeline-out"], OS_ERROR_EXIT, ("/sys/pipeline-out",)),
-    "--cache-dir under a file": Case([*BUILD, "--out", "out", "--cache-dir", "afile/cc"], OS_ERROR_EXIT,
-                                     ("afile/cc", "Not a directory"), absent=("out/cpu/build",)),
-    "CCACHE_DIR under /dev/null": Case([*BUILD, "--out", "out"], OS_ERROR_EXIT, ("/dev/null/cc",),
-                                       env={"CCACHE_DIR": "/dev/null/cc"}, absent=("out/cpu/build",)),
-    "resolve --write at a folder": Case(["resolve", "--no-source", "--write", "adir"], OS_ERROR_EXIT,
-                                        ("adir", "is a folder")),
-    "resolve --write under a file": Case(["resolve", "--no-source", "--write", "afile/r.json"], OS_ERROR_EXIT,
-                                         ("afile", "exists and is not a folder")),
-    "report --html at a folder": Case(["report", "--out", "recs", "--html", "adir"], OS_ERROR_EXIT,
-                                      ("adir", "is a folder"), setup=_record),
-    "report --html under a file": Case(["report", "--out", "recs", "--html", "afile/r.html"], OS_ERROR_EXIT,
-                                       ("afile",), setup=_record),
-    "timings --trace at a folder": Case(["timings", "bd", "--trace", "adir"], OS_ERROR_EXIT, ("adir", "is a folder"),
-                                        setup=_ninja),
-    "timings --trace under a file": Case(["timings", "bd", "--trace", "afile/t.json"], OS_ERROR_EXIT, ("afile",),
-                                         setup=_ninja),
-    "GITHUB_OUTPUT is a folder": Case(["cache-key", "cpu", "--tag", "b1"], OS_ERROR_EXIT, ("adir", "Is a directory"),
-                                      env={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": "adir"}),
-    "GITHUB_OUTPUT under a file": Case(["cache-key", "cpu", "--tag", "b1"], OS_ERROR_EXIT, ("afile/o",),
-                                       env={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": "afile/o"}),
+    "--out not creatable": Case(
+        [*BUILD, "--out", "/sys/pipeline-out"], OS_ERROR_EXIT, ("/sys/pipeline-out",)
+    ),
+    "--cache-dir under a file": Case(
+        [*BUILD, "--out", "out", "--cache-dir", "afile/cc"],
+        OS_ERROR_EXIT,
+        ("afile/cc", "Not a directory"),
+        absent=("out/cpu/build",),
+    ),
+    "CCACHE_DIR under /dev/null": Case(
+        [*BUILD, "--out", "out"],
+        OS_ERROR_EXIT,
+        ("/dev/null/cc",),
+        env={"CCACHE_DIR": "/dev/null/cc"},
+        absent=("out/cpu/build",),
+    ),
+    "resolve --write at a folder": Case(
+        ["resolve", "--no-source", "--write", "adir"], OS_ERROR_EXIT, ("adir", "is a folder")
+    ),
+    "resolve --write under a file": Case(
+        ["resolve", "--no-source", "--write", "afile/r.json"],
+        OS_ERROR_EXIT,
+        ("afile", "exists and is not a folder"),
+    ),
+    "report --html at a folder": Case(
+        ["report", "--out", "recs", "--html", "adir"], OS_ERROR_EXIT, ("adir", "is a folder"), setup=_record
+    ),
+    "report --html under a file": Case(
+        ["report", "--out", "recs", "--html", "afile/r.html"], OS_ERROR_EXIT, ("afile",), setup=_record
+    ),
+    "timings --trace at a folder": Case(
+        ["timings", "bd", "--trace", "adir"], OS_ERROR_EXIT, ("adir", "is a folder"), setup=_ninja
+    ),
+    "timings --trace under a file": Case(
+        ["timings", "bd", "--trace", "afile/t.json"], OS_ERROR_EXIT, ("afile",), setup=_ninja
+    ),
+    "GITHUB_OUTPUT is a folder": Case(
+        ["cache-key", "cpu", "--tag", "b1"],
+        OS_ERROR_EXIT,
+        ("adir", "Is a directory"),
+        env={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": "adir"},
+    ),
+    "GITHUB_OUTPUT under a file": Case(
+        ["cache-key", "cpu", "--tag", "b1"],
+        OS_ERROR_EXIT,
+        ("afile/o",),
+        env={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": "afile/o"},
+    ),
     # ---- numbers, strings, dates and URLs that validation must refuse
-    "nan threshold": Case(["legs"], CONFIG, ("report.hit_rate_warning", "a finite number"),
-                          setup=_matrix_with("\n[report]\nhit_rate_warning = nan\n")),
-    "inf hours": Case(["legs"], CONFIG, ("source.min_age_hours", "a finite number"),
-                      setup=lambda ws: (ws / "matrix.toml").write_text(
-                          (ws / "matrix.toml").read_text().replace('tag = "b1"', 'tag = "b1"\nmin_age_hours = inf'))),
-    "1e308 days": Case(["legs"], CONFIG, ("ccache.evict_older_than_days", "between"),
-                       setup=lambda ws: (ws / "matrix.toml").write_text(
-                           (ws / "matrix.toml").read_text().replace("[ccache]", "[ccache]\nevict_older_than_days = 1e308"))),
-    "empty runner": Case(["matrix"], CONFIG, ("legs.cpu.runner", "non-empty"),
-                         setup=_matrix_with('runner = ""\n')),
+    "nan threshold": Case(
+        ["legs"],
+        CONFIG,
+        ("report.hit_rate_warning", "a finite number"),
+        setup=_matrix_with("\n[report]\nhit_rate_warning = nan\n"),
+    ),
+    "inf hours": Case(
+        ["legs"],
+        CONFIG,
+        ("source.min_age_hours", "a finite number"),
+        setup=lambda ws: (ws / "matrix.toml").write_text(
+            (ws / "matrix.toml").read_text().replace('tag = "b1"', 'tag = "b1"\nmin_age_hours = inf')
+        ),
+    ),
+    "1e308 days": Case(
+        ["legs"],
+        CONFIG,
+        ("ccache.evict_older_than_days", "between"),
+        setup=lambda ws: (ws / "matrix.toml").write_text(
+            (ws / "matrix.toml").read_text().replace("[ccache]", "[ccache]\nevict_older_than_days = 1e308")
+        ),
+    ),
+    "empty runner": Case(
+        ["matrix"], CONFIG, ("legs.cpu.runner", "non-empty"), setup=_matrix_with('runner = ""\n')
+    ),
     "BOM": Case(["legs"], CONFIG, ("matrix.toml", "byte order mark"), setup=_bom),
-    "malformed IPv6 index_url in matrix": Case(["legs"], CONFIG, ("rocm.index_url", "well-formed URL"),
-                                               setup=_matrix_with('\n[rocm]\nindex_url = "http://[::1"\n')),
-    "malformed IPv6 --index-url": Case(["resolve", "--os", "linux", "--family", "gfx1151", "--index-url", "http://[::1"],
-                                       USAGE, ("--index-url", "malformed URL")),
-    "malformed IPv6 --remote-cache": Case([*BUILD, "--out", "out", "--remote-cache", "http://u:pw@[::1"], USAGE,
-                                          ("--remote-cache", "malformed URL", "http://***@[::1"), absent=("out",)),
-    "--now in year 1": Case(["resolve", "--os", "linux", "--family", "gfx1151", "--now", "0001-01-01T00:00:00+01:00"],
-                            USAGE, ("--now", "outside")),
-    "--now in year 9999": Case(["resolve", "--os", "linux", "--family", "gfx1151", "--now", "9999-12-31T23:00:00-05:00"],
-                               USAGE, ("--now", "outside")),
-    "PIPELINE_HTTP_RETRY_BUDGET nan": Case(["resolve", "--os", "linux", "--family", "gfx1151"], USAGE,
-                                           ("PIPELINE_HTTP_RETRY_BUDGET",), env={"PIPELINE_HTTP_RETRY_BUDGET": "nan"}),
+    "malformed IPv6 index_url in matrix": Case(
+        ["legs"],
+        CONFIG,
+        ("rocm.index_url", "well-formed URL"),
+        setup=_matrix_with('\n[rocm]\nindex_url = "http://[::1"\n'),
+    ),
+    "malformed IPv6 --index-url": Case(
+        ["resolve", "--os", "linux", "--family", "gfx1151", "--index-url", "http://[::1"],
+        USAGE,
+        ("--index-url", "malformed URL"),
+    ),
+    "malformed IPv6 --remote-cache": Case(
+        [*BUILD, "--out", "out", "--remote-cache", "http://u:pw@[::1"],
+        USAGE,
+        ("--remote-cache", "malformed URL", "http://***@[::1"),
+        absent=("out",),
+    ),
+    "--now in year 1": Case(
+        ["resolve", "--os", "linux", "--family", "gfx1151", "--now", "0001-01-01T00:00:00+01:00"],
+        USAGE,
+        ("--now", "outside"),
+    ),
+    "--now in year 9999": Case(
+        ["resolve", "--os", "linux", "--family", "gfx1151", "--now", "9999-12-31T23:00:00-05:00"],
+        USAGE,
+        ("--now", "outside"),
+    ),
+    "PIPELINE_HTTP_RETRY_BUDGET nan": Case(
+        ["resolve", "--os", "linux", "--family", "gfx1151"],
+        USAGE,
+        ("PIPELINE_HTTP_RETRY_BUDGET",),
+        env={"PIPELINE_HTTP_RETRY_BUDGET": "nan"},
+    ),
     # ---- records and folders
-    "record without backend": Case(["report", "--out", "recs"], GENERIC, ("recs/cpu/record.json", "bad record", "backend"),
-                                   setup=lambda ws: _record(ws, backend=None)),
-    "record without os": Case(["cache-save", "cpu", "--out", "recs"], GENERIC, ("recs/cpu/record.json", "'os'"),
-                              setup=lambda ws: _record(ws, os=None)),
-    "compare a folder with a FIFO": Case(["compare", "a", "b"], BUNDLE, ("a/pipe", "not a regular file"), setup=_fifo),
+    "record without backend": Case(
+        ["report", "--out", "recs"],
+        GENERIC,
+        ("recs/cpu/record.json", "bad record", "backend"),
+        setup=lambda ws: _record(ws, backend=None),
+    ),
+    "record without os": Case(
+        ["cache-save", "cpu", "--out", "recs"],
+        GENERIC,
+        ("recs/cpu/record.json", "'os'"),
+        setup=lambda ws: _record(ws, os=None),
+    ),
+    "compare a folder with a FIFO": Case(
+        ["compare", "a", "b"], BUNDLE, ("a/pipe", "not a regular file"), setup=_fifo
+    ),
 }
 
 
@@ -146,8 +226,11 @@ def test_fault_gives_one_line_and_its_exit_code(name: str, workspace: Path) -> N
     if case.setup:
         case.setup(workspace)
     before = _tree(workspace)
-    proc = run_pipeline(["--matrix", "matrix.toml", *case.args], cwd=workspace,
-                        env={"PIPELINE_CACHE_HOME": str(workspace / "home"), **case.env})
+    proc = run_pipeline(
+        ["--matrix", "matrix.toml", *case.args],
+        cwd=workspace,
+        env={"PIPELINE_CACHE_HOME": str(workspace / "home"), **case.env},
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -166,7 +249,9 @@ def test_fault_gives_one_line_and_its_exit_code(name: str, workspace: Path) -> N
 def test_debug_shows_the_traceback_behind_the_line(workspace: Path) -> None:
     for how in (["--debug"], []):
         env = {} if how else {"PIPELINE_DEBUG": "1"}
-        proc = run_pipeline(["--matrix", "matrix.toml", *how, *BUILD, "--out", "afile"], cwd=workspace, env=env)
+        proc = run_pipeline(
+            ["--matrix", "matrix.toml", *how, *BUILD, "--out", "afile"], cwd=workspace, env=env
+        )
         assert proc.returncode == OS_ERROR_EXIT
         assert "Traceback" in proc.stderr and "NotADirectoryError" in proc.stderr
         assert proc.stderr.strip().splitlines()[-1].startswith("error: build: ")

@@ -58,8 +58,13 @@ def start_pipeline(args: list[str], logs: Path, env: dict[str, str] | None = Non
     )
 
 
-def wait_for(what: str, ready: Callable[[], bool], timeout: float = 300.0, proc: subprocess.Popen[bytes] | None = None,
-             logs: Path | None = None) -> None:
+def wait_for(
+    what: str,
+    ready: Callable[[], bool],
+    timeout: float = 300.0,
+    proc: subprocess.Popen[bytes] | None = None,
+    logs: Path | None = None,
+) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         if proc is not None and proc.poll() is not None:
@@ -97,8 +102,11 @@ def listing(folder: Path) -> list[str]:
     """Everything under ``folder`` (names relative to it), lock files left out: they stay by design."""
     if not folder.exists():
         return []
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.name.endswith(".lock")
-                  and not p.name.endswith(".lock.holder.json"))
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if not p.name.endswith(".lock") and not p.name.endswith(".lock.holder.json")
+    )
 
 
 def top_level(folder: Path) -> list[str]:
@@ -153,8 +161,20 @@ def pause_env(ws: Path, point: str) -> dict[str, str]:
 
 
 def cpu_args(ws: Path, *extra: str) -> list[str]:
-    return ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-            "--out", str(ws / "out"), "--cache-dir", str(ws / "ccache"), "--no-bundle", *extra]
+    return [
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "build",
+        "cpu",
+        "--source",
+        str(ws / "project"),
+        "--out",
+        str(ws / "out"),
+        "--cache-dir",
+        str(ws / "ccache"),
+        "--no-bundle",
+        *extra,
+    ]
 
 
 @pytest.fixture
@@ -169,7 +189,9 @@ def slow_ws(tmp_path: Path) -> Path:
 # Killed during Ninja
 
 
-@pytest.mark.parametrize(("sig", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")])
+@pytest.mark.parametrize(
+    ("sig", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]
+)
 def test_signal_during_ninja_stops_the_whole_tree_and_records_interrupted(
     slow_ws: Path, tmp_path: Path, sig: signal.Signals, code: int, name: str
 ) -> None:
@@ -224,8 +246,7 @@ def test_killed_run_leaves_a_running_record_that_reads_as_interrupted(slow_ws: P
     finally:
         # SIGKILL leaves the child group running (nothing can stop it from inside): the test ends it.
         (gate / "release").write_text("go")
-        wait_for("the orphaned step to end", lambda: not processes_mentioning(slow_step(ws)),
-                 timeout=60)
+        wait_for("the orphaned step to end", lambda: not processes_mentioning(slow_step(ws)), timeout=60)
     rerun = run_pipeline(cpu_args(ws), check=True)
     assert "Traceback" not in rerun.stderr
     assert record_of(ws / "out", "cpu")["status"] == "success"
@@ -374,12 +395,28 @@ def rocm_ws(tmp_path: Path, padded_tarball: bytes) -> Iterator[tuple[Path, Tarba
 
 
 def rocm_args(ws: Path) -> list[str]:
-    return ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"), "--now", NOW,
-            "--out", str(ws / "out"), "--cache-dir", str(ws / "ccache"), "--no-bundle"]
+    return [
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "build",
+        LEG,
+        "--source",
+        str(ws / "project"),
+        "--now",
+        NOW,
+        "--out",
+        str(ws / "out"),
+        "--cache-dir",
+        str(ws / "ccache"),
+        "--no-bundle",
+    ]
 
 
 def rocm_env(ws: Path) -> dict[str, str]:
-    return {"PIPELINE_DOWNLOAD_CACHE": str(ws / "downloads"), "PIPELINE_TOOLCHAIN_DIR": str(ws / "toolchains")}
+    return {
+        "PIPELINE_DOWNLOAD_CACHE": str(ws / "downloads"),
+        "PIPELINE_TOOLCHAIN_DIR": str(ws / "toolchains"),
+    }
 
 
 def assert_rerun_installs_and_builds(ws: Path, server: TarballServer) -> None:
@@ -398,15 +435,23 @@ def assert_rerun_installs_and_builds(ws: Path, server: TarballServer) -> None:
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGKILL, -9)])
-def test_kill_during_download(rocm_ws: tuple[Path, TarballServer], tmp_path: Path, sig: signal.Signals,
-                              code: int) -> None:
+def test_kill_during_download(
+    rocm_ws: tuple[Path, TarballServer], tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
     ws, server = rocm_ws
     server.mode = "stall"
     proc = start_pipeline(rocm_args(ws), tmp_path / "logs", env=rocm_env(ws))
     downloads = ws / "downloads"
-    wait_for("a partial download", lambda: any(p.name.endswith(".part") and p.stat().st_size > 0
-                                                 for p in downloads.glob(".*.part")) if downloads.exists() else False,
-             proc=proc, logs=tmp_path / "logs")
+    wait_for(
+        "a partial download",
+        lambda: (
+            any(p.name.endswith(".part") and p.stat().st_size > 0 for p in downloads.glob(".*.part"))
+            if downloads.exists()
+            else False
+        ),
+        proc=proc,
+        logs=tmp_path / "logs",
+    )
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == code
     if sig == signal.SIGTERM:
@@ -429,8 +474,9 @@ def test_kill_during_download(rocm_ws: tuple[Path, TarballServer], tmp_path: Pat
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGKILL, -9)])
-def test_kill_during_extraction(rocm_ws: tuple[Path, TarballServer], tmp_path: Path, sig: signal.Signals,
-                                code: int) -> None:
+def test_kill_during_extraction(
+    rocm_ws: tuple[Path, TarballServer], tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
     ws, server = rocm_ws
     # The run holds at the first member it extracts (processes/pause_points.py): the signal lands mid-extraction
     # however fast or slow the machine is.
@@ -527,7 +573,13 @@ def test_sigterm_during_packaging_leaves_no_half_bundle(tmp_path: Path) -> None:
     write_matrix(ws / "matrix.toml")
     args = [a for a in cpu_args(ws, "--tag", "b4242") if a != "--no-bundle"]
     proc = start_pipeline(args, tmp_path / "logs", env=pause_env(ws, "pack"))
-    wait_for("the packaging", (ws / "pause" / "pack.reached").exists, timeout=600, proc=proc, logs=tmp_path / "logs")
+    wait_for(
+        "the packaging",
+        (ws / "pause" / "pack.reached").exists,
+        timeout=600,
+        proc=proc,
+        logs=tmp_path / "logs",
+    )
     dist = ws / "out" / "dist"
     assert record_of(ws / "out", "cpu")["status"] == "running"
 
@@ -577,7 +629,11 @@ def gated_git(ws: Path, subcommand: str) -> tuple[Path, dict[str, str]]:
     wrapper.write_text(GATED_GIT.format(git=real))
     wrapper.chmod(0o755)
     (ws / "gate").mkdir(parents=True, exist_ok=True)
-    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "GATE": str(ws / "gate"), "GATE_AT": subcommand}
+    env = {
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        "GATE": str(ws / "gate"),
+        "GATE_AT": subcommand,
+    }
     return wrapper, env
 
 
@@ -591,8 +647,12 @@ def git_ws(tmp_path: Path) -> Path:
     project = write_cpp_project(tmp_path / "gen", units=1)
     upstream = init_repo(ws / "upstream")
     when = datetime(2026, 3, 11, 12, 0, tzinfo=UTC)
-    commit_files(upstream, {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()},
-                 "demo", when=when)
+    commit_files(
+        upstream,
+        {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()},
+        "demo",
+        when=when,
+    )
     tag(upstream, "b1", when=when + timedelta(minutes=1))
     write_matrix(ws / "matrix.toml")
     text = (ws / "matrix.toml").read_text().replace("https://example.invalid/llama.cpp.git", str(upstream))
@@ -603,7 +663,15 @@ def git_ws(tmp_path: Path) -> Path:
 def test_sigterm_during_source_stops_git_and_leaves_no_archive(git_ws: Path, tmp_path: Path) -> None:
     ws = git_ws
     wrapper, env = gated_git(ws, "archive")
-    args = ["--matrix", str(ws / "matrix.toml"), "source", "--out", str(ws / "out"), "--now", "2026-03-14T12:00:00Z"]
+    args = [
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "source",
+        "--out",
+        str(ws / "out"),
+        "--now",
+        "2026-03-14T12:00:00Z",
+    ]
     proc = start_pipeline(args, tmp_path / "logs", env=env)
     wait_for("git archive", (ws / "gate" / "started").exists, proc=proc, logs=tmp_path / "logs")
     assert processes_mentioning(str(wrapper))
@@ -622,13 +690,23 @@ def test_sigterm_during_source_stops_git_and_leaves_no_archive(git_ws: Path, tmp
     assert Path(made["path"]).is_file() and made["tag"] == "b1"
 
 
-def test_sigterm_while_a_child_is_starting_stops_it_before_the_pipeline_exits(git_ws: Path, tmp_path: Path) -> None:
+def test_sigterm_while_a_child_is_starting_stops_it_before_the_pipeline_exits(
+    git_ws: Path, tmp_path: Path
+) -> None:
     """The race behind a surviving `git archive` under load: the signal lands after the child started but
     before the code that stops its group holds it. The run is held exactly there (the "child" point)."""
     ws = git_ws
     # The first child `source` starts is `git ls-remote`: gated, it would wait for ever if nothing stopped it.
     wrapper, env = gated_git(ws, "ls-remote")
-    args = ["--matrix", str(ws / "matrix.toml"), "source", "--out", str(ws / "out"), "--now", "2026-03-14T12:00:00Z"]
+    args = [
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "source",
+        "--out",
+        str(ws / "out"),
+        "--now",
+        "2026-03-14T12:00:00Z",
+    ]
     proc = start_pipeline(args, tmp_path / "logs", env={**env, **pause_env(ws, "child")})
     wait_for("the child's start", (ws / "pause" / "child.reached").exists, proc=proc, logs=tmp_path / "logs")
     wait_for("git ls-remote", (ws / "gate" / "started").exists, proc=proc, logs=tmp_path / "logs")
@@ -644,8 +722,19 @@ def test_sigterm_while_a_child_is_starting_stops_it_before_the_pipeline_exits(gi
 def test_sigterm_during_a_legs_clone_stops_git_and_records_interrupted(git_ws: Path, tmp_path: Path) -> None:
     ws = git_ws
     wrapper, env = gated_git(ws, "fetch")
-    args = ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--out", str(ws / "out"), "--now",
-            "2026-03-14T12:00:00Z", "--cache-dir", str(ws / "ccache"), "--no-bundle"]
+    args = [
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "build",
+        "cpu",
+        "--out",
+        str(ws / "out"),
+        "--now",
+        "2026-03-14T12:00:00Z",
+        "--cache-dir",
+        str(ws / "ccache"),
+        "--no-bundle",
+    ]
     proc = start_pipeline(args, tmp_path / "logs", env=env)
     wait_for("git fetch", (ws / "gate" / "started").exists, proc=proc, logs=tmp_path / "logs")
     assert record_of(ws / "out", "cpu")["status"] == "running"
@@ -677,10 +766,14 @@ def test_popen_child_stops_the_whole_group_when_its_block_fails(tmp_path: Path) 
     from pipeline.processes.groups import popen_child
 
     # The child starts a grandchild and prints its pid: both must be gone after the failed block.
-    script = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']);" \
-             " print(p.pid, flush=True); time.sleep(300)"
-    with pytest.raises(KeyboardInterrupt), popen_child([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                                                       text=True) as proc:
+    script = (
+        "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']);"
+        " print(p.pid, flush=True); time.sleep(300)"
+    )
+    with (
+        pytest.raises(KeyboardInterrupt),
+        popen_child([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as proc,
+    ):
         assert proc.stdout is not None
         grandchild = int(proc.stdout.readline())
         raise KeyboardInterrupt

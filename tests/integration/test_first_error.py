@@ -36,8 +36,22 @@ def _project(root: Path, cmake: str, files: dict[str, str]) -> Path:
 def _failed_build(tmp_path: Path, *extra: str) -> tuple[list[str], Path]:
     ws = tmp_path
     write_matrix(ws / "matrix.toml")
-    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle", *extra])
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "ccache"),
+            "--no-bundle",
+            *extra,
+        ]
+    )
     assert proc.returncode == BuildError.exit_code, proc.stdout + proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, proc.stderr
@@ -45,27 +59,37 @@ def _failed_build(tmp_path: Path, *extra: str) -> tuple[list[str], Path]:
 
 
 def test_a_missing_imported_target_is_quoted(tmp_path: Path) -> None:
-    _project(tmp_path / "project", """\
+    _project(
+        tmp_path / "project",
+        """\
         cmake_minimum_required(VERSION 3.14)
         project(stub C)
         add_library(ggml-cuda SHARED ggml-cuda/cuda.c)
         # As ggml-cuda links the driver's target, which FindCUDAToolkit makes only with a link stub.
         target_link_libraries(ggml-cuda PRIVATE CUDA::cuda_driver)
-        """, {"ggml-cuda/cuda.c": "int cuda(void) { return 0; }\n"})
+        """,
+        {"ggml-cuda/cuda.c": "int cuda(void) { return 0; }\n"},
+    )
     (line,), log = _failed_build(tmp_path)
     assert line == (
-        'error: cpu: CMake configure failed: CMake Error at CMakeLists.txt:5 (target_link_libraries): '
+        "error: cpu: CMake configure failed: CMake Error at CMakeLists.txt:5 (target_link_libraries): "
         'Target "ggml-cuda" links to: CUDA::cuda_driver but the target was not found; '
         f"full log: {log}"
     )
 
 
 def test_a_refused_package_config_is_quoted(tmp_path: Path) -> None:
-    _project(tmp_path / "project", """\
+    _project(
+        tmp_path / "project",
+        """\
         cmake_minimum_required(VERSION 3.14)
         project(old C)
         find_package(oldhip REQUIRED CONFIG PATHS ${CMAKE_CURRENT_SOURCE_DIR}/prefix NO_DEFAULT_PATH)
-        """, {"prefix/lib/cmake/oldhip/oldhip-config.cmake": "cmake_minimum_required(VERSION 2.8)\nset(oldhip_FOUND TRUE)\n"})
+        """,
+        {
+            "prefix/lib/cmake/oldhip/oldhip-config.cmake": "cmake_minimum_required(VERSION 2.8)\nset(oldhip_FOUND TRUE)\n"
+        },
+    )
     (line,), log = _failed_build(tmp_path)
     assert line == (
         "error: cpu: CMake configure failed: CMake Error at prefix/lib/cmake/oldhip/oldhip-config.cmake:1 "
@@ -75,20 +99,26 @@ def test_a_refused_package_config_is_quoted(tmp_path: Path) -> None:
 
 
 def test_a_compile_error_is_quoted_with_its_file_and_line(tmp_path: Path) -> None:
-    _project(tmp_path / "project", """\
+    _project(
+        tmp_path / "project",
+        """\
         cmake_minimum_required(VERSION 3.14)
         project(vk CXX)
         add_library(ggml-vulkan STATIC ok.cpp ggml-vulkan.cpp)
-        """, {
+        """,
+        {
             "ok.cpp": "int ok() { return 0; }\n",
             "ggml-vulkan.cpp": "namespace vk {}\nint init() {\n    vk::LayerSettingEXT setting;\n    return 0;\n}\n",
-        })
+        },
+    )
     (line,), log = _failed_build(tmp_path)
     # The failed step, then GCC's own words with the file, line and column it names (the source as the
     # compile command names it: relative to the build folder, through the leg's one tree place
     # out/<leg>/src/llama.cpp, docs/flags-and-reproduce.md), then the log.
-    assert line.startswith("error: cpu: Ninja build failed at CMakeFiles/ggml-vulkan.dir/ggml-vulkan.cpp.o: "
-                           "../src/llama.cpp/ggml-vulkan.cpp:3:9: error: ")
+    assert line.startswith(
+        "error: cpu: Ninja build failed at CMakeFiles/ggml-vulkan.dir/ggml-vulkan.cpp.o: "
+        "../src/llama.cpp/ggml-vulkan.cpp:3:9: error: "
+    )
     # GCC's quotes depend on the locale (typographic in UTF-8, ASCII in C).
     assert re.search(r"error: .LayerSettingEXT. is not a member of .vk.; full log: ", line), line
     assert line.endswith(f"; full log: {log}")

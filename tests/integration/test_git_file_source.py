@@ -139,7 +139,11 @@ def test_a_tree_whose_git_is_a_file_builds_with_its_tag_and_commit(tmp_path: Pat
                  else worktree(tmp_path, relative=shape == "relative-worktree"))  # fmt: skip
     assert (tree / ".git").is_file()
     _, record = build(tmp_path, tree)
-    assert (record["source"]["tag"], record["source"]["commit"], record["source"]["dirty"]) == (TAG, sha, False)
+    assert (record["source"]["tag"], record["source"]["commit"], record["source"]["dirty"]) == (
+        TAG,
+        sha,
+        False,
+    )
     place = tmp_path / "out" / "cpu" / "src" / "llama.cpp"
     # The reproduce-warm rule: the tree is compiled from the leg's one place, whatever its shape.
     assert record["cmake_args"][record["cmake_args"].index("-S") + 1] == str(place)

@@ -60,8 +60,21 @@ def test_a_rebuild_in_another_folder_is_all_hits_and_a_changed_include_misses(tm
     # What glslc itself writes for the same call, in a folder of its own: the launcher changed nothing.
     direct = tmp_path / "direct.spv"
     project = runner / "project"
-    subprocess.run([glslc, "-fshader-stage=compute", "--target-env=vulkan1.2", str(project / "shaders" / "scale.comp"),
-                    "-o", str(direct), "-O", "-I", str(project / "shaders" / "lib"), "-DVARIANT=1"], check=True)
+    subprocess.run(
+        [
+            glslc,
+            "-fshader-stage=compute",
+            "--target-env=vulkan1.2",
+            str(project / "shaders" / "scale.comp"),
+            "-o",
+            str(direct),
+            "-O",
+            "-I",
+            str(project / "shaders" / "lib"),
+            "-DVARIANT=1",
+        ],
+        check=True,
+    )
     assert built["scale-1.spv"] == direct.read_bytes()
     assert all(data.startswith(SPIRV_MAGIC) for data in built.values())
     assert built["scale-1.spv"] != built["scale-2.spv"]
@@ -74,13 +87,23 @@ def test_a_rebuild_in_another_folder_is_all_hits_and_a_changed_include_misses(tm
     # The depfiles a hit writes name this folder's files, and Ninja reads them: nothing left to do.
     depfile = (build / "scale-1.spv.d").read_text()
     assert str(laptop) in depfile and str(runner) not in depfile, depfile
-    assert [Path(p).name for p in depfile.split(": ", 1)[1].split()] == ["scale.comp", "inner.glsl", "common.glsl"]
+    assert [Path(p).name for p in depfile.split(": ", 1)[1].split()] == [
+        "scale.comp",
+        "inner.glsl",
+        "common.glsl",
+    ]
     # Every call went to the cache server the build step ran, which is gone, its socket too.
     launchers = build / "pipeline-glslc"
     assert (launchers / "server.log").read_text().splitlines()[-1] == (
-        f"glslc cache server: {SHADER_CALLS} calls answered, 0 handed to the Python launcher")
+        f"glslc cache server: {SHADER_CALLS} calls answered, 0 handed to the Python launcher"
+    )
     assert not (launchers / "server.sock").exists()
-    ninja = subprocess.run([shutil.which("ninja", path=str(Path(sys.executable).parent)) or "ninja", "-C", str(build), "-n"], capture_output=True, text=True, check=True).stdout
+    ninja = subprocess.run(
+        [shutil.which("ninja", path=str(Path(sys.executable).parent)) or "ninja", "-C", str(build), "-n"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "no work to do" in ninja, ninja
 
     # An include two levels down changes: the shader that includes it misses, the other still hits.
@@ -141,13 +164,34 @@ def test_a_read_only_empty_glslc_cache_builds_uncached_and_says_so(tmp_path: Pat
     folder = cache / "glslc"
     folder.mkdir(parents=True)
     ws = _workspace(tmp_path / "ws")
-    build = [sys.executable, "-m", "pipeline", "--matrix", str(ws / "matrix.toml"), "build", "vulkan", "--source",
-             str(ws / "project"), "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"]
-    script = (f"mount --bind {shlex.quote(str(folder))} {shlex.quote(str(folder))} && "
-              f"mount -o remount,bind,ro {shlex.quote(str(folder))} && touch {shlex.quote(str(folder))}/probe "
-              f"2>/dev/null && exit 99; exec {shlex.join(build)}")
-    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, check=False)
+    build = [
+        sys.executable,
+        "-m",
+        "pipeline",
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "build",
+        "vulkan",
+        "--source",
+        str(ws / "project"),
+        "--out",
+        str(ws / "out"),
+        "--cache-dir",
+        str(cache),
+        "--no-bundle",
+    ]
+    script = (
+        f"mount --bind {shlex.quote(str(folder))} {shlex.quote(str(folder))} && "
+        f"mount -o remount,bind,ro {shlex.quote(str(folder))} && touch {shlex.quote(str(folder))}/probe "
+        f"2>/dev/null && exit 99; exec {shlex.join(build)}"
+    )
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "the glslc launcher cannot be written into" in proc.stdout + proc.stderr
     record = json.loads((ws / "out" / "vulkan" / "record.json").read_text())

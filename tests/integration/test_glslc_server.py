@@ -45,17 +45,29 @@ def _workspace(ws: Path) -> Path:
 
 def _setup(ws: Path, cache: Path, cc: str | None = CC) -> GlslcCache:
     args = [f"-DCMAKE_C_COMPILER={cc}", f"-DVulkan_GLSLC_EXECUTABLE={GLSLC}"]
-    glslc = setup_glslc_cache(args, ccache_dir=cache, base_dir=ws, build=ws / "build",
-                              stats_log=ws / "ccache-stats.log")
+    glslc = setup_glslc_cache(
+        args, ccache_dir=cache, base_dir=ws, build=ws / "build", stats_log=ws / "ccache-stats.log"
+    )
     assert glslc is not None
     return glslc
 
 
 def _call(ws: Path, shader: str, variant: int) -> list[str]:
     out = ws / "build" / f"{shader}-{variant}.spv"
-    return ["-fshader-stage=compute", "--target-env=vulkan1.2", str(ws / "project" / "shaders" / f"{shader}.comp"),
-            "-o", str(out), "-O", "-MD", "-MF", f"{out}.d", "-I", str(ws / "project" / "shaders" / "lib"),
-            f"-DVARIANT={variant}"]
+    return [
+        "-fshader-stage=compute",
+        "--target-env=vulkan1.2",
+        str(ws / "project" / "shaders" / f"{shader}.comp"),
+        "-o",
+        str(out),
+        "-O",
+        "-MD",
+        "-MF",
+        f"{out}.d",
+        "-I",
+        str(ws / "project" / "shaders" / "lib"),
+        f"-DVARIANT={variant}",
+    ]
 
 
 def _calls(ws: Path, variants: range) -> list[list[str]]:
@@ -63,8 +75,9 @@ def _calls(ws: Path, variants: range) -> list[list[str]]:
 
 
 def _run(glslc: GlslcCache, argv: list[str], ws: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([str(glslc.launcher), *argv], cwd=ws / "build", capture_output=True, timeout=120,
-                          check=False)
+    return subprocess.run(
+        [str(glslc.launcher), *argv], cwd=ws / "build", capture_output=True, timeout=120, check=False
+    )
 
 
 def _run_all(glslc: GlslcCache, calls: list[list[str]], ws: Path, threads: int = 1) -> None:
@@ -142,9 +155,15 @@ def test_through_the_server_another_folder_hits_and_a_changed_include_misses(tmp
     assert _spv(laptop) == built
     depfile = (laptop / "build" / "scale-1.spv.d").read_text()
     assert str(laptop) in depfile and str(runner) not in depfile, depfile
-    assert [Path(p).name for p in depfile.split(": ", 1)[1].split()] == ["scale.comp", "inner.glsl", "common.glsl"]
+    assert [Path(p).name for p in depfile.split(": ", 1)[1].split()] == [
+        "scale.comp",
+        "inner.glsl",
+        "common.glsl",
+    ]
 
-    (laptop / "project" / "shaders" / "lib" / "inner.glsl").write_text("float inner_factor() { return 3.0; }\n")
+    (laptop / "project" / "shaders" / "lib" / "inner.glsl").write_text(
+        "float inner_factor() { return 3.0; }\n"
+    )
     third = _setup(laptop, cache)
     with serving_glslc(third):
         _run_all(third, _calls(laptop, range(1, 3)), laptop)
@@ -161,8 +180,19 @@ def test_through_the_server_glslc_s_errors_and_uncacheable_calls_reach_the_calle
     with serving_glslc(glslc):
         failed = _run(glslc, ["-fshader-stage=compute", str(broken), "-o", str(ws / "build" / "b.spv")], ws)
         # `-o -`: the SPIR-V on standard output, as CMake's configure-time checks ask; glslc itself writes it.
-        piped = _run(glslc, ["-fshader-stage=compute", _call(ws, "add", 1)[2], "-o", "-",
-                             "-I", str(ws / "project" / "shaders" / "lib"), "-DVARIANT=1"], ws)
+        piped = _run(
+            glslc,
+            [
+                "-fshader-stage=compute",
+                _call(ws, "add", 1)[2],
+                "-o",
+                "-",
+                "-I",
+                str(ws / "project" / "shaders" / "lib"),
+                "-DVARIANT=1",
+            ],
+            ws,
+        )
     assert failed.returncode != 0
     assert b"broken.comp:2: error" in failed.stderr, failed.stderr
     assert not (ws / "build" / "b.spv").exists()
@@ -209,8 +239,12 @@ def test_a_server_gone_mid_build_hands_the_rest_to_the_python_launcher(tmp_path:
     ws = _workspace(tmp_path / "ws")
     glslc = _setup(ws, cache)
     assert glslc.socket is not None
-    server = subprocess.Popen(server_command(glslc, glslc.socket), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        server_command(glslc, glslc.socket),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert server.stdout is not None and server.stdout.readline() == b"ready\n"
         _run_all(glslc, _calls(ws, range(1, 2)), ws)
@@ -268,9 +302,12 @@ def _fake_server(path: Path, reply: bytes) -> Iterator[list[bytes]]:
         path.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("reply", [b"", b"F", b"R 0 10 0\nshort", b"Q what"], ids=["hangs-up", "F", "cut-short", "unknown"])
+@pytest.mark.parametrize(
+    "reply", [b"", b"F", b"R 0 10 0\nshort", b"Q what"], ids=["hangs-up", "F", "cut-short", "unknown"]
+)
 def test_a_server_that_does_not_answer_in_full_leaves_the_call_to_the_python_launcher(
-        tmp_path: Path, reply: bytes) -> None:
+    tmp_path: Path, reply: bytes
+) -> None:
     ws = _workspace(tmp_path / "ws")
     glslc = _setup(ws, tmp_path / "ccache")
     assert glslc.socket is not None
@@ -287,8 +324,12 @@ def test_a_server_that_does_not_answer_in_full_leaves_the_call_to_the_python_lau
     assert (ws / "build" / "scale-1.spv").read_bytes().startswith(SPIRV_MAGIC)
     # What the client sent: protocol, folder, arguments and environment, NUL-terminated.
     fields = received[0].split(b"\0")
-    assert fields[:4] == [b"glslc-cache-request-1", str(ws / "build").encode(), str(len(call)).encode(),
-                          call[0].encode()]
+    assert fields[:4] == [
+        b"glslc-cache-request-1",
+        str(ws / "build").encode(),
+        str(len(call)).encode(),
+        call[0].encode(),
+    ]
     assert b"GLSLC_TEST_MARK=seen" in fields
 
 

@@ -52,8 +52,14 @@ def test_the_script_without_an_amd_gpu_or_its_tools_says_so_and_how_to_dry_run(t
     assert line.endswith("(a dry run without an AMD GPU takes --target gfxNNNN)")
 
 
-@pytest.mark.parametrize("args", [["--backend", "rocm", "--target", "gfx1100"], ["--target", "gfx1100", "--dry-run"],
-                                  ["--backend", "rocm", "--dry-run", "--target", "1100"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--backend", "rocm", "--target", "gfx1100"],
+        ["--target", "gfx1100", "--dry-run"],
+        ["--backend", "rocm", "--dry-run", "--target", "1100"],
+    ],
+)
 def test_target_is_for_a_rocm_dry_run_only_and_a_gfx_name(tmp_path: Path, args: list[str]) -> None:
     ran = _run(*args, path=str(tmp_path))
     assert ran.returncode == 2

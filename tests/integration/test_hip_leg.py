@@ -51,10 +51,14 @@ def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
     tc = first["toolchain"]
     # The installed HIP's version (what CMake's find_package(hip) hands a tree: 5.2.0 in Debian 12's
     # hip-config-version.cmake) and the digest of the compiler and the device libraries.
-    assert re.fullmatch(rf"rocm-hip{re.escape(cmake_says_hip_version(tmp_path))}-[0-9a-f]{{12}}", tc["identity"])
+    assert re.fullmatch(
+        rf"rocm-hip{re.escape(cmake_says_hip_version(tmp_path))}-[0-9a-f]{{12}}", tc["identity"]
+    )
     assert tc["details"]["source"] == "rocm-path"
     # The folder Debian's device-library package installed (dpkg says so, not the pipeline).
-    owner = subprocess.run(["dpkg", "-S", f"{tc['details']['device_libs']}/ockl.bc"], capture_output=True, text=True)
+    owner = subprocess.run(
+        ["dpkg", "-S", f"{tc['details']['device_libs']}/ockl.bc"], capture_output=True, text=True
+    )
     assert owner.stdout.split(":")[0] == "rocm-device-libs", owner
     assert tc["details"]["cmake_prefix"] == "/usr"
     assert tc["details"]["hip_version_from"] == "/usr/lib/x86_64-linux-gnu/cmake/hip/hip-config-version.cmake"

@@ -32,10 +32,18 @@ def imported(args: list[str], cwd: Path, *, depth: int = 1) -> set[str]:
     """The modules a ``python -X importtime ARGS`` process imported (its stderr's third column), cut to their
     first ``depth`` parts (1: the top-level packages)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    names = {
+        line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
+    }
     names.discard("imported package")  # the header line
     return {".".join(name.split(".")[:depth]) for name in names}
 
@@ -61,4 +69,5 @@ def test_a_command_imports_its_own_module_and_no_other_command(command: str) -> 
     loaded = imported(["-m", "pipeline", command, "--help"], ROOT, depth=3)
     commands = {name for name in loaded if name.startswith("pipeline.commands.")}
     assert {name for name in commands if not name.startswith("pipeline.commands.shared")} == {
-        f"pipeline.commands.{command}"}
+        f"pipeline.commands.{command}"
+    }

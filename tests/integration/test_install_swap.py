@@ -30,8 +30,15 @@ def publish(folder: Path, members: list) -> tuple[str, str]:
 
 
 def install(url: str, tmp_path: Path, *, sha256: str | None = None, force: bool = False):
-    return install_archive(url, NAME, sha256=sha256, root_dir=tmp_path / "tc", cache_dir=tmp_path / "dl",
-                           force=force, check=install_check("linux"))
+    return install_archive(
+        url,
+        NAME,
+        sha256=sha256,
+        root_dir=tmp_path / "tc",
+        cache_dir=tmp_path / "dl",
+        force=force,
+        check=install_check("linux"),
+    )
 
 
 def visible(folder: Path) -> list[str]:

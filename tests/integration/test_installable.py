@@ -43,24 +43,49 @@ PYTHONS = ("3.11", "3.12", "3.13")
 # (x64; the arm64 legs cross-compile there).
 TARGETS: dict[tuple[str, str], tuple[str, str | None, dict[str, str]]] = {
     ("linux", "x64"): (
-        "x86_64-manylinux_2_35", None,
-        {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64"},
+        "x86_64-manylinux_2_35",
+        None,
+        {
+            "sys_platform": "linux",
+            "platform_system": "Linux",
+            "os_name": "posix",
+            "platform_machine": "x86_64",
+        },
     ),
     ("linux", "arm64"): (
-        "aarch64-manylinux_2_35", None,
-        {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "aarch64"},
+        "aarch64-manylinux_2_35",
+        None,
+        {
+            "sys_platform": "linux",
+            "platform_system": "Linux",
+            "os_name": "posix",
+            "platform_machine": "aarch64",
+        },
     ),
     ("windows", "x64"): (
-        "x86_64-pc-windows-msvc", None,
+        "x86_64-pc-windows-msvc",
+        None,
         {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt", "platform_machine": "AMD64"},
     ),
     ("macos", "arm64"): (
-        "aarch64-apple-darwin", "26.0",
-        {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix", "platform_machine": "arm64"},
+        "aarch64-apple-darwin",
+        "26.0",
+        {
+            "sys_platform": "darwin",
+            "platform_system": "Darwin",
+            "os_name": "posix",
+            "platform_machine": "arm64",
+        },
     ),
     ("macos", "x64"): (
-        "x86_64-apple-darwin", "15.0",
-        {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix", "platform_machine": "x86_64"},
+        "x86_64-apple-darwin",
+        "15.0",
+        {
+            "sys_platform": "darwin",
+            "platform_system": "Darwin",
+            "os_name": "posix",
+            "platform_machine": "x86_64",
+        },
     ),
 }
 # Where a leg of (os, arch) runs when that is another kind: Windows arm64 is cross-compiled on x64.
@@ -76,8 +101,14 @@ def matrix_targets() -> list[tuple[str, str]]:
 def requirements_for(target: tuple[str, str], python: str) -> list[str]:
     """pyproject's runtime dependencies that apply on the runner kind ``target`` under ``python``, markers dropped."""
     _, _, markers = TARGETS[target]
-    env = {**default_environment(), **markers, "python_version": python, "python_full_version": f"{python}.0",
-           "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+    env = {
+        **default_environment(),
+        **markers,
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
     wanted = []
     for text in PYPROJECT["project"]["dependencies"]:
         req = Requirement(text)
@@ -90,8 +121,13 @@ def requirements_for(target: tuple[str, str], python: str) -> list[str]:
 def test_every_runner_kind_of_the_matrix_has_a_target() -> None:
     # A new OS or arch in matrix.toml must get its wheel tags here, or it would go untested.
     assert matrix_targets() == sorted(TARGETS)
-    assert matrix_targets() == [("linux", "arm64"), ("linux", "x64"), ("macos", "arm64"), ("macos", "x64"),
-                                ("windows", "x64")]
+    assert matrix_targets() == [
+        ("linux", "arm64"),
+        ("linux", "x64"),
+        ("macos", "arm64"),
+        ("macos", "x64"),
+        ("windows", "x64"),
+    ]
     requires = SpecifierSet(PYPROJECT["project"]["requires-python"])
     assert all(requires.contains(f"{p}.0") for p in PYTHONS)
     assert not requires.contains("3.10.0")  # the lowest supported Python is tested
@@ -128,7 +164,9 @@ def resolve_wheels(target: tuple[str, str], python: str, requirements: list[str]
 @pytest.mark.parametrize("target", sorted(TARGETS), ids="-".join)
 def test_runtime_dependencies_resolve_to_wheels(target: tuple[str, str], python: str, tmp_path: Path) -> None:
     error = resolve_wheels(target, python, requirements_for(target, python), tmp_path)
-    assert error is None, f"uv pip install . would build an sdist on {'-'.join(target)} / Python {python}:\n{error}"
+    assert error is None, (
+        f"uv pip install . would build an sdist on {'-'.join(target)} / Python {python}:\n{error}"
+    )
 
 
 def test_a_dependency_without_a_wheel_for_the_runner_is_refused(tmp_path: Path) -> None:

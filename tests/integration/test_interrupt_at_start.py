@@ -23,13 +23,20 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("command", ["source", "publish"])
-@pytest.mark.parametrize(("sig", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")])
+@pytest.mark.parametrize(
+    ("sig", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]
+)
 def test_a_signal_before_the_command_is_imported_is_an_interrupt(
     tmp_path: Path, command: str, sig: signal.Signals, code: int, name: str
 ) -> None:
     pause = tmp_path / "pause"
     pause.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PIPELINE_PAUSE_AT": "parser", "PIPELINE_PAUSE_DIR": str(pause)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PIPELINE_PAUSE_AT": "parser",
+        "PIPELINE_PAUSE_DIR": str(pause),
+    }
     proc = subprocess.Popen([sys.executable, "-m", "pipeline", command, "--help"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 120

@@ -113,8 +113,17 @@ def test_a_lost_answer_to_a_rerun_starts_one_rerun() -> None:
 def test_the_cli_rerun_survives_a_lost_answer() -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         lost = "The hosted runner: GitHub Actions 12 lost communication with the server."
-        gh.add_run(4242, jobs=[{"name": "cuda", "conclusion": "failure", "annotations": [lost],
-                                "steps": [{"name": "Build", "conclusion": "failure", "number": 1}]}])
+        gh.add_run(
+            4242,
+            jobs=[
+                {
+                    "name": "cuda",
+                    "conclusion": "failure",
+                    "annotations": [lost],
+                    "steps": [{"name": "Build", "conclusion": "failure", "number": 1}],
+                }
+            ],
+        )
         gh.fault("POST", r"/rerun-failed-jobs$", 502, lost=True)
         proc = subprocess_retry(gh)
         assert proc.returncode == 0, proc.stderr
@@ -122,13 +131,16 @@ def test_the_cli_rerun_survives_a_lost_answer() -> None:
 
 
 def subprocess_retry(gh: FakeGitHub) -> subprocess.CompletedProcess[str]:
-    return run_pipeline(["retry", "--repo", REPO, "--api-url", gh.api_url, "--run-id", "4242", "--apply"],
-                        env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0"})
+    return run_pipeline(
+        ["retry", "--repo", REPO, "--api-url", gh.api_url, "--run-id", "4242", "--apply"],
+        env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0"},
+    )
 
 
-
-@pytest.mark.parametrize(("field", "value", "says"), [("steps", 3, "'steps' is not a list"),
-                                                      ("conclusion", 7, "'conclusion' is not a string")])
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [("steps", 3, "'steps' is not a list"), ("conclusion", 7, "'conclusion' is not a string")],
+)
 def test_a_job_answer_of_the_wrong_shape_is_one_error_line(field: str, value: object, says: str) -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         gh.add_run(4242, jobs=[{"name": "cuda", "conclusion": "failure", "steps": [], field: value}])

@@ -14,7 +14,7 @@ from tests.support.pipeline_cli import ROOT, run_pipeline
 pytestmark = pytest.mark.integration
 
 MATRIX = ROOT / "matrix.toml"
-RESOLUTION = '''{"format": 1, "now": "2026-08-10T09:17:00Z", "rocm_policy": "weekly", "cutoff": "20260808", "index_url": null, "legs": {}, "source": {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b1", "base_commit": null, "base_date": null, "tag": "b1", "mix": [], "mix_hash": null, "commit": null}}'''
+RESOLUTION = """{"format": 1, "now": "2026-08-10T09:17:00Z", "rocm_policy": "weekly", "cutoff": "20260808", "index_url": null, "legs": {}, "source": {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b1", "base_commit": null, "base_date": null, "tag": "b1", "mix": [], "mix_hash": null, "commit": null}}"""
 
 
 def test_one_entry_per_leg_with_its_runner(tmp_path: Path) -> None:
@@ -27,13 +27,20 @@ def test_one_entry_per_leg_with_its_runner(tmp_path: Path) -> None:
     declared = tomllib.loads(MATRIX.read_text())["legs"]
     data = json.loads(proc.stdout)
     # Every leg the file declares, but those it disables (read here from the TOML itself).
-    assert [e["leg"] for e in data["include"]] == [name for name, leg in declared.items() if "disabled" not in leg]
+    assert [e["leg"] for e in data["include"]] == [
+        name for name, leg in declared.items() if "disabled" not in leg
+    ]
     # The 38 built legs (the CUDA 12.8 line included); the Windows arm64 CUDA leg is declared off.
     assert len(data["include"]) == 38
     # The release job's runner per os/arch, where a leg names none (Windows arm64 cross-builds on x64).
-    job_runners = {("linux", "x64"): "ubuntu-22.04", ("linux", "arm64"): "ubuntu-22.04-arm",
-                   ("windows", "x64"): "windows-2022", ("windows", "arm64"): "windows-2022",
-                   ("macos", "arm64"): "macos-26", ("macos", "x64"): "macos-15-intel"}
+    job_runners = {
+        ("linux", "x64"): "ubuntu-22.04",
+        ("linux", "arm64"): "ubuntu-22.04-arm",
+        ("windows", "x64"): "windows-2022",
+        ("windows", "arm64"): "windows-2022",
+        ("macos", "arm64"): "macos-26",
+        ("macos", "x64"): "macos-15-intel",
+    }
     for entry in data["include"]:
         leg = declared[entry["leg"]]
         assert entry["session"] == entry["leg"]
@@ -56,18 +63,25 @@ def test_legs_from_the_dispatch_input(tmp_path: Path) -> None:
 def test_legs_json_lists_the_39_declared_legs_38_built_offline_installing_nothing(tmp_path: Path) -> None:
     home = tmp_path / "cache-home"
     # No network (any proxy use fails), an empty cache home that must stay empty.
-    env = {"PIPELINE_CACHE_HOME": str(home), "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
-           "PATH": "/usr/bin:/bin"}
+    env = {
+        "PIPELINE_CACHE_HOME": str(home),
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "PATH": "/usr/bin:/bin",
+    }
     proc = run_pipeline(["--matrix", str(MATRIX), "legs", "--json", "--tag", "b1234"], env=env)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     declared = tomllib.loads(MATRIX.read_text())["legs"]
     assert [r["name"] for r in rows] == list(declared) and len(rows) == 39
     assert [r["name"] for r in rows if r["disabled"]] == ["cuda-windows-13-portable-arm64"]
-    assert all(set(r) == {"name", "backend", "os", "arch", "runner", "targets", "toolkit", "bundle", "disabled"}
-               for r in rows)
+    assert all(
+        set(r) == {"name", "backend", "os", "arch", "runner", "targets", "toolkit", "bundle", "disabled"}
+        for r in rows
+    )
     assert {r["name"]: r["disabled"] for r in rows if r["disabled"]} == {
-        name: leg["disabled"] for name, leg in declared.items() if "disabled" in leg}
+        name: leg["disabled"] for name, leg in declared.items() if "disabled" in leg
+    }
     assert len({r["bundle"] for r in rows}) == 39
     by_name = {r["name"]: r for r in rows}
     assert by_name["cpu-arm64"]["bundle"] == "llama-b1234-bin-ubuntu-arm64.tar.gz"
@@ -82,8 +96,12 @@ def test_legs_json_lists_the_39_declared_legs_38_built_offline_installing_nothin
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--tag '../x'" in bad.stderr
 
 
-def test_cache_budget_gives_each_of_the_39_declared_legs_its_share_and_warns_on_max_size(tmp_path: Path) -> None:
-    proc = run_pipeline(["--matrix", str(MATRIX), "cache-budget", "--json"], env={"HTTPS_PROXY": "http://127.0.0.1:9"})
+def test_cache_budget_gives_each_of_the_39_declared_legs_its_share_and_warns_on_max_size(
+    tmp_path: Path,
+) -> None:
+    proc = run_pipeline(
+        ["--matrix", str(MATRIX), "cache-budget", "--json"], env={"HTTPS_PROXY": "http://127.0.0.1:9"}
+    )
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert len(plan["legs"]) == 39 and plan["keep"] == 2
@@ -93,7 +111,9 @@ def test_cache_budget_gives_each_of_the_39_declared_legs_its_share_and_warns_on_
     assert proc.stderr.startswith("warning: [ccache] max_size 4.7 GiB lets 39 legs x 2 generations grow to")
     # A repository with GitHub's limit at 1 GiB: 10.5 MiB per leg, less than a warm cpu build's 27 MiB.
     small = tmp_path / "matrix.toml"
-    small.write_text(MATRIX.read_text().replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 1073741824"))
+    small.write_text(
+        MATRIX.read_text().replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 1073741824")
+    )
     tight = run_pipeline(["--matrix", str(small), "cache-budget"])
     assert tight.returncode == 0
     assert "warning: 39 of 39 legs get 10.5 MiB of ccache each within 819.2 MiB" in tight.stderr

@@ -35,8 +35,10 @@ def build(tmp_path: Path, project: Path, *extra: str) -> tuple[str, dict[str, An
 def test_a_plain_folder_warns_once_with_tag_local_build_0_commit_unknown(tmp_path: Path) -> None:
     project = write_cpp_project(tmp_path / "plain", units=1)
     output, record = build(tmp_path, project)
-    warning = (f"--source {project} is not a git repository: the bundle is tagged 'local' and its programs "
-               "report build 0, commit unknown")
+    warning = (
+        f"--source {project} is not a git repository: the bundle is tagged 'local' and its programs "
+        "report build 0, commit unknown"
+    )
     assert output.count(warning) == 1, output
     assert [w for w in record["warnings"] if w.startswith(warning)] == record["warnings"][:1]
     assert (record["source"]["tag"], record["source"]["commit"]) == ("local", None)

@@ -31,11 +31,15 @@ def test_help_answers_without_the_dependencies(tmp_path: Path) -> None:
     assert proc.stdout.startswith("usage: python -m pipeline") and "build" in proc.stdout
 
 
-@pytest.mark.parametrize("argv", [["build", "cpu", "--matrix", str(ROOT / "matrix.toml")], ["compare", "a", "b"]])
+@pytest.mark.parametrize(
+    "argv", [["build", "cpu", "--matrix", str(ROOT / "matrix.toml")], ["compare", "a", "b"]]
+)
 def test_a_missing_dependency_says_how_to_install_in_one_line(tmp_path: Path, argv: list[str]) -> None:
     proc = _run(_bare_python(tmp_path), argv, tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     (line,) = proc.stderr.splitlines()
-    assert line.startswith("error: python -m pipeline needs its dependencies installed (no module named '"), line
+    assert line.startswith("error: python -m pipeline needs its dependencies installed (no module named '"), (
+        line
+    )
     assert f'pip install -e "{ROOT}"' in line

@@ -61,7 +61,9 @@ def make_therock_with_runtime(tmp: Path) -> bytes:
 
 
 def rocm_leg_matrix(path: Path, index_url: str) -> Path:
-    return write_matrix(path, extra=f"""
+    return write_matrix(
+        path,
+        extra=f"""
 [rocm]
 policy = "weekly"
 index_url = "{index_url}"
@@ -71,7 +73,8 @@ backend = "rocm"
 os = "linux"
 family = "{FAMILY}"
 targets = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
-""")
+""",
+    )
 
 
 def unpack(bundle: Path, dest: Path) -> Path:
@@ -100,15 +103,31 @@ def built(http_server: LocalServer, tmp_path: Path) -> tuple[Path, dict]:
     write_hip_project(ws / "project")
     rocm_leg_matrix(ws / "matrix.toml", index_url)
     run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--tag", TAG, "--now", NOW],
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            LEG,
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "ccache"),
+            "--tag",
+            TAG,
+            "--now",
+            NOW,
+        ],
         check=True,
     )
     record = json.loads((ws / "out" / LEG / "record.json").read_text())
     return ws, record
 
 
-def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tuple[Path, dict], tmp_path: Path) -> None:
+def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(
+    built: tuple[Path, dict], tmp_path: Path
+) -> None:
     ws, record = built
     root = Path(record["toolchain"]["details"]["root"])
     assert root.parent == toolchains_dir()
@@ -126,39 +145,63 @@ def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tupl
 
     with tarfile.open(bundle) as tar:
         members = {m.name: m for m in tar.getmembers()}
-    for base, major, full in (("libamdhip64", "7", "7.1.0"), ("libhsa-runtime64", "1", "1.15.0"),
-                              ("librocblas", "4", "4.5.0")):
+    for base, major, full in (
+        ("libamdhip64", "7", "7.1.0"),
+        ("libhsa-runtime64", "1", "1.15.0"),
+        ("librocblas", "4", "4.5.0"),
+    ):
         assert members[f"{TOP}/{base}.so.{full}"].isfile()
         link = members[f"{TOP}/{base}.so.{major}"]
         assert link.issym() and link.linkname == f"{base}.so.{full}"
         # The unversioned development link is not what any program needs.
         assert f"{TOP}/{base}.so" not in members
-    kernels = sorted(n.removeprefix(f"{TOP}/rocblas/library/") for n in members
-                     if n.startswith(f"{TOP}/rocblas/library/") and members[n].isfile())
+    kernels = sorted(
+        n.removeprefix(f"{TOP}/rocblas/library/")
+        for n in members
+        if n.startswith(f"{TOP}/rocblas/library/") and members[n].isfile()
+    )
     # gfx110X targets only, plus the file that names no target.
-    assert kernels == ["Kernels.so-000-gfx1100.hsaco", "TensileLibrary_fallback.dat", "TensileLibrary_lazy_gfx1100.dat"]
+    assert kernels == [
+        "Kernels.so-000-gfx1100.hsaco",
+        "TensileLibrary_fallback.dat",
+        "TensileLibrary_lazy_gfx1100.dat",
+    ]
     assert members[f"{TOP}/LICENSE"].isfile() and members[f"{TOP}/licenses/LICENSE-thirdparty"].isfile()
 
     manifest = json.loads(tar_member(bundle, f"{TOP}/manifest.json"))
     came_from = {f["path"]: f["from_toolchain"] for f in manifest["files"] if "from_toolchain" in f}
     assert came_from["libamdhip64.so.7.1.0"] == "lib/libamdhip64.so.7.1.0"
     assert came_from["libamdhip64.so.7"] == "lib/libamdhip64.so.7"
-    assert came_from["rocblas/library/Kernels.so-000-gfx1100.hsaco"] == "lib/rocblas/library/Kernels.so-000-gfx1100.hsaco"
+    assert (
+        came_from["rocblas/library/Kernels.so-000-gfx1100.hsaco"]
+        == "lib/rocblas/library/Kernels.so-000-gfx1100.hsaco"
+    )
     assert str(root) not in json.dumps(manifest) and str(tmp_path) not in json.dumps(manifest)
     # Each redistributed runtime file travels with its component's license, from the toolchain's share/doc/.
     third = {e["path"]: e for e in manifest["third_party"]}
     assert set(third) == {p for p, f in came_from.items() if not p.endswith((".so.7", ".so.4", ".so.1"))}
     assert third["librocblas.so.4.5.0"]["licenses"] == ["licenses/toolchain/share/doc/rocblas/LICENSE.md"]
     assert third["libamdhip64.so.7.1.0"]["licenses"] == ["licenses/toolchain/share/doc/hip/LICENSE.md"]
-    assert third["libhsa-runtime64.so.1.15.0"]["licenses"] == ["licenses/toolchain/share/doc/hsa-runtime64/LICENSE.md"]
+    assert third["libhsa-runtime64.so.1.15.0"]["licenses"] == [
+        "licenses/toolchain/share/doc/hsa-runtime64/LICENSE.md"
+    ]
     assert third["librocblas.so.4.5.0"]["version"] == VERSION
     for rel, text in LICENSES.items():
         assert tar_member(bundle, f"{TOP}/licenses/toolchain/{rel}").decode() == text
     # The SBOM inside and beside the bundle lists every file, the runtime with where it came from.
     sbom = json.loads(tar_member(bundle, f"{TOP}/sbom.cdx.json"))
-    assert (bundle.parent / (bundle.name + ".cdx.json")).read_bytes() == tar_member(bundle, f"{TOP}/sbom.cdx.json")
-    paths = {p["value"] for c in sbom["components"] for p in c.get("properties", []) if p["name"] == "llama-pipeline:path"}
-    assert paths == {n.removeprefix(f"{TOP}/") for n, m in members.items() if not m.isdir()} - {"sbom.cdx.json"}
+    assert (bundle.parent / (bundle.name + ".cdx.json")).read_bytes() == tar_member(
+        bundle, f"{TOP}/sbom.cdx.json"
+    )
+    paths = {
+        p["value"]
+        for c in sbom["components"]
+        for p in c.get("properties", [])
+        if p["name"] == "llama-pipeline:path"
+    }
+    assert paths == {n.removeprefix(f"{TOP}/") for n, m in members.items() if not m.isdir()} - {
+        "sbom.cdx.json"
+    }
     hip = next(c for c in sbom["components"] if c["name"] == "libamdhip64.so.7.1.0")
     assert hip["type"] == "library" and hip["version"] == VERSION
     assert hip["licenses"] == [{"license": {"name": "see licenses/toolchain/share/doc/hip/LICENSE.md"}}]
@@ -172,7 +215,9 @@ def test_hip_bundle_ships_its_runtime_and_runs_without_the_toolchain(built: tupl
         assert readelf_runpath(here / lib) == "$ORIGIN"
     home = tmp_path / "clean" / "home"
     home.mkdir()
-    ran = subprocess.run([str(program), "--version"], env=scrubbed_env(home), cwd=home, capture_output=True, text=True)
+    ran = subprocess.run(
+        [str(program), "--version"], env=scrubbed_env(home), cwd=home, capture_output=True, text=True
+    )
     assert (ran.returncode, ran.stdout.strip()) == (0, EXPECTED_VERSION), ran.stderr
     proc = check_bundle(bundle)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -186,7 +231,9 @@ def tar_member(bundle: Path, name: str) -> bytes:
         return fh.read()
 
 
-def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[Path, dict], tmp_path: Path) -> None:
+def test_broken_bundles_fail_check_bundle_naming_file_and_library(
+    built: tuple[Path, dict], tmp_path: Path
+) -> None:
     ws, record = built
     bundle = ws / "out" / record["bundle"]
 
@@ -200,19 +247,27 @@ def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[P
     assert "error: llama-hipdemo: needs libamdhip64.so.7: neither in the bundle" in proc.stdout
     assert "error: librocblas.so.4.5.0: needs libamdhip64.so.7" in proc.stdout
     # The smoke test fails the way a clean machine would: the loader's own words.
-    assert re.search(r"error: llama-hipdemo: --version exited 127: .*libamdhip64\.so\.7: cannot open shared object file",
-                     proc.stdout), proc.stdout
+    assert re.search(
+        r"error: llama-hipdemo: --version exited 127: .*libamdhip64\.so\.7: cannot open shared object file",
+        proc.stdout,
+    ), proc.stdout
 
     # An absolute RUNPATH put back into the toolchain's folder.
     absolute = unpack(bundle, tmp_path / "absolute")
     toolchain_lib = str(Path(record["toolchain"]["details"]["root"]) / "lib")
-    subprocess.run([str(find_patchelf()), "--set-rpath", toolchain_lib, str(absolute / "llama-hipdemo")],
-                   check=True)
+    subprocess.run(
+        [str(find_patchelf()), "--set-rpath", toolchain_lib, str(absolute / "llama-hipdemo")], check=True
+    )
     proc = check_bundle(repack(absolute, tmp_path / "absolute.tar.gz"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert f"error: llama-hipdemo: absolute or build-machine RUNPATH/RPATH entry '{toolchain_lib}'" in proc.stdout
+    assert (
+        f"error: llama-hipdemo: absolute or build-machine RUNPATH/RPATH entry '{toolchain_lib}'"
+        in proc.stdout
+    )
     # With $ORIGIN gone the program's libraries are in the bundle but out of its reach: named too.
-    assert "error: llama-hipdemo: needs libamdhip64.so.7: it is in the bundle (libamdhip64.so.7)" in proc.stdout
+    assert (
+        "error: llama-hipdemo: needs libamdhip64.so.7: it is in the bundle (libamdhip64.so.7)" in proc.stdout
+    )
     data = json.loads(run_pipeline(["check-bundle", str(tmp_path / "absolute.tar.gz"), "--json"]).stdout)
     assert data["ok"] is False
 
@@ -221,8 +276,12 @@ def test_broken_bundles_fail_check_bundle_naming_file_and_library(built: tuple[P
     shutil.rmtree(unlicensed / "licenses" / "toolchain")
     proc = check_bundle(repack(unlicensed, tmp_path / "unlicensed.tar.gz"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("error: libamdhip64.so.7.1.0: a third-party file (from the toolchain's lib/libamdhip64.so.7.1.0): "
-            "its license files are not in the bundle: licenses/toolchain/share/doc/hip/LICENSE.md") in proc.stdout
+    assert (
+        "error: libamdhip64.so.7.1.0: a third-party file (from the toolchain's lib/libamdhip64.so.7.1.0): "
+        "its license files are not in the bundle: licenses/toolchain/share/doc/hip/LICENSE.md"
+    ) in proc.stdout
     assert "error: librocblas.so.4.5.0: a third-party file" in proc.stdout
-    assert {(p["file"], p["kind"]) for p in data["problems"]} >= {("llama-hipdemo", "runpath"),
-                                                                   ("llama-hipdemo", "library")}
+    assert {(p["file"], p["kind"]) for p in data["problems"]} >= {
+        ("llama-hipdemo", "runpath"),
+        ("llama-hipdemo", "library"),
+    }

@@ -115,7 +115,11 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Built]:
 def test_warm_build_in_another_folder_hits_every_object(builds: dict[str, Built]) -> None:
     (cold, _), (warm, _), (clean, _) = builds["runner"], builds["laptop"], builds["clean"]
     assert (cold["ccache"]["hits"], cold["ccache"]["misses"]) == (0, COMPILATIONS)
-    assert (warm["ccache"]["hits"], warm["ccache"]["misses"], warm["ccache"]["hit_rate"]) == (COMPILATIONS, 0, 1.0)
+    assert (warm["ccache"]["hits"], warm["ccache"]["misses"], warm["ccache"]["hit_rate"]) == (
+        COMPILATIONS,
+        0,
+        1.0,
+    )
     assert (clean["ccache"]["hits"], clean["ccache"]["misses"]) == (0, COMPILATIONS)
     assert any(a.startswith("-DCMAKE_C_FLAGS=-ffile-prefix-map=") for a in cold["cmake_args"])
 
@@ -138,7 +142,9 @@ def test_objects_name_no_folder_of_the_machine(builds: dict[str, Built], tmp_pat
     assert root.name.startswith("llama-")
     lib = next(root.glob("libwhere.so*"))
     # readelf, not our code, reads the debug info: the compile directory is the mapped workspace.
-    info = subprocess.run(["readelf", "--debug-dump=info", str(lib)], capture_output=True, text=True, check=True).stdout
+    info = subprocess.run(
+        ["readelf", "--debug-dump=info", str(lib)], capture_output=True, text=True, check=True
+    ).stdout
     comp_dirs = set(re.findall(r"DW_AT_comp_dir\s*:.*?:\s*(\S+)\s*$", info, re.MULTILINE))
     assert comp_dirs == {"."}, comp_dirs
     proc = subprocess.run([str(root / "wheredemo")], capture_output=True, text=True, check=True)
@@ -168,7 +174,10 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(
 
 def test_a_folder_with_a_space_and_a_non_ascii_name_builds_the_same_bundle(builds: dict[str, Built]) -> None:
     (record, bundle), (_, runner) = builds["spaced"], builds["runner"]
-    assert record["status"] == "success" and (record["ccache"]["hits"], record["ccache"]["misses"]) == (0, COMPILATIONS)
+    assert record["status"] == "success" and (record["ccache"]["hits"], record["ccache"]["misses"]) == (
+        0,
+        COMPILATIONS,
+    )
     assert bundle.read_bytes() == runner.read_bytes()
     flags = next(a for a in record["cmake_args"] if a.startswith("-DCMAKE_C_FLAGS="))
-    assert "\"-ffile-prefix-map=" in flags and "my dir/Jürgen Müller's \\$$HOME" in flags
+    assert '"-ffile-prefix-map=' in flags and "my dir/Jürgen Müller's \\$$HOME" in flags

@@ -27,14 +27,17 @@ def test_heartbeat_lines_during_a_long_step(tmp_path: Path) -> None:
     console = Console(file=out, force_terminal=False, width=200)
     env = {**os.environ, "NINJA_STATUS": NINJA_STATUS}
     with (tmp_path / "log").open("w") as log, NinjaProgress(console, "cpu", heartbeat=0.2) as progress:
-        code, _ = run_logged([str(find_tool("ninja")), "-C", str(tmp_path), "-j1"], env=env, log=log,
-                             on_line=progress.line)
+        code, _ = run_logged(
+            [str(find_tool("ninja")), "-C", str(tmp_path), "-j1"], env=env, log=log, on_line=progress.line
+        )
     assert code == 0
     beats = [line for line in out.getvalue().splitlines() if "still building" in line]
     # The slow step starts after [1/3]: the heartbeats during it name one finished step of three
     # (one before Ninja's first line, on a loaded machine, knows no count yet).
     assert any(line.startswith("cpu: [1/3] still building, ") for line in beats), out.getvalue()
-    assert all(line.startswith(("cpu: [1/3] still building, ", "cpu: [0/?] still building, ")) for line in beats)
+    assert all(
+        line.startswith(("cpu: [1/3] still building, ", "cpu: [0/?] still building, ")) for line in beats
+    )
     assert out.getvalue().splitlines()[-1].startswith("cpu: [3/3]")
 
 
@@ -61,7 +64,9 @@ def test_a_nested_ninja_stays_out_of_the_legs_progress(tmp_path: Path) -> None:
     console = Console(file=out, force_terminal=False, width=200)
     env = {**os.environ, "NINJA_STATUS": NINJA_STATUS}
     with (tmp_path / "log").open("w") as log, NinjaProgress(console, "vulkan", heartbeat=0) as progress:
-        code, _ = run_logged([str(ninja), "-C", str(tmp_path), "-j1"], env=env, log=log, on_line=progress.line)
+        code, _ = run_logged(
+            [str(ninja), "-C", str(tmp_path), "-j1"], env=env, log=log, on_line=progress.line
+        )
     assert code == 0
     log_text = (tmp_path / "log").read_text()
     # The nested Ninja did print its own count through the outer one...

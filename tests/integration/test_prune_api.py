@@ -76,12 +76,19 @@ def gh(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
         yield server
 
 
-def prune(gh: FakeGitHub, *args: str, token: str | None = TOKEN, matrix: Path = ROOT / "matrix.toml",
-          extra_env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def prune(
+    gh: FakeGitHub,
+    *args: str,
+    token: str | None = TOKEN,
+    matrix: Path = ROOT / "matrix.toml",
+    extra_env: dict[str, str] | None = None,
+):  # type: ignore[no-untyped-def]
     env = {"PIPELINE_HTTP_BACKOFF": "0.05", **(extra_env or {})}
     if token is not None:
         env["GITHUB_TOKEN"] = token
-    return run_pipeline(["--matrix", str(matrix), "prune", "--repo", REPO, "--api-url", gh.api_url, *args], env=env)
+    return run_pipeline(
+        ["--matrix", str(matrix), "prune", "--repo", REPO, "--api-url", gh.api_url, *args], env=env
+    )
 
 
 def test_dry_run_plans_exactly_and_deletes_nothing(gh: FakeGitHub) -> None:
@@ -101,12 +108,16 @@ def test_dry_run_plans_exactly_and_deletes_nothing(gh: FakeGitHub) -> None:
     assert "llama-ccache-cpu-gcc-12-b99" in proc.stderr and "does not parse" in proc.stderr
 
 
-def test_apply_deletes_exactly_the_old_generations_through_502_and_429(gh: FakeGitHub, tmp_path: Path) -> None:
+def test_apply_deletes_exactly_the_old_generations_through_502_and_429(
+    gh: FakeGitHub, tmp_path: Path
+) -> None:
     gh.fault("GET", r"&page=3$", 502)
     gh.fault("DELETE", r"/caches/\d+$", 429, headers={"Retry-After": "1"})
     summary = tmp_path / "summary.md"
     started = time.monotonic()
-    proc = prune(gh, "--apply", "--json", extra_env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    proc = prune(
+        gh, "--apply", "--json", extra_env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    )
     assert proc.returncode == 0, proc.stderr
     assert set(gh.deleted) == DELETED
     assert len(gh.deleted) == len(DELETED)  # each once
@@ -132,7 +143,11 @@ def test_console_table_reports_groups_and_bytes(gh: FakeGitHub) -> None:
 
 
 def test_size_warning_from_matrix_github_section(gh: FakeGitHub, tmp_path: Path) -> None:
-    text = (ROOT / "matrix.toml").read_text().replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 25000")
+    text = (
+        (ROOT / "matrix.toml")
+        .read_text()
+        .replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 25000")
+    )
     assert "cache_limit_bytes = 25000" in text
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(text)
@@ -193,7 +208,12 @@ def test_unknown_repository_is_a_404(gh: FakeGitHub) -> None:
 def test_client_waits_what_retry_after_and_rate_limit_reset_ask(gh: FakeGitHub) -> None:
     now = 1_000_000.0
     gh.fault("GET", r"&page=2$", 429, headers={"Retry-After": "7"})
-    gh.fault("GET", r"&page=3$", 403, headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(now) + 30)})
+    gh.fault(
+        "GET",
+        r"&page=3$",
+        403,
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(now) + 30)},
+    )
     gh.fault("GET", r"&page=4$", 503)
     waits: list[float] = []
     client = CachesClient(REPO, TOKEN, api_url=gh.api_url, retry=RetryPolicy(backoff=0.25), sleep=waits.append,

@@ -67,8 +67,10 @@ def test_create_upload_to_the_uploads_host_publish_then_a_rerun_changes_nothing(
         assert release is not None
         assert "| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolkit" not in release["body"]
         i = LEGS.index("cuda")  # make_run's figures for the cuda leg: hit rate 0.25 * i, 100 + i seconds
-        assert (f"| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolchain | {25.0 * i:.1f}% | "
-                f"1m {40 + i}s | not checked |") in release["body"]
+        assert (
+            f"| cuda | `llama-b7000-bin-ubuntu-cuda-x64.tar.gz` | cuda-toolchain | {25.0 * i:.1f}% | "
+            f"1m {40 + i}s | not checked |"
+        ) in release["body"]
 
         before = len(gh.requests)
         again = publish(gh, tmp_path / "out", "--apply")
@@ -174,12 +176,24 @@ def test_already_exists_on_upload_keeps_an_identical_asset(tmp_path: Path) -> No
 def test_an_existing_release_skips_the_run_unless_forced(tmp_path: Path) -> None:
     resolved = tmp_path / "resolved.json"
     # A whole resolution, as `resolve` writes it (it is validated when read).
-    resolved.write_text('''{"format": 1, "now": "2026-08-10T09:17:00Z", "rocm_policy": "weekly", "cutoff": "20260808", "index_url": null, "legs": {}, "source": {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b7000", "base_commit": null, "base_date": null, "tag": "b7000", "mix": [], "mix_hash": null, "commit": null}}''')
+    resolved.write_text(
+        """{"format": 1, "now": "2026-08-10T09:17:00Z", "rocm_policy": "weekly", "cutoff": "20260808", "index_url": null, "legs": {}, "source": {"repo": "https://github.com/ggml-org/llama.cpp", "base_tag": "b7000", "base_commit": null, "base_date": null, "tag": "b7000", "mix": [], "mix_hash": null, "commit": null}}"""
+    )
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+
         def ask(*extra: str, **env: str) -> dict[str, str]:
             outputs = tmp_path / f"out-{len(gh.requests)}"
             proc = run_pipeline(
-                ["release-exists", "--repo", REPO, "--api-url", gh.api_url, "--resolved", str(resolved), *extra],
+                [
+                    "release-exists",
+                    "--repo",
+                    REPO,
+                    "--api-url",
+                    gh.api_url,
+                    "--resolved",
+                    str(resolved),
+                    *extra,
+                ],
                 env=env_for(gh, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(outputs), **env),
             )
             assert proc.returncode == 0, proc.stderr
@@ -267,7 +281,9 @@ def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> Non
     assert "dry run: would upload 3, keep 0" in proc.stdout  # the bundle, the source archive, SHA256SUMS
     sums = (tmp_path / "out" / "release" / "SHA256SUMS").read_text()
     # The source archive is listed under its asset name: check it as a download would be named.
-    shutil.copyfile(tmp_path / "out" / "source" / "llama.cpp-b7000.tar.gz", tmp_path / "out" / "dist" / SOURCE_ASSET)
+    shutil.copyfile(
+        tmp_path / "out" / "source" / "llama.cpp-b7000.tar.gz", tmp_path / "out" / "dist" / SOURCE_ASSET
+    )
     check = subprocess.run(["sha256sum", "-c", str(tmp_path / "out" / "release" / "SHA256SUMS")],
                            cwd=tmp_path / "out" / "dist", capture_output=True, text=True)  # fmt: skip
     assert check.returncode == 0 and sums.count("\n") == 2
@@ -282,7 +298,9 @@ def release_exists(gh: FakeGitHub, tmp: Path, *extra: str, **env: str) -> dict[s
     return {k: text.split(f"{k}<<", 1)[1].split("\n")[1] for k in ("exists", "build")}
 
 
-def test_a_run_of_some_legs_is_a_prerelease_never_latest_and_the_full_run_completes_it(tmp_path: Path) -> None:
+def test_a_run_of_some_legs_is_a_prerelease_never_latest_and_the_full_run_completes_it(
+    tmp_path: Path,
+) -> None:
     make_run(tmp_path / "manual", legs=("cpu",))
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         # A manual run with legs=cpu, publish left at its default: refused before any request.
@@ -352,7 +370,9 @@ def test_the_tag_is_created_on_llama_cpps_commit_when_the_repository_holds_it(tm
         assert [r.status for r in gh.requests if r.method == "POST" and r.path.endswith("/releases")] == [201]
 
 
-def test_a_commit_the_repository_lacks_falls_back_to_the_default_branch_and_the_notes_name_it(tmp_path: Path) -> None:
+def test_a_commit_the_repository_lacks_falls_back_to_the_default_branch_and_the_notes_name_it(
+    tmp_path: Path,
+) -> None:
     bundles = make_run(tmp_path / "out")
     # The pipeline's own repository: GitHub answers 422 invalid target_commitish for llama.cpp's commit.
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
@@ -361,13 +381,19 @@ def test_a_commit_the_repository_lacks_falls_back_to_the_default_branch_and_the_
         assert_release_complete(gh, bundles, tmp_path)
         release = gh.release(TAG)
         assert release is not None and release["target_commitish"] == "main"
-        assert [r.status for r in gh.requests if r.method == "POST" and r.path.endswith("/releases")] == [422, 201]
+        assert [r.status for r in gh.requests if r.method == "POST" and r.path.endswith("/releases")] == [
+            422,
+            201,
+        ]
         assert f"- llama.cpp tag: `{TAG}`, commit `{COMMIT}`" in release["body"]
-        assert f"tagging the default branch: not in this repository: llama.cpp's commit {COMMIT}" in proc.stdout
+        assert (
+            f"tagging the default branch: not in this repository: llama.cpp's commit {COMMIT}" in proc.stdout
+        )
 
 
-@pytest.mark.parametrize("bundle", ["/etc/hostname", "../../../../../etc/hostname", "dist/../../hostname",
-                                    "cpu/../../hostname"])
+@pytest.mark.parametrize(
+    "bundle", ["/etc/hostname", "../../../../../etc/hostname", "dist/../../hostname", "cpu/../../hostname"]
+)
 def test_a_record_naming_a_file_outside_dist_is_refused(tmp_path: Path, bundle: str) -> None:
     """A record is another job's artifact: its `bundle` never puts a file from outside OUT/dist/ on the release."""
     out = tmp_path / "a" / "b" / "c" / "d" / "out"
@@ -412,12 +438,15 @@ def test_a_record_without_status_is_not_published_as_a_success(tmp_path: Path) -
     ]
 
 
-@pytest.mark.parametrize(("label", "why"), [
-    ("", "--label: empty: the alert needs a label of its own"),
-    ("  ", "--label: empty"),
-    ("nightly,failure", "--label 'nightly,failure': one label, without commas"),
-    (" nightly", "no leading or trailing space"),
-])
+@pytest.mark.parametrize(
+    ("label", "why"),
+    [
+        ("", "--label: empty: the alert needs a label of its own"),
+        ("  ", "--label: empty"),
+        ("nightly,failure", "--label 'nightly,failure': one label, without commas"),
+        (" nightly", "no leading or trailing space"),
+    ],
+)
 def test_alert_refuses_a_label_that_is_not_one_label(tmp_path: Path, label: str, why: str) -> None:
     make_run(tmp_path / "out", legs=("cpu",))
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:

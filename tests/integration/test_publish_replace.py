@@ -49,6 +49,7 @@ def publish(gh: FakeGitHub, out: Path, *args: str, **env: str) -> subprocess.Com
 def env_for(gh: FakeGitHub) -> dict[str, str]:
     return release_runs.env_for(gh, legs=FIVE_LEGS)
 
+
 pytestmark = pytest.mark.integration
 
 SUMS = "SHA256SUMS"
@@ -61,8 +62,10 @@ def _marked(name: str) -> bool:
 def _bytes_of(bundles: dict[str, Path]) -> dict[str, bytes]:
     """The bundles' bytes and the run's source archive's (beside them on the release) by asset name."""
     out = next(iter(bundles.values())).parents[1]
-    return {**{name: path.read_bytes() for name, path in bundles.items()},
-            SOURCE_ASSET: (out / "source" / f"llama.cpp-{TAG}.tar.gz").read_bytes()}
+    return {
+        **{name: path.read_bytes() for name, path in bundles.items()},
+        SOURCE_ASSET: (out / "source" / f"llama.cpp-{TAG}.tar.gz").read_bytes(),
+    }
 
 
 def state(gh: FakeGitHub) -> dict[str, Any]:
@@ -88,7 +91,10 @@ def check_every_moment(gh: FakeGitHub, old: dict[str, bytes], new: dict[str, byt
             for line in final[SUMS].decode().splitlines():
                 digest, name = line.split("  ", 1)
                 assert name in final, (what, f"{SUMS} names {name}, which is not on the release")
-                assert hashlib.sha256(final[name]).hexdigest() == digest, (what, f"{SUMS}: wrong hash for {name}")
+                assert hashlib.sha256(final[name]).hexdigest() == digest, (
+                    what,
+                    f"{SUMS}: wrong hash for {name}",
+                )
 
 
 def live_release(gh: FakeGitHub, tmp_path: Path) -> dict[str, bytes]:
@@ -141,7 +147,9 @@ def test_a_failed_forced_republish_leaves_the_release_as_it_was_and_a_rerun_comp
         assert failed.returncode != 0, failed.stdout
         # One error line (the retries say what they wait for before it), no traceback.
         assert "Traceback" not in failed.stderr, failed.stderr
-        assert len([line for line in failed.stderr.splitlines() if line.startswith("error:")]) == 1, failed.stderr
+        assert len([line for line in failed.stderr.splitlines() if line.startswith("error:")]) == 1, (
+            failed.stderr
+        )
         check_every_moment(gh, old, _bytes_of(bundles))
         assert state(gh) == before  # as it was: old bytes, old notes, nothing staged left behind
 
@@ -152,7 +160,9 @@ def test_a_failed_forced_republish_leaves_the_release_as_it_was_and_a_rerun_comp
         assert_new(gh, bundles, tmp_path, "check")
 
 
-def test_failed_deletes_of_the_old_copies_leave_the_release_new_and_a_rerun_removes_them(tmp_path: Path) -> None:
+def test_failed_deletes_of_the_old_copies_leave_the_release_new_and_a_rerun_removes_them(
+    tmp_path: Path,
+) -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         old = live_release(gh, tmp_path)
         bundles = rebuilt(tmp_path)
@@ -164,8 +174,12 @@ def test_failed_deletes_of_the_old_copies_leave_the_release_new_and_a_rerun_remo
         # (each bundle's, the old SHA256SUMS and the interim one).
         now = state(gh)
         assert {n: b for n, b in now["assets"].items() if not _marked(n)} == {
-            **_bytes_of(bundles), SUMS: (tmp_path / "forced" / "release" / SUMS).read_bytes()}
-        assert sorted(n.split(".previous-")[0] for n in now["assets"] if _marked(n)) == sorted([*bundles, SUMS, SUMS])
+            **_bytes_of(bundles),
+            SUMS: (tmp_path / "forced" / "release" / SUMS).read_bytes(),
+        }
+        assert sorted(n.split(".previous-")[0] for n in now["assets"] if _marked(n)) == sorted(
+            [*bundles, SUMS, SUMS]
+        )
         gh.faults.clear()
         rerun = publish(gh, tmp_path / "forced", "--apply", PIPELINE_FORCE="true")
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
@@ -181,7 +195,9 @@ KILL_AFTER = (3, 8, 9, 14, 21, 22, 25)
 
 
 @pytest.mark.parametrize("kill_after", KILL_AFTER)
-def test_a_forced_republish_killed_between_two_steps_is_completed_by_a_rerun(kill_after: int, tmp_path: Path) -> None:
+def test_a_forced_republish_killed_between_two_steps_is_completed_by_a_rerun(
+    kill_after: int, tmp_path: Path
+) -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         old = live_release(gh, tmp_path)
         bundles = rebuilt(tmp_path)
@@ -230,7 +246,9 @@ def test_completing_a_partial_release_whose_sums_upload_fails_keeps_its_sums(tmp
         first = publish(gh, tmp_path / "manual", "--apply", "--partial", PIPELINE_LEGS="cpu")
         assert first.returncode == 0, first.stdout + first.stderr
         before = state(gh)
-        assert before["prerelease"] is True and sorted(before["assets"]) == sorted([*partial, SOURCE_ASSET, SUMS])
+        assert before["prerelease"] is True and sorted(before["assets"]) == sorted(
+            [*partial, SOURCE_ASSET, SUMS]
+        )
         bundles = make_run(tmp_path / "nightly")
         gh.fault("POST", rf"/assets\?name={SUMS}", 502, times=100)
         failed = publish(gh, tmp_path / "nightly", "--apply")
@@ -254,7 +272,9 @@ def test_notes_still_owed_are_written_by_a_rerun_that_uploads_nothing(tmp_path: 
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
         assert "updated the notes of b7000" in rerun.stdout and "0 uploaded, 7 kept" in rerun.stdout
         assert gh.release(TAG)["body"] == notes  # type: ignore[index]
-        assert gh.uploads_done == 7  # the first run's uploads only (five bundles, the source archive, SHA256SUMS)
+        assert (
+            gh.uploads_done == 7
+        )  # the first run's uploads only (five bundles, the source archive, SHA256SUMS)
 
 
 def test_a_server_without_digests_has_each_upload_read_back(tmp_path: Path) -> None:

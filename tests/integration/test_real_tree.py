@@ -88,6 +88,7 @@ BUILD_TIMEOUT = 3600
 BUILD_NUMBER = int(BASE_TAG.removeprefix("b"))
 PIPELINE_REPO_COMMITS = 3
 
+
 @dataclass
 class Run:
     """One workspace's nightly: its resolution, record, bundle and wall time."""
@@ -130,7 +131,9 @@ def pipeline(args: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.C
         check=False,
     )
     if proc.returncode != 0:
-        raise AssertionError(f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr}")
+        raise AssertionError(
+            f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -138,8 +141,12 @@ def pipeline_checkout(ws: Path) -> None:
     """Make ``ws`` a git repository with a history of its own, as the pipeline's checkout on a runner."""
     init_repo(ws)
     for n in range(PIPELINE_REPO_COMMITS):
-        commit_files(ws, {f"pipeline-{n}.txt": f"commit {n} of the pipeline's repository\n"}, f"pipeline {n}",
-                     when=NOW - timedelta(days=30 - n))
+        commit_files(
+            ws,
+            {f"pipeline-{n}.txt": f"commit {n} of the pipeline's repository\n"},
+            f"pipeline {n}",
+            when=NOW - timedelta(days=30 - n),
+        )
     (ws / ".gitignore").write_text("out/\nresolved.json\n")
 
 
@@ -149,12 +156,34 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
     ws = tree_root / name
     pipeline_checkout(ws)
     started = time.monotonic()
-    pipeline(["--matrix", str(matrix), "resolve", "--write", "resolved.json", "--now", NOW.isoformat()], cwd=ws, env=env)
-    made = json.loads(pipeline(["--matrix", str(matrix), "source", "--resolved", "resolved.json", "--out", "out"],
-                               cwd=ws, env=env).stdout)
     pipeline(
-        ["--matrix", str(matrix), "build", "cpu", "--resolved", "resolved.json", "--source-archive", made["path"],
-         "--out", "out", "--cache-dir", str(cache), *extra],
+        ["--matrix", str(matrix), "resolve", "--write", "resolved.json", "--now", NOW.isoformat()],
+        cwd=ws,
+        env=env,
+    )
+    made = json.loads(
+        pipeline(
+            ["--matrix", str(matrix), "source", "--resolved", "resolved.json", "--out", "out"],
+            cwd=ws,
+            env=env,
+        ).stdout
+    )
+    pipeline(
+        [
+            "--matrix",
+            str(matrix),
+            "build",
+            "cpu",
+            "--resolved",
+            "resolved.json",
+            "--source-archive",
+            made["path"],
+            "--out",
+            "out",
+            "--cache-dir",
+            str(cache),
+            *extra,
+        ],
         cwd=ws,
         env=env,
     )
@@ -177,8 +206,11 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
     matrix = root / "matrix.toml"
     matrix.write_text(matrix_text(upstream=forge.upstream, pr_sha=forge.pr_sha))
     cache = e2e_cache_root() / "ccache"
-    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home"),
-           **shared_jobs.build_env()}  # the session's compile slots (tests/support/shared_jobs.py)
+    env = {
+        "PIPELINE_GIT_URL_TEMPLATE": forge.template,
+        "PIPELINE_CACHE_HOME": str(root / "cache-home"),
+        **shared_jobs.build_env(),
+    }  # the session's compile slots (tests/support/shared_jobs.py)
     # The objects the runner compiles are stored for the legs that share them (tests/support/shared_units.py).
     filled = False
     try:
@@ -188,7 +220,10 @@ def real_tree(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
         # The readers of this run (act's first night) wait for this, on a cold machine.
         writer_finished(xdist_run(request.config), filled=filled)
     laptop = nightly(root, "elsewhere/laptop", matrix, cache, env)
-    print(f"\nreal tree: runner build {runner.seconds:.0f} s, laptop build {laptop.seconds:.0f} s", file=sys.stderr)
+    print(
+        f"\nreal tree: runner build {runner.seconds:.0f} s, laptop build {laptop.seconds:.0f} s",
+        file=sys.stderr,
+    )
     return RealTree(root=root, forge=forge, matrix=matrix, cache=cache, runner=runner, laptop=laptop)
 
 
@@ -217,7 +252,10 @@ def test_the_mix_is_merged_onto_the_tag_the_same_way_in_both_folders(real_tree: 
     assert laptop["source"]["commit"] == commit
     clone = real_tree.runner.workspace / "out" / "src" / "llama.cpp"
     assert git(clone, "rev-parse", "HEAD") == commit
-    assert git(clone, "rev-parse", "HEAD^1", "HEAD^2").split() == [real_tree.forge.base_sha, real_tree.forge.pr_sha]
+    assert git(clone, "rev-parse", "HEAD^1", "HEAD^2").split() == [
+        real_tree.forge.base_sha,
+        real_tree.forge.pr_sha,
+    ]
     assert git(clone, "status", "--porcelain") == ""
 
 
@@ -268,7 +306,9 @@ def _vocab_case(models: Path) -> tuple[str, list[int]]:
 
 def test_no_workspace_path_is_left_in_the_bundle(real_tree: RealTree, tmp_path: Path) -> None:
     files = _extract(real_tree.runner.bundle, tmp_path / "x")
-    names = sorted(p.relative_to(files).as_posix() for p in files.rglob("*") if p.is_file() and not p.is_symlink())
+    names = sorted(
+        p.relative_to(files).as_posix() for p in files.rglob("*") if p.is_file() and not p.is_symlink()
+    )
     assert PROGRAM in names and any(n.startswith("libllama.so") for n in names)
     assert "LICENSE" in names and "manifest.json" in names
     needles = [str(real_tree.root).encode(), str(real_tree.runner.workspace).encode(), b"/tmp/pytest-of-"]
@@ -318,7 +358,10 @@ def test_every_elf_file_searches_only_the_bundles_folders(real_tree: RealTree, t
         out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
         assert "(RPATH)" not in out, path.name
         for runpath in re.findall(r"\(RUNPATH\)\s+Library runpath: \[(.*)\]", out):
-            assert all(re.fullmatch(r"\$ORIGIN(/[^:]+)?", e) for e in runpath.split(":")), (path.name, runpath)
+            assert all(re.fullmatch(r"\$ORIGIN(/[^:]+)?", e) for e in runpath.split(":")), (
+                path.name,
+                runpath,
+            )
     # Run from a folder holding files named like the system libraries it needs: none is loaded.
     planted = plant_libraries(tmp_path / "downloads", ("libm.so.6", "libgomp.so.1", "libgcc_s.so.1"))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "LC_ALL": "C"}
@@ -337,38 +380,70 @@ def test_check_bundle_passes_on_both_bundles(real_tree: RealTree) -> None:
         assert [s["program"] for s in check["smoke"]] == sorted(REDUCED_PROGRAMS), check
         lines = {c["name"]: (c["status"], c["line"]) for c in check["checks"]}
         # llama-simple (upstream's example) has no --version: it prints its usage, having started.
-        assert lines["versions"] == ("passed", "versions: 2/3 programs printed their version; "
-                                               "llama-simple started but take no --version")
+        assert lines["versions"] == (
+            "passed",
+            "versions: 2/3 programs printed their version; llama-simple started but take no --version",
+        )
         # GGML_BACKEND_DL without the CPU variants: one CPU module, loaded from beside the program, and the
         # shipped GGML_RPC's module; no GPU.
-        assert lines["backends"] == ("passed", "backends: llama-simple loaded CPU (libggml-cpu.so), RPC (libggml-rpc.so); "
-                                               "llama-tokenize --list-devices: no device besides the CPU")
+        assert lines["backends"] == (
+            "passed",
+            "backends: llama-simple loaded CPU (libggml-cpu.so), RPC (libggml-rpc.so); "
+            "llama-tokenize --list-devices: no device besides the CPU",
+        )
         # The build gave check-bundle its tree: the tokenizer check used the tree's own test pair.
-        assert lines["tokenizer"] == ("passed", f"tokenizer: llama-tokenize on {VOCAB}: {text!r} -> {ids}, as {VOCAB}.out expects")
+        assert lines["tokenizer"] == (
+            "passed",
+            f"tokenizer: llama-tokenize on {VOCAB}: {text!r} -> {ids}, as {VOCAB}.out expects",
+        )
         # Up to 4 tokens: the random model may pick its end-of-generation token early.
         assert lines["forward-pass"][0] == "passed"
-        assert re.fullmatch(r"forward-pass: llama-simple decoded [1-4] tokens with a tiny random-weight llama model "
-                            r"on libggml-cpu\.so", lines["forward-pass"][1]), lines["forward-pass"]
+        assert re.fullmatch(
+            r"forward-pass: llama-simple decoded [1-4] tokens with a tiny random-weight llama model "
+            r"on libggml-cpu\.so",
+            lines["forward-pass"][1],
+        ), lines["forward-pass"]
         proc = pipeline(["check-bundle", str(run.bundle), "--json"], cwd=real_tree.root, env={})
         assert proc.returncode == 0, proc.stdout + proc.stderr
         data = json.loads(proc.stdout)
         assert data["ok"] is True and data["glibc_required"] is not None
         # llama-simple takes no --version: upstream's usage text and exit 1, having started.
         assert {s["program"]: s["exit_code"] for s in data["smoke"]} == {
-            "llama-gguf-split": 0, "llama-simple": 1, "llama-tokenize": 0}, data
+            "llama-gguf-split": 0,
+            "llama-simple": 1,
+            "llama-tokenize": 0,
+        }, data
         # Without the tree the tokenizer check says why it did not run; the others still pass.
         assert {c["name"]: c["status"] for c in data["checks"]} == {
-            "versions": "passed", "backends": "passed", "tokenizer": "skipped", "forward-pass": "passed"}
+            "versions": "passed",
+            "backends": "passed",
+            "tokenizer": "skipped",
+            "forward-pass": "passed",
+        }
         assert [c["line"] for c in data["checks"] if c["name"] == "tokenizer"] == [
-            "tokenizer: skipped: no llama.cpp source tree given for its models/ vocab"]
+            "tokenizer: skipped: no llama.cpp source tree given for its models/ vocab"
+        ]
     # A relative --source-tree is the caller's folder's (the smoke run's programs run elsewhere).
-    proc = pipeline(["check-bundle", str(real_tree.runner.bundle), "--json", "--source-tree",
-                     os.path.join("out", "src", "llama.cpp")], cwd=real_tree.runner.workspace, env={})
+    proc = pipeline(
+        [
+            "check-bundle",
+            str(real_tree.runner.bundle),
+            "--json",
+            "--source-tree",
+            os.path.join("out", "src", "llama.cpp"),
+        ],
+        cwd=real_tree.runner.workspace,
+        env={},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert {c["name"]: c["status"] for c in json.loads(proc.stdout)["checks"]}["tokenizer"] == "passed", proc.stdout
+    assert {c["name"]: c["status"] for c in json.loads(proc.stdout)["checks"]}["tokenizer"] == "passed", (
+        proc.stdout
+    )
 
 
-def test_a_bundle_that_lost_its_cpu_backend_fails_the_backends_check(real_tree: RealTree, tmp_path: Path) -> None:
+def test_a_bundle_that_lost_its_cpu_backend_fails_the_backends_check(
+    real_tree: RealTree, tmp_path: Path
+) -> None:
     root = _extract(real_tree.runner.bundle, tmp_path / "x")
     (root / "libggml-cpu.so").unlink()
     bad = _repack(root, tmp_path / real_tree.runner.bundle.name)
@@ -376,8 +451,10 @@ def test_a_bundle_that_lost_its_cpu_backend_fails_the_backends_check(real_tree: 
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     # Nothing NEEDs the module (ggml loads it at run time): only the smoke run can see it is gone.
-    assert ("backends: the CPU backend (no libggml-cpu*.so in the bundle) did not load in llama-simple "
-            "(a library it needs is missing or it is broken); loaded: RPC (libggml-rpc.so)") in proc.stdout, proc.stdout
+    assert (
+        "backends: the CPU backend (no libggml-cpu*.so in the bundle) did not load in llama-simple "
+        "(a library it needs is missing or it is broken); loaded: RPC (libggml-rpc.so)"
+    ) in proc.stdout, proc.stdout
     assert "forward-pass: llama-simple with a tiny model exited" in proc.stdout
 
 
@@ -397,7 +474,7 @@ def test_a_gpu_backend_module_loads_without_a_gpu_and_fails_without_its_library(
         "static ggml_backend_dev_t get(ggml_backend_reg_t r, size_t i) { (void) r; (void) i; return 0; }\n"
         "static void * proc(ggml_backend_reg_t r, const char * n) { (void) r; (void) n; return 0; }\n"
         "static struct ggml_backend_reg reg = { GGML_BACKEND_API_VERSION, { name, count, get, proc }, 0 };\n"
-        "__attribute__((visibility(\"default\"))) ggml_backend_reg_t ggml_backend_init(void) { return &reg; }\n"
+        '__attribute__((visibility("default"))) ggml_backend_reg_t ggml_backend_init(void) { return &reg; }\n'
     )
     root = _extract(real_tree.runner.bundle, tmp_path / "x")
     gcc = ["gcc", "-shared", "-fPIC", "-O1"]
@@ -415,18 +492,24 @@ def test_a_gpu_backend_module_loads_without_a_gpu_and_fails_without_its_library(
     good = check(_repack(root, tmp_path / "good" / real_tree.runner.bundle.name))
     assert good.returncode == 0, good.stdout + good.stderr
     # Loaded without a GPU: the module reports no device.
-    assert ("backends: llama-simple loaded CPU (libggml-cpu.so), HIPSTUB (libggml-hip.so), RPC (libggml-rpc.so); "
-            "llama-tokenize --list-devices: no device besides the CPU") in good.stdout, good.stdout
+    assert (
+        "backends: llama-simple loaded CPU (libggml-cpu.so), HIPSTUB (libggml-hip.so), RPC (libggml-rpc.so); "
+        "llama-tokenize --list-devices: no device besides the CPU"
+    ) in good.stdout, good.stdout
 
     (root / "libamdhip64.so.7").unlink()
     bad = check(_repack(root, tmp_path / "bad" / real_tree.runner.bundle.name))
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "error: libggml-hip.so: needs libamdhip64.so.7: neither in the bundle" in bad.stdout
-    assert ("backends: libggml-hip.so did not load in llama-simple (a library it needs is missing "
-            "or it is broken); loaded: CPU (libggml-cpu.so)") in bad.stdout, bad.stdout
+    assert (
+        "backends: libggml-hip.so did not load in llama-simple (a library it needs is missing "
+        "or it is broken); loaded: CPU (libggml-cpu.so)"
+    ) in bad.stdout, bad.stdout
 
 
-def test_a_tokenizer_that_disagrees_with_the_trees_test_pair_fails(real_tree: RealTree, tmp_path: Path) -> None:
+def test_a_tokenizer_that_disagrees_with_the_trees_test_pair_fails(
+    real_tree: RealTree, tmp_path: Path
+) -> None:
     models = real_tree.runner.workspace / "out" / "src" / "llama.cpp" / "models"
     text, ids = _vocab_case(models)
     other = tmp_path / "tree" / "models"
@@ -438,17 +521,23 @@ def test_a_tokenizer_that_disagrees_with_the_trees_test_pair_fails(real_tree: Re
     at = [[int(i) for i in line.split()] for line in lines].index(ids)
     lines[at] = " " + " ".join(str(i) for i in wrong)
     (other / f"{VOCAB}.out").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    proc = pipeline_may_fail(["check-bundle", str(real_tree.runner.bundle), "--source-tree", str(tmp_path / "tree")],
-                             cwd=tmp_path)
+    proc = pipeline_may_fail(
+        ["check-bundle", str(real_tree.runner.bundle), "--source-tree", str(tmp_path / "tree")], cwd=tmp_path
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert (f"tokenizer: llama-tokenize on {VOCAB} gave {ids} for {text!r}; {VOCAB}.out expects {wrong}"
-            in proc.stdout), proc.stdout
+    assert (
+        f"tokenizer: llama-tokenize on {VOCAB} gave {ids} for {text!r}; {VOCAB}.out expects {wrong}"
+        in proc.stdout
+    ), proc.stdout
 
 
 def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(real_tree: RealTree) -> None:
     ws = real_tree.root / "release-engineer"
     ws.mkdir()
-    env = {"PIPELINE_GIT_URL_TEMPLATE": real_tree.forge.template, "PIPELINE_CACHE_HOME": str(real_tree.root / "ch")}
+    env = {
+        "PIPELINE_GIT_URL_TEMPLATE": real_tree.forge.template,
+        "PIPELINE_CACHE_HOME": str(real_tree.root / "ch"),
+    }
     proc = pipeline(
         ["--matrix", str(real_tree.matrix), "reproduce", str(real_tree.runner.bundle), "--out", "out",
          "--cache-dir", str(real_tree.cache)],
@@ -456,7 +545,9 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(real_tree: RealTree
         env=env,
     )  # fmt: skip
     assert "(identical)" in proc.stdout, proc.stdout
-    assert (ws / "out" / "dist" / real_tree.runner.bundle.name).read_bytes() == real_tree.runner.bundle.read_bytes()
+    assert (
+        ws / "out" / "dist" / real_tree.runner.bundle.name
+    ).read_bytes() == real_tree.runner.bundle.read_bytes()
     stats = json.loads((ws / "out" / "cpu" / "record.json").read_text())["ccache"]
     assert (stats["hits"], stats["misses"]) == (COMPILATIONS, 0), stats
 
@@ -465,7 +556,10 @@ def test_reproduce_right_after_the_build_in_its_default_folder_hits_every_object
     """From the runner's workspace, as a user would: the clone as a relative --source, reproduce's default
     --out (out/reproduce, one level deeper than the build's out): every object a hit."""
     ws = real_tree.runner.workspace
-    env = {"PIPELINE_GIT_URL_TEMPLATE": real_tree.forge.template, "PIPELINE_CACHE_HOME": str(real_tree.root / "ch")}
+    env = {
+        "PIPELINE_GIT_URL_TEMPLATE": real_tree.forge.template,
+        "PIPELINE_CACHE_HOME": str(real_tree.root / "ch"),
+    }
     proc = pipeline(
         ["--matrix", str(real_tree.matrix), "reproduce", str(real_tree.runner.bundle), "--source",
          os.path.join("out", "src", "llama.cpp"), "--cache-dir", str(real_tree.cache)],

@@ -45,8 +45,9 @@ SYSROOT = "/usr/aarch64-linux-gnu"
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
 TESTED_SHARED, _SHIPPED = shipped_flags(LEG)
 TESTED_LEGS: dict[str, list[str]] = {LEG: reduce_leg_flags(_SHIPPED)}
-MATRIX = RUN_TEMPLATE + leg_table(LEG, TESTED_LEGS[LEG], backend="cpu", os="linux", arch="arm64",
-                                  runner="ubuntu-22.04-arm")
+MATRIX = RUN_TEMPLATE + leg_table(
+    LEG, TESTED_LEGS[LEG], backend="cpu", os="linux", arch="arm64", runner="ubuntu-22.04-arm"
+)
 
 
 def _missing() -> str | None:
@@ -54,19 +55,26 @@ def _missing() -> str | None:
 
     if platform.machine() not in ("x86_64", "AMD64"):
         return f"a cross build from x86-64 (this machine is {platform.machine()})"
-    for tool, package in (("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
-                          ("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu"), ("qemu-aarch64", "qemu-user")):
+    for tool, package in (
+        ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
+        ("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu"),
+        ("qemu-aarch64", "qemu-user"),
+    ):
         if shutil.which(tool) is None:
             return f"{tool} not found (Debian: {package})"
     return None if Path(SYSROOT).is_dir() else f"no aarch64 sysroot at {SYSROOT}"
 
 
-def pipeline(args: list[str], *, cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
+def pipeline(
+    args: list[str], *, cwd: Path, env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd,
                           env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
                           capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)  # fmt: skip
     if check and proc.returncode != 0:
-        raise AssertionError(f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr}")
+        raise AssertionError(
+            f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -77,31 +85,65 @@ def arm64(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("real-tree-arm64")
     forge = prepared_forge(root, young_at=NOW - timedelta(hours=2), pr_at=NOW - timedelta(hours=7))
     matrix = root / "matrix.toml"
-    matrix.write_text(MATRIX.format(upstream=forge.upstream, min_age=6, pr_repo=PR_REPO, pr_number=PR_NUMBER,
-                                    pr_sha=forge.pr_sha))
-    env = {"PIPELINE_GIT_URL_TEMPLATE": forge.template, "PIPELINE_CACHE_HOME": str(root / "cache-home"),
-           **shared_jobs.build_env()}  # the session's compile slots (tests/support/shared_jobs.py)
+    matrix.write_text(
+        MATRIX.format(
+            upstream=forge.upstream, min_age=6, pr_repo=PR_REPO, pr_number=PR_NUMBER, pr_sha=forge.pr_sha
+        )
+    )
+    env = {
+        "PIPELINE_GIT_URL_TEMPLATE": forge.template,
+        "PIPELINE_CACHE_HOME": str(root / "cache-home"),
+        **shared_jobs.build_env(),
+    }  # the session's compile slots (tests/support/shared_jobs.py)
     ws = root / "ws"
     ws.mkdir()
     m = ["--matrix", str(matrix)]
     pipeline([*m, "resolve", "--write", "resolved.json", "--now", NOW.isoformat()], cwd=ws, env=env)
-    made = json.loads(pipeline([*m, "source", "--resolved", "resolved.json", "--out", "out"], cwd=ws, env=env).stdout)
-    build = pipeline([*m, "build", LEG, "--resolved", "resolved.json", "--source-archive", made["path"], "--out", "out",
-                      "--cache-dir", str(e2e_cache_root() / "ccache")], cwd=ws, env=env, check=False)
+    made = json.loads(
+        pipeline([*m, "source", "--resolved", "resolved.json", "--out", "out"], cwd=ws, env=env).stdout
+    )
+    build = pipeline(
+        [
+            *m,
+            "build",
+            LEG,
+            "--resolved",
+            "resolved.json",
+            "--source-archive",
+            made["path"],
+            "--out",
+            "out",
+            "--cache-dir",
+            str(e2e_cache_root() / "ccache"),
+        ],
+        cwd=ws,
+        env=env,
+        check=False,
+    )
     record = json.loads((ws / "out" / LEG / "record.json").read_text())
-    assert build.returncode == 0, f"{build.stdout[-4000:]}\n{build.stderr}\n{json.dumps(record.get('bundle_check'))}"
+    assert build.returncode == 0, (
+        f"{build.stdout[-4000:]}\n{build.stderr}\n{json.dumps(record.get('bundle_check'))}"
+    )
     bundle = ws / "out" / record["bundle"]
     tree = ws / "out" / LEG / "src" / "llama.cpp"
-    checked = pipeline(["check-bundle", str(bundle), "--json", "--source-tree", str(tree)], cwd=ws, env={}, check=False)
-    return {"ws": ws, "record": record, "bundle": bundle, "check": json.loads(checked.stdout),
-            "check_rc": checked.returncode}
+    checked = pipeline(
+        ["check-bundle", str(bundle), "--json", "--source-tree", str(tree)], cwd=ws, env={}, check=False
+    )
+    return {
+        "ws": ws,
+        "record": record,
+        "bundle": bundle,
+        "check": json.loads(checked.stdout),
+        "check_rc": checked.returncode,
+    }
 
 
 def test_the_cross_compiler_builds_the_leg_and_is_its_toolchain_identity(arm64: dict[str, Any]) -> None:
     record = arm64["record"]
     assert record["status"] == "success" and record["arch"] == "arm64"
-    version = subprocess.run(["aarch64-linux-gnu-gcc", "-dumpfullversion"], capture_output=True, text=True,
-                             check=True).stdout.strip()
+    version = subprocess.run(
+        ["aarch64-linux-gnu-gcc", "-dumpfullversion"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert record["toolchain"]["identity"] == f"gcc-{version}-aarch64-linux-gnu"
     toolchain_file = [a for a in record["cmake_args"] if a.startswith("-DCMAKE_TOOLCHAIN_FILE=")]
     assert len(toolchain_file) == 1
@@ -113,7 +155,9 @@ def test_the_cross_compiler_builds_the_leg_and_is_its_toolchain_identity(arm64: 
     assert any(args[i : i + len(declared)] == declared for i in range(len(args))), args
 
 
-def test_the_bundle_is_named_for_arm64_and_its_programs_are_aarch64(arm64: dict[str, Any], tmp_path: Path) -> None:
+def test_the_bundle_is_named_for_arm64_and_its_programs_are_aarch64(
+    arm64: dict[str, Any], tmp_path: Path
+) -> None:
     bundle: Path = arm64["bundle"]
     assert bundle.name.endswith("-bin-ubuntu-arm64.tar.gz")
     import tarfile
@@ -123,9 +167,13 @@ def test_the_bundle_is_named_for_arm64_and_its_programs_are_aarch64(arm64: dict[
     (top,) = tmp_path.iterdir()
     for program in REDUCED_PROGRAMS:
         # readelf (binutils), not the pipeline's reader: what the machine says the file is.
-        header = subprocess.run(["readelf", "-h", str(top / program)], capture_output=True, text=True, check=True).stdout
+        header = subprocess.run(
+            ["readelf", "-h", str(top / program)], capture_output=True, text=True, check=True
+        ).stdout
         assert "AArch64" in header, header
-        interp = subprocess.run(["readelf", "-l", str(top / program)], capture_output=True, text=True, check=True).stdout
+        interp = subprocess.run(
+            ["readelf", "-l", str(top / program)], capture_output=True, text=True, check=True
+        ).stdout
         assert "/lib/ld-linux-aarch64.so.1" in interp
 
 

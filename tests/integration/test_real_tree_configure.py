@@ -54,7 +54,9 @@ CUDA_VERSION = "13.2.86"
 # Compile steps of the reduced cpu-arm64 leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
 ARM64_COMPILATIONS = 132
 # Compile steps of the reduced vulkan leg: `ninja -t commands | grep -c ' -c '` on the configured tree.
-VULKAN_COMPILATIONS = 291  # the reduced vulkan build's ccache calls too (docs/testing.md: 131 of its 291 shared)
+VULKAN_COMPILATIONS = (
+    291  # the reduced vulkan build's ccache calls too (docs/testing.md: 131 of its 291 shared)
+)
 # One leg's configure on 2 cores: the CUDA compiler's checks run nvcc a few times.
 CONFIGURE_TIMEOUT = 1800
 READS_THE_SDIST = True
@@ -73,8 +75,15 @@ def _matrix(tmp: Path, leg: str) -> Path:
     return matrix
 
 
-def _build(leg: str, matrix: Path, source: Path, out: Path, cache: Path, *extra: str,
-           env: dict[str, str] | None = None) -> dict[str, Any]:
+def _build(
+    leg: str,
+    matrix: Path,
+    source: Path,
+    out: Path,
+    cache: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     proc = run_pipeline(["--matrix", str(matrix), "build", leg, "--source", str(source), "--out", str(out),
                          "--cache-dir", str(cache), *extra],
                         env={"PIPELINE_CACHE_HOME": str(out.parent / "home"), **(env or {})},
@@ -104,8 +113,15 @@ def _nothing_compiled(build: Path) -> None:
 
 
 def test_the_real_tree_configures_for_the_cuda_leg_with_the_pinned_wheels(tree: Path, tmp_path: Path) -> None:
-    record = _build("cuda", _matrix(tmp_path, "cuda"), tree, tmp_path / "out", tmp_path / "ccache", "--configure-only",
-                    env=no_cuda_env(e2e_cache_root()))
+    record = _build(
+        "cuda",
+        _matrix(tmp_path, "cuda"),
+        tree,
+        tmp_path / "out",
+        tmp_path / "ccache",
+        "--configure-only",
+        env=no_cuda_env(e2e_cache_root()),
+    )
     assert record["status"] == "configured" and record["bundle"] is None, record
     _declared_in(record["cmake_args"], "cuda")
     assert f"-DCMAKE_CUDA_ARCHITECTURES={CUDA_ARCHITECTURE}" in record["cmake_args"]
@@ -115,8 +131,10 @@ def test_the_real_tree_configures_for_the_cuda_leg_with_the_pinned_wheels(tree: 
     assert toolchain["compilers"]["CUDA"] == f"nvcc {CUDA_VERSION} ({toolkit / 'bin' / 'nvcc'})", toolchain
     build = tmp_path / "out" / "cuda" / "build"
     cache = (build / "CMakeCache.txt").read_text()
-    assert f"CMAKE_CUDA_COMPILER:STRING={toolkit / 'bin' / 'nvcc'}" in cache or \
-        f"CMAKE_CUDA_COMPILER:FILEPATH={toolkit / 'bin' / 'nvcc'}" in cache
+    assert (
+        f"CMAKE_CUDA_COMPILER:STRING={toolkit / 'bin' / 'nvcc'}" in cache
+        or f"CMAKE_CUDA_COMPILER:FILEPATH={toolkit / 'bin' / 'nvcc'}" in cache
+    )
     assert "GGML_CUDA:BOOL=ON" in cache
     # Ninja's plan is the reduced leg's: the count the e2e build compiles (its ccache calls).
     compiles = _compiles(build)
@@ -124,31 +142,48 @@ def test_the_real_tree_configures_for_the_cuda_leg_with_the_pinned_wheels(tree: 
     device = [c for c in compiles if re.search(r"/nvcc\s", c)]
     # Every top-level unit of the tree's ggml-cuda, each for the one architecture and no other.
     units = sorted(p.name for p in (tree / "ggml" / "src" / "ggml-cuda").glob("*.cu"))
-    assert units and all(any(f"ggml-cuda/{unit} " in c or f"ggml-cuda/{unit}\"" in c for c in device) for unit in units)
+    assert units and all(
+        any(f"ggml-cuda/{unit} " in c or f'ggml-cuda/{unit}"' in c for c in device) for unit in units
+    )
     for command in device:
         assert set(re.findall(r"compute_(\d+)", command)) == {CUDA_ARCHITECTURE}, command
     _nothing_compiled(build)
 
 
-def test_a_cuda_project_built_with_the_shipped_flags_hits_every_unit_in_another_folder(tmp_path: Path) -> None:
+def test_a_cuda_project_built_with_the_shipped_flags_hits_every_unit_in_another_folder(
+    tmp_path: Path,
+) -> None:
     matrix = _matrix(tmp_path, "cuda")
     cache, records = tmp_path / "ccache", []
     for ws in (tmp_path / "runner", tmp_path / "elsewhere" / "laptop"):
         project = write_cuda_project(ws / "project")
-        records.append(_build("cuda", matrix, project, ws / "out", cache, "--no-bundle",
-                              env=no_cuda_env(e2e_cache_root())))
+        records.append(
+            _build(
+                "cuda", matrix, project, ws / "out", cache, "--no-bundle", env=no_cuda_env(e2e_cache_root())
+            )
+        )
         # The objects are the device code for the one architecture (sm_<N> in the fatbinary).
         objects = sorted((ws / "out" / "cuda" / "build").rglob("kernel*.cu.o"))
-        assert len(objects) == KERNELS and all(f"sm_{CUDA_ARCHITECTURE}".encode() in o.read_bytes() for o in objects)
+        assert len(objects) == KERNELS and all(
+            f"sm_{CUDA_ARCHITECTURE}".encode() in o.read_bytes() for o in objects
+        )
     cold, warm = records
     _declared_in(cold["cmake_args"], "cuda")
     assert cold["toolchain"]["details"]["source"] == f"wheels {CUDA_VERSION}"
-    version = subprocess.run(["g++", "-dumpfullversion"], capture_output=True, text=True, check=True).stdout.strip()
-    assert cold["toolchain"]["identity"].startswith(f"cuda-{CUDA_VERSION}-") and version in cold["toolchain"]["identity"]
+    version = subprocess.run(
+        ["g++", "-dumpfullversion"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert (
+        cold["toolchain"]["identity"].startswith(f"cuda-{CUDA_VERSION}-")
+        and version in cold["toolchain"]["identity"]
+    )
     assert warm["toolchain"]["identity"] == cold["toolchain"]["identity"]
     assert (cold["ccache"]["hits"], cold["ccache"]["misses"]) == (0, PROJECT_COMPILATIONS), cold["ccache"]
     assert (warm["ccache"]["hits"], warm["ccache"]["misses"], warm["ccache"]["hit_rate"]) == (
-        PROJECT_COMPILATIONS, 0, 1.0), warm["ccache"]
+        PROJECT_COMPILATIONS,
+        0,
+        1.0,
+    ), warm["ccache"]
 
 
 def _arm64_missing() -> str | None:
@@ -159,11 +194,19 @@ def _arm64_missing() -> str | None:
     return None
 
 
-def test_the_real_tree_configures_for_the_arm64_leg_with_the_cross_compiler(tree: Path, tmp_path: Path) -> None:
+def test_the_real_tree_configures_for_the_arm64_leg_with_the_cross_compiler(
+    tree: Path, tmp_path: Path
+) -> None:
     if (reason := _arm64_missing()) is not None:
         pytest.skip(f"the arm64 cross configure needs {reason}")
-    record = _build("cpu-arm64", _matrix(tmp_path, "cpu-arm64"), tree, tmp_path / "out", tmp_path / "ccache",
-                    "--configure-only")
+    record = _build(
+        "cpu-arm64",
+        _matrix(tmp_path, "cpu-arm64"),
+        tree,
+        tmp_path / "out",
+        tmp_path / "ccache",
+        "--configure-only",
+    )
     assert record["status"] == "configured" and record["arch"] == "arm64", record
     _declared_in(record["cmake_args"], "cpu-arm64")
     version = subprocess.run(["aarch64-linux-gnu-gcc", "-dumpfullversion"], capture_output=True, text=True,
@@ -185,8 +228,16 @@ def test_the_real_tree_configures_for_the_vulkan_leg_with_trixies_headers(tree: 
         sdk = trixie_vulkan_sdk()
     except SdkUnavailable as exc:
         pytest.fail(f"the vulkan configure needs Debian 13's Vulkan headers and loader: {exc}")
-    record = _build("vulkan", _matrix(tmp_path, "vulkan"), tree, tmp_path / "out", tmp_path / "ccache",
-                    "--configure-only", "--vulkan-sdk", str(sdk))
+    record = _build(
+        "vulkan",
+        _matrix(tmp_path, "vulkan"),
+        tree,
+        tmp_path / "out",
+        tmp_path / "ccache",
+        "--configure-only",
+        "--vulkan-sdk",
+        str(sdk),
+    )
     assert record["status"] == "configured", record
     _declared_in(record["cmake_args"], "vulkan")
     assert record["toolchain"]["details"]["vulkan_headers"] == VULKAN_HEADERS
@@ -194,7 +245,9 @@ def test_the_real_tree_configures_for_the_vulkan_leg_with_trixies_headers(tree: 
     cache = (build / "CMakeCache.txt").read_text()
     assert "GGML_VULKAN:BOOL=ON" in cache
     # glslc is the shader cache's launcher in the build folder (pipeline/ccache/glslc_session.py), not glslc itself.
-    assert re.search(rf"^Vulkan_GLSLC_EXECUTABLE:\w+={re.escape(str(build))}/pipeline-glslc/glslc(-py)?$", cache, re.M)
+    assert re.search(
+        rf"^Vulkan_GLSLC_EXECUTABLE:\w+={re.escape(str(build))}/pipeline-glslc/glslc(-py)?$", cache, re.M
+    )
     assert re.search(rf"^Vulkan_INCLUDE_DIR:\w+={re.escape(str(sdk))}/include$", cache, re.M)
     compiles = _compiles(build)
     assert len(compiles) == VULKAN_COMPILATIONS

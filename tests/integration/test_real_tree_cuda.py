@@ -93,11 +93,15 @@ class CudaTree:
     laptop: Run
 
 
-def pipeline(args: list[str], *, cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
+def pipeline(
+    args: list[str], *, cwd: Path, env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=BUILD_TIMEOUT, check=False)  # fmt: skip
     if check and proc.returncode != 0:
-        raise AssertionError(f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr}")
+        raise AssertionError(
+            f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -105,13 +109,41 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
     """resolve, source, then build cuda from the archive, in a fresh workspace ``name`` (the workflow's path)."""
     ws = tree_root / name
     init_repo(ws)
-    commit_files(ws, {"pipeline.txt": "the pipeline's repository\n"}, "pipeline", when=NOW - timedelta(days=30))
+    commit_files(
+        ws, {"pipeline.txt": "the pipeline's repository\n"}, "pipeline", when=NOW - timedelta(days=30)
+    )
     started = time.monotonic()
-    pipeline(["--matrix", str(matrix), "resolve", "--write", "resolved.json", "--now", NOW.isoformat()], cwd=ws, env=env)
-    made = json.loads(pipeline(["--matrix", str(matrix), "source", "--resolved", "resolved.json", "--out", "out"],
-                               cwd=ws, env=env).stdout)
-    build = pipeline(["--matrix", str(matrix), "build", "cuda", "--resolved", "resolved.json", "--source-archive",
-                      made["path"], "--out", "out", "--cache-dir", str(cache)], cwd=ws, env=env, check=False)
+    pipeline(
+        ["--matrix", str(matrix), "resolve", "--write", "resolved.json", "--now", NOW.isoformat()],
+        cwd=ws,
+        env=env,
+    )
+    made = json.loads(
+        pipeline(
+            ["--matrix", str(matrix), "source", "--resolved", "resolved.json", "--out", "out"],
+            cwd=ws,
+            env=env,
+        ).stdout
+    )
+    build = pipeline(
+        [
+            "--matrix",
+            str(matrix),
+            "build",
+            "cuda",
+            "--resolved",
+            "resolved.json",
+            "--source-archive",
+            made["path"],
+            "--out",
+            "out",
+            "--cache-dir",
+            str(cache),
+        ],
+        cwd=ws,
+        env=env,
+        check=False,
+    )
     seconds = time.monotonic() - started
     record_file = ws / "out" / "cuda" / "record.json"
     record = json.loads(record_file.read_text()) if record_file.is_file() else {}
@@ -129,12 +161,17 @@ def cuda_tree(tmp_path_factory: pytest.TempPathFactory) -> CudaTree:
            "PIPELINE_CACHE_HOME": str(root / "cache-home"), **shared_jobs.build_env()}  # fmt: skip
     runner = nightly(root, "runner", matrix, cache / "ccache", env)
     laptop = nightly(root, "elsewhere/laptop", matrix, cache / "ccache", env)
-    print(f"\nreal tree cuda: runner build {runner.seconds:.0f} s, laptop build {laptop.seconds:.0f} s", file=sys.stderr)
+    print(
+        f"\nreal tree cuda: runner build {runner.seconds:.0f} s, laptop build {laptop.seconds:.0f} s",
+        file=sys.stderr,
+    )
     return CudaTree(root=root, forge=forge, matrix=matrix, env=env, runner=runner, laptop=laptop)
 
 
 def _succeeded(run: Run) -> dict[str, Any]:
-    assert run.build.returncode == 0, f"build cuda failed ({run.build.returncode}):\n{run.build.stdout[-6000:]}\n{run.build.stderr}"
+    assert run.build.returncode == 0, (
+        f"build cuda failed ({run.build.returncode}):\n{run.build.stdout[-6000:]}\n{run.build.stderr}"
+    )
     assert run.record["status"] == "success", run.record
     return run.record
 
@@ -150,7 +187,9 @@ def test_the_cuda_leg_builds_from_the_wheels_and_the_warm_build_hits_every_unit(
     # The toolkit is the pinned wheels' (nothing CUDA was on PATH), installed in the test cache.
     toolchain = record["toolchain"]
     assert toolchain["details"]["source"] == "wheels 13.2.86", toolchain
-    assert toolchain["details"]["cuda_root"] == str(e2e_cache_root() / "toolchains" / "cuda-13.2.86-linux" / "nvidia" / "cu13")
+    assert toolchain["details"]["cuda_root"] == str(
+        e2e_cache_root() / "toolchains" / "cuda-13.2.86-linux" / "nvidia" / "cu13"
+    )
 
 
 def dynamic_section(path: Path) -> str:
@@ -158,7 +197,9 @@ def dynamic_section(path: Path) -> str:
     return subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
 
 
-def test_the_bundle_ships_the_cuda_module_and_its_runtime_with_origin_runpaths(cuda_tree: CudaTree, tmp_path: Path) -> None:
+def test_the_bundle_ships_the_cuda_module_and_its_runtime_with_origin_runpaths(
+    cuda_tree: CudaTree, tmp_path: Path
+) -> None:
     _succeeded(cuda_tree.runner)
     files = extract_top(cuda_tree.runner.bundle, tmp_path / "x")
     names = sorted(p.name for p in files.iterdir())
@@ -177,7 +218,11 @@ def test_the_bundle_ships_the_cuda_module_and_its_runtime_with_origin_runpaths(c
             continue
         dynamic = dynamic_section(path)
         needed = set(re.findall(r"Shared library: \[([^\]]+)\]", dynamic))
-        entries = [e for found in re.findall(r"Library (?:runpath|rpath): \[([^\]]*)\]", dynamic) for e in found.split(":")]
+        entries = [
+            e
+            for found in re.findall(r"Library (?:runpath|rpath): \[([^\]]*)\]", dynamic)
+            for e in found.split(":")
+        ]
         assert all(e.startswith("$ORIGIN") for e in entries), f"{path.name}: {entries}"
         if needed & shipped:
             assert "$ORIGIN" in entries, f"{path.name} needs {sorted(needed & shipped)}; RUNPATH {entries}"
@@ -185,13 +230,17 @@ def test_the_bundle_ships_the_cuda_module_and_its_runtime_with_origin_runpaths(c
 
 def _backends_line() -> str:
     """The backends line without a driver: the module loaded against the stand-in, and ggml-cuda's own report."""
-    return ("backends: llama-simple loaded CPU (libggml-cpu.so), CUDA (libggml-cuda.so), RPC (libggml-rpc.so); "
-            "llama-tokenize --list-devices: no device besides the CPU; "
-            "CUDA found no device (no CUDA-capable device is detected); "
-            "no NVIDIA driver here: libcuda.so.1 was a stand-in answering 'no device', made for the check")
+    return (
+        "backends: llama-simple loaded CPU (libggml-cpu.so), CUDA (libggml-cuda.so), RPC (libggml-rpc.so); "
+        "llama-tokenize --list-devices: no device besides the CPU; "
+        "CUDA found no device (no CUDA-capable device is detected); "
+        "no NVIDIA driver here: libcuda.so.1 was a stand-in answering 'no device', made for the check"
+    )
 
 
-def test_check_bundle_loads_the_cuda_module_without_a_driver_and_ggml_finds_no_device(cuda_tree: CudaTree) -> None:
+def test_check_bundle_loads_the_cuda_module_without_a_driver_and_ggml_finds_no_device(
+    cuda_tree: CudaTree,
+) -> None:
     with_driver = system_has_driver(scrubbed_env(cuda_tree.root / "probe-home"))
 
     def backends_ok(line: str) -> None:
@@ -211,7 +260,9 @@ def test_check_bundle_loads_the_cuda_module_without_a_driver_and_ggml_finds_no_d
         assert lines["versions"][0] == lines["tokenizer"][0] == lines["forward-pass"][0] == "passed", lines
         assert [s["program"] for s in check["smoke"]] == sorted(REDUCED_PROGRAMS), check
     # The command agrees, on the bundle alone; the stand-in lived in a folder of the check's scratch.
-    proc = pipeline(["check-bundle", str(cuda_tree.runner.bundle), "--json"], cwd=cuda_tree.root, env=cuda_tree.env)
+    proc = pipeline(
+        ["check-bundle", str(cuda_tree.runner.bundle), "--json"], cwd=cuda_tree.root, env=cuda_tree.env
+    )
     data = json.loads(proc.stdout)
     assert data["ok"] is True, data
     backends_ok({c["name"]: c["line"] for c in data["checks"]}["backends"])
@@ -241,8 +292,10 @@ def test_the_standin_hides_no_missing_runtime_library(cuda_tree: CudaTree, tmp_p
         # no environment hides): the module loads from there, and the check still fails on the closure.
         assert "CUDA (libggml-cuda.so)" in proc.stdout and "did not load" not in proc.stdout, proc.stdout
     else:
-        assert ("backends: libggml-cuda.so did not load in llama-simple (a library it needs is missing or it is "
-                "broken)") in proc.stdout, proc.stdout
+        assert (
+            "backends: libggml-cuda.so did not load in llama-simple (a library it needs is missing or it is "
+            "broken)"
+        ) in proc.stdout, proc.stdout
 
 
 def _loader_cache_has(soname: str) -> bool:
@@ -254,9 +307,20 @@ def _loader_cache_has(soname: str) -> bool:
 def test_a_bundle_that_ships_the_driver_is_refused(cuda_tree: CudaTree, tmp_path: Path) -> None:
     _succeeded(cuda_tree.runner)
     root = extract_top(cuda_tree.runner.bundle, tmp_path / "x")
-    stub = e2e_cache_root() / "toolchains" / "cuda-13.2.86-linux" / "nvidia" / "cu13" / "lib" / "stubs" / "libcuda.so"
+    stub = (
+        e2e_cache_root()
+        / "toolchains"
+        / "cuda-13.2.86-linux"
+        / "nvidia"
+        / "cu13"
+        / "lib"
+        / "stubs"
+        / "libcuda.so"
+    )
     (root / "libcuda.so.1").write_bytes(stub.read_bytes())
     bad = _repack(root, tmp_path / "bad" / cuda_tree.runner.bundle.name)
     proc = pipeline(["check-bundle", str(bad), "--no-smoke"], cwd=tmp_path, env=cuda_tree.env, check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "libcuda.so.1: the GPU driver's own library ships with the driver, never in a bundle" in proc.stdout
+    assert (
+        "libcuda.so.1: the GPU driver's own library ships with the driver, never in a bundle" in proc.stdout
+    )

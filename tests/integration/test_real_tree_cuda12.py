@@ -75,10 +75,20 @@ TESTED_LEGS: dict[str, list[str]] = {LEG: reduce_leg_flags(_SHIPPED_CUDA12)}
 
 
 # The shipped leg's keys that name its CUDA line and bundle, the one architecture of the reduction.
-MATRIX = (SOURCE_TEMPLATE + "\n" + shipped_cuda_pins().replace("{", "{{").replace("}", "}}")
-          + leg_table(LEG, TESTED_LEGS[LEG], backend="cuda", os="linux", cuda_line="12",
-                      cuda_architectures=[CUDA_ARCHITECTURE],
-                      bundle_name="llama-{tag}-bin-ubuntu-cuda-12.8-older-{arch}"))
+MATRIX = (
+    SOURCE_TEMPLATE
+    + "\n"
+    + shipped_cuda_pins().replace("{", "{{").replace("}", "}}")
+    + leg_table(
+        LEG,
+        TESTED_LEGS[LEG],
+        backend="cuda",
+        os="linux",
+        cuda_line="12",
+        cuda_architectures=[CUDA_ARCHITECTURE],
+        bundle_name="llama-{tag}-bin-ubuntu-cuda-12.8-older-{arch}",
+    )
+)
 
 
 @dataclass
@@ -139,10 +149,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     drop_big_trees(tmp)
 
 
-def test_the_12_leg_builds_with_debians_cuda_12_4_and_g_13_and_a_rebuild_elsewhere_hits_every_unit(built: Built) -> None:
+def test_the_12_leg_builds_with_debians_cuda_12_4_and_g_13_and_a_rebuild_elsewhere_hits_every_unit(
+    built: Built,
+) -> None:
     first, second = built.records
     for record in built.records:
-        assert (record["status"], record["exit_code"]) == ("failed", BundleCheckError.exit_code), record["error"]
+        assert (record["status"], record["exit_code"]) == ("failed", BundleCheckError.exit_code), record[
+            "error"
+        ]
         assert {"configure", "build", "package"} <= set(record["phases"]), record["phases"]
     toolchain = first["toolchain"]
     # The version nvcc itself prints, and the g++ Debian's toolkit chose for it (12.4's newest: 13).
@@ -165,7 +179,9 @@ def test_the_12_leg_builds_with_debians_cuda_12_4_and_g_13_and_a_rebuild_elsewhe
     assert second["toolchain"]["identity"] == toolchain["identity"]
 
 
-def test_the_bundle_carries_the_cuda_12_runtime_with_each_debian_packages_copyright(built: Built, tmp_path: Path) -> None:
+def test_the_bundle_carries_the_cuda_12_runtime_with_each_debian_packages_copyright(
+    built: Built, tmp_path: Path
+) -> None:
     record = built.records[0]
     files = extract_top(built.tmp / "runner" / "out" / record["bundle"], tmp_path / "x")
     names = sorted(p.name for p in files.iterdir())
@@ -195,7 +211,9 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
 
 
-def test_check_bundle_passes_the_closure_and_the_cuda_line_and_refuses_only_trixies_glibc(built: Built) -> None:
+def test_check_bundle_passes_the_closure_and_the_cuda_line_and_refuses_only_trixies_glibc(
+    built: Built,
+) -> None:
     assert built.glibc == TRIXIE_GLIBC
     for check in (*(r["bundle_check"] for r in built.records), built.check):
         # The one problem: the glibc the build's files need, above the shipped floor, at most trixie's.

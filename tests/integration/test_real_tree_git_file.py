@@ -52,7 +52,9 @@ def build(root: Path, tree: Path, out: str) -> dict[str, Any]:
                        "PIPELINE_CACHE_HOME": str(root / "cache-home")},
         capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
     )  # fmt: skip
-    assert proc.returncode == 0, f"build of {tree} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr}"
+    assert proc.returncode == 0, (
+        f"build of {tree} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr}"
+    )
     return json.loads((root / out / "cpu" / "record.json").read_text())  # type: ignore[no-any-return]
 
 

@@ -14,9 +14,16 @@ pytestmark = pytest.mark.integration
 
 MATRIX = str(ROOT / "matrix.toml")
 GOOD: dict[str, Any] = {
-    "leg": "cpu", "backend": "cpu", "os": "linux", "started": "2026-08-04T09:17:00Z", "status": "success",
-    "wall_seconds": 12.5, "ccache": {"hits": 1, "misses": 2, "cache_dir": "/nowhere"},
-    "toolchain": {"identity": "gcc-12.2.0"}, "source": {"tag": "b1"}, "bundle": "dist/x.tar.gz",
+    "leg": "cpu",
+    "backend": "cpu",
+    "os": "linux",
+    "started": "2026-08-04T09:17:00Z",
+    "status": "success",
+    "wall_seconds": 12.5,
+    "ccache": {"hits": 1, "misses": 2, "cache_dir": "/nowhere"},
+    "toolchain": {"identity": "gcc-12.2.0"},
+    "source": {"tag": "b1"},
+    "bundle": "dist/x.tar.gz",
 }
 # (field, value, what the error line says)
 MISTYPED = [
@@ -30,7 +37,11 @@ MISTYPED = [
     ("bundle_check", {"ok": False, "problems": 3}, "'bundle_check.problems' is not a list of problems"),
     ("toolchain", ["gcc"], "'toolchain' is ['gcc'], expected an object"),
     ("phases", {"build": "long"}, "'phases' is not an object of seconds"),
-    ("status", "done", "'status' is 'done', expected one of running, success, configured, staged, failed, interrupted"),
+    (
+        "status",
+        "done",
+        "'status' is 'done', expected one of running, success, configured, staged, failed, interrupted",
+    ),
     ("error", 7, "'error' is 7, expected a string or null"),
     ("exit_code", "nine", "'exit_code' is 'nine', expected an exit code (1-255) or null"),
 ]
@@ -51,7 +62,9 @@ def one_line(proc: Any, code: int, expected: str) -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), MISTYPED)
-def test_report_refuses_a_mistyped_record_in_one_line(tmp_path: Path, field: str, value: Any, expected: str) -> None:
+def test_report_refuses_a_mistyped_record_in_one_line(
+    tmp_path: Path, field: str, value: Any, expected: str
+) -> None:
     path = write(tmp_path / "out", field, value)
     proc = run_pipeline(["--matrix", MATRIX, "report", "--out", str(tmp_path / "out")])
     one_line(proc, 1, f"error: {path}: bad record: {expected}")
@@ -59,15 +72,21 @@ def test_report_refuses_a_mistyped_record_in_one_line(tmp_path: Path, field: str
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), MISTYPED[:3])
-def test_cache_save_refuses_a_mistyped_record_in_one_line(tmp_path: Path, field: str, value: Any, expected: str) -> None:
+def test_cache_save_refuses_a_mistyped_record_in_one_line(
+    tmp_path: Path, field: str, value: Any, expected: str
+) -> None:
     path = write(tmp_path / "out", field, value)
     proc = run_pipeline(["--matrix", MATRIX, "cache-save", "cpu", "--out", str(tmp_path / "out")])
     one_line(proc, 1, f"error: {path}: bad record: {expected}")
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), MISTYPED[:2])
-def test_publish_refuses_a_mistyped_record_in_one_line(tmp_path: Path, field: str, value: Any, expected: str) -> None:
+def test_publish_refuses_a_mistyped_record_in_one_line(
+    tmp_path: Path, field: str, value: Any, expected: str
+) -> None:
     path = write(tmp_path / "out", field, value)
-    proc = run_pipeline(["--matrix", MATRIX, "publish", "--out", str(tmp_path / "out"), "--legs", "cpu"],
-                        env={"GITHUB_TOKEN": "", "GH_TOKEN": ""})
+    proc = run_pipeline(
+        ["--matrix", MATRIX, "publish", "--out", str(tmp_path / "out"), "--legs", "cpu"],
+        env={"GITHUB_TOKEN": "", "GH_TOKEN": ""},
+    )
     one_line(proc, 10, f"error: {path}: bad record: {expected}")

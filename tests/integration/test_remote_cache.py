@@ -50,14 +50,35 @@ class RedisServer:
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.directory), "--daemonize", "no", "--logfile", str(self.directory / "redis.log")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                REDIS,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.directory),
+                "--daemonize",
+                "no",
+                "--logfile",
+                str(self.directory / "redis.log"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 20
         while self.ping() is not None:
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                log = (self.directory / "redis.log").read_text(errors="replace") if (self.directory / "redis.log").exists() else ""
+                log = (
+                    (self.directory / "redis.log").read_text(errors="replace")
+                    if (self.directory / "redis.log").exists()
+                    else ""
+                )
                 self.stop()
                 raise RuntimeError(f"redis-server did not come up on port {self.port}:\n{log}")
             time.sleep(0.05)
@@ -112,8 +133,20 @@ def _workspace(root: Path, *, matrix_remote: str | None = None) -> Path:
 
 def _build(ws: Path, cache: Path, *extra: str) -> tuple[dict, subprocess.CompletedProcess[str]]:
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle", *extra],
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(cache),
+            "--no-bundle",
+            *extra,
+        ],
         check=True,
     )
     return json.loads((ws / "out" / "cpu" / "record.json").read_text()), proc
@@ -139,7 +172,9 @@ def test_second_machine_is_served_from_redis(tmp_path: Path, redis_server: Redis
     assert "remote" in proc.stdout  # the summary table shows the remote hits
 
 
-def test_stopped_redis_warns_and_builds_with_the_local_cache(tmp_path: Path, redis_server: RedisServer) -> None:
+def test_stopped_redis_warns_and_builds_with_the_local_cache(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
     ws = _workspace(tmp_path / "ws")
     cache = tmp_path / "cache"
     _build(ws, cache, "--remote-cache", redis_server.url)
@@ -165,8 +200,21 @@ def test_warning_becomes_an_annotation_on_github_actions(tmp_path: Path) -> None
     ws = _workspace(tmp_path / "ws")
     dead = f"redis://127.0.0.1:{_free_port()}"
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-bundle", "--remote-cache", dead],
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-bundle",
+            "--remote-cache",
+            dead,
+        ],
         env={"GITHUB_ACTIONS": "true"},
         check=True,
     )
@@ -188,7 +236,9 @@ def test_second_machine_is_served_from_http_storage(tmp_path: Path, http_storage
     assert second["warnings"] == []
 
 
-def test_server_failing_during_the_build_is_counted_and_reported(tmp_path: Path, http_storage: HttpStorage) -> None:
+def test_server_failing_during_the_build_is_counted_and_reported(
+    tmp_path: Path, http_storage: HttpStorage
+) -> None:
     # Up for the probe, 500 for every storage request: ccache falls back per call.
     http_storage.failing = True
     ws = _workspace(tmp_path / "ws")
@@ -214,8 +264,19 @@ def test_server_failing_during_the_build_is_counted_and_reported(tmp_path: Path,
 def test_bad_remote_url_fails_before_any_work(tmp_path: Path, url: str, expected: str) -> None:
     ws = _workspace(tmp_path / "ws")
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--no-bundle", "--remote-cache", url],
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "cpu",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--no-bundle",
+            "--remote-cache",
+            url,
+        ],
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

@@ -42,7 +42,9 @@ def LegOptions() -> dict[str, Any]:
 
 def rocm_for_leg(matrix: Any, leg: str, flags: dict[str, Any]) -> Any:
     """What a `build LEG` run in this process's environment, at this moment, takes."""
-    return resolve.rocm_for_leg(make_inputs(matrix, now=datetime.now(UTC), environ=dict(os.environ), **flags), leg)
+    return resolve.rocm_for_leg(
+        make_inputs(matrix, now=datetime.now(UTC), environ=dict(os.environ), **flags), leg
+    )
 
 
 def resolve_run(matrix: Any, *, now: datetime, fetch: Any = None) -> Any:
@@ -58,13 +60,17 @@ NOW_ISO = "2026-08-12T18:00:00Z"
 # Every build is published at 09:30 UTC on its date, the last ones (08-13, 08-14) after NOW.
 INDEX = (
     nightlies("linux", "gfx110X-all", "7.15.0", date(2026, 7, 10), 27)
-    + nightlies("linux", "gfx110X-all", "10.1.0", date(2026, 7, 28), 18,
-                skip=[date(2026, 8, 6), date(2026, 8, 8)])
+    + nightlies(
+        "linux", "gfx110X-all", "10.1.0", date(2026, 7, 28), 18, skip=[date(2026, 8, 6), date(2026, 8, 8)]
+    )
     + nightlies("windows", "gfx1151", "10.1.0", date(2026, 7, 10), 36)
     + nightlies("linux", "gfx94X-dcgpu", "10.1.0", date(2026, 7, 28), 18)
 )
 NOISE = [
-    (name("linux", "gfx110X-all", "10.1.0a20260810") + ".sha256sum", datetime(2026, 8, 10, 9, 31, tzinfo=UTC)),
+    (
+        name("linux", "gfx110X-all", "10.1.0a20260810") + ".sha256sum",
+        datetime(2026, 8, 10, 9, 31, tzinfo=UTC),
+    ),
     ("therock-dist-linux-gfx110X-all-10.1.0a.tar.gz", datetime(2026, 8, 10, 9, 31, tzinfo=UTC)),
     ("therock-dist-linux-gfx110X-all-10.1.0a20260811.tar.xz", datetime(2026, 8, 11, 9, 31, tzinfo=UTC)),
     ("index.html", datetime(2026, 8, 14, 10, tzinfo=UTC)),
@@ -90,10 +96,12 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/idx/"
 
 
-def _resolve(url: str, policy: str = "weekly", now: datetime = NOW, os_name: str = "linux",
-             family: str = "gfx110X-all") -> str:
-    return resolve_build(os_name, family, policy=policy, now=now, index_url=url,
-                         fetch=lambda u: fetch_index(u, retry=NO_WAIT)).version
+def _resolve(
+    url: str, policy: str = "weekly", now: datetime = NOW, os_name: str = "linux", family: str = "gfx110X-all"
+) -> str:
+    return resolve_build(
+        os_name, family, policy=policy, now=now, index_url=url, fetch=lambda u: fetch_index(u, retry=NO_WAIT)
+    ).version
 
 
 # --------------------------------------------------------------------------
@@ -119,8 +127,14 @@ def test_html_and_paged_xml_give_the_same_index(http_server: LocalServer) -> Non
 def test_policies_on_both_formats(http_server: LocalServer, fmt: str) -> None:
     url = html_route(http_server) if fmt == "html" else s3_route(http_server, page_size=40)[0]
     # The cutoff day 08-08 is a gap in 10.1 and 7.15 is retired: the newest on or before is 08-07.
-    weekly = resolve_build("linux", "gfx110X-all", policy="weekly", now=NOW, index_url=url,
-                           fetch=lambda u: fetch_index(u, retry=NO_WAIT))
+    weekly = resolve_build(
+        "linux",
+        "gfx110X-all",
+        policy="weekly",
+        now=NOW,
+        index_url=url,
+        fetch=lambda u: fetch_index(u, retry=NO_WAIT),
+    )
     assert (weekly.version, weekly.cutoff, weekly.policy) == ("10.1.0a20260807", date(2026, 8, 8), "weekly")
     assert weekly.url == url.split("?")[0] + name("linux", "gfx110X-all", "10.1.0a20260807")
     assert weekly.published == datetime(2026, 8, 7, 9, 30, tzinfo=UTC)
@@ -150,7 +164,8 @@ def test_one_fetch_for_the_whole_run(http_server: LocalServer, tmp_path: Path) -
     resolution = resolve_run(matrix, now=NOW, fetch=lambda u: fetch_index(u, retry=NO_WAIT))
     assert http_server.hits("/tarball-multi-arch/") == 1
     assert {k: v.version for k, v in resolution.legs.items()} == {
-        "rocm-linux": "10.1.0a20260807", "rocm-win": "10.1.0a20260808"
+        "rocm-linux": "10.1.0a20260807",
+        "rocm-win": "10.1.0a20260808",
     }
 
 
@@ -167,7 +182,9 @@ def test_503_then_success(http_server: LocalServer) -> None:
 
 def test_429_with_retry_after_then_success(http_server: LocalServer) -> None:
     page = html_page(ALL).encode()
-    http_server.route("/idx/", Response(429, b"slow down", {"Retry-After": "0"}), Response(502), Response(200, page))
+    http_server.route(
+        "/idx/", Response(429, b"slow down", {"Retry-After": "0"}), Response(502), Response(200, page)
+    )
     assert len(fetch_index(http_server.url("/idx/"), retry=NO_WAIT)) == len(ALL)
     assert http_server.hits("/idx/") == 3
 
@@ -209,8 +226,14 @@ def test_a_listing_that_pages_in_a_loop(http_server: LocalServer) -> None:
 
 def test_explicit_version_survives_an_unreachable_index() -> None:
     url = closed_port_url()
-    resolved = resolve_build("linux", "gfx110X-all", policy="10.1.0a20260807", now=NOW, index_url=url,
-                             fetch=lambda u: fetch_index(u, retry=RetryPolicy(backoff=0, attempts=2)))
+    resolved = resolve_build(
+        "linux",
+        "gfx110X-all",
+        policy="10.1.0a20260807",
+        now=NOW,
+        index_url=url,
+        fetch=lambda u: fetch_index(u, retry=RetryPolicy(backoff=0, attempts=2)),
+    )
     assert resolved.url == url + name("linux", "gfx110X-all", "10.1.0a20260807")
     assert resolved.published is None
 
@@ -248,14 +271,27 @@ FAST = {"PIPELINE_HTTP_BACKOFF": "0"}
 
 
 def cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
-    return run_pipeline(["--matrix", str(tmp_path / "matrix.toml"), *args], cwd=tmp_path, env={**FAST, **(env or {})})
+    return run_pipeline(
+        ["--matrix", str(tmp_path / "matrix.toml"), *args], cwd=tmp_path, env={**FAST, **(env or {})}
+    )
 
 
 def test_cli_json_for_os_and_family(http_server: LocalServer, tmp_path: Path) -> None:
     url = html_route(http_server)
     write_matrix(tmp_path, "http://127.0.0.1:9/unused/")
-    proc = cli(tmp_path, "resolve", "--os", "linux", "--family", "gfx110X-all", "--now", NOW_ISO,
-               "--index-url", url, "--json")
+    proc = cli(
+        tmp_path,
+        "resolve",
+        "--os",
+        "linux",
+        "--family",
+        "gfx110X-all",
+        "--now",
+        NOW_ISO,
+        "--index-url",
+        url,
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
         "policy": "weekly",
@@ -295,11 +331,15 @@ def test_cli_whole_run_writes_the_resolution(http_server: LocalServer, tmp_path:
     data = json.loads((tmp_path / "out" / "resolved.json").read_text())
     assert data["now"] == NOW_ISO and data["cutoff"] == "20260808" and data["rocm_policy"] == "weekly"
     assert {k: v["version"] for k, v in data["legs"].items()} == {
-        "rocm-linux": "10.1.0a20260807", "rocm-win": "10.1.0a20260808"
+        "rocm-linux": "10.1.0a20260807",
+        "rocm-win": "10.1.0a20260808",
     }
     assert list((tmp_path / "out").iterdir()) == [tmp_path / "out" / "resolved.json"]
     # The run's source tag is resolved with it: every leg builds the same commit.
-    assert data["source"]["tag"] == "b100" and len(data["source"]["commit"] or data["source"]["base_commit"]) == 40
+    assert (
+        data["source"]["tag"] == "b100"
+        and len(data["source"]["commit"] or data["source"]["base_commit"]) == 40
+    )
     proc = cli(tmp_path, "resolve", "--now", NOW_ISO, "--write", "elsewhere/r.json", "--json")
     assert json.loads(proc.stdout) == json.loads((tmp_path / "elsewhere" / "r.json").read_text())
 
@@ -310,7 +350,8 @@ def test_legs_use_the_parents_resolution_when_the_index_moves(
     # Real time: a run without --now, then a build published before the legs run.
     today = datetime.now(UTC).date()
     old = nightlies("linux", "gfx110X-all", "10.1.0", today - timedelta(days=10), 9) + nightlies(
-        "windows", "gfx1151", "10.1.0", today - timedelta(days=10), 9)
+        "windows", "gfx1151", "10.1.0", today - timedelta(days=10), 9
+    )
     url = html_route(http_server, entries=old)
     write_matrix(tmp_path, url, policy="latest")
     proc = cli(tmp_path, "resolve")
@@ -320,8 +361,10 @@ def test_legs_use_the_parents_resolution_when_the_index_moves(
     assert {v["version"] for v in parent["legs"].values()} == {expected}
 
     moment = datetime.now(UTC) - timedelta(seconds=1)
-    newer = [(name(o, f, today.strftime("10.1.0a%Y%m%d")), moment)
-             for o, f in (("linux", "gfx110X-all"), ("windows", "gfx1151"))]
+    newer = [
+        (name(o, f, today.strftime("10.1.0a%Y%m%d")), moment)
+        for o, f in (("linux", "gfx110X-all"), ("windows", "gfx1151"))
+    ]
     html_route(http_server, entries=old + newer)
     matrix = load_matrix(tmp_path / "matrix.toml")
     monkeypatch.chdir(tmp_path)
@@ -348,25 +391,63 @@ def test_cli_explicit_version_with_an_unreachable_index(tmp_path: Path) -> None:
 
 ERRORS = {
     # case: (args, route body or None for the good index, exit code, message)
-    "unknown family": (["--os", "linux", "--family", "gfx1200-all"], None, 6,
-                       "unknown ROCm family 'gfx1200-all' for linux"),
-    "bad family name": (["--os", "linux", "--family", "navi31"], None, 2, "'navi31' is not a TheRock family name"),
-    "malformed now": (["--leg", "rocm-linux", "--now", "last tuesday"], None, 2,
-                      "--now: not an ISO-8601 moment: 'last tuesday'"),
-    "malformed version": (["--leg", "rocm-linux", "--rocm-version", "10.1"], None, 2,
-                          "--rocm-version: expected 'weekly-stable', 'weekly', 'latest', 'stable' or a version"),
-    "missing version": (["--leg", "rocm-linux", "--rocm-version", "10.1.0a20260808"], None, 6,
-                        "10.1.0a20260808 is not in the index; nearest available: "),
-    "empty for the cutoff": (["--leg", "rocm-linux", "--now", "2026-07-10T12:00:00Z"], None, 6,
-                             "no ROCm linux gfx110X-all build dated on or before the cutoff 20260704"),
+    "unknown family": (
+        ["--os", "linux", "--family", "gfx1200-all"],
+        None,
+        6,
+        "unknown ROCm family 'gfx1200-all' for linux",
+    ),
+    "bad family name": (
+        ["--os", "linux", "--family", "navi31"],
+        None,
+        2,
+        "'navi31' is not a TheRock family name",
+    ),
+    "malformed now": (
+        ["--leg", "rocm-linux", "--now", "last tuesday"],
+        None,
+        2,
+        "--now: not an ISO-8601 moment: 'last tuesday'",
+    ),
+    "malformed version": (
+        ["--leg", "rocm-linux", "--rocm-version", "10.1"],
+        None,
+        2,
+        "--rocm-version: expected 'weekly-stable', 'weekly', 'latest', 'stable' or a version",
+    ),
+    "missing version": (
+        ["--leg", "rocm-linux", "--rocm-version", "10.1.0a20260808"],
+        None,
+        6,
+        "10.1.0a20260808 is not in the index; nearest available: ",
+    ),
+    "empty for the cutoff": (
+        ["--leg", "rocm-linux", "--now", "2026-07-10T12:00:00Z"],
+        None,
+        6,
+        "no ROCm linux gfx110X-all build dated on or before the cutoff 20260704",
+    ),
     "not a rocm leg": (["--leg", "cpu"], None, 2, "leg 'cpu' is a cpu leg"),
     "unknown leg": (["--leg", "rocm-linus"], None, 2, "did you mean 'rocm-linux'"),
     "half a target": (["--os", "linux"], None, 2, "--os and --family go together"),
-    "no file list": (["--leg", "rocm-linux"], b"<html><body>moved</body></html>", 5, "no file list in the page"),
-    "malformed json": (["--leg", "rocm-linux"], b"<script>const files = [{\"name\": 1,,]</script>", 5,
-                       "malformed file list JSON"),
-    "malformed xml": (["--leg", "rocm-linux"], b"<?xml version='1.0'?><ListBucketResult><Contents>", 5,
-                      "malformed XML"),
+    "no file list": (
+        ["--leg", "rocm-linux"],
+        b"<html><body>moved</body></html>",
+        5,
+        "no file list in the page",
+    ),
+    "malformed json": (
+        ["--leg", "rocm-linux"],
+        b'<script>const files = [{"name": 1,,]</script>',
+        5,
+        "malformed file list JSON",
+    ),
+    "malformed xml": (
+        ["--leg", "rocm-linux"],
+        b"<?xml version='1.0'?><ListBucketResult><Contents>",
+        5,
+        "malformed XML",
+    ),
     "404": (["--leg", "rocm-linux"], 404, 4, "HTTP 404"),
     "whole run, unknown family": ([], "bad-family", 6, "leg rocm-linux: unknown ROCm family"),
 }
@@ -412,8 +493,13 @@ def test_cli_unreachable_index(tmp_path: Path) -> None:
 def test_cli_retry_budget_ends_the_retries_and_says_so(tmp_path: Path) -> None:
     # The first wait (0.5-1 s with jitter) already passes a 0.1 s budget: one attempt, no wait.
     write_matrix(tmp_path, closed_port_url())
-    proc = cli(tmp_path, "resolve", "--now", NOW_ISO,
-               env={"PIPELINE_HTTP_BACKOFF": "1", "PIPELINE_HTTP_RETRY_BUDGET": "0.1"})
+    proc = cli(
+        tmp_path,
+        "resolve",
+        "--now",
+        NOW_ISO,
+        env={"PIPELINE_HTTP_BACKOFF": "1", "PIPELINE_HTTP_RETRY_BUDGET": "0.1"},
+    )
     assert proc.returncode == 4
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "failed after 1 attempt (the retry budget of 0.1 s is spent" in proc.stderr
@@ -442,7 +528,10 @@ def test_replay_weekly_windows_are_constant(http_server: LocalServer, tmp_path: 
         assert len({json.dumps(m["versions"], sort_keys=True) for m in members}) == 1
     assert [ws[0]["cutoff"] for ws in weeks.values()] == ["20260718", "20260725", "20260801", "20260808"]
     assert [ws[0]["versions"]["rocm-linux"] for ws in weeks.values()] == [
-        "7.15.0a20260718", "7.15.0a20260725", "10.1.0a20260801", "10.1.0a20260807"
+        "7.15.0a20260718",
+        "7.15.0a20260725",
+        "10.1.0a20260801",
+        "10.1.0a20260807",
     ]
 
 
@@ -510,7 +599,9 @@ def test_replay_of_an_old_weekly_nightly_uses_the_rule_its_resolution_recorded(
     assert proc.returncode == 0, proc.stderr
     stable = json.loads(proc.stdout)
     assert {row["policy"] for row in stable} == {"weekly-stable"}
-    assert _versions_by_day(stable)["2026-08-09"] == _versions_by_day(stable)["2026-08-10"] == "10.1.0a20260807"
+    assert (
+        _versions_by_day(stable)["2026-08-09"] == _versions_by_day(stable)["2026-08-10"] == "10.1.0a20260807"
+    )
 
 
 def test_replay_rule_conflicts_and_bad_resolutions_are_usage_errors(tmp_path: Path) -> None:
@@ -523,6 +614,10 @@ def test_replay_rule_conflicts_and_bad_resolutions_are_usage_errors(tmp_path: Pa
     assert proc.returncode == 2 and "--policy: expected 'weekly-stable', 'weekly', 'latest'" in proc.stderr
     proc = cli(tmp_path, "replay", "--resolution", "missing.json")
     assert proc.returncode == 2 and "--resolution: neither a resolution file nor inline JSON" in proc.stderr
-    (tmp_path / "bad.json").write_text('{"now": "2026-08-10T09:17:00Z", "rocm_policy": "monthly", "legs": {}}')
+    (tmp_path / "bad.json").write_text(
+        '{"now": "2026-08-10T09:17:00Z", "rocm_policy": "monthly", "legs": {}}'
+    )
     proc = cli(tmp_path, "replay", "--resolution", "bad.json")
-    assert proc.returncode == 2 and "--resolution bad.json: rocm_policy: expected 'weekly-stable'" in proc.stderr
+    assert (
+        proc.returncode == 2 and "--resolution bad.json: rocm_policy: expected 'weekly-stable'" in proc.stderr
+    )

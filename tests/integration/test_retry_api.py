@@ -18,17 +18,24 @@ LOST = "The hosted runner: GitHub Actions 12 lost communication with the server.
 
 
 def retry(gh: FakeGitHub, *extra: str) -> subprocess.CompletedProcess[str]:
-    proc = run_pipeline(["retry", "--repo", REPO, "--api-url", gh.api_url, "--run-id", str(RUN), *extra],
-                        env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0"})
+    proc = run_pipeline(
+        ["retry", "--repo", REPO, "--api-url", gh.api_url, "--run-id", str(RUN), *extra],
+        env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0"},
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     assert TOKEN not in proc.stdout + proc.stderr
     return proc
 
 
-def job(name: str, conclusion: str, *steps: tuple[str, str | None], annotations: tuple[str, ...] = ()) -> dict:
-    return {"name": name, "conclusion": conclusion,
-            "steps": [{"name": s, "conclusion": c, "number": i + 1} for i, (s, c) in enumerate(steps)],
-            "annotations": list(annotations)}
+def job(
+    name: str, conclusion: str, *steps: tuple[str, str | None], annotations: tuple[str, ...] = ()
+) -> dict:
+    return {
+        "name": name,
+        "conclusion": conclusion,
+        "steps": [{"name": s, "conclusion": c, "number": i + 1} for i, (s, c) in enumerate(steps)],
+        "annotations": list(annotations),
+    }
 
 
 def test_a_lost_runner_and_a_cancelled_publish_are_retried_once() -> None:
@@ -77,7 +84,9 @@ def test_a_green_run_and_an_unknown_run_are_left_alone() -> None:
         gh.add_run(RUN, conclusion="success", jobs=[job("cpu", "success", ("Build", "success"))])
         assert "no retry: no job failed" in retry(gh, "--apply").stdout
         gh.add_run(RUN + 1)
-        missing = run_pipeline(["retry", "--repo", REPO, "--api-url", gh.api_url, "--run-id", "999", "--apply"],
-                               env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0"})
+        missing = run_pipeline(
+            ["retry", "--repo", REPO, "--api-url", gh.api_url, "--run-id", "999", "--apply"],
+            env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0"},
+        )
         assert missing.returncode == 8 and "404" in missing.stderr and "Traceback" not in missing.stderr
         assert gh.reruns == []

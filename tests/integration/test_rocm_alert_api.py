@@ -24,8 +24,10 @@ LABEL = "rocm-stale"
 
 
 def _line(os_name: str, family: str) -> str:
-    return (f"ROCm {os_name} {family}: the build weekly-stable takes (10.1.0a20260822) is 106 days old (over "
-            "rocm.max_age_days = 14)")
+    return (
+        f"ROCm {os_name} {family}: the build weekly-stable takes (10.1.0a20260822) is 106 days old (over "
+        "rocm.max_age_days = 14)"
+    )
 
 
 def records(out: Path, stale: dict[str, tuple[str, str] | None]) -> Path:
@@ -36,8 +38,14 @@ def records(out: Path, stale: dict[str, tuple[str, str] | None]) -> Path:
         if which is not None:
             toolchain["stale"] = _line(os_name, family)
         (out / leg).mkdir(parents=True, exist_ok=True)
-        LegRecord(leg=leg, backend="rocm", os=os_name, started="2026-12-06T09:17:00Z", toolchain=toolchain,
-                  bundle=None).write(out / leg / "record.json")
+        LegRecord(
+            leg=leg,
+            backend="rocm",
+            os=os_name,
+            started="2026-12-06T09:17:00Z",
+            toolchain=toolchain,
+            bundle=None,
+        ).write(out / leg / "record.json")
     return out
 
 
@@ -56,9 +64,14 @@ def issues(gh: FakeGitHub) -> list[dict]:
 def test_each_stale_family_is_named_once_and_a_fresh_night_closes_the_issue(tmp_path: Path) -> None:
     with FakeGitHub(repo=REPO, token=TOKEN) as gh:
         # gfx90a on both OSes: two families; two legs of one would still be one line.
-        out = records(tmp_path / "night1", {"rocm-linux-gfx90a": ("linux", "gfx90a"),
-                                             "rocm-windows-gfx90a": ("windows", "gfx90a"),
-                                             "rocm-linux-gfx1151": None})
+        out = records(
+            tmp_path / "night1",
+            {
+                "rocm-linux-gfx90a": ("linux", "gfx90a"),
+                "rocm-windows-gfx90a": ("windows", "gfx90a"),
+                "rocm-linux-gfx1151": None,
+            },
+        )
         dry = alert(gh, out)
         assert "stale ROCm families: linux gfx90a, windows gfx90a" in dry.stdout
         assert "dry run: would open issue 'ROCm toolchain stale'" in dry.stdout and gh.issues == []
@@ -74,8 +87,10 @@ def test_each_stale_family_is_named_once_and_a_fresh_night_closes_the_issue(tmp_
         assert len(issues(gh)) == 1 and issue["comments"] == []
 
         # A night with one more stale family: one comment, naming it alone.
-        out2 = records(tmp_path / "night2", {"rocm-linux-gfx90a": ("linux", "gfx90a"),
-                                              "rocm-linux-gfx1151": ("linux", "gfx1151")})
+        out2 = records(
+            tmp_path / "night2",
+            {"rocm-linux-gfx90a": ("linux", "gfx90a"), "rocm-linux-gfx1151": ("linux", "gfx1151")},
+        )
         alert(gh, out2, "--apply")
         assert len(issues(gh)) == 1 and len(issue["comments"]) == 1
         assert "`linux gfx1151`" in issue["comments"][0] and "gfx90a" not in issue["comments"][0]
@@ -100,6 +115,8 @@ def test_the_record_a_stale_leg_writes_is_what_the_alert_reads(tmp_path: Path) -
     """The keys: toolchain.stale (pipeline/leg/steps.py) and toolchain.details.family (the TheRock install's)."""
     from pipeline.release.plan import leg_result
 
-    record = json.loads(records(tmp_path, {"r": ("linux", "gfx110X-all")}).joinpath("r", "record.json").read_text())
+    record = json.loads(
+        records(tmp_path, {"r": ("linux", "gfx110X-all")}).joinpath("r", "record.json").read_text()
+    )
     result = leg_result(record, where="r")
     assert (result.stale_family, result.stale) == ("linux gfx110X-all", _line("linux", "gfx110X-all"))

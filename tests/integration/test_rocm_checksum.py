@@ -57,15 +57,20 @@ def _matrix(tmp_path: Path, index_url: str) -> Matrix:
 
 
 def _prepare(matrix: Matrix) -> Toolchain:
-    return prepare_leg_toolchain(matrix, LEG, Console(file=io.StringIO(), width=200), now=datetime(2025, 1, 8, 12, tzinfo=UTC))
+    return prepare_leg_toolchain(
+        matrix, LEG, Console(file=io.StringIO(), width=200), now=datetime(2025, 1, 8, 12, tzinfo=UTC)
+    )
 
 
 def _nothing_installed() -> None:
     """No install, no staging folder, and no tarball in the download cache."""
     # Lock files stay on purpose (an empty file; deleting one would race another run).
     assert not toolchains_dir().exists() or all(p.name.endswith(".lock") for p in toolchains_dir().iterdir())
-    cached = sorted(p.name for p in download_cache_dir().iterdir()
-                    if not p.name.endswith(".lock")) if download_cache_dir().exists() else []
+    cached = (
+        sorted(p.name for p in download_cache_dir().iterdir() if not p.name.endswith(".lock"))
+        if download_cache_dir().exists()
+        else []
+    )
     assert NAME not in cached and not any(n.endswith(".part") for n in cached), cached
 
 
@@ -73,7 +78,9 @@ def _nothing_installed() -> None:
     "form",
     [
         pytest.param(lambda body: sha256sum(NAME, body), id="sha256sum-text-mode"),
-        pytest.param(lambda body: f"{hashlib.sha256(body).hexdigest().upper()} *{NAME}\n".encode(), id="binary-mode"),
+        pytest.param(
+            lambda body: f"{hashlib.sha256(body).hexdigest().upper()} *{NAME}\n".encode(), id="binary-mode"
+        ),
         pytest.param(lambda body: f"{hashlib.sha256(body).hexdigest()}\n".encode(), id="bare-digest"),
     ],
 )
@@ -133,8 +140,19 @@ def test_wrong_checksum_through_the_cli(http_server: LocalServer, therock: bytes
     write_cpp_project(ws / "project", units=1)
     rocm_matrix(ws / "matrix.toml", index_url, "content")
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--now", NOW, "--no-bundle"],
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            LEG,
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--now",
+            NOW,
+            "--no-bundle",
+        ],
         env={"PIPELINE_HTTP_BACKOFF": "0"},
     )
     assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
@@ -151,8 +169,10 @@ def test_wrong_checksum_through_the_cli(http_server: LocalServer, therock: bytes
         (b"abc123  " + NAME.encode() + b"\n", r"malformed checksum line 'abc123 "),
         (("0" * 63 + "  " + NAME + "\n").encode(), r"malformed checksum line"),
         (b"\n\n", r"empty checksum file"),
-        (("1" * 64 + "  therock-dist-linux-gfx110X-all-7.0.0a20250103.tar.gz\n").encode(),
-         r"the checksum is for therock-dist-linux-gfx110X-all-7\.0\.0a20250103\.tar\.gz, not " + NAME),
+        (
+            ("1" * 64 + "  therock-dist-linux-gfx110X-all-7.0.0a20250103.tar.gz\n").encode(),
+            r"the checksum is for therock-dist-linux-gfx110X-all-7\.0\.0a20250103\.tar\.gz, not " + NAME,
+        ),
         (b"\xff\xfe\x00garbage", r"the checksum file is not UTF-8 text"),
     ],
 )
@@ -201,8 +221,10 @@ def test_no_checksum_listed_installs_on_size_alone(
     # The same index without the checksum entry (an older index, or a build published without one).
     from tests.support.therock_index import html_page
 
-    http_server.route(INDEX, Response(200, html_page([(NAME, "2025-01-04T09:30:00Z")]).encode(),
-                                      {"Content-Type": "text/html"}))
+    http_server.route(
+        INDEX,
+        Response(200, html_page([(NAME, "2025-01-04T09:30:00Z")]).encode(), {"Content-Type": "text/html"}),
+    )
     toolchain = _prepare(_matrix(tmp_path, index_url))
     assert toolchain.details["sha256"] == hashlib.sha256(therock).hexdigest()
     assert "sha256_url" not in toolchain.details

@@ -45,7 +45,9 @@ def test_download_install_then_cache_reuse_makes_no_request(
     roots, downloads = _dirs(tmp_path)
     out = io.StringIO()
     console = Console(file=out, width=200)
-    first = install_archive(http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, console=console)
+    first = install_archive(
+        http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, console=console
+    )
     assert first.sha256 == hashlib.sha256(tarball).hexdigest()
     assert (first.root / "lib/llvm/bin/clang").read_bytes() == FAKE_CLANG
     assert http_server.hits(PATH) == 1
@@ -83,9 +85,15 @@ def test_truncated_download_is_refused_and_leaves_nothing(
 ) -> None:
     http_server.route(PATH, Response(200, tarball[: len(tarball) // 2], declared_length=len(tarball)))
     roots, downloads = _dirs(tmp_path)
-    with pytest.raises(NetworkError, match=r"failed after 3 attempts: transfer truncated \(got \d+ of \d+ bytes\)"):
+    with pytest.raises(
+        NetworkError, match=r"failed after 3 attempts: transfer truncated \(got \d+ of \d+ bytes\)"
+    ):
         install_archive(
-            http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, retry=RetryPolicy(attempts=3, backoff=0)
+            http_server.url(PATH),
+            "rocm-7",
+            root_dir=roots,
+            cache_dir=downloads,
+            retry=RetryPolicy(attempts=3, backoff=0),
         )
     assert http_server.hits(PATH) == 3
     assert _contents(downloads) == []
@@ -113,9 +121,7 @@ def test_missing_file_is_not_retried(http_server: LocalServer, tmp_path: Path) -
     assert _contents(tmp_path / "dl") == []
 
 
-def test_refused_archive_from_server_leaves_no_install(
-    http_server: LocalServer, tmp_path: Path
-) -> None:
+def test_refused_archive_from_server_leaves_no_install(http_server: LocalServer, tmp_path: Path) -> None:
     import tarfile
 
     evil = tarfile.TarInfo("../../escaped")
@@ -137,7 +143,9 @@ def test_progress_off_a_terminal_prints_sparse_lines(http_server: LocalServer, t
     assert got.size == len(body)
     lines = out.getvalue().splitlines()
     # Intermediate lines with size and speed (a CI log has no live bar), then the summary.
-    assert any(line.startswith(f"download {NAME}: ") and " of 3.0 MiB, " in line and "/s)" in line for line in lines)
+    assert any(
+        line.startswith(f"download {NAME}: ") and " of 3.0 MiB, " in line and "/s)" in line for line in lines
+    )
     assert lines[-1].startswith(f"downloaded {NAME}: 3.0 MiB in ")
 
 
@@ -146,8 +154,9 @@ def test_each_retry_wait_of_a_download_is_said_on_the_console(
 ) -> None:
     http_server.route(PATH, Response(503, b"busy"), Response(503, b"busy"), Response(200, tarball))
     out = io.StringIO()
-    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT,
-                   console=Console(file=out, width=300))
+    got = download(
+        http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT, console=Console(file=out, width=300)
+    )
     assert got.size == len(tarball)
     waits = [line for line in out.getvalue().splitlines() if "retrying in" in line]
     assert [w.split("; ")[1].split(" failed")[0] for w in waits] == ["attempt 1 of 5", "attempt 2 of 5"]

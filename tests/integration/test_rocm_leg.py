@@ -93,7 +93,9 @@ def test_reinstalled_toolchain_hits_only_with_content_check(
     # new mtimes, as a reinstall from wheels gives them (tar restores its own).
     archive_mtime = clang.stat().st_mtime
     remove_install(root)
-    again = install_archive(tc["details"]["url"], root.name, root_dir=root.parent, cache_dir=download_cache_dir())
+    again = install_archive(
+        tc["details"]["url"], root.name, root_dir=root.parent, cache_dir=download_cache_dir()
+    )
     assert not again.reused and again.download_reused
     assert clang.stat().st_mtime == archive_mtime
     stamp = time.time() - 3600
@@ -126,7 +128,9 @@ def test_windows_leg_resolves_installs_and_configures_on_linux(
     index_url = serve_index(http_server, {name: buf.read_bytes()})
     matrix = load_matrix(rocm_matrix(tmp_path / "matrix.toml", index_url, "content"))
     leg = matrix.leg("rocm-windows-gfx1151")
-    toolchain = prepare_leg_toolchain(matrix, leg.name, Console(file=io.StringIO()), now=datetime(2025, 1, 8, 12, tzinfo=UTC))
+    toolchain = prepare_leg_toolchain(
+        matrix, leg.name, Console(file=io.StringIO()), now=datetime(2025, 1, 8, 12, tzinfo=UTC)
+    )
 
     root = toolchains_dir() / f"rocm-{VERSION}-windows-gfx1151"
     assert (root / "lib/llvm/bin/clang.exe").is_file()  # the wrapper folder was stripped
@@ -145,14 +149,28 @@ def test_windows_leg_resolves_installs_and_configures_on_linux(
 def test_explicit_version_missing_from_index_lists_nearby(
     http_server: LocalServer, therock: bytes, tmp_path: Path
 ) -> None:
-    index_url = serve_index(http_server, {tarball_name("linux", FAMILY, VERSION): therock},
-                            extra=[tarball_name("linux", FAMILY, NEWER)])
+    index_url = serve_index(
+        http_server,
+        {tarball_name("linux", FAMILY, VERSION): therock},
+        extra=[tarball_name("linux", FAMILY, NEWER)],
+    )
     ws = tmp_path / "ws"
     write_cpp_project(ws / "project", units=1)
     rocm_matrix(ws / "matrix.toml", index_url, "content")
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--rocm-version", "7.0.0a20250105", "--no-bundle"],
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            LEG,
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--rocm-version",
+            "7.0.0a20250105",
+            "--no-bundle",
+        ],
     )
     assert proc.returncode == 6, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -172,8 +190,21 @@ def test_a_stale_toolchain_is_a_warning_on_record_and_in_the_report_or_fails_bef
     write_cpp_project(ws / "project", units=1)
     rocm_matrix(ws / "matrix.toml", index_url, "content")
     late = ["--rocm-version", VERSION, "--now", "2025-02-22T12:00:00Z"]
-    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--no-bundle", *late], env={"PIPELINE_ROCM_STALE": "fail"})
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            LEG,
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--no-bundle",
+            *late,
+        ],
+        env={"PIPELINE_ROCM_STALE": "fail"},
+    )
     assert proc.returncode == 14, proc.stdout + proc.stderr
     assert "is 49 days old (over rocm.max_age_days = 14)" in proc.stderr and "Traceback" not in proc.stderr
     failed = json.loads((ws / "out" / LEG / "record.json").read_text())
@@ -181,11 +212,17 @@ def test_a_stale_toolchain_is_a_warning_on_record_and_in_the_report_or_fails_bef
     assert http_server.hits(INDEX + name) == 0
 
     record = build_leg(ws, LEG, tmp_path / "ccache", *late)
-    line = (f"ROCm linux {FAMILY}: the build {VERSION} takes ({VERSION}, from {index_url}) is 49 days old (over "
-            "rocm.max_age_days = 14): has TheRock renamed the family or moved its host? (docs/rocm.md, \"Stale builds\")")
-    assert record["status"] == "success" and line in record["warnings"] and record["toolchain"]["stale"] == line
+    line = (
+        f"ROCm linux {FAMILY}: the build {VERSION} takes ({VERSION}, from {index_url}) is 49 days old (over "
+        'rocm.max_age_days = 14): has TheRock renamed the family or moved its host? (docs/rocm.md, "Stale builds")'
+    )
+    assert (
+        record["status"] == "success" and line in record["warnings"] and record["toolchain"]["stale"] == line
+    )
     # What `rocm-alert` names the family by (tests/integration/test_rocm_alert_api.py).
     assert (record["os"], record["toolchain"]["details"]["family"]) == ("linux", FAMILY)
-    report = run_pipeline(["--matrix", str(ws / "matrix.toml"), "report", "--out", str(ws / "out")], check=True)
+    report = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "report", "--out", str(ws / "out")], check=True
+    )
     markdown = (ws / "out" / "report.md").read_text()
     assert "49 days old" in markdown and "49 days old" in report.stdout + report.stderr

@@ -35,8 +35,10 @@ TREE_HIP_FLOOR = "6.1"
 TREE_FLOOR_AT = "ggml/src/ggml-hip/CMakeLists.txt:54"
 DEBIAN_HIP = Path("/usr/lib/x86_64-linux-gnu/cmake/hip")
 
-needs_debian_hip = pytest.mark.skipif(not (DEBIAN_HIP / "hip-config.cmake").is_file(),
-                                      reason="Debian's HIP (hipcc, libamdhip64-dev) is not installed")
+needs_debian_hip = pytest.mark.skipif(
+    not (DEBIAN_HIP / "hip-config.cmake").is_file(),
+    reason="Debian's HIP (hipcc, libamdhip64-dev) is not installed",
+)
 
 
 def _real_tree_cmake_files(dest: Path) -> Path:
@@ -52,12 +54,25 @@ def _real_tree_cmake_files(dest: Path) -> Path:
 
 @needs_debian_hip
 @pytest.mark.parametrize("given_by", ["flag", "environment"])
-def test_a_hip_older_than_the_tree_requires_is_one_line_before_configure(tmp_path: Path, given_by: str) -> None:
+def test_a_hip_older_than_the_tree_requires_is_one_line_before_configure(
+    tmp_path: Path, given_by: str
+) -> None:
     found = cmake_says_hip_version(tmp_path)
     tree = _real_tree_cmake_files(tmp_path / "llama.cpp")
     out = tmp_path / "out"
-    args = ["--matrix", str(SHIPPED), "build", LEG, "--source", str(tree), "--out", str(out),
-            "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"]
+    args = [
+        "--matrix",
+        str(SHIPPED),
+        "build",
+        LEG,
+        "--source",
+        str(tree),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "ccache"),
+        "--no-bundle",
+    ]
     env = {"HIP_PLATFORM": "amd"}
     if given_by == "flag":
         args += ["--rocm-path", "/usr"]
@@ -82,20 +97,40 @@ def test_a_hip_config_the_pinned_cmake_refuses_is_configured_with_the_policy_flo
     """Debian's hip-config.cmake asks for CMake 3.3; CMake 4 refuses it unless told the policy floor."""
     ws = tmp_path / "ws"
     hip_find_project(ws / "project")
-    write_matrix(ws / "matrix.toml", extra=textwrap.dedent("""
+    write_matrix(
+        ws / "matrix.toml",
+        extra=textwrap.dedent("""
         [legs.rocm-linux-gfx1030]
         backend = "rocm"
         os = "linux"
         family = "gfx103X-all"
         targets = ["gfx1030"]
         cmake_args = ["-DGGML_HIP=ON"]
-        """))
-    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "rocm-linux-gfx1030", "--source",
-                         str(ws / "project"), "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"),
-                         "--no-bundle", "--rocm-path", "/usr"], env={"HIP_PLATFORM": "amd"})
+        """),
+    )
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            "rocm-linux-gfx1030",
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(tmp_path / "ccache"),
+            "--no-bundle",
+            "--rocm-path",
+            "/usr",
+        ],
+        env={"HIP_PLATFORM": "amd"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (f"rocm-linux-gfx1030: {DEBIAN_HIP}/hip-config.cmake asks for CMake < 3.5: configuring with "
-            "-DCMAKE_POLICY_VERSION_MINIMUM=3.5") in proc.stdout
+    assert (
+        f"rocm-linux-gfx1030: {DEBIAN_HIP}/hip-config.cmake asks for CMake < 3.5: configuring with "
+        "-DCMAKE_POLICY_VERSION_MINIMUM=3.5"
+    ) in proc.stdout
     record = json.loads((ws / "out" / "rocm-linux-gfx1030" / "record.json").read_text())
     assert "-DCMAKE_POLICY_VERSION_MINIMUM=3.5" in record["cmake_args"]
     assert record["toolchain"]["details"]["cmake_policy_version_minimum"] == "3.5"
@@ -106,7 +141,9 @@ def test_a_hip_config_the_pinned_cmake_refuses_is_configured_with_the_policy_flo
 
 
 def _rocm_matrix(path: Path, index_url: str) -> Path:
-    return write_matrix(path, extra=textwrap.dedent(f"""
+    return write_matrix(
+        path,
+        extra=textwrap.dedent(f"""
         [rocm]
         index_url = "{index_url}"
 
@@ -115,18 +152,25 @@ def _rocm_matrix(path: Path, index_url: str) -> Path:
         os = "linux"
         family = "gfx103X-all"
         targets = ["gfx1030"]
-        """))
+        """),
+    )
 
 
 @pytest.mark.parametrize("given_by", ["flag", "environment"])
-def test_resolve_for_a_build_with_a_rocm_path_fetches_no_index(http_server: LocalServer, tmp_path: Path,
-                                                               given_by: str) -> None:
+def test_resolve_for_a_build_with_a_rocm_path_fetches_no_index(
+    http_server: LocalServer, tmp_path: Path, given_by: str
+) -> None:
     matrix = _rocm_matrix(tmp_path / "m.toml", http_server.url("/index/"))
     target = tmp_path / "resolved.json"
-    build_args = ["--source", str(tmp_path), *(["--rocm-path", "/opt/rocm-given"] if given_by == "flag" else [])]
+    build_args = [
+        "--source",
+        str(tmp_path),
+        *(["--rocm-path", "/opt/rocm-given"] if given_by == "flag" else []),
+    ]
     env = {"PIPELINE_ROCM_PATH": "/opt/rocm-given"} if given_by == "environment" else {}
-    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--write", str(target), "--for-build", *build_args],
-                        env=env)
+    proc = run_pipeline(
+        ["--matrix", str(matrix), "resolve", "--write", str(target), "--for-build", *build_args], env=env
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert http_server.hits("/index/") == 0
     assert json.loads(target.read_text())["legs"] == {}
@@ -134,7 +178,9 @@ def test_resolve_for_a_build_with_a_rocm_path_fetches_no_index(http_server: Loca
 
 
 @needs_debian_hip
-def test_a_nox_rocm_leg_with_rocm_path_builds_with_the_index_down(http_server: LocalServer, tmp_path: Path) -> None:
+def test_a_nox_rocm_leg_with_rocm_path_builds_with_the_index_down(
+    http_server: LocalServer, tmp_path: Path
+) -> None:
     """``nox -s <rocm leg> -- --rocm-path DIR``: its resolve session fetches nothing, the leg builds."""
     matrix = _rocm_matrix(tmp_path / "m.toml", http_server.url("/index/"))
     write_cpp_project(tmp_path / "proj", units=2)
@@ -156,7 +202,9 @@ def test_a_nox_rocm_leg_with_rocm_path_builds_with_the_index_down(http_server: L
 def test_resolve_for_one_leg_refuses_a_rocm_path(http_server: LocalServer, tmp_path: Path) -> None:
     """One leg's resolution is an index question: a given install has no place there."""
     matrix = _rocm_matrix(tmp_path / "m.toml", http_server.url("/index/"))
-    proc = run_pipeline(["--matrix", str(matrix), "resolve", "--leg", "rocm-linux-gfx1030", "--rocm-path", "/usr"])
+    proc = run_pipeline(
+        ["--matrix", str(matrix), "resolve", "--leg", "rocm-linux-gfx1030", "--rocm-path", "/usr"]
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "error: resolve: --write, --tag, --no-source and --rocm-path are for the whole run (without --leg/--os/--family)"
@@ -170,13 +218,28 @@ def test_an_installed_rocm_without_device_libraries_is_one_error_line(tmp_path: 
     write_cpp_project(tmp_path / "proj", units=1)
     matrix = _rocm_matrix(tmp_path / "m.toml", "http://127.0.0.1:9/unused/")
     out = tmp_path / "out"
-    proc = run_pipeline(["--matrix", str(matrix), "build", "rocm-linux-gfx1030", "--source", str(tmp_path / "proj"),
-                         "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-bundle",
-                         "--rocm-path", str(rocm)])
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(matrix),
+            "build",
+            "rocm-linux-gfx1030",
+            "--source",
+            str(tmp_path / "proj"),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-bundle",
+            "--rocm-path",
+            str(rocm),
+        ]
+    )
     assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith(
         f"error: --rocm-path {rocm.resolve()}: no AMDGPU device libraries (amdgcn/bitcode) for "
-        f"{rocm.resolve()}/lib/llvm/bin/clang; looked in lib/llvm/amdgcn/bitcode, "), proc.stderr
+        f"{rocm.resolve()}/lib/llvm/bin/clang; looked in lib/llvm/amdgcn/bitcode, "
+    ), proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (out / "rocm-linux-gfx1030" / "build").exists()

@@ -57,8 +57,9 @@ LEG = "rocm-linux-gfx110X"
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
 TESTED_SHARED, _SHIPPED = shipped_flags(LEG)
 TESTED_LEGS: dict[str, list[str]] = {LEG: reduce_leg_flags(_SHIPPED)}
-MATRIX = SOURCE_TEMPLATE + leg_table(LEG, TESTED_LEGS[LEG], backend="rocm", os="linux", family="gfx110X-all",
-                                     targets=[ROCM_TARGET])
+MATRIX = SOURCE_TEMPLATE + leg_table(
+    LEG, TESTED_LEGS[LEG], backend="rocm", os="linux", family="gfx110X-all", targets=[ROCM_TARGET]
+)
 
 # ggml-hip's device steps for one target, DESIGN.md's count and the seed's: the Ninja commands that
 # name --offload-arch, that is its 144 .cu units compiled as HIP, and the link of libggml-hip.so.
@@ -139,7 +140,9 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
     python = pipeline_venv(root)
     ws = tmp_path_factory.mktemp("rocm-real-tree")
     tree = standalone_tree(sdist, ws / "sdist")
-    (ws / "matrix.toml").write_text(MATRIX.format(upstream="https://example.invalid/llama.cpp.git"), encoding="utf-8")
+    (ws / "matrix.toml").write_text(
+        MATRIX.format(upstream="https://example.invalid/llama.cpp.git"), encoding="utf-8"
+    )
     cache = e2e_cache_root() / "ccache-rocm"
     cache.mkdir(parents=True, exist_ok=True)
     source = f"{WS}/{tree.relative_to(ws).as_posix()}"
@@ -149,19 +152,46 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
 
     def build(name: str, *extra: str, home: str | None = None, exit_code: int = 0) -> Build:
         out = f"{WS}/{name}/out"
-        proc = run_in(root, [python, "-m", "pipeline", "--matrix", f"{WS}/matrix.toml", "build", LEG, "--source", source,
-                             "--out", out, "--cache-dir", CCACHE, "--rocm-path", "/usr", *extra],
-                      env={**env, "PIPELINE_CACHE_HOME": home or f"{WS}/{name}/home"}, cwd=WS, timeout=BUILD_TIMEOUT)
+        proc = run_in(
+            root,
+            [
+                python,
+                "-m",
+                "pipeline",
+                "--matrix",
+                f"{WS}/matrix.toml",
+                "build",
+                LEG,
+                "--source",
+                source,
+                "--out",
+                out,
+                "--cache-dir",
+                CCACHE,
+                "--rocm-path",
+                "/usr",
+                *extra,
+            ],
+            env={**env, "PIPELINE_CACHE_HOME": home or f"{WS}/{name}/home"},
+            cwd=WS,
+            timeout=BUILD_TIMEOUT,
+        )
         assert proc.returncode == exit_code, (
-            f"build {LEG} in {name}: exit {proc.returncode}, not {exit_code}:\n{proc.stdout[-6000:]}\n{proc.stderr}")
+            f"build {LEG} in {name}: exit {proc.returncode}, not {exit_code}:\n{proc.stdout[-6000:]}\n{proc.stderr}"
+        )
         record = json.loads((ws / name / "out" / LEG / "record.json").read_text())
         return Build(record=record, out=ws / name / "out", stdout=proc.stdout)
 
     # The checkout at its own path too: the reduction names scripts/workload/llama_programs.cmake by its absolute path.
     runner_home = e2e_cache_root() / "rocm-runner-home"
     runner_home.mkdir(parents=True, exist_ok=True)
-    binds = [(ROOT, str(ROOT)), (ws, WS), (cache, CCACHE), (runner_home, RUNNER_HOME),
-             *([(jobs.parent, str(jobs.parent))] if jobs else [])]
+    binds = [
+        (ROOT, str(ROOT)),
+        (ws, WS),
+        (cache, CCACHE),
+        (runner_home, RUNNER_HOME),
+        *([(jobs.parent, str(jobs.parent))] if jobs else []),
+    ]
     with mounted(root, binds=binds):
         started = time.monotonic()
         # Built on sid, the bundle needs sid's glibc: check-bundle refuses it for the leg's floor (below).
@@ -173,17 +203,36 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
         # What the compile reads: the compiler, the device libraries, HIP's headers and CMake packages.
         device_libs = runner.record["toolchain"]["details"]["device_libs"]
         clang = _run(root, ["readlink", "-f", "/usr/lib/llvm-21/bin/clang++"]).strip()
-        packages = _owners(root, [clang, f"{device_libs}/ockl.bc", "/usr/include/hip/hip_runtime.h",
-                                  f"{MULTIARCH}/cmake/hip/hip-config.cmake", "/usr/include/hipblas/hipblas.h",
-                                  "/usr/include/rocblas/rocblas.h"])
+        packages = _owners(
+            root,
+            [
+                clang,
+                f"{device_libs}/ockl.bc",
+                "/usr/include/hip/hip_runtime.h",
+                f"{MULTIARCH}/cmake/hip/hip-config.cmake",
+                "/usr/include/hipblas/hipblas.h",
+                "/usr/include/rocblas/rocblas.h",
+            ],
+        )
         before = (root / clang.lstrip("/")).stat().st_mtime
         _reinstall(root, packages)
         after = (root / clang.lstrip("/")).stat().st_mtime
-        print(f"real tree rocm: {len(packages)} packages reinstalled at {time.monotonic() - started:.0f} s", flush=True)
+        print(
+            f"real tree rocm: {len(packages)} packages reinstalled at {time.monotonic() - started:.0f} s",
+            flush=True,
+        )
         elsewhere = build("elsewhere/laptop", "--no-bundle")
         print(f"real tree rocm: the rebuild elsewhere done at {time.monotonic() - started:.0f} s", flush=True)
-    yield RocmTree(root=root, workspace=ws, runner=runner, elsewhere=elsewhere,
-                   packages=packages, mtimes=(before, after), commands=commands, glibc=glibc)
+    yield RocmTree(
+        root=root,
+        workspace=ws,
+        runner=runner,
+        elsewhere=elsewhere,
+        packages=packages,
+        mtimes=(before, after),
+        commands=commands,
+        glibc=glibc,
+    )
     drop_big_trees(ws)
 
 
@@ -208,7 +257,9 @@ def test_the_real_tree_rocm_leg_compiles_every_device_unit_for_its_target(rocm_t
     assert f"-DGPU_TARGETS={ROCM_TARGET}" in args and "-DCMAKE_PREFIX_PATH=/usr" in args
     declared = [*TESTED_SHARED, *TESTED_LEGS[LEG]]
     assert any(args[i : i + len(declared)] == declared for i in range(len(args))), args
-    assert re.fullmatch(r"rocm-hip6\.4\.\d+-[0-9a-f]{12}", record["toolchain"]["identity"]), record["toolchain"]
+    assert re.fullmatch(r"rocm-hip6\.4\.\d+-[0-9a-f]{12}", record["toolchain"]["identity"]), record[
+        "toolchain"
+    ]
     device = [c for c in rocm_tree.commands if f"--offload-arch={ROCM_TARGET}" in c]
     assert len(device) == DEVICE_STEPS
     assert not [c for c in rocm_tree.commands if "--offload-arch=" in c and c not in device]
@@ -240,10 +291,15 @@ def test_reinstalled_rocm_packages_with_new_mtimes_still_hit_every_compile(rocm_
     cold, again = rocm_tree.runner.record["ccache"], rocm_tree.elsewhere.record["ccache"]
     assert (again["hits"], again["misses"]) == (cold["hits"] + cold["misses"], 0), again
     # The toolchain's identity is its content: unchanged by the reinstall.
-    assert rocm_tree.elsewhere.record["toolchain"]["identity"] == rocm_tree.runner.record["toolchain"]["identity"]
+    assert (
+        rocm_tree.elsewhere.record["toolchain"]["identity"]
+        == rocm_tree.runner.record["toolchain"]["identity"]
+    )
 
 
-def test_the_bundle_carries_debians_rocm_each_with_its_copyright(rocm_tree: RocmTree, bundle_files: Path) -> None:
+def test_the_bundle_carries_debians_rocm_each_with_its_copyright(
+    rocm_tree: RocmTree, bundle_files: Path
+) -> None:
     files = bundle_files
     names = {p.name for p in files.iterdir()}
     assert set(ROCM_LIBRARIES) <= names, sorted(names)
@@ -261,13 +317,19 @@ def test_the_bundle_carries_debians_rocm_each_with_its_copyright(rocm_tree: Rocm
         # Its package's copyright first, then the common licenses it refers to (Apache-2.0 for HIP's).
         license_file, *common = entry["licenses"]
         assert license_file == f"licenses/toolchain/share/doc/{package[0]}/copyright"
-        assert (files / license_file).read_bytes() == (root / "usr/share/doc" / package[0] / "copyright").read_bytes()
+        assert (files / license_file).read_bytes() == (
+            root / "usr/share/doc" / package[0] / "copyright"
+        ).read_bytes()
         for rel in common:
             assert rel.startswith("licenses/toolchain/share/common-licenses/"), rel
-            assert (files / rel).read_bytes() == (root / "usr" / rel.removeprefix("licenses/toolchain/")).read_bytes()
+            assert (files / rel).read_bytes() == (
+                root / "usr" / rel.removeprefix("licenses/toolchain/")
+            ).read_bytes()
 
 
-def test_the_bundle_ships_rocblas_kernels_for_its_target_alone(rocm_tree: RocmTree, bundle_files: Path) -> None:
+def test_the_bundle_ships_rocblas_kernels_for_its_target_alone(
+    rocm_tree: RocmTree, bundle_files: Path
+) -> None:
     files = bundle_files
     # Where Debian's librocblas looks, relative to itself: rocblas/<version>/library.
     (installed,) = (rocm_tree.root / MULTIARCH.lstrip("/") / "rocblas").glob("*/library")
@@ -285,7 +347,8 @@ def test_the_bundle_ships_rocblas_kernels_for_its_target_alone(rocm_tree: RocmTr
 
 
 def test_check_bundle_finds_the_closure_complete_refuses_sids_glibc_and_says_there_is_no_gpu_here(
-        rocm_tree: RocmTree) -> None:
+    rocm_tree: RocmTree,
+) -> None:
     check = rocm_tree.runner.record["bundle_check"]
     # Every library resolves inside the bundle, every RUNPATH stays in it: no problem but the floor.
     # Built on sid, the build's own files need its glibc, above the leg's runner's (Ubuntu 22.04: 2.35):
@@ -295,8 +358,11 @@ def test_check_bundle_finds_the_closure_complete_refuses_sids_glibc_and_says_the
     assert (check["glibc_required"], check["glibc_max"]) == (rocm_tree.glibc, "2.35"), check
     assert rocm_tree.runner.record["error"].endswith(
         f"requires GLIBC_{rocm_tree.glibc}, above the leg's floor glibc_max = 2.35"
-        + (f" (and {len(check['problems']) - 1} more)" if len(check["problems"]) > 1 else "")), rocm_tree.runner.record["error"]
+        + (f" (and {len(check['problems']) - 1} more)" if len(check["problems"]) > 1 else "")
+    ), rocm_tree.runner.record["error"]
     lines = {c["name"]: (c["status"], c["line"]) for c in check["checks"]}
     assert lines["versions"][0] == lines["forward-pass"][0] == "passed", lines
     status, line = lines["gpu-forward-pass"]
-    assert status == "skipped" and line.startswith("gpu-forward-pass: skipped: no GPU here: no ROCm/HIP device"), line
+    assert status == "skipped" and line.startswith(
+        "gpu-forward-pass: skipped: no GPU here: no ROCm/HIP device"
+    ), line

@@ -47,8 +47,11 @@ from tests.support.rocm_wheels import (
 
 OLDER = "7.0.0a20250102"
 # Uploaded on their build dates; NEWER is after the weekly cutoff of NOW (Saturday 2025-01-04).
-UPLOADS = {OLDER: datetime(2025, 1, 2, 9, 30, tzinfo=UTC), VERSION: datetime(2025, 1, 4, 9, 30, tzinfo=UTC),
-           NEWER: datetime(2025, 1, 6, 9, 30, tzinfo=UTC)}
+UPLOADS = {
+    OLDER: datetime(2025, 1, 2, 9, 30, tzinfo=UTC),
+    VERSION: datetime(2025, 1, 4, 9, 30, tzinfo=UTC),
+    NEWER: datetime(2025, 1, 6, 9, 30, tzinfo=UTC),
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +64,12 @@ def wheels_matrix(path: Path, index_url: str, compiler_check: str = "content") -
     rocm_matrix(path, "http://127.0.0.1:9/unused/", compiler_check)
     # The Windows leg's wheels install on Windows only: this matrix keeps the Linux leg.
     text = path.read_text().split("[legs.rocm-windows-gfx1151]")[0]
-    return _set(path, text.replace('policy = "weekly"\n', f'policy = "weekly"\nsource = "wheels"\nwheel_index_url = "{index_url}"\n'))
+    return _set(
+        path,
+        text.replace(
+            'policy = "weekly"\n', f'policy = "weekly"\nsource = "wheels"\nwheel_index_url = "{index_url}"\n'
+        ),
+    )
 
 
 def _set(path: Path, text: str) -> Path:
@@ -70,7 +78,9 @@ def _set(path: Path, text: str) -> Path:
 
 
 def serve_all(server: LocalServer, wheel_sets: dict[str, dict[str, Path]], **kwargs: object) -> str:
-    return serve_wheel_index(server, [(wheel_sets[v], t) for v, t in UPLOADS.items()], family=FAMILY, **kwargs)  # type: ignore[arg-type]
+    return serve_wheel_index(
+        server, [(wheel_sets[v], t) for v, t in UPLOADS.items()], family=FAMILY, **kwargs
+    )  # type: ignore[arg-type]
 
 
 def workspace(tmp_path: Path, index_url: str, units: int = UNITS) -> Path:
@@ -128,15 +138,32 @@ def test_resolve_records_the_wheels_and_replays_an_earlier_moment(
     index_url = serve_all(http_server, wheel_sets)
     ws = workspace(tmp_path, index_url, units=1)
     out = tmp_path / "out"
-    for now, policy, expected in [(NOW, "weekly", VERSION), (NOW, "latest", NEWER),
-                                  ("2025-01-03T12:00:00Z", "latest", OLDER), (NOW, OLDER, OLDER)]:
-        proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "resolve", "--no-source", "--out", str(out),
-                             "--now", now, "--rocm-version", policy])
+    for now, policy, expected in [
+        (NOW, "weekly", VERSION),
+        (NOW, "latest", NEWER),
+        ("2025-01-03T12:00:00Z", "latest", OLDER),
+        (NOW, OLDER, OLDER),
+    ]:
+        proc = run_pipeline(
+            [
+                "--matrix",
+                str(ws / "matrix.toml"),
+                "resolve",
+                "--no-source",
+                "--out",
+                str(out),
+                "--now",
+                now,
+                "--rocm-version",
+                policy,
+            ]
+        )
         assert proc.returncode == 0, proc.stderr
         entry = json.loads((out / "resolved.json").read_text())["legs"][LEG]
         assert (entry["source"], entry["version"]) == ("wheels", expected), (now, policy)
         assert {w["file"]: w["sha256"] for w in entry["wheels"]} == {
-            p.name: sha256_of(p) for p in wheel_sets[expected].values()}
+            p.name: sha256_of(p) for p in wheel_sets[expected].values()
+        }
         assert entry["published"] == UPLOADS[expected].strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -146,12 +173,27 @@ def test_hash_mismatch_is_refused_and_nothing_is_installed(
     core = wheel_sets[VERSION]["rocm-sdk-core"]
     index_url = serve_all(http_server, wheel_sets, hashes={core.name: "0" * 64})
     ws = workspace(tmp_path, index_url, units=1)
-    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--now", NOW, "--no-bundle"])
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            LEG,
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--now",
+            NOW,
+            "--no-bundle",
+        ]
+    )
     assert proc.returncode == 7, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "sha256 mismatch" in proc.stderr and core.name in proc.stderr
-    assert not toolchains_dir().exists() or not [p for p in toolchains_dir().iterdir() if not p.name.startswith(".")]
+    assert not toolchains_dir().exists() or not [
+        p for p in toolchains_dir().iterdir() if not p.name.startswith(".")
+    ]
 
 
 def test_a_missing_wheel_is_one_error_and_nothing_is_installed(
@@ -160,11 +202,26 @@ def test_a_missing_wheel_is_one_error_and_nothing_is_installed(
     devel = wheel_sets[VERSION]["rocm-sdk-devel"]
     index_url = serve_all(http_server, wheel_sets, missing=[devel.name])
     ws = workspace(tmp_path, index_url, units=1)
-    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--now", NOW, "--no-bundle"])
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            LEG,
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--now",
+            NOW,
+            "--no-bundle",
+        ]
+    )
     assert proc.returncode == 4, proc.stderr
     assert "Traceback" not in proc.stderr and "404" in proc.stderr and devel.name in proc.stderr
-    assert not toolchains_dir().exists() or not [p for p in toolchains_dir().iterdir() if not p.name.startswith(".")]
+    assert not toolchains_dir().exists() or not [
+        p for p in toolchains_dir().iterdir() if not p.name.startswith(".")
+    ]
 
 
 def test_a_failing_index_is_retried_then_resolves_and_a_dead_one_is_one_error(
@@ -177,7 +234,16 @@ def test_a_failing_index_is_retried_then_resolves_and_a_dead_one_is_one_error(
     http_server.route(page, Response(503, b"busy"), Response(429, b"slow down", {"Retry-After": "0"}), good)
     ws = workspace(tmp_path, index_url, units=1)
     env = {"PIPELINE_HTTP_BACKOFF": "0"}
-    args = ["--matrix", str(ws / "matrix.toml"), "resolve", "--no-source", "--out", str(tmp_path / "out"), "--now", NOW]
+    args = [
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "resolve",
+        "--no-source",
+        "--out",
+        str(tmp_path / "out"),
+        "--now",
+        NOW,
+    ]
     proc = run_pipeline(args, env=env)
     assert proc.returncode == 0, proc.stderr
     assert http_server.hits(page) == 3
@@ -204,9 +270,25 @@ def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical
             wheels_matrix(ws / "matrix.toml", wheel_index)
         else:
             rocm_matrix(ws / "matrix.toml", tar_index, "content")
-        run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-                      "--out", str(ws / "out"), "--cache-dir", str(tmp_path / f"cc-{source}"), "--now", NOW,
-                      "--tag", "b1"], check=True)
+        run_pipeline(
+            [
+                "--matrix",
+                str(ws / "matrix.toml"),
+                "build",
+                LEG,
+                "--source",
+                str(ws / "project"),
+                "--out",
+                str(ws / "out"),
+                "--cache-dir",
+                str(tmp_path / f"cc-{source}"),
+                "--now",
+                NOW,
+                "--tag",
+                "b1",
+            ],
+            check=True,
+        )
         record = json.loads((ws / "out" / LEG / "record.json").read_text())
         assert record["toolchain"]["details"]["source"] == ("download" if source == "tarball" else "wheels")
         bundles[source] = ws / "out" / record["bundle"]
@@ -226,10 +308,31 @@ def test_nox_leg_session_from_wheels_resolves_installs_builds_and_rebuilds_warm(
     index_url = serve_all(http_server, wheel_sets)
     ws = workspace(tmp_path, index_url)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
-           "-s", LEG, "--", "--source", str(ws / "project"), "--cache-dir", str(tmp_path / "ccache"),
-           "--now", NOW, "--no-bundle"]
-    env = {**os.environ, "PIPELINE_MATRIX": str(ws / "matrix.toml"), "PYTHONPATH": str(ROOT), "PIPELINE_OUT": str(out)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "nox",
+        "-f",
+        str(ROOT / "noxfile.py"),
+        "--force-venv-backend",
+        "none",
+        "-s",
+        LEG,
+        "--",
+        "--source",
+        str(ws / "project"),
+        "--cache-dir",
+        str(tmp_path / "ccache"),
+        "--now",
+        NOW,
+        "--no-bundle",
+    ]
+    env = {
+        **os.environ,
+        "PIPELINE_MATRIX": str(ws / "matrix.toml"),
+        "PYTHONPATH": str(ROOT),
+        "PIPELINE_OUT": str(out),
+    }
     records = []
     for _ in range(2):
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
@@ -261,9 +364,13 @@ def test_compiler_check_toolchain_keys_a_wheel_install_on_its_verified_wheels(
 
     index_url = serve_all(http_server, wheel_sets)
     matrix = load_matrix(wheels_matrix(tmp_path / "matrix.toml", index_url, "toolchain"))
-    toolchain = prepare_leg_toolchain(matrix, LEG, Console(file=io.StringIO()), now=datetime(2025, 1, 8, 12, tzinfo=UTC))
+    toolchain = prepare_leg_toolchain(
+        matrix, LEG, Console(file=io.StringIO()), now=datetime(2025, 1, 8, 12, tzinfo=UTC)
+    )
     check = resolve_compiler_check("toolchain", toolchain)
-    wheels = hashlib.sha256("\n".join(sorted(sha256_of(p) for p in wheel_sets[VERSION].values())).encode()).hexdigest()
+    wheels = hashlib.sha256(
+        "\n".join(sorted(sha256_of(p) for p in wheel_sets[VERSION].values())).encode()
+    ).hexdigest()
     assert check.note is None, check.note
     assert check.value.startswith(f"string:{wheels}+")
 
@@ -275,7 +382,9 @@ def test_the_rocm_selector_published_as_an_sdist_is_built_offline_and_installed(
     from tests.support.rocm_wheels import make_selector_sdist
 
     builds = {VERSION: {**wheel_sets[VERSION], "rocm": make_selector_sdist(tmp_path / "sdist", VERSION)}}
-    index_url = serve_wheel_index(http_server, [(builds[VERSION], UPLOADS[VERSION])], family=FAMILY, html=True)
+    index_url = serve_wheel_index(
+        http_server, [(builds[VERSION], UPLOADS[VERSION])], family=FAMILY, html=True
+    )
     ws = workspace(tmp_path, index_url, units=1)
     record = build_leg(ws, LEG, tmp_path / "ccache", "--now", NOW)
     details = record["toolchain"]["details"]
@@ -305,13 +414,21 @@ def test_resolve_of_one_leg_reads_the_wheel_index_the_matrix_names(
     index_url = _serve_index_only(http_server, index_only_sets)
     matrix = wheels_matrix(tmp_path / "matrix.toml", index_url)
     assert 'index_url = "http://127.0.0.1:9/unused/"' in matrix.read_text()  # nothing listens there
-    proc = run_pipeline(["--matrix", str(matrix), "resolve", *target, "--now", NOW, "--json"],
-                        env={"PIPELINE_HTTP_BACKOFF": "0"})
+    proc = run_pipeline(
+        ["--matrix", str(matrix), "resolve", *target, "--now", NOW, "--json"],
+        env={"PIPELINE_HTTP_BACKOFF": "0"},
+    )
     assert proc.returncode == 0, proc.stderr
     entry = json.loads(proc.stdout)
-    assert (entry["source"], entry["version"], entry["os"], entry["family"]) == ("wheels", VERSION, "linux", FAMILY)
+    assert (entry["source"], entry["version"], entry["os"], entry["family"]) == (
+        "wheels",
+        VERSION,
+        "linux",
+        FAMILY,
+    )
     assert {w["file"]: w["sha256"] for w in entry["wheels"]} == {
-        p.name: sha256_of(p) for p in index_only_sets[VERSION].values()}
+        p.name: sha256_of(p) for p in index_only_sets[VERSION].values()
+    }
     assert http_server.hits(f"/simple/{FAMILY}/rocm-sdk-core/") == 1
 
 
@@ -324,16 +441,30 @@ def test_a_family_missing_from_the_wheel_index_exits_6_with_the_families_it_has(
     listing = serve_family_listing(http_server, [FAMILY, "gfx1151"])
     matrix = wheels_matrix(tmp_path / "matrix.toml", index_url)
     matrix.write_text(matrix.read_text().replace(f'family = "{FAMILY}"', 'family = "gfx120X-all"'))
-    proc = run_pipeline(["--matrix", str(matrix), "resolve", *target, "--no-source" if not target else "--json",
-                         "--now", NOW, "--out", str(tmp_path / "out")], env={"PIPELINE_HTTP_BACKOFF": "0"})
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(matrix),
+            "resolve",
+            *target,
+            "--no-source" if not target else "--json",
+            "--now",
+            NOW,
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        env={"PIPELINE_HTTP_BACKOFF": "0"},
+    )
     assert proc.returncode == 6, proc.stderr
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     leg = "" if target else f"leg {LEG}: "
     # No "did you mean": gfx110X-all is the nearest spelling, and another GPU.
-    assert lines[0] == (f"error: {leg}unknown ROCm family 'gfx120X-all' for linux in the wheel index {listing}; "
-                        f"the index has: gfx110X-all, gfx1151")
+    assert lines[0] == (
+        f"error: {leg}unknown ROCm family 'gfx120X-all' for linux in the wheel index {listing}; "
+        f"the index has: gfx110X-all, gfx1151"
+    )
     assert http_server.hits("/simple/gfx120X-all/rocm/") == 1  # a 404 is an answer: not retried
     assert not (tmp_path / "out" / "resolved.json").exists()
 
@@ -376,8 +507,9 @@ def test_a_failed_wheel_reinstall_keeps_the_working_install_and_leaves_no_stagin
     assert (install / MARKER).read_text() == marker
     assert clang.read_bytes() == clang_bytes
     assert edited.read_text().endswith("# edited\n")
-    assert sorted(p.name for p in install.parent.iterdir() if not p.name.endswith((".lock", ".holder.json"))) == [
-        install.name]
+    assert sorted(
+        p.name for p in install.parent.iterdir() if not p.name.endswith((".lock", ".holder.json"))
+    ) == [install.name]
     # A working pip installs it again, and the next run reuses that install.
     again, reused = install_wheels(request.rocm, request, console, python=sys.executable)
     assert (again, reused) == (install, False)
@@ -404,16 +536,35 @@ def test_a_wheel_reinstall_interrupted_during_pip_keeps_the_working_install_and_
     # Signalled while pip installs into the staging folder: pip runs for seconds, the poll takes milliseconds.
     # This run's pip alone: its --target is the staging folder beside this test's install.
     pip = str(install.parent / f".{install.name}.")
-    args = ["--matrix", str(ws / "matrix.toml"), "build", LEG, "--source", str(ws / "project"),
-            "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle", "--now", NOW]
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=(tmp_path / "stderr").open("wb"))
+    args = [
+        "--matrix",
+        str(ws / "matrix.toml"),
+        "build",
+        LEG,
+        "--source",
+        str(ws / "project"),
+        "--out",
+        str(ws / "out"),
+        "--cache-dir",
+        str(tmp_path / "ccache"),
+        "--no-bundle",
+        "--now",
+        NOW,
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "stderr").open("wb"),
+    )
     deadline = time.monotonic() + 300
     while not [c for c in _processes_mentioning(pip) if " -m pip install " in c]:
         assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()
         time.sleep(0.005)
-    assert [p.name for p in install.parent.iterdir() if p.name.endswith(".partial")], "pip runs in a staging folder"
+    assert [p.name for p in install.parent.iterdir() if p.name.endswith(".partial")], (
+        "pip runs in a staging folder"
+    )
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143, (tmp_path / "stderr").read_text()
     stderr = (tmp_path / "stderr").read_text()
@@ -422,8 +573,9 @@ def test_a_wheel_reinstall_interrupted_during_pip_keeps_the_working_install_and_
     # The working install is as it was, with its marker; nothing half-made is left beside it.
     assert (install / MARKER).read_text() == marker
     assert edited.read_text().endswith("# edited\n")
-    assert sorted(p.name for p in install.parent.iterdir() if not p.name.endswith((".lock", ".holder.json"))) == [
-        install.name]
+    assert sorted(
+        p.name for p in install.parent.iterdir() if not p.name.endswith((".lock", ".holder.json"))
+    ) == [install.name]
     # A plain rerun installs it again.
     again = build_leg(ws, LEG, tmp_path / "ccache", "--now", NOW)
     assert again["toolchain"]["identity"] == first["toolchain"]["identity"]
@@ -460,10 +612,13 @@ def test_a_leg_from_one_index_for_every_gpu_installs_a_device_wheel_per_target_a
 ) -> None:
     root = tmp_path_factory.mktemp("whl-next")
     sets = {v: make_therock_wheels(root / v, v, FAMILY, TARGETS) for v in UPLOADS}
-    index_url = serve_wheel_index(http_server, [(sets[v], t) for v, t in UPLOADS.items()], family=None,
-                                  base="/nightly/whl-next/")
+    index_url = serve_wheel_index(
+        http_server, [(sets[v], t) for v, t in UPLOADS.items()], family=None, base="/nightly/whl-next/"
+    )
     ws = workspace(tmp_path, _stream_template(index_url, "nightly"))
-    resolved = run_pipeline(["--matrix", str(ws / "matrix.toml"), "resolve", "--leg", LEG, "--now", NOW, "--json"])
+    resolved = run_pipeline(
+        ["--matrix", str(ws / "matrix.toml"), "resolve", "--leg", LEG, "--now", NOW, "--json"]
+    )
     assert resolved.returncode == 0, resolved.stderr
     answer = json.loads(resolved.stdout)
     assert answer["file"] == f"{DEVICE_SELECTOR}=={VERSION}" and answer["index_url"] == index_url
@@ -471,8 +626,12 @@ def test_a_leg_from_one_index_for_every_gpu_installs_a_device_wheel_per_target_a
     details = record["toolchain"]["details"]
     listed = dict(item.split("#sha256=") for item in details["wheels"].split())
     # The eight files of the build: the selector, core, devel, the shared libraries and a device wheel per target.
-    assert listed == {p.name: sha256_of(p) for p in sets[VERSION].values()} and len(listed) == 4 + len(TARGETS)
-    libraries = Path(details["install_root"]) / "site-packages" / "_rocm_sdk_libraries" / "lib/rocblas/library"
+    assert listed == {p.name: sha256_of(p) for p in sets[VERSION].values()} and len(listed) == 4 + len(
+        TARGETS
+    )
+    libraries = (
+        Path(details["install_root"]) / "site-packages" / "_rocm_sdk_libraries" / "lib/rocblas/library"
+    )
     assert sorted(p.name for p in libraries.iterdir()) == [f"TensileLibrary_{t}.dat" for t in TARGETS]
     assert (record["ccache"]["hits"], record["ccache"]["misses"]) == (0, COMPILATIONS)
 
@@ -484,7 +643,9 @@ def test_the_stable_policy_reads_the_stable_streams_index_and_a_missing_target_n
     nightly = make_index_only_wheels(root / "nightly", VERSION, FAMILY, TARGETS)
     stable = make_index_only_wheels(root / "stable", "7.14.0", FAMILY, TARGETS)
     serve_wheel_index(http_server, [(nightly, UPLOADS[VERSION])], family=None, base="/nightly/whl-next/")
-    stable_url = serve_wheel_index(http_server, [(stable, UPLOADS[OLDER])], family=None, base="/stable/whl-next/")
+    stable_url = serve_wheel_index(
+        http_server, [(stable, UPLOADS[OLDER])], family=None, base="/stable/whl-next/"
+    )
     ws = workspace(tmp_path, _stream_template(stable_url, "stable"))
     args = ["--matrix", str(ws / "matrix.toml"), "resolve", "--leg", LEG, "--now", NOW, "--json"]
     proc = run_pipeline([*args, "--rocm-version", "stable"])
@@ -495,7 +656,9 @@ def test_the_stable_policy_reads_the_stable_streams_index_and_a_missing_target_n
 
     partial = make_index_only_wheels(root / "partial", VERSION, FAMILY, TARGETS[:3])
     serve_wheel_index(http_server, [(partial, UPLOADS[VERSION])], family=None, base="/partial/whl-next/")
-    (ws / "matrix.toml").write_text((ws / "matrix.toml").read_text().replace("/{stream}/whl-next/", "/partial/whl-next/"))
+    (ws / "matrix.toml").write_text(
+        (ws / "matrix.toml").read_text().replace("/{stream}/whl-next/", "/partial/whl-next/")
+    )
     missing = run_pipeline(args)
     out = missing.stdout + missing.stderr
     assert missing.returncode == 6, out

@@ -95,9 +95,10 @@ def test_cmake_default_build_rpath_becomes_origin(tmp_path: Path, planted_folder
     (project / "src" / "demo.c").write_text("int demo_value(void) { return 2; }\n")
     (project / "src" / "main.c").write_text(
         "#include <math.h>\n#include <stdio.h>\nint demo_value(void);\n"
-        "int main(int c, char **v) { volatile double x = c + 3.0; printf(\"%g %d\\n\", sqrt(x), demo_value()); return 0; }\n"
+        'int main(int c, char **v) { volatile double x = c + 3.0; printf("%g %d\\n", sqrt(x), demo_value()); return 0; }\n'
     )
-    (project / "CMakeLists.txt").write_text(textwrap.dedent("""\
+    (project / "CMakeLists.txt").write_text(
+        textwrap.dedent("""\
         cmake_minimum_required(VERSION 3.16)
         project(demo C)
         set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
@@ -106,7 +107,8 @@ def test_cmake_default_build_rpath_becomes_origin(tmp_path: Path, planted_folder
         set_target_properties(demo PROPERTIES VERSION 1.2.3 SOVERSION 1)
         add_executable(llama-demo src/main.c)
         target_link_libraries(llama-demo PRIVATE demo m)
-        """))
+        """)
+    )
     build = tmp_path / "build"
     cmake, ninja = shutil.which("cmake"), shutil.which("ninja")
     assert cmake and ninja

@@ -24,8 +24,11 @@ pytestmark = pytest.mark.integration
 PINS = tomllib.loads((ROOT / "matrix.toml").read_text())["toolchains"]["cuda"]
 INSTALL = e2e_cache_root() / "toolchains" / f"cuda-{PINS['version']}-linux"
 # What the cuda bundle ships of NVIDIA's runtime (its closure of libggml-cuda).
-RUNTIME = {"libcudart.so.13": "nvidia-cuda-runtime", "libcublas.so.13": "nvidia-cublas",
-           "libcublasLt.so.13": "nvidia-cublas"}
+RUNTIME = {
+    "libcudart.so.13": "nvidia-cuda-runtime",
+    "libcublas.so.13": "nvidia-cublas",
+    "libcublasLt.so.13": "nvidia-cublas",
+}
 
 
 def test_nvidias_runtime_names_its_wheel_and_carries_the_eula(tmp_path: Path) -> None:
@@ -35,7 +38,9 @@ def test_nvidias_runtime_names_its_wheel_and_carries_the_eula(tmp_path: Path) ->
     stage = tmp_path / "stage"
     stage.mkdir()
     copied = [CopiedFile(path=name, origin=f"lib/{name}") for name in RUNTIME]
-    listed = describe_third_party(stage, copied, toolchain_root=tree, details={"kind": "cuda", "version": PINS["version"]})
+    listed = describe_third_party(
+        stage, copied, toolchain_root=tree, details={"kind": "cuda", "version": PINS["version"]}
+    )
     assert [e["path"] for e in listed] == sorted(RUNTIME)
     for entry in listed:
         wheel = RUNTIME[entry["path"]]
@@ -45,6 +50,8 @@ def test_nvidias_runtime_names_its_wheel_and_carries_the_eula(tmp_path: Path) ->
         info = f"{wheel.replace('-', '_')}-{version}.dist-info"
         assert entry["licenses"] == [f"licenses/toolchain/{info}/licenses/License.txt"]
         text = (stage / entry["licenses"][0]).read_text(encoding="utf-8", errors="replace")
-        assert text == (INSTALL / info / "licenses" / "License.txt").read_text(encoding="utf-8", errors="replace")
+        assert text == (INSTALL / info / "licenses" / "License.txt").read_text(
+            encoding="utf-8", errors="replace"
+        )
         # NVIDIA's EULA, with the attachment that lists what may be redistributed.
         assert "NVIDIA" in text and "redistribut" in text.lower()

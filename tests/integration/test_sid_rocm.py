@@ -48,25 +48,51 @@ def _owner(root: Path, path: str) -> str:
     return proc.stdout.split(":")[0]
 
 
-def test_rocm_6_4_at_usr_builds_hip_for_gfx1100_and_a_rebuild_elsewhere_hits(sid: tuple[Path, str],
-                                                                             tmp_path: Path) -> None:
+def test_rocm_6_4_at_usr_builds_hip_for_gfx1100_and_a_rebuild_elsewhere_hits(
+    sid: tuple[Path, str], tmp_path: Path
+) -> None:
     root, python = sid
     write_hip_project(tmp_path / "project")
-    write_matrix(tmp_path / "matrix.toml", extra=f"""
+    write_matrix(
+        tmp_path / "matrix.toml",
+        extra=f"""
 [legs.{LEG}]
 backend = "rocm"
 os = "linux"
 family = "gfx110X-all"
 targets = ["gfx1100"]
 cmake_args = ["-DGGML_HIP=ON"]
-""")
+""",
+    )
     env = {"HIP_PLATFORM": "amd", "PYTHONPATH": SOURCE_INSIDE, "COLUMNS": "200"}
 
     with mounted(root, binds=[(ROOT, SOURCE_INSIDE), (tmp_path, WS)]):
+
         def build(out: str) -> dict:
-            proc = run_in(root, [python, "-m", "pipeline", "--matrix", f"{WS}/matrix.toml", "build", LEG,
-                                 "--source", f"{WS}/project", "--out", f"{WS}/{out}", "--cache-dir", f"{WS}/ccache",
-                                 "--no-bundle", "--rocm-path", "/usr"], env=env, cwd=WS, timeout=1200)
+            proc = run_in(
+                root,
+                [
+                    python,
+                    "-m",
+                    "pipeline",
+                    "--matrix",
+                    f"{WS}/matrix.toml",
+                    "build",
+                    LEG,
+                    "--source",
+                    f"{WS}/project",
+                    "--out",
+                    f"{WS}/{out}",
+                    "--cache-dir",
+                    f"{WS}/ccache",
+                    "--no-bundle",
+                    "--rocm-path",
+                    "/usr",
+                ],
+                env=env,
+                cwd=WS,
+                timeout=1200,
+            )
             assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
             assert f"{LEG}: success" in proc.stdout
             return json.loads((tmp_path / out / LEG / "record.json").read_text())  # type: ignore[no-any-return]
@@ -113,13 +139,19 @@ print(json.dumps(describe_third_party(Path(sys.argv[1]), copied, toolchain_root=
 """
 
 
-def test_debians_rocm_libraries_each_carry_their_packages_copyright(sid: tuple[Path, str], tmp_path: Path) -> None:
+def test_debians_rocm_libraries_each_carry_their_packages_copyright(
+    sid: tuple[Path, str], tmp_path: Path
+) -> None:
     root, python = sid
     stage = tmp_path / "stage"
     stage.mkdir()
     with mounted(root, binds=[(ROOT, SOURCE_INSIDE), (tmp_path, WS)]):
-        proc = run_in(root, [python, "-c", _DESCRIBE, f"{WS}/stage", *SHIPPED_LIBRARIES],
-                      env={"PYTHONPATH": SOURCE_INSIDE}, timeout=300)
+        proc = run_in(
+            root,
+            [python, "-c", _DESCRIBE, f"{WS}/stage", *SHIPPED_LIBRARIES],
+            env={"PYTHONPATH": SOURCE_INSIDE},
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         listed = json.loads(proc.stdout)
         owners = {e["path"]: _owner(root, f"/usr/lib/x86_64-linux-gnu/{e['path']}") for e in listed}

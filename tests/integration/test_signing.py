@@ -41,8 +41,10 @@ pytestmark = pytest.mark.integration
 
 MINGW = "x86_64-w64-mingw32-gcc"
 if shutil.which(MINGW) is None or shutil.which("osslsigncode") is None:
-    pytest.skip(f"{MINGW} and osslsigncode make and sign the PE files (Debian: gcc-mingw-w64-x86-64, osslsigncode)",
-                allow_module_level=True)
+    pytest.skip(
+        f"{MINGW} and osslsigncode make and sign the PE files (Debian: gcc-mingw-w64-x86-64, osslsigncode)",
+        allow_module_level=True,
+    )
 
 REPO = "octo/llama-release"
 LEG = "cpu-windows"
@@ -73,10 +75,14 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     bin_dir = root / "build" / "bin"
     bin_dir.mkdir(parents=True)
     (root / "base.c").write_text("__declspec(dllexport) int ggml_base(void) { return 7; }\n")
-    (root / "main.c").write_text("int ggml_base(void);\nint main(void) { return ggml_base() == 7 ? 0 : 1; }\n")
+    (root / "main.c").write_text(
+        "int ggml_base(void);\nint main(void) { return ggml_base() == 7 ? 0 : 1; }\n"
+    )
     subprocess.run([MINGW, "-shared", "-o", str(bin_dir / "ggml-base.dll"), str(root / "base.c")], check=True)
-    subprocess.run([MINGW, "-o", str(bin_dir / "llama-cli.exe"), str(root / "main.c"), str(bin_dir / "ggml-base.dll")],
-                   check=True)
+    subprocess.run(
+        [MINGW, "-o", str(bin_dir / "llama-cli.exe"), str(root / "main.c"), str(bin_dir / "ggml-base.dll")],
+        check=True,
+    )
     (root / "src").mkdir()
     (root / "src" / "LICENSE").write_text("MIT License\n")
     return root
@@ -100,14 +106,33 @@ def staged_run(tmp: Path, build_dir: Path, pki: Pki) -> Run:
     matrix = write_matrix(tmp / "matrix.toml", extra=SIGNING)
     leg = load_matrix(matrix).leg(LEG)
     out = tmp / "out"
-    record = LegRecord(leg=LEG, backend="cpu", os="windows", started="2026-12-06T09:17:00+00:00", status="staged",
-                       source={"tag": "b100", "path": str(build_dir / "src")}, toolchain=TOOLCHAIN.to_record())
-    staged = stage_bundle(leg=leg, record=record, build_dir=build_dir / "build", out_dir=out, toolchain=TOOLCHAIN,
-                          tag="b100", commit="c" * 40)
+    record = LegRecord(
+        leg=LEG,
+        backend="cpu",
+        os="windows",
+        started="2026-12-06T09:17:00+00:00",
+        status="staged",
+        source={"tag": "b100", "path": str(build_dir / "src")},
+        toolchain=TOOLCHAIN.to_record(),
+    )
+    staged = stage_bundle(
+        leg=leg,
+        record=record,
+        build_dir=build_dir / "build",
+        out_dir=out,
+        toolchain=TOOLCHAIN,
+        tag="b100",
+        commit="c" * 40,
+    )
     save_staged(staged, out)
     record.write(out / LEG / "record.json")
-    env = {"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPO, "PIPELINE_SIGNING_CA": str(pki.ca),
-           "GITHUB_OUTPUT": "", "GITHUB_STEP_SUMMARY": ""}
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": REPO,
+        "PIPELINE_SIGNING_CA": str(pki.ca),
+        "GITHUB_OUTPUT": "",
+        "GITHUB_STEP_SUMMARY": "",
+    }
     return Run(out=out, matrix=matrix, env=env)
 
 
@@ -134,9 +159,13 @@ def test_the_workflows_signature_packs_checks_and_verifies(tmp_path: Path, build
     signed = {f["path"]: f.get("signed_by") for f in manifest["files"]}
     assert signed["llama-cli.exe"] == PUBLISHER and signed["ggml-base.dll"] == PUBLISHER
     assert signed["LICENSE"] is None
-    by_path = {next(p["value"] for p in c["properties"] if p["name"] == "llama-pipeline:path"):
-               {p["name"]: p["value"] for p in c["properties"]} for c in sbom["components"] if c.get("properties")
-               and any(p["name"] == "llama-pipeline:path" for p in c["properties"])}
+    by_path = {
+        next(p["value"] for p in c["properties"] if p["name"] == "llama-pipeline:path"): {
+            p["name"]: p["value"] for p in c["properties"]
+        }
+        for c in sbom["components"]
+        if c.get("properties") and any(p["name"] == "llama-pipeline:path" for p in c["properties"])
+    }
     assert by_path["ggml-base.dll"]["llama-pipeline:signed-by"] == PUBLISHER
     assert "llama-pipeline:signed-by" not in by_path["LICENSE"]
 
@@ -149,13 +178,18 @@ def test_the_workflows_signature_packs_checks_and_verifies(tmp_path: Path, build
     # Asked for another publisher, verify refuses every file, each on its line.
     other = run_pipeline(["verify", str(bundle), "--signing-ca", str(pki.ca), "--publisher", OTHER_PUBLISHER])
     assert other.returncode == 1
-    assert (f"error: ggml-base.dll: signed by {PUBLISHER!r}, not by the release's publisher {OTHER_PUBLISHER!r}"
-            in other.stdout)
+    assert (
+        f"error: ggml-base.dll: signed by {PUBLISHER!r}, not by the release's publisher {OTHER_PUBLISHER!r}"
+        in other.stdout
+    )
     # Without the test CA among the trusted roots nothing verifies: the system's roots do not know it.
     untrusted = run_pipeline(["check-bundle", str(bundle), "--no-smoke", "--json"])
     assert untrusted.returncode == 1
     lines = [p["file"] + ": " + p["message"] for p in json.loads(untrusted.stdout)["problems"]]
-    assert "ggml-base.dll: its signature does not verify: its certificate does not chain to a trusted root" in lines
+    assert (
+        "ggml-base.dll: its signature does not verify: its certificate does not chain to a trusted root"
+        in lines
+    )
 
 
 def _sign_then_tamper(path: Path, pki: Pki) -> None:
@@ -168,21 +202,28 @@ def _sign_then_tamper(path: Path, pki: Pki) -> None:
 BAD: dict[str, tuple[Callable[[Path, Pki], None], str]] = {
     "a byte changed after signing": (
         _sign_then_tamper,
-        "its signature does not verify: the file changed after it was signed (its digest is not the signed one)"),
+        "its signature does not verify: the file changed after it was signed (its digest is not the signed one)",
+    ),
     "left unsigned": (lambda p, pki: None, "not signed"),
     "a certificate of another CA": (
         lambda p, pki: sign(p, pki.foreign_pfx),
-        "its signature does not verify: its certificate does not chain to a trusted root"),
+        "its signature does not verify: its certificate does not chain to a trusted root",
+    ),
     "an expired certificate, no timestamp": (
-        lambda p, pki: sign(p, pki.expired_pfx), "its signature does not verify: certificate has expired"),
+        lambda p, pki: sign(p, pki.expired_pfx),
+        "its signature does not verify: certificate has expired",
+    ),
     "another publisher": (
         lambda p, pki: sign(p, pki.other_publisher_pfx),
-        f"signed by {OTHER_PUBLISHER!r}, not by the release's publisher {PUBLISHER!r}"),
+        f"signed by {OTHER_PUBLISHER!r}, not by the release's publisher {PUBLISHER!r}",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_pack_refuses_a_bad_signature_naming_the_file(tmp_path: Path, build_dir: Path, pki: Pki, case: str) -> None:
+def test_pack_refuses_a_bad_signature_naming_the_file(
+    tmp_path: Path, build_dir: Path, pki: Pki, case: str
+) -> None:
     run = staged_run(tmp_path, build_dir, pki)
     files = stage_files(run)
     sign(files["llama-cli.exe"], pki.publisher_pfx)
@@ -204,10 +245,14 @@ def test_an_expired_certificate_with_a_timestamp_from_its_validity_passes(
         sign(path, pki.expired_pfx, tsa=(pki.tsa_chain, pki.tsa_key, IN_2025))
     proc = run.pack()
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    verified = run_pipeline(["verify", str(run.out / str(run.record()["bundle"])), "--signing-ca", str(pki.ca)])
+    verified = run_pipeline(
+        ["verify", str(run.out / str(run.record()["bundle"])), "--signing-ca", str(pki.ca)]
+    )
     assert verified.returncode == 0, verified.stdout
-    assert f"signature: ggml-base.dll: signed by {PUBLISHER}, timestamped Jun  1 00:00:00 2025 GMT: verified" in (
-        verified.stdout)
+    assert (
+        f"signature: ggml-base.dll: signed by {PUBLISHER}, timestamped Jun  1 00:00:00 2025 GMT: verified"
+        in (verified.stdout)
+    )
 
 
 def test_check_bundle_refuses_an_unsigned_file_in_a_bundle_that_says_it_is_signed(
@@ -221,7 +266,9 @@ def test_check_bundle_refuses_an_unsigned_file_in_a_bundle_that_says_it_is_signe
     check = run_pipeline(["check-bundle", str(bundle), "--no-smoke", "--json", "--signing-ca", str(pki.ca)])
     assert check.returncode == 1
     problems = json.loads(check.stdout)["problems"]
-    assert [(p["file"], p["kind"], p["message"]) for p in problems] == [("ggml-base.dll", "signature", "not signed")]
+    assert [(p["file"], p["kind"], p["message"]) for p in problems] == [
+        ("ggml-base.dll", "signature", "not signed")
+    ]
 
 
 def test_the_local_signer_signs_every_program_and_library(tmp_path: Path, build_dir: Path, pki: Pki) -> None:
@@ -229,11 +276,17 @@ def test_the_local_signer_signs_every_program_and_library(tmp_path: Path, build_
     stage = run.out / LEG / STAGE_DIR
     signer = LocalSigner(pfx=pki.publisher_pfx, password=PASSWORD, description=PUBLISHER)
     plan = SigningPlan(publisher=PUBLISHER, signer=signer, trusted=pki.ca)
-    assert sign_and_check(stage, plan, environ=os.environ) == {"ggml-base.dll": PUBLISHER, "llama-cli.exe": PUBLISHER}
+    assert sign_and_check(stage, plan, environ=os.environ) == {
+        "ggml-base.dll": PUBLISHER,
+        "llama-cli.exe": PUBLISHER,
+    }
     # A wrong password: osslsigncode's refusal, one line, and the file is left as it was.
     before = (stage / "ggml-base.dll").read_bytes()
-    wrong = SigningPlan(publisher=PUBLISHER, signer=LocalSigner(pfx=pki.publisher_pfx, password="nope",
-                                                                 description=PUBLISHER), trusted=pki.ca)
+    wrong = SigningPlan(
+        publisher=PUBLISHER,
+        signer=LocalSigner(pfx=pki.publisher_pfx, password="nope", description=PUBLISHER),
+        trusted=pki.ca,
+    )
     with pytest.raises(BundleError, match=r"^signing ggml-base.dll: osslsigncode failed"):
         sign_and_check(stage, wrong, environ=os.environ)
     assert (stage / "ggml-base.dll").read_bytes() == before
@@ -257,14 +310,21 @@ def test_a_covered_leg_builds_unsigned_in_a_fork(tmp_path: Path, pki: Pki) -> No
 
     matrix = load_matrix(write_matrix(tmp_path / "matrix.toml", extra=SIGNING))
     leg: Leg = matrix.leg(LEG)
-    fork = make_inputs(matrix, now=datetime.now(UTC), environ={"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "fork/x"})
+    fork = make_inputs(
+        matrix, now=datetime.now(UTC), environ={"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "fork/x"}
+    )
     plan, why = signing_plan(fork, leg)
     assert plan is None and why is not None and "this run builds it unsigned" in why
-    home = make_inputs(matrix, now=datetime.now(UTC), environ={"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPO})
+    home = make_inputs(
+        matrix, now=datetime.now(UTC), environ={"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPO}
+    )
     plan, why = signing_plan(home, leg)
     assert plan is not None and plan.signer is None and plan.publisher == PUBLISHER and why is None
-    local = make_inputs(matrix, now=datetime.now(UTC), environ={"PIPELINE_SIGNING_PFX": str(pki.publisher_pfx),
-                                                                "PIPELINE_SIGNING_PASSWORD": PASSWORD})
+    local = make_inputs(
+        matrix,
+        now=datetime.now(UTC),
+        environ={"PIPELINE_SIGNING_PFX": str(pki.publisher_pfx), "PIPELINE_SIGNING_PASSWORD": PASSWORD},
+    )
     plan, _ = signing_plan(local, leg)
     assert plan is not None and plan.signer is not None and plan.signer.pfx == pki.publisher_pfx
     assert signing_plan(home, matrix.leg("cpu")) == (None, None)

@@ -157,9 +157,21 @@ def test_simulate_a_late_saturday_publish_splits_only_weekly(
     # Saturday 08-08's build is out Sunday 18:00Z, after the 12:00Z Sunday run.
     monkeypatch.setenv("PIPELINE_HTTP_BACKOFF", "0")
     late = datetime(2026, 8, 9, 18, 0, tzinfo=UTC)
-    body = index_page(SUNDAY - timedelta(days=14), SUNDAY + timedelta(days=14), late, late_day=date(2026, 8, 8))
+    body = index_page(
+        SUNDAY - timedelta(days=14), SUNDAY + timedelta(days=14), late, late_day=date(2026, 8, 8)
+    )
     http_server.route(INDEX_PATH, Response(200, body, {"Content-Type": "text/html; charset=utf-8"}))
-    args = ["simulate", "--from", "2026-08-02", "--to", "2026-08-22", "--cron", "12:00Z", "--family", "gfx1151"]
+    args = [
+        "simulate",
+        "--from",
+        "2026-08-02",
+        "--to",
+        "2026-08-22",
+        "--cron",
+        "12:00Z",
+        "--family",
+        "gfx1151",
+    ]
     doc = run_json([*args, "--index-url", http_server.url(INDEX_PATH), "--json"], capsys)
     policies = doc["policies"]
     assert isinstance(policies, dict)
@@ -186,13 +198,25 @@ def test_simulate_a_late_saturday_publish_splits_only_weekly(
     assert "…" not in narrow and "7.10.0a2026080" in narrow
 
 
-@pytest.mark.parametrize(("flags", "expected"), [
-    (["--from", "0001-01-01", "--to", "2026-08-01"], "--from 0001-01-01 is outside the dates a run can have (1970 to 2199)"),
-    (["--from", "2026-08-01", "--to", "9999-12-31"], "--to 9999-12-31 is outside the dates a run can have (1970 to 2199)"),
-])
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (
+            ["--from", "0001-01-01", "--to", "2026-08-01"],
+            "--from 0001-01-01 is outside the dates a run can have (1970 to 2199)",
+        ),
+        (
+            ["--from", "2026-08-01", "--to", "9999-12-31"],
+            "--to 9999-12-31 is outside the dates a run can have (1970 to 2199)",
+        ),
+    ],
+)
 def test_simulate_a_date_out_of_range_is_one_line(
-    http_server: LocalServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    flags: list[str], expected: str,
+    http_server: LocalServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    expected: str,
 ) -> None:
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     url = http_server.url(INDEX_PATH)

@@ -86,7 +86,9 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the subreaper is Linux's (PR_SET_CHILD_SUBREAPER)")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the subreaper is Linux's (PR_SET_CHILD_SUBREAPER)"
+)
 def test_a_daemon_that_left_the_programs_session_is_stopped_too(tmp_path: Path) -> None:
     root = build(tmp_path, "llama-cli", DAEMON)
     home = tmp_path / "home"
@@ -100,8 +102,10 @@ def test_a_daemon_that_left_the_programs_session_is_stopped_too(tmp_path: Path) 
     assert not Path(f"/proc/{daemon}").exists()
 
 
-@pytest.mark.skipif(not Path("/proc/self/task", str(os.getpid()), "children").exists(),
-                    reason="the kernel lists no children per thread (CONFIG_PROC_CHILDREN)")
+@pytest.mark.skipif(
+    not Path("/proc/self/task", str(os.getpid()), "children").exists(),
+    reason="the kernel lists no children per thread (CONFIG_PROC_CHILDREN)",
+)
 def test_the_containment_reads_its_own_children_lists_never_every_process_of_the_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,5 +153,6 @@ def test_two_gib_of_output_are_read_with_a_bounded_memory_and_a_non_zero_exit_is
     assert found["exit"] == 3 and found["ok"] is False
     assert found["head"] == "first line\n"
     assert found["line"].startswith(
-        "versions: llama-flood --version exited 3 without printing a usage text (no sign it started): "), found
+        "versions: llama-flood --version exited 3 without printing a usage text (no sign it started): "
+    ), found
     print(f"2 GiB read in {time.monotonic() - started:.1f} s", file=sys.stderr)

@@ -28,15 +28,20 @@ def _template() -> str:
 
 # The source functions take the run's environment and git URL template; these tests run in this process's.
 def resolve_source(*args: Any, git_url_template: str | None = None, **kwargs: Any) -> SourceSpec:
-    return _source.resolve_source(*args, git_url_template=git_url_template or _template(), environ=os.environ, **kwargs)
+    return _source.resolve_source(
+        *args, git_url_template=git_url_template or _template(), environ=os.environ, **kwargs
+    )
 
 
 def checkout_source(*args: Any, git_url_template: str | None = None, **kwargs: Any) -> str:
-    return _source.checkout_source(*args, git_url_template=git_url_template or _template(), environ=os.environ, **kwargs)
+    return _source.checkout_source(
+        *args, git_url_template=git_url_template or _template(), environ=os.environ, **kwargs
+    )
 
 
 def describe_checkout(path: Path) -> Any:
     return _source.describe_checkout(path, environ=os.environ)
+
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +62,12 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> Forge:
     root = tmp_path_factory.mktemp("forge")
     up = init_repo(root / "upstream")
     base_text = "".join(f"line {i}\n" for i in range(1, 21))
-    commit_files(up, {"a.txt": base_text, "main.c": "int main(void) { return 0; }\n"}, "start", when=NOW - timedelta(hours=60))
+    commit_files(
+        up,
+        {"a.txt": base_text, "main.c": "int main(void) { return 0; }\n"},
+        "start",
+        when=NOW - timedelta(hours=60),
+    )
     tag(up, "b99", when=NOW - timedelta(hours=60))
     commit_files(up, {"b.txt": "b\n"}, "b100", when=NOW - timedelta(hours=48))
     tag(up, "b100", when=NOW - timedelta(hours=48))
@@ -86,7 +96,9 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> Forge:
     return Forge(upstream=up, template=f"file://{gh}/{{repo}}", prs=prs)
 
 
-def cfg(forge: Forge, *, tag: str = "latest", min_age: float = 6.0, mix: tuple[MixPin, ...] = ()) -> SourceConfig:
+def cfg(
+    forge: Forge, *, tag: str = "latest", min_age: float = 6.0, mix: tuple[MixPin, ...] = ()
+) -> SourceConfig:
     return SourceConfig(repo=str(forge.upstream), tag=tag, min_age_hours=min_age, mix=mix)
 
 
@@ -160,7 +172,9 @@ def test_two_clones_make_the_same_merge_commit(
 
     # The second machine has its own identity and merge habits in its git config.
     gitconfig = tmp_path / "gitconfig"
-    gitconfig.write_text("[user]\n\tname = Someone Else\n\temail = else@example.invalid\n[merge]\n\tlog = true\n")
+    gitconfig.write_text(
+        "[user]\n\tname = Someone Else\n\temail = else@example.invalid\n[merge]\n\tlog = true\n"
+    )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Someone Else")
     second = checkout_source(spec, tmp_path / "two", git_url_template=forge.template)
@@ -172,11 +186,15 @@ def test_two_clones_make_the_same_merge_commit(
     text = (work / "a.txt").read_text()
     assert "line 3 from PR 2\n" in text and "line 18 from alice\n" in text
     # One merge per pin, on top of the base, by the fixed identity, dated base + 1, 2, 3 s.
-    log = git(work, "log", "--first-parent", "--format=%an <%ae> %ct %cn %s", f"{spec.base_commit}..HEAD").splitlines()
+    log = git(
+        work, "log", "--first-parent", "--format=%an <%ae> %ct %cn %s", f"{spec.base_commit}..HEAD"
+    ).splitlines()
     base_time = int(git(work, "show", "-s", "--format=%ct", str(spec.base_commit)))
     assert len(log) == 3
     for i, line in enumerate(reversed(log)):
-        assert line.startswith(f"{MIX_AUTHOR_NAME} <{MIX_AUTHOR_EMAIL}> {base_time + i + 1} {MIX_AUTHOR_NAME} Merge {mix[i].repo}#{mix[i].number}")
+        assert line.startswith(
+            f"{MIX_AUTHOR_NAME} <{MIX_AUTHOR_EMAIL}> {base_time + i + 1} {MIX_AUTHOR_NAME} Merge {mix[i].repo}#{mix[i].number}"
+        )
     assert git(work, "status", "--porcelain") == ""
 
 
@@ -218,8 +236,11 @@ def test_describing_a_checkout_asks_git_for_its_top_and_head_at_once(
     monkeypatch.setattr(_source, "run_git", lambda args, **kw: (runs.append(list(args)), real(args, **kw))[1])
     info = describe_checkout(tmp_path / "src")
     assert (info.commit, info.tag, info.dirty) == (head, "b100", False)
-    assert runs == [["rev-parse", "--show-toplevel", "HEAD"], ["describe", "--tags", "--exact-match", "HEAD"],
-                    ["status", "--porcelain", "--untracked-files=no"]]
+    assert runs == [
+        ["rev-parse", "--show-toplevel", "HEAD"],
+        ["describe", "--tags", "--exact-match", "HEAD"],
+        ["status", "--porcelain", "--untracked-files=no"],
+    ]
     (tmp_path / "src" / "copy").mkdir()
     runs.clear()
     inside = describe_checkout(tmp_path / "src" / "copy")
@@ -229,7 +250,10 @@ def test_describing_a_checkout_asks_git_for_its_top_and_head_at_once(
 def test_conflicting_merge_names_the_pr_and_the_files(forge: Forge, tmp_path: Path) -> None:
     mix = (forge.prs["pr2"], forge.prs["pr3"])
     spec = resolve_source(cfg(forge, mix=mix), now=NOW, git_url_template=forge.template)
-    with pytest.raises(SourceError, match=r"mix pin ggml-org/llama.cpp#3 \([0-9a-f]{12}\) conflicts with b101 \+ #2 in: a.txt$"):
+    with pytest.raises(
+        SourceError,
+        match=r"mix pin ggml-org/llama.cpp#3 \([0-9a-f]{12}\) conflicts with b101 \+ #2 in: a.txt$",
+    ):
         checkout_source(spec, tmp_path / "src", git_url_template=forge.template)
     # The failed merge is aborted, not left half-done.
     assert git(tmp_path / "src", "status", "--porcelain") == ""
@@ -238,7 +262,10 @@ def test_conflicting_merge_names_the_pr_and_the_files(forge: Forge, tmp_path: Pa
 def test_pinned_commit_missing(forge: Forge, tmp_path: Path) -> None:
     ghost = MixPin(repo="ggml-org/llama.cpp", number=9, sha="0123456789abcdef0123456789abcdef01234567")
     spec = resolve_source(cfg(forge, mix=(ghost,)), now=NOW, git_url_template=forge.template)
-    with pytest.raises(SourceError, match=r"mix pin ggml-org/llama.cpp#9: commit 0123456789abcdef0123456789abcdef01234567 not found"):
+    with pytest.raises(
+        SourceError,
+        match=r"mix pin ggml-org/llama.cpp#9: commit 0123456789abcdef0123456789abcdef01234567 not found",
+    ):
         checkout_source(spec, tmp_path / "src", git_url_template=forge.template)
 
 
@@ -282,7 +309,10 @@ def test_the_run_resolution_carries_the_source_to_every_leg(
     pr1 = forge.prs["pr1"]
     matrix = parse_matrix(
         {
-            "source": {"repo": str(forge.upstream), "mix": [{"repo": pr1.repo, "number": pr1.number, "sha": pr1.sha}]},
+            "source": {
+                "repo": str(forge.upstream),
+                "mix": [{"repo": pr1.repo, "number": pr1.number, "sha": pr1.sha}],
+            },
             "legs": {"cpu": {"backend": "cpu"}},
         },
         tmp_path / "matrix.toml",

@@ -49,8 +49,14 @@ os = "linux"
 
 
 def _pipeline(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +80,11 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     pin = commit_files(fork, {"PR7.txt": "merged by the mix\n"}, "PR 7", when=NOW - timedelta(days=2))
     matrix = root / "matrix.toml"
     matrix.write_text(MATRIX.format(upstream=up, pin=pin))
-    env = {"PIPELINE_MATRIX": str(matrix), "PIPELINE_GIT_URL_TEMPLATE": f"file://{root}/gh/{{repo}}",
-           "PIPELINE_NOW": NOW_TEXT}
+    env = {
+        "PIPELINE_MATRIX": str(matrix),
+        "PIPELINE_GIT_URL_TEMPLATE": f"file://{root}/gh/{{repo}}",
+        "PIPELINE_NOW": NOW_TEXT,
+    }
     return {"root": root, "env": env}
 
 
@@ -96,7 +105,9 @@ def _source(forge: dict[str, object], out: Path, *, tag: str | None = None) -> d
     return made
 
 
-def test_source_archive_is_deterministic_and_its_manifest_names_it(forge: dict[str, object], tmp_path: Path) -> None:
+def test_source_archive_is_deterministic_and_its_manifest_names_it(
+    forge: dict[str, object], tmp_path: Path
+) -> None:
     first = _source(forge, tmp_path / "a" / "out")
     second = _source(forge, tmp_path / "b" / "out")
     a, b = Path(str(first["path"])), Path(str(second["path"]))
@@ -124,12 +135,18 @@ def test_leg_builds_from_the_archive_without_cloning(forge: dict[str, object], t
     made = _source(forge, tmp_path / "parent" / "out")
     archive = Path(str(made["path"]))
     leg_out = tmp_path / "leg" / "out"
-    env = {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive),  # type: ignore[dict-item]
-           # Any clone would fail: the leg must not fetch.
-           "PIPELINE_GIT_URL_TEMPLATE": "file:///nonexistent/{repo}"}
+    env = {
+        **forge["env"],
+        "PIPELINE_SOURCE_ARCHIVE": str(archive),  # type: ignore[dict-item]
+        # Any clone would fail: the leg must not fetch.
+        "PIPELINE_GIT_URL_TEMPLATE": "file:///nonexistent/{repo}",
+    }
     env["PIPELINE_MATRIX"] = str(Path(str(forge["env"]["PIPELINE_MATRIX"])))  # type: ignore[index]
-    proc = _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
-                     env, tmp_path)
+    proc = _pipeline(
+        ["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+        env,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = json.loads((leg_out / "cpu" / "record.json").read_text())
     assert record["source"]["commit"] == made["commit"]
@@ -144,29 +161,42 @@ def test_a_tampered_archive_is_one_clear_error(forge: dict[str, object], tmp_pat
     data = bytearray(archive.read_bytes())
     data[-20] ^= 0xFF
     archive.write_bytes(bytes(data))
-    proc = _pipeline(["build", "cpu", "--source-archive", str(archive), "--out", str(tmp_path / "leg"),
-                      "--no-bundle"], forge["env"], tmp_path)  # type: ignore[arg-type]
+    proc = _pipeline(
+        ["build", "cpu", "--source-archive", str(archive), "--out", str(tmp_path / "leg"), "--no-bundle"],
+        forge["env"],
+        tmp_path,
+    )  # type: ignore[arg-type]
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert any(f"source archive {archive}: sha256" in ln and "does not match its manifest" in ln for ln in lines), proc.stderr
+    assert any(
+        f"source archive {archive}: sha256" in ln and "does not match its manifest" in ln for ln in lines
+    ), proc.stderr
 
 
 def test_an_archive_without_its_manifest_is_one_clear_error(forge: dict[str, object], tmp_path: Path) -> None:
     made = _source(forge, tmp_path / "out")
     archive = Path(str(made["path"]))
     Path(str(archive) + ".json").unlink()
-    proc = _pipeline(["build", "cpu", "--out", str(tmp_path / "leg"), "--no-bundle"],
-                     {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}, tmp_path)  # type: ignore[dict-item]
+    proc = _pipeline(
+        ["build", "cpu", "--out", str(tmp_path / "leg"), "--no-bundle"],
+        {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)},
+        tmp_path,
+    )  # type: ignore[dict-item]
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"error: source archive {archive}: its manifest {archive.name}.json is missing" in proc.stderr
 
 
-def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(forge: dict[str, object], tmp_path: Path) -> None:
+def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(
+    forge: dict[str, object], tmp_path: Path
+) -> None:
     leg_out = tmp_path / "out"
-    proc = _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
-                     forge["env"], tmp_path)  # type: ignore[arg-type]
+    proc = _pipeline(
+        ["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+        forge["env"],
+        tmp_path,
+    )  # type: ignore[arg-type]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = json.loads((leg_out / "cpu" / "record.json").read_text())
     # The deleted 3 MB file of the history is not fetched; the rest is.
@@ -176,13 +206,17 @@ def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(forge: dict[st
 
 def _build_from(forge: dict[str, object], archive: Path, out: Path, cache: Path) -> dict[str, object]:
     env = {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}  # type: ignore[dict-item]
-    proc = _pipeline(["build", "cpu", "--out", str(out), "--cache-dir", str(cache), "--no-bundle"], env, out.parent)
+    proc = _pipeline(
+        ["build", "cpu", "--out", str(out), "--cache-dir", str(cache), "--no-bundle"], env, out.parent
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record: dict[str, object] = json.loads((out / "cpu" / "record.json").read_text())
     return record
 
 
-def test_the_next_nights_archive_of_a_new_tag_hits_every_object(forge: dict[str, object], tmp_path: Path) -> None:
+def test_the_next_nights_archive_of_a_new_tag_hits_every_object(
+    forge: dict[str, object], tmp_path: Path
+) -> None:
     """Two nights, two tags, the same compiled files: the second build is all hits.
 
     The archive of each night has another sha256; the tree it unpacks to must
@@ -205,7 +239,9 @@ def test_the_next_nights_archive_of_a_new_tag_hits_every_object(forge: dict[str,
     assert [p.name for p in tree.parent.iterdir()] == ["llama.cpp"]
 
 
-def test_an_edited_unpacked_tree_is_replaced_by_the_archives(forge: dict[str, object], tmp_path: Path) -> None:
+def test_an_edited_unpacked_tree_is_replaced_by_the_archives(
+    forge: dict[str, object], tmp_path: Path
+) -> None:
     """A tree re-used only when it is what the archive holds: an edit since the extraction is undone."""
     out, cache = tmp_path / "ws" / "out", tmp_path / "ccache"
     made = _source(forge, out)
@@ -245,33 +281,57 @@ def test_an_archive_build_inside_another_repository_reports_the_runs_tag_and_com
     project = write_cpp_project(tmp_path / "gen", units=1)
     (project / "CMakeLists.txt").write_text((project / "CMakeLists.txt").read_text() + GIT_PROBE)
     up = init_repo(tmp_path / "upstream")
-    commit_files(up, {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()},
-                 "demo", when=NOW - timedelta(days=3))
+    commit_files(
+        up,
+        {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()},
+        "demo",
+        when=NOW - timedelta(days=3),
+    )
     tag(up, "b4242", when=NOW - timedelta(days=3))
     matrix = tmp_path / "matrix.toml"
-    matrix.write_text(f'[source]\nrepo = "{up}"\ntag = "b4242"\nmin_age_hours = 0\n\n'
-                      '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n[legs.cpu]\nbackend = "cpu"\nos = "linux"\n')
+    matrix.write_text(
+        f'[source]\nrepo = "{up}"\ntag = "b4242"\nmin_age_hours = 0\n\n'
+        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n[legs.cpu]\nbackend = "cpu"\nos = "linux"\n'
+    )
     # The workspace is a git repository of its own, as the pipeline's checkout on a runner.
     ws = init_repo(tmp_path / "pipeline-checkout")
     outer = commit_files(ws, {"README.md": "the pipeline\n"}, "pipeline", when=NOW - timedelta(days=1))
     env = {"PIPELINE_MATRIX": str(matrix), "PIPELINE_NOW": NOW_TEXT, "PIPELINE_TAG": "b4242"}
     made = json.loads(_pipeline(["source", "--out", "out"], env, ws).stdout)
-    proc = _pipeline(["build", "cpu", "--source-archive", str(made["path"]), "--out", "out", "--no-bundle",
-                      "--cache-dir", str(tmp_path / "cc")], env, ws)
+    proc = _pipeline(
+        [
+            "build",
+            "cpu",
+            "--source-archive",
+            str(made["path"]),
+            "--out",
+            "out",
+            "--no-bundle",
+            "--cache-dir",
+            str(tmp_path / "cc"),
+        ],
+        env,
+        ws,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     build = ws / "out" / "cpu" / "build"
     assert (build / "build-info.txt").read_text() == f"[4242] [{made['commit'][:7]}]"
     assert (build / "git-answer.txt").read_text() == "[]", f"git answered for {outer[:7]}"
 
 
-def test_a_manifest_tag_that_leaves_the_output_folder_is_refused(forge: dict[str, object], tmp_path: Path) -> None:
+def test_a_manifest_tag_that_leaves_the_output_folder_is_refused(
+    forge: dict[str, object], tmp_path: Path
+) -> None:
     made = _source(forge, tmp_path / "src" / "out")
     archive = Path(str(made["path"]))
     manifest = Path(str(archive) + ".json")
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "tag": "../../probe-evil-tag"}))
     leg_out = tmp_path / "leg" / "out"
-    proc = _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc")],
-                     {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}, tmp_path)  # type: ignore[dict-item]
+    proc = _pipeline(
+        ["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc")],
+        {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)},
+        tmp_path,
+    )  # type: ignore[dict-item]
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [

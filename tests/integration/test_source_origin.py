@@ -28,7 +28,13 @@ def test_a_source_checkout_names_its_origin_without_the_token(tmp_path: Path) ->
     write_cpp_project(repo, units=1)
     git(repo, "add", "-A")
     commit_files(repo, {}, "tree", when=datetime(2026, 3, 1, tzinfo=UTC))
-    git(repo, "remote", "add", "origin", f"https://x-access-token:{SECRET}@example.invalid/ggml-org/llama.cpp.git")
+    git(
+        repo,
+        "remote",
+        "add",
+        "origin",
+        f"https://x-access-token:{SECRET}@example.invalid/ggml-org/llama.cpp.git",
+    )
     write_matrix(tmp_path / "m.toml")
     proc = run_pipeline(
         ["--matrix", str(tmp_path / "m.toml"), "build", "cpu", "--source", str(repo), "--out", str(tmp_path / "out"),
@@ -45,7 +51,9 @@ def test_a_source_checkout_names_its_origin_without_the_token(tmp_path: Path) ->
                 "files": []}  # fmt: skip
     sbom = json.loads(sbom_json(manifest, manifest_sha256="0" * 64))
     [llama] = [c for c in sbom["components"] if c["name"] == "llama.cpp"]
-    assert llama["externalReferences"] == [{"type": "vcs", "url": "https://example.invalid/ggml-org/llama.cpp.git"}]
+    assert llama["externalReferences"] == [
+        {"type": "vcs", "url": "https://example.invalid/ggml-org/llama.cpp.git"}
+    ]
 
 
 def test_a_checkout_without_an_origin_names_no_repository(tmp_path: Path) -> None:

@@ -47,7 +47,9 @@ def test_the_manifest_lists_every_file_of_the_archive(archive: Path) -> None:
             if member.isreg():
                 data = tar.extractfile(member).read()  # type: ignore[union-attr]
                 rel = member.name.removeprefix("llama.cpp/")
-                expected[rel] = f"{hashlib.sha256(data).hexdigest()} {len(data)}" + (" x" if member.mode & 0o100 else "")
+                expected[rel] = f"{hashlib.sha256(data).hexdigest()} {len(data)}" + (
+                    " x" if member.mode & 0o100 else ""
+                )
     assert listed == expected and set(listed) == set(FILES)
 
 
@@ -55,14 +57,30 @@ def test_the_archive_is_gits_own_tar_stream_gzipped_whole(archive: Path, tmp_pat
     """The file list is read from git's stream on its way to gzip: every byte of the stream still reaches the
     archive (git's own ``git archive`` output is the reference, gzip's command the reader)."""
     repo = tmp_path / "repo"
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
-    reference = subprocess.run(["git", "-c", "core.autocrlf=false", "archive", "--format=tar", "--prefix=llama.cpp/",
-                                commit.strip()], cwd=repo, capture_output=True, check=True).stdout
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    reference = subprocess.run(
+        [
+            "git",
+            "-c",
+            "core.autocrlf=false",
+            "archive",
+            "--format=tar",
+            "--prefix=llama.cpp/",
+            commit.strip(),
+        ],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
     unpacked = subprocess.run(["gzip", "-dc", str(archive)], capture_output=True, check=True).stdout
     assert unpacked == reference and len(reference) % tarfile.RECORDSIZE == 0
 
 
-def test_a_file_edited_together_with_the_trees_own_digests_is_extracted_again(archive: Path, tmp_path: Path) -> None:
+def test_a_file_edited_together_with_the_trees_own_digests_is_extracted_again(
+    archive: Path, tmp_path: Path
+) -> None:
     target = tmp_path / "leg" / "src" / "llama.cpp"
     unpack_source_archive(archive, target)
     main = target / "src" / "main.c"

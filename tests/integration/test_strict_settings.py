@@ -38,14 +38,16 @@ def test_a_forced_publish_spelled_on_is_refused_not_taken_for_false(tmp_path: Pa
                         env={"PIPELINE_FORCE": "on", "GITHUB_TOKEN": "", "GH_TOKEN": ""})  # fmt: skip
     assert proc.returncode == UsageError.exit_code, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "error: PIPELINE_FORCE: expected true, false, 1, 0, yes or no, got 'on'"]
+        "error: PIPELINE_FORCE: expected true, false, 1, 0, yes or no, got 'on'"
+    ]
 
 
 def test_a_bad_debug_variable_is_one_line_for_every_command() -> None:
     proc = run_pipeline(["--matrix", str(MATRIX), "legs", "--json"], env={"PIPELINE_DEBUG": "verbose"})
     assert proc.returncode == UsageError.exit_code
     assert proc.stderr.strip().splitlines() == [
-        "error: PIPELINE_DEBUG: expected true, false, 1, 0, yes or no, got 'verbose'"]
+        "error: PIPELINE_DEBUG: expected true, false, 1, 0, yes or no, got 'verbose'"
+    ]
 
 
 @pytest.mark.parametrize("name,value", [("PIPELINE_HEARTBEAT", "abc"), ("PIPELINE_HEARTBEAT", "0.001"),

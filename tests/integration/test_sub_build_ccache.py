@@ -44,19 +44,26 @@ def _workspace(root: Path) -> Path:
     (project / "main.cpp").write_text("int main() { return 0; }\n")
     (project / "LICENSE").write_text(PROJECT_LICENSE)
     (project / "gen" / "CMakeLists.txt").write_text(GEN)
-    (project / "gen" / "gen.cpp").write_text("#include <cstdio>\nint main() { std::puts(\"shaders\"); return 0; }\n")
+    (project / "gen" / "gen.cpp").write_text(
+        '#include <cstdio>\nint main() { std::puts("shaders"); return 0; }\n'
+    )
     write_matrix(root / "matrix.toml")
     return root
 
 
-def test_an_external_project_compiles_through_the_legs_cache_and_hits_in_another_folder(tmp_path: Path) -> None:
+def test_an_external_project_compiles_through_the_legs_cache_and_hits_in_another_folder(
+    tmp_path: Path,
+) -> None:
     cache = tmp_path / "ccache"
     ws = _workspace(tmp_path / "ws")
     cold = build_leg(ws, "cpu", cache, "--no-bundle")
     # ccache's own log of the build's calls: main.cpp, the sub-build's gen.cpp, and the compiler check CMake
     # runs when Ninja configures the sub-build (with its launcher too); the parent's ran at configure time.
-    calls = [line[2:] for line in (ws / "out" / "cpu" / "ccache-stats.log").read_text().splitlines()
-             if line.startswith("# ")]
+    calls = [
+        line[2:]
+        for line in (ws / "out" / "cpu" / "ccache-stats.log").read_text().splitlines()
+        if line.startswith("# ")
+    ]
     assert sorted(Path(c).name for c in calls) == ["CMakeCXXCompilerABI.cpp", "gen.cpp", "main.cpp"], calls
     assert (cold["ccache"]["misses"], cold["ccache"]["hits"]) == (3, 0), cold["ccache"]
     sub_cache = next((ws / "out" / "cpu" / "build").rglob("gen-build/CMakeCache.txt")).read_text()

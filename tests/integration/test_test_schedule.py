@@ -27,8 +27,11 @@ def test_every_file_that_starts_first_exists_once() -> None:
 
 def test_the_cpu_leg_starts_before_every_leg_that_reads_its_units() -> None:
     cpu = FIRST.index("integration/test_real_tree.py")
-    readers = ["integration/test_real_tree_cuda.py", "integration/test_act_nightly.py",
-               "integration/test_vulkan_real_tree.py"]
+    readers = [
+        "integration/test_real_tree_cuda.py",
+        "integration/test_act_nightly.py",
+        "integration/test_vulkan_real_tree.py",
+    ]
     assert cpu == 0 and all(FIRST.index(name) > cpu for name in readers)
     # The second worker's first file shares nothing with the cpu leg: it runs while the cpu leg compiles.
     assert FIRST[1] == "integration/test_rocm_real_tree.py"
@@ -74,7 +77,9 @@ def test_collection_follows_the_order_and_nox_keeps_it() -> None:
     (ids,) = collections(["-m", "", *selected])
     assert files_of(ids) == [*FIRST, "unit/test_cli.py"], files_of(ids)
     # Without --no-loadscope-reorder, pytest-xdist would sort the files by their number of tests.
-    assert '"--dist", "loadfile", "--no-loadscope-reorder"' in (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert '"--dist", "loadfile", "--no-loadscope-reorder"' in (ROOT / "noxfile.py").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds_by_leg() -> None:
@@ -89,14 +94,22 @@ def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds
         vulkan,
         ["-m", "long", *vulkan],
     )
-    assert set(files_of(suite)) == {"integration/test_real_tree.py", "integration/test_rocm_real_tree.py",
-                                    "integration/test_act_nightly.py", "integration/test_vulkan_real_tree.py",
-                                    "integration/test_real_tree_configure.py"}, suite
+    assert set(files_of(suite)) == {
+        "integration/test_real_tree.py",
+        "integration/test_rocm_real_tree.py",
+        "integration/test_act_nightly.py",
+        "integration/test_vulkan_real_tree.py",
+        "integration/test_real_tree_configure.py",
+    }, suite
     assert set(files_of(e2e)) == {"integration/test_real_tree_cuda.py", "e2e/test_shipped_legs.py"}, e2e
     assert files_of(arm64) == ["integration/test_real_tree_arm64.py"], arm64
     # The vulkan file keeps its cheap refusal in the suite; its build is in e2e.
-    assert [i.split("::")[1] for i in vulkan_suite] == ["test_headers_too_old_stop_the_vulkan_leg_before_configure"]
-    assert [i.split("::")[1] for i in vulkan_e2e] == ["test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs"]
+    assert [i.split("::")[1] for i in vulkan_suite] == [
+        "test_headers_too_old_stop_the_vulkan_leg_before_configure"
+    ]
+    assert [i.split("::")[1] for i in vulkan_e2e] == [
+        "test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs"
+    ]
 
 
 def test_a_folder_storage_serves_what_was_put_and_refuses_paths_outside_it(tmp_path: Path) -> None:

@@ -46,7 +46,9 @@ except PipelineError as err:
 """
 
 
-def remove_in_child(tree: Path, *, as_uid: int | None = None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def remove_in_child(
+    tree: Path, *, as_uid: int | None = None, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*prefix, sys.executable, "-c", REMOVE, str(tree), "-" if as_uid is None else str(as_uid)],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
 
@@ -79,8 +81,16 @@ def test_a_link_in_a_read_only_folder_never_has_its_target_changed(shared_folder
     (tree / "lib" / "libdemo.so").write_bytes(b"\x7fELF...")
     # Alone in its folder: the first entry whose removal is refused is the link itself.
     (frozen / "secret-link").symlink_to(outside)
-    for path in (outside.parent, outside, shared_folder / "cache", tree, tree / "lib", frozen,
-                 tree / "lib" / "libdemo.so", frozen / "secret-link"):
+    for path in (
+        outside.parent,
+        outside,
+        shared_folder / "cache",
+        tree,
+        tree / "lib",
+        frozen,
+        tree / "lib" / "libdemo.so",
+        frozen / "secret-link",
+    ):
         own(path, NOBODY)
     frozen.chmod(0o555)  # read-only, as a folder unpacked from an archive can be
 
@@ -110,7 +120,9 @@ def _unshare_works() -> str | None:
         return "needs root to mount a filesystem inside the tree"
     if shutil.which("unshare") is None:
         return "no unshare (util-linux) to mount in a namespace of the test's own"
-    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "true"], capture_output=True, text=True)
+    probe = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "true"], capture_output=True, text=True
+    )
     return None if probe.returncode == 0 else f"unshare -m fails here: {probe.stderr.strip()}"
 
 
@@ -131,7 +143,10 @@ def test_a_filesystem_mounted_inside_the_tree_is_left_alone(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stdout + proc.stderr
     error, code, data = proc.stdout.splitlines()
     # One error line naming the mount, the toolchain error's exit code, and the mount's file still there.
-    assert re.fullmatch(rf"cannot remove {re.escape(str(tmp_path))}/\.install\.\w+\.trash/old/share/mounted: "
-                        r"another filesystem is mounted there: left in place \(unmount it first\)", error), error
+    assert re.fullmatch(
+        rf"cannot remove {re.escape(str(tmp_path))}/\.install\.\w+\.trash/old/share/mounted: "
+        r"another filesystem is mounted there: left in place \(unmount it first\)",
+        error,
+    ), error
     assert (code, data) == ("refused 7", "on the mount")
     assert not tree.exists()  # the install itself is gone from its place

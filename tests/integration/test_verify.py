@@ -23,8 +23,14 @@ pytestmark = pytest.mark.integration
 TOP = "llama-b100"
 
 
-def rewrite(bundle: Path, dest: Path, *, change: dict[str, bytes] | None = None, add: dict[str, bytes] | None = None,
-            drop: tuple[str, ...] = ()) -> Path:
+def rewrite(
+    bundle: Path,
+    dest: Path,
+    *,
+    change: dict[str, bytes] | None = None,
+    add: dict[str, bytes] | None = None,
+    drop: tuple[str, ...] = (),
+) -> Path:
     """A copy of the tar.gz bundle with members changed, added or dropped (paths below the top folder)."""
     change, add = change or {}, add or {}
     with tarfile.open(bundle) as src, tarfile.open(dest, "w:gz") as out:
@@ -67,7 +73,9 @@ def release(tmp_path: Path) -> tuple[Path, Path, Path]:
     return bundle, sbom, sums_file(bundle.parent, bundle, sbom)
 
 
-def test_an_untouched_bundle_verifies_and_the_provenance_command_is_printed(release: tuple[Path, Path, Path]) -> None:
+def test_an_untouched_bundle_verifies_and_the_provenance_command_is_printed(
+    release: tuple[Path, Path, Path],
+) -> None:
     bundle, sbom, sums = release
     code, out = verify(bundle, "--sums", sums, "--sbom", sbom, "--repo", "octo/llama")
     assert code == 0, out
@@ -108,8 +116,9 @@ def test_a_removed_file_is_named(release: tuple[Path, Path, Path], tmp_path: Pat
     assert "error: libllama.so: listed in the SBOM, missing from the bundle" in out
 
 
-def test_an_sbom_swapped_inside_the_bundle_or_on_the_release_is_caught(release: tuple[Path, Path, Path],
-                                                                        tmp_path: Path) -> None:
+def test_an_sbom_swapped_inside_the_bundle_or_on_the_release_is_caught(
+    release: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
     bundle, sbom, sums = release
     forged = tmp_path / sbom.name
     forged.write_bytes(sbom.read_bytes().replace(b'"version": "b100"', b'"version": "b101"', 1))
@@ -132,7 +141,9 @@ def test_bad_arguments_are_one_line_each(release: tuple[Path, Path, Path], tmp_p
     assert code == 9 and "not a CycloneDX SBOM" in out
 
 
-def test_sha256sums_naming_the_bundle_twice_fails_whichever_line_is_right(release: tuple[Path, Path, Path]) -> None:
+def test_sha256sums_naming_the_bundle_twice_fails_whichever_line_is_right(
+    release: tuple[Path, Path, Path],
+) -> None:
     """A wrong digest first and the right one after: ``sha256sum -c`` fails on the first line, and so must verify."""
     bundle, sbom, sums = release
     wrong = "0" * 64
@@ -152,8 +163,9 @@ def test_an_sbom_listing_a_file_twice_fails(release: tuple[Path, Path, Path], tm
     bundle, sbom, _ = release
     data = json.loads(sbom.read_bytes())
     [cli] = [c for c in data["components"] if c.get("name") == "llama-cli"]
-    data["components"].append({**cli, "bom-ref": "file:llama-cli#2",
-                               "hashes": [{"alg": "SHA-256", "content": "1" * 64}]})
+    data["components"].append(
+        {**cli, "bom-ref": "file:llama-cli#2", "hashes": [{"alg": "SHA-256", "content": "1" * 64}]}
+    )
     forged_bytes = json.dumps(data, indent=2).encode()
     forged = tmp_path / sbom.name
     forged.write_bytes(forged_bytes)

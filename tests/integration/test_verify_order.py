@@ -29,7 +29,9 @@ def published(tmp_path: Path) -> tuple[Path, Path, Path]:
     bundle = small_bundle(tmp_path / "made")
     sbom = bundle.with_name(bundle.name + SBOM_SUFFIX)
     sums = bundle.parent / "SHA256SUMS"
-    sums.write_text("".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in (bundle, sbom)))
+    sums.write_text(
+        "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in (bundle, sbom))
+    )
     return bundle, sbom, sums
 
 

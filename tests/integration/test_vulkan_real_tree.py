@@ -59,7 +59,9 @@ def _sdk() -> Path:
     try:
         return trixie_vulkan_sdk()
     except SdkUnavailable as exc:
-        pytest.fail(f"the real-tree vulkan build needs Vulkan headers 1.3.272 or newer, from trixie here: {exc}")
+        pytest.fail(
+            f"the real-tree vulkan build needs Vulkan headers 1.3.272 or newer, from trixie here: {exc}"
+        )
 
 
 def _partial_tree(dest: Path) -> Path:
@@ -67,7 +69,9 @@ def _partial_tree(dest: Path) -> Path:
     sdist = cached_sdist()
     if sdist is None:
         pytest.skip(missing_reason())
-    for name, text in tree_texts(sdist, lambda p: is_cmake_file(p) or str(p) in (VULKAN_SOURCE, "LICENSE")).items():
+    for name, text in tree_texts(
+        sdist, lambda p: is_cmake_file(p) or str(p) in (VULKAN_SOURCE, "LICENSE")
+    ).items():
         path = dest / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -89,25 +93,42 @@ def _matrix(path: Path) -> Path:
 
 
 def _build_args(matrix: Path, tree: Path, out: Path, cache: Path, *extra: str) -> list[str]:
-    return ["--matrix", str(matrix), "build", "vulkan", "--source", str(tree), "--out", str(out),
-            "--cache-dir", str(cache), *extra]
+    return [
+        "--matrix",
+        str(matrix),
+        "build",
+        "vulkan",
+        "--source",
+        str(tree),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        *extra,
+    ]
 
 
 def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) -> None:
     tree = _partial_tree(tmp_path / "llama.cpp")
     # The system's headers (no --vulkan-sdk): Debian 12's are too old for the tree.
     if _headers_problem(SYSTEM_INCLUDE, tree) is None:
-        pytest.skip(f"the Vulkan headers under {SYSTEM_INCLUDE} are new enough for the tree: nothing to refuse")
+        pytest.skip(
+            f"the Vulkan headers under {SYSTEM_INCLUDE} are new enough for the tree: nothing to refuse"
+        )
     header = SYSTEM_INCLUDE / "vulkan" / "vulkan_core.h"
     # The headers' version, read here from the header itself.
     text = header.read_text(encoding="utf-8", errors="replace")
     patch = re.search(r"^#define VK_HEADER_VERSION (\d+)$", text, re.M)
-    major_minor = re.search(r"^#define VK_HEADER_VERSION_COMPLETE VK_MAKE_API_VERSION\(0, (\d+), (\d+),", text, re.M)
+    major_minor = re.search(
+        r"^#define VK_HEADER_VERSION_COMPLETE VK_MAKE_API_VERSION\(0, (\d+), (\d+),", text, re.M
+    )
     assert patch and major_minor
     version = f"{major_minor.group(1)}.{major_minor.group(2)}.{patch.group(1)}"
     out = tmp_path / "out"
-    proc = run_pipeline(_build_args(_matrix(tmp_path / "matrix.toml"), tree, out, tmp_path / "ccache", "--no-bundle"),
-                        env={"VULKAN_SDK": ""})
+    proc = run_pipeline(
+        _build_args(_matrix(tmp_path / "matrix.toml"), tree, out, tmp_path / "ccache", "--no-bundle"),
+        env={"VULKAN_SDK": ""},
+    )
     assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert errors == [
@@ -122,7 +143,9 @@ def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) ->
 
 def _shader_outputs(out: Path) -> int:
     """The SPIR-V files a build holds: one per glslc call of vulkan-shaders-gen (vulkan-shaders-gen.cpp)."""
-    return len(list((out / "vulkan" / "build" / "ggml" / "src" / "ggml-vulkan" / "vulkan-shaders.spv").glob("*.spv")))
+    return len(
+        list((out / "vulkan" / "build" / "ggml" / "src" / "ggml-vulkan" / "vulkan-shaders.spv").glob("*.spv"))
+    )
 
 
 # In `nox -s e2e` (marker long): 8 to 10 minutes of both cores cold, past the suite's budget beside the rocm leg; the
@@ -130,7 +153,9 @@ def _shader_outputs(out: Path) -> int:
 @pytest.mark.e2e
 @pytest.mark.long
 def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> None:
-    assert LAVAPIPE.is_file(), f"{LAVAPIPE} is missing: the smoke run's forward pass needs lavapipe (mesa-vulkan-drivers)"
+    assert LAVAPIPE.is_file(), (
+        f"{LAVAPIPE} is missing: the smoke run's forward pass needs lavapipe (mesa-vulkan-drivers)"
+    )
     sdk = _sdk()
     if (problem := _headers_problem(sdk / "include", _partial_tree(tmp_path / "partial"))) is not None:
         pytest.fail(f"--vulkan-sdk {sdk}: {problem}")
@@ -145,9 +170,11 @@ def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> 
     records = []
     for name in ("runner", "elsewhere"):
         out = tmp_path / name / "out"
-        proc = run_pipeline(_build_args(matrix, tree, out, cache, "--vulkan-sdk", str(sdk)),
-                            env={"PIPELINE_CACHE_HOME": str(tmp_path / "home"), **shared_jobs.build_env()},
-                            timeout=BUILD_TIMEOUT)
+        proc = run_pipeline(
+            _build_args(matrix, tree, out, cache, "--vulkan-sdk", str(sdk)),
+            env={"PIPELINE_CACHE_HOME": str(tmp_path / "home"), **shared_jobs.build_env()},
+            timeout=BUILD_TIMEOUT,
+        )
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
         records.append(json.loads((out / "vulkan" / "record.json").read_text()))
     first, second = records

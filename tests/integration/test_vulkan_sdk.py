@@ -48,7 +48,9 @@ def sdk_archive(path: Path) -> Path:
             for header in sorted(Path("/usr/include", folder).glob("*.h")):
                 data = header.read_bytes()
                 if header.name == "vulkan_core.h":
-                    data = data.replace(b"#define VK_HEADER_VERSION 239", f"#define VK_HEADER_VERSION {FAKE_PATCH}".encode())
+                    data = data.replace(
+                        b"#define VK_HEADER_VERSION 239", f"#define VK_HEADER_VERSION {FAKE_PATCH}".encode()
+                    )
                 add_bytes(tar, f"{top}/include/{folder}/{header.name}", data)
         add_bytes(tar, f"{top}/lib/{loader.name}", loader.read_bytes(), 0o755)
         add_link(tar, f"{top}/lib/libvulkan.so.1", loader.name)
@@ -62,7 +64,10 @@ def test_vulkan_leg_installs_the_pinned_sdk_and_builds_with_it(tmp_path: Path) -
     sha = hashlib.sha256(body).hexdigest()
     ws = tmp_path / "ws"
     write_vulkan_project(ws / "project")
-    env = {"PIPELINE_DOWNLOAD_CACHE": str(tmp_path / "downloads"), "PIPELINE_TOOLCHAIN_DIR": str(tmp_path / "tc")}
+    env = {
+        "PIPELINE_DOWNLOAD_CACHE": str(tmp_path / "downloads"),
+        "PIPELINE_TOOLCHAIN_DIR": str(tmp_path / "tc"),
+    }
     args = ["--matrix", str(ws / "matrix.toml"), "build", "vulkan", "--source", str(ws / "project"),
             "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"]  # fmt: skip
     with LocalServer() as srv:

@@ -32,8 +32,9 @@ from tests.support.tree_files import cached_sdist, missing_reason, tree_texts
 pytestmark = pytest.mark.integration
 
 LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
-needs_lavapipe = pytest.mark.skipif(not LAVAPIPE.is_file(),
-                                    reason=f"no lavapipe ICD ({LAVAPIPE}): install mesa-vulkan-drivers")
+needs_lavapipe = pytest.mark.skipif(
+    not LAVAPIPE.is_file(), reason=f"no lavapipe ICD ({LAVAPIPE}): install mesa-vulkan-drivers"
+)
 
 
 def test_the_stand_in_logs_with_ggmls_own_formats() -> None:
@@ -54,8 +55,9 @@ def test_with_lavapipe_the_gpu_forward_pass_runs_on_the_vulkan_backend(tmp_path:
     # lavapipe's device is llvmpipe (LLVM <version>, <n> bits), whatever Mesa's version; ggml-vulkan takes a
     # CPU device only when GGML_VK_VISIBLE_DEVICES names it, which the check does when there is no other.
     assert gpu.line.startswith("gpu-forward-pass: llama-simple decoded 4 tokens on Vulkan0 (llvmpipe (LLVM ")
-    assert gpu.line.endswith(" bits)), a CPU Vulkan device (GGML_VK_VISIBLE_DEVICES=0), "
-                             "the Vulkan backend (libggml-vulkan.so)")
+    assert gpu.line.endswith(
+        " bits)), a CPU Vulkan device (GGML_VK_VISIBLE_DEVICES=0), the Vulkan backend (libggml-vulkan.so)"
+    )
     backends = backends_check(root, "linux", tmp_path / "home", backend_dl=True, driver_env=drivers)
     assert backends.status == PASSED and "Vulkan (libggml-vulkan.so)" in backends.line
     # The CPU forward pass stays on the CPU (no layer offloaded).
@@ -68,11 +70,21 @@ def test_lavapipe_alone_is_no_device_for_ggml_vulkan_unless_named(tmp_path: Path
     """Without the retry's variable, lavapipe is passed over (as ggml-vulkan's default choice does)."""
     root = write_vulkan_bundle_root(tmp_path / "bundle")
     env = scrubbed_env(tmp_path, {"VK_ICD_FILENAMES": str(LAVAPIPE)})
-    ran = subprocess.run([str(root / "llama-simple"), "-m", "x", "-ngl", "99"], env=env, capture_output=True,
-                         text=True, check=True)
+    ran = subprocess.run(
+        [str(root / "llama-simple"), "-m", "x", "-ngl", "99"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "ggml_vulkan: No devices found." in ran.stderr and "using device" not in ran.stderr
-    named = subprocess.run([str(root / "llama-simple"), "-m", "x", "-ngl", "99"], capture_output=True, text=True,
-                           env={**env, "GGML_VK_VISIBLE_DEVICES": "0"}, check=True)
+    named = subprocess.run(
+        [str(root / "llama-simple"), "-m", "x", "-ngl", "99"],
+        capture_output=True,
+        text=True,
+        env={**env, "GGML_VK_VISIBLE_DEVICES": "0"},
+        check=True,
+    )
     assert "using device Vulkan0 (llvmpipe" in named.stderr
 
 
@@ -81,12 +93,16 @@ def test_without_a_vulkan_driver_the_gpu_check_is_a_skip_that_says_no_device(tmp
     drivers = {"VK_ICD_FILENAMES": str(tmp_path / "no-such-icd.json")}
     gpu = gpu_forward_pass_check(root, "linux", tmp_path / "home", drivers)
     assert gpu is not None and gpu.status == SKIPPED
-    assert gpu.line == ("gpu-forward-pass: skipped: no GPU here: no Vulkan device: libggml-vulkan.so loaded, and its "
-                        "ggml_backend_init found no Vulkan driver (ICD) or device")
+    assert gpu.line == (
+        "gpu-forward-pass: skipped: no GPU here: no Vulkan device: libggml-vulkan.so loaded, and its "
+        "ggml_backend_init found no Vulkan driver (ICD) or device"
+    )
     backends = backends_check(root, "linux", tmp_path / "home", backend_dl=True, driver_env=drivers)
     assert backends.status == PASSED, backends.line
-    assert backends.line.startswith("backends: llama-simple loaded CPU (libggml-cpu.so), "
-                                    "Vulkan (libggml-vulkan.so) loaded but found no device; ")
+    assert backends.line.startswith(
+        "backends: llama-simple loaded CPU (libggml-cpu.so), "
+        "Vulkan (libggml-vulkan.so) loaded but found no device; "
+    )
     for line in (gpu.line, backends.line):
         assert "missing" not in line and "library" not in line
 
@@ -95,9 +111,21 @@ def test_the_smoke_run_keeps_the_machines_driver_selection(tmp_path: Path) -> No
     root = write_vulkan_bundle_root(tmp_path / "bundle")
     env = scrubbed_env(tmp_path, {"VK_ICD_FILENAMES": "/x.json"})
     assert env["VK_ICD_FILENAMES"] == "/x.json" and env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
-    _, checks = smoke_checks(root, "linux", tmp_path / "home", models=None, backend_dl=True,
-                             driver_env={"VK_ICD_FILENAMES": str(tmp_path / "none.json")})
-    assert [c.name for c in checks] == ["versions", "backends", "tokenizer", "forward-pass", "gpu-forward-pass"]
+    _, checks = smoke_checks(
+        root,
+        "linux",
+        tmp_path / "home",
+        models=None,
+        backend_dl=True,
+        driver_env={"VK_ICD_FILENAMES": str(tmp_path / "none.json")},
+    )
+    assert [c.name for c in checks] == [
+        "versions",
+        "backends",
+        "tokenizer",
+        "forward-pass",
+        "gpu-forward-pass",
+    ]
     assert checks[-1].status == SKIPPED and all(c.ok for c in checks)
 
 
@@ -119,11 +147,20 @@ def test_the_backends_and_forward_pass_checks_read_one_run_of_llama_simple(
     monkeypatch.setattr(smoke, "run_program", counting)
     _, checks = smoke_checks(root, "linux", tmp_path / "home", models=None, backend_dl=True)
     assert {c.name: c.status for c in checks} == {
-        "versions": PASSED, "backends": PASSED, "tokenizer": SKIPPED, "forward-pass": PASSED}, checks
+        "versions": PASSED,
+        "backends": PASSED,
+        "tokenizer": SKIPPED,
+        "forward-pass": PASSED,
+    }, checks
     assert checks[1].line.startswith("backends: llama-simple loaded CPU (libggml-cpu.so)")
-    assert checks[3].line == "forward-pass: llama-simple decoded 4 tokens with a tiny random-weight llama model " \
-                             "on libggml-cpu.so"
-    assert started == [("llama-simple", "--version"), ("llama-simple", "-m", "-n", "4", "-ngl", "0", "Hello world")]
+    assert (
+        checks[3].line == "forward-pass: llama-simple decoded 4 tokens with a tiny random-weight llama model "
+        "on libggml-cpu.so"
+    )
+    assert started == [
+        ("llama-simple", "--version"),
+        ("llama-simple", "-m", "-n", "4", "-ngl", "0", "Hello world"),
+    ]
 
 
 def test_a_module_that_does_not_load_still_fails_the_backends_check(tmp_path: Path) -> None:
@@ -135,7 +172,9 @@ def test_a_module_that_does_not_load_still_fails_the_backends_check(tmp_path: Pa
     assert backends.line.startswith("backends: libggml-vulkan.so did not load in llama-simple")
     gpu = gpu_forward_pass_check(root, "linux", tmp_path / "home")
     assert gpu is not None and gpu.status == SKIPPED
-    assert gpu.line == "gpu-forward-pass: skipped: libggml-vulkan.so did not load (the backends check says why)"
+    assert (
+        gpu.line == "gpu-forward-pass: skipped: libggml-vulkan.so did not load (the backends check says why)"
+    )
 
 
 def test_a_cpu_only_bundle_has_no_gpu_check(tmp_path: Path) -> None:

@@ -37,7 +37,11 @@ def test_a_build_without_bundle_times_every_step_and_imports_no_bundle_code(tmp_
     # Every step of the chain has its wall time; "package" (the archive writing) only with a bundle.
     assert sorted(record["phases"]) == sorted(STEPS)
     assert all(isinstance(v, float) and v >= 0 for v in record["phases"].values())
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "pipeline.leg.steps" in imported
     # --no-bundle: neither the bundle's code nor what it reads ELF files with.
     assert not {"pipeline.bundle.make", "pipeline.bundle.check", "elftools"} & imported
@@ -57,12 +61,20 @@ def _libraries_one_of_which_needs_libcuda(tmp_path: Path) -> Path:
     (tmp_path / "a.c").write_text("int cuInit(unsigned f) { return (int)f; }\n")
     (tmp_path / "b.c").write_text("extern int cuInit(unsigned); int use(void) { return cuInit(0); }\n")
     (tmp_path / "c.c").write_text("int plain(void) { return 1; }\n")
-    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub / "libcuda.so.1"), "a.c"],
-                   cwd=tmp_path, check=True)
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub / "libcuda.so.1"), "a.c"],
+        cwd=tmp_path,
+        check=True,
+    )
     (stub / "libcuda.so").symlink_to("libcuda.so.1")
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-cuda.so"), "b.c", f"-L{stub}", "-lcuda"],
-                   cwd=tmp_path, check=True)
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(root / "libggml-base.so"), "c.c"], cwd=tmp_path, check=True)
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-o", str(root / "libggml-cuda.so"), "b.c", f"-L{stub}", "-lcuda"],
+        cwd=tmp_path,
+        check=True,
+    )
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-o", str(root / "libggml-base.so"), "c.c"], cwd=tmp_path, check=True
+    )
     return root
 
 
@@ -87,7 +99,9 @@ def test_the_old_build_folder_is_moved_aside_and_gone_when_the_next_build_ends(t
         marker = leg / "build" / "mine.txt"
         assert not marker.exists()  # a fresh folder: nothing of the build before
         marker.write_text("left by the build before\n")
-    assert sorted(p.name for p in leg.iterdir() if p.name.startswith(".")) == [".lock"]  # the leg folder's lock
+    assert sorted(p.name for p in leg.iterdir() if p.name.startswith(".")) == [
+        ".lock"
+    ]  # the leg folder's lock
     record = json.loads((leg / "record.json").read_text())
     # Nothing was left behind: no warning of a folder that could not be removed.
     assert record["status"] == "success"
@@ -139,7 +153,9 @@ def test_check_bundle_parses_each_elf_file_once_and_the_driver_look_up_takes_wha
     assert sorted(parsed) == ["libggml-base.so", "libggml-cuda.so"]
 
 
-def test_the_closure_sets_every_files_runpath_in_one_patchelf_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_closure_sets_every_files_runpath_in_one_patchelf_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """patchelf edits each file it is given on its own: the files that get the same RUNPATH share one run
     (a warm build of the real tree's cpu leg ran it five times), and a file already right gets none."""
     import shutil
@@ -154,16 +170,41 @@ def test_the_closure_sets_every_files_runpath_in_one_patchelf_run(tmp_path: Path
     stage.mkdir()
     (tmp_path / "lib.c").write_text("int plain(void) { return 1; }\n")
     (tmp_path / "main.c").write_text("int plain(void); int main(void) { return plain(); }\n")
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(stage / "libplain.so"), "lib.c", "-Wl,-rpath,/build/lib"],
-                   cwd=tmp_path, check=True)
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-o", str(stage / "libplain.so"), "lib.c", "-Wl,-rpath,/build/lib"],
+        cwd=tmp_path,
+        check=True,
+    )
     for name, rpath in (("llama-a", "/build/bin"), ("llama-b", "/build/bin"), ("llama-c", "$ORIGIN")):
-        subprocess.run([cc, "-o", str(stage / name), "main.c", f"-L{stage}", "-lplain", "-Wl,--enable-new-dtags",
-                        f"-Wl,-rpath,{rpath}"], cwd=tmp_path, check=True)
+        subprocess.run(
+            [
+                cc,
+                "-o",
+                str(stage / name),
+                "main.c",
+                f"-L{stage}",
+                "-lplain",
+                "-Wl,--enable-new-dtags",
+                f"-Wl,-rpath,{rpath}",
+            ],
+            cwd=tmp_path,
+            check=True,
+        )
     runs: list[list[str]] = []
     real = closure.run_child
     monkeypatch.setattr(closure, "run_child", lambda cmd, **kw: (runs.append(list(cmd)), real(cmd, **kw))[1])
     made = closure.complete_runtime(stage, os_name="linux", backend="cpu", targets=(), toolchain_root=None)
-    assert sorted(made.runpaths) == [("libplain.so", "$ORIGIN"), ("llama-a", "$ORIGIN"), ("llama-b", "$ORIGIN")]
-    assert len(runs) == 1 and sorted(Path(a).name for a in runs[0][3:]) == ["libplain.so", "llama-a", "llama-b"]
-    assert {name: ":".join(read_elf(stage / name).runpath) for name in ("libplain.so", "llama-a", "llama-b", "llama-c")} \
-        == dict.fromkeys(("libplain.so", "llama-a", "llama-b", "llama-c"), "$ORIGIN")
+    assert sorted(made.runpaths) == [
+        ("libplain.so", "$ORIGIN"),
+        ("llama-a", "$ORIGIN"),
+        ("llama-b", "$ORIGIN"),
+    ]
+    assert len(runs) == 1 and sorted(Path(a).name for a in runs[0][3:]) == [
+        "libplain.so",
+        "llama-a",
+        "llama-b",
+    ]
+    assert {
+        name: ":".join(read_elf(stage / name).runpath)
+        for name in ("libplain.so", "llama-a", "llama-b", "llama-c")
+    } == dict.fromkeys(("libplain.so", "llama-a", "llama-b", "llama-c"), "$ORIGIN")

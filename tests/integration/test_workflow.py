@@ -49,8 +49,14 @@ def run_values(*paths: Path) -> list[str]:
     return values
 
 
-@pytest.mark.parametrize(("schema", "path"), [("vendor.github-workflows", WORKFLOW), ("vendor.github-actions", SETUP),
-                                              ("vendor.github-workflows", OPERATIONS)])
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        ("vendor.github-workflows", WORKFLOW),
+        ("vendor.github-actions", SETUP),
+        ("vendor.github-workflows", OPERATIONS),
+    ],
+)
 def test_schema_validation_passes(schema: str, path: Path) -> None:
     proc = subprocess.run(
         [tool("check-jsonschema"), "--builtin-schema", schema, str(path)],
@@ -64,7 +70,15 @@ def test_schema_validation_passes(schema: str, path: Path) -> None:
 
 def test_zizmor_finds_nothing() -> None:
     proc = subprocess.run(
-        [tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", str(WORKFLOW), str(SETUP), str(OPERATIONS)],
+        [
+            tool("zizmor"),
+            "--offline",
+            "--persona=pedantic",
+            "--no-progress",
+            str(WORKFLOW),
+            str(SETUP),
+            str(OPERATIONS),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -78,14 +92,19 @@ def test_the_validators_catch_a_broken_workflow(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yml"
     text = WORKFLOW.read_text(encoding="utf-8")
     bad.write_text(
-        text.replace("python -m pipeline cache-key \"$LEG\"", "python -m pipeline cache-key ${{ inputs.legs }}")
-        .replace("11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2", "v4")
+        text.replace(
+            'python -m pipeline cache-key "$LEG"', "python -m pipeline cache-key ${{ inputs.legs }}"
+        ).replace("11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2", "v4")
     )
-    zizmor = subprocess.run([tool("zizmor"), "--offline", "--no-progress", str(bad)], capture_output=True, text=True)
+    zizmor = subprocess.run(
+        [tool("zizmor"), "--offline", "--no-progress", str(bad)], capture_output=True, text=True
+    )
     assert zizmor.returncode != 0
     assert "template-injection" in zizmor.stdout and "unpinned-uses" in zizmor.stdout
     broken = tmp_path / "broken.yml"
-    broken.write_text(text.replace("runs-on: ubuntu-24.04\n    timeout-minutes: 15", "runs_on: ubuntu-24.04", 1))
+    broken.write_text(
+        text.replace("runs-on: ubuntu-24.04\n    timeout-minutes: 15", "runs_on: ubuntu-24.04", 1)
+    )
     schema = subprocess.run(
         [tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(broken)],
         capture_output=True,
@@ -177,11 +196,15 @@ def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
 
 def job_text(name: str) -> str:
     text = WORKFLOW.read_text(encoding="utf-8").split("\njobs:\n", 1)[1]
-    return next(j for j in re.split(r"^  (?=[a-z][\w-]*:$)", text, flags=re.MULTILINE) if j.split(":", 1)[0] == name)
+    return next(
+        j for j in re.split(r"^  (?=[a-z][\w-]*:$)", text, flags=re.MULTILINE) if j.split(":", 1)[0] == name
+    )
 
 
 def step_if(job: str, step_name: str) -> str:
-    match = re.search(r"- name: " + re.escape(step_name) + r"\n(?:        .*\n)*?        if: (.*)\n", job_text(job))
+    match = re.search(
+        r"- name: " + re.escape(step_name) + r"\n(?:        .*\n)*?        if: (.*)\n", job_text(job)
+    )
     assert match, f"{job}: step {step_name!r} has no if"
     return match.group(1)
 
@@ -190,14 +213,19 @@ def test_the_cache_is_decided_and_saved_also_after_a_failed_or_timed_out_build()
     assert step_if("build", "Evict stale entries, decide whether to save").startswith("always()")
     assert step_if("build", "Save ccache").startswith("always() && steps.decide.outputs.save == 'true'")
     build = job_text("build")
-    step_limit = int(re.search(r"- name: Build\n(?:        .*\n)*?        timeout-minutes: (\d+)", build).group(1))
+    step_limit = int(
+        re.search(r"- name: Build\n(?:        .*\n)*?        timeout-minutes: (\d+)", build).group(1)
+    )
     job_limit = int(re.search(r"^    timeout-minutes: (\d+)", build, re.MULTILINE).group(1))
     assert step_limit < job_limit  # a timed-out build still leaves the job time to save
 
 
 def test_publish_runs_once_per_tag_and_builds_are_skipped_when_the_release_exists() -> None:
     publish = job_text("publish")
-    assert 'concurrency: { group: "publish-${{ needs.resolve.outputs.tag }}", cancel-in-progress: false }' in publish
+    assert (
+        'concurrency: { group: "publish-${{ needs.resolve.outputs.tag }}", cancel-in-progress: false }'
+        in publish
+    )
     assert "inputs.publish" in publish
     assert "if: needs.resolve.outputs.build == 'true'" in job_text("build")
     assert 'PIPELINE_FORCE: "${{ inputs.force }}"' in job_text("resolve")
@@ -219,7 +247,9 @@ def test_the_source_is_made_once_and_handed_to_every_leg() -> None:
     assert "python -m pipeline source --resolved out/resolved.json" in run_values()
     resolve_job = text.split("\n  build:\n")[0]
     build_job = text.split("\n  build:\n")[1].split("\n  summary:\n")[0]
-    assert "with: { name: source, path: out/source/, if-no-files-found: error, overwrite: true }" in resolve_job
+    assert (
+        "with: { name: source, path: out/source/, if-no-files-found: error, overwrite: true }" in resolve_job
+    )
     assert 'source: "${{ steps.source.outputs.archive }}"' in resolve_job
     assert 'PIPELINE_SOURCE_ARCHIVE: "out/source/${{ needs.resolve.outputs.source }}"' in build_job
     # Downloaded (by the setup action, into the folder the archive's variable names) before the build step runs.
@@ -256,20 +286,30 @@ def test_each_job_installs_once_and_the_log_is_not_taken_for_a_terminal() -> Non
     """One install per job (nox reuses it). The log itself (progress lines and heartbeats,
     unwrapped, with the workflow's FORCE_COLOR) is the act scenarios' to check (test_act_nightly.py)."""
     text = WORKFLOW.read_text(encoding="utf-8")
-    assert not [v for v in run_values(WORKFLOW) if v.startswith(("python -m pip ", "python -m uv "))], \
+    assert not [v for v in run_values(WORKFLOW) if v.startswith(("python -m pip ", "python -m uv "))], (
         "install in the setup action only"
+    )
     assert [v for v in run_values(SETUP) if v.startswith("python -m ")] == [
-        "python -m pip install uv", 'python -m uv pip install --python "$JOB_PYTHON" . nox']
+        "python -m pip install uv",
+        'python -m uv pip install --python "$JOB_PYTHON" . nox',
+    ]
     # The job's own Python, as setup-python names it: not whatever UV_PYTHON or VIRTUAL_ENV the runner has.
     setup = SETUP.read_text(encoding="utf-8")
     assert "    - id: python\n      uses: actions/setup-python@" in setup
     assert "JOB_PYTHON: ${{ steps.python.outputs.python-path }}" in setup
     for value in run_values(WORKFLOW):
         assert not value.startswith("nox ") or value.startswith("nox --no-venv "), value
-    jobs = [j for j in re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE) if j.strip()]
+    jobs = [
+        j
+        for j in re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE)
+        if j.strip()
+    ]
     for job in jobs:
         steps = re.findall(r"^      - (?:uses|name): (\S+)", job, re.MULTILINE)
-        assert steps[:2] == ["actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683", "./.github/actions/setup-pipeline"], job
+        assert steps[:2] == [
+            "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+            "./.github/actions/setup-pipeline",
+        ], job
 
 
 def test_the_workflow_reads_as_the_runs_graph() -> None:
@@ -285,7 +325,9 @@ ATTEST = "actions/attest-build-provenance@e8998f949152b193b063cb0ec769d69d929409
 
 def test_publish_attests_the_bundles_and_sboms_except_under_act() -> None:
     publish = job_text("publish")
-    step = re.search(r"      - name: (Attest[^\n]*)\n        if: (.*)\n        uses: (.*)\n        with: (.*)\n", publish)
+    step = re.search(
+        r"      - name: (Attest[^\n]*)\n        if: (.*)\n        uses: (.*)\n        with: (.*)\n", publish
+    )
     assert step, publish
     name, condition, uses, with_ = step.groups()
     assert uses == ATTEST
@@ -301,7 +343,10 @@ def test_publish_attests_the_bundles_and_sboms_except_under_act() -> None:
 def test_operations_run_the_retry_and_the_deadman_one_command_each() -> None:
     text = OPERATIONS.read_text(encoding="utf-8")
     values = run_values(OPERATIONS)
-    assert values == ['python -m pipeline retry --run-id "$RUN_ID" --apply', "python -m pipeline deadman --apply"]
+    assert values == [
+        'python -m pipeline retry --run-id "$RUN_ID" --apply',
+        "python -m pipeline deadman --apply",
+    ]
     for value in values:
         assert not SHELL_CHAINING.search(value) and "${{" not in value and ALLOWED.match(value), value
     # The retry follows the nightly's completion and reads the failed run; the dead-man check is daily.
@@ -348,8 +393,13 @@ def test_only_the_sign_step_reads_the_signing_secrets() -> None:
     assert len(with_secrets) == 1
     (sign,) = with_secrets
     assert "uses: azure/trusted-signing-action@" in sign and "if: steps.build.outputs.staged != ''" in sign
-    for name in ("AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TRUSTED_SIGNING_ACCOUNT_NAME",
-                 "AZURE_CERTIFICATE_PROFILE_NAME"):
+    for name in (
+        "AZURE_TENANT_ID",
+        "AZURE_CLIENT_ID",
+        "AZURE_CLIENT_SECRET",
+        "AZURE_TRUSTED_SIGNING_ACCOUNT_NAME",
+        "AZURE_CERTIFICATE_PROFILE_NAME",
+    ):
         assert f"secrets.{name}" in sign
     assert "environment: ${{ matrix.environment }}" in text
     assert 'python -m pipeline pack "$LEG"' in run_values()

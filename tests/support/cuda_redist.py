@@ -41,24 +41,39 @@ def component_files(component: str) -> dict[str, bytes | str]:
     """Path -> bytes (a file) or str (a symbolic link's target), inside the archive's folder."""
     files: dict[str, bytes | str] = {"LICENSE": LICENSE_TEXT}
     if component == "cuda_nvcc":
-        files |= {"bin/nvcc": _nvcc_wrapper(), "include/crt/host_config.h": b"/* crt */\n",
-                  "nvvm/libdevice/libdevice.10.bc": b"BC"}
+        files |= {
+            "bin/nvcc": _nvcc_wrapper(),
+            "include/crt/host_config.h": b"/* crt */\n",
+            "nvvm/libdevice/libdevice.10.bc": b"BC",
+        }
     elif component == "cuda_cudart":
-        files |= {"include/cuda_runtime_api.h": b"/* cudart */\n", "include/cuda.h": b"/* driver API */\n",
-                  "lib/libcudart.so.12": b"\x7fELF cudart 12", "lib/libcudart_static.a": b"!<arch>\n",
-                  "lib/stubs/libcuda.so": b"\x7fELF driver stub"}
+        files |= {
+            "include/cuda_runtime_api.h": b"/* cudart */\n",
+            "include/cuda.h": b"/* driver API */\n",
+            "lib/libcudart.so.12": b"\x7fELF cudart 12",
+            "lib/libcudart_static.a": b"!<arch>\n",
+            "lib/stubs/libcuda.so": b"\x7fELF driver stub",
+        }
     elif component == "cuda_cccl":
         files |= {"include/cub/cub.cuh": b"/* cub */\n", "include/thrust/version.h": b"/* thrust */\n"}
     elif component == "libcublas":
         # NVIDIA's archives carry the unversioned links themselves; this one does, cudart's above does not.
-        files |= {"include/cublas_v2.h": b"/* cublas */\n", "lib/libcublas.so.12": b"\x7fELF cublas 12",
-                  "lib/libcublasLt.so.12": b"\x7fELF cublasLt 12", "lib/libcublas.so": "libcublas.so.12",
-                  "lib/libcublasLt.so": "libcublasLt.so.12"}
+        files |= {
+            "include/cublas_v2.h": b"/* cublas */\n",
+            "lib/libcublas.so.12": b"\x7fELF cublas 12",
+            "lib/libcublasLt.so.12": b"\x7fELF cublasLt 12",
+            "lib/libcublas.so": "libcublas.so.12",
+            "lib/libcublasLt.so": "libcublasLt.so.12",
+        }
     return files
 
 
-def make_archive(component: str, version: str, platform: str = "linux-x86_64",
-                 files: Mapping[str, bytes | str] | None = None) -> bytes:
+def make_archive(
+    component: str,
+    version: str,
+    platform: str = "linux-x86_64",
+    files: Mapping[str, bytes | str] | None = None,
+) -> bytes:
     """One component's ``.tar.xz``, its one folder named as NVIDIA names it."""
     top = f"{component}-{platform}-{version}-archive"
     buf = io.BytesIO()
@@ -80,10 +95,15 @@ def relative_path(component: str, version: str, platform: str = "linux-x86_64") 
     return f"{component}/{platform}/{component}-{platform}-{version}-archive.tar.xz"
 
 
-def make_manifest(archives: Mapping[str, bytes], versions: Mapping[str, str] = VERSIONS,
-                  platform: str = "linux-x86_64") -> bytes:
+def make_manifest(
+    archives: Mapping[str, bytes], versions: Mapping[str, str] = VERSIONS, platform: str = "linux-x86_64"
+) -> bytes:
     """The manifest listing ``archives`` (component -> bytes) as NVIDIA's does."""
-    data: dict[str, object] = {"release_date": "2025-03-06", "release_label": RELEASE, "release_product": "cuda"}
+    data: dict[str, object] = {
+        "release_date": "2025-03-06",
+        "release_label": RELEASE,
+        "release_product": "cuda",
+    }
     for component, blob in archives.items():
         data[component] = {
             "name": component, "license": "CUDA Toolkit", "license_path": f"{component}/LICENSE.txt",
@@ -100,8 +120,9 @@ class Redist:
 
     def __init__(self, server: LocalServer, archives: Mapping[str, bytes] | None = None) -> None:
         self.server = server
-        self.archives = dict(archives) if archives is not None else {
-            c: make_archive(c, v) for c, v in VERSIONS.items()}
+        self.archives = (
+            dict(archives) if archives is not None else {c: make_archive(c, v) for c, v in VERSIONS.items()}
+        )
         self.manifest = make_manifest(self.archives)
         server.route(f"/redist/{MANIFEST}", Response(body=self.manifest))
         for component, blob in self.archives.items():
@@ -121,6 +142,8 @@ class Redist:
     def toml(self, *, sha256: str | None = None, components: tuple[str, ...] = tuple(VERSIONS)) -> str:
         """``[toolchains.cuda-12]`` with its ``redist`` table, for a test's matrix.toml."""
         listed = ", ".join(f'"{c}"' for c in components)
-        return (f'[toolchains.cuda-12]\nversion = "{VERSIONS["cuda_nvcc"]}"\n\n[toolchains.cuda-12.redist]\n'
-                f'url = "{self.url}"\nmanifest = "{MANIFEST}"\nsha256 = "{sha256 or self.sha256}"\n'
-                f"components = [{listed}]\n")
+        return (
+            f'[toolchains.cuda-12]\nversion = "{VERSIONS["cuda_nvcc"]}"\n\n[toolchains.cuda-12.redist]\n'
+            f'url = "{self.url}"\nmanifest = "{MANIFEST}"\nsha256 = "{sha256 or self.sha256}"\n'
+            f"components = [{listed}]\n"
+        )

@@ -70,8 +70,15 @@ class Seen:
 class FakeGitHub:
     """``with FakeGitHub(repo="o/r", token="t") as gh: gh.add_cache(...); gh.api_url``."""
 
-    def __init__(self, *, repo: str = "octo/llama", token: str = "test-token", max_per_page: int = 7,
-                 commits: tuple[str, ...] = (), digests: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        repo: str = "octo/llama",
+        token: str = "test-token",
+        max_per_page: int = 7,
+        commits: tuple[str, ...] = (),
+        digests: bool = True,
+    ) -> None:
         self.repo = repo
         self.digests = digests
         # After every change (a 2xx POST, PATCH or DELETE): the method and path, and per tag the
@@ -135,7 +142,11 @@ class FakeGitHub:
                 uploads = self.server is outer._uploads
                 # A client that died mid-body: GitHub keeps such an asset in the "starter" state.
                 status, body, headers = outer._handle(
-                    self.command, self.path, self.headers.get("Authorization"), data, uploads=uploads,
+                    self.command,
+                    self.path,
+                    self.headers.get("Authorization"),
+                    data,
+                    uploads=uploads,
                     partial=len(data) < length,
                 )
                 if outer.on_change and self.command != "GET" and status < 300:
@@ -166,15 +177,23 @@ class FakeGitHub:
         host, port = self._uploads.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def add_release(self, tag: str, *, draft: bool = False, prerelease: bool = False,
-                    assets: dict[str, bytes] | None = None, published_at: str | None = None) -> dict[str, Any]:
+    def add_release(
+        self,
+        tag: str,
+        *,
+        draft: bool = False,
+        prerelease: bool = False,
+        assets: dict[str, bytes] | None = None,
+        published_at: str | None = None,
+    ) -> dict[str, Any]:
         """A release already on the repository (with ``assets``: name -> bytes, all uploaded).
 
         ``published_at``: when it was published (ISO 8601; GitHub's field is null for a draft).
         """
         with self._lock:
-            release = self._new_release({"tag_name": tag, "name": tag, "body": "", "draft": draft,
-                                         "prerelease": prerelease})
+            release = self._new_release(
+                {"tag_name": tag, "name": tag, "body": "", "draft": draft, "prerelease": prerelease}
+            )
             if published_at is not None and not draft:
                 release["published_at"] = release["created_at"] = published_at
             for name, data in (assets or {}).items():
@@ -207,14 +226,32 @@ class FakeGitHub:
             }
         )
 
-    def fault(self, method: str, pattern: str, status: int, *, times: int = 1, headers: dict[str, str] | None = None,
-              body: bytes | None = None, after: int = 0, lost: bool = False) -> None:
+    def fault(
+        self,
+        method: str,
+        pattern: str,
+        status: int,
+        *,
+        times: int = 1,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+        after: int = 0,
+        lost: bool = False,
+    ) -> None:
         """Answer the next ``times`` requests matching ``method`` and ``pattern`` with ``status``
         (once ``after`` of them went through). ``lost``: the request is carried out first, and only
         its answer is replaced, as by a proxy that loses the response on its way back."""
         self.faults.append(
-            Fault(method, pattern, status, headers or {}, body if body is not None else b'{"message": "fault"}', times,
-                  after, lost)
+            Fault(
+                method,
+                pattern,
+                status,
+                headers or {},
+                body if body is not None else b'{"message": "fault"}',
+                times,
+                after,
+                lost,
+            )
         )
 
     def hits(self, method: str, status: int | None = None) -> int:
@@ -223,7 +260,13 @@ class FakeGitHub:
     # -- the server side
 
     def _handle(
-        self, method: str, raw_path: str, auth: str | None, data: bytes = b"", *, uploads: bool = False,
+        self,
+        method: str,
+        raw_path: str,
+        auth: str | None,
+        data: bytes = b"",
+        *,
+        uploads: bool = False,
         partial: bool = False,
     ) -> tuple[int, bytes, dict[str, str]]:
         parts = urlsplit(raw_path)
@@ -247,8 +290,12 @@ class FakeGitHub:
         """Per tag: ``draft``, ``prerelease``, ``body`` and ``assets`` (name -> bytes, uploaded ones only)."""
         return {
             r["tag_name"]: {
-                "draft": r["draft"], "prerelease": r["prerelease"], "body": r["body"],
-                "assets": {a["name"]: self.asset_bytes[a["id"]] for a in r["assets"] if a["state"] == "uploaded"},
+                "draft": r["draft"],
+                "prerelease": r["prerelease"],
+                "body": r["body"],
+                "assets": {
+                    a["name"]: self.asset_bytes[a["id"]] for a in r["assets"] if a["state"] == "uploaded"
+                },
                 "starter": sorted(a["name"] for a in r["assets"] if a["state"] != "uploaded"),
             }
             for r in self.releases
@@ -267,28 +314,42 @@ class FakeGitHub:
         return None
 
     def _route(
-        self, method: str, path: str, raw_query: str, query: dict[str, list[str]], auth: str | None,
-        data: bytes = b"", uploads: bool = False, partial: bool = False,
+        self,
+        method: str,
+        path: str,
+        raw_query: str,
+        query: dict[str, list[str]],
+        auth: str | None,
+        data: bytes = b"",
+        uploads: bool = False,
+        partial: bool = False,
     ) -> tuple[int, bytes, dict[str, str]]:
         if uploads and method == "GET" and (blob := re.fullmatch(r"/blobs/(\d+)\.zip", path)):
             # A pre-signed storage URL: no token needed, and none must arrive.
             self.blob_auth.append(auth)
             stored = self.blobs.get(int(blob.group(1)))
-            return (404, _json({"message": "Not Found"}), {}) if stored is None else (200, stored, {"Content-Type": "application/zip"})
+            return (
+                (404, _json({"message": "Not Found"}), {})
+                if stored is None
+                else (200, stored, {"Content-Type": "application/zip"})
+            )
         if auth != f"Bearer {self.token}":
             return 401, _json({"message": "Bad credentials", "status": "401"}), {}
         if uploads:
             return self._upload(method, path, query, data, partial)
         repo = f"/repos/{self.repo}"
         if path.startswith(f"{repo}/releases"):
-            return self._releases(method, path[len(repo):], query, data)
+            return self._releases(method, path[len(repo) :], query, data)
         if path.startswith(f"{repo}/issues"):
-            return self._issues(method, path[len(repo):], query, data)
-        if path.startswith(f"{repo}/actions/workflows/") or path.startswith(f"{repo}/actions/artifacts/") or (
-                re.fullmatch(rf"{re.escape(repo)}/actions/runs/\d+/artifacts", path)):
-            return self._artifacts(method, path[len(repo):], query)
+            return self._issues(method, path[len(repo) :], query, data)
+        if (
+            path.startswith(f"{repo}/actions/workflows/")
+            or path.startswith(f"{repo}/actions/artifacts/")
+            or (re.fullmatch(rf"{re.escape(repo)}/actions/runs/\d+/artifacts", path))
+        ):
+            return self._artifacts(method, path[len(repo) :], query)
         if path.startswith((f"{repo}/actions/runs/", f"{repo}/check-runs/")):
-            return self._runs(method, path[len(repo):], query)
+            return self._runs(method, path[len(repo) :], query)
         base = f"/repos/{self.repo}/actions/caches"
         if method == "GET" and path == base:
             return self._list(base, query)
@@ -318,7 +379,9 @@ class FakeGitHub:
         headers = {"Link": ", ".join(links)} if links else {}
         return 200, _json({"total_count": total, "actions_caches": items}), headers
 
-    def _page(self, items: list[Any], base: str, query: dict[str, list[str]]) -> tuple[int, bytes, dict[str, str]]:
+    def _page(
+        self, items: list[Any], base: str, query: dict[str, list[str]]
+    ) -> tuple[int, bytes, dict[str, str]]:
         """One page of a plain JSON list (releases, jobs are wrapped by their callers) with its Link header."""
         per_page = min(int(query.get("per_page", ["30"])[0]), self.max_per_page)
         page = int(query.get("page", ["1"])[0])
@@ -370,7 +433,9 @@ class FakeGitHub:
     def latest_tag(self) -> str | None:
         return next((r["tag_name"] for r in self.releases if r["id"] == self.latest_id), None)
 
-    def _store_asset(self, release: dict[str, Any], name: str, data: bytes, state: str = "uploaded") -> dict[str, Any]:
+    def _store_asset(
+        self, release: dict[str, Any], name: str, data: bytes, state: str = "uploaded"
+    ) -> dict[str, Any]:
         ident = self._new_id()
         asset = {
             "id": ident,
@@ -389,10 +454,18 @@ class FakeGitHub:
     ) -> tuple[int, bytes, dict[str, str]]:
         if method == "GET" and (m := re.fullmatch(r"/releases/tags/(.+)", path)):
             found = next((r for r in self.releases if r["tag_name"] == m.group(1) and not r["draft"]), None)
-            return (200, _json(self._release_json(found)), {}) if found else (404, _json({"message": "Not Found"}), {})
+            return (
+                (200, _json(self._release_json(found)), {})
+                if found
+                else (404, _json({"message": "Not Found"}), {})
+            )
         if method == "GET" and path == "/releases":
             # Newest first, paged as GitHub pages it (per_page, page, a Link header).
-            return self._page([self._release_json(r) for r in reversed(self.releases)], f"/repos/{self.repo}/releases", query)
+            return self._page(
+                [self._release_json(r) for r in reversed(self.releases)],
+                f"/repos/{self.repo}/releases",
+                query,
+            )
         if method == "POST" and path == "/releases":
             body = json.loads(data or b"{}")
             if any(r["tag_name"] == body.get("tag_name") for r in self.releases):
@@ -414,15 +487,21 @@ class FakeGitHub:
                 newly_published = release["draft"] and patch.get("draft") is False
                 if newly_published:
                     release["published_at"] = self.now
-                release.update({k: v for k, v in patch.items() if k in ("draft", "body", "name", "prerelease")})
-                if self.latest_id == release["id"] and (release["prerelease"] or patch.get("make_latest") == "false"):
+                release.update(
+                    {k: v for k, v in patch.items() if k in ("draft", "body", "name", "prerelease")}
+                )
+                if self.latest_id == release["id"] and (
+                    release["prerelease"] or patch.get("make_latest") == "false"
+                ):
                     self.latest_id = None
                 # make_latest defaults to true for a newly published release only.
                 if newly_published or patch.get("make_latest") == "true":
                     self._maybe_latest(release, patch)
                 return 200, _json(self._release_json(release)), {}
         if method in ("GET", "PATCH") and (m := re.fullmatch(r"/releases/assets/(\d+)", path)):
-            found = next(((r, a) for r in self.releases for a in r["assets"] if a["id"] == int(m.group(1))), None)
+            found = next(
+                ((r, a) for r in self.releases for a in r["assets"] if a["id"] == int(m.group(1))), None
+            )
             if found is None:
                 return 404, _json({"message": "Not Found"}), {}
             release, asset = found
@@ -463,18 +542,39 @@ class FakeGitHub:
 
     # -- workflow runs
 
-    def add_run(self, run_id: int, *, attempt: int = 1, conclusion: str = "failure",
-                jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def add_run(
+        self,
+        run_id: int,
+        *,
+        attempt: int = 1,
+        conclusion: str = "failure",
+        jobs: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """A finished workflow run; ``jobs``: GitHub's job objects (``name``, ``conclusion``, ``steps``,
         and ``annotations``: the messages of its check run)."""
-        run = {"id": run_id, "name": "nightly", "run_attempt": attempt, "status": "completed",
-               "conclusion": conclusion, "html_url": f"https://github.invalid/{self.repo}/actions/runs/{run_id}"}
+        run = {
+            "id": run_id,
+            "name": "nightly",
+            "run_attempt": attempt,
+            "status": "completed",
+            "conclusion": conclusion,
+            "html_url": f"https://github.invalid/{self.repo}/actions/runs/{run_id}",
+        }
         made = []
         for job in jobs or []:
             ident = self._new_id()
-            self.annotations[ident] = [{"message": m, "annotation_level": "failure"} for m in job.get("annotations", [])]
-            made.append({"id": ident, "run_id": run_id, "run_attempt": attempt, "status": "completed",
-                         **{k: v for k, v in job.items() if k != "annotations"}})
+            self.annotations[ident] = [
+                {"message": m, "annotation_level": "failure"} for m in job.get("annotations", [])
+            ]
+            made.append(
+                {
+                    "id": ident,
+                    "run_id": run_id,
+                    "run_attempt": attempt,
+                    "status": "completed",
+                    **{k: v for k, v in job.items() if k != "annotations"},
+                }
+            )
         self.runs[run_id] = {"run": run, "jobs": made}
         return run
 
@@ -501,20 +601,46 @@ class FakeGitHub:
 
     # -- workflow runs and their artifacts (report --history)
 
-    def add_workflow_run(self, run_id: int, *, number: int, started: str, conclusion: str = "success",
-                         artifacts: dict[str, bytes] | None = None, expired: tuple[str, ...] = ()) -> None:
+    def add_workflow_run(
+        self,
+        run_id: int,
+        *,
+        number: int,
+        started: str,
+        conclusion: str = "success",
+        artifacts: dict[str, bytes] | None = None,
+        expired: tuple[str, ...] = (),
+    ) -> None:
         """A finished run of the nightly (added oldest first, listed newest first) and its artifacts' zips."""
-        self.workflow_runs.insert(0, {"id": run_id, "run_number": number, "status": "completed",
-                                      "conclusion": conclusion, "run_started_at": started, "name": "nightly"})
+        self.workflow_runs.insert(
+            0,
+            {
+                "id": run_id,
+                "run_number": number,
+                "status": "completed",
+                "conclusion": conclusion,
+                "run_started_at": started,
+                "name": "nightly",
+            },
+        )
         listed = []
         for name, data in (artifacts or {}).items():
             ident = self._new_id()
             self.blobs[ident] = data
-            listed.append({"id": ident, "name": name, "size_in_bytes": len(data), "expired": name in expired,
-                           "archive_download_url": f"{self.api_url}/repos/{self.repo}/actions/artifacts/{ident}/zip"})
+            listed.append(
+                {
+                    "id": ident,
+                    "name": name,
+                    "size_in_bytes": len(data),
+                    "expired": name in expired,
+                    "archive_download_url": f"{self.api_url}/repos/{self.repo}/actions/artifacts/{ident}/zip",
+                }
+            )
         self.run_artifacts[run_id] = listed
 
-    def _artifacts(self, method: str, path: str, query: dict[str, list[str]]) -> tuple[int, bytes, dict[str, str]]:
+    def _artifacts(
+        self, method: str, path: str, query: dict[str, list[str]]
+    ) -> tuple[int, bytes, dict[str, str]]:
         if method != "GET":
             return 404, _json({"message": "Not Found"}), {}
         if re.fullmatch(r"/actions/workflows/[^/]+/runs", path):
@@ -552,7 +678,8 @@ class FakeGitHub:
             state = query.get("state", ["open"])[0]
             wanted = set(query.get("labels", [""])[0].split(",")) - {""}
             found = [
-                i for i in self.issues
+                i
+                for i in self.issues
                 if (state == "all" or i["state"] == state) and wanted <= {lb["name"] for lb in i["labels"]}
             ]
             return 200, _json(found), {}
@@ -567,7 +694,13 @@ class FakeGitHub:
             return self._page(comments, f"/repos/{self.repo}{path}", query)
         if method == "GET" and m:
             # GitHub's issue, without its comments (their count only).
-            return 200, _json({k: v for k, v in issue.items() if k != "comments"} | {"comments": len(issue["comments"])}), {}
+            return (
+                200,
+                _json(
+                    {k: v for k, v in issue.items() if k != "comments"} | {"comments": len(issue["comments"])}
+                ),
+                {},
+            )
         body = json.loads(data or b"{}")
         if method == "POST" and m and m.group(2):
             issue["comments"].append(body.get("body", ""))

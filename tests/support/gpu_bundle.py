@@ -28,7 +28,10 @@ from pathlib import Path
 # (file of the real tree, the printf format the stand-in uses, as that file writes it)
 LOG_FORMATS = (
     ("ggml/src/ggml-backend-reg.cpp", '"%s: loaded %s backend from %s\\n"'),
-    ("ggml/src/ggml-backend-reg.cpp", '"%s: failed to initialize backend from %s: ggml_backend_init returned NULL\\n"'),
+    (
+        "ggml/src/ggml-backend-reg.cpp",
+        '"%s: failed to initialize backend from %s: ggml_backend_init returned NULL\\n"',
+    ),
     ("ggml/src/ggml-backend-reg.cpp", '"%s: failed to load %s: %s\\n"'),
     ("src/llama.cpp", '"%s: using device %s (%s) (%s) - %zu MiB free\\n"'),
 )

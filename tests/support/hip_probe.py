@@ -16,12 +16,14 @@ def hip_find_project(root: Path) -> Path:
     """What ggml-hip's configure does first: find_package(hip), then say the version it found."""
     root.mkdir(parents=True)
     (root / "LICENSE").write_text(PROJECT_LICENSE)
-    (root / "CMakeLists.txt").write_text(textwrap.dedent("""\
+    (root / "CMakeLists.txt").write_text(
+        textwrap.dedent("""\
         cmake_minimum_required(VERSION 3.21)
         project(hipfind C CXX)
         find_package(hip CONFIG REQUIRED)
         message(STATUS "hip_VERSION=${hip_VERSION}")
-        """))
+        """)
+    )
     return root
 
 

@@ -36,15 +36,24 @@ def make_inputs(
     )
 
 
-def leg_inputs(matrix: Matrix, *, out: Any, tag: str | None = None, cache_dir: Any = None,
-               now: datetime | None = None, **flags: Any) -> RunInputs:
+def leg_inputs(
+    matrix: Matrix,
+    *,
+    out: Any,
+    tag: str | None = None,
+    cache_dir: Any = None,
+    now: datetime | None = None,
+    **flags: Any,
+) -> RunInputs:
     """The inputs of one `build LEG --source DIR --out OUT --tag TAG --cache-dir DIR` run, in this process's environment."""
     import os
 
     extra = {"tag": tag} if tag else {}
     if cache_dir is not None:
         extra["cache_dir"] = str(cache_dir)
-    return make_inputs(matrix, now=now, environ=dict(os.environ), any_tag=True, out=str(out), **extra, **flags)
+    return make_inputs(
+        matrix, now=now, environ=dict(os.environ), any_tag=True, out=str(out), **extra, **flags
+    )
 
 
 def download_cache_dir() -> Any:
@@ -61,8 +70,9 @@ def toolchains_dir() -> Any:
     return make_inputs(environ=dict(os.environ), with_resolution=False).toolchain_dir
 
 
-def prepare_leg_toolchain(matrix: Matrix, leg: str, console: Any, *, now: datetime | None = None,
-                          **flags: Any) -> Any:
+def prepare_leg_toolchain(
+    matrix: Matrix, leg: str, console: Any, *, now: datetime | None = None, **flags: Any
+) -> Any:
     """The toolchain a `build LEG` run prepares (resolving a ROCm leg first), in this process's environment."""
     import os
 
@@ -73,4 +83,6 @@ def prepare_leg_toolchain(matrix: Matrix, leg: str, console: Any, *, now: dateti
     obj = matrix.leg(leg)
     # What `build LEG` does without --rocm-path/--cuda-path/--vulkan-sdk: resolve first (resolve_leg), then
     # the toolchain step's request with the resolved build.
-    return prepare_toolchain(toolchain_request(inputs, obj, rocm=leg_rocm(inputs, obj, rocm_path=None)), console)
+    return prepare_toolchain(
+        toolchain_request(inputs, obj, rocm=leg_rocm(inputs, obj, rocm_path=None)), console
+    )

@@ -63,11 +63,18 @@ def _root_copy(tree: Path, staging: Path) -> str:
     staging.mkdir(parents=True)
     git(staging, "init", "--quiet", "--bare")
     git(staging, "fetch", "--quiet", "--update-shallow", str(tree), f"{TREE_COMMIT}:refs/heads/vendored")
-    fields = git(staging, "show", "-s", "--format=%an%n%ae%n%ad%n%cn%n%ce%n%cd", "--date=raw", TREE_COMMIT).splitlines()
+    fields = git(
+        staging, "show", "-s", "--format=%an%n%ae%n%ad%n%cn%n%ce%n%cd", "--date=raw", TREE_COMMIT
+    ).splitlines()
     message = git(staging, "show", "-s", "--format=%B", TREE_COMMIT)
     names = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
              "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE")  # fmt: skip
-    env = {**os.environ, **dict(zip(names, fields, strict=True)), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    env = {
+        **os.environ,
+        **dict(zip(names, fields, strict=True)),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     proc = subprocess.run(
         ["git", "commit-tree", f"{TREE_COMMIT}^{{tree}}", "-m", message],
         cwd=staging, env=env, capture_output=True, text=True, check=True,
@@ -105,15 +112,23 @@ def make_forge(tree: Path, root: Path, *, young_at: datetime, pr_at: datetime) -
     # The pull request: a real source change in a compiled file, so the mix is in the build.
     source = fork / "tools" / "gguf-split" / "gguf-split.cpp"
     text = source.read_text(encoding="utf-8")
-    marker = "    printf(\"  --version               show version and build info\\n\");\n"
+    marker = '    printf("  --version               show version and build info\\n");\n'
     if marker not in text:
         raise AssertionError(f"{source}: the usage line the pull request edits is gone")
-    source.write_text(text.replace(marker, marker + "    printf(\"  (built with the e2e mix)\\n\");\n"), encoding="utf-8")
+    source.write_text(
+        text.replace(marker, marker + '    printf("  (built with the e2e mix)\\n");\n'), encoding="utf-8"
+    )
     git(fork, "commit", "--quiet", "-am", f"PR {PR_NUMBER}: note the mix in the usage text", when=pr_at)
     pr_sha = git(fork, "rev-parse", "HEAD")
     git(fork, "update-ref", f"refs/pull/{PR_NUMBER}/head", pr_sha)
     shutil.rmtree(staging)
-    return Forge(upstream=upstream, template=f"file://{gh}/{{repo}}", base_sha=base_sha, pr_sha=pr_sha, young_sha=young_sha)
+    return Forge(
+        upstream=upstream,
+        template=f"file://{gh}/{{repo}}",
+        base_sha=base_sha,
+        pr_sha=pr_sha,
+        young_sha=young_sha,
+    )
 
 
 def prepared_forge(root: Path, *, young_at: datetime, pr_at: datetime) -> Forge:

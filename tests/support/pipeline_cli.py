@@ -23,7 +23,11 @@ def no_cuda_env(cache: Path) -> dict[str, str]:
 
 
 def run_pipeline(
-    args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = False,
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = False,
     timeout: float = 900,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m pipeline ARGS`` in a subprocess, as a user would run it."""
@@ -37,7 +41,9 @@ def run_pipeline(
         timeout=timeout,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"pipeline {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -48,9 +54,22 @@ def build_leg(ws: Path, leg: str, cache: Path, *extra: str, env: dict[str, str] 
     side in one workspace, the cache outside it. ``env`` adds to the test's environment.
     """
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "build", leg, "--source", str(ws / "project"),
-         "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle", *extra],
-        env=env, check=True,
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "build",
+            leg,
+            "--source",
+            str(ws / "project"),
+            "--out",
+            str(ws / "out"),
+            "--cache-dir",
+            str(cache),
+            "--no-bundle",
+            *extra,
+        ],
+        env=env,
+        check=True,
     )
     assert f"{leg}: success" in proc.stdout
     return json.loads((ws / "out" / leg / "record.json").read_text())  # type: ignore[no-any-return]

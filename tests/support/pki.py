@@ -75,25 +75,74 @@ class _Ca:
         self._issue("ca", "ca", self.cert, "20240101000000Z", "20400101000000Z", self_sign=True)
 
     def _request(self, name: str, subject: str) -> Path:
-        _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                 "-subj", subject, "-config", "ext.cnf", cwd=self.folder)
+        _openssl(
+            "req",
+            "-new",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subject,
+            "-config",
+            "ext.cnf",
+            cwd=self.folder,
+        )
         return self.folder / f"{name}.csr"
 
-    def _issue(self, name: str, extensions: str, out: Path, start: str, end: str, *, self_sign: bool = False) -> None:
+    def _issue(
+        self, name: str, extensions: str, out: Path, start: str, end: str, *, self_sign: bool = False
+    ) -> None:
         signer = ["-selfsign"] if self_sign else ["-cert", str(self.cert)]
-        _openssl("ca", "-batch", "-config", "ca.cnf", *signer, "-keyfile", str(self.key), "-in", f"{name}.csr",
-                 "-out", str(out), "-startdate", start, "-enddate", end, "-extfile", "ext.cnf",
-                 "-extensions", extensions, cwd=self.folder)
+        _openssl(
+            "ca",
+            "-batch",
+            "-config",
+            "ca.cnf",
+            *signer,
+            "-keyfile",
+            str(self.key),
+            "-in",
+            f"{name}.csr",
+            "-out",
+            str(out),
+            "-startdate",
+            start,
+            "-enddate",
+            end,
+            "-extfile",
+            "ext.cnf",
+            "-extensions",
+            extensions,
+            cwd=self.folder,
+        )
 
-    def code_signing(self, name: str, subject: str, start: str = "20240101000000Z",
-                     end: str = "20390101000000Z") -> Path:
+    def code_signing(
+        self, name: str, subject: str, start: str = "20240101000000Z", end: str = "20390101000000Z"
+    ) -> Path:
         """A code-signing certificate as a PKCS#12 file with the CA's certificate in its chain."""
         self._request(name, subject)
         cert = self.folder / f"{name}.pem"
         self._issue(name, "codesign", cert, start, end)
         pfx = self.folder / f"{name}.pfx"
-        _openssl("pkcs12", "-export", "-out", str(pfx), "-inkey", f"{name}.key", "-in", str(cert),
-                 "-certfile", str(self.cert), "-passout", f"pass:{PASSWORD}", cwd=self.folder)
+        _openssl(
+            "pkcs12",
+            "-export",
+            "-out",
+            str(pfx),
+            "-inkey",
+            f"{name}.key",
+            "-in",
+            str(cert),
+            "-certfile",
+            str(self.cert),
+            "-passout",
+            f"pass:{PASSWORD}",
+            cwd=self.folder,
+        )
         return pfx
 
     def timestamp_authority(self) -> tuple[Path, Path]:
@@ -113,8 +162,9 @@ def make_pki(root: Path) -> Pki:
         root=root,
         ca=release.cert,
         publisher_pfx=release.code_signing("publisher", f"/CN={PUBLISHER}/O=Llama Tests"),
-        expired_pfx=release.code_signing("expired", f"/CN={PUBLISHER}/O=Llama Tests", "20250101000000Z",
-                                         "20251231000000Z"),
+        expired_pfx=release.code_signing(
+            "expired", f"/CN={PUBLISHER}/O=Llama Tests", "20250101000000Z", "20251231000000Z"
+        ),
         other_publisher_pfx=release.code_signing("other-publisher", f"/CN={OTHER_PUBLISHER}"),
         foreign_pfx=other.code_signing("foreign", f"/CN={PUBLISHER}/O=Llama Tests"),
         tsa_chain=tsa_chain,
@@ -129,7 +179,26 @@ def sign(path: Path, pfx: Path, *, tsa: tuple[Path, Path, int] | None = None) ->
     password.write_text(PASSWORD)
     signed = path.with_name(path.name + ".signed")
     stamp = ["-TSA-certs", str(tsa[0]), "-TSA-key", str(tsa[1]), "-TSA-time", str(tsa[2])] if tsa else []
-    subprocess.run(["osslsigncode", "sign", "-pkcs12", str(pfx), "-readpass", str(password), "-h", "sha256",
-                    "-n", "llama.cpp", *stamp, "-in", str(path), "-out", str(signed)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            "osslsigncode",
+            "sign",
+            "-pkcs12",
+            str(pfx),
+            "-readpass",
+            str(password),
+            "-h",
+            "sha256",
+            "-n",
+            "llama.cpp",
+            *stamp,
+            "-in",
+            str(path),
+            "-out",
+            str(signed),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     signed.replace(path)

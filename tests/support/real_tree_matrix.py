@@ -23,7 +23,6 @@ from tests.support.llama_tree import PR_NUMBER, PR_REPO
 MIN_AGE_HOURS = 6
 
 
-
 def _escaped(flags: list[str]) -> str:
     """A TOML list of ``flags`` inside a ``str.format`` template."""
     return toml_list(flags).replace("{", "{{").replace("}", "}}")
@@ -32,7 +31,8 @@ def _escaped(flags: list[str]) -> str:
 # The run every real-tree leg builds in: the forge's source with its pull request mixed in, content
 # compiler checks and the shipped [cmake] args. A template: the forge fills in its fields.
 TESTED_SHARED, _SHIPPED_CPU = shipped_flags("cpu")
-RUN_TEMPLATE = """\
+RUN_TEMPLATE = (
+    """\
 [source]
 repo = "{upstream}"
 tag = "latest"
@@ -47,12 +47,16 @@ sha = "{pr_sha}"
 compiler_check = "content"
 
 [cmake]
-args = """ + _escaped(TESTED_SHARED) + "\n"
+args = """
+    + _escaped(TESTED_SHARED)
+    + "\n"
+)
 
 
 # The run a real-tree test builds with ``--source`` (a tree of its own, no resolve): the shipped [cmake]
 # args and content compiler checks. A template; its one field is ``upstream``.
-SOURCE_TEMPLATE = """\
+SOURCE_TEMPLATE = (
+    """\
 [source]
 repo = "{upstream}"
 tag = "latest"
@@ -61,7 +65,10 @@ tag = "latest"
 compiler_check = "content"
 
 [cmake]
-args = """ + _escaped(TESTED_SHARED) + "\n"
+args = """
+    + _escaped(TESTED_SHARED)
+    + "\n"
+)
 
 
 def leg_table(name: str, flags: list[str], **keys: str | list[str]) -> str:
@@ -69,7 +76,13 @@ def leg_table(name: str, flags: list[str], **keys: str | list[str]) -> str:
     template (braces in values are escaped: ``bundle_name``'s ``{tag}`` stays literal)."""
     header = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
     lines = [f"[legs.{header}]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
-    return "\n" + "\n".join(lines).replace("{", "{{").replace("}", "}}") + "\ncmake_args = " + _escaped(flags) + "\n"
+    return (
+        "\n"
+        + "\n".join(lines).replace("{", "{{").replace("}", "}}")
+        + "\ncmake_args = "
+        + _escaped(flags)
+        + "\n"
+    )
 
 
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
@@ -77,10 +90,18 @@ TESTED_LEGS: dict[str, list[str]] = {"cpu": reduce_leg_flags(_SHIPPED_CPU)}
 MATRIX = RUN_TEMPLATE + leg_table("cpu", TESTED_LEGS["cpu"], backend="cpu", os="linux")
 
 
-def matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
-                pr_number: int = PR_NUMBER) -> str:
+def matrix_text(
+    *,
+    upstream: Path | str,
+    pr_sha: str,
+    min_age: int = MIN_AGE_HOURS,
+    pr_repo: str = PR_REPO,
+    pr_number: int = PR_NUMBER,
+) -> str:
     """The reduced matrix (see the module docstring) for this forge."""
-    return MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha)
+    return MATRIX.format(
+        upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha
+    )
 
 
 def shipped_cuda_pins() -> str:
@@ -98,15 +119,31 @@ CUDA_LEGS: dict[str, list[str]] = {"cuda": reduce_leg_flags(_SHIPPED_CUDA)}
 # Compile steps of the reduced cuda leg: `ninja -t commands | grep -c ' -c '` on the configured tree (the
 # suite configures it, tests/integration/test_real_tree_configure.py; `nox -s e2e` builds it).
 REDUCED_CUDA_COMPILATIONS = 277
-CUDA_MATRIX = RUN_TEMPLATE + shipped_cuda_pins().replace("{", "{{").replace("}", "}}") + """
+CUDA_MATRIX = (
+    RUN_TEMPLATE
+    + shipped_cuda_pins().replace("{", "{{").replace("}", "}}")
+    + """
 [legs.cuda]
 backend = "cuda"
 os = "linux"
-cuda_architectures = [""" + json.dumps([CUDA_ARCHITECTURE])[1:-1] + """]
-cmake_args = """ + _escaped(CUDA_LEGS["cuda"]) + "\n"
+cuda_architectures = ["""
+    + json.dumps([CUDA_ARCHITECTURE])[1:-1]
+    + """]
+cmake_args = """
+    + _escaped(CUDA_LEGS["cuda"])
+    + "\n"
+)
 
 
-def cuda_matrix_text(*, upstream: Path | str, pr_sha: str, min_age: int = MIN_AGE_HOURS, pr_repo: str = PR_REPO,
-                     pr_number: int = PR_NUMBER) -> str:
+def cuda_matrix_text(
+    *,
+    upstream: Path | str,
+    pr_sha: str,
+    min_age: int = MIN_AGE_HOURS,
+    pr_repo: str = PR_REPO,
+    pr_number: int = PR_NUMBER,
+) -> str:
     """The reduced cuda matrix (see the module docstring) for this forge."""
-    return CUDA_MATRIX.format(upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha)
+    return CUDA_MATRIX.format(
+        upstream=upstream, min_age=min_age, pr_repo=pr_repo, pr_number=pr_number, pr_sha=pr_sha
+    )

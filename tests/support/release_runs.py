@@ -39,8 +39,9 @@ FIVE_LEGS_MATRIX = Path(__file__).resolve().parent / "data" / "five_legs.toml"
 FIVE_LEGS = tuple(load_matrix(FIVE_LEGS_MATRIX).legs)
 
 
-def make_run(out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS,
-             matrix: Path = MATRIX) -> dict[str, Path]:
+def make_run(
+    out: Path, *, failed: tuple[str, ...] = (), legs: tuple[str, ...] = LEGS, matrix: Path = MATRIX
+) -> dict[str, Path]:
     """A run's output folder as the workflow downloads it: records in OUT/<leg>/, bundles in OUT/dist/."""
     bundles: dict[str, Path] = {}
     declared = load_matrix(matrix)
@@ -77,20 +78,42 @@ def write_source(out: Path) -> Path:
     """The run's source archive where `source` writes it (OUT/source/), made by the pipeline from a small tree."""
     tree = out / "tree"
     init_repo(tree)
-    commit_files(tree, {"CMakeLists.txt": "project(llama)\n", "LICENSE": "MIT\n"}, "llama.cpp",
-                 when=datetime(2026, 8, 10, 9, 0, tzinfo=UTC))
+    commit_files(
+        tree,
+        {"CMakeLists.txt": "project(llama)\n", "LICENSE": "MIT\n"},
+        "llama.cpp",
+        when=datetime(2026, 8, 10, 9, 0, tzinfo=UTC),
+    )
     archive, _ = write_source_archive(tree, out / "source", tag=TAG, source={"tag": TAG}, environ=os.environ)
     return archive
 
 
 def env_for(gh: FakeGitHub, *, legs: tuple[str, ...] = LEGS, **extra: str) -> dict[str, str]:
-    return {"GITHUB_TOKEN": TOKEN, "GH_TOKEN": "", "PIPELINE_HTTP_BACKOFF": "0", "PIPELINE_LEGS": ",".join(legs), **extra}
+    return {
+        "GITHUB_TOKEN": TOKEN,
+        "GH_TOKEN": "",
+        "PIPELINE_HTTP_BACKOFF": "0",
+        "PIPELINE_LEGS": ",".join(legs),
+        **extra,
+    }
 
 
-def publish(gh: FakeGitHub, out: Path, *args: str, matrix: Path = MATRIX, legs: tuple[str, ...] = LEGS,
-            **env: str) -> subprocess.CompletedProcess[str]:
+def publish(
+    gh: FakeGitHub, out: Path, *args: str, matrix: Path = MATRIX, legs: tuple[str, ...] = LEGS, **env: str
+) -> subprocess.CompletedProcess[str]:
     return run_pipeline(
-        ["--matrix", str(matrix), "publish", "--repo", REPO, "--api-url", gh.api_url, "--out", str(out), *args],
+        [
+            "--matrix",
+            str(matrix),
+            "publish",
+            "--repo",
+            REPO,
+            "--api-url",
+            gh.api_url,
+            "--out",
+            str(out),
+            *args,
+        ],
         env=env_for(gh, legs=legs, **env),
     )
 

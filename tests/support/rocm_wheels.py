@@ -77,14 +77,23 @@ def dist_name(project: str) -> str:
     return project.replace("-", "_")
 
 
-def make_wheel(folder: Path, project: str, version: str, files: Mapping[str, bytes], *, tag: str = PLATFORM_TAG,
-               scripts: Mapping[str, str] | None = None) -> Path:
+def make_wheel(
+    folder: Path,
+    project: str,
+    version: str,
+    files: Mapping[str, bytes],
+    *,
+    tag: str = PLATFORM_TAG,
+    scripts: Mapping[str, str] | None = None,
+) -> Path:
     """A real wheel (METADATA, WHEEL, RECORD with every file's hash) of ``files`` (arcname -> bytes)."""
     name = dist_name(project)
     info = f"{name}-{version}.dist-info"
     members = dict(files)
     members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n".encode()
-    members[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+    members[f"{info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+    )
     if scripts:
         lines = "".join(f"{k} = {v}\n" for k, v in scripts.items())
         members[f"{info}/entry_points.txt"] = f"[console_scripts]\n{lines}".encode()
@@ -110,6 +119,7 @@ def _devel_tar() -> bytes:
     resource = next((llvm / "lib" / "clang").iterdir())
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
+
         def add(name: str, body: bytes | None = None, link: str | None = None) -> None:
             info = tarfile.TarInfo(f"_rocm_sdk_devel/{name}")
             info.mtime = 1736000000
@@ -125,44 +135,79 @@ def _devel_tar() -> bytes:
         add("lib/llvm/bin/clang", link="../../../../_rocm_sdk_core/lib/llvm/bin/clang")
         add("lib/llvm/bin/clang++", link="clang")
         for header in sorted((resource / "include").glob("*.h")):
-            add(f"lib/llvm/lib/clang/{resource.name}/include/{header.name}",
-                link=f"../../../../../../../_rocm_sdk_core/lib/llvm/lib/clang/{resource.name}/include/{header.name}")
+            add(
+                f"lib/llvm/lib/clang/{resource.name}/include/{header.name}",
+                link=f"../../../../../../../_rocm_sdk_core/lib/llvm/lib/clang/{resource.name}/include/{header.name}",
+            )
         add("bin/amdclang++", link="../lib/llvm/bin/clang++")
     return buf.getvalue()
 
 
-def make_therock_wheels(folder: Path, version: str, family: str, targets: Sequence[str] = ()) -> dict[str, Path]:
+def make_therock_wheels(
+    folder: Path, version: str, family: str, targets: Sequence[str] = ()
+) -> dict[str, Path]:
     """The wheels of one build (project -> wheel file) made from Debian's clang: four for a per-family index;
     given ``targets`` (an index for every GPU, kpack-split as TheRock publishes since 2026-08-23), the
     arch-neutral ``rocm-sdk-libraries`` and one ``rocm-sdk-device-<target>`` each, whose files overlay the
     libraries' package folder."""
     llvm = debian_llvm()
     resource = next((llvm / "lib" / "clang").iterdir())
-    core = {"_rocm_sdk_core/__init__.py": b"", "_rocm_sdk_core/lib/llvm/bin/clang": (llvm / "bin" / "clang").read_bytes()}
+    core = {
+        "_rocm_sdk_core/__init__.py": b"",
+        "_rocm_sdk_core/lib/llvm/bin/clang": (llvm / "bin" / "clang").read_bytes(),
+    }
     for header in sorted((resource / "include").glob("*.h")):
         core[f"_rocm_sdk_core/lib/llvm/lib/clang/{resource.name}/include/{header.name}"] = header.read_bytes()
     libraries = "rocm-sdk-libraries" if targets else f"rocm-sdk-libraries-{family}".lower()
     return {
-        "rocm": make_wheel(folder, "rocm", version, {"rocm_sdk/__init__.py": f"__version__ = {version!r}\n".encode(),
-                                                     "rocm_sdk/__main__.py": _ROCM_SDK_MAIN.encode()},
-                           tag=PURE_TAG, scripts={"rocm-sdk": "rocm_sdk.__main__:main"}),
+        "rocm": make_wheel(
+            folder,
+            "rocm",
+            version,
+            {
+                "rocm_sdk/__init__.py": f"__version__ = {version!r}\n".encode(),
+                "rocm_sdk/__main__.py": _ROCM_SDK_MAIN.encode(),
+            },
+            tag=PURE_TAG,
+            scripts={"rocm-sdk": "rocm_sdk.__main__:main"},
+        ),
         "rocm-sdk-core": make_wheel(folder, "rocm-sdk-core", version, core),
-        "rocm-sdk-devel": make_wheel(folder, "rocm-sdk-devel", version,
-                                     {"rocm_sdk_devel/__init__.py": b"", "rocm_sdk_devel/_devel.tar": _devel_tar()}),
+        "rocm-sdk-devel": make_wheel(
+            folder,
+            "rocm-sdk-devel",
+            version,
+            {"rocm_sdk_devel/__init__.py": b"", "rocm_sdk_devel/_devel.tar": _devel_tar()},
+        ),
         libraries: make_wheel(folder, libraries, version, {f"_{dist_name(libraries)}/__init__.py": b""}),
-        **{f"rocm-sdk-device-{t}": make_wheel(folder, f"rocm-sdk-device-{t}", version, {
-            f"_rocm_sdk_libraries/lib/rocblas/library/TensileLibrary_{t}.dat": t.encode()}) for t in targets},
+        **{
+            f"rocm-sdk-device-{t}": make_wheel(
+                folder,
+                f"rocm-sdk-device-{t}",
+                version,
+                {f"_rocm_sdk_libraries/lib/rocblas/library/TensileLibrary_{t}.dat": t.encode()},
+            )
+            for t in targets
+        },
     }
 
 
-def make_index_only_wheels(folder: Path, version: str, family: str, targets: Sequence[str] = ()) -> dict[str, Path]:
+def make_index_only_wheels(
+    folder: Path, version: str, family: str, targets: Sequence[str] = ()
+) -> dict[str, Path]:
     """The wheels of one build holding no toolchain (:func:`make_therock_wheels`' projects): for tests that
     resolve and never install."""
     libraries = "rocm-sdk-libraries" if targets else f"rocm-sdk-libraries-{family}".lower()
     return {
         "rocm": make_wheel(folder, "rocm", version, {"rocm_sdk/__init__.py": b""}, tag=PURE_TAG),
-        **{p: make_wheel(folder, p, version, {f"_{dist_name(p)}/__init__.py": b""})
-           for p in ("rocm-sdk-core", "rocm-sdk-devel", libraries, *(f"rocm-sdk-device-{t}" for t in targets))},
+        **{
+            p: make_wheel(folder, p, version, {f"_{dist_name(p)}/__init__.py": b""})
+            for p in (
+                "rocm-sdk-core",
+                "rocm-sdk-devel",
+                libraries,
+                *(f"rocm-sdk-device-{t}" for t in targets),
+            )
+        },
     }
 
 
@@ -202,31 +247,46 @@ def serve_wheel_index(
         for project, path in wheels.items():
             url = f"/files/{path.name}"
             sha = (hashes or {}).get(path.name, sha256_of(path))
-            pages.setdefault(project, []).append({
-                "filename": path.name, "url": url, "hashes": {"sha256": sha},
-                "upload-time": None if uploaded is None else uploaded.isoformat().replace("+00:00", "Z"),
-            })
+            pages.setdefault(project, []).append(
+                {
+                    "filename": path.name,
+                    "url": url,
+                    "hashes": {"sha256": sha},
+                    "upload-time": None if uploaded is None else uploaded.isoformat().replace("+00:00", "Z"),
+                }
+            )
             if path.name not in missing:
-                server.route(url, Response(200, path.read_bytes(), {"Content-Type": "application/octet-stream"}))
+                server.route(
+                    url, Response(200, path.read_bytes(), {"Content-Type": "application/octet-stream"})
+                )
     for project, files in pages.items():
         if html:
-            anchors = "".join(f'<a href="{f["url"]}#sha256={f["hashes"]["sha256"]}">{f["filename"]}</a><br/>\n'  # type: ignore[index]
-                              for f in files)
+            anchors = "".join(
+                f'<a href="{f["url"]}#sha256={f["hashes"]["sha256"]}">{f["filename"]}</a><br/>\n'  # type: ignore[index]
+                for f in files
+            )
             body = f"<!DOCTYPE html><html><body><h1>Links for {project}</h1>\n{anchors}</body></html>\n"
             server.route(f"{base}{project}/", Response(200, body.encode(), {"Content-Type": "text/html"}))
         else:
             doc = {"meta": {"api-version": "1.1"}, "name": project, "files": files, "versions": []}
-            server.route(f"{base}{project}/", Response(200, json.dumps(doc).encode(),
-                                                        {"Content-Type": "application/vnd.pypi.simple.v1+json"}))
+            server.route(
+                f"{base}{project}/",
+                Response(
+                    200, json.dumps(doc).encode(), {"Content-Type": "application/vnd.pypi.simple.v1+json"}
+                ),
+            )
     if family is None:
         root = {"meta": {"api-version": "1.1"}, "projects": [{"name": p} for p in sorted(pages)]}
-        server.route(base, Response(200, json.dumps(root).encode(), {"Content-Type": "application/vnd.pypi.simple.v1+json"}))
+        server.route(
+            base,
+            Response(200, json.dumps(root).encode(), {"Content-Type": "application/vnd.pypi.simple.v1+json"}),
+        )
         return server.url(base)
     return server.url(f"{SIMPLE}{{family}}/")
 
 
 # A PEP 517 backend inside the sdist: pip builds it with nothing fetched (--no-build-isolation).
-_BACKEND = '''import base64, hashlib, pathlib, zipfile
+_BACKEND = """import base64, hashlib, pathlib, zipfile
 
 NAME, VERSION = "rocm", pathlib.Path("VERSION").read_text().strip()
 
@@ -245,7 +305,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         for k, v in members.items():
             zf.writestr(k, v)
     return name
-'''
+"""
 
 
 def make_selector_sdist(folder: Path, version: str) -> Path:

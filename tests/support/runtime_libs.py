@@ -15,11 +15,21 @@ from pathlib import Path
 
 # (base name, SONAME version, full version, libraries it links, C source)
 LIBRARIES = (
-    ("libhsa-runtime64", "1", "1.15.0", (), 'int hsa_version(void) { return 15; }\n'),
-    ("libamdhip64", "7", "7.1.0", ("hsa-runtime64",),
-     'int hsa_version(void);\nint hip_version(void) { return 700 + hsa_version(); }\n'),
-    ("librocblas", "4", "4.5.0", ("amdhip64",),
-     'int hip_version(void);\nint rocblas_version(void) { return 40000 + hip_version(); }\n'),
+    ("libhsa-runtime64", "1", "1.15.0", (), "int hsa_version(void) { return 15; }\n"),
+    (
+        "libamdhip64",
+        "7",
+        "7.1.0",
+        ("hsa-runtime64",),
+        "int hsa_version(void);\nint hip_version(void) { return 700 + hsa_version(); }\n",
+    ),
+    (
+        "librocblas",
+        "4",
+        "4.5.0",
+        ("amdhip64",),
+        "int hip_version(void);\nint rocblas_version(void) { return 40000 + hip_version(); }\n",
+    ),
 )
 KERNELS = {
     "Kernels.so-000-gfx1100.hsaco": b"gfx1100 kernels",
@@ -49,8 +59,20 @@ def build_runtime(root: Path) -> list[str]:
         src.write_text(source)
         real = f"{base}.so.{full}"
         subprocess.run(
-            ["gcc", "-shared", "-fPIC", "-O1", f"-Wl,-soname,{base}.so.{major}", "-Wl,--enable-new-dtags",
-             "-Wl,-rpath,$ORIGIN", "-o", str(lib / real), str(src), f"-L{lib}", *(f"-l{n}" for n in links)],
+            [
+                "gcc",
+                "-shared",
+                "-fPIC",
+                "-O1",
+                f"-Wl,-soname,{base}.so.{major}",
+                "-Wl,--enable-new-dtags",
+                "-Wl,-rpath,$ORIGIN",
+                "-o",
+                str(lib / real),
+                str(src),
+                f"-L{lib}",
+                *(f"-l{n}" for n in links),
+            ],
             check=True,
         )
         src.unlink()
@@ -73,7 +95,8 @@ def write_hip_project(root: Path) -> Path:
     (root / "LICENSE").write_text("MIT License\n\nCopyright (c) the hipdemo test project\n")
     (root / "licenses").mkdir(exist_ok=True)
     (root / "licenses" / "LICENSE-thirdparty").write_text("a third-party license the tree carries\n")
-    (root / "src" / "main.c").write_text(textwrap.dedent("""\
+    (root / "src" / "main.c").write_text(
+        textwrap.dedent("""\
         #include <stdio.h>
         #include <string.h>
         int rocblas_version(void);
@@ -86,8 +109,10 @@ def write_hip_project(root: Path) -> Path:
             printf("%d\\n", hip_version());
             return 0;
         }
-        """))
-    (root / "CMakeLists.txt").write_text(textwrap.dedent("""\
+        """)
+    )
+    (root / "CMakeLists.txt").write_text(
+        textwrap.dedent("""\
         cmake_minimum_required(VERSION 3.16)
         project(hipdemo LANGUAGES C CXX)
         find_library(ROCBLAS rocblas PATHS $ENV{ROCM_PATH}/lib NO_DEFAULT_PATH REQUIRED)
@@ -95,5 +120,6 @@ def write_hip_project(root: Path) -> Path:
         add_executable(llama-hipdemo src/main.c)
         target_link_libraries(llama-hipdemo PRIVATE ${ROCBLAS} ${AMDHIP})
         set_target_properties(llama-hipdemo PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
-        """))
+        """)
+    )
     return root

@@ -72,8 +72,9 @@ def writer_finished(run: str | None, *, filled: bool) -> None:
         writer_done_marker(run).touch()
 
 
-def wait_for_the_writer(run: str | None, writer_in_run: bool, *, timeout: float = 3600.0,
-                        say: Callable[[str], None] = print) -> float:
+def wait_for_the_writer(
+    run: str | None, writer_in_run: bool, *, timeout: float = 3600.0, say: Callable[[str], None] = print
+) -> float:
     """Seconds waited until the units are there or the writer of this run is done (0: no need to wait).
 
     No wait when the folder was filled before, when this run has no writer, or

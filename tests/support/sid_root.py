@@ -44,7 +44,16 @@ SUITE = "sid"
 # What the ROCm leg needs: the compiler (hipcc pulls clang 21 and the device libraries), the
 # libraries llama.cpp's ggml-hip finds with find_package, and what runs the pipeline itself
 # (libssl-dev: the shipped build links OpenSSL for llama.cpp's HTTPS).
-PACKAGES = ("hipcc", "libhipblas-dev", "librocblas-dev", "python3", "python3-venv", "git", "g++", "libssl-dev")
+PACKAGES = (
+    "hipcc",
+    "libhipblas-dev",
+    "librocblas-dev",
+    "python3",
+    "python3-venv",
+    "git",
+    "g++",
+    "libssl-dev",
+)
 # sid's Release files are past their validity date on the mirror this machine uses.
 _APT_OPTION = 'Acquire::Check-Valid-Until "false"'
 _SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
@@ -124,7 +133,9 @@ class DebianRoot:
                 capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
             )  # fmt: skip
             if proc.returncode != 0:
-                raise SidRootUnavailable(f"mmdebstrap {self.suite} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+                raise SidRootUnavailable(
+                    f"mmdebstrap {self.suite} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+                )
             partial.replace(root)
 
     def _complete(self, home: Path, root: Path) -> None:
@@ -137,12 +148,14 @@ class DebianRoot:
         if missing:
             with mounted(root):
                 for argv in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *missing]):
-                    proc = run_in(root, argv, env={"DEBIAN_FRONTEND": "noninteractive"}, timeout=BUILD_TIMEOUT_S)
+                    proc = run_in(
+                        root, argv, env={"DEBIAN_FRONTEND": "noninteractive"}, timeout=BUILD_TIMEOUT_S
+                    )
                     if proc.returncode != 0:
                         raise SidRootUnavailable(
-                            f"{' '.join(argv[:3])} in the {self.suite} root failed:\n{proc.stderr[-3000:]}")
+                            f"{' '.join(argv[:3])} in the {self.suite} root failed:\n{proc.stderr[-3000:]}"
+                        )
         stamp.write_text(wanted, encoding="utf-8")
-
 
     def missing(self, root: Path) -> list[str]:
         """The packages of the list that ``root``'s dpkg does not have installed."""
@@ -204,11 +217,20 @@ def mounted(root: Path, binds: Sequence[tuple[Path, str]] = ()) -> Iterator[Path
             subprocess.run(["umount", "--recursive", "--lazy", str(target)], check=False, capture_output=True)
 
 
-def run_in(root: Path, argv: Sequence[str], *, env: dict[str, str] | None = None,
-           cwd: str = "/", timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+def run_in(
+    root: Path,
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str = "/",
+    timeout: float = 1800,
+) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` inside ``root`` (already :func:`mounted`) as root, with a clean environment."""
-    base = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
-            "LANG": "C.UTF-8"}
+    base = {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+    }
     return subprocess.run(
         ["chroot", str(root), "/usr/bin/env", "-i", "-C", cwd, *(f"{k}={v}" for k, v in {**base, **(env or {})}.items()),
          *argv],
@@ -260,8 +282,10 @@ def prepare_in_background(roots: Iterable[DebianRoot]) -> list[threading.Thread]
         except Exception as exc:
             print(f"\nmaking the {debian.suite} root ahead failed; its tests will make it: {exc}", flush=True)
 
-    threads = [threading.Thread(target=prepare, args=(debian,), name=f"{debian.suite}-root", daemon=True)
-               for debian in dict.fromkeys(roots)]
+    threads = [
+        threading.Thread(target=prepare, args=(debian,), name=f"{debian.suite}-root", daemon=True)
+        for debian in dict.fromkeys(roots)
+    ]
     for thread in threads:
         thread.start()
     return threads

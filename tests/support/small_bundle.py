@@ -12,8 +12,12 @@ from tests.support.bundles import make_bundle
 CPU = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-24.04")
 TAG = "b100"
 COMMIT = "c" * 40
-TOOLCHAIN = Toolchain(kind="gcc", identity="gcc-12.2.0", compilers={"C": "gcc 12.2.0 (/usr/bin/cc)"},
-                      details={"version": "12.2.0"})
+TOOLCHAIN = Toolchain(
+    kind="gcc",
+    identity="gcc-12.2.0",
+    compilers={"C": "gcc 12.2.0 (/usr/bin/cc)"},
+    details={"version": "12.2.0"},
+)
 # What the build leaves in bin/ and lib/: programs and libraries (not real ELF files: nothing to link).
 PAYLOAD = {
     "bin/llama-cli": b"ELF cli",
@@ -38,5 +42,13 @@ def small_bundle(root: Path, *, pack_cache: Path | None = None) -> Path:
                 "mix": [], "commit": COMMIT},
         cmake_args=["-DCMAKE_BUILD_TYPE=Release"], ccache={}, toolchain=TOOLCHAIN.to_record(),
     )  # fmt: skip
-    return make_bundle(leg=CPU, record=record, build_dir=build, out_dir=root, toolchain=TOOLCHAIN, tag=TAG, commit=COMMIT,
-                       pack_cache=pack_cache)
+    return make_bundle(
+        leg=CPU,
+        record=record,
+        build_dir=build,
+        out_dir=root,
+        toolchain=TOOLCHAIN,
+        tag=TAG,
+        commit=COMMIT,
+        pack_cache=pack_cache,
+    )

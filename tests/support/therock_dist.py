@@ -31,7 +31,10 @@ LIBRARIES = {
     "lib/rocm_sysdeps/lib/librocm_sysdeps_drm.so.2": None,
     "lib/rocm_sysdeps/lib/librocm_sysdeps_drm_amdgpu.so.1": None,
 }
-DATA = ("lib/rocblas/library/TensileLibrary_lazy_gfx1100.dat", "lib/hipblaslt/library/TensileLibrary_gfx1100.dat")
+DATA = (
+    "lib/rocblas/library/TensileLibrary_lazy_gfx1100.dat",
+    "lib/hipblaslt/library/TensileLibrary_gfx1100.dat",
+)
 LICENSES = (
     "share/doc/hip/LICENSE.md",
     "share/doc/hsa-runtime64/LICENSE.md",

@@ -68,9 +68,11 @@ def s3_page(
     token: str | None = None,
     next_marker: str | None = None,
 ) -> str:
-    parts = [f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="{S3_NS}">',
-             "<Name>therock-nightly-tarball</Name><Prefix></Prefix><MaxKeys>1000</MaxKeys>",
-             f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"]
+    parts = [
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="{S3_NS}">',
+        "<Name>therock-nightly-tarball</Name><Prefix></Prefix><MaxKeys>1000</MaxKeys>",
+        f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>",
+    ]
     if token:
         parts.append(f"<NextContinuationToken>{escape(token)}</NextContinuationToken>")
     if next_marker:
@@ -113,9 +115,11 @@ def tarball_index_page(entries: Sequence[tuple[str, datetime]]) -> str:
     #7547 left to the same server-side generation): title "Tarball index", and the script's
     ``const files = [{"name": ..., "mtime": <S3 LastModified as epoch seconds, a float>}]`` on one line,
     json.dumps' default separators, no size."""
-    files = json.dumps([{"name": file_name, "mtime": published.timestamp()} for file_name, published in entries])
+    files = json.dumps(
+        [{"name": file_name, "mtime": published.timestamp()} for file_name, published in entries]
+    )
     return (
-        "\n    <html>\n    <head>\n        <title>Tarball index</title>\n        <meta charset=\"utf-8\"/>\n"
+        '\n    <html>\n    <head>\n        <title>Tarball index</title>\n        <meta charset="utf-8"/>\n'
         f"        <script>\n            const files = {files};\n"
         "            function applyFilter(fileList, filter) {\n                if (filter === 'all') return fileList;\n"
         "                return fileList.filter(file => file.name.includes(filter));\n            }\n"
@@ -126,10 +130,26 @@ def tarball_index_page(entries: Sequence[tuple[str, datetime]]) -> str:
 # TheRock's Linux families as published since its rename of 2026-02-25 (ROCm/TheRock 8f17ad65b, #2869), from
 # build_tools/github_actions/amdgpu_family_matrix.py at 89553ce3746eda74ade42557470d25e37c91b6f0; Windows lacks the
 # data-centre families (gfx94X-dcgpu, gfx950-dcgpu, gfx125X-dcgpu).
-TODAYS_LINUX_FAMILIES = ("gfx94X-dcgpu", "gfx110X-all", "gfx1151", "gfx120X-all", "gfx90a", "gfx950-dcgpu", "gfx900",
-                         "gfx90c", "gfx906", "gfx908", "gfx101X-dgpu", "gfx103X-all", "gfx1150", "gfx1152", "gfx1153",
-                         "gfx125X-dcgpu")
-TODAYS_WINDOWS_FAMILIES = tuple(f for f in TODAYS_LINUX_FAMILIES
-                                if f not in ("gfx94X-dcgpu", "gfx950-dcgpu", "gfx125X-dcgpu"))
+TODAYS_LINUX_FAMILIES = (
+    "gfx94X-dcgpu",
+    "gfx110X-all",
+    "gfx1151",
+    "gfx120X-all",
+    "gfx90a",
+    "gfx950-dcgpu",
+    "gfx900",
+    "gfx90c",
+    "gfx906",
+    "gfx908",
+    "gfx101X-dgpu",
+    "gfx103X-all",
+    "gfx1150",
+    "gfx1152",
+    "gfx1153",
+    "gfx125X-dcgpu",
+)
+TODAYS_WINDOWS_FAMILIES = tuple(
+    f for f in TODAYS_LINUX_FAMILIES if f not in ("gfx94X-dcgpu", "gfx950-dcgpu", "gfx125X-dcgpu")
+)
 # The names the rename retired; the old CDN still lists their last builds.
 RETIRED_FAMILIES = ("gfx103X-dgpu", "gfx90X-dcgpu")

@@ -11,11 +11,21 @@ HIP_VERSION = "6.4.43484"
 # Where each layout keeps each piece, relative to the install root (read from the real installs: a
 # TheRock dist tarball, Debian sid's /usr with ROCm 6.4 on clang 21, Debian 12's /usr with HIP 5.2).
 LAYOUTS: dict[str, dict[str, str]] = {
-    "therock": {"clang": "lib/llvm/bin", "device_libs": "lib/llvm/amdgcn/bitcode", "hip_cmake": "lib/cmake/hip"},
-    "debian-sid": {"clang": "lib/llvm-21/bin", "device_libs": "lib/llvm-21/lib/clang/21/amdgcn/bitcode",
-                   "hip_cmake": "lib/x86_64-linux-gnu/cmake/hip"},
-    "debian-12": {"clang": "lib/llvm-15/bin", "device_libs": "lib/x86_64-linux-gnu/amdgcn/bitcode",
-                  "hip_cmake": "lib/x86_64-linux-gnu/cmake/hip"},
+    "therock": {
+        "clang": "lib/llvm/bin",
+        "device_libs": "lib/llvm/amdgcn/bitcode",
+        "hip_cmake": "lib/cmake/hip",
+    },
+    "debian-sid": {
+        "clang": "lib/llvm-21/bin",
+        "device_libs": "lib/llvm-21/lib/clang/21/amdgcn/bitcode",
+        "hip_cmake": "lib/x86_64-linux-gnu/cmake/hip",
+    },
+    "debian-12": {
+        "clang": "lib/llvm-15/bin",
+        "device_libs": "lib/x86_64-linux-gnu/amdgcn/bitcode",
+        "hip_cmake": "lib/x86_64-linux-gnu/cmake/hip",
+    },
 }
 
 
@@ -26,8 +36,14 @@ def find_layout(root: Path, os_name: str) -> RocmLayout:
     return layout_of(root, find_clang_dir(root, os_name), os_name)
 
 
-def make_rocm_tree(root: Path, layout: str, *, skip: tuple[str, ...] = (), clang: bytes = b"\x7fELF clang",
-                   hip_version: str = HIP_VERSION) -> Path:
+def make_rocm_tree(
+    root: Path,
+    layout: str,
+    *,
+    skip: tuple[str, ...] = (),
+    clang: bytes = b"\x7fELF clang",
+    hip_version: str = HIP_VERSION,
+) -> Path:
     """A ROCm install shaped like ``layout`` (a key of :data:`LAYOUTS`), with stand-in files; ``skip``
     leaves out pieces (``clang``, ``device_libs``, ``hip_cmake``, ``hip_version``)."""
     where = LAYOUTS[layout]

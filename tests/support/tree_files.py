@@ -25,8 +25,10 @@ def cached_sdist() -> Path | None:
 
 
 def missing_reason() -> str:
-    return (f"the llama-cpp-python {SDIST_VERSION} sdist is not in {e2e_cache_root() / 'sdist'} "
-            "(the real-tree tests fetch it once)")
+    return (
+        f"the llama-cpp-python {SDIST_VERSION} sdist is not in {e2e_cache_root() / 'sdist'} "
+        "(the real-tree tests fetch it once)"
+    )
 
 
 def tree_texts(sdist: Path, wanted: Callable[[PurePosixPath], bool]) -> dict[str, str]:
@@ -36,7 +38,7 @@ def tree_texts(sdist: Path, wanted: Callable[[PurePosixPath], bool]) -> dict[str
         for member in tar:
             if not member.isfile() or not member.name.startswith(TREE_PREFIX):
                 continue
-            path = PurePosixPath(member.name[len(TREE_PREFIX):])
+            path = PurePosixPath(member.name[len(TREE_PREFIX) :])
             if wanted(path):
                 handle = tar.extractfile(member)
                 assert handle is not None

@@ -120,7 +120,7 @@ def write_shader_project(root: Path) -> Path:
     for name, text in SHADER_SOURCES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    (root / "main.cpp").write_text("#include <cstdio>\nint main() { std::puts(\"shaders built\"); }\n")
+    (root / "main.cpp").write_text('#include <cstdio>\nint main() { std::puts("shaders built"); }\n')
     (root / "CMakeLists.txt").write_text(
         textwrap.dedent(
             """\
@@ -129,7 +129,9 @@ def write_shader_project(root: Path) -> Path:
             find_package(Vulkan REQUIRED COMPONENTS glslc)
             set(SPV)
             foreach(shader scale add)
-              foreach(variant """ + " ".join(SHADER_VARIANTS) + """)
+              foreach(variant """
+            + " ".join(SHADER_VARIANTS)
+            + """)
                 set(out ${CMAKE_CURRENT_BINARY_DIR}/${shader}-${variant}.spv)
                 add_custom_command(
                     OUTPUT ${out}

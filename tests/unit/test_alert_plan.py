@@ -46,11 +46,21 @@ def _result(**record: object) -> LegResult:
 
 
 def test_a_failed_check_is_named_with_its_code_and_first_problem() -> None:
-    check = {"ok": False, "summary": "check-bundle FAILED: 3 binaries", "problems": [
-        {"file": "LICENSE", "kind": "license", "library": None, "message": "missing"},
-        {"file": "bin/llama-cli", "kind": "needed", "library": "libx.so", "message": "needs libx.so"}]}
-    reason = failure_reason(_result(bundle_check=check, exit_code=13,
-                                    error="cuda: llama-b1-bin-ubuntu-cuda-x64.tar.gz fails check-bundle: LICENSE: missing"))
+    check = {
+        "ok": False,
+        "summary": "check-bundle FAILED: 3 binaries",
+        "problems": [
+            {"file": "LICENSE", "kind": "license", "library": None, "message": "missing"},
+            {"file": "bin/llama-cli", "kind": "needed", "library": "libx.so", "message": "needs libx.so"},
+        ],
+    }
+    reason = failure_reason(
+        _result(
+            bundle_check=check,
+            exit_code=13,
+            error="cuda: llama-b1-bin-ubuntu-cuda-x64.tar.gz fails check-bundle: LICENSE: missing",
+        )
+    )
     assert reason == "its bundle fails check-bundle (exit 13): LICENSE: missing"
 
 

@@ -28,8 +28,11 @@ def test_every_layer_is_in_the_architecture_table() -> None:
 
 def test_every_package_and_top_level_module_is_in_a_layer() -> None:
     listed = {m.strip() for layer in _layers() for m in layer.split("|")}
-    children = {p.stem if p.is_file() else p.name for p in (ROOT / "pipeline").iterdir()
-                if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
+    children = {
+        p.stem if p.is_file() else p.name
+        for p in (ROOT / "pipeline").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    }
     assert children == listed
 
 

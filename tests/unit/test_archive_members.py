@@ -19,14 +19,28 @@ from tests.support.archives import make_tar, tar_dir, tar_file, tar_hardlink, ta
 
 # (members after a valid install, the refused member, what the message says)
 UNPLACEABLE = [
-    pytest.param([tar_hardlink("lib/hard", "lib/missing")], "lib/hard", "no earlier member", id="hardlink-missing"),
-    pytest.param([tar_hardlink("lib/hard", "lib/later"), tar_file("lib/later", b"x")], "lib/hard",
-                 "no earlier member", id="hardlink-later"),
+    pytest.param(
+        [tar_hardlink("lib/hard", "lib/missing")], "lib/hard", "no earlier member", id="hardlink-missing"
+    ),
+    pytest.param(
+        [tar_hardlink("lib/hard", "lib/later"), tar_file("lib/later", b"x")],
+        "lib/hard",
+        "no earlier member",
+        id="hardlink-later",
+    ),
     pytest.param([tar_hardlink("lib/hard", "lib")], "lib/hard", "hard link to folder", id="hardlink-folder"),
-    pytest.param([tar_file("lib/twice", b"1"), tar_file("./lib/twice", b"2")], "./lib/twice", "duplicate name",
-                 id="duplicate-file"),
-    pytest.param([tar_symlink("lib/s", "x"), tar_file("lib/s", b"through the link")], "lib/s", "duplicate name",
-                 id="file-over-link"),
+    pytest.param(
+        [tar_file("lib/twice", b"1"), tar_file("./lib/twice", b"2")],
+        "./lib/twice",
+        "duplicate name",
+        id="duplicate-file",
+    ),
+    pytest.param(
+        [tar_symlink("lib/s", "x"), tar_file("lib/s", b"through the link")],
+        "lib/s",
+        "duplicate name",
+        id="file-over-link",
+    ),
     pytest.param([tar_file("/abs/name", b"x")], "/abs/name", "absolute path", id="absolute"),
 ]
 
@@ -66,7 +80,9 @@ def test_a_zip_with_a_name_twice_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_refused_toolchain_download_is_not_trusted_in_the_download_cache(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "therock.tar.gz", [*therock_members(), tar_hardlink("./lib/h", "./lib/gone")])
+    archive = make_tar(
+        tmp_path / "therock.tar.gz", [*therock_members(), tar_hardlink("./lib/h", "./lib/gone")]
+    )
     downloads = tmp_path / "downloads"
     with pytest.raises(ToolchainError, match=r"refused member '\./lib/h'"):
         install_archive(archive.as_uri(), "rocm-7", root_dir=tmp_path / "toolchains", cache_dir=downloads)
@@ -74,12 +90,22 @@ def test_a_refused_toolchain_download_is_not_trusted_in_the_download_cache(tmp_p
 
 
 def test_a_source_archive_with_an_unplaceable_member_is_one_source_error(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "llama.cpp-b1.tar.gz",
-                       [tar_file("llama.cpp/CMakeLists.txt", b"x"), tar_hardlink("llama.cpp/h", "llama.cpp/later")])
+    archive = make_tar(
+        tmp_path / "llama.cpp-b1.tar.gz",
+        [tar_file("llama.cpp/CMakeLists.txt", b"x"), tar_hardlink("llama.cpp/h", "llama.cpp/later")],
+    )
     data = archive.read_bytes()
-    manifest_path(archive).write_text(json.dumps({
-        "format": MANIFEST_FORMAT, "archive": archive.name, "tag": "b1", "commit": "0" * 40,
-        "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
-    }))
+    manifest_path(archive).write_text(
+        json.dumps(
+            {
+                "format": MANIFEST_FORMAT,
+                "archive": archive.name,
+                "tag": "b1",
+                "commit": "0" * 40,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "size": len(data),
+            }
+        )
+    )
     with pytest.raises(SourceError, match=r"refused member 'llama.cpp/h': hard link to 'llama.cpp/later'"):
         unpack_source_archive(archive, tmp_path / "src")

@@ -38,7 +38,12 @@ def test_archives_merge_into_one_tree_and_finish_runs_before_sealing(tmp_path: P
     assert not got.reused and seen == [False]
     assert (target / "nvidia/cu13/bin/nvcc").read_bytes() == b"nvcc"
     assert (target / "nvidia/cu13/lib/libcudart.so").read_bytes() == b"rt"
-    assert sorted(p.name for p in target.iterdir()) == [".pipeline-install.json", "a-1.dist-info", "b-1.dist-info", "nvidia"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        ".pipeline-install.json",
+        "a-1.dist-info",
+        "b-1.dist-info",
+        "nvidia",
+    ]
     # Nothing left beside the install (no staging folders).
     # The install's lock file stays (an empty file: deleting it would race another run).
     assert sorted(p.name for p in target.parent.iterdir()) == [".cuda-1-linux.lock", "cuda-1-linux"]

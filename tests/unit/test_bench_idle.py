@@ -68,7 +68,10 @@ def test_other_processes_over_the_share_make_the_run_not_idle_and_say_how_much()
     end = bi.CpuSnapshot(busy_s=1396.0, steal_s=0.0, own_s=364.0, wall_s=200.0)
     idle, warning = bi.idle_verdict(_machine(0.3, 2.1), QUIET_START, end)
     assert not idle
-    assert warning is not None and "other processes used 32.0 CPU seconds during the run, 8.0% of the machine" in warning
+    assert (
+        warning is not None
+        and "other processes used 32.0 CPU seconds during the run, 8.0% of the machine" in warning
+    )
 
 
 def test_a_busy_start_is_not_idle_whatever_happened_after() -> None:

@@ -36,12 +36,16 @@ def test_an_sbom_nested_thousands_deep_is_a_bundle_error() -> None:
 
 
 def test_a_wheel_index_page_nested_thousands_deep_is_an_index_error() -> None:
-    with pytest.raises(IndexFormatError, match=r"^https://i\.invalid/p/: the index page is nested too deep to read$"):
+    with pytest.raises(
+        IndexFormatError, match=r"^https://i\.invalid/p/: the index page is nested too deep to read$"
+    ):
         parse_json_page('{"files": ' + DEEP + "}", where="https://i.invalid/p/")
 
 
 def test_a_manifest_nested_thousands_deep_is_a_bundle_error() -> None:
-    with pytest.raises(BundleError, match=r"^b\.tar\.gz:manifest\.json: the manifest is nested too deep to read$"):
+    with pytest.raises(
+        BundleError, match=r"^b\.tar\.gz:manifest\.json: the manifest is nested too deep to read$"
+    ):
         parse_manifest(DEEP.encode(), "b.tar.gz:manifest.json")
 
 
@@ -49,7 +53,9 @@ def test_a_manifest_file_over_the_bound_is_refused_unread(tmp_path: Path) -> Non
     big = tmp_path / "manifest.json"
     with big.open("wb") as fh:
         fh.truncate(MAX_DOCUMENT_BYTES + 1)  # sparse: nothing to write, but its size is what counts
-    with pytest.raises(BundleError, match=r"manifest\.json: the manifest is 32\.0 MiB, over the 32\.0 MiB it may be"):
+    with pytest.raises(
+        BundleError, match=r"manifest\.json: the manifest is 32\.0 MiB, over the 32\.0 MiB it may be"
+    ):
         read_manifest_file(big)
 
 
@@ -63,7 +69,9 @@ def test_a_manifest_member_that_inflates_past_the_bound_is_refused(tmp_path: Pat
         tar.addfile(info, io.BytesIO(bytes(info.size)))
     bundle.write_bytes(gzip.compress(buffer.getvalue()))
     assert bundle.stat().st_size < MAX_DOCUMENT_BYTES // 100
-    with pytest.raises(BundleError, match=r"llama-b1/manifest\.json: a manifest or SBOM is 32\.0 MiB, over the 32\.0 MiB"):
+    with pytest.raises(
+        BundleError, match=r"llama-b1/manifest\.json: a manifest or SBOM is 32\.0 MiB, over the 32\.0 MiB"
+    ):
         list(read_members(bundle))
 
 
@@ -74,20 +82,32 @@ def test_a_build_file_named_like_the_bundles_own_is_refused_naming_it(tmp_path: 
     (tmp_path / "bin" / name).write_text("{}")
     for path in (tmp_path / "bin").iterdir():
         path.chmod(0o755)
-    with pytest.raises(BundleError, match=rf"bin/{name}: a build file named {name} would take the place of the "
-                                          rf"bundle's own {name}; rename or remove it from bin/"):
+    with pytest.raises(
+        BundleError,
+        match=rf"bin/{name}: a build file named {name} would take the place of the "
+        rf"bundle's own {name}; rename or remove it from bin/",
+    ):
         collect_payload(tmp_path, symlinks=True)
 
 
 def test_a_warn_fraction_of_0_is_refused_naming_the_key() -> None:
-    with pytest.raises(ConfigError, match=r"github\.cache_warn_fraction: expected a number above 0 and up to 1, got 0"):
+    with pytest.raises(
+        ConfigError, match=r"github\.cache_warn_fraction: expected a number above 0 and up to 1, got 0"
+    ):
         parse_matrix({**LEG, "github": {"cache_warn_fraction": 0}}, Path("m.toml"))
-    assert parse_matrix({**LEG, "github": {"cache_warn_fraction": 0.5}}, Path("m.toml")).github.cache_warn_fraction == 0.5
+    assert (
+        parse_matrix(
+            {**LEG, "github": {"cache_warn_fraction": 0.5}}, Path("m.toml")
+        ).github.cache_warn_fraction
+        == 0.5
+    )
 
 
 @pytest.mark.parametrize("size", ["1" + "0" * 400 + "G", "2000T", "1e400"])
 def test_a_size_past_what_a_budget_holds_is_refused_naming_the_key(size: str) -> None:
-    with pytest.raises(ConfigError, match=r"ccache\.max_size: expected a size like '5G' or '500M', at most 1 PiB"):
+    with pytest.raises(
+        ConfigError, match=r"ccache\.max_size: expected a size like '5G' or '500M', at most 1 PiB"
+    ):
         parse_matrix({**LEG, "ccache": {"max_size": size}}, Path("m.toml"))
 
 

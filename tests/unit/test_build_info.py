@@ -22,5 +22,7 @@ SHA = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
         ("b12", "not-a-sha", ["-DLLAMA_BUILD_NUMBER=12"]),
     ],
 )
-def test_build_number_and_commit_come_from_the_tag_and_commit(tag: str, commit: str | None, expected: list[str]) -> None:
+def test_build_number_and_commit_come_from_the_tag_and_commit(
+    tag: str, commit: str | None, expected: list[str]
+) -> None:
     assert build_info_args(tag, commit) == expected

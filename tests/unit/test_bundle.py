@@ -30,7 +30,12 @@ from tests.support.bundles import make_bundle
 
 CPU = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-24.04")
 ROCM_WIN = Leg(
-    name="rocm-windows-gfx1151", backend="rocm", os="windows", runner="windows-2022", family="gfx1151", targets=("gfx1151",)
+    name="rocm-windows-gfx1151",
+    backend="rocm",
+    os="windows",
+    runner="windows-2022",
+    family="gfx1151",
+    targets=("gfx1151",),
 )
 COMMIT = "c" * 40
 TOOLCHAIN = Toolchain(
@@ -101,7 +106,13 @@ def record_for(build: Path, source_path: Path | None = None) -> LegRecord:
 def bundle(root: Path, *, leg: Leg = CPU, variant: bytes = b"v1", tag: str = "b100") -> Path:
     build = fake_build(root, variant=variant)
     return make_bundle(
-        leg=leg, record=record_for(build), build_dir=build, out_dir=root, toolchain=TOOLCHAIN, tag=tag, commit=COMMIT
+        leg=leg,
+        record=record_for(build),
+        build_dir=build,
+        out_dir=root,
+        toolchain=TOOLCHAIN,
+        tag=tag,
+        commit=COMMIT,
     )
 
 
@@ -110,7 +121,9 @@ def bundle(root: Path, *, leg: Leg = CPU, variant: bytes = b"v1", tag: str = "b1
 
 def test_bundle_names() -> None:
     assert bundle_file_name(CPU, "b100") == "llama-b100-bin-ubuntu-x64.tar.gz"
-    assert bundle_file_name(ROCM_WIN, "b100-mix-abc1234") == "llama-b100-mix-abc1234-bin-win-hip-gfx1151-x64.zip"
+    assert (
+        bundle_file_name(ROCM_WIN, "b100-mix-abc1234") == "llama-b100-mix-abc1234-bin-win-hip-gfx1151-x64.zip"
+    )
 
 
 @pytest.mark.parametrize(
@@ -207,7 +220,9 @@ def test_manifest_holds_inputs_and_outputs_but_nothing_of_the_machine(tmp_path: 
     manifest = read_manifest(path)
     text = json.dumps(manifest)
     assert str(tmp_path) not in text
-    assert "12.5" not in text and "hits" not in text and "started" not in text and "/somewhere/else" not in text
+    assert (
+        "12.5" not in text and "hits" not in text and "started" not in text and "/somewhere/else" not in text
+    )
     assert manifest["leg"]["name"] == "cpu" and manifest["tag"] == "b100"
     assert manifest["source"] == {
         "repo": "https://example.invalid/llama.cpp",
@@ -257,7 +272,13 @@ def test_symlinked_libraries_stay_symlinks(tmp_path: Path) -> None:
     (build / "bin" / "libllama.so").rename(build / "bin" / "libllama.so.0.1")
     (build / "bin" / "libllama.so").symlink_to("libllama.so.0.1")
     path = make_bundle(
-        leg=CPU, record=record_for(build), build_dir=build, out_dir=tmp_path, toolchain=TOOLCHAIN, tag="b1", commit=None
+        leg=CPU,
+        record=record_for(build),
+        build_dir=build,
+        out_dir=tmp_path,
+        toolchain=TOOLCHAIN,
+        tag="b1",
+        commit=None,
     )
     with tarfile.open(path) as tar:
         link = tar.getmember("llama-b1/libllama.so")
@@ -330,11 +351,15 @@ def test_bundle_whose_files_do_not_match_its_manifest_is_corrupt(tmp_path: Path)
                 members[m.name] = fh.read()
     members["llama-b100/llama-cli"] = b"tampered"
     bad = _tar_gz(tmp_path / "bad.tar.gz", members)
-    with pytest.raises(BundleError, match=r"bad.tar.gz: corrupt bundle: llama-cli does not match the manifest"):
+    with pytest.raises(
+        BundleError, match=r"bad.tar.gz: corrupt bundle: llama-cli does not match the manifest"
+    ):
         compare(bad, good)
     members["llama-cli"] = members.pop("llama-b100/llama-cli")
     outside = _tar_gz(tmp_path / "outside.tar.gz", members)
-    with pytest.raises(BundleError, match=r"outside.tar.gz: corrupt bundle: llama-cli is outside its top folder llama-b100/"):
+    with pytest.raises(
+        BundleError, match=r"outside.tar.gz: corrupt bundle: llama-cli is outside its top folder llama-b100/"
+    ):
         compare(outside, good)
 
 

@@ -22,7 +22,9 @@ class _Refuse(importlib.abc.MetaPathFinder):
 
 
 def test_a_linux_bundle_is_checked_without_macholib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [m for m in sys.modules if m.partition(".")[0] == "macholib" or m.startswith("pipeline.bundle")]:
+    for name in [
+        m for m in sys.modules if m.partition(".")[0] == "macholib" or m.startswith("pipeline.bundle")
+    ]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [_Refuse("macholib"), *sys.meta_path])
     importlib.import_module("pipeline.bundle.make")
@@ -54,7 +56,9 @@ def test_a_linux_bundle_is_packed_and_checked_without_pefile_or_email(
         check.check_tree(tmp_path, os_name="windows", glibc_max=None)
 
 
-def test_a_warm_packing_whose_sbom_is_cached_loads_no_cyclonedx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_packing_whose_sbom_is_cached_loads_no_cyclonedx(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The SBOM of an unchanged manifest comes from the packaging cache (pipeline.bundle.sbom_cache): the
     CycloneDX library, 0.04 s of a warm build's CPU to load, is not imported at all."""
     from tests.support.small_bundle import small_bundle
@@ -62,9 +66,16 @@ def test_a_warm_packing_whose_sbom_is_cached_loads_no_cyclonedx(tmp_path: Path, 
     cache = tmp_path / "pack"
     first = small_bundle(tmp_path / "a", pack_cache=cache)
     libraries = ("cyclonedx", "py_serializable")
-    for name in [m for m in sys.modules if m.partition(".")[0] in libraries or m.startswith("pipeline.bundle")
-                 or m.startswith("tests.support.")]:
+    for name in [
+        m
+        for m in sys.modules
+        if m.partition(".")[0] in libraries
+        or m.startswith("pipeline.bundle")
+        or m.startswith("tests.support.")
+    ]:
         monkeypatch.delitem(sys.modules, name)
-    again = importlib.import_module("tests.support.small_bundle").small_bundle(tmp_path / "b", pack_cache=cache)
+    again = importlib.import_module("tests.support.small_bundle").small_bundle(
+        tmp_path / "b", pack_cache=cache
+    )
     assert again.read_bytes() == first.read_bytes()
     assert not [m for m in sys.modules if m.partition(".")[0] in libraries]

@@ -39,8 +39,14 @@ def test_project_legs_are_named_like_upstream_releases() -> None:
 
 
 def test_a_leg_names_its_own_template() -> None:
-    m = parse_matrix({"legs": {"cpu": {"backend": "cpu", "bundle_name": "llama-{tag}-{leg}-{os_label}",
-                                       "glibc_max": "2.31"}}}, Path("m.toml"))
+    m = parse_matrix(
+        {
+            "legs": {
+                "cpu": {"backend": "cpu", "bundle_name": "llama-{tag}-{leg}-{os_label}", "glibc_max": "2.31"}
+            }
+        },
+        Path("m.toml"),
+    )
     assert bundle_file_name(m.leg("cpu"), "b7") == "llama-b7-cpu-ubuntu.tar.gz"
     assert m.leg("cpu").glibc_max == "2.31"
     assert render_name(None, tag="b1", leg="x", backend="rocm", os_name="windows", family="gfx1151") == (
@@ -126,8 +132,11 @@ def test_profiles_declare_rocm_kernels_and_nothing_for_cpu() -> None:
     assert "lib" in rocm.library_dirs
     # TheRock's kernel folders, then a distribution's (Debian: below lib/<triplet>, versioned inside).
     assert [(f.source, f.dest) for f in rocm.data_folders] == [
-        ("lib/rocblas/library", "rocblas/library"), ("lib/hipblaslt/library", "hipblaslt/library"),
-        ("lib/x86_64-linux-gnu/rocblas", "rocblas"), ("lib/x86_64-linux-gnu/hipblaslt", "hipblaslt")]
+        ("lib/rocblas/library", "rocblas/library"),
+        ("lib/hipblaslt/library", "hipblaslt/library"),
+        ("lib/x86_64-linux-gnu/rocblas", "rocblas"),
+        ("lib/x86_64-linux-gnu/hipblaslt", "hipblaslt"),
+    ]
     assert runtime_profile("cpu", "linux").library_dirs == ()
 
 
@@ -136,8 +145,11 @@ def test_report_line_of_a_bundle_check() -> None:
     assert bundle_check_line("cpu", {"ok": True, "summary": "check-bundle passed: 3 binaries"}) == (
         "cpu: check-bundle passed: 3 binaries"
     )
-    failed = {"ok": False, "summary": "check-bundle failed (2 problems)",
-              "problems": [{"file": "bin/x", "message": "needs liby.so.1: neither in the bundle"}, {}]}
+    failed = {
+        "ok": False,
+        "summary": "check-bundle failed (2 problems)",
+        "problems": [{"file": "bin/x", "message": "needs liby.so.1: neither in the bundle"}, {}],
+    }
     assert bundle_check_line("rocm", failed) == (
         "rocm: check-bundle failed (2 problems): bin/x: needs liby.so.1: neither in the bundle (and 1 more)"
     )
@@ -147,11 +159,24 @@ def test_report_renders_each_legs_bundle_check() -> None:
     from pipeline.report.formats import leg_rows, render_markdown
     from pipeline.results.record import LegRecord
 
-    ok = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-01-01T00:00:00+00:00",
-                   bundle_check={"ok": True, "summary": "check-bundle passed: 4 binaries", "problems": []})
-    bad = LegRecord(leg="vulkan", backend="vulkan", os="linux", started="2026-01-01T00:00:00+00:00",
-                    bundle_check={"ok": False, "summary": "check-bundle failed (1 problems)",
-                                  "problems": [{"file": "LICENSE", "message": "missing"}]})
+    ok = LegRecord(
+        leg="cpu",
+        backend="cpu",
+        os="linux",
+        started="2026-01-01T00:00:00+00:00",
+        bundle_check={"ok": True, "summary": "check-bundle passed: 4 binaries", "problems": []},
+    )
+    bad = LegRecord(
+        leg="vulkan",
+        backend="vulkan",
+        os="linux",
+        started="2026-01-01T00:00:00+00:00",
+        bundle_check={
+            "ok": False,
+            "summary": "check-bundle failed (1 problems)",
+            "problems": [{"file": "LICENSE", "message": "missing"}],
+        },
+    )
     none = LegRecord(leg="cuda", backend="cuda", os="linux", started="2026-01-01T00:00:00+00:00")
     text = render_markdown(leg_rows([ok, bad, none], {}, 0.9), threshold=0.9)
     assert text.endswith(

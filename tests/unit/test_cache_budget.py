@@ -16,7 +16,14 @@ ROCM = "rocm-linux-gfx110X"
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("5G", 5 * GB), ("5Gi", 5 * GIB), ("500M", 500 * 10**6), ("1.5G", 1_500_000_000), ("1k", 1000), ("2048", 2048)],
+    [
+        ("5G", 5 * GB),
+        ("5Gi", 5 * GIB),
+        ("500M", 500 * 10**6),
+        ("1.5G", 1_500_000_000),
+        ("1k", 1000),
+        ("2048", 2048),
+    ],
 )
 def test_sizes_read_as_ccache_reads_them(text: str, expected: int) -> None:
     assert parse_size(text) == expected

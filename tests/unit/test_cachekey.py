@@ -38,7 +38,9 @@ def _dashed(inner: str, *, trailing_dash: bool) -> st.SearchStrategy[str]:
 
 
 # Leg names as pipeline.inputs.matrix allows them (a trailing '-' included); toolchains as key_toolchain makes them.
-legs = _dashed(_ALNUM + "._", trailing_dash=True).filter(lambda s: bool(LEG_NAME.match(s)) and len(s) <= LEG_NAME_MAX)
+legs = _dashed(_ALNUM + "._", trailing_dash=True).filter(
+    lambda s: bool(LEG_NAME.match(s)) and len(s) <= LEG_NAME_MAX
+)
 toolchains = _dashed(_ALNUM + "._+", trailing_dash=False).filter(lambda s: bool(TOOLCHAIN.match(s)))
 tags = st.builds(
     lambda n, mix: f"b{n}" + (f"-mix-{mix}" if mix else ""),

@@ -71,4 +71,6 @@ def test_relative_path_arguments_are_taken_from_the_callers_folder(
     args = absolute_paths(build_parser("check-bundle").parse_args(argv))
     # The caller's folder, not resolved: a smoke run in a scratch home finds the same files.
     assert (args.bundle, args.source_tree) == (tmp_path / "b.tar.gz", tmp_path / ".." / "llama.cpp")
-    assert absolute_paths(build_parser("check-bundle").parse_args(["check-bundle", "/x/b.tar.gz"])).bundle == Path("/x/b.tar.gz")
+    assert absolute_paths(
+        build_parser("check-bundle").parse_args(["check-bundle", "/x/b.tar.gz"])
+    ).bundle == Path("/x/b.tar.gz")

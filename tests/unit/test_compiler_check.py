@@ -17,9 +17,14 @@ ROOT = Path("/opt/toolchains/rocm-7.0.0a20250104-linux-gfx110X-all")
 CLANG = ROOT / "lib/llvm/bin/clang"
 
 
-def rocm(details: dict[str, str] | None = None, compilers: tuple[Path, ...] = (CLANG, CLANG.with_name("clang++"))) -> Toolchain:
+def rocm(
+    details: dict[str, str] | None = None, compilers: tuple[Path, ...] = (CLANG, CLANG.with_name("clang++"))
+) -> Toolchain:
     langs = ("C", "CXX", "HIP")
-    args = tuple(f"-DCMAKE_{lang}_COMPILER={path}" for lang, path in zip(langs, [*compilers, compilers[-1]], strict=False))
+    args = tuple(
+        f"-DCMAKE_{lang}_COMPILER={path}"
+        for lang, path in zip(langs, [*compilers, compilers[-1]], strict=False)
+    )
     return Toolchain(
         kind="rocm",
         identity="rocm-7.0.0a20250104",
@@ -43,7 +48,9 @@ def test_verified_install_gets_a_string_check() -> None:
 
 def test_another_archive_or_another_version_output_changes_the_string() -> None:
     base = resolve_compiler_check("toolchain", rocm(), version_of=versions).value
-    other_archive = resolve_compiler_check("toolchain", rocm({"sha256": "cd" * 32}), version_of=versions).value
+    other_archive = resolve_compiler_check(
+        "toolchain", rocm({"sha256": "cd" * 32}), version_of=versions
+    ).value
     other_version = resolve_compiler_check("toolchain", rocm(), version_of=lambda p: "clang 15\n").value
     assert len({base, other_archive, other_version}) == 3
 
@@ -62,7 +69,9 @@ def test_unverified_installs_fall_back_to_content(details: dict[str, str], why: 
 
 
 def test_a_compiler_outside_the_install_falls_back() -> None:
-    check = resolve_compiler_check("toolchain", rocm(compilers=(Path("/usr/bin/gcc"), CLANG)), version_of=versions)
+    check = resolve_compiler_check(
+        "toolchain", rocm(compilers=(Path("/usr/bin/gcc"), CLANG)), version_of=versions
+    )
     assert check.value == "content"
     assert check.note is not None and "/usr/bin/gcc is not part of" in check.note
 
@@ -84,14 +93,21 @@ def test_other_modes_pass_through_without_running_anything(mode: str) -> None:
 
 
 def test_archive_sha256_from_other_installers_counts() -> None:
-    wheels = Toolchain(kind="cuda", identity="cuda-13.0", details={"source": "wheels", "archive_sha256": "EF" * 32})
+    wheels = Toolchain(
+        kind="cuda", identity="cuda-13.0", details={"source": "wheels", "archive_sha256": "EF" * 32}
+    )
     assert verified_archive_digest(wheels) == "ef" * 32
     assert verified_archive_digest(Toolchain(kind="gcc", identity="gcc-14")) is None
 
 
 def test_matrix_accepts_toolchain_and_rejects_near_misses() -> None:
     base = {"legs": {"cpu": {"backend": "cpu"}}}
-    assert parse_matrix({**base, "ccache": {"compiler_check": "toolchain"}}, Path("m.toml")).ccache.compiler_check == "toolchain"
+    assert (
+        parse_matrix(
+            {**base, "ccache": {"compiler_check": "toolchain"}}, Path("m.toml")
+        ).ccache.compiler_check
+        == "toolchain"
+    )
     assert parse_matrix(base, Path("m.toml")).ccache.compiler_check == "content"
     with pytest.raises(ConfigError) as info:
         parse_matrix({**base, "ccache": {"compiler_check": "toolchian"}}, Path("m.toml"))

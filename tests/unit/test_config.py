@@ -66,7 +66,9 @@ def test_missing_required() -> None:
 
 def test_a_misspelt_required_key_is_named_with_the_key_it_should_be() -> None:
     msg = _err({"legs": {"cpu": {"backnd": "cpu", "os": "linux"}}})
-    assert msg.endswith("legs.cpu.backnd: unknown key (did you mean 'backend'?); legs.cpu.backend is required")
+    assert msg.endswith(
+        "legs.cpu.backnd: unknown key (did you mean 'backend'?); legs.cpu.backend is required"
+    )
     # A stray key that resembles nothing required is still left to the unknown-key check, after the missing key.
     assert _err({"legs": {"cpu": {"zzz": 1}}}) == "m.toml: legs.cpu.backend: required key is missing"
 
@@ -119,7 +121,9 @@ def test_project_matrix_uses_the_week_stable_policy() -> None:
     assert load_matrix(ROOT / "matrix.toml").rocm.policy == "weekly-stable"
 
 
-@pytest.mark.parametrize("policy", ["weekly-stable", "weekly", "latest", "stable", "10.1.0a20260807", "7.14.0"])
+@pytest.mark.parametrize(
+    "policy", ["weekly-stable", "weekly", "latest", "stable", "10.1.0a20260807", "7.14.0"]
+)
 def test_every_policy_name_is_accepted(policy: str) -> None:
     assert parse_matrix({**BASE, "rocm": {"policy": policy}}, Path("m.toml")).rocm.policy == policy
 
@@ -140,9 +144,13 @@ def test_config_and_policy_module_know_the_same_rules() -> None:
 
 
 def test_a_disabled_leg_is_declared_listed_and_never_built() -> None:
-    data = {"legs": {"cpu": {"backend": "cpu"},
-                     "cuda-old": {"backend": "cuda", "disabled": "no compiler in the wheels"},
-                     "vulkan": {"backend": "vulkan"}}}
+    data = {
+        "legs": {
+            "cpu": {"backend": "cpu"},
+            "cuda-old": {"backend": "cuda", "disabled": "no compiler in the wheels"},
+            "vulkan": {"backend": "vulkan"},
+        }
+    }
     m = parse_matrix(data, Path("m.toml"))
     assert list(m.legs) == ["cpu", "vulkan"]  # what a run builds: sessions, the GitHub matrix, publish
     assert list(m.disabled_legs) == ["cuda-old"]
@@ -157,15 +165,23 @@ def test_a_disabled_leg_needs_a_reason_and_one_leg_must_be_built() -> None:
     assert "not disabled" in _err({"legs": {"cpu": {"backend": "cpu", "disabled": "later"}}})
 
 
-def test_the_shipped_matrix_builds_the_cuda_12_8_line_and_declares_only_the_windows_arm64_cuda_leg_off() -> None:
+def test_the_shipped_matrix_builds_the_cuda_12_8_line_and_declares_only_the_windows_arm64_cuda_leg_off() -> (
+    None
+):
     m = load_matrix(ROOT / "matrix.toml")
     # 38 built: the CUDA 12.8 line ships again (from NVIDIA's redistributable archives).
     assert len(m.legs) == 38
     assert sorted(name for name, leg in m.legs.items() if leg.cuda_line == "12") == sorted(
         [f"cuda-12.8-{p}" for p in ("legacy", "older", "newer", "portable")]
-        + [f"cuda-windows-12.8-{p}" for p in ("legacy", "older", "newer", "portable")])
+        + [f"cuda-windows-12.8-{p}" for p in ("legacy", "older", "newer", "portable")]
+    )
     # The reference's Windows arm64 CUDA 13.4 bundle is declared, not built: this project has no pins for it.
     assert list(m.disabled_legs) == ["cuda-windows-13-portable-arm64"]
     off = m.disabled_legs["cuda-windows-13-portable-arm64"]
-    assert (off.os, off.arch, off.runner, off.cuda_architectures) == ("windows", "arm64", "windows-2022", ("120", "121"))
+    assert (off.os, off.arch, off.runner, off.cuda_architectures) == (
+        "windows",
+        "arm64",
+        "windows-2022",
+        ("120", "121"),
+    )
     assert off.disabled is not None and "13.4" in off.disabled

@@ -10,16 +10,19 @@ from pipeline.errors import PipelineError, PublishError
 from pipeline.util.fsutil import confined
 
 
-@pytest.mark.parametrize(("name", "why"), [
-    ("/etc/hostname", "an absolute path"),
-    ("\\\\server\\share", "an absolute path"),
-    ("C:/Windows/x", "an absolute path"),
-    ("../../../../../etc/hostname", "'..' leads out"),
-    ("a/../../b", "'..' leads out"),
-    ("a\\..\\..\\b", "'..' leads out"),
-    ("", "not a file name"),
-    ("a\x00b", "not a file name"),
-])
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("/etc/hostname", "an absolute path"),
+        ("\\\\server\\share", "an absolute path"),
+        ("C:/Windows/x", "an absolute path"),
+        ("../../../../../etc/hostname", "'..' leads out"),
+        ("a/../../b", "'..' leads out"),
+        ("a\\..\\..\\b", "'..' leads out"),
+        ("", "not a file name"),
+        ("a\x00b", "not a file name"),
+    ],
+)
 def test_names_that_leave_the_folder_are_refused(tmp_path: Path, name: str, why: str) -> None:
     with pytest.raises(PublishError) as err:
         confined(tmp_path, name, "bundle", PublishError)
@@ -34,5 +37,8 @@ def test_a_link_out_of_the_folder_is_refused(tmp_path: Path) -> None:
 
 
 def test_names_inside_are_joined(tmp_path: Path) -> None:
-    assert confined(tmp_path, "dist/llama-b1-bin-ubuntu-x64.tar.gz", "bundle") == tmp_path / "dist/llama-b1-bin-ubuntu-x64.tar.gz"
+    assert (
+        confined(tmp_path, "dist/llama-b1-bin-ubuntu-x64.tar.gz", "bundle")
+        == tmp_path / "dist/llama-b1-bin-ubuntu-x64.tar.gz"
+    )
     assert confined(tmp_path, "a/./b..c", "member") == tmp_path / "a/b..c"

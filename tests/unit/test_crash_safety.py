@@ -68,7 +68,9 @@ def test_a_held_lock_refuses_a_second_holder_naming_the_first(tmp_path: Path) ->
         with pytest.raises(BusyError) as err, hold(lock, what="the output folder out/cpu", since=SINCE):
             pass
         message = str(err.value)
-        assert message.startswith(f"the output folder out/cpu is in use by pid {os.getpid()} (python -m pipeline")
+        assert message.startswith(
+            f"the output folder out/cpu is in use by pid {os.getpid()} (python -m pipeline"
+        )
         assert "since 2026-01-02T03:04:05+00:00" in message and "--wait-lock SECONDS" in message
         assert err.value.exit_code == 12
     # Released: free again, the holder note gone.
@@ -99,7 +101,9 @@ def test_holder_without_a_note_is_described_as_such(tmp_path: Path) -> None:
 def _record(folder: Path, status: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "record.json"
-    LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-01-02T03:04:05+00:00", status=status).write(path)
+    LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-01-02T03:04:05+00:00", status=status).write(
+        path
+    )
     return path
 
 
@@ -140,13 +144,17 @@ def test_truncated_tarball_fails(tmp_path: Path) -> None:
         check_archive(cut)
 
 
-@pytest.mark.parametrize(("body", "what"), [(b"<html>oops</html>", "starts with '<html>oops</html>'"), (b"", "empty")])
+@pytest.mark.parametrize(
+    ("body", "what"), [(b"<html>oops</html>", "starts with '<html>oops</html>'"), (b"", "empty")]
+)
 def test_non_archives_fail_saying_what_they_start_with(tmp_path: Path, body: bytes, what: str) -> None:
     page = tmp_path / "x.tar.gz"
     page.write_bytes(body)
     with pytest.raises(ToolchainError) as err:
         check_archive(page, name="therock.tar.gz")
-    assert str(err.value) == f"therock.tar.gz: corrupt or unreadable archive: not a tar or zip archive ({what})"
+    assert (
+        str(err.value) == f"therock.tar.gz: corrupt or unreadable archive: not a tar or zip archive ({what})"
+    )
 
 
 def test_a_download_that_fails_its_proof_is_not_kept(tmp_path: Path) -> None:
@@ -175,7 +183,10 @@ def test_leftover_part_files_are_removed_by_the_next_download(tmp_path: Path) ->
     assert got.path.read_bytes() == served.read_bytes()
     # This file's leftover is gone; another file's (maybe a live download) is not touched.
     assert sorted(p.name for p in cache.iterdir()) == [
-        ".other.tar.gz.dead.part", ".t.tar.gz.lock", "t.tar.gz", "t.tar.gz.json",
+        ".other.tar.gz.dead.part",
+        ".t.tar.gz.lock",
+        "t.tar.gz",
+        "t.tar.gz.json",
     ]
 
 
@@ -282,10 +293,18 @@ def test_no_module_starts_a_process_outside_the_group_machinery() -> None:
         if path in outside:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Attribute) and node.attr in starters and isinstance(node.value, ast.Name)
-                    and node.value.id == "subprocess"):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in starters
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "subprocess"
+            ):
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
-                    and node.attr in {"system", "popen"} | {n for n in dir(os) if n.startswith(("spawn", "exec"))}:
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and node.attr in {"system", "popen"} | {n for n in dir(os) if n.startswith(("spawn", "exec"))}
+            ):
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert found == []

@@ -32,8 +32,14 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 
 def test_the_link_stub_exports_every_name_a_program_compiled_against_cuda_h_can_import() -> None:
     assert driver_entry_points(CUDA_H) == (
-        "cuInit", "cuMemAlloc", "cuMemAlloc_v2", "cuMemCreate", "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz",
-        "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds",
+        "cuInit",
+        "cuMemAlloc",
+        "cuMemAlloc_v2",
+        "cuMemCreate",
+        "cuMemPrefetchAsync_v2",
+        "cuMemPrefetchAsync_v2_ptsz",
+        "cuMemcpyHtoD_v2",
+        "cuMemcpyHtoD_v2_ptds",
     )
 
 
@@ -48,13 +54,16 @@ def test_every_stub_function_answers_no_device() -> None:
     assert "int cuInit(void) { return 100; }" in source
     assert "int cuMemCreate(void) { return 100; }" in source
     with pytest.raises(ValueError, match="not a CUDA driver symbol"):
-        no_device_source(["cuInit); system(\"x\""])
+        no_device_source(['cuInit); system("x"'])
 
 
 def test_the_standin_answers_the_runtimes_start_and_no_device_for_the_rest() -> None:
     source = standin_source(["cuMemCreate", "cuDriverGetVersion"], 13000)
     assert "int cuDriverGetVersion(int *version) { *version = 13000; return 0; }" in source
-    assert "int cuGetProcAddress_v2(const char *name, void **fn, int version, u64 flags, int *status) {" in source
+    assert (
+        "int cuGetProcAddress_v2(const char *name, void **fn, int version, u64 flags, int *status) {"
+        in source
+    )
     assert "int cuMemCreate(void) { return 100; }" in source
     # Defined once: the bootstrap functions are the stand-in's own, not "no device" stubs.
     assert "int cuDriverGetVersion(void)" not in source
@@ -80,7 +89,8 @@ def test_a_bundle_that_ships_the_driver_is_refused(tmp_path: Path, name: str) ->
     result = check_tree(tmp_path, os_name="linux", glibc_max=None)
     # The files are no ELF: besides the driver rule, the check says it examined no program.
     assert [(p.kind, p.file, p.message) for p in result.problems if p.kind != "empty"] == [
-        ("driver", name, "the GPU driver's own library ships with the driver, never in a bundle")]
+        ("driver", name, "the GPU driver's own library ships with the driver, never in a bundle")
+    ]
 
 
 def test_a_library_that_only_looks_like_the_driver_ships(tmp_path: Path) -> None:

@@ -53,7 +53,11 @@ def test_pip_download_line_is_exact_binary_only_and_without_dependencies() -> No
     assert cmd == ["/py", "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
                    "--disable-pip-version-check", "-d", "/d", "nvidia-cuda-nvcc==13.2.86"]  # fmt: skip
     # Fetching Windows wheels from Linux (e.g. to prime a cache) names the platform.
-    assert pip_download_command("/py", "x==1", Path("/d"), "win_amd64")[-3:] == ["--platform", "win_amd64", "x==1"]
+    assert pip_download_command("/py", "x==1", Path("/d"), "win_amd64")[-3:] == [
+        "--platform",
+        "win_amd64",
+        "x==1",
+    ]
 
 
 def test_links_are_made_in_the_lib_folder_and_a_missing_library_is_named(tmp_path: Path) -> None:

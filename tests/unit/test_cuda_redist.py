@@ -42,7 +42,11 @@ def test_the_fixture_is_nvidias_manifest_as_rules_ml_toolchain_pins_it() -> None
     assert digest == "249e28a83008d711d5f72880541c8be6253f6d61608461de4fcb715554a6cf17"
     pins = load_matrix(ROOT / "matrix.toml").toolchains.cuda_for("12")
     assert pins is not None and pins.redist is not None
-    assert (pins.redist.manifest, pins.redist.sha256, pins.redist.components) == (REAL_MANIFEST.name, digest, COMPONENTS)
+    assert (pins.redist.manifest, pins.redist.sha256, pins.redist.components) == (
+        REAL_MANIFEST.name,
+        digest,
+        COMPONENTS,
+    )
     assert real()["release_label"] == "12.8.1"
 
 
@@ -50,12 +54,21 @@ def test_the_linux_x64_archives_are_the_published_ones() -> None:
     got = {a.component: a for a in choose_archives(real(), COMPONENTS, "linux-x86_64", "m")}
     assert list(got) == list(COMPONENTS)
     assert (got["cuda_nvcc"].version, got["cuda_nvcc"].sha256, got["cuda_nvcc"].size) == (
-        "12.8.93", "9961b3484b6b71314063709a4f9529654f96782ad39e72bf1e00f070db8210d3", 79015464)
-    assert got["cuda_nvcc"].relative_path == "cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-12.8.93-archive.tar.xz"
+        "12.8.93",
+        "9961b3484b6b71314063709a4f9529654f96782ad39e72bf1e00f070db8210d3",
+        79015464,
+    )
+    assert (
+        got["cuda_nvcc"].relative_path
+        == "cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-12.8.93-archive.tar.xz"
+    )
     assert got["cuda_cudart"].sha256 == "8d566b5fe745c46842dc16945cf36686227536decd2302c372be86da37faca68"
     assert got["cuda_cccl"].sha256 == "0740e9e01e4f15e17c5ab8d68bba4f8ec0eb6b84edccba4ac45112d2d2174e4b"
     assert (got["libcublas"].version, got["libcublas"].sha256, got["libcublas"].size) == (
-        "12.8.4.1", "21718957c2cf000bacd69d36c95708a2319199e39e056f8b4f0f68e3b9f323bb", 938651324)
+        "12.8.4.1",
+        "21718957c2cf000bacd69d36c95708a2319199e39e056f8b4f0f68e3b9f323bb",
+        938651324,
+    )
     assert {a.license for a in got.values()} == {"CUDA Toolkit"}
     # The pinned version is the manifest's nvcc: the check the installer makes holds for the shipped pins.
     pins = load_matrix(ROOT / "matrix.toml").toolchains.cuda_for("12")
@@ -63,7 +76,9 @@ def test_the_linux_x64_archives_are_the_published_ones() -> None:
 
 
 def test_each_platform_gets_its_own_archives() -> None:
-    windows = {a.component: a for a in choose_archives(real(), COMPONENTS, platform_of("windows", "x64"), "m")}
+    windows = {
+        a.component: a for a in choose_archives(real(), COMPONENTS, platform_of("windows", "x64"), "m")
+    }
     assert windows["cuda_nvcc"].file_name == "cuda_nvcc-windows-x86_64-12.8.93-archive.zip"
     assert windows["libcublas"].sha256 == "57a470112cec7e112c95253dde8b3c7184d795dbd92b0bde77a4cb7f8c94c8aa"
     # An arm64 Linux runner is a server: linux-sbsa, not the Jetson's linux-aarch64.
@@ -78,25 +93,35 @@ def test_a_component_the_manifest_lacks_or_lacks_for_the_platform_is_named() -> 
     # 12.x has no cuda_crt component: its crt headers are inside cuda_nvcc (13.x split them out).
     with pytest.raises(ToolchainError) as err:
         choose_archives(real(), ("cuda_nvcc", "cuda_crt"), "linux-x86_64", "toolchains.cuda-12.redist")
-    assert err.value.message == ("toolchains.cuda-12.redist: cuda_crt: no such component in the manifest "
-                                 "(release 12.8.1)")
+    assert err.value.message == (
+        "toolchains.cuda-12.redist: cuda_crt: no such component in the manifest (release 12.8.1)"
+    )
     with pytest.raises(ToolchainError) as err:
         choose_archives(real(), ("visual_studio_integration",), "linux-x86_64", "m")
-    assert err.value.message == "m: visual_studio_integration: the manifest has no linux-x86_64 archive for it"
+    assert (
+        err.value.message == "m: visual_studio_integration: the manifest has no linux-x86_64 archive for it"
+    )
 
 
 def test_a_manifest_entry_that_could_leave_the_folder_is_refused() -> None:
     bad = json.loads(REAL_MANIFEST.read_text())
     bad["cuda_nvcc"]["linux-x86_64"]["relative_path"] = "../../etc/passwd"
-    with pytest.raises(ToolchainError, match=r"cuda_nvcc: linux-x86_64\.relative_path '\.\./\.\./etc/passwd'"):
+    with pytest.raises(
+        ToolchainError, match=r"cuda_nvcc: linux-x86_64\.relative_path '\.\./\.\./etc/passwd'"
+    ):
         choose_archives(bad, ("cuda_nvcc",), "linux-x86_64", "m")
     with pytest.raises(ToolchainError, match="m: not a JSON manifest"):
         parse_manifest(b"<html>", "m")
 
 
 def _redist(**over: Any) -> dict[str, Any]:
-    table = {"url": "https://example.invalid/redist/", "manifest": "redistrib_12.8.1.json", "sha256": "a" * 64,
-             "components": ["cuda_nvcc"], **over}
+    table = {
+        "url": "https://example.invalid/redist/",
+        "manifest": "redistrib_12.8.1.json",
+        "sha256": "a" * 64,
+        "components": ["cuda_nvcc"],
+        **over,
+    }
     return {"cuda-12": {"version": "12.8.93", "redist": table}}
 
 
@@ -109,7 +134,10 @@ def test_the_redist_pins_are_checked_where_they_are_written() -> None:
     assert pins.for_arch("arm64").redist == pins.redist
     cases = [
         (_redist(url="https://example.invalid/redist"), "toolchains.cuda-12.redist.url: expected the folder"),
-        (_redist(manifest="redist.json"), "toolchains.cuda-12.redist.manifest: expected NVIDIA's manifest name"),
+        (
+            _redist(manifest="redist.json"),
+            "toolchains.cuda-12.redist.manifest: expected NVIDIA's manifest name",
+        ),
         (_redist(sha256="abc"), "toolchains.cuda-12.redist.sha256: expected a sha256"),
         (_redist(components=[]), "toolchains.cuda-12.redist.components: expected a non-empty array"),
         (_redist(components=["cuda_nvcc", "cuda_nvcc"]), "components[1]: 'cuda_nvcc' is listed twice"),
@@ -120,7 +148,9 @@ def test_the_redist_pins_are_checked_where_they_are_written() -> None:
             parse_toolchain_pins(data, P)
         assert message in err.value.message and err.value.message.startswith("m.toml: ")
     both = _redist()
-    both["cuda-12"]["wheels"] = [{"name": "nvidia-cuda-nvcc", "version": "12.8.93", "sha256": {"linux": "b" * 64}}]
+    both["cuda-12"]["wheels"] = [
+        {"name": "nvidia-cuda-nvcc", "version": "12.8.93", "sha256": {"linux": "b" * 64}}
+    ]
     with pytest.raises(ConfigError, match="wheels and redist both install the toolkit: keep one"):
         parse_toolchain_pins(both, P)
 
@@ -134,8 +164,9 @@ def test_the_driver_floor_of_each_line() -> None:
     assert floor13.text("linux") == "R580 (580.65.06 or newer)"
     assert floor13.text("windows") == "R580 or newer"
     assert driver_floor("11.8.89") is None
-    assert [runtime_line(n) for n in ("libcudart.so.12", "cudart64_13.dll", "libcudart.so", "libcublas.so.12")] == [
-        "12", "13", None, None]
+    assert [
+        runtime_line(n) for n in ("libcudart.so.12", "cudart64_13.dll", "libcudart.so", "libcublas.so.12")
+    ] == ["12", "13", None, None]
 
 
 def _bundle(root: Path, *files: str) -> Path:
@@ -155,7 +186,12 @@ def _runtime_problems(root: Path, os_name: str, cuda_line: str | None = None) ->
 def test_check_bundle_refuses_a_runtime_of_a_newer_line_than_the_legs(tmp_path: Path) -> None:
     twelve = _bundle(tmp_path / "a", "libcudart.so.13")
     assert _runtime_problems(twelve, "linux", "12") == [
-        ("libcudart.so.13", "runtime", "a CUDA 13.x runtime, which needs an R580 driver, newer than the leg's CUDA 12.x line")]
+        (
+            "libcudart.so.13",
+            "runtime",
+            "a CUDA 13.x runtime, which needs an R580 driver, newer than the leg's CUDA 12.x line",
+        )
+    ]
     # Its own line's runtime, or an older one, passes; a leg that is not CUDA is not asked.
     assert _runtime_problems(_bundle(tmp_path / "b", "libcudart.so.12"), "linux", "12") == []
     assert _runtime_problems(_bundle(tmp_path / "c", "cudart64_12.dll"), "windows", "13") == []
@@ -163,10 +199,19 @@ def test_check_bundle_refuses_a_runtime_of_a_newer_line_than_the_legs(tmp_path: 
 
 
 def test_the_release_notes_name_the_driver_of_a_cuda_bundle() -> None:
-    data = {"leg": "cuda-12.8-older", "status": "success", "bundle": "dist/x.tar.gz",
-            "toolchain": {"identity": "cuda-12.8.93-0123abcd-gcc-12.2.0",
-                          "details": {"driver_min": "R525 (525.60.13 or newer)"}}}
-    assert leg_result(data, where="r").toolchain == "cuda-12.8.93-0123abcd-gcc-12.2.0; NVIDIA driver R525 (525.60.13 or newer)"
+    data = {
+        "leg": "cuda-12.8-older",
+        "status": "success",
+        "bundle": "dist/x.tar.gz",
+        "toolchain": {
+            "identity": "cuda-12.8.93-0123abcd-gcc-12.2.0",
+            "details": {"driver_min": "R525 (525.60.13 or newer)"},
+        },
+    }
+    assert (
+        leg_result(data, where="r").toolchain
+        == "cuda-12.8.93-0123abcd-gcc-12.2.0; NVIDIA driver R525 (525.60.13 or newer)"
+    )
     plain = {**data, "toolchain": {"identity": "gcc-12.2.0", "details": {}}}
     assert leg_result(plain, where="r").toolchain == "gcc-12.2.0"
 
@@ -179,17 +224,30 @@ def test_a_redist_install_gives_each_library_its_components_license(tmp_path: Pa
     for component in COMPONENTS:
         (root / "licenses" / component).mkdir(parents=True)
         (root / "licenses" / component / "LICENSE").write_text("NVIDIA CUDA Toolkit EULA\n")
-    (root / ".pipeline-install.json").write_text(json.dumps({"archives": [
-        {"label": f"{c}-linux-x86_64-archive.tar.xz", "sha256": "1" * 64} for c in COMPONENTS]}))
+    (root / ".pipeline-install.json").write_text(
+        json.dumps(
+            {
+                "archives": [
+                    {"label": f"{c}-linux-x86_64-archive.tar.xz", "sha256": "1" * 64} for c in COMPONENTS
+                ]
+            }
+        )
+    )
     stage = tmp_path / "stage"
     stage.mkdir()
     copied = [CopiedFile(path=n, origin=f"lib/{n}") for n in ("libcublas.so.12", "libcudart.so.12")]
-    listed = {e["path"]: e for e in describe_third_party(stage, copied, toolchain_root=root,
-                                                         details={"kind": "cuda", "version": "12.8.93"})}
+    listed = {
+        e["path"]: e
+        for e in describe_third_party(
+            stage, copied, toolchain_root=root, details={"kind": "cuda", "version": "12.8.93"}
+        )
+    }
     assert listed["libcublas.so.12"]["licenses"] == [f"{TOOLCHAIN_LICENSES}/licenses/libcublas/LICENSE"]
     # libcudart is cuda_cudart's (its archive's name is not in the library's): never every component's.
     assert listed["libcudart.so.12"]["licenses"] == [f"{TOOLCHAIN_LICENSES}/licenses/cuda_cudart/LICENSE"]
-    assert (stage / TOOLCHAIN_LICENSES / "licenses" / "libcublas" / "LICENSE").read_text() == "NVIDIA CUDA Toolkit EULA\n"
+    assert (
+        stage / TOOLCHAIN_LICENSES / "licenses" / "libcublas" / "LICENSE"
+    ).read_text() == "NVIDIA CUDA Toolkit EULA\n"
 
 
 def test_a_cuda_bundles_manifest_names_its_line_and_driver_floor() -> None:
@@ -197,22 +255,69 @@ def test_a_cuda_bundles_manifest_names_its_line_and_driver_floor() -> None:
     from pipeline.inputs.matrix import Leg
     from pipeline.toolchain.compiler_set import Toolchain
 
-    leg = Leg(name="cuda-12.8-older", backend="cuda", os="linux", runner="ubuntu-22.04", cuda_line="12",
-              cuda_architectures=("70", "75"))
-    toolchain = Toolchain(kind="cuda", identity="cuda-12.8.93-0123abcd-gcc-12.2.0", compilers={},
-                          details={"version": "12.8.93", "driver_min": "R525 (525.60.13 or newer)", "cuda_root": "/x"})
-    manifest = build_manifest(name="b", leg=leg, tag="b7000", source={}, commit=None, toolchain=toolchain,
-                              cmake_args=[], roots={}, files=[])
+    leg = Leg(
+        name="cuda-12.8-older",
+        backend="cuda",
+        os="linux",
+        runner="ubuntu-22.04",
+        cuda_line="12",
+        cuda_architectures=("70", "75"),
+    )
+    toolchain = Toolchain(
+        kind="cuda",
+        identity="cuda-12.8.93-0123abcd-gcc-12.2.0",
+        compilers={},
+        details={"version": "12.8.93", "driver_min": "R525 (525.60.13 or newer)", "cuda_root": "/x"},
+    )
+    manifest = build_manifest(
+        name="b",
+        leg=leg,
+        tag="b7000",
+        source={},
+        commit=None,
+        toolchain=toolchain,
+        cmake_args=[],
+        roots={},
+        files=[],
+    )
     assert manifest["leg"]["cuda_line"] == "12"
-    assert manifest["toolchain"] == {"kind": "cuda", "identity": "cuda-12.8.93-0123abcd-gcc-12.2.0",
-                                     "version": "12.8.93", "driver_min": "R525 (525.60.13 or newer)"}
+    assert manifest["toolchain"] == {
+        "kind": "cuda",
+        "identity": "cuda-12.8.93-0123abcd-gcc-12.2.0",
+        "version": "12.8.93",
+        "driver_min": "R525 (525.60.13 or newer)",
+    }
     # The default line is named too; a leg of another backend has none.
     default = Leg(name="cuda", backend="cuda", os="linux", runner="ubuntu-22.04")
-    assert build_manifest(name="b", leg=default, tag="b7000", source={}, commit=None, toolchain=toolchain,
-                          cmake_args=[], roots={}, files=[])["leg"]["cuda_line"] == "13"
+    assert (
+        build_manifest(
+            name="b",
+            leg=default,
+            tag="b7000",
+            source={},
+            commit=None,
+            toolchain=toolchain,
+            cmake_args=[],
+            roots={},
+            files=[],
+        )["leg"]["cuda_line"]
+        == "13"
+    )
     cpu = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-22.04")
-    assert "cuda_line" not in build_manifest(name="b", leg=cpu, tag="b7000", source={}, commit=None,
-                                             toolchain=toolchain, cmake_args=[], roots={}, files=[])["leg"]
+    assert (
+        "cuda_line"
+        not in build_manifest(
+            name="b",
+            leg=cpu,
+            tag="b7000",
+            source={},
+            commit=None,
+            toolchain=toolchain,
+            cmake_args=[],
+            roots={},
+            files=[],
+        )["leg"]
+    )
 
 
 def test_no_cuda_leg_makes_its_configure_fetch_cccl_from_the_network() -> None:
@@ -221,4 +326,6 @@ def test_no_cuda_leg_makes_its_configure_fetch_cccl_from_the_network() -> None:
     cuda = [leg for leg in matrix.declared_legs if leg.backend == "cuda"]
     assert len(cuda) == 16
     shared = list(matrix.cmake_args)
-    assert not [leg.name for leg in cuda if any("GGML_CUDA_CUB_3DOT2" in a for a in [*shared, *leg.cmake_args])]
+    assert not [
+        leg.name for leg in cuda if any("GGML_CUDA_CUB_3DOT2" in a for a in [*shared, *leg.cmake_args])
+    ]

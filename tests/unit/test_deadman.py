@@ -13,8 +13,12 @@ NOW = datetime(2026, 8, 10, 9, 30, tzinfo=UTC)
 
 
 def rel(tag: str, hours_ago: float | None, *, draft: bool = False, prerelease: bool = False) -> ReleaseSeen:
-    return ReleaseSeen(tag=tag, draft=draft, prerelease=prerelease,
-                       published_at=None if hours_ago is None else NOW - timedelta(hours=hours_ago))
+    return ReleaseSeen(
+        tag=tag,
+        draft=draft,
+        prerelease=prerelease,
+        published_at=None if hours_ago is None else NOW - timedelta(hours=hours_ago),
+    )
 
 
 @pytest.mark.parametrize(
@@ -44,15 +48,24 @@ def test_stale_when_the_newest_published_nightly_is_older_than_the_limit(
 
 def test_the_lines_say_how_old_and_what_was_not_counted() -> None:
     fresh = plan_deadman([rel("b7000", 30)], now=NOW, stale_days=2, open_issue=None)
-    assert fresh.line == "newest nightly release: b7000, published 2026-08-09T03:30:00+00:00, 1.2 days ago: fresh (limit 2 days)"
-    none = plan_deadman([rel("b1", None, draft=True), rel("b2", 1, prerelease=True)], now=NOW, stale_days=2,
-                        open_issue=None)
-    assert none.line == "no published nightly release (1 drafts and 1 prereleases not counted): stale (limit 2 days)"
+    assert (
+        fresh.line
+        == "newest nightly release: b7000, published 2026-08-09T03:30:00+00:00, 1.2 days ago: fresh (limit 2 days)"
+    )
+    none = plan_deadman(
+        [rel("b1", None, draft=True), rel("b2", 1, prerelease=True)], now=NOW, stale_days=2, open_issue=None
+    )
+    assert (
+        none.line
+        == "no published nightly release (1 drafts and 1 prereleases not counted): stale (limit 2 days)"
+    )
 
 
 def test_an_open_issue_gets_a_comment_while_stale_and_is_closed_once_fresh() -> None:
     assert plan_deadman([rel("b7000", 72)], now=NOW, stale_days=2, open_issue=5).action == "comment"
-    fresh = plan_deadman([rel("b7001", 2)], now=NOW, stale_days=2, open_issue=5, run_url="https://x.invalid/r/1")
+    fresh = plan_deadman(
+        [rel("b7001", 2)], now=NOW, stale_days=2, open_issue=5, run_url="https://x.invalid/r/1"
+    )
     assert (fresh.action, fresh.issue) == ("close", 5)
     assert "b7001" in fresh.body and "https://x.invalid/r/1" in fresh.body
     assert plan_deadman([rel("b7001", 2)], now=NOW, stale_days=0.05, open_issue=None).stale is True
@@ -63,9 +76,13 @@ def test_newest_nightly_ignores_drafts_and_prereleases() -> None:
 
 
 def test_release_seen_reads_githubs_fields_and_refuses_a_bad_time() -> None:
-    seen = release_seen({"tag_name": "b1", "draft": False, "prerelease": True, "published_at": "2026-08-09T03:30:00Z"},
-                        "GET releases")
-    assert seen == ReleaseSeen(tag="b1", draft=False, prerelease=True, published_at=datetime(2026, 8, 9, 3, 30, tzinfo=UTC))
+    seen = release_seen(
+        {"tag_name": "b1", "draft": False, "prerelease": True, "published_at": "2026-08-09T03:30:00Z"},
+        "GET releases",
+    )
+    assert seen == ReleaseSeen(
+        tag="b1", draft=False, prerelease=True, published_at=datetime(2026, 8, 9, 3, 30, tzinfo=UTC)
+    )
     assert release_seen({"tag_name": "b2", "draft": True, "published_at": None}, "x").published_at is None
     with pytest.raises(GitHubError, match="published_at 'yesterday' is not an ISO 8601 time"):
         release_seen({"tag_name": "b3", "published_at": "yesterday"}, "GET releases")

@@ -38,9 +38,22 @@ def test_a_second_leg_with_the_first_legs_name_is_refused_and_the_bundle_kept(tm
     bundle = small_bundle(tmp_path)
     before = bundle.read_bytes()
     other = replace(CPU, name="cpu-o3")
-    record = LegRecord(leg="cpu-o3", backend="cpu", os="linux", started="2026-03-14T12:00:00+00:00",
-                       source={"tag": TAG, "commit": COMMIT}, toolchain=TOOLCHAIN.to_record())
+    record = LegRecord(
+        leg="cpu-o3",
+        backend="cpu",
+        os="linux",
+        started="2026-03-14T12:00:00+00:00",
+        source={"tag": TAG, "commit": COMMIT},
+        toolchain=TOOLCHAIN.to_record(),
+    )
     with pytest.raises(BundleError, match=r"is leg 'cpu''s bundle; refusing to replace it"):
-        make_bundle(leg=other, record=record, build_dir=tmp_path / "build", out_dir=tmp_path, toolchain=TOOLCHAIN,
-                    tag=TAG, commit=COMMIT)
+        make_bundle(
+            leg=other,
+            record=record,
+            build_dir=tmp_path / "build",
+            out_dir=tmp_path,
+            toolchain=TOOLCHAIN,
+            tag=TAG,
+            commit=COMMIT,
+        )
     assert bundle.read_bytes() == before

@@ -123,10 +123,21 @@ _LOAD_NOTE = re.compile(r"load average|loaded cores|load about \d|shared with ot
 
 
 def _tree_files() -> list[Path]:
-    files = [README, ROOT / "ARCHITECTURE.md", ROOT / "noxfile.py", ROOT / "matrix.toml", ROOT / ".ci" / "run",
-             ROOT / "mkdocs.yml"]
-    for folder, pattern in (("docs", "*.md"), ("pipeline", "*.py"), ("scripts", "*.py"), ("tests", "*.py"),
-                            (".github", "*.yml")):
+    files = [
+        README,
+        ROOT / "ARCHITECTURE.md",
+        ROOT / "noxfile.py",
+        ROOT / "matrix.toml",
+        ROOT / ".ci" / "run",
+        ROOT / "mkdocs.yml",
+    ]
+    for folder, pattern in (
+        ("docs", "*.md"),
+        ("pipeline", "*.py"),
+        ("scripts", "*.py"),
+        ("tests", "*.py"),
+        (".github", "*.yml"),
+    ):
         files += sorted((ROOT / folder).rglob(pattern))
     return files
 
@@ -172,13 +183,21 @@ def test_every_key_of_the_shipped_matrix_is_in_the_reference() -> None:
             row_cuda = next(r for r in rows if r.startswith("| `[toolchains.cuda]`"))
             row_vulkan = next(r for r in rows if r.startswith("| `[toolchains.vulkan.<os>]`"))
             wheel_keys = {k for w in cuda.get("wheels", []) for k in w} | {
-                f"sha256.{os_name}" for w in cuda.get("wheels", []) for os_name in w.get("sha256", {})}
-            missing += [k for k in (set(cuda) - {"wheels"}) | (wheel_keys - {"sha256"}) if f"`{k}`" not in row_cuda]
+                f"sha256.{os_name}" for w in cuda.get("wheels", []) for os_name in w.get("sha256", {})
+            }
+            missing += [
+                k for k in (set(cuda) - {"wheels"}) | (wheel_keys - {"sha256"}) if f"`{k}`" not in row_cuda
+            ]
             missing += [k for pin in vulkan.values() for k in pin if f"`{k}`" not in row_vulkan]
             # Another CUDA line: [toolchains.cuda-<line>], its keys in its row.
             row_line = next((r for r in rows if r.startswith("| `[toolchains.cuda-<line>]`")), "")
-            missing += [f"toolchains.{name}.{k}" for name, pin in body.items() if name.startswith("cuda-")
-                        for k in [*pin, *pin.get("redist", {})] if f"`{k}`" not in row_line]
+            missing += [
+                f"toolchains.{name}.{k}"
+                for name, pin in body.items()
+                if name.startswith("cuda-")
+                for k in [*pin, *pin.get("redist", {})]
+                if f"`{k}`" not in row_line
+            ]
             continue
         elif section in ("cuda_profiles", "rocm_families"):
             # Tables of named entries: one row, [section.<name>], naming the keys each entry has.

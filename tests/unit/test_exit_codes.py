@@ -17,7 +17,9 @@ def _subclasses() -> list[type[errors.PipelineError]]:
 def test_the_docs_table_is_the_generated_one() -> None:
     match = re.search(r"<!-- exit-codes -->\n(.*?)<!-- /exit-codes -->", _page(), re.S)
     assert match, "docs/settings.md has no exit-code table between the markers"
-    assert match.group(1) == errors.exit_codes_markdown(), "regenerate it: python -m pipeline settings --exit-codes"
+    assert match.group(1) == errors.exit_codes_markdown(), (
+        "regenerate it: python -m pipeline settings --exit-codes"
+    )
 
 
 def test_every_code_an_error_exits_with_has_a_meaning() -> None:

@@ -96,4 +96,7 @@ def test_the_audit_finds_a_dead_flag() -> None:
     assert "LLAMA_CURL" in _ignored_by_the_tree()
     # And it tells the tree's own variables from CMake's.
     assert _readers("GGML_HIP") == ["ggml/CMakeLists.txt"] or "ggml/CMakeLists.txt" in _readers("GGML_HIP")
-    assert _readers("CMAKE_BUILD_RPATH_USE_ORIGIN") == [] and "CMAKE_BUILD_RPATH_USE_ORIGIN" in _cmake_help_variables()
+    assert (
+        _readers("CMAKE_BUILD_RPATH_USE_ORIGIN") == []
+        and "CMAKE_BUILD_RPATH_USE_ORIGIN" in _cmake_help_variables()
+    )

@@ -66,7 +66,10 @@ def test_annotate_and_group_on_and_off_actions(capsys: pytest.CaptureFixture[str
     runner.annotate("warning", "caches near the limit", env=on)
     with runner.group("listing", env=on):
         print("inside")
-    assert capsys.readouterr().out == "::warning::caches near the limit\n::group::listing\ninside\n::endgroup::\n"
+    assert (
+        capsys.readouterr().out
+        == "::warning::caches near the limit\n::group::listing\ninside\n::endgroup::\n"
+    )
     runner.annotate("warning", "plain", file="matrix.toml", env={})
     with runner.group("quiet", env={}):
         pass
@@ -95,7 +98,12 @@ def test_cache_entry_from_api() -> None:
     e = CacheEntry.from_api(item, where="GET /caches")
     assert e.id == 505 and e.size_in_bytes == 1234
     assert e.created_at == datetime(2026, 8, 1, 3, 4, 5, tzinfo=UTC)
-    for broken in ({**item, "id": "505"}, {**item, "created_at": "yesterday"}, {k: v for k, v in item.items() if k != "key"}, []):
+    for broken in (
+        {**item, "id": "505"},
+        {**item, "created_at": "yesterday"},
+        {k: v for k, v in item.items() if k != "key"},
+        [],
+    ):
         with pytest.raises(GitHubError, match="GET /caches"):
             CacheEntry.from_api(broken, where="GET /caches")
 
@@ -103,7 +111,9 @@ def test_cache_entry_from_api() -> None:
 def test_retry_after_from_headers() -> None:
     now = 1_000_000.0
     assert rest.retry_after_seconds({"Retry-After": "3"}, now) == 3.0
-    assert rest.retry_after_seconds({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1000042"}, now) == 42.0
+    assert (
+        rest.retry_after_seconds({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1000042"}, now) == 42.0
+    )
     assert rest.retry_after_seconds({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "10"}, now) == 0.0
     # A 403 without rate-limit headers is a permission problem, not a reason to wait.
     assert rest.retry_after_seconds({"X-RateLimit-Remaining": "17"}, now) is None

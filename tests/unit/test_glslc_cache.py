@@ -30,25 +30,31 @@ def test_the_vulkan_shaders_gen_call_is_read_as_one_input_one_output_and_its_dep
     ws = Path("/w")
     inv = gc.parse_invocation(_call(ws))
     assert inv == gc.Invocation(
-        input=f"/w/{SHADERS}/mul_mm.comp", output=f"/w/{SPV}/matmul_f32.spv", depfile="/w/build/mul_mm.comp.cpp.d",
+        input=f"/w/{SHADERS}/mul_mm.comp",
+        output=f"/w/{SPV}/matmul_f32.spv",
+        depfile="/w/build/mul_mm.comp.cpp.d",
         args=("-fshader-stage=compute", "--target-env=vulkan1.2", "-O", "-DA_TYPE=float"),
     )
     # -MD alone: glslc's own default name. Whether a depfile is asked for is not an argument of the key:
     # it changes nothing in the SPIR-V.
     assert gc.parse_invocation(["in.comp", "-o", "x.spv", "-MD"]) == gc.Invocation(
-        input="in.comp", output="x.spv", depfile="x.spv.d", args=())
+        input="in.comp", output="x.spv", depfile="x.spv.d", args=()
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    # CMake's configure-time extension checks (ggml-vulkan's CMakeLists.txt): SPIR-V to stdout.
-    ["-o", "-", "-fshader-stage=compute", "--target-env=vulkan1.3", "/t/test.comp"],
-    ["a.comp", "b.comp", "-o", "x.spv"],
-    ["a.comp"],
-    ["-E", "a.comp", "-o", "x.glsl"],
-    ["--version"],
-    ["a.comp", "-o"],
-    ["a.comp", "-o", "x.spv", "-MF", "x.d"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # CMake's configure-time extension checks (ggml-vulkan's CMakeLists.txt): SPIR-V to stdout.
+        ["-o", "-", "-fshader-stage=compute", "--target-env=vulkan1.3", "/t/test.comp"],
+        ["a.comp", "b.comp", "-o", "x.spv"],
+        ["a.comp"],
+        ["-E", "a.comp", "-o", "x.glsl"],
+        ["--version"],
+        ["a.comp", "-o"],
+        ["a.comp", "-o", "x.spv", "-MF", "x.d"],
+    ],
+)
 def test_calls_the_cache_does_not_understand_run_glslc_unchanged(argv: list[str]) -> None:
     assert gc.parse_invocation(argv) is None
 
@@ -74,21 +80,31 @@ def test_anything_the_output_depends_on_changes_the_key(change: str) -> None:
     elif change == "option":
         other = _key(ws, [a for a in _call(ws) if a != "-O"])
     else:
-        other = _key(ws, [a.replace("mul_mm.comp", "mul_mmq.comp", 1) if a.endswith(".comp") else a for a in _call(ws)])
+        other = _key(
+            ws, [a.replace("mul_mm.comp", "mul_mmq.comp", 1) if a.endswith(".comp") else a for a in _call(ws)]
+        )
     assert other != base
 
 
 def test_output_and_depfile_paths_are_not_in_the_key() -> None:
     ws = Path("/w")
-    moved = [a.replace("matmul_f32.spv", "renamed.spv").replace("mul_mm.comp.cpp.d", "x.d") for a in _call(ws)]
+    moved = [
+        a.replace("matmul_f32.spv", "renamed.spv").replace("mul_mm.comp.cpp.d", "x.d") for a in _call(ws)
+    ]
     assert _key(ws, moved) == _key(ws, _call(ws))
 
 
 def test_an_include_folder_under_the_workspace_is_keyed_relative_to_it() -> None:
     a, b = Path("/a/ws"), Path("/b/ws")
-    assert _key(a, ["x.comp", "-o", "x.spv", "-I", "/a/ws/src/inc"]) == _key(b, ["x.comp", "-o", "x.spv", "-I", "/b/ws/src/inc"])
-    assert _key(a, ["x.comp", "-o", "x.spv", "-I/a/ws/src/inc"]) == _key(b, ["x.comp", "-o", "x.spv", "-I/b/ws/src/inc"])
-    assert _key(a, ["x.comp", "-o", "x.spv", "-I", "/a/ws/src/inc"]) != _key(a, ["x.comp", "-o", "x.spv", "-I", "/a/ws/src/other"])
+    assert _key(a, ["x.comp", "-o", "x.spv", "-I", "/a/ws/src/inc"]) == _key(
+        b, ["x.comp", "-o", "x.spv", "-I", "/b/ws/src/inc"]
+    )
+    assert _key(a, ["x.comp", "-o", "x.spv", "-I/a/ws/src/inc"]) == _key(
+        b, ["x.comp", "-o", "x.spv", "-I/b/ws/src/inc"]
+    )
+    assert _key(a, ["x.comp", "-o", "x.spv", "-I", "/a/ws/src/inc"]) != _key(
+        a, ["x.comp", "-o", "x.spv", "-I", "/a/ws/src/other"]
+    )
 
 
 def _stored(tmp_path: Path, ws: Path) -> tuple[gc.Cache, str]:
@@ -97,7 +113,10 @@ def _stored(tmp_path: Path, ws: Path) -> tuple[gc.Cache, str]:
         (ws / SHADERS).mkdir(parents=True, exist_ok=True)
         (ws / SHADERS / name).write_text(text)
     cache = gc.Cache(tmp_path / "cache")
-    includes = [(f"./{SHADERS}/{n}", gc.digest_bytes((ws / SHADERS / n).read_bytes())) for n in ("types.glsl", "funcs.glsl")]
+    includes = [
+        (f"./{SHADERS}/{n}", gc.digest_bytes((ws / SHADERS / n).read_bytes()))
+        for n in ("types.glsl", "funcs.glsl")
+    ]
     primary = _key(ws, _call(ws), digest=gc.digest_bytes(b"main"))
     cache.store(primary, includes, b"\x03\x02\x23\x07spirv", b"")
     return cache, primary
@@ -136,8 +155,10 @@ def test_a_result_stored_again_is_kept_once_and_the_manifest_stays_bounded(tmp_p
     cache.store(primary, [(f"./{SHADERS}/types.glsl", f"{0:064x}")], b"x", b"")
     entries = cache.manifest(primary)
     assert len(entries) == gc.MANIFEST_ENTRIES
-    assert entries[0] == (gc.result_key(primary, [(f"./{SHADERS}/types.glsl", f"{0:064x}")]),
-                          [(f"./{SHADERS}/types.glsl", f"{0:064x}")])
+    assert entries[0] == (
+        gc.result_key(primary, [(f"./{SHADERS}/types.glsl", f"{0:064x}")]),
+        [(f"./{SHADERS}/types.glsl", f"{0:064x}")],
+    )
     # No temp folder or file is left beside the entries.
     assert not list(Path(cache.root).rglob(".*"))
 
@@ -162,7 +183,12 @@ def test_the_launchers_settings_read_back_as_written_and_a_tab_is_refused(tmp_pa
 
 
 def test_the_glslc_cmake_names_is_the_last_definition_and_the_launcher_quotes_paths() -> None:
-    assert glslc_of(["-DVulkan_GLSLC_EXECUTABLE=/a/glslc", "-DX=1", "-DVulkan_GLSLC_EXECUTABLE:FILEPATH=/b/glslc"]) == Path("/b/glslc")
+    assert glslc_of(
+        ["-DVulkan_GLSLC_EXECUTABLE=/a/glslc", "-DX=1", "-DVulkan_GLSLC_EXECUTABLE:FILEPATH=/b/glslc"]
+    ) == Path("/b/glslc")
     assert glslc_of(["-DGGML_VULKAN=ON"]) is None
     text = launcher_text("/venv/bin/python", Path("/x/glslc_cache.py"), Path("/it's here/settings"))
-    assert text.splitlines()[-1] == "exec /venv/bin/python -I -S /x/glslc_cache.py '/it'\"'\"'s here/settings' \"$@\""
+    assert (
+        text.splitlines()[-1]
+        == "exec /venv/bin/python -I -S /x/glslc_cache.py '/it'\"'\"'s here/settings' \"$@\""
+    )

@@ -13,8 +13,11 @@ from pipeline.ccache.glslc_session import cmake_path, glslc_of
 
 
 def test_a_request_reads_back_as_sent() -> None:
-    request = gs.Request(cwd="/w/build", argv=["-o", "a b.spv", "", "in.comp", "-DX=é"],
-                         env={"PATH": "/usr/bin", "EMPTY": "", "EQ": "a=b"})
+    request = gs.Request(
+        cwd="/w/build",
+        argv=["-o", "a b.spv", "", "in.comp", "-DX=é"],
+        env={"PATH": "/usr/bin", "EMPTY": "", "EQ": "a=b"},
+    )
     assert gs.parse_request(gs.encode_request(request)) == request
 
 
@@ -24,16 +27,19 @@ def test_the_first_of_a_repeated_environment_name_wins_and_an_entry_without_a_na
     assert gs.parse_request(data) == gs.Request(cwd="/w", argv=[], env={"A": "1"})
 
 
-@pytest.mark.parametrize("data", [
-    b"",
-    b"glslc-cache-request-1\0/w\x000\x000",  # no final NUL
-    b"glslc-cache-request-0\0/w\x000\x000\0",  # another protocol
-    b"glslc-cache-request-1\0relative\x000\x000\0",
-    b"glslc-cache-request-1\0/w\x002\0only-one\0",
-    b"glslc-cache-request-1\0/w\x001\0arg\x002\0A=1\0",
-    b"glslc-cache-request-1\0/w\0-1\x000\0",
-    b"glslc-cache-request-1\0/w\0\xd9\xa3\x000\0",  # a non-ASCII digit
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"glslc-cache-request-1\0/w\x000\x000",  # no final NUL
+        b"glslc-cache-request-0\0/w\x000\x000\0",  # another protocol
+        b"glslc-cache-request-1\0relative\x000\x000\0",
+        b"glslc-cache-request-1\0/w\x002\0only-one\0",
+        b"glslc-cache-request-1\0/w\x001\0arg\x002\0A=1\0",
+        b"glslc-cache-request-1\0/w\0-1\x000\0",
+        b"glslc-cache-request-1\0/w\0\xd9\xa3\x000\0",  # a non-ASCII digit
+    ],
+)
 def test_a_malformed_request_is_refused(data: bytes) -> None:
     with pytest.raises(ValueError):
         gs.parse_request(data)
@@ -46,8 +52,13 @@ def test_replies_as_the_client_reads_them() -> None:
 
 
 def _config(tmp_path: Path) -> dict[str, str]:
-    return {"glslc": "/usr/bin/glslc", "identity": "glslc-1", "cache_dir": str(tmp_path / "cache"),
-            "base_dir": str(tmp_path), "stats": str(tmp_path / "stats.log")}
+    return {
+        "glslc": "/usr/bin/glslc",
+        "identity": "glslc-1",
+        "cache_dir": str(tmp_path / "cache"),
+        "base_dir": str(tmp_path),
+        "stats": str(tmp_path / "stats.log"),
+    }
 
 
 def test_an_unreadable_request_is_handed_back_and_an_uncacheable_call_goes_to_glslc(tmp_path: Path) -> None:
@@ -69,8 +80,9 @@ def test_a_hit_is_answered_from_the_cache_and_writes_the_output_and_depfile(tmp_
     inv = gc.parse_invocation(argv)
     assert inv is not None
     primary = gc.primary_key("glslc-1", inv, tmp_path, tmp_path, gc.file_digest(tmp_path / "in.comp") or "")
-    gc.Cache(config["cache_dir"]).store(primary, [("./inc.glsl", gc.file_digest(tmp_path / "inc.glsl") or "")],
-                                        b"SPIRV", b"a warning\n")
+    gc.Cache(config["cache_dir"]).store(
+        primary, [("./inc.glsl", gc.file_digest(tmp_path / "inc.glsl") or "")], b"SPIRV", b"a warning\n"
+    )
     reply = gs.answer(config, gs.encode_request(gs.Request(cwd=str(tmp_path), argv=argv, env={})))
     assert reply == b"R 0 0 10\na warning\n"
     assert (tmp_path / "out.spv").read_bytes() == b"SPIRV"
@@ -94,8 +106,12 @@ def test_the_compiled_launcher_is_kept_per_source_and_machine() -> None:
 
 
 def test_the_c_compiler_and_glslc_are_read_from_the_toolchain_s_cmake_arguments() -> None:
-    args = ["-DCMAKE_C_COMPILER=/usr/bin/gcc", "-DVulkan_GLSLC_EXECUTABLE:FILEPATH=/a/glslc",
-            "-DCMAKE_C_COMPILER:FILEPATH=/opt/cc", "-DCMAKE_C_COMPILER_LAUNCHER=ccache"]
+    args = [
+        "-DCMAKE_C_COMPILER=/usr/bin/gcc",
+        "-DVulkan_GLSLC_EXECUTABLE:FILEPATH=/a/glslc",
+        "-DCMAKE_C_COMPILER:FILEPATH=/opt/cc",
+        "-DCMAKE_C_COMPILER_LAUNCHER=ccache",
+    ]
     assert cmake_path(args, "CMAKE_C_COMPILER") == Path("/opt/cc")
     assert glslc_of(args) == Path("/a/glslc")
     assert cmake_path(["-DCMAKE_CXX_COMPILER=/usr/bin/g++"], "CMAKE_C_COMPILER") is None

@@ -45,14 +45,18 @@ def _legs(rocm: ModuleType) -> dict[str, list[str]]:
     return rocm.linux_rocm_legs(tomllib.loads((ROOT / "matrix.toml").read_text(encoding="utf-8")))  # type: ignore[no-any-return]
 
 
-def test_rocminfo_of_a_gfx1100_machine_gives_its_gpu_not_the_cpu_nor_the_isa_names(scripts: tuple[ModuleType, ModuleType]) -> None:
+def test_rocminfo_of_a_gfx1100_machine_gives_its_gpu_not_the_cpu_nor_the_isa_names(
+    scripts: tuple[ModuleType, ModuleType],
+) -> None:
     _, rocm = scripts
     # The CPU agent's Name is its model; the GPU's ISAs are amdgcn-amd-amdhsa--gfx1100 and --gfx11-generic.
     assert rocm.targets_from_rocminfo(_rocminfo("rocminfo-gfx1100-rocm-6.4.1.txt")) == ["gfx1100"]
     assert rocm.choose_leg(["gfx1100"], _legs(rocm)) == ("rocm-linux-gfx110X", "gfx1100")
 
 
-def test_a_machine_with_gpus_of_two_targets_is_refused_naming_both(scripts: tuple[ModuleType, ModuleType]) -> None:
+def test_a_machine_with_gpus_of_two_targets_is_refused_naming_both(
+    scripts: tuple[ModuleType, ModuleType],
+) -> None:
     _, rocm = scripts
     targets = rocm.targets_from_rocminfo(_rocminfo("rocminfo-names-gfx1100-gfx900-rocm-6.4.2.txt"))
     assert targets == ["gfx1100", "gfx900"]
@@ -62,14 +66,26 @@ def test_a_machine_with_gpus_of_two_targets_is_refused_naming_both(scripts: tupl
     assert "\n" not in str(err.value)
 
 
-def test_a_target_no_shipped_leg_builds_is_one_error_line_naming_it(scripts: tuple[ModuleType, ModuleType]) -> None:
+def test_a_target_no_shipped_leg_builds_is_one_error_line_naming_it(
+    scripts: tuple[ModuleType, ModuleType],
+) -> None:
     _, rocm = scripts
     targets = rocm.targets_from_rocminfo(_rocminfo("rocminfo-gfx900-mi25-prefix.txt"))
     assert targets == ["gfx900"]
     with pytest.raises(rocm.Unfit) as err:
         rocm.choose_leg(targets, _legs(rocm))
-    every = sorted({t for leg in SHIPPED.legs.values() if leg.backend == "rocm" and leg.os == "linux" for t in leg.targets})
-    assert str(err.value) == f"no shipped Linux rocm leg of matrix.toml builds gfx900 (the legs' targets: {', '.join(every)})"
+    every = sorted(
+        {
+            t
+            for leg in SHIPPED.legs.values()
+            if leg.backend == "rocm" and leg.os == "linux"
+            for t in leg.targets
+        }
+    )
+    assert (
+        str(err.value)
+        == f"no shipped Linux rocm leg of matrix.toml builds gfx900 (the legs' targets: {', '.join(every)})"
+    )
 
 
 def test_rocminfo_without_an_amd_gpu_gives_no_target(scripts: tuple[ModuleType, ModuleType]) -> None:
@@ -89,13 +105,16 @@ def test_rocminfo_without_an_amd_gpu_gives_no_target(scripts: tuple[ModuleType, 
     ("gfx900:xnack-\n", ["gfx900"]),
     ("gfx90a:sramecc+:xnack-\n", ["gfx90a"]),
 ])  # fmt: skip
-def test_amdgpu_arch_output_gives_one_target_per_gpu(scripts: tuple[ModuleType, ModuleType], stdout: str,
-                                                     expected: list[str]) -> None:
+def test_amdgpu_arch_output_gives_one_target_per_gpu(
+    scripts: tuple[ModuleType, ModuleType], stdout: str, expected: list[str]
+) -> None:
     _, rocm = scripts
     assert rocm.targets_from_amdgpu_arch(stdout) == expected
 
 
-def test_each_shipped_linux_target_picks_the_leg_the_pipeline_gives_it(scripts: tuple[ModuleType, ModuleType]) -> None:
+def test_each_shipped_linux_target_picks_the_leg_the_pipeline_gives_it(
+    scripts: tuple[ModuleType, ModuleType],
+) -> None:
     """The pipeline's own loader (gpu_family resolved) is the expectation; tomllib is what the check reads."""
     _, rocm = scripts
     legs = _legs(rocm)
@@ -115,10 +134,15 @@ def test_each_shipped_linux_target_picks_the_leg_the_pipeline_gives_it(scripts: 
     ("rocm-linux-gfx90a", "gfx90a"),
 ])  # fmt: skip
 def test_the_matrix_is_the_shipped_leg_plus_the_reduction_with_the_machines_one_target(
-        scripts: tuple[ModuleType, ModuleType], tmp_path: Path, leg: str, target: str) -> None:
+    scripts: tuple[ModuleType, ModuleType], tmp_path: Path, leg: str, target: str
+) -> None:
     _, rocm = scripts
-    text = rocm.rocm_matrix((ROOT / "matrix.toml").read_text(encoding="utf-8"), leg=leg, target=target,
-                            source_repo=str(tmp_path / "llama.cpp"))
+    text = rocm.rocm_matrix(
+        (ROOT / "matrix.toml").read_text(encoding="utf-8"),
+        leg=leg,
+        target=target,
+        source_repo=str(tmp_path / "llama.cpp"),
+    )
     path = tmp_path / "matrix.toml"
     path.write_text(text, encoding="utf-8")
     written = load_matrix(path)
@@ -128,21 +152,30 @@ def test_the_matrix_is_the_shipped_leg_plus_the_reduction_with_the_machines_one_
     # tests/unit/test_tested_flags.py's rule: the shipped flags the reduction does not touch, then the reduction.
     assert list(written.leg(leg).cmake_args) == kept + reduction_flags()
     assert written.leg(leg).targets == (target,)
-    assert written.leg(leg) == dataclasses.replace(shipped, cmake_args=tuple(kept + reduction_flags()), targets=(target,))
+    assert written.leg(leg) == dataclasses.replace(
+        shipped, cmake_args=tuple(kept + reduction_flags()), targets=(target,)
+    )
     assert written.cmake_args == SHIPPED.cmake_args and written.rocm == SHIPPED.rocm
     assert written.source.repo == str(tmp_path / "llama.cpp")
 
 
-def test_without_a_target_the_matrix_would_be_the_tests_own(scripts: tuple[ModuleType, ModuleType], tmp_path: Path) -> None:
+def test_without_a_target_the_matrix_would_be_the_tests_own(
+    scripts: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
     """The tests build ROCM_TARGET; the check swaps in its GPU's, as the cuda check builds 90 instead of 89."""
     _, rocm = scripts
-    text = rocm.rocm_matrix((ROOT / "matrix.toml").read_text(encoding="utf-8"), leg="rocm-linux-gfx110X",
-                            target=ROCM_TARGET, source_repo="/nowhere")
+    text = rocm.rocm_matrix(
+        (ROOT / "matrix.toml").read_text(encoding="utf-8"),
+        leg="rocm-linux-gfx110X",
+        target=ROCM_TARGET,
+        source_repo="/nowhere",
+    )
     assert text.count(f'targets = ["{ROCM_TARGET}"]') == 1
 
 
-def test_no_tool_is_one_line_saying_so(scripts: tuple[ModuleType, ModuleType], tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_tool_is_one_line_saying_so(
+    scripts: tuple[ModuleType, ModuleType], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, rocm = scripts
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     with pytest.raises(rocm.Unfit) as err:
@@ -170,16 +203,23 @@ main: decoded 4 tokens in 0.50 s, speed: 8.00 t/s
 """
 
 
-def test_a_forward_pass_on_the_gpu_of_the_target_passes_naming_it(scripts: tuple[ModuleType, ModuleType]) -> None:
+def test_a_forward_pass_on_the_gpu_of_the_target_passes_naming_it(
+    scripts: tuple[ModuleType, ModuleType],
+) -> None:
     check, _ = scripts
     verdict = check.forward_pass_verdict("rocm", ROCM_RUN, 0, program="llama-simple", target="gfx1100")
-    assert verdict == ("forward pass on the GPU: ggml-rocm found 1 device(s): AMD Radeon RX 7900 XT (gfx1100); "
-                       "ROCm0 AMD Radeon RX 7900 XT holds offloaded 66/66 layers to GPU; decoded 4 tokens")
+    assert verdict == (
+        "forward pass on the GPU: ggml-rocm found 1 device(s): AMD Radeon RX 7900 XT (gfx1100); "
+        "ROCm0 AMD Radeon RX 7900 XT holds offloaded 66/66 layers to GPU; decoded 4 tokens"
+    )
 
 
 def test_a_gpu_of_another_target_fails(scripts: tuple[ModuleType, ModuleType]) -> None:
     check, _ = scripts
-    with pytest.raises(check.CheckFailed, match=r"^ggml-hip found no gfx1101 device: \[\('AMD Radeon RX 7900 XT', 'gfx1100'\)\]$"):
+    with pytest.raises(
+        check.CheckFailed,
+        match=r"^ggml-hip found no gfx1101 device: \[\('AMD Radeon RX 7900 XT', 'gfx1100'\)\]$",
+    ):
         check.forward_pass_verdict("rocm", ROCM_RUN, 0, program="llama-simple", target="gfx1101")
 
 
@@ -187,18 +227,21 @@ def test_a_cpu_only_run_fails_quoting_ggml_hip(scripts: tuple[ModuleType, Module
     check, _ = scripts
     with pytest.raises(check.CheckFailed) as err:
         check.forward_pass_verdict("rocm", CPU_ONLY_RUN, 0, program="llama-simple", target="gfx1100")
-    assert str(err.value) == ("llama-simple exited 0; ggml's rocm backend found no GPU "
-                              "(no ROCm-capable device is detected)")
+    assert str(err.value) == (
+        "llama-simple exited 0; ggml's rocm backend found no GPU (no ROCm-capable device is detected)"
+    )
 
 
 def test_the_older_ggml_cuda_init_form_is_read_too(scripts: tuple[ModuleType, ModuleType]) -> None:
     """ROCm/ROCm#5104's llama.cpp (build 5898) logged no Total VRAM; its second device's gcnArchName has a feature."""
     check, _ = scripts
-    log = ("ggml_cuda_init: found 2 ROCm devices:\n"
-           "  Device 0: Radeon RX 7900 GRE, gfx1100 (0x1100), VMM: no, Wave Size: 32\n"
-           "  Device 1: Radeon RX Vega, gfx900:xnack- (0x900), VMM: no, Wave Size: 64\n"
-           "llama_model_load_from_file_impl: using device ROCm0 (Radeon RX 7900 GRE) - 16312 MiB free\n"
-           "load_tensors: offloaded 41/41 layers to GPU\nmain: decoded 4 tokens in 0.02 s, speed: 200.00 t/s\n")
+    log = (
+        "ggml_cuda_init: found 2 ROCm devices:\n"
+        "  Device 0: Radeon RX 7900 GRE, gfx1100 (0x1100), VMM: no, Wave Size: 32\n"
+        "  Device 1: Radeon RX Vega, gfx900:xnack- (0x900), VMM: no, Wave Size: 64\n"
+        "llama_model_load_from_file_impl: using device ROCm0 (Radeon RX 7900 GRE) - 16312 MiB free\n"
+        "load_tensors: offloaded 41/41 layers to GPU\nmain: decoded 4 tokens in 0.02 s, speed: 200.00 t/s\n"
+    )
     verdict = check.forward_pass_verdict("rocm", log, 0, program="llama-simple", target="gfx900")
     assert "found 2 device(s): Radeon RX 7900 GRE (gfx1100), Radeon RX Vega (gfx900)" in verdict
 

@@ -46,18 +46,23 @@ def test_a_module_that_did_not_open_is_a_library_problem() -> None:
 
 def test_the_device_the_model_uses() -> None:
     # The description holds parentheses of its own.
-    assert devices_used(LAVAPIPE_LOG) == [Device(name="Vulkan0", description="llvmpipe (LLVM 15.0.6, 256 bits)")]
+    assert devices_used(LAVAPIPE_LOG) == [
+        Device(name="Vulkan0", description="llvmpipe (LLVM 15.0.6, 256 bits)")
+    ]
     assert devices_used(NO_DRIVER_LOG) == []
 
 
 def test_only_cpu_vulkan_devices() -> None:
     assert only_cpu_vulkan_devices("ggml_vulkan: No devices found.\n")
     assert not only_cpu_vulkan_devices(LAVAPIPE_LOG)
-    assert no_device_reason("vulkan", "libggml-vulkan.so", "load_backend: loaded Vulkan backend from /b/libggml-vulkan.so\n"
-                            "ggml_vulkan: No devices found.\n").startswith("no Vulkan device: libggml-vulkan.so loaded, and its driver")
+    assert no_device_reason(
+        "vulkan",
+        "libggml-vulkan.so",
+        "load_backend: loaded Vulkan backend from /b/libggml-vulkan.so\nggml_vulkan: No devices found.\n",
+    ).startswith("no Vulkan device: libggml-vulkan.so loaded, and its driver")
 
 
 def test_the_driver_selection_kept_from_the_environment() -> None:
-    assert driver_selection({"VK_ICD_FILENAMES": "/x.json", "LD_LIBRARY_PATH": "/build/lib", "PATH": "/tc"}) == {
-        "VK_ICD_FILENAMES": "/x.json"
-    }
+    assert driver_selection(
+        {"VK_ICD_FILENAMES": "/x.json", "LD_LIBRARY_PATH": "/build/lib", "PATH": "/tc"}
+    ) == {"VK_ICD_FILENAMES": "/x.json"}

@@ -35,7 +35,14 @@ def _failing(outcomes: list[BaseException | str]):
 def test_exponential_waits_capped_then_success() -> None:
     slept: list[float] = []
     attempt, calls = _failing([Retryable("503"), Retryable("503"), Retryable("503"), "ok"])
-    assert call_with_retries(attempt, policy=RetryPolicy(attempts=5, backoff=2.0, max_wait=5.0, jitter=False), sleep=slept.append) == "ok"
+    assert (
+        call_with_retries(
+            attempt,
+            policy=RetryPolicy(attempts=5, backoff=2.0, max_wait=5.0, jitter=False),
+            sleep=slept.append,
+        )
+        == "ok"
+    )
     assert slept == [2.0, 4.0, 5.0]
     assert len(calls) == 4
 
@@ -43,14 +50,18 @@ def test_exponential_waits_capped_then_success() -> None:
 def test_server_wait_wins_but_is_capped() -> None:
     slept: list[float] = []
     attempt, _ = _failing([Retryable("429", wait=3.0), Retryable("429", wait=99.0), "ok"])
-    call_with_retries(attempt, policy=RetryPolicy(attempts=3, backoff=1.0, max_wait=10.0, jitter=False), sleep=slept.append)
+    call_with_retries(
+        attempt, policy=RetryPolicy(attempts=3, backoff=1.0, max_wait=10.0, jitter=False), sleep=slept.append
+    )
     assert slept == [3.0, 10.0]
 
 
 def test_jitter_stays_within_half_and_full_step() -> None:
     slept: list[float] = []
     attempt, _ = _failing([Retryable("x")] * 3 + ["ok"])
-    call_with_retries(attempt, policy=RetryPolicy(attempts=4, backoff=4.0, max_wait=100.0, jitter=True), sleep=slept.append)
+    call_with_retries(
+        attempt, policy=RetryPolicy(attempts=4, backoff=4.0, max_wait=100.0, jitter=True), sleep=slept.append
+    )
     for wait, step in zip(slept, (4.0, 8.0, 16.0), strict=True):
         assert step / 2 <= wait <= step
 
@@ -58,7 +69,11 @@ def test_jitter_stays_within_half_and_full_step() -> None:
 def test_exhaustion_reports_the_last_reason_and_the_attempts() -> None:
     attempt, calls = _failing([Retryable("first"), Retryable("last")])
     with pytest.raises(RetriesExhausted) as info:
-        call_with_retries(attempt, policy=RetryPolicy(attempts=2, backoff=0.0, max_wait=0.0, jitter=False), sleep=lambda _: None)
+        call_with_retries(
+            attempt,
+            policy=RetryPolicy(attempts=2, backoff=0.0, max_wait=0.0, jitter=False),
+            sleep=lambda _: None,
+        )
     assert info.value.last.reason == "last"
     assert info.value.attempts_text == "2 attempts"
     assert len(calls) == 2
@@ -67,7 +82,11 @@ def test_exhaustion_reports_the_last_reason_and_the_attempts() -> None:
 def test_other_errors_are_not_retried() -> None:
     attempt, calls = _failing([ValueError("404 is final")])
     with pytest.raises(ValueError, match="404 is final"):
-        call_with_retries(attempt, policy=RetryPolicy(attempts=5, backoff=0.0, max_wait=0.0, jitter=False), sleep=lambda _: None)
+        call_with_retries(
+            attempt,
+            policy=RetryPolicy(attempts=5, backoff=0.0, max_wait=0.0, jitter=False),
+            sleep=lambda _: None,
+        )
     assert len(calls) == 1
 
 
@@ -112,8 +131,14 @@ class _FakeClock:
 def test_each_wait_is_announced_with_what_attempt_and_how_long() -> None:
     clock, lines = _FakeClock(), []
     attempt, _ = _failing([Retryable("HTTP 503 Service Unavailable"), Retryable("read timed out"), "ok"])
-    call_with_retries(attempt, policy=RetryPolicy(attempts=4, backoff=2.0, max_wait=60.0, jitter=False), sleep=clock.sleep, clock=clock,
-                      on_wait=lines.append, what="GET http://127.0.0.1:1/index")
+    call_with_retries(
+        attempt,
+        policy=RetryPolicy(attempts=4, backoff=2.0, max_wait=60.0, jitter=False),
+        sleep=clock.sleep,
+        clock=clock,
+        on_wait=lines.append,
+        what="GET http://127.0.0.1:1/index",
+    )
     assert lines == [
         "GET http://127.0.0.1:1/index: HTTP 503 Service Unavailable; attempt 1 of 4 failed, retrying in 2.0 s",
         "GET http://127.0.0.1:1/index: read timed out; attempt 2 of 4 failed, retrying in 4.0 s",
@@ -126,7 +151,12 @@ def test_budget_stops_before_a_wait_that_would_pass_it() -> None:
     clock = _FakeClock()
     attempt, calls = _failing([Retryable("HTTP 503")] * 10)
     with pytest.raises(RetriesExhausted) as info:
-        call_with_retries(attempt, policy=RetryPolicy(attempts=10, backoff=1.0, max_wait=100.0, budget=10.0, jitter=False), sleep=clock.sleep, clock=clock,)
+        call_with_retries(
+            attempt,
+            policy=RetryPolicy(attempts=10, backoff=1.0, max_wait=100.0, budget=10.0, jitter=False),
+            sleep=clock.sleep,
+            clock=clock,
+        )
     assert clock.slept == [1.0, 2.0, 4.0]
     assert len(calls) == 4
     assert info.value.budget == 10.0
@@ -143,7 +173,12 @@ def test_budget_counts_the_time_spent_in_attempts_too() -> None:
         raise Retryable("read timed out")
 
     with pytest.raises(RetriesExhausted) as info:
-        call_with_retries(slow_attempt, policy=RetryPolicy(attempts=6, backoff=1.0, max_wait=30.0, budget=60.0, jitter=False), sleep=clock.sleep, clock=clock,)
+        call_with_retries(
+            slow_attempt,
+            policy=RetryPolicy(attempts=6, backoff=1.0, max_wait=30.0, budget=60.0, jitter=False),
+            sleep=clock.sleep,
+            clock=clock,
+        )
     assert info.value.attempts == 2
     assert clock.slept == [1.0]
 
@@ -152,8 +187,13 @@ def test_a_huge_retry_after_within_attempts_is_refused_by_the_budget() -> None:
     clock, lines = _FakeClock(), []
     attempt, calls = _failing([Retryable("HTTP 429 rate limited", wait=300.0), "ok"])
     with pytest.raises(RetriesExhausted):
-        call_with_retries(attempt, policy=RetryPolicy(attempts=3, backoff=1.0, max_wait=300.0, budget=120.0, jitter=False), sleep=clock.sleep, clock=clock,
-                          on_wait=lines.append)
+        call_with_retries(
+            attempt,
+            policy=RetryPolicy(attempts=3, backoff=1.0, max_wait=300.0, budget=120.0, jitter=False),
+            sleep=clock.sleep,
+            clock=clock,
+            on_wait=lines.append,
+        )
     assert clock.slept == [] and lines == [] and len(calls) == 1
 
 
@@ -161,7 +201,12 @@ def test_without_budget_attempts_alone_end_the_retries() -> None:
     clock = _FakeClock()
     attempt, calls = _failing([Retryable("x")] * 3)
     with pytest.raises(RetriesExhausted) as info:
-        call_with_retries(attempt, policy=RetryPolicy(attempts=3, backoff=100.0, max_wait=1000.0, jitter=False), sleep=clock.sleep, clock=clock)
+        call_with_retries(
+            attempt,
+            policy=RetryPolicy(attempts=3, backoff=100.0, max_wait=1000.0, jitter=False),
+            sleep=clock.sleep,
+            clock=clock,
+        )
     assert info.value.budget is None and len(calls) == 3 and clock.slept == [100.0, 200.0]
 
 

@@ -23,8 +23,10 @@ def test_each_piece_is_found_where_the_layout_keeps_it(tmp_path: Path, layout: s
     assert found.hip.source == str(root / where["hip_cmake"] / "hip-config-version.cmake")
     # Both layouts' CMake prefix is the root: CMake adds lib/<triplet>/cmake itself.
     assert found.cmake_prefix == root
-    assert found.identity.startswith(f"rocm-hip{HIP_VERSION}-") and len(found.identity) == len(
-        f"rocm-hip{HIP_VERSION}-") + 12
+    assert (
+        found.identity.startswith(f"rocm-hip{HIP_VERSION}-")
+        and len(found.identity) == len(f"rocm-hip{HIP_VERSION}-") + 12
+    )
 
 
 def test_the_clang_the_device_libraries_belong_to_comes_before_a_newer_one(tmp_path: Path) -> None:
@@ -87,7 +89,9 @@ def test_an_empty_device_library_folder_is_refused(tmp_path: Path) -> None:
 def test_a_hip_version_that_is_not_a_version_is_refused(tmp_path: Path, version: str) -> None:
     """Before, a 5,000-digit version made a 5,063-character cache key (GitHub takes 512)."""
     root = make_rocm_tree(tmp_path / "usr", "debian-sid", hip_version=version)
-    with pytest.raises(ToolchainError, match=r"is not a version \(up to four numbers of at most 9 digits\)") as err:
+    with pytest.raises(
+        ToolchainError, match=r"is not a version \(up to four numbers of at most 9 digits\)"
+    ) as err:
         find_installed_rocm(root, "linux", what="--rocm-path X")
     assert len(err.value.message) < 400
 

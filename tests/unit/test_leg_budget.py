@@ -13,8 +13,14 @@ MIB = 1024**2
 
 
 def test_each_leg_gets_an_equal_share_of_the_usable_limit() -> None:
-    plan = plan_leg_budget([f"leg{i}" for i in range(38)], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2,
-                           max_size_bytes=5 * 10**9, warm_bytes=64 * MIB)
+    plan = plan_leg_budget(
+        [f"leg{i}" for i in range(38)],
+        limit_bytes=10 * GIB,
+        warn_fraction=0.8,
+        keep=2,
+        max_size_bytes=5 * 10**9,
+        warm_bytes=64 * MIB,
+    )
     # 80% of 10 GiB over 76 caches, by hand: 8 GiB / 76.
     assert {s.share_bytes for s in plan.shares} == {8 * GIB // 76}
     assert all(s.fits for s in plan.shares)
@@ -22,24 +28,35 @@ def test_each_leg_gets_an_equal_share_of_the_usable_limit() -> None:
 
 
 def test_a_share_below_a_warm_build_warns_with_what_the_matrix_needs() -> None:
-    plan = plan_leg_budget([f"leg{i}" for i in range(38)], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2,
-                           max_size_bytes=200 * MIB, warm_bytes=150 * MIB)
+    plan = plan_leg_budget(
+        [f"leg{i}" for i in range(38)],
+        limit_bytes=10 * GIB,
+        warn_fraction=0.8,
+        keep=2,
+        max_size_bytes=200 * MIB,
+        warm_bytes=150 * MIB,
+    )
     assert not any(s.fits for s in plan.shares)
     first = plan.warnings()[0]
     assert first.startswith("38 of 38 legs get 107.8 MiB of ccache each within 8.0 GiB")
     # 76 caches x 150 MiB = 11.1 GiB, over the warn fraction: 13.9 GiB of Actions cache.
-    assert "a warm build needs 150.0 MiB; 38 legs need 13.9 GiB of Actions cache, or the shared remote cache" in first
+    assert (
+        "a warm build needs 150.0 MiB; 38 legs need 13.9 GiB of Actions cache, or the shared remote cache"
+        in first
+    )
 
 
 def test_a_max_size_that_outgrows_the_limit_is_named() -> None:
-    plan = plan_leg_budget(["a", "b"], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2, max_size_bytes=5 * GIB,
-                           warm_bytes=MIB)
+    plan = plan_leg_budget(
+        ["a", "b"], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2, max_size_bytes=5 * GIB, warm_bytes=MIB
+    )
     assert plan.warnings() == [
         "[ccache] max_size 5.0 GiB lets 2 legs x 2 generations grow to 20.0 GiB, past cache_limit_bytes 10.0 GiB: "
         "GitHub evicts the least recently used; a max_size of 2.0 GiB stays within it"
     ]
-    small = plan_leg_budget(["a", "b"], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2, max_size_bytes=GIB,
-                            warm_bytes=MIB)
+    small = plan_leg_budget(
+        ["a", "b"], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2, max_size_bytes=GIB, warm_bytes=MIB
+    )
     assert small.warnings() == []
 
 

@@ -12,7 +12,13 @@ from pipeline.leg.context import LegContext
 
 def test_steps_run_in_the_documented_order() -> None:
     assert [step.__name__ for step in steps.STEPS] == [
-        "source_step", "toolchain_step", "preflight_step", "ccache_step", "configure_step", "build_step", "bundle_step",
+        "source_step",
+        "toolchain_step",
+        "preflight_step",
+        "ccache_step",
+        "configure_step",
+        "build_step",
+        "bundle_step",
         "check_step",
     ]
 

@@ -49,7 +49,9 @@ def test_vswhere_answer_names_the_installation_and_vcvarsall() -> None:
 
 
 def test_vswhere_finding_nothing_is_a_clear_error() -> None:
-    with pytest.raises(ToolchainError, match=r"vswhere found no Visual Studio with Microsoft\.VisualStudio\.Component\.VC"):
+    with pytest.raises(
+        ToolchainError, match=r"vswhere found no Visual Studio with Microsoft\.VisualStudio\.Component\.VC"
+    ):
         parse_vswhere("\r\n")
 
 
@@ -87,7 +89,9 @@ def test_recorded_vcvarsall_capture() -> None:
 
 
 def test_a_refused_architecture_names_vcvarsalls_error() -> None:
-    with pytest.raises(ToolchainError, match=r"vcvarsall.bat failed: \[ERROR:vcvarsall.bat\] Invalid argument found : x65"):
+    with pytest.raises(
+        ToolchainError, match=r"vcvarsall.bat failed: \[ERROR:vcvarsall.bat\] Invalid argument found : x65"
+    ):
         split_vcvars_output(recorded("vcvarsall-bad-arch.txt"))
 
 

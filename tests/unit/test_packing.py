@@ -64,8 +64,9 @@ def _reference_tar(entries: list[Entry]) -> bytes:
 # content the cold run may already have compressed for libggml.so.0 (reused within the run,
 # unless both were compressed at the same time on two threads).
 @pytest.mark.parametrize(("suffix", "cold_reused", "warm_reused"), [(".tar.gz", 0, 2), (".zip", 1, 3)])
-def test_cached_members_give_the_same_bytes(tmp_path: Path, suffix: str, cold_reused: int,
-                                            warm_reused: int) -> None:
+def test_cached_members_give_the_same_bytes(
+    tmp_path: Path, suffix: str, cold_reused: int, warm_reused: int
+) -> None:
     folder = _payload(tmp_path)
     cache = tmp_path / "pack"
     plain = package_folder(folder, tmp_path / f"plain{suffix}")
@@ -86,8 +87,11 @@ def test_cached_members_give_the_same_bytes(tmp_path: Path, suffix: str, cold_re
 
 def test_tar_stream_is_what_tarfile_writes(tmp_path: Path) -> None:
     folder = _payload(tmp_path)
-    entries = [*folder_entries(folder), Entry(name="lib/", is_dir=True, mode=0o755),
-               Entry(name="manifest.json", data=b'{"a": 1}\n', mode=0o644)]
+    entries = [
+        *folder_entries(folder),
+        Entry(name="lib/", is_dir=True, mode=0o755),
+        Entry(name="manifest.json", data=b'{"a": 1}\n', mode=0o644),
+    ]
     target = tmp_path / "b.tar.gz"
     stats = write_tar_gz(target, entries, cache=tmp_path / "pack")
     raw = target.read_bytes()
@@ -155,8 +159,13 @@ def test_the_level_is_part_of_the_cache_key(tmp_path: Path) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(sizes=st.lists(st.sampled_from([0, 1, 511, 512, 513, MEMBER_MIN - 1, MEMBER_MIN, MEMBER_MIN + 7]),
-                      min_size=1, max_size=6))
+@given(
+    sizes=st.lists(
+        st.sampled_from([0, 1, 511, 512, 513, MEMBER_MIN - 1, MEMBER_MIN, MEMBER_MIN + 7]),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_any_mix_of_sizes_is_a_valid_tar(tmp_path_factory: pytest.TempPathFactory, sizes: list[int]) -> None:
     root = tmp_path_factory.mktemp("sizes")
     entries = []
@@ -175,8 +184,10 @@ def test_zip64_end_records_when_the_count_overflows(tmp_path: Path) -> None:
     count = 0x10000 + 3
     with target.open("wb") as out:
         writer = ZipWriter(out)
-        central = [writer.member(f"d{i:05}/", b"", stored=True, crc=0, size=0, attr=0o40755 << 16)
-                   for i in range(count)]
+        central = [
+            writer.member(f"d{i:05}/", b"", stored=True, crc=0, size=0, attr=0o40755 << 16)
+            for i in range(count)
+        ]
         writer.finish(central)
     with zipfile.ZipFile(target) as zf:
         assert len(zf.infolist()) == count
@@ -230,8 +241,10 @@ def test_a_file_hashed_by_the_caller_is_not_read_again_when_the_cache_holds_it(
     cache = tmp_path / "pack"
     big = ("llama-cli", "libggml.so.0")
     package_folder(folder, tmp_path / "cold.tar.gz", cache=cache)
-    hashed = [e if e.path is None else dataclasses.replace(e, digest=content_digest(e.path))
-              for e in folder_entries(folder)]
+    hashed = [
+        e if e.path is None else dataclasses.replace(e, digest=content_digest(e.path))
+        for e in folder_entries(folder)
+    ]
     opened = _counting_reads(monkeypatch)
     stats = write_tar_gz(tmp_path / "known.tar.gz", hashed, cache=cache)
     assert stats.reused == 2 and not set(big) & set(opened), opened
@@ -240,7 +253,9 @@ def test_a_file_hashed_by_the_caller_is_not_read_again_when_the_cache_holds_it(
     assert (tmp_path / "known.tar.gz").read_bytes() == (tmp_path / "cold.tar.gz").read_bytes()
 
 
-def test_a_file_changed_after_it_was_hashed_is_refused_and_never_cached_under_the_old_digest(tmp_path: Path) -> None:
+def test_a_file_changed_after_it_was_hashed_is_refused_and_never_cached_under_the_old_digest(
+    tmp_path: Path,
+) -> None:
     from pipeline.archives.packing import content_digest
 
     folder = _payload(tmp_path)

@@ -11,7 +11,9 @@ import pytest
 from pipeline.names import is_absolute_name, is_plain_relative_path, member_name_problem
 
 
-@pytest.mark.parametrize("name", ["/etc/passwd", "\\\\server\\share", "\\windows", "C:\\Windows", "c:relative", "Z:/x"])
+@pytest.mark.parametrize(
+    "name", ["/etc/passwd", "\\\\server\\share", "\\windows", "C:\\Windows", "c:relative", "Z:/x"]
+)
 def test_absolute_on_any_os(name: str) -> None:
     assert is_absolute_name(name)
     assert member_name_problem(name) == "absolute path"
@@ -23,8 +25,9 @@ def test_not_absolute(name: str) -> None:
     assert not is_absolute_name(name)
 
 
-@pytest.mark.parametrize("text", ["x86_64", "cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-13.2.78-archive.tar.xz",
-                                  "a.b/c-d_e"])
+@pytest.mark.parametrize(
+    "text", ["x86_64", "cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-13.2.78-archive.tar.xz", "a.b/c-d_e"]
+)
 def test_plain_relative_paths(text: str) -> None:
     assert is_plain_relative_path(text)
 

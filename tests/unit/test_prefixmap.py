@@ -34,7 +34,11 @@ def test_a_source_that_holds_the_build_folder() -> None:
 def test_a_root_workspace_is_not_mapped() -> None:
     # Mapping "/" would rewrite system header paths too.
     flags = prefix_map_flags(PurePosixPath("/"), PurePosixPath("/src"), PurePosixPath("/out/b"))
-    assert flags == ["-ffile-prefix-map=/src=.", "-ffile-prefix-map=../../src=.", "-ffile-prefix-map=/out/b=."]
+    assert flags == [
+        "-ffile-prefix-map=/src=.",
+        "-ffile-prefix-map=../../src=.",
+        "-ffile-prefix-map=/out/b=.",
+    ]
 
 
 def test_windows_maps_both_spellings() -> None:
@@ -73,8 +77,13 @@ def test_each_language_gets_its_flags_variable() -> None:
 
 def test_nvcc_gets_only_the_relative_maps_for_its_host_compiler() -> None:
     """ccache hashes -Xcompiler=... verbatim: an absolute folder in it would miss in any other folder."""
-    flags = ["-ffile-prefix-map=/w=.", "-ffile-prefix-map=../src/llama.cpp=.", "-ffile-prefix-map=/w/b=.",
-             "-ffile-prefix-map=C:\\w\\b=.", "-ffile-prefix-map=C:/w/b=."]
+    flags = [
+        "-ffile-prefix-map=/w=.",
+        "-ffile-prefix-map=../src/llama.cpp=.",
+        "-ffile-prefix-map=/w/b=.",
+        "-ffile-prefix-map=C:\\w\\b=.",
+        "-ffile-prefix-map=C:/w/b=.",
+    ]
     assert with_prefix_map([], ["CXX", "CUDA"], flags) == [
         # A backslash is special to the POSIX shell Ninja runs: that flag is one quoted word.
         "-DCMAKE_CXX_FLAGS=-ffile-prefix-map=/w=. -ffile-prefix-map=../src/llama.cpp=. -ffile-prefix-map=/w/b=. "

@@ -94,24 +94,37 @@ ninja: Entering directory `sub'
 [5/5] Building C object ggml/src/CMakeFiles/ggml-base.dir/d.o
 """
 
-LONG_STEP = "Building CXX object ggml/src/ggml-cpu/CMakeFiles/ggml-cpu-haswell.dir/ggml-cpu/arch/x86/repack.cpp.o"
+LONG_STEP = (
+    "Building CXX object ggml/src/ggml-cpu/CMakeFiles/ggml-cpu-haswell.dir/ggml-cpu/arch/x86/repack.cpp.o"
+)
 
 
 @pytest.mark.parametrize(
     ("step", "width", "shown"),
     [
         # Fits: unchanged.
-        ("Linking CXX shared library bin/libggml-base.so", 80, "Linking CXX shared library bin/libggml-base.so"),
+        (
+            "Linking CXX shared library bin/libggml-base.so",
+            80,
+            "Linking CXX shared library bin/libggml-base.so",
+        ),
         # The cut the old code made ("[170/566] ject ggml/...") cannot happen: the words before the path stay.
         (LONG_STEP, 80, "Building CXX object ggml/src/ggml-cpu/.../ggml-cpu/arch/x86/repack.cpp.o"),
         (LONG_STEP, 60, "Building CXX object ggml/src/.../arch/x86/repack.cpp.o"),
         # Narrower than the first folder and the file name: those two still stay whole.
         (LONG_STEP, 20, "Building CXX object ggml/.../repack.cpp.o"),
         # No path to shorten: shown whole, never cut mid-word.
-        ("Performing build step for 'vulkan-shaders-gen' " + "x" * 80, 40,
-         "Performing build step for 'vulkan-shaders-gen' " + "x" * 80),
+        (
+            "Performing build step for 'vulkan-shaders-gen' " + "x" * 80,
+            40,
+            "Performing build step for 'vulkan-shaders-gen' " + "x" * 80,
+        ),
         # A path with too few folders to shorten stays whole too.
-        ("Generating ggml-vulkan-shaders.hpp.deps/" + "y" * 70, 40, "Generating ggml-vulkan-shaders.hpp.deps/" + "y" * 70),
+        (
+            "Generating ggml-vulkan-shaders.hpp.deps/" + "y" * 70,
+            40,
+            "Generating ggml-vulkan-shaders.hpp.deps/" + "y" * 70,
+        ),
     ],
 )
 def test_a_step_keeps_its_words_whole(step: str, width: int, shown: str) -> None:
@@ -138,7 +151,7 @@ def test_a_nested_ninja_stays_out_of_the_legs_count() -> None:
     taken = []
     for line in NESTED_NINJA_OUTPUT.splitlines():
         if line.startswith("["):
-            done, total = line[1:line.index("]")].split("/")
+            done, total = line[1 : line.index("]")].split("/")
             if counter.take(int(done), int(total)):
                 taken.append(line)
     assert [line.split("]")[0] + "]" for line in taken] == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
@@ -181,4 +194,7 @@ def test_progress_lines_show_whole_words_and_the_legs_own_count() -> None:
     progress, out = _progress(clock)
     with progress:
         progress.line(f"[170/566] {LONG_STEP}\n")
-    assert out.getvalue() == "rocm-linux-gfx110X: [170/566] Building CXX object ggml/src/ggml-cpu/.../ggml-cpu/arch/x86/repack.cpp.o\n"
+    assert (
+        out.getvalue()
+        == "rocm-linux-gfx110X: [170/566] Building CXX object ggml/src/ggml-cpu/.../ggml-cpu/arch/x86/repack.cpp.o\n"
+    )

@@ -187,16 +187,20 @@ def test_plan_properties(rows: list[tuple[str, str, str, int, int]], keep: int, 
 def _entry(cache: str, name: str, size: int, days_ago: float, *, held: bool = False) -> CacheEntry:
     from pipeline.toolchain.local_caches import CacheEntry
 
-    return CacheEntry(cache=cache, name=name, paths=(), size=size, last_used=1_000_000_000 - days_ago * 86400,
-                      held=held)
+    return CacheEntry(
+        cache=cache, name=name, paths=(), size=size, last_used=1_000_000_000 - days_ago * 86400, held=held
+    )
 
 
 def test_local_plan_removes_by_age_then_least_recently_used_per_cache() -> None:
     from pipeline.toolchain.local_caches import plan_local
 
     entries = [
-        _entry("downloads", "a", 10, 40), _entry("downloads", "b", 10, 5), _entry("downloads", "c", 10, 3),
-        _entry("downloads", "d", 10, 2), _entry("toolchains", "t", 25, 2),
+        _entry("downloads", "a", 10, 40),
+        _entry("downloads", "b", 10, 5),
+        _entry("downloads", "c", 10, 3),
+        _entry("downloads", "d", 10, 2),
+        _entry("toolchains", "t", 25, 2),
     ]
     plan = plan_local(entries, now=1_000_000_000, max_age_days=30, max_bytes=25)
     # a: 40 days old. Of b, c, d (20 bytes fit in 25): d and c kept, b over the limit. Each cache has its own limit.
@@ -207,8 +211,11 @@ def test_local_plan_removes_by_age_then_least_recently_used_per_cache() -> None:
 def test_local_plan_never_removes_a_held_or_recently_used_entry() -> None:
     from pipeline.toolchain.local_caches import plan_local
 
-    entries = [_entry("toolchains", "held", 10, 90, held=True), _entry("toolchains", "today", 10, 0.5),
-               _entry("toolchains", "old", 10, 90)]
+    entries = [
+        _entry("toolchains", "held", 10, 90, held=True),
+        _entry("toolchains", "today", 10, 0.5),
+        _entry("toolchains", "old", 10, 90),
+    ]
     plan = plan_local(entries, now=1_000_000_000, max_age_days=30, max_bytes=1)
     assert [e.name for e, _ in plan.remove] == ["old"]
     assert sorted(e.name for e, _ in plan.in_use) == ["held", "today"]

@@ -16,14 +16,19 @@ TOKEN = "ghp_0123456789abcdefABCDEF0123456789abcd"
     [
         ("https://user:hunter2@cache.example:8080/x", "https://***@cache.example:8080/x"),
         ("redis://:s3cret@127.0.0.1:6379", "redis://***@127.0.0.1:6379"),
-        ("GET https://h/a.tar.gz?X-Amz-Signature=abcd1234&x=1 failed",
-         "GET https://h/a.tar.gz?X-Amz-Signature=***&x=1 failed"),
+        (
+            "GET https://h/a.tar.gz?X-Amz-Signature=abcd1234&x=1 failed",
+            "GET https://h/a.tar.gz?X-Amz-Signature=***&x=1 failed",
+        ),
         ("https://h/api?access_token=zzzz9999#frag", "https://h/api?access_token=***#frag"),
         ("sent Authorization: Bearer abc.def-ghi", "sent Authorization: Bearer ***"),
         ("header Authorization=token qwerty123", "header Authorization=token ***"),
         ("echo: Bearer abcdefgh12345678", "echo: Bearer ***"),
         # Nothing secret: unchanged.
-        ("https://github.com/ggml-org/llama.cpp.git at b1234", "https://github.com/ggml-org/llama.cpp.git at b1234"),
+        (
+            "https://github.com/ggml-org/llama.cpp.git at b1234",
+            "https://github.com/ggml-org/llama.cpp.git at b1234",
+        ),
         ("git@github.com:o/r.git", "git@github.com:o/r.git"),
         ("http://[::1]:8080/index/", "http://[::1]:8080/index/"),
     ],
@@ -58,5 +63,7 @@ def test_remote_cache_redaction_is_the_shared_rule() -> None:
 def test_command_lines_lose_secrets_from_the_environment() -> None:
     env = {"GITHUB_TOKEN": TOKEN, "PATH": "/usr/bin"}
     assert secrets_in(env) == (TOKEN,)
-    line = redact_command(["cmake", "-DREMOTE=http://u:pw@h/c", f"-DTOKEN={TOKEN}", "/usr/bin"], secrets_in(env))
+    line = redact_command(
+        ["cmake", "-DREMOTE=http://u:pw@h/c", f"-DTOKEN={TOKEN}", "/usr/bin"], secrets_in(env)
+    )
     assert line == "cmake -DREMOTE=http://***@h/c -DTOKEN=*** /usr/bin"

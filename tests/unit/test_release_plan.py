@@ -75,7 +75,9 @@ def test_allow_missing_lets_a_failed_leg_through_and_a_bundle_must_exist() -> No
     res = results(record("cpu"), record("cuda", status="failed"), record("extra"))
     cov = check_coverage(["cpu", "cuda"], res, set(), {"cuda"})
     # cpu's bundle file is not there: that blocks even though its record is fine.
-    assert cov.missing == (("cpu", "bundle dist/llama-b7000-mix-abcdef0-bin-linux-cpu-x64.tar.gz is not in the output folder"),)
+    assert cov.missing == (
+        ("cpu", "bundle dist/llama-b7000-mix-abcdef0-bin-linux-cpu-x64.tar.gz is not in the output folder"),
+    )
     assert cov.allowed_missing == (("cuda", "the leg failed"),)
     assert cov.unexpected == ("extra",)
 
@@ -114,7 +116,9 @@ def test_sha256sums_is_what_sha256sum_writes() -> None:
 
 def test_release_notes_pinned() -> None:
     res = results(record("cpu"), record("cuda", ccache={}, wall_seconds=3725, bundle_check="passed"))
-    cov = check_coverage(["cpu", "cuda", "vulkan"], res, {r.bundle for r in res.values() if r.bundle}, {"vulkan"})
+    cov = check_coverage(
+        ["cpu", "cuda", "vulkan"], res, {r.bundle for r in res.values() if r.bundle}, {"vulkan"}
+    )
     assert release_notes("b7000-mix-abcdef0", cov) == (
         "llama.cpp prebuilt bundles for `b7000-mix-abcdef0`.\n"
         "\n"
@@ -152,7 +156,11 @@ def remote(ident: int, name: str, data: bytes, state: str = "uploaded", digest: 
 
 def test_upload_plan_resumes_keeps_same_reuploads_starter_and_puts_sums_last() -> None:
     mine = [local("SHA256SUMS", b"sums"), local("b.zip", b"B"), local("a.tar.gz", b"A"), local("c.zip", b"C")]
-    there = [remote(1, "a.tar.gz", b"A"), remote(2, "b.zip", b"B-half", state="starter"), remote(3, "old.txt", b"o")]
+    there = [
+        remote(1, "a.tar.gz", b"A"),
+        remote(2, "b.zip", b"B-half", state="starter"),
+        remote(3, "old.txt", b"o"),
+    ]
     plan = plan_uploads(mine, there)
     assert [(s.action, s.name) for s in plan.steps] == [
         ("keep", "a.tar.gz"),
@@ -175,7 +183,10 @@ def test_a_differing_asset_is_a_conflict_unless_replace() -> None:
 
 def test_without_a_digest_the_size_decides() -> None:
     assert plan_uploads([local("a", b"xy")], [remote(1, "a", b"zz", digest=False)]).steps[0].action == "keep"
-    assert plan_uploads([local("a", b"xy")], [remote(1, "a", b"zzz", digest=False)]).steps[0].action == "conflict"
+    assert (
+        plan_uploads([local("a", b"xy")], [remote(1, "a", b"zzz", digest=False)]).steps[0].action
+        == "conflict"
+    )
 
 
 def test_parse_digest() -> None:
@@ -193,7 +204,9 @@ def test_left_out_names_the_matrix_legs_without_a_bundle_and_built_commit_wants_
                          wall_seconds=1.0, source={"tag": "b1", "commit": commit})  # fmt: skip
 
     full = "ab" * 20
-    cov = Coverage(present=(leg("cpu", full),), missing=(), allowed_missing=(("cuda", "the leg failed"),), unexpected=())
+    cov = Coverage(
+        present=(leg("cpu", full),), missing=(), allowed_missing=(("cuda", "the leg failed"),), unexpected=()
+    )
     assert left_out(["rocm", "cuda", "cpu"], cov) == ("rocm", "cuda")
     assert left_out(["cpu"], cov) == ()
     assert built_commit([leg("cpu", full), leg("cuda", full)]) == full
@@ -221,7 +234,10 @@ def test_a_run_of_some_legs_publishes_only_with_partial() -> None:
 def test_when_assets_that_differ_are_replaced(
     asked: bool, forced: bool, prerelease: bool, partial: tuple[str, ...], expected: bool
 ) -> None:
-    assert replaces_assets(asked=asked, forced=forced, release_is_prerelease=prerelease, partial=partial) is expected
+    assert (
+        replaces_assets(asked=asked, forced=forced, release_is_prerelease=prerelease, partial=partial)
+        is expected
+    )
 
 
 def test_an_interrupted_replacement_is_read_from_the_staged_and_previous_names() -> None:
@@ -238,10 +254,15 @@ def test_an_interrupted_replacement_is_read_from_the_staged_and_previous_names()
     ]
     plan = plan_uploads(mine, there, replace=True)
     assert [(s.action, s.name, s.staged.id if s.staged else None) for s in plan.steps] == [
-        ("keep", "a.tar.gz", None), ("replace", "b.zip", 4), ("upload", "c.zip", None)]
+        ("keep", "a.tar.gz", None),
+        ("replace", "b.zip", 4),
+        ("upload", "c.zip", None),
+    ]
     assert [a.id for a in plan.leftovers] == [5, 6]
     assert [a.id for a in plan.retired] == [1]
     assert plan.extra == ("notes.txt",)
     # Staged bytes of the wrong size are never taken for these, even without a digest.
-    short = plan_uploads([local("b.zip", b"B2")], [remote(4, f"b.zip.pending-{new_b[:16]}", b"B", digest=False)])
+    short = plan_uploads(
+        [local("b.zip", b"B2")], [remote(4, f"b.zip.pending-{new_b[:16]}", b"B", digest=False)]
+    )
     assert short.steps[0].staged is None and [a.id for a in short.leftovers] == [4]

@@ -194,7 +194,9 @@ def test_remote_errors_warning() -> None:
 
 
 def test_unreachable_warning_wording() -> None:
-    assert unreachable_warning("redis://a", "connection refused", others_left=False).endswith("local cache only")
+    assert unreachable_warning("redis://a", "connection refused", others_left=False).endswith(
+        "local cache only"
+    )
 
 
 # --------------------------------------------------------------------------
@@ -207,9 +209,15 @@ def _setup(remote: str | None, spec: str | None, probe_down: bool) -> CcacheSetu
         probe, _ = _probe({("a", 6379): "connection refused"} if probe_down else {})
         check = check_remote(spec, where="w", probe=probe)
     return CcacheSetup(
-        executable=Path("ccache"), version="4.14.2", cache_dir=Path("/c"), base_dir=Path("/w"),
-        compiler_check="content", max_size="5G", stats_log=Path("/s.log"),
-        remote=check.effective if check else remote, remote_check=check,
+        executable=Path("ccache"),
+        version="4.14.2",
+        cache_dir=Path("/c"),
+        base_dir=Path("/w"),
+        compiler_check="content",
+        max_size="5G",
+        stats_log=Path("/s.log"),
+        remote=check.effective if check else remote,
+        remote_check=check,
     )
 
 

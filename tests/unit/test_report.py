@@ -155,7 +155,8 @@ def test_markdown_has_one_row_per_leg_and_lists_alarms() -> None:
     assert table[0].startswith("| Leg | Status | Hits | Misses | Hit rate |")
     assert "| a\\|b | success | 10 | 90 | **10.0%** ⚠️ |" in md
     assert (
-        "| cpu | success | 90 | 10 | 90.0% | 12m 34s | gcc-12.2.0 | new cache | 20m 00s / 5m 00s (80% device) |" in md
+        "| cpu | success | 90 | 10 | 90.0% | 12m 34s | gcc-12.2.0 | new cache | 20m 00s / 5m 00s (80% device) |"
+        in md
     )
     assert "**Cache alarms** (hit rate under 90% with an unchanged toolchain):" in md
     assert "- a\\|b: ccache hit rate 10% is under 90%" in md
@@ -166,7 +167,9 @@ def test_a_first_build_says_new_cache_and_a_record_without_a_toolchain_says_noth
     unknown.toolchain = {}
     rows = report.leg_rows([record("cpu"), unknown, record("rocm", previous_toolchain="gcc-12.2.0")], {}, 0.9)
     md = report.render_markdown(rows, threshold=0.9)
-    vs_cache = {line.split(" | ")[0][2:]: line.split(" | ")[7] for line in md.splitlines() if line.startswith("| ")}
+    vs_cache = {
+        line.split(" | ")[0][2:]: line.split(" | ")[7] for line in md.splitlines() if line.startswith("| ")
+    }
     assert vs_cache == {"Leg": "Toolchain vs cache", "cpu": "new cache", "cuda": "—", "rocm": "same"}
     assert "?" not in md
 
@@ -187,14 +190,23 @@ def test_summed_step_times_are_labelled_as_summed_everywhere() -> None:
 
 def test_html_shows_each_bundle_check_as_the_console_and_markdown_do() -> None:
     passed, failed = record("cpu"), record("cuda")
-    passed.bundle_check = {"ok": True, "summary": "check-bundle passed: 7 files, smoke run 3/3", "problems": []}
-    failed.bundle_check = {"ok": False, "summary": "check-bundle failed",
-                           "problems": [{"file": "libx.so", "message": "needs libcuda.so.1", "kind": "needed"}]}
+    passed.bundle_check = {
+        "ok": True,
+        "summary": "check-bundle passed: 7 files, smoke run 3/3",
+        "problems": [],
+    }
+    failed.bundle_check = {
+        "ok": False,
+        "summary": "check-bundle failed",
+        "problems": [{"file": "libx.so", "message": "needs libcuda.so.1", "kind": "needed"}],
+    }
     rows = report.leg_rows([passed, failed], {}, 0.9)
     page = report.render_html([passed, failed], rows, generated="2026-08-09 07:00 UTC", threshold=0.9)
     md = report.render_markdown(rows, threshold=0.9)
-    for line in ("cpu: check-bundle passed: 7 files, smoke run 3/3",
-                 "cuda: check-bundle failed: libx.so: needs libcuda.so.1"):
+    for line in (
+        "cpu: check-bundle passed: 7 files, smoke run 3/3",
+        "cuda: check-bundle failed: libx.so: needs libcuda.so.1",
+    ):
         assert f"- {line}" in md
         assert f">{line}</li>" in page
     assert '<li class="failed">cuda: check-bundle failed' in page
@@ -348,9 +360,23 @@ def test_the_shader_cache_counts_stand_beside_ccaches_for_a_vulkan_leg_only() ->
     broken.ccache["glslc"] = {"hits": -1, "misses": 3}
     rows = report.leg_rows([vulkan, record("cpu"), broken], {}, 0.9)
     md = report.render_markdown(rows, threshold=0.9)
-    cells = {line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1] for line in md.splitlines() if line.startswith("| ")}
-    assert cells == {"Leg": "Shaders hits / misses", "cpu": "—", "vulkan": "1510 / 2", "vulkan-broken": "— / 3"}
+    cells = {
+        line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1]
+        for line in md.splitlines()
+        if line.startswith("| ")
+    }
+    assert cells == {
+        "Leg": "Shaders hits / misses",
+        "cpu": "—",
+        "vulkan": "1510 / 2",
+        "vulkan-broken": "— / 3",
+    }
     # Markdown's separator row has one cell per column.
-    assert next(line for line in md.splitlines() if line.startswith("|---")).count("|") == len(report.HEADERS) + 1
-    page = report.render_html([vulkan, record("cpu"), broken], rows, generated="2026-08-09 07:00 UTC", threshold=0.9)
+    assert (
+        next(line for line in md.splitlines() if line.startswith("|---")).count("|")
+        == len(report.HEADERS) + 1
+    )
+    page = report.render_html(
+        [vulkan, record("cpu"), broken], rows, generated="2026-08-09 07:00 UTC", threshold=0.9
+    )
     assert "<td>1510 / 2</td>" in page and "<th>Shaders hits / misses</th>" in page

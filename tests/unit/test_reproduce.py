@@ -13,13 +13,17 @@ from pipeline.inputs.matrix import parse_matrix
 from pipeline.leg.reproduce import material_differences, recorded_source_dir, spec_from_manifest
 
 MATRIX = parse_matrix(
-    {"source": {"repo": "https://example.invalid/llama.cpp"}, "legs": {"cpu": {"backend": "cpu"}}}, Path("m.toml")
+    {"source": {"repo": "https://example.invalid/llama.cpp"}, "legs": {"cpu": {"backend": "cpu"}}},
+    Path("m.toml"),
 )
 PIN = {"repo": "o/r", "number": 3, "sha": "a" * 40}
 
 
 def manifest(**source: Any) -> dict[str, Any]:
-    return {"cmake_args": ["-G", "Ninja", "-S", "<out>/src/llama.cpp-b100", "-B", "<build>"], "source": source}
+    return {
+        "cmake_args": ["-G", "Ninja", "-S", "<out>/src/llama.cpp-b100", "-B", "<build>"],
+        "source": source,
+    }
 
 
 def test_recorded_source_dir() -> None:
@@ -40,9 +44,14 @@ def test_a_bundle_whose_manifest_tag_leaves_the_output_folder_is_refused(tmp_pat
 
     matrix = tmp_path / "matrix.toml"
     matrix.write_text('[source]\nrepo = "https://example.invalid/llama.cpp"\n[legs.cpu]\nbackend = "cpu"\n')
-    data = {"format": FORMAT, "format_version": FORMAT_VERSION, "files": [], "tag": "../../probe-evil-tag",
-            "leg": {"name": "cpu", "backend": "cpu", "os": "linux", "family": None},
-            "source": {"commit": "a" * 40, "base_tag": "b1"}}
+    data = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "files": [],
+        "tag": "../../probe-evil-tag",
+        "leg": {"name": "cpu", "backend": "cpu", "os": "linux", "family": None},
+        "source": {"commit": "a" * 40, "base_tag": "b1"},
+    }
     bundle = make_tar(tmp_path / "b.tar.gz", [tar_file("manifest.json", json.dumps(data).encode())])
     code = main(["--matrix", str(matrix), "reproduce", str(bundle), "--out", str(tmp_path / "out")])
     assert code == BundleError.exit_code
@@ -68,5 +77,7 @@ def test_spec_from_manifest_needs_commit_and_base(source: dict[str, Any], messag
 
 
 def test_provenance_differences_do_not_count() -> None:
-    result = Comparison(a="a", b="b", manifest_differences=["source.repo", "source.mix", "source.commit", "tag"])
+    result = Comparison(
+        a="a", b="b", manifest_differences=["source.repo", "source.mix", "source.commit", "tag"]
+    )
     assert material_differences(result) == ["source.commit", "tag"]

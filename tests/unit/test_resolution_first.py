@@ -24,6 +24,7 @@ def test_a_rocm_request_without_a_resolved_build_is_refused_before_any_request()
     with pytest.raises(ToolchainError, match="no TheRock build was resolved for it and no --rocm-path given"):
         toolchain_request(inputs, matrix.leg("rocm-linux-gfx110X"))
     # An installed ROCm needs no resolution; a cpu leg none either.
-    assert toolchain_request(inputs, matrix.leg("rocm-linux-gfx110X"), rocm_path=Path("/opt/rocm")).rocm is None
+    assert (
+        toolchain_request(inputs, matrix.leg("rocm-linux-gfx110X"), rocm_path=Path("/opt/rocm")).rocm is None
+    )
     assert toolchain_request(inputs, matrix.leg("cpu")).rocm is None
-

@@ -74,7 +74,9 @@ class LegOptions:
 
 def _inputs(matrix: Any, now: datetime | None = None, *, with_resolution: bool = True, **flags: Any) -> Any:
     # The environment as the test left it (monkeypatch), read once like the CLI does.
-    return make_inputs(matrix, now=now or NOW, environ=dict(os.environ), with_resolution=with_resolution, **flags)
+    return make_inputs(
+        matrix, now=now or NOW, environ=dict(os.environ), with_resolution=with_resolution, **flags
+    )
 
 
 def effective_policy(matrix: Any, flag: str | None = None) -> str:
@@ -85,9 +87,13 @@ def effective_index_url(matrix: Any, flag: str | None = None) -> str:
     return str(S.pick(S.INDEX_URL, flag=flag, environ=os.environ, matrix=matrix.rocm.index_url).value)
 
 
-def resolve_rocm(matrix: Any, leg: str, *, now: datetime, policy: str | None = None, fetch: Any = None) -> ResolvedRocm:
+def resolve_rocm(
+    matrix: Any, leg: str, *, now: datetime, policy: str | None = None, fetch: Any = None
+) -> ResolvedRocm:
     # `resolve` takes no resolution: it makes one.
-    return resolve.resolve_rocm(_inputs(matrix, now, with_resolution=False, rocm_version=policy), leg, fetch=fetch)
+    return resolve.resolve_rocm(
+        _inputs(matrix, now, with_resolution=False, rocm_version=policy), leg, fetch=fetch
+    )
 
 
 def resolve_run(matrix: Any, *, now: datetime, fetch: Any = None) -> Resolution:
@@ -111,7 +117,8 @@ def test_resolve_run_fetches_once_and_resolves_every_rocm_leg() -> None:
     assert fetch.calls == 1
     assert res.cutoff == date(2026, 8, 8) and res.rocm_policy == "weekly"
     assert {k: v.version for k, v in res.legs.items()} == {
-        "rocm-linux": "10.1.0a20260808", "rocm-win": "7.15.0a20260808"
+        "rocm-linux": "10.1.0a20260808",
+        "rocm-win": "7.15.0a20260808",
     }
     linux = res.legs["rocm-linux"]
     assert linux.url == INDEX + "therock-dist-linux-gfx110X-all-10.1.0a20260808.tar.gz"
@@ -147,11 +154,15 @@ def test_weekly_needs_the_index() -> None:
 
 def test_unknown_family_lists_what_the_index_has() -> None:
     matrix = parse_matrix(
-        {"rocm": {"index_url": INDEX},
-         "legs": {"r": {"backend": "rocm", "family": "gfx110X-al", "targets": ["gfx1100"]}}},
+        {
+            "rocm": {"index_url": INDEX},
+            "legs": {"r": {"backend": "rocm", "family": "gfx110X-al", "targets": ["gfx1100"]}},
+        },
         Path("m.toml"),
     )
-    with pytest.raises(ResolutionError, match=r"unknown ROCm family 'gfx110X-al' for linux .*did you mean 'gfx110X-all'"):
+    with pytest.raises(
+        ResolutionError, match=r"unknown ROCm family 'gfx110X-al' for linux .*did you mean 'gfx110X-all'"
+    ):
         resolve_rocm(matrix, "r", now=NOW, fetch=FakeIndex())
 
 
@@ -159,9 +170,11 @@ def test_a_bad_publish_time_fails_the_leg_that_uses_it_only() -> None:
     # Publish times are parsed for the entries a leg uses: the bad windows time is
     # reported by name for the windows leg, and the linux leg resolves as usual.
     bad = "therock-dist-windows-gfx1151-7.15.0a20260807.tar.gz"
-    pairs = [(n, "soon" if n == bad else t) for n, t in
-             nightlies("linux", "gfx110X-all", "10.1.0", date(2026, 8, 1), 12)
-             + nightlies("windows", "gfx1151", "7.15.0", date(2026, 8, 1), 12)]
+    pairs = [
+        (n, "soon" if n == bad else t)
+        for n, t in nightlies("linux", "gfx110X-all", "10.1.0", date(2026, 8, 1), 12)
+        + nightlies("windows", "gfx1151", "7.15.0", date(2026, 8, 1), 12)
+    ]
     entries = parse_html_index(html_page(pairs), where=INDEX)
     assert resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex(entries)).version == "10.1.0a20260808"
     with pytest.raises(IndexFormatError, match=rf"^{INDEX}: files\[18\] '{bad}': publish time 'soon'"):
@@ -183,7 +196,9 @@ def test_overrides_flag_then_env_then_matrix(monkeypatch: pytest.MonkeyPatch) ->
     assert effective_policy(MATRIX, "10.1.0a20260807") == "10.1.0a20260807"
     assert effective_index_url(MATRIX, "file:///tmp/idx.html") == "file:///tmp/idx.html"
     monkeypatch.setenv("PIPELINE_ROCM_VERSION", "newest")
-    with pytest.raises(UsageError, match=r"^PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"):
+    with pytest.raises(
+        UsageError, match=r"^PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"
+    ):
         effective_policy(MATRIX)
     with pytest.raises(UsageError, match=r"^--index-url: expected an http"):
         effective_index_url(MATRIX, "ftp://x/")
@@ -211,20 +226,62 @@ def test_resolution_round_trips_through_a_file_and_inline_json(tmp_path: Path) -
         ("{not json", r"PIPELINE_RESOLVED \(inline JSON\): malformed JSON at line 1"),
         ('{"now": "soon", "rocm_policy": "weekly", "legs": {}}', r"\.now: not an ISO-8601 moment"),
         ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": []}', "'legs' must be an object"),
-        ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {"version": "x"}}}',
-         r"\.legs\.a\.version: not a TheRock version: 'x'"),
-        ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {"version": "10.1.0a20260808"}}}',
-         r"\.legs\.a\.policy: expected a non-empty string"),
-        ('{"format": 99, "now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}}', "format 99 is not 1"),
+        (
+            '{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {"version": "x"}}}',
+            r"\.legs\.a\.version: not a TheRock version: 'x'",
+        ),
+        (
+            '{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {"version": "10.1.0a20260808"}}}',
+            r"\.legs\.a\.policy: expected a non-empty string",
+        ),
+        (
+            '{"format": 99, "now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}}',
+            "format 99 is not 1",
+        ),
         # The one URL rule: a malformed IPv6 host is refused when the file is read, never at download.
-        (json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {
-            "version": "10.1.0a20260808", "policy": "weekly", "file": "f.tar.gz", "os": "linux", "family": "gfx1151",
-            "url": "http://[::1/f.tar.gz"}}}), r"\.legs\.a\.url: expected a well-formed URL .*, got 'http://\[::1/f\.tar\.gz'"),
-        (json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"a": {
-            "version": "10.1.0a20260808", "policy": "weekly", "file": "f.tar.gz", "os": "linux", "family": "gfx1151",
-            "url": "http://h/f.tar.gz", "sha256_url": "https://[x/f.sha256sum"}}}), r"\.legs\.a\.sha256_url: expected a well-formed URL"),
-        ('{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}, "index_url": "http://[::1"}',
-         r"\.index_url: expected a well-formed URL"),
+        (
+            json.dumps(
+                {
+                    "now": "2026-08-12T18:00:00Z",
+                    "rocm_policy": "weekly",
+                    "legs": {
+                        "a": {
+                            "version": "10.1.0a20260808",
+                            "policy": "weekly",
+                            "file": "f.tar.gz",
+                            "os": "linux",
+                            "family": "gfx1151",
+                            "url": "http://[::1/f.tar.gz",
+                        }
+                    },
+                }
+            ),
+            r"\.legs\.a\.url: expected a well-formed URL .*, got 'http://\[::1/f\.tar\.gz'",
+        ),
+        (
+            json.dumps(
+                {
+                    "now": "2026-08-12T18:00:00Z",
+                    "rocm_policy": "weekly",
+                    "legs": {
+                        "a": {
+                            "version": "10.1.0a20260808",
+                            "policy": "weekly",
+                            "file": "f.tar.gz",
+                            "os": "linux",
+                            "family": "gfx1151",
+                            "url": "http://h/f.tar.gz",
+                            "sha256_url": "https://[x/f.sha256sum",
+                        }
+                    },
+                }
+            ),
+            r"\.legs\.a\.sha256_url: expected a well-formed URL",
+        ),
+        (
+            '{"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {}, "index_url": "http://[::1"}',
+            r"\.index_url: expected a well-formed URL",
+        ),
     ],
 )
 def test_bad_resolutions(value: str, message: str) -> None:
@@ -247,12 +304,16 @@ def test_leg_takes_its_build_from_the_resolution(monkeypatch: pytest.MonkeyPatch
 
 def test_options_resolution_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIPELINE_RESOLVED", "{broken")
-    assert rocm_for_leg(MATRIX, "rocm-win", LegOptions(resolved=_resolution_json())).version == "7.15.0a20260808"
+    assert (
+        rocm_for_leg(MATRIX, "rocm-win", LegOptions(resolved=_resolution_json())).version == "7.15.0a20260808"
+    )
 
 
 def test_contradicting_version_is_refused() -> None:
     opts = LegOptions(resolved=_resolution_json(), rocm_version="10.1.0a20260801")
-    with pytest.raises(UsageError, match=r"--rocm-version 10\.1\.0a20260801 contradicts the run's resolution"):
+    with pytest.raises(
+        UsageError, match=r"--rocm-version 10\.1\.0a20260801 contradicts the run's resolution"
+    ):
         rocm_for_leg(MATRIX, "rocm-linux", opts)
     with pytest.raises(UsageError, match="--rocm-version latest contradicts"):
         rocm_for_leg(MATRIX, "rocm-linux", LegOptions(resolved=_resolution_json(), rocm_version="latest"))
@@ -260,23 +321,49 @@ def test_contradicting_version_is_refused() -> None:
 
 def test_resolution_without_the_leg() -> None:
     partial = Resolution(now=NOW, rocm_policy="weekly", cutoff=date(2026, 8, 8), legs={})
-    with pytest.raises(ResolutionError, match=r"--resolved: the run's resolution has no leg 'rocm-linux' \(it has: none\)"):
+    with pytest.raises(
+        ResolutionError, match=r"--resolved: the run's resolution has no leg 'rocm-linux' \(it has: none\)"
+    ):
         rocm_for_leg(MATRIX, "rocm-linux", LegOptions(resolved=json.dumps(partial.to_json())))
 
 
 def test_resolution_for_another_family_is_refused() -> None:
-    wrong = ResolvedRocm(policy="weekly", cutoff=None, version="10.1.0a20260808", file="f", url="http://127.0.0.1/f",
-                         published=None, os="linux", family="gfx120X-all")
+    wrong = ResolvedRocm(
+        policy="weekly",
+        cutoff=None,
+        version="10.1.0a20260808",
+        file="f",
+        url="http://127.0.0.1/f",
+        published=None,
+        os="linux",
+        family="gfx120X-all",
+    )
     res = Resolution(now=NOW, rocm_policy="weekly", cutoff=None, legs={"rocm-linux": wrong})
-    with pytest.raises(ResolutionError, match=r"was resolved for linux gfx120X-all, but matrix\.toml says linux gfx110X-all"):
+    with pytest.raises(
+        ResolutionError, match=r"was resolved for linux gfx120X-all, but matrix\.toml says linux gfx110X-all"
+    ):
         rocm_for_leg(MATRIX, "rocm-linux", LegOptions(resolved=json.dumps(res.to_json())))
 
 
 def test_a_stale_resolution_file_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    stale = Resolution(now=NOW, rocm_policy="weekly", cutoff=None, legs={
-        "rocm-linux": ResolvedRocm(policy="weekly", cutoff=None, version="10.1.0a20200101", file="f",
-                                   url="http://127.0.0.1/f", published=None, os="linux", family="gfx110X-all")})
+    stale = Resolution(
+        now=NOW,
+        rocm_policy="weekly",
+        cutoff=None,
+        legs={
+            "rocm-linux": ResolvedRocm(
+                policy="weekly",
+                cutoff=None,
+                version="10.1.0a20200101",
+                file="f",
+                url="http://127.0.0.1/f",
+                published=None,
+                os="linux",
+                family="gfx110X-all",
+            )
+        },
+    )
     write_resolution(Path("out/resolved.json"), stale)
     monkeypatch.setenv("PIPELINE_ROCM_VERSION", "10.1.0a20260805")
     # Standalone, an explicit version needs no index; the stale file's version is not taken.
@@ -304,9 +391,12 @@ def test_checksum_listed_beside_the_chosen_tarball_is_recorded() -> None:
     [
         [],
         # Another build's checksum, another family's, and a digest of another kind.
-        ["therock-dist-linux-gfx110X-all-10.1.0a20260810.tar.gz.sha256sum",
-         "therock-dist-linux-gfx120X-all-10.1.0a20260808.tar.gz.sha256sum",
-         LINUX_FILE + ".md5sum", LINUX_FILE + ".sha256sum.asc"],
+        [
+            "therock-dist-linux-gfx110X-all-10.1.0a20260810.tar.gz.sha256sum",
+            "therock-dist-linux-gfx120X-all-10.1.0a20260808.tar.gz.sha256sum",
+            LINUX_FILE + ".md5sum",
+            LINUX_FILE + ".sha256sum.asc",
+        ],
     ],
 )
 def test_no_checksum_when_the_index_lists_none_for_the_chosen_tarball(sidecars: list[str]) -> None:
@@ -353,12 +443,23 @@ def test_checksum_urls_round_trip_through_the_resolution_file(tmp_path: Path) ->
 def test_resolution_written_before_checksums_still_loads() -> None:
     # A leg entry as resolve wrote it before checksum URLs were recorded: no "sha256_url" key.
     leg = {
-        "policy": "weekly", "cutoff": "20260808", "version": "10.1.0a20260808", "file": LINUX_FILE,
-        "url": INDEX + LINUX_FILE, "published": "2026-08-08T09:30:00Z", "os": "linux", "family": "gfx110X-all",
+        "policy": "weekly",
+        "cutoff": "20260808",
+        "version": "10.1.0a20260808",
+        "file": LINUX_FILE,
+        "url": INDEX + LINUX_FILE,
+        "published": "2026-08-08T09:30:00Z",
+        "os": "linux",
+        "family": "gfx110X-all",
     }
     old = {
-        "format": 1, "now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "cutoff": "20260808",
-        "index_url": INDEX, "source": None, "legs": {"rocm-linux": leg},
+        "format": 1,
+        "now": "2026-08-12T18:00:00Z",
+        "rocm_policy": "weekly",
+        "cutoff": "20260808",
+        "index_url": INDEX,
+        "source": None,
+        "legs": {"rocm-linux": leg},
     }
     res = load_resolution(json.dumps(old))
     assert res.legs["rocm-linux"].sha256_url is None
@@ -370,7 +471,9 @@ def test_bad_checksum_url_in_a_resolution(value: object) -> None:
     entry = resolve_rocm(MATRIX, "rocm-linux", now=NOW, fetch=FakeIndex()).to_json()
     entry["sha256_url"] = value
     text = json.dumps({"now": "2026-08-12T18:00:00Z", "rocm_policy": "weekly", "legs": {"rocm-linux": entry}})
-    with pytest.raises(UsageError, match=r"\.legs\.rocm-linux\.sha256_url: expected an http\(s\):// or file:// URL"):
+    with pytest.raises(
+        UsageError, match=r"\.legs\.rocm-linux\.sha256_url: expected an http\(s\):// or file:// URL"
+    ):
         load_resolution(text)
 
 
@@ -378,5 +481,7 @@ def test_a_malformed_download_url_is_one_toolchain_error() -> None:
     from pipeline.errors import ToolchainError
     from pipeline.toolchain.installer.download import file_name_of
 
-    with pytest.raises(ToolchainError, match=r"^http://\[::1/x\.tar\.gz: malformed URL \(Invalid IPv6 URL\)$"):
+    with pytest.raises(
+        ToolchainError, match=r"^http://\[::1/x\.tar\.gz: malformed URL \(Invalid IPv6 URL\)$"
+    ):
         file_name_of("http://[::1/x.tar.gz")

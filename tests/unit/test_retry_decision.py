@@ -8,21 +8,37 @@ from pipeline.release.rerun_decision import JobSeen, decide_retry, judge_job
 
 LOST = "The hosted runner: GitHub Actions 12 lost communication with the server. Anything in your workflow that terminates the runner process, starves it for CPU/Memory, or blocks its network access can cause this error."
 SHUTDOWN = "The runner has received a shutdown signal. This can happen when the runner service is stopped, or a manually started runner is canceled."
-JOB_TIMEOUT = "The job running on runner GitHub Actions 7 has exceeded the maximum execution time of 240 minutes."
+JOB_TIMEOUT = (
+    "The job running on runner GitHub Actions 7 has exceeded the maximum execution time of 240 minutes."
+)
 COMPILE = "Process completed with exit code 1."
 
 OK = JobSeen(name="cpu", conclusion="success", steps=(("Build", "success"),))
 SKIPPED = JobSeen(name="alert", conclusion="skipped")
-COMPILE_ERROR = JobSeen(name="cuda", conclusion="failure", steps=(("Build", "failure"),), annotations=(COMPILE,))
+COMPILE_ERROR = JobSeen(
+    name="cuda", conclusion="failure", steps=(("Build", "failure"),), annotations=(COMPILE,)
+)
 RUNNER_LOST = JobSeen(name="rocm", conclusion="failure", steps=(("Build", "failure"),), annotations=(LOST,))
-RUNNER_SHUTDOWN = JobSeen(name="vulkan", conclusion="failure", steps=(("Build", None),), annotations=(SHUTDOWN,))
+RUNNER_SHUTDOWN = JobSeen(
+    name="vulkan", conclusion="failure", steps=(("Build", None),), annotations=(SHUTDOWN,)
+)
 CANCELLED_CLEAN = JobSeen(name="publish", conclusion="cancelled", steps=(("Publish", "cancelled"),))
 CANCELLED_AFTER_FAILURE = JobSeen(name="publish", conclusion="cancelled", steps=(("Publish", "failure"),))
-TIMED_OUT = JobSeen(name="cuda", conclusion="cancelled", steps=(("Build", "cancelled"),), annotations=(JOB_TIMEOUT,))
-STEP_TIMEOUT = JobSeen(name="cuda", conclusion="failure", steps=(("Build", "failure"),),
-                       annotations=("The action 'Build' has timed out after 210 minutes.",))
-BY_A_PERSON = JobSeen(name="cuda", conclusion="cancelled", steps=(("Build", "cancelled"),),
-                      annotations=("The run was canceled by @octocat.",))
+TIMED_OUT = JobSeen(
+    name="cuda", conclusion="cancelled", steps=(("Build", "cancelled"),), annotations=(JOB_TIMEOUT,)
+)
+STEP_TIMEOUT = JobSeen(
+    name="cuda",
+    conclusion="failure",
+    steps=(("Build", "failure"),),
+    annotations=("The action 'Build' has timed out after 210 minutes.",),
+)
+BY_A_PERSON = JobSeen(
+    name="cuda",
+    conclusion="cancelled",
+    steps=(("Build", "cancelled"),),
+    annotations=("The run was canceled by @octocat.",),
+)
 UNEXPLAINED = JobSeen(name="summary", conclusion="failure", steps=(("Report", "success"),))
 
 
@@ -40,8 +56,18 @@ UNEXPLAINED = JobSeen(name="summary", conclusion="failure", steps=(("Report", "s
         (BY_A_PERSON, "own"),
         (UNEXPLAINED, "unknown"),
     ],
-    ids=["compile-error", "runner-lost", "runner-shutdown", "cancelled-clean", "cancelled-after-failure",
-         "job-timeout", "step-timeout", "timed-out", "cancelled-by-a-person", "unexplained"],
+    ids=[
+        "compile-error",
+        "runner-lost",
+        "runner-shutdown",
+        "cancelled-clean",
+        "cancelled-after-failure",
+        "job-timeout",
+        "step-timeout",
+        "timed-out",
+        "cancelled-by-a-person",
+        "unexplained",
+    ],
 )
 def test_each_failed_job_is_judged(job: JobSeen, verdict: str) -> None:
     assert judge_job(job).verdict == verdict

@@ -89,7 +89,9 @@ def test_file_list_of_the_wrong_shape() -> None:
 def test_entry_with_a_bad_time_names_the_entry_when_used() -> None:
     # Times are parsed on first use (a resolve uses a few hundred of 20,000 entries),
     # so the page parses and the entry's time raises, with the same message as ever.
-    entries = parse_html_index('<script>const files = [{"name": "a", "mtime": "soon"}];</script>', where="idx")
+    entries = parse_html_index(
+        '<script>const files = [{"name": "a", "mtime": "soon"}];</script>', where="idx"
+    )
     assert entries[0].name == "a"
     with pytest.raises(IndexFormatError, match=r"^idx: files\[0\] 'a': publish time 'soon' is not ISO-8601"):
         _ = entries[0].published
@@ -137,7 +139,9 @@ def test_s3_entry_with_a_bad_time_names_the_key_when_used() -> None:
 
 def test_s3_page() -> None:
     page = parse_s3_page(s3_page([(N1, T), (N2, T)], truncated=True, token="abc"), where="s3")
-    assert page == S3Page(entries=[IndexEntry(N1, T), IndexEntry(N2, T)], truncated=True, continuation_token="abc")
+    assert page == S3Page(
+        entries=[IndexEntry(N1, T), IndexEntry(N2, T)], truncated=True, continuation_token="abc"
+    )
 
 
 def test_s3_page_without_namespace() -> None:
@@ -176,14 +180,25 @@ def test_escaped_keys_on_the_fast_path() -> None:
     ("xml", "message"),
     [
         ("<ListBucketResult><Contents><Key>a</Key>", "s3: malformed XML: no element found: line 1"),
-        ("<ListBucketResult><Contents><Key>a</Kez></Contents></ListBucketResult>", "s3: malformed XML: mismatched tag"),
-        ("<ListBucketResult><Contents><Key></Key><LastModified>2026-08-07T09:30:00Z</LastModified></Contents>"
-         "</ListBucketResult>", r"Contents\[0\] has no Key"),
-        ("<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>",
-         "s3: the bucket answered an error: AccessDenied Access Denied"),
+        (
+            "<ListBucketResult><Contents><Key>a</Kez></Contents></ListBucketResult>",
+            "s3: malformed XML: mismatched tag",
+        ),
+        (
+            "<ListBucketResult><Contents><Key></Key><LastModified>2026-08-07T09:30:00Z</LastModified></Contents>"
+            "</ListBucketResult>",
+            r"Contents\[0\] has no Key",
+        ),
+        (
+            "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>",
+            "s3: the bucket answered an error: AccessDenied Access Denied",
+        ),
         ("<html/>", "expected an S3 ListBucketResult, got <html>"),
         ("<ListBucketResult><IsTruncated>maybe</IsTruncated></ListBucketResult>", "IsTruncated is 'maybe'"),
-        ("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>", r"Contents\[0\] has no Key"),
+        (
+            "<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
+            r"Contents\[0\] has no Key",
+        ),
     ],
 )
 def test_bad_s3_pages(xml: str, message: str) -> None:
@@ -213,8 +228,12 @@ def test_builds_for_keeps_only_the_os_and_family() -> None:
     builds = builds_for([IndexEntry(n, T) for n in names], "http://h/idx/?prefix=x", "linux", "gfx110X-all")
     assert [(b.name, b.version, b.date, b.url) for b in builds] == [
         (N1, "10.1.0a20260807", date(2026, 8, 7), f"http://h/idx/{N1}"),
-        ("therock-dist-linux-gfx110X-all-7.15.0rc20260806.tar.gz", "7.15.0rc20260806", date(2026, 8, 6),
-         "http://h/idx/v2/therock-dist-linux-gfx110X-all-7.15.0rc20260806.tar.gz"),
+        (
+            "therock-dist-linux-gfx110X-all-7.15.0rc20260806.tar.gz",
+            "7.15.0rc20260806",
+            date(2026, 8, 6),
+            "http://h/idx/v2/therock-dist-linux-gfx110X-all-7.15.0rc20260806.tar.gz",
+        ),
     ]
     assert all(b.os == "linux" and b.family == "gfx110X-all" and b.published == T for b in builds)
 
@@ -247,7 +266,9 @@ def test_next_page_url_v2_token() -> None:
         "http://h/?prefix=therock&list-type=2&continuation-token=t%2F1%2B%3D"
     )
     # The token replaces the previous one rather than piling up.
-    second = next_page_url(next_page_url("http://h/", page), S3Page(entries=[], truncated=True, continuation_token="t2"))
+    second = next_page_url(
+        next_page_url("http://h/", page), S3Page(entries=[], truncated=True, continuation_token="t2")
+    )
     assert second == "http://h/?list-type=2&continuation-token=t2"
 
 

@@ -150,7 +150,9 @@ def test_unsafe_member_refuses_whole_archive(
 def test_link_through_an_earlier_link_is_refused(tmp_path: Path) -> None:
     # Lexically "a/.." is the root, but "a" is a link to ".": the data filter,
     # which resolves against the files already written, catches it.
-    archive = make_tar(tmp_path / "sneaky.tar.gz", [tar_symlink("a", "."), tar_symlink("b", "a/.."), tar_file("b/x")])
+    archive = make_tar(
+        tmp_path / "sneaky.tar.gz", [tar_symlink("a", "."), tar_symlink("b", "a/.."), tar_file("b/x")]
+    )
     target = tmp_path / "tc" / "rocm"
     with pytest.raises(ToolchainError, match="refused member 'b'"):
         extract_archive(archive, target)
@@ -178,7 +180,9 @@ def test_existing_target_is_not_overwritten(tmp_path: Path) -> None:
 
 
 def test_zip_archive_installs(tmp_path: Path) -> None:
-    archive = make_zip(tmp_path / "w.zip", {"rocm/lib/llvm/bin/clang.exe": b"MZ", "rocm/bin/hipcc.bat": b"@echo"})
+    archive = make_zip(
+        tmp_path / "w.zip", {"rocm/lib/llvm/bin/clang.exe": b"MZ", "rocm/bin/hipcc.bat": b"@echo"}
+    )
     target = tmp_path / "tc" / "rocm-win"
     extract_archive(archive, target)
     assert (target / "lib/llvm/bin/clang.exe").read_bytes() == b"MZ"
@@ -244,7 +248,10 @@ def test_install_checks_sha256(tmp_path: Path) -> None:
     assert leftovers(roots) == []
     assert leftovers(downloads) == []
     good = hashlib.sha256(archive.read_bytes()).hexdigest()
-    assert install_archive(archive.as_uri(), "rocm-7", sha256=good, root_dir=roots, cache_dir=downloads).sha256 == good
+    assert (
+        install_archive(archive.as_uri(), "rocm-7", sha256=good, root_dir=roots, cache_dir=downloads).sha256
+        == good
+    )
 
 
 def test_download_cache_needs_its_sidecar(tmp_path: Path) -> None:
@@ -264,7 +271,11 @@ def test_cache_locations_follow_the_environment(tmp_path: Path) -> None:
     home = {"PIPELINE_CACHE_HOME": str(tmp_path / "home")}
     assert make_inputs(environ=home).download_cache == tmp_path / "home" / "downloads"
     assert make_inputs(environ=home).toolchain_dir == tmp_path / "home" / "toolchains"
-    moved = {**home, "PIPELINE_DOWNLOAD_CACHE": str(tmp_path / "dl"), "PIPELINE_TOOLCHAIN_DIR": str(tmp_path / "tc")}
+    moved = {
+        **home,
+        "PIPELINE_DOWNLOAD_CACHE": str(tmp_path / "dl"),
+        "PIPELINE_TOOLCHAIN_DIR": str(tmp_path / "tc"),
+    }
     assert make_inputs(environ=moved).download_cache == tmp_path / "dl"
     assert make_inputs(environ=moved).toolchain_dir == tmp_path / "tc"
 

@@ -146,7 +146,9 @@ def test_policies() -> None:
     assert cutoff_for("10.1.0a20260807", now) is None
     assert parse_policy(" latest ", where="x") == "latest"
     for bad in ("weekly-sunday", "newest", "10.1", ""):
-        with pytest.raises(UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"):
+        with pytest.raises(
+            UsageError, match="PIPELINE_ROCM_VERSION: expected 'weekly-stable', 'weekly', 'latest'"
+        ):
             parse_policy(bad, where="PIPELINE_ROCM_VERSION")
     with pytest.raises(UsageError):
         cutoff_for("weekly-sunday", now)
@@ -160,7 +162,11 @@ def build(version: str, published: datetime | None = None, *, family: str = "gfx
     day = version_date(version)
     name = tarball_name("linux", family, version)
     return RocmBuild(
-        name=name, os="linux", family=family, version=version, date=day,
+        name=name,
+        os="linux",
+        family=family,
+        version=version,
+        date=day,
         published=published if published is not None else datetime.combine(day, time(9), UTC),
         url=f"http://127.0.0.1/{name}",
     )
@@ -195,7 +201,10 @@ def test_latest_ignores_builds_published_after_now() -> None:
 
 def test_a_build_published_late_is_invisible_to_an_earlier_weekly_run() -> None:
     # The cutoff day's build was only published on Monday: Sunday's run could not see it.
-    late = [*series("10.1.0", date(2026, 8, 1), 7), build("10.1.0a20260808", datetime(2026, 8, 10, 12, tzinfo=UTC))]
+    late = [
+        *series("10.1.0", date(2026, 8, 1), 7),
+        build("10.1.0a20260808", datetime(2026, 8, 10, 12, tzinfo=UTC)),
+    ]
     sunday_run = datetime(2026, 8, 9, 20, tzinfo=UTC)
     assert select_build(late, policy="weekly", now=sunday_run).version == "10.1.0a20260807"
     assert select_build(late, policy="weekly", now=NOW).version == "10.1.0a20260808"
@@ -203,7 +212,11 @@ def test_a_build_published_late_is_invisible_to_an_earlier_weekly_run() -> None:
 
 def test_unknown_publish_time_counts_from_the_build_date() -> None:
     dated = [b.__class__(**{**b.__dict__, "published": None}) for b in series("10.1.0", date(2026, 8, 10), 5)]
-    assert [b.version for b in visible_builds(dated, NOW)] == ["10.1.0a20260810", "10.1.0a20260811", "10.1.0a20260812"]
+    assert [b.version for b in visible_builds(dated, NOW)] == [
+        "10.1.0a20260810",
+        "10.1.0a20260811",
+        "10.1.0a20260812",
+    ]
 
 
 def test_explicit_version() -> None:
@@ -228,24 +241,39 @@ def test_nearest_prefers_the_same_line() -> None:
 
 def release(version: str, published: datetime | None) -> RocmBuild:
     name = tarball_name("linux", "gfx110X-all", version)
-    return RocmBuild(name=name, os="linux", family="gfx110X-all", version=version,
-                     date=published.date() if published else date.min, published=published,
-                     url=f"http://127.0.0.1/{name}")
+    return RocmBuild(
+        name=name,
+        os="linux",
+        family="gfx110X-all",
+        version=version,
+        date=published.date() if published else date.min,
+        published=published,
+        url=f"http://127.0.0.1/{name}",
+    )
 
 
 # Published 2026-05-14, 2026-07-30, 2026-10-22 and 2026-12-10 (17:00 UTC).
-RELEASES = [release(v, datetime(2026, m, d, 17, tzinfo=UTC))
-            for v, (m, d) in {"7.12.0": (5, 14), "7.13.0": (7, 30), "7.14.0": (10, 22), "10.0.0": (12, 10)}.items()]
+RELEASES = [
+    release(v, datetime(2026, m, d, 17, tzinfo=UTC))
+    for v, (m, d) in {"7.12.0": (5, 14), "7.13.0": (7, 30), "7.14.0": (10, 22), "10.0.0": (12, 10)}.items()
+]
 
 
 def test_stable_takes_the_newest_release_published_by_the_run_and_no_nightly() -> None:
     assert "stable" in POLICIES and cutoff_for("stable", NOW) is None
     mixed = [*RELEASES, build("10.1.0a20260812")]  # a nightly in the stable index is never a release
     assert select_build(mixed, policy="stable", now=NOW).version == "7.13.0"
-    assert select_build(RELEASES, policy="stable", now=datetime(2026, 12, 6, 9, tzinfo=UTC)).version == "7.14.0"
+    assert (
+        select_build(RELEASES, policy="stable", now=datetime(2026, 12, 6, 9, tzinfo=UTC)).version == "7.14.0"
+    )
     # Numeric order, not text order: 10.0.0 after 7.14.0.
-    assert select_build(RELEASES, policy="stable", now=datetime(2026, 12, 10, 18, tzinfo=UTC)).version == "10.0.0"
-    with pytest.raises(ResolutionError, match=r"no ROCm linux gfx110X-all stable release was published by 2026-05-01"):
+    assert (
+        select_build(RELEASES, policy="stable", now=datetime(2026, 12, 10, 18, tzinfo=UTC)).version
+        == "10.0.0"
+    )
+    with pytest.raises(
+        ResolutionError, match=r"no ROCm linux gfx110X-all stable release was published by 2026-05-01"
+    ):
         select_build(RELEASES, policy="stable", now=datetime(2026, 5, 1, tzinfo=UTC))
     with pytest.raises(ResolutionError, match="stable release"):
         select_build(series("10.1.0", date(2026, 8, 1), 5), policy="stable", now=NOW)
@@ -266,12 +294,16 @@ def test_an_explicit_release_and_its_nearest() -> None:
 
 def test_explicit_version_published_after_now() -> None:
     early = datetime(2026, 8, 12, 8, tzinfo=UTC)
-    with pytest.raises(ResolutionError, match="published 2026-08-12T09:00:00\\+00:00, after the run's moment"):
+    with pytest.raises(
+        ResolutionError, match="published 2026-08-12T09:00:00\\+00:00, after the run's moment"
+    ):
         select_build(BUILDS, policy="10.1.0a20260812", now=early)
 
 
 def test_nothing_on_or_before_the_cutoff() -> None:
-    with pytest.raises(ResolutionError, match="no ROCm linux gfx110X-all build dated on or before the cutoff 20260808"):
+    with pytest.raises(
+        ResolutionError, match="no ROCm linux gfx110X-all build dated on or before the cutoff 20260808"
+    ):
         select_build(series("10.1.0", date(2026, 8, 9), 3), policy="weekly", now=NOW)
     with pytest.raises(ResolutionError, match="was published by"):
         select_build(series("10.1.0", date(2026, 8, 13), 3), policy="latest", now=NOW)
@@ -286,7 +318,10 @@ def test_a_simulator_can_choose_the_cutoff() -> None:
 
 
 @given(
-    st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["7.15.0", "10.1.0", "10.2.0"]), st.integers(0, 72)), max_size=40),
+    st.lists(
+        st.tuples(st.integers(0, 40), st.sampled_from(["7.15.0", "10.1.0", "10.2.0"]), st.integers(0, 72)),
+        max_size=40,
+    ),
     st.datetimes(min_value=datetime(2026, 7, 1), max_value=datetime(2026, 8, 20), timezones=st.just(UTC)),
     st.sampled_from(["weekly", "latest"]),
 )
@@ -295,13 +330,18 @@ def test_selection_is_the_newest_eligible(
 ) -> None:
     start = date(2026, 7, 1)
     builds = [
-        build(f"{line}a{start + timedelta(days=day):%Y%m%d}",
-              datetime.combine(start + timedelta(days=day), time(0), UTC) + timedelta(hours=delay))
+        build(
+            f"{line}a{start + timedelta(days=day):%Y%m%d}",
+            datetime.combine(start + timedelta(days=day), time(0), UTC) + timedelta(hours=delay),
+        )
         for day, line, delay in spec
     ]
     cutoff = cutoff_for(policy, now)
-    eligible = [b for b in builds if b.published is not None and b.published <= now
-                and (cutoff is None or b.date <= cutoff)]
+    eligible = [
+        b
+        for b in builds
+        if b.published is not None and b.published <= now and (cutoff is None or b.date <= cutoff)
+    ]
     if not eligible:
         with pytest.raises(ResolutionError):
             select_build(builds, policy=policy, now=now)
@@ -349,9 +389,9 @@ def test_a_late_saturday_build_splits_weekly_but_not_weekly_stable() -> None:
     for run in (SUNDAY_RUN, MONDAY_RUN, datetime(2026, 8, 16, 6, 59, tzinfo=UTC)):  # ... to Saturday night
         assert select_build(LATE_SATURDAY, policy="weekly-stable", now=run).version == "10.1.0a20260807"
     # The next week began after the late publish: it takes 08-15's build like weekly.
-    assert select_build(LATE_SATURDAY, policy="weekly-stable", now=datetime(2026, 8, 16, 7, tzinfo=UTC)).version == (
-        "10.1.0a20260815"
-    )
+    assert select_build(
+        LATE_SATURDAY, policy="weekly-stable", now=datetime(2026, 8, 16, 7, tzinfo=UTC)
+    ).version == ("10.1.0a20260815")
 
 
 def test_published_exactly_when_the_week_began_is_too_late() -> None:
@@ -363,14 +403,19 @@ def test_published_exactly_when_the_week_began_is_too_late() -> None:
 
 
 def test_weekly_stable_keeps_builds_without_a_publish_time_by_their_date() -> None:
-    undated = [b.__class__(**{**b.__dict__, "published": None}) for b in series("10.1.0", date(2026, 8, 5), 8)]
+    undated = [
+        b.__class__(**{**b.__dict__, "published": None}) for b in series("10.1.0", date(2026, 8, 5), 8)
+    ]
     assert select_build(undated, policy="weekly-stable", now=NOW).version == "10.1.0a20260808"
 
 
 def test_weekly_stable_with_nothing_published_before_the_week_says_so() -> None:
     only_late = [build("10.1.0a20260807", datetime(2026, 8, 10, tzinfo=UTC))]
-    with pytest.raises(ResolutionError, match=r"^no ROCm linux gfx110X-all build was published before the "
-                       r"week began \(2026-08-09T07:00:00Z\)$"):
+    with pytest.raises(
+        ResolutionError,
+        match=r"^no ROCm linux gfx110X-all build was published before the "
+        r"week began \(2026-08-09T07:00:00Z\)$",
+    ):
         select_build(only_late, policy="weekly-stable", now=NOW)
     # weekly would take it on Wednesday: the difference is the publish time alone.
     assert select_build(only_late, policy="weekly", now=NOW).version == "10.1.0a20260807"
@@ -389,9 +434,7 @@ DELAYS = st.one_of(
     st.integers(36 * 60, 21 * 24 * 60),
     st.none(),
 )
-HISTORIES = st.lists(
-    st.tuples(st.integers(0, 55), st.sampled_from(LINES), DELAYS), max_size=60
-)
+HISTORIES = st.lists(st.tuples(st.integers(0, 55), st.sampled_from(LINES), DELAYS), max_size=60)
 
 
 def _history(start: date, spec: list[tuple[int, str, int | None]]) -> list[RocmBuild]:
@@ -401,7 +444,9 @@ def _history(start: date, spec: list[tuple[int, str, int | None]]) -> list[RocmB
         version = f"{line}{when:%Y%m%d}" if line.endswith("rc") else f"{line}a{when:%Y%m%d}"
         published = None if delay is None else datetime.combine(when, time(0), UTC) + timedelta(minutes=delay)
         built = build(version, published or datetime.combine(when, time(0), UTC))
-        builds.append(built if published is not None else built.__class__(**{**built.__dict__, "published": None}))
+        builds.append(
+            built if published is not None else built.__class__(**{**built.__dict__, "published": None})
+        )
     return builds
 
 
@@ -434,7 +479,9 @@ def _week_moment(sunday: date, fraction: float) -> datetime:
     st.floats(min_value=0, max_value=1, exclude_max=True),
 )
 @example(date(2026, 7, 27), [(12, "10.1.0", 40 * 60), (11, "10.1.0", 60)], 2, 0.0, 0.2)  # the late Saturday
-@example(date(2026, 2, 16), [(19, "10.1.0", 33 * 60), (18, "7.15.0", 0)], 3, 0.0, 0.99)  # DST starts that Sunday
+@example(
+    date(2026, 2, 16), [(19, "10.1.0", 33 * 60), (18, "7.15.0", 0)], 3, 0.0, 0.99
+)  # DST starts that Sunday
 def test_weekly_stable_picks_one_build_for_every_run_of_a_week(
     start: date, spec: list[tuple[int, str, int | None]], week: int, first: float, second: float
 ) -> None:
@@ -455,8 +502,7 @@ def test_weekly_stable_never_picks_an_unpublished_build_and_takes_the_newest_eli
     saturday = sunday - timedelta(days=1)
     # The rule written out by hand, independently of the policy module.
     eligible = [
-        x for x in builds
-        if x.date <= saturday and (x.published is None or x.published < sf_midnight(sunday))
+        x for x in builds if x.date <= saturday and (x.published is None or x.published < sf_midnight(sunday))
     ]
     picked = _pick(builds, "weekly-stable", now)
     if not eligible:

@@ -24,9 +24,17 @@ CPU = {"cpu": {"backend": "cpu"}}
 
 
 def _build(version: str) -> ResolvedRocm:
-    return ResolvedRocm(policy="weekly-stable", cutoff=None, version=version,
-                        file=f"therock-dist-linux-gfx110X-all-{version}.tar.gz", url=OLD_HOST + "x", published=None,
-                        os="linux", family="gfx110X-all", index_url=OLD_HOST)
+    return ResolvedRocm(
+        policy="weekly-stable",
+        cutoff=None,
+        version=version,
+        file=f"therock-dist-linux-gfx110X-all-{version}.tar.gz",
+        url=OLD_HOST + "x",
+        published=None,
+        os="linux",
+        family="gfx110X-all",
+        index_url=OLD_HOST,
+    )
 
 
 def test_augusts_build_tonight_is_106_days_old_and_said_so() -> None:
@@ -35,14 +43,18 @@ def test_augusts_build_tonight_is_106_days_old_and_said_so() -> None:
     assert stale_line(build, TONIGHT, 14) == (
         "ROCm linux gfx110X-all: the build weekly-stable takes (10.1.0a20260822, from "
         "https://rocm.nightlies.amd.com/tarball-multi-arch/) is 106 days old (over rocm.max_age_days = 14): has "
-        "TheRock renamed the family or moved its host? (docs/rocm.md, \"Stale builds\")")
+        'TheRock renamed the family or moved its host? (docs/rocm.md, "Stale builds")'
+    )
 
 
-@pytest.mark.parametrize(("version", "stale"), [
-    ("10.1.0a20261122", False),  # 14 days: at the limit, not over it
-    ("10.1.0a20261121", True),  # 15 days
-    ("10.1.0a20261205", False),
-])
+@pytest.mark.parametrize(
+    ("version", "stale"),
+    [
+        ("10.1.0a20261122", False),  # 14 days: at the limit, not over it
+        ("10.1.0a20261121", True),  # 15 days
+        ("10.1.0a20261205", False),
+    ],
+)
 def test_the_limit_is_whole_days_over_max_age(version: str, stale: bool) -> None:
     assert (stale_line(_build(version), TONIGHT, 14) is not None) is stale
 
@@ -62,16 +74,21 @@ def test_the_limit_and_the_action_come_from_matrix_toml_unless_the_environment_s
     matrix = parse_matrix({"rocm": {"max_age_days": 30, "stale": "fail"}, "legs": CPU}, Path("m.toml"))
     inputs = make_inputs(matrix, now=TONIGHT)
     assert (inputs.rocm_max_age_days, inputs.rocm_stale) == (30.0, "fail")
-    inputs = make_inputs(matrix, now=TONIGHT, environ={"PIPELINE_ROCM_STALE": "warn", "PIPELINE_ROCM_MAX_AGE": "7"})
+    inputs = make_inputs(
+        matrix, now=TONIGHT, environ={"PIPELINE_ROCM_STALE": "warn", "PIPELINE_ROCM_MAX_AGE": "7"}
+    )
     assert (inputs.rocm_max_age_days, inputs.rocm_stale) == (7.0, "warn")
     plain = make_inputs(parse_matrix({"legs": CPU}, Path("m.toml")), now=TONIGHT)
     assert (plain.rocm_max_age_days, plain.rocm_stale) == (14.0, "warn")
 
 
-@pytest.mark.parametrize(("rocm", "message"), [
-    ({"stale": "ignore"}, "rocm.stale"),
-    ({"max_age_days": 0}, "rocm.max_age_days"),
-])
+@pytest.mark.parametrize(
+    ("rocm", "message"),
+    [
+        ({"stale": "ignore"}, "rocm.stale"),
+        ({"max_age_days": 0}, "rocm.max_age_days"),
+    ],
+)
 def test_a_bad_staleness_setting_names_its_key(rocm: dict[str, object], message: str) -> None:
     from pipeline.errors import ConfigError
 
@@ -81,8 +98,13 @@ def test_a_bad_staleness_setting_names_its_key(rocm: dict[str, object], message:
 
 def test_the_reports_row_says_a_stale_toolchain() -> None:
     line = stale_line(_build("10.1.0a20260822"), TONIGHT, 14)
-    record = LegRecord(leg="rocm-linux-gfx110X", backend="rocm", os="linux", started="2026-12-06T09:17:00Z",
-                       toolchain={"identity": "rocm-10.1.0a20260822", "stale": line},
-                       ccache={"hits": 10, "misses": 0, "hit_rate": 1.0})
+    record = LegRecord(
+        leg="rocm-linux-gfx110X",
+        backend="rocm",
+        os="linux",
+        started="2026-12-06T09:17:00Z",
+        toolchain={"identity": "rocm-10.1.0a20260822", "stale": line},
+        ccache={"hits": 10, "misses": 0, "hit_rate": 1.0},
+    )
     row = leg_row(record, None, 0.9)
     assert row.warning == f"rocm-linux-gfx110X: {line}"

@@ -23,10 +23,19 @@ from pipeline.rocm.versions import (
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz", ("linux", "gfx110X-all", "10.1.0a20260807")),
+        (
+            "therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz",
+            ("linux", "gfx110X-all", "10.1.0a20260807"),
+        ),
         ("therock-dist-windows-gfx1151-7.15.0rc20260101.tar.gz", ("windows", "gfx1151", "7.15.0rc20260101")),
-        ("therock-dist-linux-gfx94X-dcgpu-6.4.0a20250520.tar.gz", ("linux", "gfx94X-dcgpu", "6.4.0a20250520")),
-        ("therock-dist-linux-gfx120X-all-10.0.12a20240229.tar.gz", ("linux", "gfx120X-all", "10.0.12a20240229")),
+        (
+            "therock-dist-linux-gfx94X-dcgpu-6.4.0a20250520.tar.gz",
+            ("linux", "gfx94X-dcgpu", "6.4.0a20250520"),
+        ),
+        (
+            "therock-dist-linux-gfx120X-all-10.0.12a20240229.tar.gz",
+            ("linux", "gfx120X-all", "10.0.12a20240229"),
+        ),
     ],
 )
 def test_parses_tarball_names(name: str, expected: tuple[str, str, str]) -> None:
@@ -75,7 +84,10 @@ def test_release_candidate_follows_alpha_of_same_day() -> None:
     [
         ("therock-dist-linux-gfx110X-all-7.14.0.tar.gz", ("linux", "gfx110X-all", "7.14.0", None)),
         ("therock-dist-windows-gfx103X-all-10.0.0.tar.gz", ("windows", "gfx103X-all", "10.0.0", None)),
-        ("therock-dist-linux-gfx1151-7.14.0a20261205.tar.gz", ("linux", "gfx1151", "7.14.0a20261205", date(2026, 12, 5))),
+        (
+            "therock-dist-linux-gfx1151-7.14.0a20261205.tar.gz",
+            ("linux", "gfx1151", "7.14.0a20261205", date(2026, 12, 5)),
+        ),
     ],
 )
 def test_a_stable_release_is_a_tarball_without_a_build_date(name: str, expected: tuple[object, ...]) -> None:
@@ -84,7 +96,12 @@ def test_a_stable_release_is_a_tarball_without_a_build_date(name: str, expected:
 
 
 def test_stable_releases_order_numerically_and_their_date_is_the_publish_date() -> None:
-    assert sorted(["10.0.0", "7.14.0", "7.9.1", "7.12.0"], key=version_sort_key) == ["7.9.1", "7.12.0", "7.14.0", "10.0.0"]
+    assert sorted(["10.0.0", "7.14.0", "7.9.1", "7.12.0"], key=version_sort_key) == [
+        "7.9.1",
+        "7.12.0",
+        "7.14.0",
+        "10.0.0",
+    ]
     assert version_line("7.14.0") == (7, 14)
     published = datetime(2026, 10, 22, 23, 30, tzinfo=timezone(timedelta(hours=-7)))
     assert build_date("7.14.0", published) == date(2026, 10, 23)  # UTC
@@ -121,7 +138,9 @@ _triples = st.tuples(st.integers(0, 99), st.integers(0, 99), st.integers(0, 99))
 
 
 @given(st.sampled_from(["linux", "windows"]), _families, _triples, st.sampled_from(["a", "rc"]), _dates)
-def test_names_round_trip(os_name: str, family: str, xyz: tuple[int, int, int], stage: str, day: date) -> None:
+def test_names_round_trip(
+    os_name: str, family: str, xyz: tuple[int, int, int], stage: str, day: date
+) -> None:
     version = f"{xyz[0]}.{xyz[1]}.{xyz[2]}{stage}{day:%Y%m%d}"
     assert parse_tarball_name(tarball_name(os_name, family, version)) == (os_name, family, version)
     assert version_date(version) == day
@@ -136,9 +155,15 @@ def test_order_is_date_then_numeric_version(
     assert (version_sort_key(v1) < version_sort_key(v2)) == ((d1, xyz1) < (d2, xyz2))
 
 
-@given(st.text("0123456789.arc", max_size=20) | st.builds(
-    lambda xyz, stage, digits: f"{xyz[0]}.{xyz[1]}.{xyz[2]}{stage}{digits}",
-    _triples, st.sampled_from(["a", "rc", "b"]), st.text("0123456789", min_size=7, max_size=9)))
+@given(
+    st.text("0123456789.arc", max_size=20)
+    | st.builds(
+        lambda xyz, stage, digits: f"{xyz[0]}.{xyz[1]}.{xyz[2]}{stage}{digits}",
+        _triples,
+        st.sampled_from(["a", "rc", "b"]),
+        st.text("0123456789", min_size=7, max_size=9),
+    )
+)
 def test_every_reader_of_a_version_applies_one_rule(text: str) -> None:
     """matrix.toml's check, the flag's parser, the ordering, the simulator: the same verdict on any text."""
     from pipeline.errors import UsageError
@@ -174,13 +199,16 @@ def test_every_reader_of_a_version_applies_one_rule(text: str) -> None:
     assert simulated is (expected and not release)
 
 
-@pytest.mark.parametrize(("text", "valid"), [
-    ("10.1.0a20261399", False),  # month 13
-    ("10.1.0a20260230", False),  # 30 February
-    ("10.1.0a20250229", False),  # 29 February of a common year
-    ("10.1.0a20240229", True),  # ...and of a leap year
-    ("10.1.0rc20261231", True),
-])
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("10.1.0a20261399", False),  # month 13
+        ("10.1.0a20260230", False),  # 30 February
+        ("10.1.0a20250229", False),  # 29 February of a common year
+        ("10.1.0a20240229", True),  # ...and of a leap year
+        ("10.1.0rc20261231", True),
+    ],
+)
 def test_a_version_date_must_be_a_calendar_day(text: str, valid: bool) -> None:
     from pipeline.inputs.matrix_checks import policy_check
 

@@ -81,11 +81,19 @@ def test_a_mixed_pull_request_reads_the_same_whatever_its_key_order() -> None:
     sha = "487dfed1e9825dc8bf2829d4cf10409e98b6d39d"
 
     def manifest(pin: dict[str, Any]) -> dict[str, Any]:
-        return {"name": "llama-b1-bin-ubuntu-x64.tar.gz", "tag": "b1", "files": [],
-                "source": {"tag": "b1", "commit": COMMIT, "mix": [pin]}}
+        return {
+            "name": "llama-b1-bin-ubuntu-x64.tar.gz",
+            "tag": "b1",
+            "files": [],
+            "source": {"tag": "b1", "commit": COMMIT, "mix": [pin]},
+        }
 
-    built = sbom_json(manifest({"repo": "ggml-org/llama.cpp", "number": 4242, "sha": sha}), manifest_sha256="0" * 64)
-    again = sbom_json(manifest({"number": 4242, "repo": "ggml-org/llama.cpp", "sha": sha}), manifest_sha256="0" * 64)
+    built = sbom_json(
+        manifest({"repo": "ggml-org/llama.cpp", "number": 4242, "sha": sha}), manifest_sha256="0" * 64
+    )
+    again = sbom_json(
+        manifest({"number": 4242, "repo": "ggml-org/llama.cpp", "sha": sha}), manifest_sha256="0" * 64
+    )
     assert built == again
     props = [p for c in json.loads(built)["components"] for p in c.get("properties", [])]
     assert {"name": "llama-pipeline:mix", "value": f"ggml-org/llama.cpp#4242@{sha}"} in props
@@ -124,7 +132,9 @@ def test_the_sbom_of_an_unchanged_manifest_is_made_once_and_is_the_same_bytes(
     # It is kept with the compressed members, where prune --local finds it.
     from pipeline.toolchain.local_caches import scan_pack
 
-    assert [e.name.rsplit(".", 2)[-2:] for e in scan_pack(cache) if e.name.endswith(SBOM_SUFFIX)] == [["cdx", "json"]]
+    assert [e.name.rsplit(".", 2)[-2:] for e in scan_pack(cache) if e.name.endswith(SBOM_SUFFIX)] == [
+        ["cdx", "json"]
+    ]
 
 
 def test_another_manifest_or_a_damaged_cache_entry_makes_the_sbom_again(
@@ -135,18 +145,28 @@ def test_another_manifest_or_a_damaged_cache_entry_makes_the_sbom_again(
     made = _counting_sboms(monkeypatch)
     cache = tmp_path / "pack"
     manifest = {"name": "x", "files": [{"path": "LICENSE", "sha256": "ab" * 32, "size": 4}]}
-    first = sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache)
-    assert sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache) == first
+    first = sbom_cache.cached_sbom(
+        manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache
+    )
+    assert (
+        sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache)
+        == first
+    )
     assert len(made) == 1
     # The same content under another manifest digest is another SBOM (its serial number and manifest hash).
-    other = sbom_cache.cached_sbom(manifest, manifest_sha256="2" * 64, manifest_name="manifest.json", cache=cache)
+    other = sbom_cache.cached_sbom(
+        manifest, manifest_sha256="2" * 64, manifest_name="manifest.json", cache=cache
+    )
     assert other != first and len(made) == 2
     # A kept file that is not this manifest's SBOM is made again, and replaced.
     writer = sbom_cache.writer_identity()
     assert writer is not None
     kept = sbom_cache.cache_path(cache, sbom_cache.sbom_key("1" * 64, "manifest.json", writer))
     kept.write_bytes(b'{"bomFormat": "CycloneDX"}')
-    assert sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache) == first
+    assert (
+        sbom_cache.cached_sbom(manifest, manifest_sha256="1" * 64, manifest_name="manifest.json", cache=cache)
+        == first
+    )
     assert len(made) == 3 and kept.read_bytes() == first
 
 
@@ -160,5 +180,6 @@ def test_the_sbom_key_names_the_writer_and_its_libraries_versions() -> None:
 
     assert module_digest == hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()
     assert [name.split("-")[0] for name in libraries] == ["cyclonedx_python_lib", "py_serializable"]
-    assert sbom_cache.sbom_key("1" * 64, "manifest.json", writer) != sbom_cache.sbom_key("1" * 64, "manifest.json",
-                                                                                          writer + "x")
+    assert sbom_cache.sbom_key("1" * 64, "manifest.json", writer) != sbom_cache.sbom_key(
+        "1" * 64, "manifest.json", writer + "x"
+    )

@@ -30,7 +30,9 @@ def test_no_script_imports_the_tests() -> None:
     scripts = sorted((ROOT / "scripts").rglob("*.py"))
     assert len(scripts) >= 6  # the benchmarks, the GPU check and the workloads
     offenders = {
-        str(path.relative_to(ROOT)): sorted(m for m in imported_modules(path) if m.partition(".")[0] == "tests")
+        str(path.relative_to(ROOT)): sorted(
+            m for m in imported_modules(path) if m.partition(".")[0] == "tests"
+        )
         for path in scripts
     }
     assert {path: mods for path, mods in offenders.items() if mods} == {}

@@ -77,8 +77,12 @@ def test_flag_beats_environment_beats_matrix_beats_default(setting: S.Setting) -
         assert got.value == matrix and setting.matrix_key and setting.matrix_key in got.where
     assert S.pick(setting, environ={}, default="D") == S.Picked("D", "default")
     # An empty flag or variable counts as not given.
-    assert S.pick(setting, flag="" if setting.flag else None,
-                  environ=dict.fromkeys(setting.env, ""), default="D").value == "D"
+    assert (
+        S.pick(
+            setting, flag="" if setting.flag else None, environ=dict.fromkeys(setting.env, ""), default="D"
+        ).value
+        == "D"
+    )
 
 
 def test_a_second_variable_is_read_when_the_first_is_unset() -> None:
@@ -106,15 +110,18 @@ def test_a_bad_variable_is_named(setting: S.Setting, text: str, message: str) ->
 
 def test_run_inputs_apply_the_rule_with_the_matrix(tmp_path: Path) -> None:
     matrix = tmp_path / "matrix.toml"
-    matrix.write_text('[rocm]\npolicy = "latest"\nindex_url = "http://127.0.0.1:3/m/"\n[legs.cpu]\nbackend = "cpu"\n')
+    matrix.write_text(
+        '[rocm]\npolicy = "latest"\nindex_url = "http://127.0.0.1:3/m/"\n[legs.cpu]\nbackend = "cpu"\n'
+    )
     env = {"PIPELINE_MATRIX": str(matrix)}
     base = read_inputs(argparse.Namespace(), environ=env)
     assert (base.rocm_policy, base.index_url) == ("latest", "http://127.0.0.1:3/m/")
     assert not base.rocm_policy_overridden
     by_env = read_inputs(argparse.Namespace(), environ={**env, "PIPELINE_ROCM_VERSION": "weekly"})
     assert by_env.rocm_policy == "weekly" and by_env.rocm_policy_overridden
-    by_flag = read_inputs(argparse.Namespace(rocm_version="10.1.0a20260807"),
-                          environ={**env, "PIPELINE_ROCM_VERSION": "weekly"})
+    by_flag = read_inputs(
+        argparse.Namespace(rocm_version="10.1.0a20260807"), environ={**env, "PIPELINE_ROCM_VERSION": "weekly"}
+    )
     assert by_flag.rocm_policy == "10.1.0a20260807" and by_flag.rocm_policy_where == "--rocm-version"
 
 
@@ -127,7 +134,9 @@ def test_the_clock_is_read_once_and_a_replayed_now_wins() -> None:
         reads.append(1)
         return datetime(2026, 11, 30, 17, tzinfo=UTC)
 
-    inputs = read_inputs(argparse.Namespace(now="2026-08-07T12:00:00Z"), environ={}, clock=clock, need_matrix=False)
+    inputs = read_inputs(
+        argparse.Namespace(now="2026-08-07T12:00:00Z"), environ={}, clock=clock, need_matrix=False
+    )
     assert reads == [1]
     assert inputs.now == datetime(2026, 8, 7, 12, tzinfo=UTC)
     assert inputs.started == datetime(2026, 11, 30, 17, tzinfo=UTC)
@@ -200,13 +209,20 @@ def test_a_default_reads_as_its_value_unless_it_is_computed() -> None:
     assert S.NOW.default_display == "the clock"
 
 
-
 @pytest.mark.parametrize(
     ("setting", "text", "message"),
     [
-        (S.CACHE_MAX_AGE, "0", r"^PIPELINE_CACHE_MAX_AGE_DAYS: expected days above 0 and up to 3650, got '0'$"),
+        (
+            S.CACHE_MAX_AGE,
+            "0",
+            r"^PIPELINE_CACHE_MAX_AGE_DAYS: expected days above 0 and up to 3650, got '0'$",
+        ),
         (S.CACHE_MAX_AGE, "inf", r"^PIPELINE_CACHE_MAX_AGE_DAYS: expected days above 0 and up to 3650"),
-        (S.CACHE_MAX_SIZE, "-2", r"^PIPELINE_CACHE_MAX_GB: expected gigabytes above 0 and up to 1e\+06, got '-2'$"),
+        (
+            S.CACHE_MAX_SIZE,
+            "-2",
+            r"^PIPELINE_CACHE_MAX_GB: expected gigabytes above 0 and up to 1e\+06, got '-2'$",
+        ),
         (S.WAIT_LOCK, "86401", r"^PIPELINE_WAIT_LOCK: expected seconds between 0 and 86400, got '86401'$"),
     ],
 )

@@ -11,8 +11,11 @@ from pipeline.errors import ConfigError
 from pipeline.inputs.matrix import load_matrix, parse_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
-LEGS = {"cpu": {"backend": "cpu"}, "cpu-windows": {"backend": "cpu", "os": "windows"},
-        "vulkan-windows": {"backend": "vulkan", "os": "windows"}}
+LEGS = {
+    "cpu": {"backend": "cpu"},
+    "cpu-windows": {"backend": "cpu", "os": "windows"},
+    "vulkan-windows": {"backend": "vulkan", "os": "windows"},
+}
 
 
 def _err(signing: dict[str, object]) -> str:
@@ -32,23 +35,31 @@ def test_the_shipped_matrix_signs_every_windows_leg_and_nothing_else() -> None:
 
 
 def test_patterns_pick_legs_by_name() -> None:
-    matrix = parse_matrix({"legs": LEGS, "signing": {"legs": ["cpu-windows"], "publisher": "P"}}, Path("m.toml"))
+    matrix = parse_matrix(
+        {"legs": LEGS, "signing": {"legs": ["cpu-windows"], "publisher": "P"}}, Path("m.toml")
+    )
     assert [n for n, leg in matrix.legs.items() if matrix.signing.covers(leg)] == ["cpu-windows"]
     # A matrix of fewer legs (a fork's, CI's reduction) keeps the shipped patterns: they sign nothing there.
-    fewer = parse_matrix({"legs": {"cpu": {"backend": "cpu"}}, "signing": {"legs": ["*-windows*"], "publisher": "P"}},
-                         Path("m.toml"))
+    fewer = parse_matrix(
+        {"legs": {"cpu": {"backend": "cpu"}}, "signing": {"legs": ["*-windows*"], "publisher": "P"}},
+        Path("m.toml"),
+    )
     assert not any(fewer.signing.covers(leg) for leg in fewer.legs.values())
     assert not parse_matrix({"legs": LEGS}, Path("m.toml")).signing.legs
 
 
 def test_each_mistake_is_one_line_naming_the_key() -> None:
-    assert "matches cpu, a linux leg: Authenticode signs Windows" in _err({"legs": ["cpu*"], "publisher": "P"})
+    assert "matches cpu, a linux leg: Authenticode signs Windows" in _err(
+        {"legs": ["cpu*"], "publisher": "P"}
+    )
     assert "signing.publisher: required key is missing" in _err({"legs": ["*-windows"]})
     assert "signing.repository: expected 'owner/name'" in _err({"legs": [], "repository": "no-slash"})
     assert "signing.publiser: unknown key" in _err({"publiser": "P"})
 
 
 def test_the_github_matrix_puts_signed_legs_in_the_signing_environment() -> None:
-    matrix = parse_matrix({"legs": LEGS, "signing": {"legs": ["*-windows"], "publisher": "P"}}, Path("m.toml"))
+    matrix = parse_matrix(
+        {"legs": LEGS, "signing": {"legs": ["*-windows"], "publisher": "P"}}, Path("m.toml")
+    )
     entries = {e["leg"]: e["environment"] for e in github_matrix(matrix, list(matrix.legs))["include"]}
     assert entries == {"cpu": "", "cpu-windows": "release-signing", "vulkan-windows": "release-signing"}

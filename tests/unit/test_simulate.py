@@ -215,7 +215,9 @@ def test_a_late_saturday_publish_splits_weekly_but_never_weekly_stable() -> None
     # Saturday 08-08's build comes out Sunday 18:00Z, after Sunday's 12:00Z run:
     # the original job's failure. Two weeks before and after it publish on time.
     saturday = SUNDAY - timedelta(days=1)
-    builds = nightly(SUNDAY - timedelta(days=21), SUNDAY + timedelta(days=20), late={saturday: at(SUNDAY, 18)})
+    builds = nightly(
+        SUNDAY - timedelta(days=21), SUNDAY + timedelta(days=20), late={saturday: at(SUNDAY, 18)}
+    )
     results = simulate(builds, start=SUNDAY - timedelta(days=7), end=SUNDAY + timedelta(days=13), cron=CRON)
     assert list(results) == ["weekly-stable", "weekly", SUNDAY_VARIANT, "latest"]
 
@@ -228,7 +230,11 @@ def test_a_late_saturday_publish_splits_weekly_but_never_weekly_stable() -> None
     assert dict(stable.weeks())[SUNDAY + timedelta(days=7)] == ["7.10.0a20260815"]
     # One cold run per week turn for weekly-stable; weekly pays one more on Monday.
     assert [r.day for r in stable.cold_runs()] == [SUNDAY, SUNDAY + timedelta(days=7)]
-    assert [r.day for r in weekly.cold_runs()] == [SUNDAY, SUNDAY + timedelta(days=1), SUNDAY + timedelta(days=7)]
+    assert [r.day for r in weekly.cold_runs()] == [
+        SUNDAY,
+        SUNDAY + timedelta(days=1),
+        SUNDAY + timedelta(days=7),
+    ]
 
 
 @settings(max_examples=40, deadline=None)

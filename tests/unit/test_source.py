@@ -32,7 +32,12 @@ def test_ls_remote_peels_annotated_tags() -> None:
 
 
 def test_build_tags_sort_numerically_and_skip_others() -> None:
-    assert build_tags_newest_first(["b99", "b100", "v1.0", "b1000", "b10x", "b7"]) == ["b1000", "b100", "b99", "b7"]
+    assert build_tags_newest_first(["b99", "b100", "v1.0", "b1000", "b10x", "b7"]) == [
+        "b1000",
+        "b100",
+        "b99",
+        "b7",
+    ]
 
 
 @given(st.sets(st.integers(min_value=0, max_value=10**7), min_size=1))
@@ -57,7 +62,9 @@ def test_git_url_template() -> None:
 
 
 def test_spec_json_round_trip() -> None:
-    spec = SourceSpec(repo="https://x.invalid/r", base_tag="b5", base_commit="b" * 40, mix=(PIN,), commit="c" * 40)
+    spec = SourceSpec(
+        repo="https://x.invalid/r", base_tag="b5", base_commit="b" * 40, mix=(PIN,), commit="c" * 40
+    )
     data = spec.to_json()
     assert data["tag"] == spec.tag and spec.tag.startswith("b5-mix-")
     assert SourceSpec.from_json(data) == spec

@@ -79,12 +79,16 @@ def test_every_tested_leg_is_the_shipped_leg_plus_the_reduction(name: str) -> No
 
 
 @pytest.mark.parametrize("name", tree_test_modules())
-def test_the_matrix_a_tree_test_builds_with_holds_exactly_the_declared_flags(name: str, tmp_path: Path) -> None:
+def test_the_matrix_a_tree_test_builds_with_holds_exactly_the_declared_flags(
+    name: str, tmp_path: Path
+) -> None:
     module = importlib.import_module(name)
     shared, legs = _declared(module)
     template = getattr(module, "MATRIX", None)
     assert isinstance(template, str), f"{name}: its matrix.toml template MATRIX"
-    text = template.format(upstream="/nowhere/upstream", min_age=6, pr_repo="a/b", pr_number=1, pr_sha="0" * 40)
+    text = template.format(
+        upstream="/nowhere/upstream", min_age=6, pr_repo="a/b", pr_number=1, pr_sha="0" * 40
+    )
     matrix = load_matrix(_write(tmp_path / "matrix.toml", text))
     assert list(matrix.cmake_args) == shared
     assert {name: list(matrix.leg(name).cmake_args) for name in matrix.legs} == legs
@@ -97,10 +101,20 @@ def test_the_reduction_only_turns_things_off_and_adds_programs_back() -> None:
     include = flags.pop("CMAKE_PROJECT_llama.cpp_INCLUDE")
     assert Path(include).name == "llama_programs.cmake" and Path(include).is_file()
     # Programs the shipped cpu leg builds too (tools and examples), added back by name.
-    assert flags.pop("PIPELINE_E2E_PROGRAMS").split(";") == ["llama-gguf-split", "llama-tokenize", "llama-simple"]
+    assert flags.pop("PIPELINE_E2E_PROGRAMS").split(";") == [
+        "llama-gguf-split",
+        "llama-tokenize",
+        "llama-simple",
+    ]
     assert set(flags.values()) == {"OFF"}
-    assert set(flags) == {"LLAMA_BUILD_TOOLS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_SERVER", "LLAMA_BUILD_APP",
-                          "GGML_CPU_ALL_VARIANTS", "GGML_CUDA_FA"}
+    assert set(flags) == {
+        "LLAMA_BUILD_TOOLS",
+        "LLAMA_BUILD_EXAMPLES",
+        "LLAMA_BUILD_SERVER",
+        "LLAMA_BUILD_APP",
+        "GGML_CPU_ALL_VARIANTS",
+        "GGML_CUDA_FA",
+    }
 
 
 def _write(path: Path, text: str) -> Path:
@@ -109,10 +123,14 @@ def _write(path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("name", tree_test_modules())
-def test_a_tree_test_builds_the_shipped_toolchain_and_one_declared_gpu_architecture(name: str, tmp_path: Path) -> None:
+def test_a_tree_test_builds_the_shipped_toolchain_and_one_declared_gpu_architecture(
+    name: str, tmp_path: Path
+) -> None:
     """Every other leg key as shipped; a cuda leg's architectures reduced to the declared one, a shipped one."""
     template = importlib.import_module(name).MATRIX
-    text = template.format(upstream="/nowhere/upstream", min_age=6, pr_repo="a/b", pr_number=1, pr_sha="0" * 40)
+    text = template.format(
+        upstream="/nowhere/upstream", min_age=6, pr_repo="a/b", pr_number=1, pr_sha="0" * 40
+    )
     matrix = load_matrix(_write(tmp_path / "matrix.toml", text))
     for leg in matrix.legs.values():
         shipped = SHIPPED.leg(leg.name)
@@ -146,8 +164,10 @@ def test_every_variable_of_the_reduction_is_named_with_what_it_saves_and_still_p
     assert all(part.saving and part.still_proves for part in REDUCTIONS)
     # The two leg keys the reduction narrows and the one [ccache] key it adds, beside its CMake variables.
     assert {part.name for part in REDUCTIONS if not part.variables} == {
-        "one CUDA architecture (cuda_architectures)", "one GPU target (targets)",
-        "units shared between legs ([ccache] remote, read-only)"}
+        "one CUDA architecture (cuda_architectures)",
+        "one GPU target (targets)",
+        "units shared between legs ([ccache] remote, read-only)",
+    }
 
 
 def test_the_full_shipped_legs_reduce_the_programs_alone(tmp_path: Path) -> None:
@@ -157,15 +177,22 @@ def test_the_full_shipped_legs_reduce_the_programs_alone(tmp_path: Path) -> None
     assert set(PROGRAMS_ONLY) < set(REDUCTION)
     assert "GGML_CPU_ALL_VARIANTS" not in PROGRAMS_ONLY and "GGML_CUDA_FA" not in PROGRAMS_ONLY
     legs = [case.leg for case in CASES]
-    text = reduced_matrix(SHIPPED_MATRIX.read_text(encoding="utf-8"), legs=legs, source_repo="/nowhere/llama.cpp",
-                          programs_only=True)
+    text = reduced_matrix(
+        SHIPPED_MATRIX.read_text(encoding="utf-8"),
+        legs=legs,
+        source_repo="/nowhere/llama.cpp",
+        programs_only=True,
+    )
     matrix = load_matrix(_write(tmp_path / "matrix.toml", text))
     assert sorted(matrix.legs) == sorted(legs)
     for name in legs:
         leg, shipped = matrix.leg(name), SHIPPED.leg(name)
         assert (leg.targets, leg.cuda_architectures) == (shipped.targets, shipped.cuda_architectures), name
         programs = [f"-D{variable}={value}" for variable, value in PROGRAMS_ONLY.items()]
-        assert list(leg.cmake_args) == [f for f in shipped.cmake_args if flag_variable(f) not in PROGRAMS_ONLY] + programs
+        assert (
+            list(leg.cmake_args)
+            == [f for f in shipped.cmake_args if flag_variable(f) not in PROGRAMS_ONLY] + programs
+        )
         # The shipped legs all build every CPU variant; the full legs keep that.
         assert "-DGGML_CPU_ALL_VARIANTS=ON" in leg.cmake_args, name
 
@@ -178,8 +205,12 @@ def test_the_shared_units_are_the_one_ccache_key_a_reduced_matrix_adds(tmp_path:
     assert matrix.ccache.remote == spec
     assert dataclasses.replace(matrix.ccache, remote=None) == SHIPPED.ccache
     # Without them, the shipped [ccache] table: no remote (the release's legs keep their caches apart).
-    plain = load_matrix(_write(tmp_path / "plain.toml", reduced_matrix(shipped_text, legs=["cpu"],
-                                                                         source_repo="/nowhere/llama.cpp")))
+    plain = load_matrix(
+        _write(
+            tmp_path / "plain.toml",
+            reduced_matrix(shipped_text, legs=["cpu"], source_repo="/nowhere/llama.cpp"),
+        )
+    )
     assert plain.ccache.remote is None and SHIPPED.ccache.remote is None
     assert plain.ccache == SHIPPED.ccache
 
@@ -190,7 +221,10 @@ def test_the_reduced_cuda_leg_compiles_one_architecture_and_a_profile_leg_is_ref
     text = reduced_matrix(shipped_text, legs=["cuda"], source_repo="/nowhere/llama.cpp")
     leg = load_matrix(_write(tmp_path / "matrix.toml", text)).leg("cuda")
     assert leg.cuda_architectures == (CUDA_ARCHITECTURE,)
-    assert CUDA_ARCHITECTURE in SHIPPED.leg("cuda").cuda_architectures and len(SHIPPED.leg("cuda").cuda_architectures) > 1
+    assert (
+        CUDA_ARCHITECTURE in SHIPPED.leg("cuda").cuda_architectures
+        and len(SHIPPED.leg("cuda").cuda_architectures) > 1
+    )
     # A leg whose architectures come from a [cuda_profiles] table is not narrowed: an error, not the whole list.
     with pytest.raises(AssertionError, match="cuda_profile 'older'"):
         reduced_matrix(shipped_text, legs=["cuda-12.8-older"], source_repo="/nowhere/llama.cpp")

@@ -17,8 +17,14 @@ NOON = datetime(2026, 8, 7, 12, tzinfo=UTC)
 
 @pytest.mark.parametrize(
     "text",
-    ["2026-08-07T12:00:00Z", "2026-08-07T12:00:00+00:00", "2026-08-07T05:00:00-07:00", "2026-08-07T12:00",
-     "2026-08-07 12:00:00", " 2026-08-07T21:00:00+09:00 "],
+    [
+        "2026-08-07T12:00:00Z",
+        "2026-08-07T12:00:00+00:00",
+        "2026-08-07T05:00:00-07:00",
+        "2026-08-07T12:00",
+        "2026-08-07 12:00:00",
+        " 2026-08-07T21:00:00+09:00 ",
+    ],
 )
 def test_parse_now(text: str) -> None:
     moment = parse_now(text)
@@ -30,7 +36,9 @@ def test_a_bare_date_is_midnight_utc() -> None:
     assert parse_now("2026-08-07") == datetime(2026, 8, 7, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("text", ["", "now", "yesterday", "2026-13-01", "2026-08-07T25:00", "-2026-08-07", "12:00"])
+@pytest.mark.parametrize(
+    "text", ["", "now", "yesterday", "2026-13-01", "2026-08-07T25:00", "-2026-08-07", "12:00"]
+)
 def test_malformed_now(text: str) -> None:
     with pytest.raises(UsageError, match=r"^PIPELINE_NOW: not an ISO-8601 moment: .* \(e\.g\."):
         parse_now(text, where="PIPELINE_NOW")

@@ -57,9 +57,15 @@ class _Refuse(importlib.abc.MetaPathFinder):
             raise ImportError(f"{name} refused by the test")
 
 
-def test_the_tiny_model_is_written_without_gguf_or_numpy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tiny_model_is_written_without_gguf_or_numpy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # What made the check's Python slow on a warm build: gguf's import, and numpy's with it.
-    for name in [m for m in sys.modules if m.partition(".")[0] in ("gguf", "numpy") or m == "pipeline.bundle.tiny_model"]:
+    for name in [
+        m
+        for m in sys.modules
+        if m.partition(".")[0] in ("gguf", "numpy") or m == "pipeline.bundle.tiny_model"
+    ]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [_Refuse(), *sys.meta_path])
     tm = importlib.import_module("pipeline.bundle.tiny_model")

@@ -146,7 +146,9 @@ def test_therock_device_libs_preferred(tmp_path: Path) -> None:
 
 def test_missing_device_libs_default_to_therock_place(tmp_path: Path) -> None:
     _touch(tmp_path / "lib/llvm/bin/clang")
-    assert find_layout(tmp_path, "linux").device_lib_dir == PurePosixPath(tmp_path / "lib/llvm/amdgcn/bitcode")
+    assert find_layout(tmp_path, "linux").device_lib_dir == PurePosixPath(
+        tmp_path / "lib/llvm/amdgcn/bitcode"
+    )
 
 
 def test_not_a_rocm_install(tmp_path: Path) -> None:

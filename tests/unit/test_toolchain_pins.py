@@ -18,7 +18,12 @@ SHA_B = "b" * 64
 
 
 def cuda(**wheel: object) -> dict[str, object]:
-    w = {"name": "nvidia-cuda-nvcc", "version": "13.2.86", "sha256": {"linux": SHA_A, "windows": SHA_B}, **wheel}
+    w = {
+        "name": "nvidia-cuda-nvcc",
+        "version": "13.2.86",
+        "sha256": {"linux": SHA_A, "windows": SHA_B},
+        **wheel,
+    }
     return {"cuda": {"version": "13.2.86", "wheels": [w]}}
 
 
@@ -42,8 +47,11 @@ def test_repository_legs_run_on_ubuntu_22_04_and_gpu_legs_ship_rpc_dl_and_cpu_va
     for leg in matrix.legs.values():
         if leg.os == "linux":
             # The release job's runners: 22.04 (x64 and arm), 24.04-arm only for arm64 CUDA 13.
-            expected = "ubuntu-24.04-arm" if (leg.arch, leg.backend) == ("arm64", "cuda") else (
-                "ubuntu-22.04-arm" if leg.arch == "arm64" else "ubuntu-22.04")
+            expected = (
+                "ubuntu-24.04-arm"
+                if (leg.arch, leg.backend) == ("arm64", "cuda")
+                else ("ubuntu-22.04-arm" if leg.arch == "arm64" else "ubuntu-22.04")
+            )
             assert leg.runner == expected, leg.name
         if leg.backend not in ("cpu", "metal"):
             for flag in ("-DGGML_RPC=ON", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON"):
@@ -73,11 +81,27 @@ def test_a_wheel_without_a_windows_hash_leaves_windows_unpinned() -> None:
         (cuda(version=">=13"), "m.toml: toolchains.cuda.wheels[0].version: expected an exact version"),
         (cuda(sha256={"macos": SHA_A}), "m.toml: toolchains.cuda.wheels[0].sha256.macos: unknown key"),
         (cuda(extra=1), "m.toml: toolchains.cuda.wheels[0].extra: unknown key"),
-        ({"cuda": {"version": "13.2.86", "wheels": []}}, "m.toml: toolchains.cuda.wheels: expected a non-empty"),
-        ({"vulkan": {"linux": {"url": "ftp://x", "sha256": SHA_A, "version": "1.4.1"}}},
-         "m.toml: toolchains.vulkan.linux.url: expected an http(s):// or file:// URL"),
-        ({"vulkan": {"linux": {"url": "https://h/x.tar.xz", "sha256": SHA_A, "version": "1.4.1", "root": "../up"}}},
-         "m.toml: toolchains.vulkan.linux.root: expected a relative folder"),
+        (
+            {"cuda": {"version": "13.2.86", "wheels": []}},
+            "m.toml: toolchains.cuda.wheels: expected a non-empty",
+        ),
+        (
+            {"vulkan": {"linux": {"url": "ftp://x", "sha256": SHA_A, "version": "1.4.1"}}},
+            "m.toml: toolchains.vulkan.linux.url: expected an http(s):// or file:// URL",
+        ),
+        (
+            {
+                "vulkan": {
+                    "linux": {
+                        "url": "https://h/x.tar.xz",
+                        "sha256": SHA_A,
+                        "version": "1.4.1",
+                        "root": "../up",
+                    }
+                }
+            },
+            "m.toml: toolchains.vulkan.linux.root: expected a relative folder",
+        ),
         ({"vulkan": {"macos": {}}}, "m.toml: toolchains.vulkan.macos: unknown key"),
         ({"rust": {}}, "m.toml: toolchains.rust: unknown key"),
     ],
@@ -106,4 +130,9 @@ def test_vulkan_pin_parses_through_the_matrix() -> None:
     text = (f'[toolchains.vulkan.linux]\nurl = "https://h/sdk.tar.xz"\nsha256 = "{SHA_A.upper()}"\n'
             'version = "1.4.328.1"\nroot = "x86_64"\n[legs.vulkan]\nbackend = "vulkan"\n')  # fmt: skip
     pin = parse_matrix(tomllib.loads(text), P).toolchains.vulkan["linux"]
-    assert (pin.url, pin.sha256, pin.version, pin.root) == ("https://h/sdk.tar.xz", SHA_A, "1.4.328.1", "x86_64")
+    assert (pin.url, pin.sha256, pin.version, pin.root) == (
+        "https://h/sdk.tar.xz",
+        SHA_A,
+        "1.4.328.1",
+        "x86_64",
+    )

@@ -29,15 +29,39 @@ from pipeline.errors import PipelineError
 from tests.support.therock_index import html_page, s3_page
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+EXAMPLES = settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 # Values a hostile or broken writer puts where a valid one stood.
 JUNK = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
     st.sampled_from([float("nan"), float("inf"), -1.0, 1e308, -0.0]),
-    st.sampled_from(["", " ", "../../etc/passwd", "/etc/hostname", "http://[::1", "http://h:99999/x", "ftp://x/y",
-                     "0001-01-01", "9999-99-99T99:99:99Z", "2026-13-40", "\x00", "\ufeff", "a" * 5000, "x y",
-                     "file://", "http://", "b-1", "gfx", "10.1.0a0001010"]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "../../etc/passwd",
+            "/etc/hostname",
+            "http://[::1",
+            "http://h:99999/x",
+            "ftp://x/y",
+            "0001-01-01",
+            "9999-99-99T99:99:99Z",
+            "2026-13-40",
+            "\x00",
+            "\ufeff",
+            "a" * 5000,
+            "x y",
+            "file://",
+            "http://",
+            "b-1",
+            "gfx",
+            "10.1.0a0001010",
+        ]
+    ),
     st.text(max_size=20),
     st.lists(st.integers(), max_size=3),
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
@@ -93,8 +117,19 @@ def mutated_json(draw: st.DrawFn, valid: Any) -> str:
     return text
 
 
-TOML_JUNK = ["-1", "nan", "1e999", "[[1]]", "{a=1}", "true", '""', '"http://[::1"', "99999999999999999999999",
-             '"../../x"', "1979-05-27T07:32:00Z"]
+TOML_JUNK = [
+    "-1",
+    "nan",
+    "1e999",
+    "[[1]]",
+    "{a=1}",
+    "true",
+    '""',
+    '"http://[::1"',
+    "99999999999999999999999",
+    '"../../x"',
+    "1979-05-27T07:32:00Z",
+]
 
 
 @st.composite
@@ -155,13 +190,24 @@ def test_matrix_toml(tmp_path_factory: Any, data: st.DataObject) -> None:
 def _valid_resolution() -> dict[str, Any]:
     from pipeline.inputs.resolution_file import Resolution, ResolvedRocm
 
-    leg = ResolvedRocm(policy="weekly", cutoff=date(2026, 8, 8), version="10.1.0a20260807",
-                       file="therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz",
-                       url="https://h.example/therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz",
-                       published=datetime(2026, 8, 7, 9, tzinfo=UTC), os="linux", family="gfx110X-all",
-                       sha256_url="https://h.example/therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz.sha256sum")
-    res = Resolution(now=datetime(2026, 8, 12, 18, tzinfo=UTC), rocm_policy="weekly", cutoff=date(2026, 8, 8),
-                     legs={"rocm-linux-gfx110X": leg}, index_url="https://h.example/")
+    leg = ResolvedRocm(
+        policy="weekly",
+        cutoff=date(2026, 8, 8),
+        version="10.1.0a20260807",
+        file="therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz",
+        url="https://h.example/therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz",
+        published=datetime(2026, 8, 7, 9, tzinfo=UTC),
+        os="linux",
+        family="gfx110X-all",
+        sha256_url="https://h.example/therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz.sha256sum",
+    )
+    res = Resolution(
+        now=datetime(2026, 8, 12, 18, tzinfo=UTC),
+        rocm_policy="weekly",
+        cutoff=date(2026, 8, 8),
+        legs={"rocm-linux-gfx110X": leg},
+        index_url="https://h.example/",
+    )
     return res.to_json()
 
 
@@ -195,8 +241,14 @@ def test_resolution(tmp_path_factory: Any, data: st.DataObject) -> None:
 def test_source_manifest(tmp_path_factory: Any, data: st.DataObject) -> None:
     from pipeline.source.archive import SourceManifest, manifest_path, read_manifest
 
-    valid = SourceManifest(archive="llama.cpp-b1.tar.gz", tag="b1", commit="0" * 40, sha256="a" * 64, size=10,
-                           source={"tag": "b1", "mix": []}).to_json()
+    valid = SourceManifest(
+        archive="llama.cpp-b1.tar.gz",
+        tag="b1",
+        commit="0" * 40,
+        sha256="a" * 64,
+        size=10,
+        source={"tag": "b1", "mix": []},
+    ).to_json()
     folder = tmp_path_factory.mktemp("s")
     archive = folder / "llama.cpp-b1.tar.gz"
     archive.write_bytes(b"0123456789")
@@ -207,8 +259,10 @@ def test_source_manifest(tmp_path_factory: Any, data: st.DataObject) -> None:
 # --------------------------------------------------------------------------
 # TheRock's index, HTML and S3 XML (IndexFormatError: 5)
 
-_FILES = [("therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz", "2026-08-07T09:30:00Z"),
-          ("therock-dist-linux-gfx1151-10.1.0a20260806.tar.gz", 1786000000)]
+_FILES = [
+    ("therock-dist-linux-gfx110X-all-10.1.0a20260807.tar.gz", "2026-08-07T09:30:00Z"),
+    ("therock-dist-linux-gfx1151-10.1.0a20260806.tar.gz", 1786000000),
+]
 
 
 @EXAMPLES
@@ -229,7 +283,9 @@ def test_html_index(data: st.DataObject) -> None:
 def test_s3_index(data: st.DataObject) -> None:
     from pipeline.rocm.index import parse_s3_page
 
-    page = s3_page([(name, datetime(2026, 8, 7, 9, tzinfo=UTC)) for name, _ in _FILES], truncated=True, token="t")
+    page = s3_page(
+        [(name, datetime(2026, 8, 7, 9, tzinfo=UTC)) for name, _ in _FILES], truncated=True, token="t"
+    )
     _accepts_or_refuses(lambda: parse_s3_page(data.draw(mutated_text(page)), where="index"), 5)
 
 
@@ -304,9 +360,15 @@ def test_tarball(tmp_path_factory: Any, data: st.DataObject) -> None:
 def test_actions_cache_entry(data: st.DataObject) -> None:
     from pipeline.actions_cache.entries import CacheEntry
 
-    valid = {"id": 7, "ref": "refs/heads/main", "key": "ccache-cpu-gcc-12-b1", "version": "v",
-             "created_at": "2026-08-07T09:30:00Z", "last_accessed_at": "2026-08-08T09:30:00Z",
-             "size_in_bytes": 1234}
+    valid = {
+        "id": 7,
+        "ref": "refs/heads/main",
+        "key": "ccache-cpu-gcc-12-b1",
+        "version": "v",
+        "created_at": "2026-08-07T09:30:00Z",
+        "last_accessed_at": "2026-08-08T09:30:00Z",
+        "size_in_bytes": 1234,
+    }
     text = data.draw(mutated_json(valid))
     try:
         item = json.loads(text)
@@ -319,8 +381,22 @@ def test_actions_cache_entry(data: st.DataObject) -> None:
 # One rule for a URL wherever it is read
 
 
-BAD_URLS = ["http://[::1/x", "http://h:99999/x", "ftp://h/x", "http:///x", "http://h/x y", "http://h/\x00", "h/x", ""]
-GOOD_URLS = ["https://h.example/x.tar.gz", "http://127.0.0.1:8080/x", "file:///tmp/x.tar.gz", "http://[::1]:80/x"]
+BAD_URLS = [
+    "http://[::1/x",
+    "http://h:99999/x",
+    "ftp://h/x",
+    "http:///x",
+    "http://h/x y",
+    "http://h/\x00",
+    "h/x",
+    "",
+]
+GOOD_URLS = [
+    "https://h.example/x.tar.gz",
+    "http://127.0.0.1:8080/x",
+    "file:///tmp/x.tar.gz",
+    "http://[::1]:80/x",
+]
 
 
 def _resolution_with(url: str) -> Callable[[], object]:
@@ -334,15 +410,21 @@ def _resolution_with(url: str) -> Callable[[], object]:
 def _pin_with(url: str) -> Callable[[], object]:
     from pipeline.inputs.pins import parse_sdk_pin
 
-    return lambda: parse_sdk_pin({"url": url, "sha256": "a" * 64, "version": "1.4.328.1"}, Path("matrix.toml"),
-                                 "toolchains.vulkan.linux")
+    return lambda: parse_sdk_pin(
+        {"url": url, "sha256": "a" * 64, "version": "1.4.328.1"},
+        Path("matrix.toml"),
+        "toolchains.vulkan.linux",
+    )
 
 
 def _matrix_with(url: str) -> Callable[[], object]:
     from pipeline.inputs.matrix import parse_matrix
 
-    data = {"source": {"repo": "https://github.com/ggml-org/llama.cpp", "tag": "b1"}, "rocm": {"index_url": url},
-            "legs": {"cpu": {"backend": "cpu", "os": "linux"}}}
+    data = {
+        "source": {"repo": "https://github.com/ggml-org/llama.cpp", "tag": "b1"},
+        "rocm": {"index_url": url},
+        "legs": {"cpu": {"backend": "cpu", "os": "linux"}},
+    }
     return lambda: parse_matrix(data, Path("matrix.toml"))
 
 
@@ -352,8 +434,12 @@ def _flag_with(url: str) -> Callable[[], object]:
     return lambda: INDEX_URL.parse(url, "--index-url")
 
 
-READERS = {"resolution": _resolution_with, "toolchain pin": _pin_with, "matrix.toml": _matrix_with,
-           "flag": _flag_with}
+READERS = {
+    "resolution": _resolution_with,
+    "toolchain pin": _pin_with,
+    "matrix.toml": _matrix_with,
+    "flag": _flag_with,
+}
 
 
 @pytest.mark.parametrize("reader", sorted(READERS))
@@ -379,15 +465,34 @@ def _valid_record() -> dict[str, Any]:
     from pipeline.results.record import LegRecord
 
     return LegRecord(
-        leg="cpu", backend="cpu", os="linux", started="2026-08-12T18:00:00Z", wall_seconds=321.5, status="success",
-        source={"tag": "b7000", "commit": "0" * 40, "path": "/w/src"}, cmake_args=["-DGGML_NATIVE=OFF"],
-        ccache={"hits": 120, "misses": 11, "uncacheable": 0, "errors": 0, "direct_hits": 110, "preprocessed_hits": 10,
-                "hit_rate": 0.916, "cache_dir": "/w/ccache", "previous_toolchain": "gcc-12.2.0"},
+        leg="cpu",
+        backend="cpu",
+        os="linux",
+        started="2026-08-12T18:00:00Z",
+        wall_seconds=321.5,
+        status="success",
+        source={"tag": "b7000", "commit": "0" * 40, "path": "/w/src"},
+        cmake_args=["-DGGML_NATIVE=OFF"],
+        ccache={
+            "hits": 120,
+            "misses": 11,
+            "uncacheable": 0,
+            "errors": 0,
+            "direct_hits": 110,
+            "preprocessed_hits": 10,
+            "hit_rate": 0.916,
+            "cache_dir": "/w/ccache",
+            "previous_toolchain": "gcc-12.2.0",
+        },
         toolchain={"kind": "host", "identity": "gcc-12.2.0", "compilers": {"C": "gcc 12.2.0"}},
         phases={"configure": 3.5, "build": 300.0, "package": 2.0},
         timings={"wall_seconds": 300.0, "critical_path_seconds": 120.0, "steps": 140},
         bundle="dist/llama-b7000-bin-ubuntu-x64.tar.gz",
-        bundle_check={"ok": True, "problems": [], "checks": [{"name": "versions", "status": "passed", "line": "ok"}]},
+        bundle_check={
+            "ok": True,
+            "problems": [],
+            "checks": [{"name": "versions", "status": "passed", "line": "ok"}],
+        },
         warnings=["a warning"],
     ).to_json()
 

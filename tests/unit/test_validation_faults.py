@@ -52,7 +52,10 @@ def test_moments_at_the_edges_of_the_range_are_taken() -> None:
 @pytest.mark.parametrize(
     ("cc", "rate"),
     [
-        ({"hits": -150, "misses": 10, "hit_rate": 0.5}, 0.5),  # negative count: unknown, the stored rate is used
+        (
+            {"hits": -150, "misses": 10, "hit_rate": 0.5},
+            0.5,
+        ),  # negative count: unknown, the stored rate is used
         ({"hits": 90, "misses": -10}, None),
         ({"hit_rate": float("nan")}, None),
         ({"hit_rate": 250.0}, None),
@@ -84,7 +87,10 @@ def test_os_errors_read_as_path_and_reason() -> None:
     assert describe_os_error(NotADirectoryError(errno.ENOTDIR, "Not a directory", "/dev/null/x")) == (
         "/dev/null/x: Not a directory"
     )
-    assert describe_os_error(FileExistsError(errno.EEXIST, "File exists", "out")) == "out: exists and is not a folder"
+    assert (
+        describe_os_error(FileExistsError(errno.EEXIST, "File exists", "out"))
+        == "out: exists and is not a folder"
+    )
     moved = OSError(errno.EBUSY, "Device or resource busy", "/t/.x.tmp", None, "/t/dest")
     assert describe_os_error(moved) == "/t/dest: Device or resource busy"
 
@@ -93,8 +99,13 @@ def test_a_record_with_a_negative_count_is_shown_as_unknown_and_says_so() -> Non
     from pipeline.report.formats import leg_row
     from pipeline.results.record import LegRecord
 
-    rec = LegRecord(leg="cpu", backend="cpu", os="linux", started="2026-08-09T06:00:00Z",
-                    ccache={"hits": -150, "misses": 10})
+    rec = LegRecord(
+        leg="cpu",
+        backend="cpu",
+        os="linux",
+        started="2026-08-09T06:00:00Z",
+        ccache={"hits": -150, "misses": 10},
+    )
     row = leg_row(rec, None, 0.9)
     assert row.hits is None and row.misses == 10 and row.hit_rate is None
     assert row.warning == "cpu: the record's ccache hits is not a count of 0 or more: shown as unknown"

@@ -73,7 +73,11 @@ def test_cuda_profiles_are_the_jobs_architectures() -> None:
     assert archs["cuda-13-portable-arm64"] == ("90", "100", "120", "121")
     # The seven x64 builds of each OS share two toolchains: one per line.
     for os_name in ("linux", "windows"):
-        x64 = [leg for leg in SHIPPED.declared_legs if (leg.backend, leg.os, leg.arch) == ("cuda", os_name, "x64")]
+        x64 = [
+            leg
+            for leg in SHIPPED.declared_legs
+            if (leg.backend, leg.os, leg.arch) == ("cuda", os_name, "x64")
+        ]
         assert Counter(leg_toolkit(SHIPPED, leg) for leg in x64) == {"CUDA 12.8.93": 4, "CUDA 13.2.86": 3}
 
 
@@ -100,18 +104,31 @@ def test_arch_defaults_to_x64_and_is_checked() -> None:
     assert (m.leg("cpu").arch, m.leg("cpu").runner, m.leg("cpu").glibc_max) == ("x64", "ubuntu-22.04", "2.35")
     with pytest.raises(ConfigError, match=r"legs\.cpu\.arch: expected one of 'x64', 'arm64', got 'aarch64'"):
         parse_matrix(_legs(cpu={"backend": "cpu", "arch": "aarch64"}), P)
-    m = parse_matrix(_legs(a={"backend": "cpu", "arch": "arm64"}, b={"backend": "cpu", "arch": "arm64",
-                                                                    "runner": "ubuntu-24.04-arm"}), P)
-    assert (m.leg("a").runner, m.leg("a").glibc_max, m.leg("b").glibc_max) == ("ubuntu-22.04-arm", "2.35", "2.39")
+    m = parse_matrix(
+        _legs(
+            a={"backend": "cpu", "arch": "arm64"},
+            b={"backend": "cpu", "arch": "arm64", "runner": "ubuntu-24.04-arm"},
+        ),
+        P,
+    )
+    assert (m.leg("a").runner, m.leg("a").glibc_max, m.leg("b").glibc_max) == (
+        "ubuntu-22.04-arm",
+        "2.35",
+        "2.39",
+    )
 
 
 @pytest.mark.parametrize(
     ("leg", "message"),
     [
-        ({"backend": "rocm", "os": "linux", "arch": "arm64", "family": "gfx1151", "targets": ["gfx1151"]},
-         "a rocm leg builds for linux or windows on x64"),
-        ({"backend": "rocm", "os": "macos", "family": "gfx1151", "targets": ["gfx1151"]},
-         "a rocm leg builds for linux or windows on x64"),
+        (
+            {"backend": "rocm", "os": "linux", "arch": "arm64", "family": "gfx1151", "targets": ["gfx1151"]},
+            "a rocm leg builds for linux or windows on x64",
+        ),
+        (
+            {"backend": "rocm", "os": "macos", "family": "gfx1151", "targets": ["gfx1151"]},
+            "a rocm leg builds for linux or windows on x64",
+        ),
         ({"backend": "metal", "os": "linux"}, "a metal leg builds for macos on arm64"),
         ({"backend": "vulkan", "os": "macos", "arch": "arm64"}, "a macos leg is a metal or cpu leg"),
         ({"backend": "cuda", "cuda_profile": "portible"}, r"no profile 'portible' in \[cuda_profiles\.13\]"),
@@ -121,16 +138,24 @@ def test_arch_defaults_to_x64_and_is_checked() -> None:
     ],
 )
 def test_legs_that_cannot_exist_are_refused_naming_the_leg(leg: dict[str, Any], message: str) -> None:
-    data = {"cuda_profiles": {"13": {"portable": ["75"]}}, "rocm_families": {"gfx110X": {
-        "therock": "gfx110X-all", "targets": ["gfx1100"]}}, **_legs(x=leg)}
+    data = {
+        "cuda_profiles": {"13": {"portable": ["75"]}},
+        "rocm_families": {"gfx110X": {"therock": "gfx110X-all", "targets": ["gfx1100"]}},
+        **_legs(x=leg),
+    }
     with pytest.raises(ConfigError, match=message) as err:
         parse_matrix(data, P)
     assert "legs.x" in str(err.value)
 
 
 def test_a_family_of_the_table_fills_the_legs_family_and_targets() -> None:
-    m = parse_matrix({"rocm_families": {"gfx110X": {"therock": "gfx110X-all", "targets": ["gfx1100", "gfx1101"]}},
-                      **_legs(r={"backend": "rocm", "gpu_family": "gfx110X"})}, P)
+    m = parse_matrix(
+        {
+            "rocm_families": {"gfx110X": {"therock": "gfx110X-all", "targets": ["gfx1100", "gfx1101"]}},
+            **_legs(r={"backend": "rocm", "gpu_family": "gfx110X"}),
+        },
+        P,
+    )
     assert (m.leg("r").family, m.leg("r").targets) == ("gfx110X-all", ("gfx1100", "gfx1101"))
 
 
@@ -139,11 +164,22 @@ SHA_ARM = "b" * 64
 
 
 def test_cuda_lines_and_the_arm64_wheels() -> None:
-    pins = parse_toolchain_pins({
-        "cuda": {"version": "13.2.86", "wheels": [{"name": "nvidia-cuda-nvcc", "version": "13.2.86",
-                                                   "sha256": {"linux": SHA, "linux-aarch64": SHA_ARM}}]},
-        "cuda-12": {"version": "12.8.93"},
-    }, P)
+    pins = parse_toolchain_pins(
+        {
+            "cuda": {
+                "version": "13.2.86",
+                "wheels": [
+                    {
+                        "name": "nvidia-cuda-nvcc",
+                        "version": "13.2.86",
+                        "sha256": {"linux": SHA, "linux-aarch64": SHA_ARM},
+                    }
+                ],
+            },
+            "cuda-12": {"version": "12.8.93"},
+        },
+        P,
+    )
     assert pins.cuda_for(None) is pins.cuda_for("13") is pins.cuda
     line12 = pins.cuda_for("12")
     assert line12 is not None and line12.version == "12.8.93" and line12.wheels_for("linux") == ()
@@ -207,10 +243,16 @@ def test_the_cross_toolchain_file() -> None:
     target = cross_target(leg, host_os="linux", host="x64")
     assert target == CROSS_TARGETS[("linux", "arm64")]
     assert cross_target(leg, host_os="linux", host="arm64") is None
-    text = toolchain_file_text(target, Path("/usr/bin/aarch64-linux-gnu-gcc"), Path("/usr/bin/aarch64-linux-gnu-g++"))
-    for line in ("set(CMAKE_SYSTEM_NAME Linux)", "set(CMAKE_SYSTEM_PROCESSOR aarch64)",
-                 'set(CMAKE_CXX_COMPILER "/usr/bin/aarch64-linux-gnu-g++")',
-                 'set(CMAKE_FIND_ROOT_PATH "/usr/aarch64-linux-gnu")', "set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)"):
+    text = toolchain_file_text(
+        target, Path("/usr/bin/aarch64-linux-gnu-gcc"), Path("/usr/bin/aarch64-linux-gnu-g++")
+    )
+    for line in (
+        "set(CMAKE_SYSTEM_NAME Linux)",
+        "set(CMAKE_SYSTEM_PROCESSOR aarch64)",
+        'set(CMAKE_CXX_COMPILER "/usr/bin/aarch64-linux-gnu-g++")',
+        'set(CMAKE_FIND_ROOT_PATH "/usr/aarch64-linux-gnu")',
+        "set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)",
+    ):
         assert line in text.splitlines()
 
 
@@ -237,10 +279,19 @@ def _configure(leg_name: str, toolchain_args: tuple[str, ...] = ()) -> dict[str,
     from pipeline.toolchain.compiler_set import Toolchain
 
     ws = Path("C:/a/ws")
-    ccache = CcacheSetup(executable=ws / "venv/Scripts/ccache.exe", version="4.14.2", cache_dir=ws / "ccache",
-                         base_dir=ws / "out", compiler_check="content", max_size="5G", stats_log=ws / "stats.log")
+    ccache = CcacheSetup(
+        executable=ws / "venv/Scripts/ccache.exe",
+        version="4.14.2",
+        cache_dir=ws / "ccache",
+        base_dir=ws / "out",
+        compiler_check="content",
+        max_size="5G",
+        stats_log=ws / "stats.log",
+    )
     toolchain = Toolchain(kind="clang", identity="clang-19", cmake_args=toolchain_args)
-    args = cmake_arguments(SHIPPED, SHIPPED.leg(leg_name), toolchain, ccache, ws / "out/src/llama.cpp", ws / "out/build")
+    args = cmake_arguments(
+        SHIPPED, SHIPPED.leg(leg_name), toolchain, ccache, ws / "out/src/llama.cpp", ws / "out/build"
+    )
     values: dict[str, str] = {}
     for arg in args:
         if arg.startswith("-D") and "=" in arg:
@@ -254,11 +305,16 @@ def _configure(leg_name: str, toolchain_args: tuple[str, ...] = ()) -> dict[str,
 JOB_WINDOWS_CPU = {"GGML_NATIVE": "OFF", "GGML_BACKEND_DL": "ON", "GGML_OPENMP": "ON"}
 
 
-@pytest.mark.parametrize(("leg", "arch", "variants"), [("cpu-windows", "x64", "ON"), ("cpu-windows-arm64", "arm64", "OFF")])
+@pytest.mark.parametrize(
+    ("leg", "arch", "variants"), [("cpu-windows", "x64", "ON"), ("cpu-windows-arm64", "arm64", "OFF")]
+)
 def test_windows_cpu_configure_lines_are_the_jobs(leg: str, arch: str, variants: str) -> None:
     values = _configure(leg)
-    expected = {**JOB_WINDOWS_CPU, "CMAKE_TOOLCHAIN_FILE": f"cmake/{arch}-windows-llvm.cmake",
-                "GGML_CPU_ALL_VARIANTS": variants}
+    expected = {
+        **JOB_WINDOWS_CPU,
+        "CMAKE_TOOLCHAIN_FILE": f"cmake/{arch}-windows-llvm.cmake",
+        "GGML_CPU_ALL_VARIANTS": variants,
+    }
     assert {k: values.get(k) for k in expected} == expected
     # The bundle is a shared-library one, as upstream's zip: programs beside ggml's DLLs.
     assert values["BUILD_SHARED_LIBS"] == "ON"
@@ -283,8 +339,10 @@ def test_the_docs_leg_table_is_legs_json() -> None:
     for i, leg in enumerate(SHIPPED.declared_legs, 1):
         r = leg_description(SHIPPED, leg, tag="b1234")
         targets = " ".join(r["targets"]) or "-"
-        expected.append(f"| {i} | `{r['name']}` | {r['backend']} | {r['os']} / {r['arch']} | {r['runner']} | {targets} | "
-                        f"{r['toolkit']} | `{r['bundle']}` |")
+        expected.append(
+            f"| {i} | `{r['name']}` | {r['backend']} | {r['os']} / {r['arch']} | {r['runner']} | {targets} | "
+            f"{r['toolkit']} | `{r['bundle']}` |"
+        )
     assert rows == expected
     assert "have not run on\n> Windows or macOS" in text
 
@@ -308,10 +366,17 @@ def test_reproduce_refuses_a_bundle_of_another_arch_than_the_legs() -> None:
     from pipeline.leg.reproduce import manifest_leg
 
     # Manifests from before legs had an arch were x64 bundles.
-    assert manifest_leg({"leg": {"name": "cpu", "backend": "cpu", "os": "linux", "family": None}}, SHIPPED, "m").name == "cpu"
+    assert (
+        manifest_leg(
+            {"leg": {"name": "cpu", "backend": "cpu", "os": "linux", "family": None}}, SHIPPED, "m"
+        ).name
+        == "cpu"
+    )
     arm = {"leg": {"name": "cpu-arm64", "backend": "cpu", "os": "linux", "arch": "arm64", "family": None}}
     assert manifest_leg(arm, SHIPPED, "m").arch == "arm64"
-    with pytest.raises(BundleError, match=r"m: leg 'cpu' was a arch 'arm64' leg, .*matrix\.toml now says 'x64'"):
+    with pytest.raises(
+        BundleError, match=r"m: leg 'cpu' was a arch 'arm64' leg, .*matrix\.toml now says 'x64'"
+    ):
         manifest_leg({"leg": {**arm["leg"], "name": "cpu"}}, SHIPPED, "m")
 
 
@@ -326,7 +391,7 @@ def test_the_workflow_runs_every_leg_on_its_runner_through_the_same_nox_session(
     # bash on every OS (a Windows runner's default shell is PowerShell), and the leg's own nox session.
     assert build["defaults"]["run"]["shell"] == "bash"
     runs = [step.get("run", "") for step in build["steps"]]
-    assert any(r.startswith("nox --no-venv -s \"$LEG\"") for r in runs)
+    assert any(r.startswith('nox --no-venv -s "$LEG"') for r in runs)
     # The publish job downloads the source archive (a release asset too) through the setup action.
     publish = flow["jobs"]["publish"]["steps"]
     downloads = [str((s.get("with") or {}).get("download", "")) for s in publish]
@@ -343,7 +408,9 @@ def test_the_nightly_session_and_the_build_share_one_cross_build_rule() -> None:
     riscv = dataclasses.replace(SHIPPED.leg("cpu-arm64"), name="cpu-riscv64", arch="riscv64")
     for leg in (riscv, SHIPPED.leg("cpu-arm64"), SHIPPED.leg("vulkan-arm64")):
         if leg.os == noxfile.HOST_OS:
-            assert noxfile.builds_here(leg) == cross_problem(leg, host_os=noxfile.HOST_OS, host=noxfile.HOST_ARCH)
+            assert noxfile.builds_here(leg) == cross_problem(
+                leg, host_os=noxfile.HOST_OS, host=noxfile.HOST_ARCH
+            )
 
 
 def test_the_nightly_session_builds_what_this_machine_can() -> None:
@@ -351,9 +418,14 @@ def test_the_nightly_session_builds_what_this_machine_can() -> None:
 
     reasons = {name: noxfile.builds_here(leg) for name, leg in SHIPPED.legs.items()}
     if (noxfile.HOST_OS, noxfile.HOST_ARCH) != ("linux", "x64"):
-        pytest.skip(f"the expectations are a Linux x64 machine's, this one is {noxfile.HOST_OS}/{noxfile.HOST_ARCH}")
+        pytest.skip(
+            f"the expectations are a Linux x64 machine's, this one is {noxfile.HOST_OS}/{noxfile.HOST_ARCH}"
+        )
     assert reasons["cpu"] is None and reasons["cpu-arm64"] is None  # cross-built here
-    assert reasons["vulkan-arm64"] == "leg vulkan-arm64 (vulkan) builds for arm64 on an arm64 runner: this machine is x64"
+    assert (
+        reasons["vulkan-arm64"]
+        == "leg vulkan-arm64 (vulkan) builds for arm64 on an arm64 runner: this machine is x64"
+    )
     assert reasons["metal-macos-arm64"] == "it builds on macos, this machine runs linux"
     # Every Linux x64 leg that is built (7 ROCm, the 3 CUDA 13 and 4 CUDA 12.8 ones, vulkan, cpu) and the
     # cross-built cpu-arm64.

@@ -12,10 +12,13 @@ from pipeline.inputs import settings as S
 def add_build_arguments(p: argparse.ArgumentParser) -> None:
     """The build's arguments: also what `resolve --for-build` reads a leg's run settings from."""
     p.add_argument("leg", metavar="LEG", help="a leg name from matrix.toml")
-    p.add_argument("--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning")
+    p.add_argument(
+        "--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning"
+    )
     S.add_flag(p, S.OUT)
     S.add_flag(
-        p, S.TAG,
+        p,
+        S.TAG,
         help="llama.cpp tag, b<digits> or latest: what to check out without --source (the run's resolution "
         "wins); with --source, the bundle's tag (default there: git describe)",
     )
@@ -24,15 +27,22 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     S.add_flag(p, S.NOW)
     S.add_flag(p, S.INDEX_URL)
     S.add_flag(p, S.ROCM_PATH)
-    p.add_argument("--cuda-path", type=Path, metavar="DIR", help="use this CUDA install instead of the pinned wheels")
-    p.add_argument("--vulkan-sdk", type=Path, metavar="DIR", help="use this Vulkan SDK instead of the pinned archive")
+    p.add_argument(
+        "--cuda-path", type=Path, metavar="DIR", help="use this CUDA install instead of the pinned wheels"
+    )
+    p.add_argument(
+        "--vulkan-sdk", type=Path, metavar="DIR", help="use this Vulkan SDK instead of the pinned archive"
+    )
     S.add_flag(p, S.RESOLVED)
     S.add_flag(p, S.SOURCE_ARCHIVE)
     S.add_flag(p, S.REMOTE_CACHE)
     p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
-    p.add_argument("--configure-only", action="store_true",
-                   help="install the toolchain and run CMake's configure, then stop: nothing compiled, no bundle "
-                   "(the record's status says 'configured')")
+    p.add_argument(
+        "--configure-only",
+        action="store_true",
+        help="install the toolchain and run CMake's configure, then stop: nothing compiled, no bundle "
+        "(the record's status says 'configured')",
+    )
     S.add_flag(p, S.WAIT_LOCK)
     S.add_flag(p, S.SIGNING_PFX)
     S.add_flag(p, S.SIGNING_CA)
@@ -71,7 +81,15 @@ def settings_from_build_args(args: argparse.Namespace, build_args: list[str]) ->
     """``args`` with the run settings a leg's build arguments carry (``--for-build``)."""
     build, unknown = _parse_build_args(build_args)
     merged = argparse.Namespace(**vars(args))
-    for name in (S.NOW.name, S.ROCM_VERSION.name, S.INDEX_URL.name, S.TAG.name, S.OUT.name, S.ROCM_PATH.name, S.MATRIX.name):
+    for name in (
+        S.NOW.name,
+        S.ROCM_VERSION.name,
+        S.INDEX_URL.name,
+        S.TAG.name,
+        S.OUT.name,
+        S.ROCM_PATH.name,
+        S.MATRIX.name,
+    ):
         if getattr(build, name, None) is not None:
             setattr(merged, name, getattr(build, name))
     if build.source is not None and hasattr(merged, "no_source"):

@@ -8,8 +8,9 @@ if TYPE_CHECKING:
     from pipeline.release.releases_client import ReleasesClient
 
 
-def apply_issue_action(client: ReleasesClient, action: str, *, issue: int | None, title: str, body: str,
-                       label: str) -> None:
+def apply_issue_action(
+    client: ReleasesClient, action: str, *, issue: int | None, title: str, body: str, label: str
+) -> None:
     """Do what an issue plan decided (alert's, deadman's): open one, comment on it, or comment and close it."""
     if action == "open":
         print(f"opened #{client.create_issue(title, body, label)}")

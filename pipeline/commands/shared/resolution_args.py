@@ -35,7 +35,9 @@ def fetch_with_status(console: Console, inputs: RunInputs) -> Fetch:
                 status.update(f"reading the ROCm index {url}: {pages} page(s), {entries} entries")
 
             return fetch_index(
-                url, on_page=on_page, retry=inputs.retry,
+                url,
+                on_page=on_page,
+                retry=inputs.retry,
                 on_wait=lambda line: console.print(line, highlight=False, markup=False),
             )
 

@@ -127,8 +127,12 @@ def download(
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     name = file_name_of(url)
-    with hold(cache_dir / f".{name}.lock", what=f"the download of {name} into {cache_dir}",
-              since=since, wait_seconds=wait_lock):
+    with hold(
+        cache_dir / f".{name}.lock",
+        what=f"the download of {name} into {cache_dir}",
+        since=since,
+        wait_seconds=wait_lock,
+    ):
         # Another run may have fetched it while this one waited for the lock.
         if (hit := cached_download(url, cache_dir, sha256)) is not None:
             return hit
@@ -138,8 +142,14 @@ def download(
 
 
 def _download_locked(
-    url: str, cache_dir: Path, sha256: str | None, console: Console | None, session: requests.Session | None,
-    retry: RetryPolicy, timeout_seconds: float, verify: Callable[[Path], None] | None,
+    url: str,
+    cache_dir: Path,
+    sha256: str | None,
+    console: Console | None,
+    session: requests.Session | None,
+    retry: RetryPolicy,
+    timeout_seconds: float,
+    verify: Callable[[Path], None] | None,
 ) -> Downloaded:
     import requests
 
@@ -172,8 +182,10 @@ def _download_locked(
             try:
                 verify(path)
             except ToolchainError as err:
-                raise ToolchainError(err.message.replace(path.name, final.name),
-                                     hint="not kept: the next run downloads it again") from None
+                raise ToolchainError(
+                    err.message.replace(path.name, final.name),
+                    hint="not kept: the next run downloads it again",
+                ) from None
         fix_mode(path)
         # An older sidecar must never vouch for the new file.
         _sidecar(final).unlink(missing_ok=True)
@@ -317,5 +329,3 @@ def _progress(console: Console | None, name: str, total: int | None) -> Iterator
 
             yield advance
     console.print(f"downloaded {name}: {summary()}", highlight=False)
-
-

@@ -133,7 +133,9 @@ def merge_tree(src: Path, dst: Path, *, origin: str) -> None:
         elif entry.is_file() and there.is_file() and filecmp.cmp(entry, there, shallow=False):
             entry.unlink()
         else:
-            raise ToolchainError(f"{origin}: {entry.name} clashes with a different file already installed at {there}")
+            raise ToolchainError(
+                f"{origin}: {entry.name} clashes with a different file already installed at {there}"
+            )
 
 
 def extract_each(files: Sequence[tuple[ArchiveRef, Path]], tree: Path, scratch: Path) -> None:
@@ -173,17 +175,26 @@ def install_archive_set(
     from pipeline.processes.locks import hold
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    with hold(target.parent / f".{target.name}.lock", what=f"the install {target}", since=since,
-              wait_seconds=wait_lock):
+    with hold(
+        target.parent / f".{target.name}.lock",
+        what=f"the install {target}",
+        since=since,
+        wait_seconds=wait_lock,
+    ):
         # Under the lock, every staging folder of this install is a dead run's.
         remove_stale(target.parent, f".{target.name}.", (".partial", ".trash"))
         if not force and (done := installed_set(target, refs)) is not None:
             return done
         files = [(ref, fetch(ref)) for ref in refs]
-        got = tuple(ArchiveRef(label=ref.label, sha256=ref.sha256.lower() if ref.sha256 else file_digest(path)[1])
-                    for ref, path in files)
-        status = (console.status(f"installing {', '.join(path.name for _, path in files)}")
-                  if console is not None else contextlib.nullcontext())
+        got = tuple(
+            ArchiveRef(label=ref.label, sha256=ref.sha256.lower() if ref.sha256 else file_digest(path)[1])
+            for ref, path in files
+        )
+        status = (
+            console.status(f"installing {', '.join(path.name for _, path in files)}")
+            if console is not None
+            else contextlib.nullcontext()
+        )
         with status:
             _stage_and_swap(files, target, populate=populate, finish=finish, check=check, marker=_marker(got))
     return InstalledSet(root=target, archives=got, reused=False)
@@ -198,8 +209,13 @@ def _marker(refs: Sequence[ArchiveRef]) -> dict[str, object]:
 
 
 def _stage_and_swap(
-    files: Sequence[tuple[ArchiveRef, Path]], target: Path, *, populate: Populate, finish: Finish | None,
-    check: Check | None, marker: dict[str, object],
+    files: Sequence[tuple[ArchiveRef, Path]],
+    target: Path,
+    *,
+    populate: Populate,
+    finish: Finish | None,
+    check: Check | None,
+    marker: dict[str, object],
 ) -> None:
     """Populate a tree beside ``target``, check it, then swap it in; the old install stays on failure."""
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
@@ -271,14 +287,31 @@ def install_archive(
     fetched_from_cache: list[bool] = []
 
     def fetch(ref: ArchiveRef) -> Path:
-        got = download(url, cache_dir=cache_dir, sha256=sha256, console=console, session=session,
-                       retry=retry, verify=check_archive, wait_lock=wait_lock, since=since)
+        got = download(
+            url,
+            cache_dir=cache_dir,
+            sha256=sha256,
+            console=console,
+            session=session,
+            retry=retry,
+            verify=check_archive,
+            wait_lock=wait_lock,
+            since=since,
+        )
         fetched_from_cache.append(got.reused)
         return got.path
 
     target = confined(root_dir, name, "install folder", ToolchainError)
-    installed = install_archive_set([ArchiveRef(label=archive_name, sha256=sha256)], target, fetch=fetch,
-                                    force=force, check=check, wait_lock=wait_lock, since=since, console=console)
+    installed = install_archive_set(
+        [ArchiveRef(label=archive_name, sha256=sha256)],
+        target,
+        fetch=fetch,
+        force=force,
+        check=check,
+        wait_lock=wait_lock,
+        since=since,
+        console=console,
+    )
     return Installed(
         root=installed.root,
         url=url,
