@@ -443,31 +443,6 @@ def pack_staged(
     return target, stats
 
 
-def package_bundle(
-    *,
-    leg: Leg,
-    record: LegRecord,
-    build_dir: Path,
-    out_dir: Path,
-    toolchain: Toolchain,
-    tag: str,
-    commit: str | None,
-    pack_cache: Path | None = None,
-) -> tuple[Path, PackStats]:
-    """Stage and pack an unsigned bundle into ``<out>/dist/<bundle_file_name>`` (:func:`stage_bundle`,
-    :func:`pack_staged`); its path and the packaging's figures."""
-    staged = stage_bundle(
-        leg=leg,
-        record=record,
-        build_dir=build_dir,
-        out_dir=out_dir,
-        toolchain=toolchain,
-        tag=tag,
-        commit=commit,
-    )
-    return pack_staged(staged, out_dir=out_dir, pack_cache=pack_cache)
-
-
 # --------------------------------------------------------------------------
 # Reading
 

@@ -1,9 +1,9 @@
 """The bundle's folder before it is packed: payload, runtime closure, licenses.
 
-``package_bundle`` copies the selected build outputs into a staging folder
+``stage_bundle`` copies the selected build outputs into a staging folder
 (``<out>/<leg>/bundle``), completes their runtime from the toolchain
 (:mod:`pipeline.bundle.closure`), adds llama.cpp's LICENSE (and its
-``licenses/`` folder where the tree has one), then packs the staging folder.
+``licenses/`` folder where the tree has one); ``pack_staged`` packs the staging folder.
 The build folder itself is never changed.
 
 The layout is upstream's (llama.cpp's release.yml): the build's ``bin/`` is
