@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 from pipeline.commands.shared.build_args import out_of_build_args  # noqa: E402
 from pipeline.errors import ConfigError  # noqa: E402
 from pipeline.github.runner import log_text  # noqa: E402
-from pipeline.inputs.matrix import Leg, Matrix, load_matrix  # noqa: E402
+from pipeline.inputs.leg import Leg  # noqa: E402
+from pipeline.inputs.matrix import Matrix, load_matrix  # noqa: E402
 from pipeline.inputs.run_inputs import default_cache_home  # noqa: E402
 from pipeline.inputs.settings import MATRIX as MATRIX_SETTING  # noqa: E402
 from pipeline.inputs.settings import RESOLVED  # noqa: E402

@@ -18,7 +18,8 @@ from datetime import date, datetime
 from pathlib import Path
 
 from pipeline.errors import ConfigError, PipelineError, ResolutionError, SourceError, UsageError
-from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.leg import Leg
+from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import LegResolution, Resolution, ResolvedRocm, SourceSpec
 from pipeline.inputs.rocm_hosts import RocmHost, host_for, hosts_text, hosts_upto
 from pipeline.inputs.run_inputs import RunInputs

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pipeline.actions_cache.cache_keys import check_run_tag, key_toolchain
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.resolution_file import ResolvedRocm
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import is_therock_identity, therock_identity

@@ -5,7 +5,7 @@ in: how its toolchain is prepared, its cache identity, the runtime its
 bundles carry, its bundle name. ``BACKENDS`` is the table; what a backend
 does is asked of :func:`backend_of`. Other layers still name a backend where
 a rule is the matrix's, not the backend's: which legs need a ROCm resolution
-(:attr:`pipeline.inputs.matrix.Leg.needs_resolution`), which (os, arch) a
+(:attr:`pipeline.inputs.leg.Leg.needs_resolution`), which (os, arch) a
 backend may target (``inputs/matrix.py``), the cross-built cpu legs
 (``toolchain/cross.py``), a bundle manifest's CUDA line and the GPU smoke
 check's wording.
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from pipeline.backends import cpu, cuda, metal, rocm, vulkan
 from pipeline.backends.protocol import Backend, RuntimeProfile
 from pipeline.errors import ToolchainError
-from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.leg import Leg
+from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import ResolvedRocm
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import DEFAULT_ARCH, DEFAULT_TEMPLATE, OS_LABELS

@@ -66,7 +66,7 @@ from pipeline.bundle.stage import LICENSE_NAME
 from pipeline.bundle.third_party import license_problems
 from pipeline.errors import BundleError, ToolchainError
 from pipeline.inputs.cuda_driver import DRIVER_FLOORS, runtime_line
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN
 from pipeline.names import dotted_text, dotted_version
 from pipeline.util.json_text import read_bytes

@@ -50,7 +50,7 @@ from pipeline.bundle.stage import archive_entries as archive_entries
 from pipeline.bundle.stage import staged_files as staged_files
 from pipeline.bundle.third_party import describe_third_party
 from pipeline.errors import BundleError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.pins import DEFAULT_CUDA_LINE
 from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.names import SBOM_NAME, SBOM_SUFFIX

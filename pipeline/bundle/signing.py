@@ -28,7 +28,7 @@ from pipeline.bundle.authenticode import LocalSigner, PeSignature, pe_files, sig
 from pipeline.bundle.check_findings import Problem
 from pipeline.errors import BundleError
 from pipeline.inputs import settings as S
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.run_inputs import RunInputs
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.commands.shared.resolution_args import add_resolution_options, fetch_with_status
 from pipeline.errors import UsageError
 from pipeline.inputs import settings as S
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.resolution_file import Resolution, load_resolution
 from pipeline.inputs.rocm_hosts import index_for
 from pipeline.inputs.run_inputs import RunInputs

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.matrix_checks import (
     cuda_arch_check,
     cuda_line_check,
@@ -164,40 +165,6 @@ class RocmFamily:
 
     therock: str
     targets: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Leg:
-    """One bundle to build: the unit of session, cache key and record."""
-
-    name: str
-    backend: str
-    os: str
-    runner: str
-    # The CPU architecture the bundle runs on (names.ARCHES): part of its name, record and matrix entry.
-    arch: str = DEFAULT_ARCH
-    cmake_args: tuple[str, ...] = ()
-    family: str | None = None
-    targets: tuple[str, ...] = ()
-    cuda_architectures: tuple[str, ...] = ()
-    # A cuda leg's CUDA line ("12": [toolchains.cuda-12]; None: [toolchains.cuda]) and the
-    # [cuda_profiles.<line>] profile its cuda_architectures came from, if any.
-    cuda_line: str | None = None
-    cuda_profile: str | None = None
-    # matrix.toml's ``bundle_name``: the template of the bundle's file name (pipeline.names); None: upstream's
-    # style. The file name itself is pipeline.backends.bundle_file_name's.
-    bundle_template: str | None = None
-    # The newest GLIBC_x.y a Linux bundle may require (check-bundle); its runner's glibc by default.
-    glibc_max: str = "2.35"
-    # macOS: the oldest macOS its binaries may ask for (LC_BUILD_VERSION minos, check-bundle).
-    macos_min: str = DEFAULT_MACOS_MIN
-    # Why the leg is declared but not built (None: it is built): it stays listed, with the reason.
-    disabled: str | None = None
-
-    @property
-    def needs_resolution(self) -> bool:
-        """ROCm legs need the run's resolved toolchain; the others need nothing."""
-        return self.backend == "rocm"
 
 
 @dataclass(frozen=True, kw_only=True)

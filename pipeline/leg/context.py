@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 from rich.console import Console
 
-from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.leg import Leg
+from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import LegResolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render

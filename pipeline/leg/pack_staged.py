@@ -16,7 +16,7 @@ import time
 from rich.console import Console
 
 from pipeline.errors import PipelineError, UsageError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
 from pipeline.leg.bundle_steps import check_packed, pack_bundle

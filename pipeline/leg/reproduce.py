@@ -13,7 +13,8 @@ from typing import Any
 
 from pipeline.bundle.compare import Comparison
 from pipeline.errors import BundleError
-from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.leg import Leg
+from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import SourceSpec
 
 # How the source was obtained (a clone with a mix, or a folder) need not match:

@@ -33,7 +33,8 @@ from pipeline.ccache.session import (
     workspace_of,
 )
 from pipeline.errors import BuildError, PipelineError, ToolchainError
-from pipeline.inputs.matrix import Leg, Matrix
+from pipeline.inputs.leg import Leg
+from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import LegResolution
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render

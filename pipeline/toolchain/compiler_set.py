@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ToolchainError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.inputs.pins import ToolchainPins
 from pipeline.names import safe_identity
 from pipeline.processes.groups import run_child

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity
 from pipeline.toolchain.host_compiler import compiler_version, find_compiler
 from pipeline.util.fsutil import atomic_write_text

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.cuda_driver import driver_floor
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.names import CUDA_PATH
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host_compiler import compiler_version, host_toolchain

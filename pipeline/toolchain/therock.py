@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from pipeline.errors import ToolchainError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.names import therock_identity
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity
 from pipeline.util.fsutil import file_digest

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
 from pipeline.toolchain.host_compiler import host_toolchain
 

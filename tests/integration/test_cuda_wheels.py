@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from tests.support.cuda_project import write_cuda_project
 from tests.support.pipeline_cli import ROOT, run_pipeline

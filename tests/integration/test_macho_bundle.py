@@ -22,7 +22,7 @@ import pytest
 from pipeline.bundle.check import BundleCheck, check_bundle, check_tree
 from pipeline.bundle.macho_closure import MachoTools, complete_macho_runtime
 from pipeline.bundle.machodeps import read_macho, signature_matches
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
 from tests.support.bundles import make_bundle

@@ -30,7 +30,8 @@ from pipeline.bundle.make import load_staged, pack_staged, save_staged, stage_bu
 from pipeline.bundle.signing import SigningPlan, sign_and_check
 from pipeline.bundle.stage import STAGE_DIR
 from pipeline.errors import BundleError
-from pipeline.inputs.matrix import Leg, load_matrix
+from pipeline.inputs.leg import Leg
+from pipeline.inputs.matrix import load_matrix
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
 from tests.support.pipeline_cli import run_pipeline

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
 from tests.support.bundles import make_bundle

@@ -23,7 +23,7 @@ from pipeline.bundle.make import (
     read_manifest,
 )
 from pipeline.errors import BundleError
-from pipeline.inputs.matrix import Leg
+from pipeline.inputs.leg import Leg
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.compiler_set import Toolchain
 from tests.support.bundles import make_bundle

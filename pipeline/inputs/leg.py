@@ -1,0 +1,46 @@
+"""One leg of matrix.toml: one bundle to build, the unit of a Nox session, a cache key and a record.
+
+Read and checked by :mod:`pipeline.inputs.matrix` (``[legs.<name>]``); every
+other layer takes it from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.inputs.runners import DEFAULT_MACOS_MIN
+from pipeline.names import DEFAULT_ARCH
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leg:
+    """One bundle to build: the unit of session, cache key and record."""
+
+    name: str
+    backend: str
+    os: str
+    runner: str
+    # The CPU architecture the bundle runs on (names.ARCHES): part of its name, record and matrix entry.
+    arch: str = DEFAULT_ARCH
+    cmake_args: tuple[str, ...] = ()
+    family: str | None = None
+    targets: tuple[str, ...] = ()
+    cuda_architectures: tuple[str, ...] = ()
+    # A cuda leg's CUDA line ("12": [toolchains.cuda-12]; None: [toolchains.cuda]) and the
+    # [cuda_profiles.<line>] profile its cuda_architectures came from, if any.
+    cuda_line: str | None = None
+    cuda_profile: str | None = None
+    # matrix.toml's ``bundle_name``: the template of the bundle's file name (pipeline.names); None: upstream's
+    # style. The file name itself is pipeline.backends.bundle_file_name's.
+    bundle_template: str | None = None
+    # The newest GLIBC_x.y a Linux bundle may require (check-bundle); its runner's glibc by default.
+    glibc_max: str = "2.35"
+    # macOS: the oldest macOS its binaries may ask for (LC_BUILD_VERSION minos, check-bundle).
+    macos_min: str = DEFAULT_MACOS_MIN
+    # Why the leg is declared but not built (None: it is built): it stays listed, with the reason.
+    disabled: str | None = None
+
+    @property
+    def needs_resolution(self) -> bool:
+        """ROCm legs need the run's resolved toolchain; the others need nothing."""
+        return self.backend == "rocm"
