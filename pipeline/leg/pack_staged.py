@@ -15,16 +15,15 @@ import time
 
 from rich.console import Console
 
-from pipeline.errors import PipelineError, UsageError
+from pipeline.errors import UsageError
 from pipeline.inputs.leg import Leg
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.leg import console_lines as render
 from pipeline.leg.bundle_steps import check_packed, pack_bundle
 from pipeline.leg.context import LegContext
 from pipeline.leg.options import LegOptions
-from pipeline.leg.steps import leg_dir
+from pipeline.leg.steps import leg_dir, record_failure
 from pipeline.processes.locks import hold
-from pipeline.redaction import redact, secrets_in
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 
 
@@ -62,11 +61,12 @@ def pack_leg(inputs: RunInputs, leg: Leg, console: Console) -> LegRecord:
             started = time.monotonic()
             check_packed(ctx, bundle)
             record.phases["check"] = round(time.monotonic() - started, 3)
+        except KeyboardInterrupt:
+            record.status = "interrupted"
+            record.write(path)
+            raise
         except BaseException as exc:
-            record.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-            if isinstance(exc, PipelineError):
-                record.error = redact(exc.message, secrets_in(inputs.environ))
-                record.exit_code = exc.exit_code
+            record_failure(record, exc, inputs.environ)
             record.write(path)
             raise
         record.status = "success"

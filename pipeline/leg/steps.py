@@ -189,14 +189,19 @@ def run_leg(
             if ctx is not None:
                 _finish_pending(ctx)
             if record.status == "running":
-                record.status = "failed"
-                if isinstance(exc, PipelineError):
-                    # alert quotes it in an issue: no token or URL credential goes with it.
-                    record.error = redact(exc.message, secrets_in(inputs.environ))
-                    record.exit_code = exc.exit_code
+                record_failure(record, exc, inputs.environ)
                 record.wall_seconds = round(time.monotonic() - clock, 3)
                 record.write(work / RECORD_NAME)
             raise
+
+
+def record_failure(record: LegRecord, exc: BaseException, environ: Mapping[str, str]) -> None:
+    """The record of a run that ``exc`` ended: ``failed``, with the error line and its exit code (a
+    PipelineError's), redacted: alert quotes it in an issue, and no token or URL credential goes with it."""
+    record.status = "failed"
+    if isinstance(exc, PipelineError):
+        record.error = redact(exc.message, secrets_in(environ))
+        record.exit_code = exc.exit_code
 
 
 def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
