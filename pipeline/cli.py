@@ -148,6 +148,10 @@ def command_module(name: str) -> ModuleType:
             from pipeline.commands import verify
 
             return verify
+        case "warm-up":
+            from pipeline.commands import warm_up
+
+            return warm_up
         case _:
             raise KeyError(name)
 

@@ -7,6 +7,10 @@ A ccache key is ``llama-ccache--<leg>--<toolchain>--<tag>``:
   toolchain is a download that can never hit.
 - ``<tag>`` (``b10327`` or ``b10327-mix-1a2b3c4``) makes the key unique per
   run: GitHub caches are immutable, a key is written once.
+- A warm-up (``python -m pipeline warm-up``: next week's build compiled on
+  Saturday) saves under its run's tag plus ``-warm``: never the key a night
+  writes, yet under the night's restore prefix, so the window's first night
+  restores it, and the pruner can tell a warmed generation no night has used.
 - The restore prefix stops right after the toolchain *and its separator*, so
   ``cpu`` never restores ``cpu-avx``'s caches and ``gcc-12`` never restores
   ``gcc-12.2``'s.
@@ -39,6 +43,9 @@ _NAMESPACE = {kind: f"llama-{kind}" for kind in KINDS}
 LOOKALIKE_PREFIXES = tuple(_NAMESPACE.values())
 
 TAG = RUN_TAG
+WARM_SUFFIX = "-warm"
+# A ccache key's last part: a run tag, a warm-up's with its suffix.
+KEY_TAG = re.compile(RUN_TAG.pattern.removesuffix("$") + f"(?:{re.escape(WARM_SUFFIX)})?$")
 # safe_identity's alphabet, without '--' and without a '-' at either end, so
 # the separators around it stay unambiguous.
 TOOLCHAIN = re.compile(r"^[A-Za-z0-9._+]+(?:-[A-Za-z0-9._+]+)*$")
@@ -59,8 +66,10 @@ class KeyParts:
     kind: str
     leg: str
     toolchain: str
-    # None for a toolchain-archive key.
+    # None for a toolchain-archive key; the run's tag, without a warm-up's suffix.
     tag: str | None = None
+    # A warm-up saved it (the tag ended in WARM_SUFFIX).
+    warm: bool = False
 
 
 def key_toolchain(identity: str) -> str:
@@ -107,9 +116,9 @@ def fits_github(key: str) -> str:
     return key
 
 
-def cache_key(leg: str, toolchain: str, tag: str) -> str:
-    """The ccache key of one run of ``leg``."""
-    return fits_github(restore_prefix(leg, toolchain) + check_run_tag(tag))
+def cache_key(leg: str, toolchain: str, tag: str, *, warm: bool = False) -> str:
+    """The ccache key of one run of ``leg`` (of a warm-up's, with ``warm``)."""
+    return fits_github(restore_prefix(leg, toolchain) + check_run_tag(tag) + (WARM_SUFFIX if warm else ""))
 
 
 def restore_keys(leg: str, toolchain: str) -> list[str]:
@@ -144,13 +153,16 @@ def parse_key(key: str) -> KeyParts | None:
         return None
     rest = key[len(_NAMESPACE[kind]) + len(SEP) :]
     tag: str | None = None
+    warm = False
     if kind == CCACHE_KIND:
         rest, sep, tag = rest.rpartition(SEP)
-        if not sep or not TAG.match(tag):
+        if not sep or not KEY_TAG.match(tag):
             raise MalformedKeyError(f"cache key {key!r}: no run tag after the last {SEP!r}")
+        warm = tag.endswith(WARM_SUFFIX)
+        tag = tag.removesuffix(WARM_SUFFIX)
     leg, sep, toolchain = rest.rpartition(SEP)
     if not sep or not leg or len(leg) > LEG_NAME_MAX or not LEG_NAME.match(leg):
         raise MalformedKeyError(f"cache key {key!r}: no valid leg name")
     if len(toolchain) > TOOLCHAIN_MAX or not TOOLCHAIN.match(toolchain):
         raise MalformedKeyError(f"cache key {key!r}: no valid toolchain identity")
-    return KeyParts(kind=kind, leg=leg, toolchain=toolchain, tag=tag)
+    return KeyParts(kind=kind, leg=leg, toolchain=toolchain, tag=tag, warm=warm)

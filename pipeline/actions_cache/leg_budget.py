@@ -4,7 +4,9 @@ GitHub keeps ``[github] cache_limit_bytes`` (10 GiB by default) of caches per
 repository and evicts the least recently used past it. Every leg keeps
 ``[github] keep`` generations of its ccache (the pruner deletes older ones),
 so a leg's share is the limit, below the warning fraction, divided over
-``legs x keep`` caches. A share smaller than a warm build's cache (``[ccache]
+``legs x keep`` caches, plus one for each leg the Saturday warm-up compiles
+(its warmed generation is kept until the next week's first night used it:
+pipeline/actions_cache/prune.py). A share smaller than a warm build's cache (``[ccache]
 warm_size``: the cpu leg's, measured) cannot stay warm: the leg restores a
 cache that misses, and the nightly pays cold builds. Then the budget is too
 small for the matrix: raise the limit (a paid plan) or move the legs to the
@@ -13,12 +15,13 @@ shared remote cache (``[ccache] remote``), where one copy serves every run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.actions_cache.budget import parse_size
 from pipeline.inputs.matrix import Matrix
+from pipeline.rocm.policy import WINDOWED_POLICIES
 from pipeline.util.byte_sizes import human_bytes
 
 
@@ -29,6 +32,8 @@ class LegShare:
     share_bytes: int
     # What a warm build needs (one generation).
     warm_bytes: int
+    # How many generations it keeps at most: [github] keep, plus a warm-up's.
+    generations: int = 1
 
     @property
     def fits(self) -> bool:
@@ -51,7 +56,12 @@ class LegBudget:
     @property
     def needed_bytes(self) -> int:
         """What every leg's generations take when each is a warm build's size."""
-        return len(self.shares) * self.keep * self.warm_bytes
+        return sum(s.generations for s in self.shares) * self.warm_bytes
+
+    @property
+    def caches(self) -> int:
+        """Every leg's generations: the caches the budget is shared over."""
+        return sum(s.generations for s in self.shares)
 
     def warnings(self) -> list[str]:
         out = []
@@ -66,11 +76,11 @@ class LegBudget:
                 f"{human_bytes(self.needed_bytes / self.warn_fraction)} of Actions cache, "
                 "or the shared remote cache ([ccache] remote)"
             )
-        grows_to = len(self.shares) * self.keep * self.max_size_bytes
+        grows_to = self.caches * self.max_size_bytes
         if grows_to > self.limit_bytes:
             fit = min(s.share_bytes for s in self.shares) if self.shares else 0
             out.append(
-                f"[ccache] max_size {human_bytes(self.max_size_bytes)} lets {len(self.shares)} legs x {self.keep} "
+                f"[ccache] max_size {human_bytes(self.max_size_bytes)} lets {len(self.shares)} legs' {self.caches} "
                 f"generations grow to {human_bytes(grows_to)}, past cache_limit_bytes {human_bytes(self.limit_bytes)}: "
                 f"GitHub evicts the least recently used; a max_size of {human_bytes(fit)} stays within it"
             )
@@ -84,7 +94,13 @@ class LegBudget:
             "warm_bytes": self.warm_bytes,
             "needed_bytes": self.needed_bytes,
             "legs": [
-                {"leg": s.leg, "share_bytes": s.share_bytes, "warm_bytes": s.warm_bytes, "fits": s.fits}
+                {
+                    "leg": s.leg,
+                    "share_bytes": s.share_bytes,
+                    "warm_bytes": s.warm_bytes,
+                    "generations": s.generations,
+                    "fits": s.fits,
+                }
                 for s in self.shares
             ],
             "warnings": self.warnings(),
@@ -99,12 +115,21 @@ def plan_leg_budget(
     keep: int,
     max_size_bytes: int,
     warm_bytes: int,
+    warmed: Collection[str] = (),
 ) -> LegBudget:
-    """An equal share of the usable budget for each leg's ``keep`` generations (no leg's cache is worth less)."""
-    caches = max(1, len(legs) * keep)
+    """An equal share of the usable budget for each leg's ``keep`` generations, and one more for each ``warmed``
+    leg (no leg's cache is worth less)."""
+    generations = {leg: keep + (1 if leg in warmed else 0) for leg in legs}
+    caches = max(1, sum(generations.values()))
     share = int(limit_bytes * warn_fraction) // caches
     shares = tuple(
-        LegShare(leg=leg, share_bytes=min(share, max_size_bytes), warm_bytes=warm_bytes) for leg in legs
+        LegShare(
+            leg=leg,
+            share_bytes=min(share, max_size_bytes),
+            warm_bytes=warm_bytes,
+            generations=generations[leg],
+        )
+        for leg in legs
     )
     return LegBudget(
         limit_bytes=limit_bytes,
@@ -129,4 +154,13 @@ def matrix_leg_budget(matrix: Matrix) -> LegBudget:
         keep=matrix.github.keep,
         max_size_bytes=parse_size(matrix.ccache.max_size),
         warm_bytes=parse_size(matrix.ccache.warm_size),
+        warmed=warmed_legs(matrix),
     )
+
+
+def warmed_legs(matrix: Matrix) -> list[str]:
+    """The legs the Saturday warm-up compiles: every ROCm leg, when [rocm] warm_up is on and the policy has
+    weekly windows (pipeline/commands/warm_up.py)."""
+    if not matrix.rocm.warm_up or matrix.rocm.policy not in WINDOWED_POLICIES:
+        return []
+    return [name for name, leg in matrix.all_legs.items() if leg.needs_resolution]

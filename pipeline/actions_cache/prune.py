@@ -4,7 +4,9 @@ The plan is pure. It groups the keys this pipeline minted by (ref, kind, leg),
 *whatever their toolchain and tag*: grouping by the full restore prefix made
 every toolchain generation a group of one that was kept forever. Each group
 keeps its newest ``keep`` caches by ``created_at`` (ties: the higher id), never
-relying on the order the server listed them in. A key that is not ours is
+relying on the order the server listed them in. A warm-up's cache (next week's
+toolchain, compiled ahead) is kept besides those until a night has used it: until
+a night's cache of its toolchain is newer than it. A key that is not ours is
 never touched; a key that starts like ours but does not parse is left alone
 and reported.
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.actions_cache.budget import CacheBudget, budget_by_kind
-from pipeline.actions_cache.cache_keys import MalformedKeyError, parse_key
+from pipeline.actions_cache.cache_keys import KeyParts, MalformedKeyError, parse_key
 from pipeline.actions_cache.entries import PER_PAGE
 
 # Re-exported: the benchmark times the listing's parse and the plan (scripts/bench/__main__.py) through this
@@ -128,6 +130,20 @@ def _newest_first(entry: CacheEntry) -> tuple[float, int]:
     return (-entry.created_at.timestamp(), -entry.id)
 
 
+def _unused_warm_up(entry: CacheEntry, ordered: list[CacheEntry], parts_of: dict[int, KeyParts]) -> bool:
+    """The newest warm-up's cache, while no night has used it: no night's cache of its toolchain came after it.
+
+    ``ordered`` is its group, newest first. The night that restores it saves a cache of the same toolchain
+    (or, hitting every unit, saves nothing and restores it again the next night: kept until one does). An
+    older warm-up's (its week took another build: a late publish) is an ordinary generation: at most one
+    cache per leg is kept past ``keep``."""
+    parts = parts_of[entry.id]
+    if not parts.warm:
+        return False
+    newer = ordered[: ordered.index(entry)]
+    return not any(parts_of[e.id].warm or parts_of[e.id].toolchain == parts.toolchain for e in newer)
+
+
 def plan_prune(
     entries: Iterable[CacheEntry],
     *,
@@ -139,6 +155,7 @@ def plan_prune(
     if keep < 1:
         raise UsageError(f"--keep must be at least 1, got {keep}")
     buckets: dict[tuple[str, str, str], list[CacheEntry]] = defaultdict(list)
+    parts_of: dict[int, KeyParts] = {}
     malformed: list[CacheEntry] = []
     foreign = total_count = total_bytes = 0
     seen: set[int] = set()
@@ -157,11 +174,19 @@ def plan_prune(
             foreign += 1
             continue
         buckets[(entry.ref, parts.kind, parts.leg)].append(entry)
+        parts_of[entry.id] = parts
     groups = []
     for ref, kind, leg in sorted(buckets):
         ordered = sorted(buckets[(ref, kind, leg)], key=_newest_first)
+        kept = [e for i, e in enumerate(ordered) if i < keep or _unused_warm_up(e, ordered, parts_of)]
         groups.append(
-            GroupPlan(ref=ref, kind=kind, leg=leg, keep=tuple(ordered[:keep]), delete=tuple(ordered[keep:]))
+            GroupPlan(
+                ref=ref,
+                kind=kind,
+                leg=leg,
+                keep=tuple(kept),
+                delete=tuple(e for e in ordered if e not in kept),
+            )
         )
     return PrunePlan(
         groups=tuple(groups),

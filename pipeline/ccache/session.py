@@ -17,11 +17,12 @@ Why each setting:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 # Inside a ccache directory: the toolchain identity that filled it last.
 CACHE_TOOLCHAIN_MARKER = "pipeline-toolchain.txt"
+# Inside a ccache directory a warm-up filled: which run, for which window and toolchain (note_warm_up).
+WARM_UP_MARKER = "pipeline-warmed-by.json"
 
 
 def leg_cache_dir(cache_home: Path, leg: str) -> Path:
@@ -60,6 +63,30 @@ def record_cache_toolchain(cache_dir: Path, identity: str) -> str | None:
         return None
     atomic_write_text(marker, identity + "\n")
     return previous
+
+
+def note_warm_up(cache_dir: Path, warmed_by: Mapping[str, Any]) -> None:
+    """Leave in ``cache_dir`` which warm-up filled it (a run, a window, a toolchain): the first night that
+    restores this cache records it (:func:`take_warm_up`)."""
+    from pipeline.util.fsutil import atomic_write_json
+
+    atomic_write_json(cache_dir / WARM_UP_MARKER, dict(warmed_by))
+
+
+def take_warm_up(cache_dir: Path, identity: str) -> dict[str, Any] | None:
+    """Which warm-up filled ``cache_dir`` for the toolchain ``identity``, if one did; the note is removed, so
+    the cache this night saves does not claim it again. A note for another toolchain is removed unread."""
+    marker = cache_dir / WARM_UP_MARKER
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError):
+        data = None
+    marker.unlink(missing_ok=True)
+    if not isinstance(data, dict) or data.get("toolchain") != identity:
+        return None
+    return data
 
 
 def find_ccache() -> Path:

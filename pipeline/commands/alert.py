@@ -9,10 +9,9 @@ from typing import Any
 from pipeline.commands.shared.github_args import add_github_options, expected_legs, github_target
 from pipeline.commands.shared.issue_actions import apply_issue_action
 from pipeline.errors import UsageError
-from pipeline.github import rest
+from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import GITHUB_RUN_ID, GITHUB_SERVER_URL
 from pipeline.release.alert import DEFAULT_LABEL, STATUSES, check_label, check_status, plan_alert
 from pipeline.release.collect import read_results
 from pipeline.release.plan import NO_STATUS, LegResult
@@ -45,9 +44,7 @@ def register(sub: Any) -> None:
 
 def default_run_url(env: Any) -> str | None:
     """This Actions run's page, from the runner's variables; None outside Actions."""
-    server, run_id = env.get(GITHUB_SERVER_URL), env.get(GITHUB_RUN_ID)
-    repo = env.get(S.GITHUB_REPOSITORY.env_var)
-    return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
+    return runner.run_url(env, env.get(S.GITHUB_REPOSITORY.env_var))
 
 
 def failure_reason(result: LegResult) -> str:

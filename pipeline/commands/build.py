@@ -16,7 +16,9 @@ def register(sub: Any) -> None:
         "build",
         help="build one leg (what `nox -s LEG` runs)",
         description="Configure and build one leg with CMake, Ninja and ccache, then write "
-        "<out>/<leg>/record.json and the bundle.",
+        "<out>/<leg>/record.json and the bundle. With a warm-up's resolution (python -m pipeline "
+        "warm-up) it compiles next week's build into the leg's ccache and stops there: no bundle, "
+        "the record says 'warmed'.",
     )
     add_build_arguments(p)
     p.set_defaults(func=run, reads_resolution=True)
@@ -36,6 +38,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         remote_cache=args.remote_cache,
         no_bundle=args.no_bundle,
         configure_only=args.configure_only,
+        # The resolution decides, as it decides the cache key (cache-key): the two never disagree.
+        warm_up=inputs.resolution is not None and inputs.resolution.warm_up is not None,
     )
     console = make_console(inputs.environ, stderr=False)
     tree_given = options.source is not None or inputs.source_archive is not None

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.actions_cache.leg_budget import matrix_leg_budget
+from pipeline.actions_cache.leg_budget import LegBudget, matrix_leg_budget
 from pipeline.github import runner
 from pipeline.github.limits import RELEASE_ASSET_LIMIT_BYTES
 from pipeline.inputs import settings as S
@@ -21,7 +21,8 @@ def register(sub: Any) -> None:
         "cache-budget",
         help="per leg, the ccache it can keep within [github] cache_limit_bytes; warns when too small",
         description=(
-            "Every leg keeps [github] keep generations of its ccache in the repository's Actions caches, "
+            "Every leg keeps [github] keep generations of its ccache in the repository's Actions caches "
+            "(a ROCm leg one more with the Saturday warm-up, [rocm] warm_up), "
             "which GitHub evicts past [github] cache_limit_bytes. Prints each leg's share (below "
             "cache_warn_fraction of the limit) and warns when it is smaller than a warm build's cache "
             "([ccache] warm_size, the cpu leg's, measured) or when [ccache] max_size lets the caches outgrow "
@@ -49,12 +50,14 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         print(json.dumps(data, indent=2))
     else:
         print(
-            f"{len(plan.shares)} legs x {plan.keep} generations within {human_bytes(plan.usable_bytes)} "
+            f"{len(plan.shares)} legs, {plan.caches} generations ({plan.keep} each"
+            f"{_warm_extra(plan)}) within {human_bytes(plan.usable_bytes)} "
             f"of {human_bytes(plan.limit_bytes)}; a warm build's ccache: {human_bytes(plan.warm_bytes)}"
         )
         for share in plan.shares:
             verdict = "warm" if share.fits else "too small for a warm build"
-            print(f"  {share.leg:<32} {human_bytes(share.share_bytes):>10}  {verdict}")
+            extra = "  (+1 warm-up generation)" if share.generations > plan.keep else ""
+            print(f"  {share.leg:<32} {human_bytes(share.share_bytes):>10}  {verdict}{extra}")
         if bundles:
             print(
                 f"bundles in {inputs.out}, against GitHub's {human_bytes(RELEASE_ASSET_LIMIT_BYTES)} per release asset:"
@@ -66,6 +69,11 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     for warning in warnings:
         runner.annotate("warning", warning, env=inputs.environ, stream=sys.stderr)
     return 0
+
+
+def _warm_extra(plan: LegBudget) -> str:
+    warmed = sum(1 for s in plan.shares if s.generations > plan.keep)
+    return f", one more for the {warmed} legs the warm-up compiles" if warmed else ""
 
 
 def built_bundles(out: Path) -> dict[str, Path]:

@@ -18,7 +18,8 @@ def register(sub: Any) -> None:
         help="print a leg's cache key and restore keys (and set them as step outputs on Actions)",
         description=(
             "The key carries the leg, its toolchain identity and the run's tag; the restore key stops "
-            "right after the toolchain, so it only matches caches of the same leg and toolchain. On "
+            "right after the toolchain, so it only matches caches of the same leg and toolchain. A "
+            "warm-up's resolution (warm-up) ends the key in '-warm'. On "
             "GitHub Actions the step outputs are key, restore-keys and ccache-dir, and for legs that "
             "download their toolchain, toolchain-key and toolchain-dir."
         ),
@@ -55,7 +56,9 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         # An installed ROCm (--rocm-path) is the identity its builds' records carry: no TheRock build is resolved.
         rocm = leg_rocm(inputs, leg, rocm_path=inputs.rocm_path)
         toolchain = toolchain_identity(inputs, leg, rocm=rocm)
-    key = cache_key(leg.name, toolchain, tag)
+    # A warm-up's run (its resolution says so) saves under its own key, for the next window's first night.
+    warm = inputs.resolution is not None and inputs.resolution.warm_up is not None
+    key = cache_key(leg.name, toolchain, tag, warm=warm)
     restore = restore_keys(leg.name, toolchain)
     outputs = {
         "key": key,

@@ -8,10 +8,9 @@ from typing import Any
 from pipeline.commands.shared.github_args import add_github_options, github_target
 from pipeline.commands.shared.issue_actions import apply_issue_action
 from pipeline.errors import UsageError
-from pipeline.github import rest
+from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import GITHUB_RUN_ID, GITHUB_SERVER_URL
 from pipeline.release.alert import check_label
 from pipeline.release.deadman import DEFAULT_STALE_LABEL, TITLE, plan_deadman, release_seen
 from pipeline.util.http_retry import say_on_stderr
@@ -58,8 +57,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     client = ReleasesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)  # fmt: skip
     releases = [release_seen(item, "GET releases") for item in client.all_releases()]
     open_issue = client.open_issue_with_label(args.label)
-    server, run_id = inputs.environ.get(GITHUB_SERVER_URL), inputs.environ.get(GITHUB_RUN_ID)
-    run_url = f"{server}/{repo}/actions/runs/{run_id}" if server and run_id else None
+    run_url = runner.run_url(inputs.environ, repo)
     plan = plan_deadman(
         releases, now=inputs.now, stale_days=float(stale_days), open_issue=open_issue, run_url=run_url
     )

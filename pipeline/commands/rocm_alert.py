@@ -8,10 +8,9 @@ from typing import Any
 from pipeline.commands.shared.github_args import add_github_options, github_target
 from pipeline.commands.shared.issue_actions import apply_issue_action
 from pipeline.errors import UsageError
-from pipeline.github import rest
+from pipeline.github import rest, runner
 from pipeline.inputs import settings as S
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.names import GITHUB_RUN_ID, GITHUB_SERVER_URL
 from pipeline.release.alert import check_label
 from pipeline.release.rocm_alert import DEFAULT_ROCM_STALE_LABEL, TITLE, plan_rocm_alert
 from pipeline.util.http_retry import say_on_stderr
@@ -64,8 +63,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     client = ReleasesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)  # fmt: skip
     open_issue = client.open_issue_with_label(args.label)
     said = client.issue_texts(open_issue) if open_issue is not None and stale else []
-    server, run_id = inputs.environ.get(GITHUB_SERVER_URL), inputs.environ.get(GITHUB_RUN_ID)
-    run_url = f"{server}/{repo}/actions/runs/{run_id}" if server and run_id else None
+    run_url = runner.run_url(inputs.environ, repo)
     plan = plan_rocm_alert(stale, open_issue=open_issue, said=said, run_url=run_url)
     print(
         f"stale ROCm families: {', '.join(plan.stale) or 'none'}"

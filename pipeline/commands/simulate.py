@@ -26,6 +26,14 @@ each week (Sunday to Saturday, San Francisco time), the runs that build cold
 (their toolchain differs from the previous run's; the window's first run is
 not counted) and the split weeks (more than one toolchain).
 
+With the warm-up (on unless --no-warm-up): each Saturday at --warm-cron the
+weekly policies compile the next week's build ahead, the build they would take
+at the week's start among those published by then (`warm-up`). A cold run
+whose build a warm-up compiled before it is warm: "cold (warm-up)" counts the
+nights that still compile cold on the publish path, and "late Saturdays" the
+weeks whose Saturday build came out after the warm-up (the only weeks that
+can still have one, under weekly-stable).
+
 Policies: weekly-stable (the matrix default: never splits a week), weekly
 (the original job's rule: a late Saturday publish can split a week), latest,
 an explicit version, and weekly-sunday, the rejected variant whose cutoff is
@@ -56,6 +64,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--cron", default=DEFAULT_CRON, metavar="HH:MMZ", help=f"run time, UTC (default: {DEFAULT_CRON})"
     )
+    p.add_argument(
+        "--warm-cron",
+        default=sim.DEFAULT_WARM_CRON,
+        metavar="HH:MMZ",
+        help=f"the Saturday warm-up's time, UTC (default: {sim.DEFAULT_WARM_CRON}, warm-up.yml's schedule)",
+    )
+    p.add_argument("--no-warm-up", action="store_true", help="replay without the Saturday warm-up")
     p.add_argument(
         "--policy",
         dest="policies",
@@ -100,6 +115,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.util.console import make_console
 
     cron = sim.parse_cron(args.cron)
+    warm_cron = None if args.no_warm_up else sim.parse_cron(args.warm_cron, "--warm-cron")
     policies = [sim.check_policy(p) for p in (args.policies or sim.DEFAULT_POLICIES)]
     end = args.end or inputs.now.date()
     for flag, day in (("--from", args.start), ("--to", end)):
@@ -122,13 +138,16 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         raise UsageError(
             f"{index_url}: no {os_name} {family} tarballs in the index (check --os and --family)"
         )
-    results = sim.simulate(builds, policies=policies, start=args.start, end=end, cron=cron)
+    results = sim.simulate(
+        builds, policies=policies, start=args.start, end=end, cron=cron, warm_cron=warm_cron
+    )
 
     if args.json:
         doc = {
             "from": args.start.isoformat(),
             "to": end.isoformat(),
             "cron": cron.strftime("%H:%MZ"),
+            "warm_cron": None if warm_cron is None else warm_cron.strftime("%H:%MZ"),
             "os": os_name,
             "family": family,
             "index_url": index_url,
@@ -149,8 +168,10 @@ def _print(console: Any, results: dict[str, sim.PolicyResult], *, title: str) ->
     from rich.table import Table
 
     summary = Table(title=f"Policy replay: {title}", header_style="bold")
-    for name in ("Policy", "Runs", "Unresolved", "Toolchains", "Cold runs", "Split weeks"):
-        summary.add_column(name, justify="left" if name in ("Policy", "Split weeks") else "right")
+    left = ("Policy", "Split weeks")
+    columns = ("Policy", "Runs", "Unresolved", "Toolchains", "Cold runs", "Cold (warm-up)", "Split weeks")
+    for name in columns:
+        summary.add_column(name, justify="left" if name in left else "right")
     for name, result in results.items():
         split = result.split_weeks()
         summary.add_row(
@@ -159,10 +180,13 @@ def _print(console: Any, results: dict[str, sim.PolicyResult], *, title: str) ->
             str(sum(1 for r in result.runs if r.version is None)),
             str(len(result.distinct_toolchains())),
             str(len(result.cold_runs())),
+            # "-": no warm-up for this policy (no windows: latest, a version) or none asked for.
+            str(len(result.cold_runs(warmed=True))) if result.warm_ups else "-",
             ", ".join(d.isoformat() for d in split) or "none",
             style="yellow" if split else None,
         )
     console.print(summary)
+    _print_warm_ups(console, results)
 
     weeks = Table(title="Toolchains per week (Sunday, San Francisco)", header_style="bold")
     weeks.add_column("Week of")
@@ -179,3 +203,20 @@ def _print(console: Any, results: dict[str, sim.PolicyResult], *, title: str) ->
             cells.append(f"[yellow]{text}[/yellow]" if len(versions) > 1 else text)
         weeks.add_row(sunday.isoformat(), *cells)
     console.print(weeks)
+
+
+def _print_warm_ups(console: Any, results: dict[str, sim.PolicyResult]) -> None:
+    """Per warmed policy: the nights still cold on the publish path, beside the weeks whose Saturday was late."""
+    from rich.table import Table
+
+    warmed = {name: r for name, r in results.items() if r.warm_ups}
+    if not warmed:
+        return
+    table = Table(title="With the Saturday warm-up", header_style="bold")
+    for name in ("Policy", "Warm-ups", "Cold nights (warm-up)", "Late Saturdays"):
+        table.add_column(name, justify="right" if name == "Warm-ups" else "left", overflow="fold")
+    for name, result in warmed.items():
+        cold = [r.day.isoformat() for r in result.cold_runs(warmed=True)]
+        late = [w.saturday.isoformat() for w in result.late_saturdays()]
+        table.add_row(name, str(len(result.warm_ups)), ", ".join(cold) or "none", ", ".join(late) or "none")
+    console.print(table)

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import TextIO
 
 from pipeline.errors import UsageError
-from pipeline.names import GITHUB_ACTIONS, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY
+from pipeline.names import (
+    GITHUB_ACTIONS,
+    GITHUB_OUTPUT,
+    GITHUB_RUN_ID,
+    GITHUB_SERVER_URL,
+    GITHUB_STEP_SUMMARY,
+)
 
 LEVELS = ("debug", "notice", "warning", "error")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -140,3 +146,9 @@ def group(title: str, *, env: Mapping[str, str], stream: TextIO | None = None) -
     finally:
         if active:
             print("::endgroup::", file=stream or sys.stdout, flush=True)
+
+
+def run_url(env: Mapping[str, str], repo: str | None) -> str | None:
+    """This Actions run's page (``repo`` is owner/name), from the runner's variables; None outside Actions."""
+    server, run_id = env.get(GITHUB_SERVER_URL), env.get(GITHUB_RUN_ID)
+    return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None

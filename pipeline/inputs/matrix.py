@@ -104,6 +104,8 @@ class RocmConfig:
     # A PEP 503 / 691 simple index; "{family}" in it becomes the leg's TheRock family, "{stream}" the policy's
     # TheRock stream (names.rocm_stream).
     wheel_index_url: str = DEFAULT_WHEEL_INDEX
+    # The Saturday warm-up (`warm-up`, warm-up.yml): compile next week's build before its first night.
+    warm_up: bool = True
 
     def wheel_index_for(self, family: str, stream: str = "nightly") -> str:
         """The wheel index a leg of ``family`` resolves against, for a policy of ``stream``."""
@@ -281,6 +283,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         stale=rocm_t.choice("stale", STALE_ACTIONS, None) if "stale" in rocm_t.names() else None,
         source=rocm_t.choice("source", ROCM_SOURCES, RocmConfig.source),
         wheel_index_url=rocm_t.string("wheel_index_url", RocmConfig.wheel_index_url, check=wheel_index_check),
+        warm_up=rocm_t.boolean("warm_up", RocmConfig.warm_up),
     )
     rocm_t.done()
     cc = root.table("ccache")

@@ -289,6 +289,34 @@ class ResolvedRocm:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class WarmUp:
+    """A warm-up's resolution: the next window's builds, resolved ahead by ``warm-up`` at ``resolved_at``.
+
+    The resolution's ``now`` is the moment that window begins. Its legs compile
+    (no bundle) and save their ccache under a key of its own (``-warm``, see
+    :mod:`pipeline.actions_cache.cache_keys`) for the window's first night.
+    """
+
+    # When the warm-up ran (its builds are those published by then).
+    resolved_at: datetime
+    # The run that warmed: its URL on GitHub Actions, else None.
+    run_url: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resolved_at": format_utc(self.resolved_at), "run_url": self.run_url}
+
+    @classmethod
+    def from_json(cls, data: Any, *, where: str) -> WarmUp:
+        if not isinstance(data, dict):
+            raise UsageError(f"{where}: expected an object or null, got {data!r:.60}")
+        at, url = data.get("resolved_at"), data.get("run_url")
+        if not isinstance(at, str):
+            raise UsageError(f"{where}.resolved_at: expected an ISO-8601 string, got {at!r}")
+        _check_url(url, f"{where}.run_url", optional=True)
+        return cls(resolved_at=parse_now(at, where=f"{where}.resolved_at"), run_url=url)
+
+
 @dataclass(kw_only=True)
 class Resolution:
     """One run's resolved inputs: written by ``resolve``, read by every leg."""
@@ -301,9 +329,12 @@ class Resolution:
     # The run's llama.cpp source (tag, mix, commits), when the run resolved one.
     source: SourceSpec | None = None
     index_url: str | None = None
+    # Set when this is a warm-up's resolution of the next window (``now`` is that window's start).
+    warm_up: WarmUp | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"warm_up": self.warm_up.to_json()} if self.warm_up is not None else {}),
             "format": FORMAT,
             "now": format_utc(self.now),
             "rocm_policy": self.rocm_policy,
@@ -345,6 +376,9 @@ class Resolution:
             legs={str(k): ResolvedRocm.from_json(v, where=f"{where}.legs.{k}") for k, v in legs.items()},
             source=spec,
             index_url=parse_url(index_url, f"{where}.index_url") if isinstance(index_url, str) else None,
+            warm_up=None
+            if data.get("warm_up") is None
+            else WarmUp.from_json(data["warm_up"], where=f"{where}.warm_up"),
         )
 
 

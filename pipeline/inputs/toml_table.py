@@ -104,6 +104,12 @@ class TomlTable:
             raise ConfigError(f"{self.path}: {self._key(key)}: expected {expected}, got {value!r}{hint}")
         return value
 
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self._take(key, default)
+        if not isinstance(value, bool):
+            raise self._fail(key, "true or false", value)
+        return value
+
     def integer(self, key: str, default: Any, *, minimum: int | None = None) -> Any:
         value = self._take(key, default)
         if not isinstance(value, int) or isinstance(value, bool):

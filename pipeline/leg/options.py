@@ -22,5 +22,8 @@ class LegOptions:
     # Stop after CMake's configure: the toolchain, preflight and flags checked, nothing compiled, no bundle
     # (the record says "configured").
     configure_only: bool = False
+    # A warm-up's run (its resolution is the next window's, pipeline/commands/warm_up.py): compile into the
+    # leg's ccache, note which run warmed it there, make no bundle (the record says "warmed").
+    warm_up: bool = False
     # Run check-bundle on the new bundle (a reproduction compares instead: its original was checked).
     check_bundle: bool = True

@@ -40,6 +40,8 @@ class BuildPlan:
     build: Path
     # The toolchain the leg's cache was last filled with (None: a new cache), for the record.
     previous_toolchain: str | None
+    # The warm-up that filled the restored cache for this toolchain (its note, pipeline.ccache.session), if any.
+    warmed_by: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

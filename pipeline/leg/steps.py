@@ -26,9 +26,11 @@ from pipeline.ccache.glslc_serving import serving_glslc
 from pipeline.ccache.session import (
     CcacheSetup,
     leg_cache_dir,
+    note_warm_up,
     record_cache_toolchain,
     remote_spec,
     setup_ccache,
+    take_warm_up,
     with_glslc_cache,
     workspace_of,
 )
@@ -50,6 +52,7 @@ from pipeline.results.ninjalog import timings_for_build
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.util.timeutil import format_utc
 from pipeline.util.tree_removal import remove_aside
 
 
@@ -211,24 +214,57 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     ``preflight``, ``ccache``, ``configure``, ``build``, ``bundle``, ``check``); configure and build time
     their command themselves, and ``package`` is the bundle step's archive writing."""
     result: Any = None
-    steps = STEPS[: STEPS.index(configure_step) + 1] if ctx.options.configure_only else STEPS
+    steps = (
+        STEPS[: STEPS.index(configure_step) + 1]
+        if ctx.options.configure_only
+        else STEPS[: STEPS.index(build_step) + 1]
+        if ctx.options.warm_up
+        else STEPS
+    )
     for step in steps:
         started = time.monotonic()
         result = step(ctx, result)
         ctx.record.phases.setdefault(
             step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3)
         )
-    packaged: Packaged = Packaged(plan=result, bundle=None) if ctx.options.configure_only else result
+    stopped_early = ctx.options.configure_only or ctx.options.warm_up
+    packaged: Packaged = Packaged(plan=result, bundle=None) if stopped_early else result
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
     _finish_pending(ctx)
+    if ctx.options.warm_up:
+        _note_warm_up(ctx, plan)
     # A configure-only run is no release's: publish and cache-save take only a "success". A staged one
     # becomes a success when `pack` has made and checked its signed bundle.
-    record.status = "configured" if ctx.options.configure_only else "staged" if packaged.staged else "success"
+    record.status = (
+        "configured"
+        if ctx.options.configure_only
+        else "warmed"
+        if ctx.options.warm_up
+        else "staged"
+        if packaged.staged
+        else "success"
+    )
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(ctx.work / RECORD_NAME)
     render.show_record(record, ctx.console)
     return LegRun(toolchain=plan.toolchain, build_dir=plan.build, record=record, bundle=bundle)
+
+
+def _note_warm_up(ctx: LegContext, plan: BuildPlan) -> None:
+    """A warm-up's run: which run filled the leg's cache, for which window and toolchain, left in the cache for
+    the window's first night to record (pipeline.ccache.session.take_warm_up)."""
+    resolution = ctx.inputs.resolution
+    # LegOptions.warm_up comes from this resolution (pipeline/commands/build.py).
+    assert resolution is not None and resolution.warm_up is not None
+    warmed_by = {
+        "toolchain": plan.toolchain.identity,
+        "window": format_utc(resolution.now),
+        **resolution.warm_up.to_json(),
+        "tag": plan.source.tag,
+    }
+    note_warm_up(plan.ccache.cache_dir, warmed_by)
+    ctx.record.ccache["warm_up"] = warmed_by
 
 
 def _finish_pending(ctx: LegContext) -> None:
@@ -335,10 +371,24 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
     if ccache.check_note:
         render.note(ctx.console, ctx.leg.name, ccache.check_note)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
+    # Before the build adds to the cache: whether a warm-up filled it (a warm-up's own run starts a new note).
+    warmed_by = take_warm_up(ccache.cache_dir, toolchain.identity)
     render.header(ctx.console, ctx.leg.name, toolchain, ccache)
+    if warmed_by is not None:
+        render.note(ctx.console, ctx.leg.name, f"ccache warmed ahead by {_warm_up_text(warmed_by)}")
     return BuildPlan(
-        source=source, toolchain=toolchain, ccache=ccache, build=build, previous_toolchain=previous_toolchain
+        source=source,
+        toolchain=toolchain,
+        ccache=ccache,
+        build=build,
+        previous_toolchain=previous_toolchain,
+        warmed_by=warmed_by,
     )
+
+
+def _warm_up_text(warmed_by: Mapping[str, Any]) -> str:
+    run = warmed_by.get("run_url") or "a local warm-up"
+    return f"{run} at {warmed_by.get('resolved_at')} (for the window from {warmed_by.get('window')})"
 
 
 def _build_info(plan: BuildPlan) -> list[str]:
@@ -413,6 +463,8 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     stats = ccache.read_stats()
     record.ccache = ccache.to_record(stats)
     record.ccache["previous_toolchain"] = plan.previous_toolchain
+    if plan.warmed_by is not None:
+        record.ccache["warmed_by"] = plan.warmed_by
     if ccache.remote_check:
         from pipeline.ccache.remote import remote_errors_warning
 

@@ -23,7 +23,8 @@ LOCK_NAME = ".lock"
 # "running" record whose run holds no lock any more reads as "interrupted". "configured": a run asked to
 # stop after CMake's configure (``build --configure-only``) did so; nothing was compiled or bundled. "staged":
 # built, the bundle's files staged for the workflow's signing step; ``pack`` ends it "success" (docs/signing.md).
-STATUSES = ("running", "success", "configured", "staged", "failed", "interrupted")
+# "warmed": a warm-up's run compiled next week's build into the leg's ccache, and made no bundle (docs/caches.md).
+STATUSES = ("running", "success", "configured", "staged", "warmed", "failed", "interrupted")
 
 
 def leg_lock(work: Path) -> Path:

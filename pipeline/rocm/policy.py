@@ -66,6 +66,20 @@ def week_start_moment(now: datetime) -> datetime:
     return datetime.combine(local_week_start(now), time(0), tzinfo=WEEK_ZONE)
 
 
+# The policies whose build holds for a window of days (a week): only these have a next window whose
+# build is known before it begins, so only these can be warmed ahead (pipeline/commands/warm_up.py).
+WINDOWED_POLICIES = ("weekly", WEEKLY_STABLE)
+
+
+def next_window_start(policy: str, now: datetime) -> datetime | None:
+    """When the window after the one holding ``now`` begins: the next Sunday 00:00 in San Francisco, for a
+    weekly policy; None for a policy without windows (latest, stable, an explicit version)."""
+    if policy not in WINDOWED_POLICIES:
+        return None
+    # Date arithmetic, then midnight in the zone: seven days of 24 h would be an hour off across a DST change.
+    return datetime.combine(local_week_start(now) + timedelta(days=7), time(0), tzinfo=WEEK_ZONE)
+
+
 def weekly_cutoff(now: datetime) -> date:
     """The Saturday before the most recent Sunday in America/Los_Angeles."""
     return local_week_start(now) - timedelta(days=1)
