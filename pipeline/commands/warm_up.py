@@ -61,7 +61,9 @@ def register(sub: Any) -> None:
     S.add_flag(p, S.TAG, help="llama.cpp tag to compile, b<digits> or latest (default: matrix.toml's)")
     S.add_flag(p, S.ROCM_PATH, help="an installed ROCm: nothing to warm ahead")
     p.add_argument(
-        "--no-source", action="store_true", help="resolve the ROCm builds only, not the source tag (no git access)"
+        "--no-source",
+        action="store_true",
+        help="resolve the ROCm builds only, not the source tag (no git access)",
     )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=run)

@@ -223,3 +223,67 @@ def test_simulate_a_date_out_of_range_is_one_line(
     assert main(["simulate", *flags, "--index-url", url, "--family", "gfx110X-all"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"error: {expected}"]
     assert http_server.hits(INDEX_PATH) == 0
+
+
+def test_a_year_replayed_through_the_cli_reports_the_cold_nights_with_and_without_the_warm_up(
+    http_server: LocalServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.therock_index import html_page
+    from tests.unit.test_warm_up_rules import year_of_builds
+
+    builds, late = year_of_builds(1)
+    entries: list[tuple[str, object]] = [(b.name, b.published) for b in builds]
+    http_server.route("/year/", Response(200, html_page(entries).encode(), {"Content-Type": "text/html"}))
+    doc = run_json(
+        [
+            "simulate",
+            "--from",
+            "2026-01-01",
+            "--to",
+            "2026-12-31",
+            "--index-url",
+            http_server.url("/year/"),
+            "--family",
+            "gfx110X-all",
+            "--os",
+            "linux",
+            "--policy",
+            "weekly-stable",
+            "--json",
+        ],
+        capsys,
+    )
+    weekly = doc["policies"]["weekly-stable"]  # type: ignore[index]
+    assert doc["warm_cron"] == "18:17Z"
+    assert len(weekly["warm_ups"]) == 52
+    assert weekly["cold_runs"] == 52
+    # Each remaining cold night is the Sunday after a Saturday whose build came out after the warm-up.
+    assert weekly["late_saturdays"] == sorted(
+        d.isoformat() for d in late if date(2026, 1, 1) <= d < date(2026, 12, 26)
+    )
+    assert weekly["cold_runs_with_warm_up"] == len(weekly["late_saturdays"]) == 7
+    assert [date.fromisoformat(d) - timedelta(days=1) for d in weekly["cold_run_dates_with_warm_up"]] == [
+        date.fromisoformat(d) for d in weekly["late_saturdays"]
+    ]
+    # --no-warm-up: the seed's rule alone.
+    plain = run_json(
+        [
+            "simulate",
+            "--from",
+            "2026-01-01",
+            "--to",
+            "2026-12-31",
+            "--index-url",
+            http_server.url("/year/"),
+            "--family",
+            "gfx110X-all",
+            "--os",
+            "linux",
+            "--policy",
+            "weekly-stable",
+            "--no-warm-up",
+            "--json",
+        ],
+        capsys,
+    )
+    assert "warm_ups" not in plain["policies"]["weekly-stable"]  # type: ignore[index]

@@ -21,8 +21,16 @@ from pipeline.actions_cache.cache_keys import parse_key
 from tests.support.httpserver import LocalServer, Response
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
-from tests.support.rocm_leg import COMPILATIONS, FAMILY, INDEX, LEG, UNITS, make_therock_from_debian_clang
-from tests.support.rocm_leg import sha256sum, tarball_name
+from tests.support.rocm_leg import (
+    COMPILATIONS,
+    FAMILY,
+    INDEX,
+    LEG,
+    UNITS,
+    make_therock_from_debian_clang,
+    sha256sum,
+    tarball_name,
+)
 from tests.support.therock_index import html_page
 
 # The week of Sunday 2025-01-05 (PST, UTC-8): its build is the one dated Saturday 2025-01-04. Its Saturday,
@@ -34,7 +42,11 @@ FRIDAY = "7.0.0a20250110"
 WARM_UP_AT = "2025-01-11T18:17:00Z"
 WINDOW = "2025-01-12T08:00:00Z"
 SUNDAY_NIGHT = "2025-01-12T09:17:00Z"
-RUN = {"GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": "octo/llama", "GITHUB_RUN_ID": "4242"}
+RUN = {
+    "GITHUB_SERVER_URL": "https://github.example",
+    "GITHUB_REPOSITORY": "octo/llama",
+    "GITHUB_RUN_ID": "4242",
+}
 
 
 def at(text: str) -> datetime:
@@ -97,8 +109,18 @@ def warm_up(ws: Path, tmp_path: Path, *extra: str) -> tuple[dict, dict[str, str]
     out_file.unlink(missing_ok=True)
     env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(out_file), **RUN}
     proc = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "warm-up", "--now", WARM_UP_AT, "--out", str(ws / "out"),
-         "--no-source", "--json", *extra],  # fmt: skip
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "warm-up",
+            "--now",
+            WARM_UP_AT,
+            "--out",
+            str(ws / "out"),
+            "--no-source",
+            "--json",
+            *extra,
+        ],
         env=env,
         check=True,
     )
@@ -135,7 +157,11 @@ def test_saturdays_warm_up_compiles_next_weeks_build_and_sundays_night_hits_it(
     index_url = serve(
         http_server,
         therock,
-        {THIS_WEEK: "2025-01-04T03:00:00Z", FRIDAY: "2025-01-10T03:00:00Z", NEXT_WEEK: "2025-01-11T03:00:00Z"},
+        {
+            THIS_WEEK: "2025-01-04T03:00:00Z",
+            FRIDAY: "2025-01-10T03:00:00Z",
+            NEXT_WEEK: "2025-01-11T03:00:00Z",
+        },
     )
     ws = workspace(tmp_path, index_url)
     plan, out = warm_up(ws, tmp_path)
@@ -146,7 +172,10 @@ def test_saturdays_warm_up_compiles_next_weeks_build_and_sundays_night_hits_it(
     resolved = ws / "out" / "resolved.json"
     doc = json.loads(resolved.read_text())
     assert doc["now"] == WINDOW and doc["legs"][LEG]["version"] == NEXT_WEEK
-    assert doc["warm_up"] == {"resolved_at": WARM_UP_AT, "run_url": "https://github.example/octo/llama/actions/runs/4242"}
+    assert doc["warm_up"] == {
+        "resolved_at": WARM_UP_AT,
+        "run_url": "https://github.example/octo/llama/actions/runs/4242",
+    }
     assert json.loads(out["resolved"]) == doc
 
     # The warm-up's leg job: compiles, makes no bundle, saves under a key of its own.
@@ -162,8 +191,16 @@ def test_saturdays_warm_up_compiles_next_weeks_build_and_sundays_night_hits_it(
 
     # Sunday's first night resolves the new week's build: the warm-up's cache is under its restore prefix.
     night = run_pipeline(
-        ["--matrix", str(ws / "matrix.toml"), "resolve", "--now", SUNDAY_NIGHT, "--no-source", "--out",
-         str(ws / "night")],  # fmt: skip
+        [
+            "--matrix",
+            str(ws / "matrix.toml"),
+            "resolve",
+            "--now",
+            SUNDAY_NIGHT,
+            "--no-source",
+            "--out",
+            str(ws / "night"),
+        ],
         check=True,
     )
     night_resolved = ws / "night" / "resolved.json"
@@ -192,7 +229,11 @@ def test_a_saturday_build_published_after_the_warm_up_is_not_seen_by_it(
     index_url = serve(
         http_server,
         therock,
-        {THIS_WEEK: "2025-01-04T03:00:00Z", FRIDAY: "2025-01-10T03:00:00Z", NEXT_WEEK: "2025-01-11T20:00:00Z"},
+        {
+            THIS_WEEK: "2025-01-04T03:00:00Z",
+            FRIDAY: "2025-01-10T03:00:00Z",
+            NEXT_WEEK: "2025-01-11T20:00:00Z",
+        },
     )
     ws = workspace(tmp_path, index_url)
     plan, _ = warm_up(ws, tmp_path)
