@@ -38,6 +38,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--tag", help="the run's llama.cpp tag, named in the issue (default: the records')")
     p.add_argument("--run-url", metavar="URL", help="the run to link (default: this Actions run)")
+    p.add_argument(
+        "--run-name",
+        default="nightly",
+        choices=("nightly", "warm-up"),
+        help="the workflow the issue speaks of (default: nightly; warm-up.yml says warm-up)",
+    )
     p.add_argument("--apply", action="store_true", help="open, comment or close; without it nothing changes")
     p.set_defaults(func=run)
 
@@ -69,7 +75,7 @@ def failed_legs(expected: list[str], out: Path) -> tuple[list[tuple[str, str]], 
             failed.append((leg, "no record: the job failed before writing one, timed out or was skipped"))
         elif result.status == NO_STATUS:
             failed.append((leg, "its record has no status"))
-        elif result.status != "success":
+        elif result.status not in ("success", "warmed"):
             failed.append((leg, failure_reason(result)))
     tags = sorted({str(r.source["tag"]) for r in results.values() if r.source.get("tag")})
     return failed, tags[0] if len(tags) == 1 else None
@@ -92,7 +98,14 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     client = ReleasesClient(repo, token, api_url=api_url, retry=inputs.retry, on_wait=say_on_stderr)
     open_issue = client.open_issue_with_label(args.label)
     run_url = args.run_url or default_run_url(inputs.environ)
-    plan = plan_alert(args.status, open_issue, tag=args.tag or record_tag, failed=failed, run_url=run_url)
+    plan = plan_alert(
+        args.status,
+        open_issue,
+        tag=args.tag or record_tag,
+        failed=failed,
+        run_url=run_url,
+        run_name=args.run_name,
+    )
     target = f"#{plan.issue}" if plan.issue else "a new issue"
     prefix = "" if args.apply else "dry run: would "
     if plan.action == "none":

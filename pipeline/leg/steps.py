@@ -26,7 +26,6 @@ from pipeline.ccache.glslc_serving import serving_glslc
 from pipeline.ccache.session import (
     CcacheSetup,
     leg_cache_dir,
-    note_warm_up,
     record_cache_toolchain,
     remote_spec,
     setup_ccache,
@@ -46,13 +45,13 @@ from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.leg.source_step import check_cmake_project, source_step
 from pipeline.leg.step_results import BuildPlan, LegRun, Packaged, Prepared, SourceTree
+from pipeline.leg.warm_up_note import note_leg_warm_up, warm_up_text
 from pipeline.processes.groups import run_logged
 from pipeline.redaction import redact, secrets_in
 from pipeline.results.ninjalog import timings_for_build
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
-from pipeline.util.timeutil import format_utc
 from pipeline.util.tree_removal import remove_aside
 
 
@@ -214,13 +213,8 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     ``preflight``, ``ccache``, ``configure``, ``build``, ``bundle``, ``check``); configure and build time
     their command themselves, and ``package`` is the bundle step's archive writing."""
     result: Any = None
-    steps = (
-        STEPS[: STEPS.index(configure_step) + 1]
-        if ctx.options.configure_only
-        else STEPS[: STEPS.index(build_step) + 1]
-        if ctx.options.warm_up
-        else STEPS
-    )
+    last = configure_step if ctx.options.configure_only else build_step if ctx.options.warm_up else None
+    steps = STEPS[: STEPS.index(last) + 1] if last is not None else STEPS
     for step in steps:
         started = time.monotonic()
         result = step(ctx, result)
@@ -233,38 +227,19 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     record = ctx.record
     _finish_pending(ctx)
     if ctx.options.warm_up:
-        _note_warm_up(ctx, plan)
+        note_leg_warm_up(ctx, plan)
     # A configure-only run is no release's: publish and cache-save take only a "success". A staged one
     # becomes a success when `pack` has made and checked its signed bundle.
-    record.status = (
-        "configured"
-        if ctx.options.configure_only
-        else "warmed"
-        if ctx.options.warm_up
-        else "staged"
-        if packaged.staged
-        else "success"
-    )
+    ends = {
+        "configured": ctx.options.configure_only,
+        "warmed": ctx.options.warm_up,
+        "staged": packaged.staged,
+    }
+    record.status = next((status for status, said in ends.items() if said), "success")
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(ctx.work / RECORD_NAME)
     render.show_record(record, ctx.console)
     return LegRun(toolchain=plan.toolchain, build_dir=plan.build, record=record, bundle=bundle)
-
-
-def _note_warm_up(ctx: LegContext, plan: BuildPlan) -> None:
-    """A warm-up's run: which run filled the leg's cache, for which window and toolchain, left in the cache for
-    the window's first night to record (pipeline.ccache.session.take_warm_up)."""
-    resolution = ctx.inputs.resolution
-    # LegOptions.warm_up comes from this resolution (pipeline/commands/build.py).
-    assert resolution is not None and resolution.warm_up is not None
-    warmed_by = {
-        "toolchain": plan.toolchain.identity,
-        "window": format_utc(resolution.now),
-        **resolution.warm_up.to_json(),
-        "tag": plan.source.tag,
-    }
-    note_warm_up(plan.ccache.cache_dir, warmed_by)
-    ctx.record.ccache["warm_up"] = warmed_by
 
 
 def _finish_pending(ctx: LegContext) -> None:
@@ -375,7 +350,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
     warmed_by = take_warm_up(ccache.cache_dir, toolchain.identity)
     render.header(ctx.console, ctx.leg.name, toolchain, ccache)
     if warmed_by is not None:
-        render.note(ctx.console, ctx.leg.name, f"ccache warmed ahead by {_warm_up_text(warmed_by)}")
+        render.note(ctx.console, ctx.leg.name, f"ccache warmed ahead by {warm_up_text(warmed_by)}")
     return BuildPlan(
         source=source,
         toolchain=toolchain,
@@ -384,11 +359,6 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         previous_toolchain=previous_toolchain,
         warmed_by=warmed_by,
     )
-
-
-def _warm_up_text(warmed_by: Mapping[str, Any]) -> str:
-    run = warmed_by.get("run_url") or "a local warm-up"
-    return f"{run} at {warmed_by.get('resolved_at')} (for the window from {warmed_by.get('window')})"
 
 
 def _build_info(plan: BuildPlan) -> list[str]:

@@ -59,9 +59,11 @@ def check_status(value: str) -> str:
     return value
 
 
-def failure_text(tag: str | None, failed: Sequence[tuple[str, str]], run_url: str | None) -> str:
+def failure_text(
+    tag: str | None, failed: Sequence[tuple[str, str]], run_url: str | None, run_name: str = "nightly"
+) -> str:
     """The markdown naming the failed legs (and why) and linking the run."""
-    head = f"The nightly{f' for `{tag}`' if tag else ''} failed"
+    head = f"The {run_name}{f' for `{tag}`' if tag else ''} failed"
     lines = [f"{head}{f' ([run]({run_url}))' if run_url else ''}.", ""]
     if failed:
         lines.append("Failed legs:")
@@ -78,15 +80,17 @@ def plan_alert(
     tag: str | None,
     failed: Sequence[tuple[str, str]],
     run_url: str | None,
+    run_name: str = "nightly",
 ) -> AlertPlan:
-    """The one action for this nightly's ``status`` given the open alert issue (None: none open)."""
+    """The one action for this run's ``status`` given the open alert issue (None: none open). ``run_name``:
+    the workflow's, in the issue ("nightly", or "warm-up", whose failures never block a night)."""
     check_status(status)
-    title = "Nightly build failing"
+    title = f"{run_name[:1].upper()}{run_name[1:]} build failing"
     if status == "failure":
-        body = failure_text(tag, failed, run_url)
+        body = failure_text(tag, failed, run_url, run_name)
         return AlertPlan(action="comment" if open_issue else "open", issue=open_issue, title=title, body=body)
     if open_issue is None:
         return AlertPlan(action="none", issue=None, title=title, body="")
-    fixed = f"The nightly{f' for `{tag}`' if tag else ''} succeeded"
+    fixed = f"The {run_name}{f' for `{tag}`' if tag else ''} succeeded"
     body = f"{fixed}{f' ([run]({run_url}))' if run_url else ''}: closing.\n"
     return AlertPlan(action="close", issue=open_issue, title=title, body=body)

@@ -228,8 +228,8 @@ def test_simulate_a_date_out_of_range_is_one_line(
 def test_a_year_replayed_through_the_cli_reports_the_cold_nights_with_and_without_the_warm_up(
     http_server: LocalServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from tests.support.therock_history import year_of_builds
     from tests.support.therock_index import html_page
-    from tests.unit.test_warm_up_rules import year_of_builds
 
     builds, late = year_of_builds(1)
     entries: list[tuple[str, object]] = [(b.name, b.published) for b in builds]

@@ -17,6 +17,8 @@ pytestmark = pytest.mark.integration
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
 # The release operations around the nightly: its one retry and the dead-man check.
 OPERATIONS = ROOT / ".github" / "workflows" / "operations.yml"
+# The Saturday warm-up: next week's ROCm build compiled ahead, off the publish path.
+WARM_UP = ROOT / ".github" / "workflows" / "warm-up.yml"
 # The local composite action every job starts with (checkout, then this): Python and the one install.
 SETUP = ROOT / ".github" / "actions" / "setup-pipeline" / "action.yml"
 # What a step may run: nox, the pipeline, or installing them.
@@ -55,6 +57,7 @@ def run_values(*paths: Path) -> list[str]:
         ("vendor.github-workflows", WORKFLOW),
         ("vendor.github-actions", SETUP),
         ("vendor.github-workflows", OPERATIONS),
+        ("vendor.github-workflows", WARM_UP),
     ],
 )
 def test_schema_validation_passes(schema: str, path: Path) -> None:
@@ -78,6 +81,7 @@ def test_zizmor_finds_nothing() -> None:
             str(WORKFLOW),
             str(SETUP),
             str(OPERATIONS),
+            str(WARM_UP),
         ],
         capture_output=True,
         text=True,
@@ -142,7 +146,7 @@ def test_the_build_job_drives_nox_and_the_cache_commands() -> None:
 def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
     uses = [
         line.split("uses:", 1)[1].strip()
-        for path in (WORKFLOW, SETUP)
+        for path in (WORKFLOW, SETUP, WARM_UP)
         for line in lines(path)
         if re.match(r"^\s*(?:-\s+)?uses:", line)
     ]
@@ -403,3 +407,22 @@ def test_only_the_sign_step_reads_the_signing_secrets() -> None:
         assert f"secrets.{name}" in sign
     assert "environment: ${{ matrix.environment }}" in text
     assert 'python -m pipeline pack "$LEG"' in run_values()
+
+
+def test_the_warm_up_runs_saturdays_off_the_publish_path_one_command_per_step() -> None:
+    text = WARM_UP.read_text(encoding="utf-8")
+    # After the Saturday-dated build is out, before Sunday's first night (nightly.yml: 09:17 UTC daily).
+    assert 'schedule: [{ cron: "17 18 * * 6" }]' in text
+    assert re.search(r"^permissions: \{\}$", text, re.MULTILINE)
+    jobs = re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE)
+    names = [j.split(":", 1)[0] for j in jobs if j.strip()]
+    # No publish, no release: nothing of the nightly's publish path waits for it or is written by it.
+    assert names == ["plan", "warm", "alert"]
+    assert "contents: write" not in text and "publish" not in run_values(WARM_UP)
+    for value in run_values(WARM_UP):
+        assert ALLOWED.match(value) and not SHELL_CHAINING.search(value), value
+    assert "python -m pipeline warm-up" in run_values(WARM_UP)
+    # Its failure opens its own issue, never the nightly's.
+    assert "alert --apply --label warm-up-failure --run-name warm-up" in text
+    # The same cache steps as the nightly's build, so the key (-warm) and folder are cache-key's.
+    assert 'python -m pipeline cache-key "$LEG"' in text and 'python -m pipeline cache-save "$LEG"' in text

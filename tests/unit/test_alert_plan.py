@@ -68,3 +68,19 @@ def test_another_failure_quotes_its_error_line_and_an_old_record_says_what_it_ca
     reason = failure_reason(_result(error="cuda: Ninja build failed at ggml.o: error: x", exit_code=1))
     assert reason == "the build failed (exit 1): Ninja build failed at ggml.o: error: x"
     assert failure_reason(_result()) == "the build failed"
+
+
+def test_the_warm_ups_issue_speaks_of_the_warm_up_not_the_nightly() -> None:
+    plan = plan_alert(
+        "failure",
+        None,
+        tag="b7",
+        failed=[("rocm-linux-gfx110X", "the build failed")],
+        run_url=None,
+        run_name="warm-up",
+    )
+    assert plan.title == "Warm-up build failing"
+    assert plan.body.startswith("The warm-up for `b7` failed.")
+    closed = plan_alert("success", 12, tag="b7", failed=[], run_url=None, run_name="warm-up")
+    assert closed.action == "close" and closed.body.startswith("The warm-up for `b7` succeeded")
+    assert plan_alert("failure", None, tag=None, failed=[], run_url=None).title == "Nightly build failing"

@@ -51,7 +51,7 @@ def test_a_max_size_that_outgrows_the_limit_is_named() -> None:
         ["a", "b"], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2, max_size_bytes=5 * GIB, warm_bytes=MIB
     )
     assert plan.warnings() == [
-        "[ccache] max_size 5.0 GiB lets 2 legs x 2 generations grow to 20.0 GiB, past cache_limit_bytes 10.0 GiB: "
+        "[ccache] max_size 5.0 GiB lets 2 legs' 4 generations grow to 20.0 GiB, past cache_limit_bytes 10.0 GiB: "
         "GitHub evicts the least recently used; a max_size of 2.0 GiB stays within it"
     ]
     small = plan_leg_budget(
