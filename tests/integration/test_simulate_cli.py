@@ -234,25 +234,9 @@ def test_a_year_replayed_through_the_cli_reports_the_cold_nights_with_and_withou
     builds, late = year_of_builds(1)
     entries: list[tuple[str, object]] = [(b.name, b.published) for b in builds]
     http_server.route("/year/", Response(200, html_page(entries).encode(), {"Content-Type": "text/html"}))
-    doc = run_json(
-        [
-            "simulate",
-            "--from",
-            "2026-01-01",
-            "--to",
-            "2026-12-31",
-            "--index-url",
-            http_server.url("/year/"),
-            "--family",
-            "gfx110X-all",
-            "--os",
-            "linux",
-            "--policy",
-            "weekly-stable",
-            "--json",
-        ],
-        capsys,
-    )
+    year = ["simulate", "--from", "2026-01-01", "--to", "2026-12-31", "--index-url", http_server.url("/year/"),
+            "--family", "gfx110X-all", "--os", "linux", "--policy", "weekly-stable", "--json"]  # fmt: skip
+    doc = run_json(year, capsys)
     weekly = doc["policies"]["weekly-stable"]  # type: ignore[index]
     assert doc["warm_cron"] == "18:17Z"
     assert len(weekly["warm_ups"]) == 52
@@ -266,24 +250,5 @@ def test_a_year_replayed_through_the_cli_reports_the_cold_nights_with_and_withou
         date.fromisoformat(d) for d in weekly["late_saturdays"]
     ]
     # --no-warm-up: the seed's rule alone.
-    plain = run_json(
-        [
-            "simulate",
-            "--from",
-            "2026-01-01",
-            "--to",
-            "2026-12-31",
-            "--index-url",
-            http_server.url("/year/"),
-            "--family",
-            "gfx110X-all",
-            "--os",
-            "linux",
-            "--policy",
-            "weekly-stable",
-            "--no-warm-up",
-            "--json",
-        ],
-        capsys,
-    )
+    plain = run_json([*year, "--no-warm-up"], capsys)
     assert "warm_ups" not in plain["policies"]["weekly-stable"]  # type: ignore[index]

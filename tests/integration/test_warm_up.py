@@ -53,6 +53,11 @@ def at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
+def three_builds(saturday_published: str) -> dict[str, str]:
+    """This week's, Friday's and next week's (dated Saturday) builds, the last published at ``saturday_published``."""
+    return {THIS_WEEK: "2025-01-04T03:00:00Z", FRIDAY: "2025-01-10T03:00:00Z", NEXT_WEEK: saturday_published}
+
+
 def serve(server: LocalServer, tarball: bytes, published: dict[str, str]) -> str:
     """TheRock's index page with one tarball (and its checksum) per version, each published when given."""
     entries: list[tuple[str, object]] = []
@@ -154,15 +159,7 @@ def therock(tmp_path: Path) -> bytes:
 def test_saturdays_warm_up_compiles_next_weeks_build_and_sundays_night_hits_it(
     http_server: LocalServer, therock: bytes, tmp_path: Path
 ) -> None:
-    index_url = serve(
-        http_server,
-        therock,
-        {
-            THIS_WEEK: "2025-01-04T03:00:00Z",
-            FRIDAY: "2025-01-10T03:00:00Z",
-            NEXT_WEEK: "2025-01-11T03:00:00Z",
-        },
-    )
+    index_url = serve(http_server, therock, three_builds("2025-01-11T03:00:00Z"))
     ws = workspace(tmp_path, index_url)
     plan, out = warm_up(ws, tmp_path)
     assert plan["warm"] is True and plan["legs"] == [LEG]
@@ -226,15 +223,7 @@ def test_a_saturday_build_published_after_the_warm_up_is_not_seen_by_it(
     # Saturday's build came out at 20:00Z, after the 18:17Z warm-up: the warm-up compiles Friday's (the newest
     # it could see), and the week's first night, which sees Saturday's, will be cold: the one case the
     # warm-up cannot help (simulate counts these weeks).
-    index_url = serve(
-        http_server,
-        therock,
-        {
-            THIS_WEEK: "2025-01-04T03:00:00Z",
-            FRIDAY: "2025-01-10T03:00:00Z",
-            NEXT_WEEK: "2025-01-11T20:00:00Z",
-        },
-    )
+    index_url = serve(http_server, therock, three_builds("2025-01-11T20:00:00Z"))
     ws = workspace(tmp_path, index_url)
     plan, _ = warm_up(ws, tmp_path)
     assert plan["builds"][LEG] == {"now": THIS_WEEK, "next": FRIDAY}
