@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
     from pipeline.toolchain.installed_rocm import InstalledRocm
+    from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 # What a ROCm bundle needs that no import of its files names, or that the toolchain does not hold: data with
 # its evidence, the same for every toolchain source (TheRock's tarball and wheels, a distribution's /usr), each

@@ -55,7 +55,7 @@ from pipeline.inputs.pins import DEFAULT_CUDA_LINE
 from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.names import SBOM_NAME, SBOM_SUFFIX
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util import json_text
 from pipeline.util.fsutil import atomic_write_bytes, confined
 

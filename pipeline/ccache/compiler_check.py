@@ -22,7 +22,7 @@ from pathlib import Path
 from pipeline.errors import ToolchainError
 from pipeline.names import SHA256_HEX
 from pipeline.processes.groups import run_child
-from pipeline.toolchain.compiler_set import Toolchain, version_output
+from pipeline.toolchain.toolchain import Toolchain, version_output
 
 TOOLCHAIN_MODE = "toolchain"
 _COMPILER_ARG = re.compile(r"^-DCMAKE_(C|CXX|HIP|CUDA)_COMPILER=(.+)$")

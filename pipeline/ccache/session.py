@@ -74,7 +74,7 @@ def find_ccache() -> Path:
 
 
 def ccache_version(exe: Path) -> str:
-    from pipeline.toolchain.compiler_set import version_output
+    from pipeline.toolchain.toolchain import version_output
 
     match = re.search(r"ccache version (\S+)", version_output(exe))
     return match.group(1) if match else "unknown"

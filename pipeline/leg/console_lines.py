@@ -16,7 +16,7 @@ from rich.table import Table
 from pipeline.archives.packing import PackStats
 from pipeline.ccache.session import CcacheSetup
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.fsutil import human_bytes
 
 

@@ -48,8 +48,8 @@ from pipeline.processes.groups import run_logged
 from pipeline.redaction import redact, secrets_in
 from pipeline.results.ninjalog import timings_for_build
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
-from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.tree_removal import remove_aside
 
 

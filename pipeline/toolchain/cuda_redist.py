@@ -36,7 +36,6 @@ from pipeline.errors import NetworkError, ToolchainError
 from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.pins import CudaPins, RedistPins
 from pipeline.names import CC, SHA256_HEX, is_plain_relative_path
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda_layout import install_folder, unversioned_links
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.cuda_redist_identity import platform_of, redist_cuda_identity
@@ -44,6 +43,7 @@ from pipeline.toolchain.cuda_wheels import add_driver_stub
 from pipeline.toolchain.host_compiler import find_compiler
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console

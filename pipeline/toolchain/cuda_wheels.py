@@ -25,7 +25,6 @@ from pipeline.errors import NetworkError, ToolchainError
 from pipeline.inputs.pins import CudaPins
 from pipeline.names import CC
 from pipeline.processes.groups import run_child
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda_identity import given_cuda, pinned_cuda_identity, pinned_wheels
 from pipeline.toolchain.cuda_layout import (
     DRIVER_SONAME,
@@ -40,6 +39,7 @@ from pipeline.toolchain.cuda_layout import (
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.host_compiler import find_compiler
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.util.fsutil import file_digest
 from pipeline.util.http_retry import (
     DEFAULT_RETRY,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.names import CC, CXX
-from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
+from pipeline.toolchain.toolchain import Toolchain, safe_identity, version_output
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 

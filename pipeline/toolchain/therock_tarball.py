@@ -14,10 +14,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.installer.download import Downloaded, download, file_name_of
 from pipeline.toolchain.installer.install import install_archive
 from pipeline.toolchain.therock import install_check, rocm_toolchain
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console

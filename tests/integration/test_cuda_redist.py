@@ -19,7 +19,7 @@ from rich.console import Console
 from pipeline.archives.extract import MARKER, remove_install
 from pipeline.backends import prepare_toolchain, toolchain_request
 from pipeline.inputs.matrix import load_matrix
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from tests.support.cuda_project import COMPILATIONS, write_cuda_project
 from tests.support.cuda_redist import (
     LICENSE_TEXT,

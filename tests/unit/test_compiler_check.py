@@ -10,7 +10,7 @@ import pytest
 from pipeline.ccache.compiler_check import resolve_compiler_check, verified_archive_digest
 from pipeline.errors import ConfigError, ToolchainError
 from pipeline.inputs.matrix import parse_matrix
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 
 DIGEST = "ab" * 32
 ROOT = Path("/opt/toolchains/rocm-7.0.0a20250104-linux-gfx110X-all")
