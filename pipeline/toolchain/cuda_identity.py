@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipeline.errors import ToolchainError
+from pipeline.names import safe_identity
 from pipeline.toolchain.cuda_layout import pinned_identity
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.cuda_redist_identity import redist_cuda_identity
 from pipeline.toolchain.host_compiler import host_toolchain
-from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest, safe_identity
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from pipeline.inputs.pins import CudaPins, WheelPin

@@ -11,9 +11,9 @@ from pathlib import Path
 from pipeline.errors import ToolchainError
 from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.leg import Leg
-from pipeline.names import CUDA_PATH
+from pipeline.names import CUDA_PATH, safe_identity
 from pipeline.toolchain.host_compiler import compiler_version, host_toolchain
-from pipeline.toolchain.toolchain import Toolchain, safe_identity, version_output
+from pipeline.toolchain.toolchain import Toolchain, version_output
 
 DEFAULT_CUDA_ROOT = Path("/usr/local/cuda")
 # Debian's nvidia-cuda-toolkit (``--cuda-path /usr``): ``bin/nvcc`` is a script that puts this folder

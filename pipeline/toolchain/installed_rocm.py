@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pipeline.errors import ToolchainError, UsageError
+from pipeline.names import safe_identity
 from pipeline.toolchain.gpu_versions import Found, cmake_package_dirs, hip_version
 from pipeline.toolchain.therock import (
     device_lib_places,
@@ -41,7 +42,7 @@ from pipeline.toolchain.therock import (
     installed_version,
     rocm_toolchain,
 )
-from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest, safe_identity
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.util.fsutil import folder_problem
 
 # What says where HIP's CMake package is; its folder's prefix is what CMake is pointed at.

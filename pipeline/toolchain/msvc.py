@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
+from pipeline.names import safe_identity
 from pipeline.processes.groups import run_child
 from pipeline.toolchain.msvc_env import (
     MsvcEnv,
@@ -25,7 +26,7 @@ from pipeline.toolchain.msvc_env import (
     vcvarsall_path,
     vswhere_command,
 )
-from pipeline.toolchain.toolchain import Toolchain, safe_identity
+from pipeline.toolchain.toolchain import Toolchain
 
 
 def _run(cmd: list[str] | str, env: Mapping[str, str], what: str) -> str:

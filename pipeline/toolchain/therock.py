@@ -29,8 +29,8 @@ from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.leg import Leg
-from pipeline.names import therock_identity
-from pipeline.toolchain.toolchain import Toolchain, safe_identity
+from pipeline.names import safe_identity, therock_identity
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.fsutil import file_digest
 
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING
 
 from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
+from pipeline.names import safe_identity
 from pipeline.processes.groups import run_child
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.toolchain.therock import install_check, rocm_toolchain
-from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest, safe_identity
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.util.fsutil import confined
 
 if TYPE_CHECKING:
