@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help=f"output folder (default: {REPRODUCE_OUT})",
     )
-    S.add_flag(p, S.CACHE_DIR)
+    S.add_flag(p, S.CCACHE_DIR)
     S.add_flag(p, S.WAIT_LOCK)
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run)

@@ -24,7 +24,7 @@ def header(console: Console, leg: str, toolchain: Toolchain, ccache: CcacheSetup
     """The line before configuring: the toolchain, ccache and how it checks the compiler."""
     console.print(
         f"[bold]{leg}[/]: {toolchain.identity}, ccache {ccache.version} "
-        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
+        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.ccache_dir})"
     )
 
 

@@ -25,7 +25,7 @@ from rich.console import Console
 from pipeline.ccache.glslc_serving import serving_glslc
 from pipeline.ccache.session import (
     CcacheSetup,
-    leg_cache_dir,
+    leg_ccache_dir,
     record_cache_toolchain,
     remote_spec,
     setup_ccache,
@@ -311,7 +311,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         leg=ctx.leg.name,
         workspace=workspace_of(source.path, build),
         stats_log=ctx.work / "ccache-stats.log",
-        cache_dir=ctx.inputs.cache_dir or leg_cache_dir(ctx.inputs.cache_home, ctx.leg.name),
+        ccache_dir=ctx.inputs.ccache_dir or leg_ccache_dir(ctx.inputs.cache_home, ctx.leg.name),
         remote=ctx.options.remote_cache,
         check_value=check.value if check.value != check.mode else None,
         check_note=check.note,
@@ -334,7 +334,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         ctx.warn(warning)
     if ccache.check_note:
         render.note(ctx.console, ctx.leg.name, ccache.check_note)
-    previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
+    previous_toolchain = record_cache_toolchain(ccache.ccache_dir, toolchain.identity)
     render.header(ctx.console, ctx.leg.name, toolchain, ccache)
     return BuildPlan(
         source=source, toolchain=toolchain, ccache=ccache, build=build, previous_toolchain=previous_toolchain

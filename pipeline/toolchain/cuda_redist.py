@@ -120,7 +120,7 @@ def choose_archives(
 def _fetch_manifest(redist: RedistPins, request: ToolchainRequest, console: Console | None) -> dict[str, Any]:
     where = f"{redist.key} manifest {redist.manifest}"
     try:
-        got = download(redist.manifest_url, cache_dir=request.download_cache / "cuda-redist", sha256=redist.sha256,
+        got = download(redist.manifest_url, download_cache=request.download_cache / "cuda-redist", sha256=redist.sha256,
                        console=console, retry=request.retry,
                        wait_lock=request.wait_lock, since=request.started)  # fmt: skip
     except (ToolchainError, NetworkError) as err:
@@ -153,7 +153,7 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
                 f"cuda: {archive.component} {archive.version} ({archive.platform})", highlight=False
             )
         try:
-            got = download(redist.url + archive.relative_path, cache_dir=request.download_cache / "cuda-redist",
+            got = download(redist.url + archive.relative_path, download_cache=request.download_cache / "cuda-redist",
                            sha256=archive.sha256, console=console, retry=request.retry, verify=check_archive,
                            wait_lock=request.wait_lock, since=request.started)  # fmt: skip
         except (ToolchainError, NetworkError) as err:

@@ -69,7 +69,7 @@ _NOT_THERE = ("No matching distribution found", "Could not find a version that s
 def fetch_wheel(
     requirement: str,
     sha256: str,
-    cache_dir: Path,
+    download_cache: Path,
     *,
     python: str,
     platform: str | None = None,
@@ -77,7 +77,7 @@ def fetch_wheel(
     console: Console | None = None,
     env: Mapping[str, str],
 ) -> Path:
-    """A verified wheel for ``requirement`` in ``<cache_dir>/wheels/<sha256>/`` (downloaded once).
+    """A verified wheel for ``requirement`` in ``<download_cache>/wheels/<sha256>/`` (downloaded once).
 
     pip runs without retries of its own (``PIP_RETRIES=0``): a failed ``pip
     download`` is retried here, with the run's backoff and retry budget, like
@@ -85,7 +85,7 @@ def fetch_wheel(
     proxy settings).
     """
     pip_env = {**env, "PIP_RETRIES": "0"}
-    folder = cache_dir / "wheels" / sha256.lower()
+    folder = download_cache / "wheels" / sha256.lower()
     cached = sorted(folder.glob("*.whl")) if folder.is_dir() else []
     if len(cached) == 1 and file_digest(cached[0])[1] == sha256.lower():
         return cached[0]

@@ -76,7 +76,7 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     try:
         got = download(
             url,
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             retry=request.retry,
             wait_lock=request.wait_lock,
             since=request.started,
@@ -124,7 +124,7 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
             sha256=digest,
             console=console,
             root_dir=request.toolchain_dir,
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             retry=request.retry,
             check=install_check(leg.os),
             wait_lock=request.wait_lock,

@@ -112,7 +112,7 @@ def install_wheels(
         # Every file verified against the resolution's sha256 before pip sees any of them.
         return download(
             urls[ref.label],
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             sha256=ref.sha256,
             console=console,
             retry=request.retry,

@@ -36,7 +36,7 @@ def install_vulkan_sdk(pin: SdkPin, request: ToolchainRequest, console: Console 
     def fetch(ref: ArchiveRef) -> Path:
         return download(
             ref.label,
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             sha256=ref.sha256,
             console=console,
             verify=check_archive,

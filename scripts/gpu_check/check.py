@@ -343,7 +343,7 @@ def build_command(plan: Plan, matrix: Path) -> list[str]:
         TAG,
         "--out",
         str(OUT_DIR),
-        "--cache-dir",
+        "--ccache-dir",
         str(WORK / f"ccache-{plan.backend}"),
         *plan.toolchain,
     ]

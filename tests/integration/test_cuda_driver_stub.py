@@ -118,7 +118,7 @@ def test_a_program_linking_the_driver_builds_from_the_wheels_and_runs_against_th
             str(project),
             "--out",
             str(ws / "out"),
-            "--cache-dir",
+            "--ccache-dir",
             str(tmp_path / "ccache"),
             "--no-bundle",
         ],

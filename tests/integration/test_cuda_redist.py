@@ -65,7 +65,7 @@ def install(matrix_toml: Path) -> Toolchain:
 
 def build(ws: Path, cache: Path) -> tuple[int, str, str]:
     proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cuda-12", "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"])  # fmt: skip
+                         "--out", str(ws / "out"), "--ccache-dir", str(cache), "--no-bundle"])  # fmt: skip
     return proc.returncode, proc.stdout, proc.stderr
 
 

@@ -77,7 +77,7 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
     started = time.monotonic()
     first = run_pipeline(
         ["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(project),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+         "--out", str(ws / "out"), "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env=env, check=True,
     )  # fmt: skip
     print(f"cuda wheel leg: {time.monotonic() - started:.1f}s")
@@ -107,7 +107,7 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
     # A second run reuses the install: nothing downloaded or extracted.
     again = run_pipeline(
         ["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(project),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+         "--out", str(ws / "out"), "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env=env, check=True,
     )  # fmt: skip
     assert f"cuda: reused CUDA {version} from 7 wheels" in again.stdout.replace("\n", " ")
@@ -133,7 +133,7 @@ def test_cuda_path_uses_that_install_and_fetches_no_wheel(tmp_path: Path) -> Non
     env = {**clean_env(tmp_path), "PIP_NO_INDEX": "1"}
     run_pipeline(
         ["--matrix", str(matrix), "build", "cuda", "--source", str(project), "--out", str(ws / "out"),
-         "--cache-dir", str(tmp_path / "ccache"), "--no-bundle", "--cuda-path", "/usr/local/cuda"],
+         "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle", "--cuda-path", "/usr/local/cuda"],
         env=env, check=True,
     )  # fmt: skip
     tc = json.loads((ws / "out" / "cuda" / "record.json").read_text())["toolchain"]

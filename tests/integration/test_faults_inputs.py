@@ -83,8 +83,8 @@ CASES: dict[str, Case] = {
     "--out not creatable": Case(
         [*BUILD, "--out", "/sys/pipeline-out"], OS_ERROR_EXIT, ("/sys/pipeline-out",)
     ),
-    "--cache-dir under a file": Case(
-        [*BUILD, "--out", "out", "--cache-dir", "afile/cc"],
+    "--ccache-dir under a file": Case(
+        [*BUILD, "--out", "out", "--ccache-dir", "afile/cc"],
         OS_ERROR_EXIT,
         ("afile/cc", "Not a directory"),
         absent=("out/cpu/build",),

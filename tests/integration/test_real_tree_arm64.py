@@ -113,7 +113,7 @@ def arm64(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             made["path"],
             "--out",
             "out",
-            "--cache-dir",
+            "--ccache-dir",
             str(e2e_cache_root() / "ccache"),
         ],
         cwd=ws,

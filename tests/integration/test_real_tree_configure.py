@@ -85,7 +85,7 @@ def _build(
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     proc = run_pipeline(["--matrix", str(matrix), "build", leg, "--source", str(source), "--out", str(out),
-                         "--cache-dir", str(cache), *extra],
+                         "--ccache-dir", str(cache), *extra],
                         env={"PIPELINE_CACHE_HOME": str(out.parent / "home"), **(env or {})},
                         timeout=CONFIGURE_TIMEOUT)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]

@@ -137,7 +137,7 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
             made["path"],
             "--out",
             "out",
-            "--cache-dir",
+            "--ccache-dir",
             str(cache),
         ],
         cwd=ws,

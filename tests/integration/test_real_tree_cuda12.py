@@ -123,7 +123,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             out = tmp / name / "out"
             started = time.monotonic()
             proc = run_in(root, [python, "-m", "pipeline", "--matrix", str(matrix), "build", LEG, "--source",
-                                 str(tree), "--out", str(out), "--cache-dir", str(ccache), "--cuda-path", "/usr"],
+                                 str(tree), "--out", str(out), "--ccache-dir", str(ccache), "--cuda-path", "/usr"],
                           env=env, cwd=str(tmp), timeout=BUILD_TIMEOUT)  # fmt: skip
             seconds.append(time.monotonic() - started)
             record_file = out / LEG / "record.json"

@@ -166,7 +166,7 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
                 source,
                 "--out",
                 out,
-                "--cache-dir",
+                "--ccache-dir",
                 CCACHE,
                 "--rocm-path",
                 "/usr",

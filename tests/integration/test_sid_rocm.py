@@ -83,7 +83,7 @@ cmake_args = ["-DGGML_HIP=ON"]
                     f"{WS}/project",
                     "--out",
                     f"{WS}/{out}",
-                    "--cache-dir",
+                    "--ccache-dir",
                     f"{WS}/ccache",
                     "--no-bundle",
                     "--rocm-path",

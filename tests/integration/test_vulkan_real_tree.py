@@ -102,7 +102,7 @@ def _build_args(matrix: Path, tree: Path, out: Path, cache: Path, *extra: str) -
         str(tree),
         "--out",
         str(out),
-        "--cache-dir",
+        "--ccache-dir",
         str(cache),
         *extra,
     ]
