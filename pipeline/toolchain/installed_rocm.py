@@ -3,7 +3,7 @@
 Two standard layouts, and anything between them:
 
 ==================  ==============================  =============================================
-piece               TheRock (``/opt/rocm`` alike)   a distribution (Debian: ``/usr``)
+piece               TheRock (``/opt/rocm`` alike)   a Linux distribution (Debian: ``/usr``)
 ==================  ==============================  =============================================
 compiler            ``lib/llvm/bin/clang``          ``lib/llvm-<N>/bin/clang``
 device libraries    ``lib/llvm/amdgcn/bitcode``     ``lib/llvm-<N>/lib/clang/<N>/amdgcn/bitcode``

@@ -154,7 +154,7 @@ def prepare_rocm_wheels(
 ) -> Toolchain:
     """The toolchain of the run's resolved wheel build: installed (or reused), found through ``rocm-sdk path``."""
     leg, resolved = request.leg, request.rocm
-    assert resolved is not None and resolved.source == "wheels"
+    assert resolved is not None and resolved.distribution == "wheels"
     if (leg.os == "windows") != (sys.platform == "win32"):
         raise ToolchainError(
             f"leg {leg.name}: its {leg.os} wheels install on {leg.os} only (pip runs their own platform)"
