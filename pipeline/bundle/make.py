@@ -349,8 +349,8 @@ def stage_bundle(
         toolchain_root=runtime_root,
         arch=leg.arch,
     )
-    source = record.source.get("path")
-    stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)
+    source_tree = record.source.get("path")
+    stage_licenses(stage, Path(source_tree) if isinstance(source_tree, str) and source_tree else None)
     # Where each copied runtime file came from, its license files copied in beside llama.cpp's.
     third_party = describe_third_party(
         stage, closure.copied, toolchain_root=usable_toolchain_root(runtime_root),

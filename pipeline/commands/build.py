@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     leg = inputs.require_matrix().leg(args.leg)
     options = LegOptions(
-        source=args.source,
+        source_tree=args.source,
         rocm_path=inputs.rocm_path,
         cuda_path=args.cuda_path,
         vulkan_sdk=args.vulkan_sdk,
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         configure_only=args.configure_only,
     )
     console = make_console(inputs.environ, stderr=False)
-    tree_given = options.source is not None or inputs.source_archive is not None
+    tree_given = options.source_tree is not None or inputs.source_archive is not None
 
     def resolve() -> LegResolution:
         # Before the leg's first step, once: its TheRock build and the source to check out (from the run's

@@ -76,7 +76,7 @@ def cmake_arguments(
     leg: Leg,
     toolchain: Toolchain,
     ccache: CcacheSetup,
-    source: Path,
+    source_tree: Path,
     build: Path,
     build_info: Sequence[str] = (),
 ) -> list[str]:
@@ -90,7 +90,7 @@ def cmake_arguments(
         "-G",
         "Ninja",
         "-S",
-        str(source),
+        str(source_tree),
         "-B",
         str(build),
         # First: a matrix.toml that sets them itself is taken at its word (CMake keeps the last -D).
@@ -103,7 +103,7 @@ def cmake_arguments(
         *(ccache.glslc.cmake_args() if ccache.glslc else ()),
     ]
     # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
-    maps = prefix_map_flags(ccache.base_dir, source, build)
+    maps = prefix_map_flags(ccache.base_dir, source_tree, build)
     # A leg builds on its own OS: quoted for Windows' command lines there, for the shell elsewhere.
     return with_prefix_map(
         args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows"
@@ -143,10 +143,10 @@ def run_leg(
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
     check_remote_spec(matrix, options)
-    if options.source is not None:
+    if options.source_tree is not None:
         # A wrong --source is the user's typo: refused here, before anything is written, and only here
         # (the source step takes the folder as checked).
-        check_cmake_project(options.source)
+        check_cmake_project(options.source_tree)
     from pipeline.processes.locks import hold
 
     work.mkdir(parents=True, exist_ok=True)

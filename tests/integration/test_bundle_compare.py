@@ -145,7 +145,7 @@ def build_in(setup: Setup, workspace: Path, spec: SourceSpec | None = None) -> t
     record = run_leg(
         inputs,
         leg,
-        LegOptions(source=src, no_bundle=True),
+        LegOptions(source_tree=src, no_bundle=True),
         Console(file=io.StringIO()),
         resolve=LegResolution,
     ).record
@@ -204,7 +204,7 @@ def test_a_new_merge_commit_misses_one_object_and_changes_one_file(setup: Setup,
     rebuilt = run_leg(
         inputs,
         leg,
-        LegOptions(source=src, no_bundle=True),
+        LegOptions(source_tree=src, no_bundle=True),
         Console(file=io.StringIO()),
         resolve=LegResolution,
     ).record
