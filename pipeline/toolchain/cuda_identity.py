@@ -30,7 +30,7 @@ def given_cuda(request: ToolchainRequest) -> Toolchain:
     assert root is not None
     if not (root / "bin" / ("nvcc.exe" if request.leg.os == "windows" else "nvcc")).is_file():
         raise ToolchainError(f"--cuda-path {root}: no bin/nvcc there")
-    return cuda_toolchain(request.leg, request.environ, root=root, source="cuda-path")
+    return cuda_toolchain(request.leg, request.environ, root=root, origin="cuda-path")
 
 
 def pinned_wheels(pins: CudaPins, os_name: str) -> tuple[tuple[WheelPin, str], ...]:

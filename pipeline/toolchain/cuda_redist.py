@@ -228,7 +228,7 @@ def prepare_cuda_redist(
 ) -> Toolchain:
     """Install the pinned archives and give the toolchain, with the identity ``cache-key`` computed before."""
     root = install_cuda_redist(pins, request, console=console)
-    toolchain = cuda_toolchain(request.leg, request.environ, root=root, source=f"redist {redist.manifest}")
+    toolchain = cuda_toolchain(request.leg, request.environ, root=root, origin=f"redist {redist.manifest}")
     floor = driver_floor(pins.version)
     # The pinned line's floor: the runtime shipped is the pinned archives' cudart.
     details = {

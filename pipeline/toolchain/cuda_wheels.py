@@ -258,6 +258,6 @@ def prepare_cuda(request: ToolchainRequest, console: Console | None = None, *, p
     if pins is None:
         return cuda_toolchain(leg, env)
     tree = install_cuda_wheels(pins, request, python=python, console=console)
-    toolchain = cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")
+    toolchain = cuda_toolchain(leg, env, root=tree, origin=f"wheels {pins.version}")
     # The identity the cache key was computed with before the install (cuda_identity).
     return dataclasses.replace(toolchain, identity=pinned_cuda_identity(pins, request))

@@ -149,7 +149,7 @@ def existing_install(path: Path, request: ToolchainRequest) -> Toolchain:
     version = asked if asked and is_rocm_version(asked) else installed_version(root)
     return rocm_toolchain(
         root, request.leg, version=version, identity=installed.identity, cmake_prefix=installed.cmake_prefix,
-        details={"source": "rocm-path", "hip_version": installed.hip.version, "hip_version_from": installed.hip.source,
+        details={"origin": "rocm-path", "hip_version": installed.hip.version, "hip_version_from": installed.hip.source,
                  "cmake_prefix": str(installed.cmake_prefix), "fingerprint": installed.fingerprint},
         environ=request.environ,
     )  # fmt: skip

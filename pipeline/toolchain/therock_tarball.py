@@ -145,7 +145,7 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
         highlight=False,
     )
     details = {
-        "source": "download",
+        "origin": "download",
         "policy": resolved.policy,
         "url": resolved.url,
         "file": resolved.file,

@@ -167,7 +167,7 @@ def prepare_rocm_wheels(
         highlight=False,
     )
     details = {
-        "source": "wheels",
+        "origin": "wheels",
         "policy": resolved.policy,
         "url": resolved.url,
         "family": resolved.family,

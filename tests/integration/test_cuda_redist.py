@@ -82,7 +82,7 @@ def test_a_leg_installs_exactly_its_components_as_one_toolkit_with_their_license
     toolchain = install(write_matrix(tmp_path / "ws", redist))
     root = dirs["toolchains"] / FOLDER
     assert Path(toolchain.details["cuda_root"]) == root
-    assert toolchain.details["source"] == f"redist {MANIFEST}"
+    assert toolchain.details["origin"] == f"redist {MANIFEST}"
     # The manifest once, each named archive once, nothing else.
     assert http_server.hits(f"/redist/{MANIFEST}") == 1
     assert {c: http_server.hits(redist.path_of(c)) for c in VERSIONS} == dict.fromkeys(VERSIONS, 1)

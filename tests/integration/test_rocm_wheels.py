@@ -100,7 +100,7 @@ def test_wheel_leg_resolves_installs_builds_and_hits_after_a_reinstall(
 
     first = build_leg(ws, LEG, cache, "--now", NOW)
     tc = first["toolchain"]
-    assert tc["kind"] == "rocm" and tc["details"]["source"] == "wheels"
+    assert tc["kind"] == "rocm" and tc["details"]["origin"] == "wheels"
     assert tc["identity"].startswith(f"rocm-{VERSION}-wheels-")
     # Exactly the resolved build's four files, each with the sha256 of the file served.
     listed = dict(item.split("#sha256=") for item in tc["details"]["wheels"].split())
@@ -291,7 +291,7 @@ def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical
             check=True,
         )
         record = json.loads((ws / "out" / LEG / "record.json").read_text())
-        assert record["toolchain"]["details"]["source"] == (
+        assert record["toolchain"]["details"]["origin"] == (
             "download" if distribution == "tarball" else "wheels"
         )
         bundles[distribution] = ws / "out" / record["bundle"]
