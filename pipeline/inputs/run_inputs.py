@@ -24,7 +24,7 @@ from pipeline.errors import ConfigError, UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import Matrix, load_matrix
 from pipeline.inputs.resolution_file import Resolution, load_resolution
-from pipeline.names import GITHUB_ACTIONS, LOCALAPPDATA, XDG_CACHE_HOME, is_safe_tag
+from pipeline.names import LOCALAPPDATA, XDG_CACHE_HOME, in_actions, is_safe_tag
 from pipeline.util.http_retry import RetryPolicy
 from pipeline.util.timeutil import utc_now
 
@@ -145,8 +145,8 @@ class RunInputs:
 
     @property
     def in_actions(self) -> bool:
-        """Whether this runs on GitHub Actions."""
-        return self.environ.get(GITHUB_ACTIONS) == "true"
+        """Whether this runs on GitHub Actions (:func:`pipeline.names.in_actions` of the run's environment)."""
+        return in_actions(self.environ)
 
     def given(self, setting: S.Setting) -> bool:
         """Whether ``setting`` was given for this run (by its flag or its environment variable)."""
