@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             os_name, family, targets = leg.os, leg.family, leg.targets
         else:
             os_name, family, targets = args.os_name, args.family, None
-        # matrix.toml's [rocm] source decides the index, as it does for the whole run.
+        # matrix.toml's [rocm] distribution decides the index, as it does for the whole run.
         resolved = resolve_target(
             inputs, os_name, family, fetch=fetch_with_status(err, inputs), targets=targets
         )
