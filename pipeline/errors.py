@@ -148,7 +148,7 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     9: "a bundle or manifest is corrupt, foreign or missing; `compare` met a FIFO or device",
     10: "the run cannot be published as it is",
     OS_ERROR_EXIT: "a path cannot be written or read: a file where a folder is needed, `/dev/null`, a read-only "
-    "or full disk, a folder where a file is needed (`--out`, `--cache-dir`/`CCACHE_DIR`, "
+    "or full disk, a folder where a file is needed (`--out`, `--ccache-dir`/`CCACHE_DIR`, "
     "`resolve --write`, `report --html`, `timings --trace`, `GITHUB_OUTPUT`)",
     12: "another live run holds the leg's output folder, a toolchain install or a download "
     "(`--wait-lock` waits instead)",

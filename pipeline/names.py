@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import TypeGuard
 
@@ -352,6 +352,14 @@ SBOM_NAME = "sbom" + SBOM_SUFFIX
 # Variables the pipeline reads that are the machine's or GitHub's own, not settings of a run (those are
 # pipeline/inputs/settings.py's). Here, not there, so that the console (pipeline/util) reads them too.
 GITHUB_ACTIONS = "GITHUB_ACTIONS"
+
+
+def in_actions(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` is a GitHub Actions job's: the one test (the run's inputs, the runner's file
+    commands and annotations, and the console's log decision all ask it)."""
+    return environ.get(GITHUB_ACTIONS) == "true"
+
+
 GITHUB_OUTPUT = "GITHUB_OUTPUT"
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 GITHUB_SERVER_URL, GITHUB_RUN_ID = "GITHUB_SERVER_URL", "GITHUB_RUN_ID"

@@ -57,7 +57,7 @@ def _resolve_wheels_of(
     fetch: PageFetch | None,
     targets: Sequence[str] | None = None,
 ) -> ResolvedRocm:
-    """One os/family from matrix.toml's wheel index (``[rocm] source = "wheels"``): a per-family index's pages
+    """One os/family from matrix.toml's wheel index (``[rocm] distribution = "wheels"``): a per-family index's pages
     for ``family``, or an index for every GPU's with one device project per GPU target (``targets``: the leg's,
     else those ``[rocm_families]`` gives the family), from the policy's stream (``{stream}``)."""
     matrix = inputs.require_matrix()
@@ -183,12 +183,12 @@ def resolve_target(
 ) -> ResolvedRocm:
     """The ROCm build of one os/family at the run's moment, by the run's policy.
 
-    From the wheel index when the run's matrix.toml says ``[rocm] source =
+    From the wheel index when the run's matrix.toml says ``[rocm] distribution =
     "wheels"``, else from the tarball index (``fetch``): the one choice every
     single answer (``resolve --leg``, ``--os/--family``, a leg run) and the
     whole run make alike.
     """
-    if inputs.matrix is not None and inputs.matrix.rocm.source == "wheels":
+    if inputs.matrix is not None and inputs.matrix.rocm.distribution == "wheels":
         check_target(os_name, family)
         return _resolve_wheels_of(inputs, os_name, family, None, targets)
     check_target(os_name, family)
@@ -222,7 +222,7 @@ def resolve_run(
     rocm_legs = (
         [leg for leg in matrix.legs.values() if leg.needs_resolution] if inputs.rocm_path is None else []
     )
-    if rocm_legs and matrix.rocm.source == "wheels":
+    if rocm_legs and matrix.rocm.distribution == "wheels":
         return _resolve_run_from_wheels(inputs, rocm_legs, source=source)
     indexes = HostedIndexes(inputs, fetch)
     legs: dict[str, ResolvedRocm] = {}
@@ -313,10 +313,10 @@ def rocm_for_leg(inputs: RunInputs, leg: str | Leg) -> ResolvedRocm:
             f"{where}: leg {obj.name!r} was resolved for {entry.os} {entry.family}, "
             f"but {matrix.path} says {obj.os} {obj.family}"
         )
-    if entry.source != matrix.rocm.source:
+    if entry.distribution != matrix.rocm.distribution:
         raise ResolutionError(
-            f"{where}: leg {obj.name!r} was resolved from {entry.source}, "
-            f"but {matrix.path} says rocm.source = {matrix.rocm.source!r}"
+            f"{where}: leg {obj.name!r} was resolved from {entry.distribution}, "
+            f"but {matrix.path} says rocm.distribution = {matrix.rocm.distribution!r}"
         )
     if inputs.rocm_policy_overridden:
         wanted = parse_policy(inputs.rocm_policy, where=inputs.rocm_policy_where)

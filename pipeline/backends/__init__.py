@@ -31,7 +31,7 @@ from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import ResolvedRocm
 from pipeline.inputs.run_inputs import RunInputs
 from pipeline.names import DEFAULT_ARCH, DEFAULT_TEMPLATE, OS_LABELS
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console

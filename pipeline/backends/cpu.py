@@ -9,7 +9,7 @@ from pipeline.backends.protocol import NO_RUNTIME, RuntimeProfile
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
+    from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 
 class Cpu:

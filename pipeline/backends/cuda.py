@@ -14,7 +14,7 @@ from pipeline.backends.protocol import RuntimeProfile
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
+    from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 _LINUX = RuntimeProfile(library_dirs=("lib64", "lib", "targets/x86_64-linux/lib"))
 _WINDOWS = RuntimeProfile(library_dirs=("bin", "bin/x64"))

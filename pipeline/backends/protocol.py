@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
+    from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 
 @dataclass(frozen=True, kw_only=True)

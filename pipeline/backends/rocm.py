@@ -1,5 +1,5 @@
 """The rocm backend: TheRock's tarball for the leg's GPU family, or an installed ROCm of either standard
-layout (``--rocm-path``: TheRock's, or a distribution's ``/usr``), MSVC on Windows.
+layout (``--rocm-path``: TheRock's, or a Linux distribution's ``/usr``), MSVC on Windows.
 
 Its cache identity comes from the run's resolution alone, so every leg of a
 run agrees on its key without installing anything.
@@ -16,12 +16,13 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
     from pipeline.toolchain.installed_rocm import InstalledRocm
+    from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 # What a ROCm bundle needs that no import of its files names, or that the toolchain does not hold: data with
-# its evidence, the same for every toolchain source (TheRock's tarball and wheels, a distribution's /usr), each
-# entry applying where its owner ships and asks for the name (pipeline/backends/protocol.py, OpenedLibrary).
+# its evidence, the same for every toolchain origin (TheRock's tarball and wheels, a Linux distribution's
+# /usr), each entry applying where its owner ships and asks for the name (pipeline/backends/protocol.py,
+# OpenedLibrary).
 _LINUX_OPENED = (
     # HIP loads its code-object compiler by name at run time, TheRock's and Debian's alike.
     OpenedLibrary(
@@ -61,7 +62,7 @@ _WINDOWS_OPENED = (
     ),
 )
 
-# TheRock's layout (lib/, its LLVM and system dependencies beside it); a distribution's /usr keeps its
+# TheRock's layout (lib/, its LLVM and system dependencies beside it); a Linux distribution's /usr keeps its
 # libraries in the multiarch folder, which the closure searches for every backend, and rocBLAS's kernels
 # in lib/<triplet>/rocblas/<version>/library, where its librocblas looks, relative to itself: the bundle
 # keeps that relative place.
@@ -90,7 +91,7 @@ class Rocm:
     downloads_toolchain = True
 
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
-        if request.rocm is not None and request.rocm.source == "wheels":
+        if request.rocm is not None and request.rocm.distribution == "wheels":
             from pipeline.toolchain.therock_wheels import prepare_rocm_wheels
 
             toolchain = prepare_rocm_wheels(request, console)

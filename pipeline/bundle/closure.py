@@ -98,7 +98,7 @@ def find_patchelf() -> Path:
 def usable_toolchain_root(root: Path | None) -> Path | None:
     """``root`` as a folder libraries are copied from; None for ``/`` or a folder that is not there.
 
-    ``/usr`` is a toolchain root like any other: a distribution's ROCm (``--rocm-path /usr``) keeps
+    ``/usr`` is a toolchain root like any other: a Linux distribution's ROCm (``--rocm-path /usr``) keeps
     libamdhip64 and its kin in ``/usr/lib/<triplet>``, and a bundle must carry them. The base-system
     allowlist, consulted before the toolchain, keeps glibc, libstdc++ and the drivers out.
     """

@@ -23,7 +23,7 @@ under the prefix the component is installed to. The ROCm libraries sit at the to
 4. else nothing, and check-bundle refuses the bundle (fail closed: never
    "every license of the archive").
 
-A distribution's ROCm (``--rocm-path /usr`` on Debian) is dpkg's: each file's
+A Linux distribution's ROCm (``--rocm-path /usr`` on Debian) is dpkg's: each file's
 package comes from ``dpkg-query -S`` and its license from that package's
 ``/usr/share/doc/<package>/copyright``.
 """

@@ -55,7 +55,7 @@ from pipeline.inputs.pins import DEFAULT_CUDA_LINE
 from pipeline.names import DIST_DIR as DIST_DIR
 from pipeline.names import SBOM_NAME, SBOM_SUFFIX
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util import json_text
 from pipeline.util.fsutil import atomic_write_bytes, confined
 
@@ -349,8 +349,8 @@ def stage_bundle(
         toolchain_root=runtime_root,
         arch=leg.arch,
     )
-    source = record.source.get("path")
-    stage_licenses(stage, Path(source) if isinstance(source, str) and source else None)
+    source_tree = record.source.get("path")
+    stage_licenses(stage, Path(source_tree) if isinstance(source_tree, str) and source_tree else None)
     # Where each copied runtime file came from, its license files copied in beside llama.cpp's.
     third_party = describe_third_party(
         stage, closure.copied, toolchain_root=usable_toolchain_root(runtime_root),

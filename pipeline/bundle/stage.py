@@ -94,19 +94,19 @@ def stage_file(stage: Path, relpath: str, source: Path, link: str | None) -> Non
         dest.chmod(0o755)
 
 
-def stage_licenses(stage: Path, source: Path | None) -> list[str]:
+def stage_licenses(stage: Path, source_tree: Path | None) -> list[str]:
     """Copy ``LICENSE`` and ``licenses/`` of the source tree into ``stage``; the bundle paths copied.
 
     A missing LICENSE is not an error here: ``check-bundle`` names it.
     """
-    if source is None:
+    if source_tree is None:
         return []
     copied: list[str] = []
-    license_file = source / LICENSE_NAME
+    license_file = source_tree / LICENSE_NAME
     if license_file.is_file():
         shutil.copyfile(license_file, stage / LICENSE_NAME)
         copied.append(LICENSE_NAME)
-    folder = source / LICENSES_DIR
+    folder = source_tree / LICENSES_DIR
     if folder.is_dir():
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames.sort()

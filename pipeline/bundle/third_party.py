@@ -16,7 +16,7 @@ sha256), and is covered by the license files that archive ships:
   ``lib/rocm_sysdeps/share/doc/``), named by the file (``librocblas.so.4`` ->
   ``rocblas``) or by a name map (``liblzma`` -> ``xz``), else a declared
   source, else none: never every license of the archive;
-- a distribution's ROCm (``--rocm-path /usr``) is dpkg's: a file's package
+- a Linux distribution's ROCm (``--rocm-path /usr``) is dpkg's: a file's package
   is the one ``dpkg-query -S`` names, its license that package's
   ``/usr/share/doc/<package>/copyright``;
 - a file copied from the build machine's own system (a ROCm bundle's

@@ -22,7 +22,7 @@ from pathlib import Path
 from pipeline.errors import ToolchainError
 from pipeline.names import SHA256_HEX
 from pipeline.processes.groups import run_child
-from pipeline.toolchain.compiler_set import Toolchain, version_output
+from pipeline.toolchain.toolchain import Toolchain, version_output
 
 TOOLCHAIN_MODE = "toolchain"
 _COMPILER_ARG = re.compile(r"^-DCMAKE_(C|CXX|HIP|CUDA)_COMPILER=(.+)$")
@@ -40,12 +40,12 @@ class CompilerCheck:
 def verified_archive_digest(toolchain: Toolchain) -> str | None:
     """The sha256 of the archive the pipeline installed ``toolchain`` from, when it verified one.
 
-    ROCm downloads record it as ``sha256`` with ``source = download``; any
+    ROCm downloads record it as ``sha256`` with ``origin = download``; any
     installer that records ``archive_sha256`` qualifies the same way.
     """
     details = toolchain.details
     digest = details.get("archive_sha256") or (
-        details.get("sha256") if details.get("source") == "download" else None
+        details.get("sha256") if details.get("origin") == "download" else None
     )
     return digest.lower() if digest and SHA256_HEX.fullmatch(digest.lower()) else None
 

@@ -107,7 +107,7 @@ def glslc_of(cmake_args: Sequence[str]) -> Path | None:
 def glslc_identity(glslc: Path) -> str:
     """The digest of glslc's binary and of its ``--version`` text (the shaderc, glslang and SPIRV-Tools it
     runs: glslc itself is a small front end over libshaderc)."""
-    from pipeline.toolchain.compiler_set import version_output
+    from pipeline.toolchain.toolchain import version_output
 
     digest = hashlib.sha256(glslc.read_bytes())
     digest.update(b"\0" + version_output(glslc).encode("utf-8"))

@@ -57,26 +57,26 @@ def evict_args(days: float) -> list[str] | None:
     return None if seconds <= 0 else ["--evict-older-than", f"{seconds}s"]
 
 
-def evict(cache_dir: Path, days: float, environ: Mapping[str, str]) -> str | None:
-    """Evict ccache files unused for ``days`` in ``cache_dir``; what was done, or None."""
+def evict(ccache_dir: Path, days: float, environ: Mapping[str, str]) -> str | None:
+    """Evict ccache files unused for ``days`` in ``ccache_dir``; what was done, or None."""
     from pipeline.ccache.session import ccache_path_value, find_ccache
 
     extra = evict_args(days)
-    if extra is None or not cache_dir.is_dir():
+    if extra is None or not ccache_dir.is_dir():
         return None
     exe = find_ccache()
-    env = {**environ, "CCACHE_DIR": ccache_path_value(cache_dir)}
+    env = {**environ, "CCACHE_DIR": ccache_path_value(ccache_dir)}
     try:
         proc = run_child(
             [str(exe), *extra], env=env, capture_output=True, text=True, timeout=600, check=False
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolchainError(f"{exe}: cannot evict in {cache_dir}: {exc}") from None
+        raise ToolchainError(f"{exe}: cannot evict in {ccache_dir}: {exc}") from None
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise ToolchainError(
-            f"{exe} {' '.join(extra)} failed in {cache_dir}: {detail[-1] if detail else proc.returncode}"
+            f"{exe} {' '.join(extra)} failed in {ccache_dir}: {detail[-1] if detail else proc.returncode}"
         )
     removed = re.search(r"Removed files:\s*(\d+)", proc.stdout)
     what = f"{removed.group(1)} files" if removed else "files"
-    return f"evicted {what} unused for {days:g} days from {cache_dir}"
+    return f"evicted {what} unused for {days:g} days from {ccache_dir}"

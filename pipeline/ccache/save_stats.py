@@ -9,6 +9,7 @@ night, instead of being thrown away.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,24 +24,33 @@ STATS_LOG_NAME = "ccache-stats.log"
 
 @dataclass(frozen=True, kw_only=True)
 class SaveInputs:
-    """The statistics to decide on, the cache folder the record names, and where they came from."""
+    """The statistics to decide on, the ccache folder the record names, and where they came from."""
 
     ccache: dict[str, Any] = field(default_factory=dict)
-    cache_dir: str | None = None
+    ccache_dir: str | None = None
     origin: str = "no statistics"
+
+
+def recorded_ccache_dir(ccache: Mapping[str, Any]) -> str | None:
+    """The leg's ccache folder a record's ``ccache`` names, or None.
+
+    A record an older pipeline wrote names it ``cache_dir``: an output folder kept from
+    before the rename still holds one, and its cache is still the one to evict and save.
+    """
+    recorded = ccache.get("ccache_dir", ccache.get("cache_dir"))
+    return recorded if isinstance(recorded, str) and recorded else None
 
 
 def save_inputs(leg_dir: Path) -> SaveInputs:
     """The record's ccache statistics, else those of the run's stats log, else none."""
-    cache_dir: str | None = None
+    ccache_dir: str | None = None
     record_path = leg_dir / RECORD_NAME
     if record_path.is_file():
         record = LegRecord.read(record_path)
-        recorded = record.ccache.get("cache_dir")
-        cache_dir = recorded if isinstance(recorded, str) and recorded else None
+        ccache_dir = recorded_ccache_dir(record.ccache)
         if "misses" in record.ccache:
             return SaveInputs(
-                ccache=dict(record.ccache), cache_dir=cache_dir, origin=f"the record ({record.status})"
+                ccache=dict(record.ccache), ccache_dir=ccache_dir, origin=f"the record ({record.status})"
             )
     log = leg_dir / STATS_LOG_NAME
     if log.is_file():
@@ -49,6 +59,6 @@ def save_inputs(leg_dir: Path) -> SaveInputs:
         except CcacheStatsError as exc:
             raise ToolchainError(f"{log}: unreadable ccache stats log: {exc}") from None
         return SaveInputs(
-            ccache=summary.to_dict(), cache_dir=cache_dir, origin="the stats log (no finished record)"
+            ccache=summary.to_dict(), ccache_dir=ccache_dir, origin="the stats log (no finished record)"
         )
-    return SaveInputs(cache_dir=cache_dir)
+    return SaveInputs(ccache_dir=ccache_dir)

@@ -41,20 +41,20 @@ CACHE_TOOLCHAIN_MARKER = "pipeline-toolchain.txt"
 WARM_UP_MARKER = "pipeline-warmed-by.json"
 
 
-def leg_cache_dir(cache_home: Path, leg: str) -> Path:
+def leg_ccache_dir(cache_home: Path, leg: str) -> Path:
     """The default ccache directory of a leg: one per leg under the pipeline's cache home."""
     return cache_home / "ccache" / leg
 
 
-def record_cache_toolchain(cache_dir: Path, identity: str) -> str | None:
-    """Note ``identity`` as the toolchain filling ``cache_dir``; return the one noted before it.
+def record_cache_toolchain(ccache_dir: Path, identity: str) -> str | None:
+    """Note ``identity`` as the toolchain filling ``ccache_dir``; return the one noted before it.
 
     The report warns on a low hit rate only when the toolchain did not change
     (then something else broke the cache).
     """
     from pipeline.util.fsutil import atomic_write_text
 
-    marker = cache_dir / CACHE_TOOLCHAIN_MARKER
+    marker = ccache_dir / CACHE_TOOLCHAIN_MARKER
     try:
         previous = marker.read_text(encoding="utf-8").strip() or None
     except (FileNotFoundError, UnicodeDecodeError):
@@ -65,18 +65,18 @@ def record_cache_toolchain(cache_dir: Path, identity: str) -> str | None:
     return previous
 
 
-def note_warm_up(cache_dir: Path, warmed_by: Mapping[str, Any]) -> None:
-    """Leave in ``cache_dir`` which warm-up filled it (a run, a window, a toolchain): the first night that
+def note_warm_up(ccache_dir: Path, warmed_by: Mapping[str, Any]) -> None:
+    """Leave in ``ccache_dir`` which warm-up filled it (a run, a window, a toolchain): the first night that
     restores this cache records it (:func:`take_warm_up`)."""
     from pipeline.util.fsutil import atomic_write_json
 
-    atomic_write_json(cache_dir / WARM_UP_MARKER, dict(warmed_by))
+    atomic_write_json(ccache_dir / WARM_UP_MARKER, dict(warmed_by))
 
 
-def take_warm_up(cache_dir: Path, identity: str) -> dict[str, Any] | None:
-    """Which warm-up filled ``cache_dir`` for the toolchain ``identity``, if one did; the note is removed, so
+def take_warm_up(ccache_dir: Path, identity: str) -> dict[str, Any] | None:
+    """Which warm-up filled ``ccache_dir`` for the toolchain ``identity``, if one did; the note is removed, so
     the cache this night saves does not claim it again. A note for another toolchain is removed unread."""
-    marker = cache_dir / WARM_UP_MARKER
+    marker = ccache_dir / WARM_UP_MARKER
     try:
         data = json.loads(marker.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -101,7 +101,7 @@ def find_ccache() -> Path:
 
 
 def ccache_version(exe: Path) -> str:
-    from pipeline.toolchain.compiler_set import version_output
+    from pipeline.toolchain.toolchain import version_output
 
     match = re.search(r"ccache version (\S+)", version_output(exe))
     return match.group(1) if match else "unknown"
@@ -131,7 +131,7 @@ class CcacheSetup:
 
     executable: Path
     version: str
-    cache_dir: Path
+    ccache_dir: Path
     base_dir: Path
     compiler_check: str
     max_size: str
@@ -149,7 +149,7 @@ class CcacheSetup:
     def env(self, *, with_stats_log: bool) -> dict[str, str]:
         """Environment for the compiler calls (ccache reads CCACHE_* variables)."""
         env = {
-            **ccache_env(self.cache_dir, self.base_dir, self.check_value or self.compiler_check),
+            **ccache_env(self.ccache_dir, self.base_dir, self.check_value or self.compiler_check),
             "CCACHE_MAXSIZE": self.max_size,
         }
         if with_stats_log:
@@ -184,7 +184,7 @@ class CcacheSetup:
         record: dict[str, Any] = {
             "version": self.version,
             "compiler_check": self.compiler_check,
-            "cache_dir": str(self.cache_dir),
+            "ccache_dir": str(self.ccache_dir),
             "base_dir": str(self.base_dir),
             # Never the credentials a URL may carry: records are published.
             "remote": _redacted(self.remote),
@@ -201,11 +201,11 @@ class CcacheSetup:
         return record
 
 
-def ccache_env(cache_dir: Path, base_dir: Path, compiler_check: str) -> dict[str, str]:
+def ccache_env(ccache_dir: Path, base_dir: Path, compiler_check: str) -> dict[str, str]:
     """What every ccache call of the pipeline is told: its cache, the base folder its paths are made
     relative to (and the working directory left out of the hash), and how it checks the compiler."""
     return {
-        "CCACHE_DIR": ccache_path_value(cache_dir),
+        "CCACHE_DIR": ccache_path_value(ccache_dir),
         "CCACHE_BASEDIR": ccache_path_value(base_dir),
         "CCACHE_COMPILERCHECK": compiler_check,
         "CCACHE_NOHASHDIR": "1",
@@ -218,7 +218,7 @@ def with_glslc_cache(ccache: CcacheSetup, cmake_args: Sequence[str], build: Path
 
     glslc = setup_glslc_cache(
         cmake_args,
-        ccache_dir=ccache.cache_dir,
+        ccache_dir=ccache.ccache_dir,
         base_dir=ccache.base_dir,
         build=build,
         stats_log=ccache.stats_log,
@@ -247,14 +247,14 @@ def setup_ccache(
     leg: str,
     workspace: Path,
     stats_log: Path,
-    cache_dir: Path,
+    ccache_dir: Path,
     remote: str | None = None,
     check_value: str | None = None,
     check_note: str | None = None,
 ) -> CcacheSetup:
     """Settle the ccache settings of a run; starts a fresh stats log and probes the remote cache."""
     exe = find_ccache()
-    directory = cache_dir.resolve()
+    directory = ccache_dir.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     stats_log.parent.mkdir(parents=True, exist_ok=True)
     stats_log.unlink(missing_ok=True)
@@ -267,7 +267,7 @@ def setup_ccache(
     return CcacheSetup(
         executable=exe,
         version=ccache_version(exe),
-        cache_dir=directory,
+        ccache_dir=directory,
         base_dir=workspace,
         compiler_check=config.compiler_check,
         max_size=config.max_size,

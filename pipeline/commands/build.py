@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
 
     leg = inputs.require_matrix().leg(args.leg)
     options = LegOptions(
-        source=args.source,
+        source_tree=args.source,
         rocm_path=inputs.rocm_path,
         cuda_path=args.cuda_path,
         vulkan_sdk=args.vulkan_sdk,
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         warm_up=inputs.resolution is not None and inputs.resolution.warm_up is not None,
     )
     console = make_console(inputs.environ, stderr=False)
-    tree_given = options.source is not None or inputs.source_archive is not None
+    tree_given = options.source_tree is not None or inputs.source_archive is not None
 
     def resolve() -> LegResolution:
         # Before the leg's first step, once: its TheRock build and the source to check out (from the run's

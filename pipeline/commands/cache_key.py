@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.actions_cache.leg_identity import given_toolchain, run_tag_for_key, toolchain_identity
     from pipeline.backends import backend_of
-    from pipeline.ccache.session import leg_cache_dir
+    from pipeline.ccache.session import leg_ccache_dir
     from pipeline.run_resolution import leg_rocm
 
     leg = inputs.require_matrix().leg(args.leg)
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     outputs = {
         "key": key,
         "restore-keys": "\n".join(restore),
-        "ccache-dir": str((inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)).resolve()),
+        "ccache-dir": str((inputs.ccache_dir or leg_ccache_dir(inputs.cache_home, leg.name)).resolve()),
         "toolchain": toolchain,
     }
     # Only a downloaded toolchain whose identity is known before it is installed (a resolved ROCm

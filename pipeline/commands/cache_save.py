@@ -32,22 +32,22 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.ccache.save import decide_save, evict
     from pipeline.ccache.save_stats import save_inputs
-    from pipeline.ccache.session import leg_cache_dir
+    from pipeline.ccache.session import leg_ccache_dir
 
     matrix = inputs.require_matrix()
     leg = matrix.leg(args.leg)
     # A failed or timed-out build still has statistics: the record's, else its stats log.
     stats = save_inputs(inputs.out / leg.name)
-    if stats.cache_dir:
-        cache_dir = Path(stats.cache_dir)
+    if stats.ccache_dir:
+        ccache_dir = Path(stats.ccache_dir)
     else:
-        cache_dir = inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)
+        ccache_dir = inputs.ccache_dir or leg_ccache_dir(inputs.cache_home, leg.name)
 
     # With --json, stdout carries only the JSON.
     with runner.group(
         f"ccache eviction ({leg.name})", stream=sys.stderr if args.json else None, env=inputs.environ
     ):
-        evicted = evict(cache_dir, matrix.ccache.evict_older_than_days, inputs.environ)
+        evicted = evict(ccache_dir, matrix.ccache.evict_older_than_days, inputs.environ)
     decision = decide_save(stats.ccache, matrix.ccache.save_min_new_entries)
     runner.set_output("save", "true" if decision.save else "false", env=inputs.environ)
     if args.json:
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
                     "save": decision.save,
                     "new_entries": decision.new_entries,
                     "reason": decision.reason,
-                    "cache_dir": str(cache_dir),
+                    "ccache_dir": str(ccache_dir),
                     "evicted": evicted,
                 }
             )

@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help=f"output folder (default: {REPRODUCE_OUT})",
     )
-    S.add_flag(p, S.CACHE_DIR)
+    S.add_flag(p, S.CCACHE_DIR)
     S.add_flag(p, S.WAIT_LOCK)
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run)
@@ -90,8 +90,8 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     out: Path = args.out.resolve()
 
     if args.source is not None:
-        source = args.source.resolve()
-        head = describe_checkout(source, environ=inputs.environ).commit
+        source_tree = args.source.resolve()
+        head = describe_checkout(source_tree, environ=inputs.environ).commit
         if commit and head != commit:
             raise SourceError(
                 f"--source {args.source} is at {head or 'no git commit'}, the bundle was built from {commit}"
@@ -104,10 +104,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         what = f"{where}: source folder"
         # An earlier --source run's link there (its folder confined first) goes: a checkout never runs through it.
         clear_place(confined(out, str(rel.parent), what, BundleError) / rel.name)
-        source = confined(out, str(rel), what, BundleError)
+        source_tree = confined(out, str(rel), what, BundleError)
         with console.status(f"checking out {spec.tag} at {str(commit)[:12]}"):
             head = checkout_source(
-                spec, source, git_url_template=inputs.git_url_template, environ=inputs.environ
+                spec, source_tree, git_url_template=inputs.git_url_template, environ=inputs.environ
             )
         provenance = spec.to_json()
 
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     run = run_leg(
         rebuild_inputs,
         leg,
-        LegOptions(source=source, check_bundle=False),
+        LegOptions(source_tree=source_tree, check_bundle=False),
         console,
         # The bundle's own TheRock build (by its version); the tree is the one checked out above.
         resolve=lambda: resolve_leg(rebuild_inputs, leg, rocm_path=None, tree_given=True),

@@ -36,7 +36,7 @@ Sunday began), weekly (the same cutoff, published by --now), latest, stable
 (the newest stable release, from matrix.toml's stable hosts), or an explicit
 version: a nightly's such as 10.1.0a20260807 or a release's such as 7.14.0.
 Builds published after --now are ignored.
-With matrix.toml's [rocm] source = "wheels", one leg (--leg, --os/--family) resolves
+With matrix.toml's [rocm] distribution = "wheels", one leg (--leg, --os/--family) resolves
 from its wheel index (rocm.wheel_index_url), as the whole run does.
 """
 
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
             os_name, family, targets = leg.os, leg.family, leg.targets
         else:
             os_name, family, targets = args.os_name, args.family, None
-        # matrix.toml's [rocm] source decides the index, as it does for the whole run.
+        # matrix.toml's [rocm] distribution decides the index, as it does for the whole run.
         resolved = resolve_target(
             inputs, os_name, family, fetch=fetch_with_status(err, inputs), targets=targets
         )

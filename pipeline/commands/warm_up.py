@@ -113,7 +113,7 @@ def changed_legs(current: Resolution, ahead: Resolution) -> list[str]:
 
 
 def _same(a: ResolvedRocm | None, b: ResolvedRocm) -> bool:
-    return a is not None and (a.version, a.url, a.source) == (b.version, b.url, b.source)
+    return a is not None and (a.version, a.url, a.distribution) == (b.version, b.url, b.distribution)
 
 
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:

@@ -16,21 +16,10 @@ from pathlib import Path
 from typing import TextIO
 
 from pipeline.errors import UsageError
-from pipeline.names import (
-    GITHUB_ACTIONS,
-    GITHUB_OUTPUT,
-    GITHUB_RUN_ID,
-    GITHUB_SERVER_URL,
-    GITHUB_STEP_SUMMARY,
-)
+from pipeline.names import GITHUB_OUTPUT, GITHUB_RUN_ID, GITHUB_SERVER_URL, GITHUB_STEP_SUMMARY, in_actions
 
 LEVELS = ("debug", "notice", "warning", "error")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-
-
-def in_actions(env: Mapping[str, str]) -> bool:
-    """True inside a GitHub Actions job."""
-    return env.get(GITHUB_ACTIONS) == "true"
 
 
 def _check_name(name: str, what: str) -> None:

@@ -81,8 +81,8 @@ class SourceConfig:
     mix: tuple[MixPin, ...] = ()
 
 
-# Where a ROCm leg's toolchain comes from: TheRock's tarball of the family, or its Python wheels.
-ROCM_SOURCES = ("tarball", "wheels")
+# How TheRock distributes a ROCm leg's toolchain: a tarball of the family, or Python wheels.
+ROCM_DISTRIBUTIONS = ("tarball", "wheels")
 # TheRock's wheel index since 2026-08-23 (RFC0012): one PEP 503 simple index per stream for every GPU
 # ({stream}: "nightly", or "stable" for the stable policy). A URL with {family} is one index per GPU family
 # (the older layout, rocm.nightlies.amd.com/v2/{family}/).
@@ -100,7 +100,8 @@ class RocmConfig:
     # (the settings' defaults, pipeline.inputs.settings ROCM_MAX_AGE and ROCM_STALE).
     max_age_days: float | None = None
     stale: str | None = None
-    source: str = "tarball"
+    # One of ROCM_DISTRIBUTIONS: TheRock's tarball or its wheels.
+    distribution: str = "tarball"
     # A PEP 503 / 691 simple index; "{family}" in it becomes the leg's TheRock family, "{stream}" the policy's
     # TheRock stream (names.rocm_stream).
     wheel_index_url: str = DEFAULT_WHEEL_INDEX
@@ -273,6 +274,8 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     root = TomlTable(data, path, "")
     source = _parse_source(root.table("source"))
     rocm_t = root.table("rocm")
+    # "source" in matrix.toml is llama.cpp's alone ([source]); a file written before says so, once.
+    rocm_t.renamed("source", "distribution")
     rocm = RocmConfig(
         policy=rocm_t.string("policy", RocmConfig.policy, check=policy_check),
         index_url=rocm_t.optional_str("index_url", check=url_check),
@@ -281,7 +284,7 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
         if "max_age_days" in rocm_t.names()
         else None,
         stale=rocm_t.choice("stale", STALE_ACTIONS, None) if "stale" in rocm_t.names() else None,
-        source=rocm_t.choice("source", ROCM_SOURCES, RocmConfig.source),
+        distribution=rocm_t.choice("distribution", ROCM_DISTRIBUTIONS, RocmConfig.distribution),
         wheel_index_url=rocm_t.string("wheel_index_url", RocmConfig.wheel_index_url, check=wheel_index_check),
         warm_up=rocm_t.boolean("warm_up", RocmConfig.warm_up),
     )

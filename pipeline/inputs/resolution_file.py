@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import SourceError, UsageError
-from pipeline.inputs.matrix import MixPin
+from pipeline.inputs.matrix import ROCM_DISTRIBUTIONS, MixPin
 from pipeline.inputs.mix import check_pins, mix_hash, mix_tag, pin_from_json, pin_to_json
 from pipeline.inputs.settings import RESOLVED, parse_url
 from pipeline.names import (
@@ -123,7 +123,7 @@ def _parse_date(value: Any, where: str) -> date | None:
 
 @dataclass(frozen=True, kw_only=True)
 class ResolvedWheel:
-    """One file of a wheel-sourced ROCm build: what the index listed, with the index's sha256."""
+    """One file of a ROCm build TheRock distributes as wheels: what the index listed, with the index's sha256."""
 
     # The project's normalized name (PEP 503), e.g. "rocm-sdk-core".
     project: str
@@ -168,7 +168,7 @@ class ResolvedWheel:
 
 
 def wheels_identity(version: str, sha256s: list[str] | tuple[str, ...]) -> str:
-    """A wheel-sourced build's identity: its version and a digest of its wheels' sha256s.
+    """The identity of a build distributed as wheels: its version and a digest of its wheels' sha256s.
 
     The same version republished with other files is another toolchain (and
     another ccache key); the order of the files does not matter.
@@ -195,8 +195,8 @@ class ResolvedRocm:
     family: str
     # The index's ``<file>.sha256sum`` beside the tarball; None when it lists none.
     sha256_url: str | None = None
-    # "tarball" or "wheels" (matrix.toml's rocm.source); a wheel build names every file it installs.
-    source: str = "tarball"
+    # "tarball" or "wheels" (matrix.toml's rocm.distribution); a wheel build names every file it installs.
+    distribution: str = "tarball"
     wheels: tuple[ResolvedWheel, ...] = ()
     # The index the build was found in (a tarball build): the host that published it (matrix.toml's
     # [[rocm.hosts]] by build date) or --index-url. None in resolutions written before hosts were recorded.
@@ -205,7 +205,7 @@ class ResolvedRocm:
     @property
     def identity(self) -> str:
         """The toolchain's cache-key component, e.g. ``rocm-10.1.0a20260807`` (wheels: plus their digest)."""
-        if self.source == "wheels":
+        if self.distribution == "wheels":
             return wheels_identity(self.version, [w.sha256 for w in self.wheels])
         return therock_identity(self.version)
 
@@ -225,8 +225,8 @@ class ResolvedRocm:
             data["sha256_url"] = self.sha256_url
         if self.index_url is not None:
             data["index_url"] = self.index_url
-        if self.source != "tarball":
-            data["source"] = self.source
+        if self.distribution != "tarball":
+            data["distribution"] = self.distribution
             data["wheels"] = [w.to_json() for w in self.wheels]
         return data
 
@@ -262,11 +262,13 @@ class ResolvedRocm:
         policy = text("policy")
         if (problem := policy_problem(policy)) is not None:
             raise UsageError(f"{where}.policy: expected {problem}, got {policy!r:.60}")
-        source = data.get("source", "tarball")
-        if source not in ("tarball", "wheels"):
-            raise UsageError(f"{where}.source: expected 'tarball' or 'wheels', got {source!r:.60}")
+        # A resolution written before the key was renamed calls it "source" (now llama.cpp's alone).
+        key = "distribution" if "distribution" in data or "source" not in data else "source"
+        distribution = data.get(key, "tarball")
+        if distribution not in ROCM_DISTRIBUTIONS:
+            raise UsageError(f"{where}.{key}: expected 'tarball' or 'wheels', got {distribution!r:.60}")
         wheels_raw = data.get("wheels", [])
-        if not isinstance(wheels_raw, list) or (source == "wheels") != bool(wheels_raw):
+        if not isinstance(wheels_raw, list) or (distribution == "wheels") != bool(wheels_raw):
             raise UsageError(
                 f"{where}.wheels: a wheels build lists its files (a non-empty list), a tarball none"
             )
@@ -274,7 +276,7 @@ class ResolvedRocm:
             ResolvedWheel.from_json(w, where=f"{where}.wheels[{i}]") for i, w in enumerate(wheels_raw)
         )
         return cls(
-            source=source,
+            distribution=distribution,
             wheels=wheels,
             policy=policy,
             cutoff=_parse_date(data.get("cutoff"), f"{where}.cutoff"),

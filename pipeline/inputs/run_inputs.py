@@ -24,7 +24,7 @@ from pipeline.errors import ConfigError, UsageError
 from pipeline.inputs import settings as S
 from pipeline.inputs.matrix import Matrix, load_matrix
 from pipeline.inputs.resolution_file import Resolution, load_resolution
-from pipeline.names import GITHUB_ACTIONS, LOCALAPPDATA, XDG_CACHE_HOME, is_safe_tag
+from pipeline.names import LOCALAPPDATA, XDG_CACHE_HOME, in_actions, is_safe_tag
 from pipeline.util.http_retry import RetryPolicy
 from pipeline.util.timeutil import utc_now
 
@@ -55,8 +55,8 @@ class RunInputs:
     source_archive: Path | None = None
     # An installed ROCm the rocm legs build with (--rocm-path / PIPELINE_ROCM_PATH): no index is fetched.
     rocm_path: Path | None = None
-    # An explicit ccache directory for every leg of this process (--cache-dir / CCACHE_DIR).
-    cache_dir: Path | None
+    # An explicit ccache directory for every leg of this process (--ccache-dir / CCACHE_DIR).
+    ccache_dir: Path | None
     cache_home: Path
     download_cache: Path
     toolchain_dir: Path
@@ -145,8 +145,8 @@ class RunInputs:
 
     @property
     def in_actions(self) -> bool:
-        """Whether this runs on GitHub Actions."""
-        return self.environ.get(GITHUB_ACTIONS) == "true"
+        """Whether this runs on GitHub Actions (:func:`pipeline.names.in_actions` of the run's environment)."""
+        return in_actions(self.environ)
 
     def given(self, setting: S.Setting) -> bool:
         """Whether ``setting`` was given for this run (by its flag or its environment variable)."""
@@ -243,7 +243,7 @@ def read_inputs(
     resolution = load_resolution(resolved.value, where=resolved.where) if resolved.value else None
 
     cache_home = Path(S.pick(S.CACHE_HOME, environ=env, default=default_cache_home(env)).value)
-    cache_dir = S.pick(S.CACHE_DIR, flag=_flag(args, S.CACHE_DIR), environ=env).value
+    ccache_dir = S.pick(S.CCACHE_DIR, flag=_flag(args, S.CCACHE_DIR), environ=env).value
     source_archive = S.pick(S.SOURCE_ARCHIVE, flag=_flag(args, S.SOURCE_ARCHIVE), environ=env).value
     rocm_path = S.pick(S.ROCM_PATH, flag=_flag(args, S.ROCM_PATH), environ=env)
     return RunInputs(
@@ -257,7 +257,7 @@ def read_inputs(
         resolution=resolution,
         resolution_where=resolved.where if resolution is not None else None,
         out=Path(S.pick(S.OUT, flag=_flag(args, S.OUT), environ=env).value),
-        cache_dir=Path(cache_dir) if cache_dir else None,
+        ccache_dir=Path(ccache_dir) if ccache_dir else None,
         source_archive=Path(source_archive) if source_archive else None,
         rocm_path=Path(rocm_path.value) if rocm_path.value else None,
         cache_home=cache_home,

@@ -43,6 +43,8 @@ class Setting:
     name: str
     # The command-line flag, if the input has one.
     flag: str | None = None
+    # Older spellings of the flag, still accepted (a renamed flag keeps working in scripts people wrote).
+    flag_aliases: tuple[str, ...] = ()
     # Environment variables read, the first one set wins.
     env: tuple[str, ...] = ()
     # Dotted matrix.toml key, if the file can set it.
@@ -298,9 +300,11 @@ OUT = Setting(
     default=Path("out"),
     help="output folder: records, bundles, the resolution, reports",
 )
-CACHE_DIR = Setting(
-    name="cache_dir",
-    flag="--cache-dir",
+CCACHE_DIR = Setting(
+    name="ccache_dir",
+    flag="--ccache-dir",
+    # Its older name: "cache" alone also names the cache home, so the flag now says which cache.
+    flag_aliases=("--cache-dir",),
     env=("CCACHE_DIR",),
     parse=parse_text,
     metavar="DIR",
@@ -523,7 +527,7 @@ SETTINGS: tuple[Setting, ...] = (
     ROCM_PATH,
     SOURCE_ARCHIVE,
     OUT,
-    CACHE_DIR,
+    CCACHE_DIR,
     REMOTE_CACHE,
     LEGS,
     CACHE_HOME,
@@ -609,6 +613,7 @@ def add_flag(
     assert setting.flag is not None, setting.name
     parser.add_argument(
         setting.flag,
+        *setting.flag_aliases,
         dest=setting.name,
         metavar=setting.metavar,
         help=f"{help or setting.help} (default: {default_text(setting)})",
@@ -635,8 +640,11 @@ def markdown_table() -> str:
     rows = ["| setting | flag | environment | matrix.toml | default |", "| --- | --- | --- | --- | --- |"]
     for s in SETTINGS:
         env = ", ".join(f"`{v}`" for v in s.env) or "-"
+        flag = f"`{s.flag}`" if s.flag else "-"
+        if s.flag_aliases:
+            flag += f" (also {', '.join(f'`{a}`' for a in s.flag_aliases)}, its older name)"
         rows.append(
-            f"| {_markdown_text(s.help)} | {f'`{s.flag}`' if s.flag else '-'} | {env} | "
+            f"| {_markdown_text(s.help)} | {flag} | {env} | "
             f"{f'`{s.matrix_key}`' if s.matrix_key else '-'} | {_markdown_text(s.default_display)} |"
         )
     return "\n".join(rows) + "\n"

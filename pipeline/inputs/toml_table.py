@@ -151,6 +151,13 @@ class TomlTable:
                 raise self._fail(key, f"each item {problem}", item)
         return value
 
+    def renamed(self, old: str, new: str) -> None:
+        """Refuse ``old``, a key since renamed to ``new``: one line naming the file, the key and its new name."""
+        if old in self.data:
+            raise ConfigError(
+                f"{self.path}: {self._key(old)}: renamed to {self._key(new)}, with the same values: rename the key"
+            )
+
     def done(self) -> None:
         """Reject any key nobody asked for."""
         for key in self.data:

@@ -16,7 +16,7 @@ from rich.table import Table
 from pipeline.archives.packing import PackStats
 from pipeline.ccache.session import CcacheSetup
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.fsutil import human_bytes
 
 
@@ -24,7 +24,7 @@ def header(console: Console, leg: str, toolchain: Toolchain, ccache: CcacheSetup
     """The line before configuring: the toolchain, ccache and how it checks the compiler."""
     console.print(
         f"[bold]{leg}[/]: {toolchain.identity}, ccache {ccache.version} "
-        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.cache_dir})"
+        f"(compiler_check={ccache.compiler_check}{_check_detail(ccache)}, cache {ccache.ccache_dir})"
     )
 
 

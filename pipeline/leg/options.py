@@ -8,8 +8,8 @@ from pathlib import Path
 
 @dataclass(frozen=True, kw_only=True)
 class LegOptions:
-    # The CMake project to build; None: the run's source (cloned at its tag).
-    source: Path | None = None
+    # The CMake project to build (--source); None: the run's source (its archive, or cloned at its tag).
+    source_tree: Path | None = None
     # An existing ROCm install to use instead of downloading one.
     rocm_path: Path | None = None
     # An existing CUDA install / Vulkan SDK instead of matrix.toml's pinned one.

@@ -33,7 +33,6 @@ from pipeline.source.requirements import (
     version_less,
     vulkan_extensions_used,
 )
-from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.gpu_versions import (
     CMAKE4_FLOOR,
     header_declares,
@@ -41,6 +40,7 @@ from pipeline.toolchain.gpu_versions import (
     old_cmake_minimums,
     vulkan_header,
 )
+from pipeline.toolchain.toolchain import Toolchain
 
 # What makes CMake 4 configure a package config that asks for an older CMake.
 POLICY_FLOOR_FLAG = f"-DCMAKE_POLICY_VERSION_MINIMUM={CMAKE4_FLOOR}"

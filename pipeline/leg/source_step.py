@@ -16,11 +16,11 @@ from pipeline.leg.step_results import SourceTree
 from pipeline.util.fsutil import folder_problem
 
 
-def check_cmake_project(source: Path) -> None:
-    if (problem := folder_problem(source)) is not None:
-        raise UsageError(f"--source {source}: {problem}")
-    if not (source / "CMakeLists.txt").is_file():
-        raise UsageError(f"--source {source}: not a CMake project (no CMakeLists.txt at its top)")
+def check_cmake_project(source_tree: Path) -> None:
+    if (problem := folder_problem(source_tree)) is not None:
+        raise UsageError(f"--source {source_tree}: {problem}")
+    if not (source_tree / "CMakeLists.txt").is_file():
+        raise UsageError(f"--source {source_tree}: not a CMake project (no CMakeLists.txt at its top)")
 
 
 def source_step(ctx: LegContext, previous: None) -> SourceTree:
@@ -37,13 +37,13 @@ def _source_tree(ctx: LegContext) -> SourceTree:
     from pipeline.source.git_commands import origin_url
 
     inputs, options, out, console = ctx.inputs, ctx.options, ctx.out, ctx.console
-    if options.source is not None:
+    if options.source_tree is not None:
         # Checked by run_leg, before the lock and the record.
-        path = options.source.resolve()
+        path = options.source_tree.resolve()
         info = describe_checkout(path, environ=inputs.environ)
         tag = folder_tag(info, inputs.tag)
         if info.commit is None:
-            ctx.warn(not_a_repository(options.source, tag))
+            ctx.warn(not_a_repository(options.source_tree, tag))
         # Where the tree came from, when git knows it: the manifest and the SBOM name the repository.
         repo = origin_url(path, environ=inputs.environ) if info.commit is not None else None
         return SourceTree(
@@ -102,12 +102,12 @@ def _source_tree(ctx: LegContext) -> SourceTree:
     )
 
 
-def not_a_repository(source: Path, tag: str) -> str:
+def not_a_repository(source_tree: Path, tag: str) -> str:
     """What a ``--source`` folder that is no git repository gets, said once before the build."""
     from pipeline.source.build_info import build_number
 
     return (
-        f"--source {source} is not a git repository: the bundle is tagged {tag!r} and its programs report "
+        f"--source {source_tree} is not a git repository: the bundle is tagged {tag!r} and its programs report "
         f"build {build_number(tag) or 0}, commit unknown (pass --tag b<N> for a build number, or build a "
         "git checkout)"
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from pipeline.ccache.session import CcacheSetup
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,7 @@ from rich.console import Console
 from pipeline.ccache.glslc_serving import serving_glslc
 from pipeline.ccache.session import (
     CcacheSetup,
-    leg_cache_dir,
+    leg_ccache_dir,
     record_cache_toolchain,
     remote_spec,
     setup_ccache,
@@ -50,8 +50,8 @@ from pipeline.processes.groups import run_logged
 from pipeline.redaction import redact, secrets_in
 from pipeline.results.ninjalog import timings_for_build
 from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
-from pipeline.toolchain.compiler_set import Toolchain
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.tree_removal import remove_aside
 
 
@@ -78,7 +78,7 @@ def cmake_arguments(
     leg: Leg,
     toolchain: Toolchain,
     ccache: CcacheSetup,
-    source: Path,
+    source_tree: Path,
     build: Path,
     build_info: Sequence[str] = (),
 ) -> list[str]:
@@ -92,7 +92,7 @@ def cmake_arguments(
         "-G",
         "Ninja",
         "-S",
-        str(source),
+        str(source_tree),
         "-B",
         str(build),
         # First: a matrix.toml that sets them itself is taken at its word (CMake keeps the last -D).
@@ -105,7 +105,7 @@ def cmake_arguments(
         *(ccache.glslc.cmake_args() if ccache.glslc else ()),
     ]
     # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
-    maps = prefix_map_flags(ccache.base_dir, source, build)
+    maps = prefix_map_flags(ccache.base_dir, source_tree, build)
     # A leg builds on its own OS: quoted for Windows' command lines there, for the shell elsewhere.
     return with_prefix_map(
         args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows"
@@ -145,10 +145,10 @@ def run_leg(
     out = inputs.out.resolve()
     work = leg_dir(out, leg.name)
     check_remote_spec(matrix, options)
-    if options.source is not None:
+    if options.source_tree is not None:
         # A wrong --source is the user's typo: refused here, before anything is written, and only here
         # (the source step takes the folder as checked).
-        check_cmake_project(options.source)
+        check_cmake_project(options.source_tree)
     from pipeline.processes.locks import hold
 
     work.mkdir(parents=True, exist_ok=True)
@@ -322,7 +322,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         leg=ctx.leg.name,
         workspace=workspace_of(source.path, build),
         stats_log=ctx.work / "ccache-stats.log",
-        cache_dir=ctx.inputs.cache_dir or leg_cache_dir(ctx.inputs.cache_home, ctx.leg.name),
+        ccache_dir=ctx.inputs.ccache_dir or leg_ccache_dir(ctx.inputs.cache_home, ctx.leg.name),
         remote=ctx.options.remote_cache,
         check_value=check.value if check.value != check.mode else None,
         check_note=check.note,
@@ -345,9 +345,9 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         ctx.warn(warning)
     if ccache.check_note:
         render.note(ctx.console, ctx.leg.name, ccache.check_note)
-    previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
+    previous_toolchain = record_cache_toolchain(ccache.ccache_dir, toolchain.identity)
     # Before the build adds to the cache: whether a warm-up filled it (a warm-up's own run starts a new note).
-    warmed_by = take_warm_up(ccache.cache_dir, toolchain.identity)
+    warmed_by = take_warm_up(ccache.ccache_dir, toolchain.identity)
     render.header(ctx.console, ctx.leg.name, toolchain, ccache)
     if warmed_by is not None:
         render.note(ctx.console, ctx.leg.name, f"ccache warmed ahead by {warm_up_text(warmed_by)}")

@@ -27,7 +27,7 @@ def note_leg_warm_up(ctx: LegContext, plan: BuildPlan) -> None:
         **resolution.warm_up.to_json(),
         "tag": plan.source.tag,
     }
-    note_warm_up(plan.ccache.cache_dir, warmed_by)
+    note_warm_up(plan.ccache.ccache_dir, warmed_by)
     ctx.record.ccache["warm_up"] = warmed_by
 
 

@@ -103,7 +103,7 @@ def _unknown_family(family: str, os_name: str, listing_url: str, fetch: PageFetc
     if not families or family in families:
         return None
     hint = family_suggestion(family, families)
-    # The tarball index's words (tarball_resolve), so both sources read alike.
+    # The tarball index's words (tarball_resolve), so both distributions read alike.
     return ResolutionError(
         f"unknown ROCm family {family!r} for {os_name} in the wheel index {listing_url}{hint}; "
         f"the index has: {', '.join(families)}"
@@ -194,7 +194,7 @@ def resolve_wheels(
         published=chosen.published,
         os=os_name,
         family=family,
-        source="wheels",
+        distribution="wheels",
         wheels=wheels,
         index_url=index_url,
     )

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.leg import Leg
-from pipeline.toolchain.compiler_set import Toolchain, safe_identity
+from pipeline.names import safe_identity
 from pipeline.toolchain.host_compiler import compiler_version, find_compiler
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.fsutil import atomic_write_text
 
 

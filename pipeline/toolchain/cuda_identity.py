@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipeline.errors import ToolchainError
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
+from pipeline.names import safe_identity
 from pipeline.toolchain.cuda_layout import pinned_identity
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.cuda_redist_identity import redist_cuda_identity
 from pipeline.toolchain.host_compiler import host_toolchain
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from pipeline.inputs.pins import CudaPins, WheelPin
@@ -29,7 +30,7 @@ def given_cuda(request: ToolchainRequest) -> Toolchain:
     assert root is not None
     if not (root / "bin" / ("nvcc.exe" if request.leg.os == "windows" else "nvcc")).is_file():
         raise ToolchainError(f"--cuda-path {root}: no bin/nvcc there")
-    return cuda_toolchain(request.leg, request.environ, root=root, source="cuda-path")
+    return cuda_toolchain(request.leg, request.environ, root=root, origin="cuda-path")
 
 
 def pinned_wheels(pins: CudaPins, os_name: str) -> tuple[tuple[WheelPin, str], ...]:

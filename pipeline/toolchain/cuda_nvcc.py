@@ -11,9 +11,9 @@ from pathlib import Path
 from pipeline.errors import ToolchainError
 from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.leg import Leg
-from pipeline.names import CUDA_PATH
-from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
+from pipeline.names import CUDA_PATH, safe_identity
 from pipeline.toolchain.host_compiler import compiler_version, host_toolchain
+from pipeline.toolchain.toolchain import Toolchain, version_output
 
 DEFAULT_CUDA_ROOT = Path("/usr/local/cuda")
 # Debian's nvidia-cuda-toolkit (``--cuda-path /usr``): ``bin/nvcc`` is a script that puts this folder
@@ -98,11 +98,12 @@ def cmake_value(args: tuple[str, ...], name: str) -> str:
 
 
 def cuda_toolchain(
-    leg: Leg, environ: Mapping[str, str], *, root: Path | None = None, source: str = "system"
+    leg: Leg, environ: Mapping[str, str], *, root: Path | None = None, origin: str = "system"
 ) -> Toolchain:
     """nvcc + the host compiler; the identity carries both versions.
 
     ``root``: a toolkit given by ``--cuda-path`` or installed from wheels; None finds a system one.
+    ``origin``: where the toolkit came from, as the record's toolchain details say it.
     """
     env = environ
     host = host_toolchain(environ)
@@ -135,7 +136,7 @@ def cuda_toolchain(
             "host_compiler": host.identity,
             **extra,
             "architectures": ";".join(leg.cuda_architectures),
-            "source": source,
+            "origin": origin,
             # The oldest driver the shipped runtime starts on: the manifest and the release notes say it.
             **({"driver_min": floor.text(leg.os)} if (floor := driver_floor(version)) is not None else {}),
         },

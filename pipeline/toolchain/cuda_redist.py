@@ -36,7 +36,6 @@ from pipeline.errors import NetworkError, ToolchainError
 from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.pins import CudaPins, RedistPins
 from pipeline.names import CC, SHA256_HEX, is_plain_relative_path
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda_layout import install_folder, unversioned_links
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.cuda_redist_identity import platform_of, redist_cuda_identity
@@ -44,6 +43,7 @@ from pipeline.toolchain.cuda_wheels import add_driver_stub
 from pipeline.toolchain.host_compiler import find_compiler
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -120,7 +120,7 @@ def choose_archives(
 def _fetch_manifest(redist: RedistPins, request: ToolchainRequest, console: Console | None) -> dict[str, Any]:
     where = f"{redist.key} manifest {redist.manifest}"
     try:
-        got = download(redist.manifest_url, cache_dir=request.download_cache / "cuda-redist", sha256=redist.sha256,
+        got = download(redist.manifest_url, download_cache=request.download_cache / "cuda-redist", sha256=redist.sha256,
                        console=console, retry=request.retry,
                        wait_lock=request.wait_lock, since=request.started)  # fmt: skip
     except (ToolchainError, NetworkError) as err:
@@ -153,7 +153,7 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
                 f"cuda: {archive.component} {archive.version} ({archive.platform})", highlight=False
             )
         try:
-            got = download(redist.url + archive.relative_path, cache_dir=request.download_cache / "cuda-redist",
+            got = download(redist.url + archive.relative_path, download_cache=request.download_cache / "cuda-redist",
                            sha256=archive.sha256, console=console, retry=request.retry, verify=check_archive,
                            wait_lock=request.wait_lock, since=request.started)  # fmt: skip
         except (ToolchainError, NetworkError) as err:
@@ -228,7 +228,7 @@ def prepare_cuda_redist(
 ) -> Toolchain:
     """Install the pinned archives and give the toolchain, with the identity ``cache-key`` computed before."""
     root = install_cuda_redist(pins, request, console=console)
-    toolchain = cuda_toolchain(request.leg, request.environ, root=root, source=f"redist {redist.manifest}")
+    toolchain = cuda_toolchain(request.leg, request.environ, root=root, origin=f"redist {redist.manifest}")
     floor = driver_floor(pins.version)
     # The pinned line's floor: the runtime shipped is the pinned archives' cudart.
     details = {

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.pins import CudaPins, RedistPins
-from pipeline.toolchain.compiler_set import ToolchainRequest, safe_identity
+from pipeline.names import safe_identity
 from pipeline.toolchain.cuda_layout import pinned_identity
 from pipeline.toolchain.host_compiler import host_toolchain
+from pipeline.toolchain.toolchain import ToolchainRequest
 
 if TYPE_CHECKING:
     pass

@@ -25,7 +25,6 @@ from pipeline.errors import NetworkError, ToolchainError
 from pipeline.inputs.pins import CudaPins
 from pipeline.names import CC
 from pipeline.processes.groups import run_child
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.cuda_identity import given_cuda, pinned_cuda_identity, pinned_wheels
 from pipeline.toolchain.cuda_layout import (
     DRIVER_SONAME,
@@ -40,6 +39,7 @@ from pipeline.toolchain.cuda_layout import (
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.host_compiler import find_compiler
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.util.fsutil import file_digest
 from pipeline.util.http_retry import (
     DEFAULT_RETRY,
@@ -69,7 +69,7 @@ _NOT_THERE = ("No matching distribution found", "Could not find a version that s
 def fetch_wheel(
     requirement: str,
     sha256: str,
-    cache_dir: Path,
+    download_cache: Path,
     *,
     python: str,
     platform: str | None = None,
@@ -77,7 +77,7 @@ def fetch_wheel(
     console: Console | None = None,
     env: Mapping[str, str],
 ) -> Path:
-    """A verified wheel for ``requirement`` in ``<cache_dir>/wheels/<sha256>/`` (downloaded once).
+    """A verified wheel for ``requirement`` in ``<download_cache>/wheels/<sha256>/`` (downloaded once).
 
     pip runs without retries of its own (``PIP_RETRIES=0``): a failed ``pip
     download`` is retried here, with the run's backoff and retry budget, like
@@ -85,7 +85,7 @@ def fetch_wheel(
     proxy settings).
     """
     pip_env = {**env, "PIP_RETRIES": "0"}
-    folder = cache_dir / "wheels" / sha256.lower()
+    folder = download_cache / "wheels" / sha256.lower()
     cached = sorted(folder.glob("*.whl")) if folder.is_dir() else []
     if len(cached) == 1 and file_digest(cached[0])[1] == sha256.lower():
         return cached[0]
@@ -258,6 +258,6 @@ def prepare_cuda(request: ToolchainRequest, console: Console | None = None, *, p
     if pins is None:
         return cuda_toolchain(leg, env)
     tree = install_cuda_wheels(pins, request, python=python, console=console)
-    toolchain = cuda_toolchain(leg, env, root=tree, source=f"wheels {pins.version}")
+    toolchain = cuda_toolchain(leg, env, root=tree, origin=f"wheels {pins.version}")
     # The identity the cache key was computed with before the install (cuda_identity).
     return dataclasses.replace(toolchain, identity=pinned_cuda_identity(pins, request))

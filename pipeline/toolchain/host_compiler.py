@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
-from pipeline.names import CC, CXX
-from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
+from pipeline.names import CC, CXX, safe_identity
+from pipeline.toolchain.toolchain import Toolchain, version_output
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 

@@ -3,7 +3,7 @@
 Two standard layouts, and anything between them:
 
 ==================  ==============================  =============================================
-piece               TheRock (``/opt/rocm`` alike)   a distribution (Debian: ``/usr``)
+piece               TheRock (``/opt/rocm`` alike)   a Linux distribution (Debian: ``/usr``)
 ==================  ==============================  =============================================
 compiler            ``lib/llvm/bin/clang``          ``lib/llvm-<N>/bin/clang``
 device libraries    ``lib/llvm/amdgcn/bitcode``     ``lib/llvm-<N>/lib/clang/<N>/amdgcn/bitcode``
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pipeline.errors import ToolchainError, UsageError
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
+from pipeline.names import safe_identity
 from pipeline.toolchain.gpu_versions import Found, cmake_package_dirs, hip_version
 from pipeline.toolchain.therock import (
     device_lib_places,
@@ -42,6 +42,7 @@ from pipeline.toolchain.therock import (
     installed_version,
     rocm_toolchain,
 )
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.util.fsutil import folder_problem
 
 # What says where HIP's CMake package is; its folder's prefix is what CMake is pointed at.
@@ -148,7 +149,7 @@ def existing_install(path: Path, request: ToolchainRequest) -> Toolchain:
     version = asked if asked and is_rocm_version(asked) else installed_version(root)
     return rocm_toolchain(
         root, request.leg, version=version, identity=installed.identity, cmake_prefix=installed.cmake_prefix,
-        details={"source": "rocm-path", "hip_version": installed.hip.version, "hip_version_from": installed.hip.source,
+        details={"origin": "rocm-path", "hip_version": installed.hip.version, "hip_version_from": installed.hip.source,
                  "cmake_prefix": str(installed.cmake_prefix), "fingerprint": installed.fingerprint},
         environ=request.environ,
     )  # fmt: skip

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.errors import ToolchainError
+from pipeline.names import safe_identity
 from pipeline.processes.groups import run_child
-from pipeline.toolchain.compiler_set import Toolchain, safe_identity
 from pipeline.toolchain.msvc_env import (
     MsvcEnv,
     default_vswhere,
@@ -26,6 +26,7 @@ from pipeline.toolchain.msvc_env import (
     vcvarsall_path,
     vswhere_command,
 )
+from pipeline.toolchain.toolchain import Toolchain
 
 
 def _run(cmd: list[str] | str, env: Mapping[str, str], what: str) -> str:

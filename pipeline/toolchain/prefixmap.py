@@ -69,17 +69,17 @@ def _relative(target: PurePath, start: PurePath) -> str | None:
     return str(type(target)(*parts)) if parts else None
 
 
-def prefix_map_flags(workspace: PurePath, source: PurePath, build: PurePath) -> list[str]:
-    """The ``-ffile-prefix-map`` flags for a build of ``source`` in ``build`` under ``workspace``.
+def prefix_map_flags(workspace: PurePath, source_tree: PurePath, build: PurePath) -> list[str]:
+    """The ``-ffile-prefix-map`` flags for a build of ``source_tree`` in ``build`` under ``workspace``.
 
     A filesystem root is never mapped (it would rewrite system header paths too).
     """
     windows = "\\" in str(workspace) or bool(workspace.drive)
     maps: list[str] = []
-    for folder in (workspace, source):
+    for folder in (workspace, source_tree):
         if folder.parent != folder:
             maps.extend(_spellings(str(folder), windows))
-    relative = _relative(source, build)
+    relative = _relative(source_tree, build)
     if relative:
         maps.extend(_spellings(relative, windows))
     if build.parent != build:

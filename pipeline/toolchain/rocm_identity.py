@@ -13,9 +13,9 @@ from __future__ import annotations
 import sys
 
 from pipeline.errors import ToolchainError
-from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.installed_rocm import existing_install
 from pipeline.toolchain.msvc import capture_msvc, identity_with_msvc, with_msvc
+from pipeline.toolchain.toolchain import ToolchainRequest
 
 
 def msvc_applies(request: ToolchainRequest) -> bool:

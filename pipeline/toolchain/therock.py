@@ -29,8 +29,8 @@ from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.leg import Leg
-from pipeline.names import therock_identity
-from pipeline.toolchain.compiler_set import Toolchain, safe_identity
+from pipeline.names import safe_identity, therock_identity
+from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.fsutil import file_digest
 
 # Where TheRock (and /opt/rocm) keep clang, relative to the install root.
@@ -331,7 +331,7 @@ def install_check(os_name: str) -> Callable[[Path], None]:
     """
     import sys
 
-    from pipeline.toolchain.compiler_set import version_output
+    from pipeline.toolchain.toolchain import version_output
 
     def check(root: Path) -> None:
         clang = find_clang_dir(root, os_name) / exe(os_name, "clang")

@@ -14,10 +14,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from pipeline.errors import NetworkError, ToolchainError
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.installer.download import Downloaded, download, file_name_of
 from pipeline.toolchain.installer.install import install_archive
 from pipeline.toolchain.therock import install_check, rocm_toolchain
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,7 +76,7 @@ def _fetch_checksum(resolved: ResolvedRocm, request: ToolchainRequest) -> tuple[
     try:
         got = download(
             url,
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             retry=request.retry,
             wait_lock=request.wait_lock,
             since=request.started,
@@ -124,7 +124,7 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
             sha256=digest,
             console=console,
             root_dir=request.toolchain_dir,
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             retry=request.retry,
             check=install_check(leg.os),
             wait_lock=request.wait_lock,
@@ -145,7 +145,7 @@ def prepare_rocm(request: ToolchainRequest, console: Console) -> Toolchain:
         highlight=False,
     )
     details = {
-        "source": "download",
+        "origin": "download",
         "policy": resolved.policy,
         "url": resolved.url,
         "file": resolved.file,

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING
 
 from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
+from pipeline.names import safe_identity
 from pipeline.processes.groups import run_child
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
 from pipeline.toolchain.therock import install_check, rocm_toolchain
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.util.fsutil import confined
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def install_wheels(
         # Every file verified against the resolution's sha256 before pip sees any of them.
         return download(
             urls[ref.label],
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             sha256=ref.sha256,
             console=console,
             retry=request.retry,
@@ -153,7 +154,7 @@ def prepare_rocm_wheels(
 ) -> Toolchain:
     """The toolchain of the run's resolved wheel build: installed (or reused), found through ``rocm-sdk path``."""
     leg, resolved = request.leg, request.rocm
-    assert resolved is not None and resolved.source == "wheels"
+    assert resolved is not None and resolved.distribution == "wheels"
     if (leg.os == "windows") != (sys.platform == "win32"):
         raise ToolchainError(
             f"leg {leg.name}: its {leg.os} wheels install on {leg.os} only (pip runs their own platform)"
@@ -166,7 +167,7 @@ def prepare_rocm_wheels(
         highlight=False,
     )
     details = {
-        "source": "wheels",
+        "origin": "wheels",
         "policy": resolved.policy,
         "url": resolved.url,
         "family": resolved.family,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest, safe_identity
+from pipeline.names import safe_identity
 from pipeline.toolchain.host_compiler import host_toolchain
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.toolchain.vulkan_tools import vulkan_toolchain
 
 if TYPE_CHECKING:

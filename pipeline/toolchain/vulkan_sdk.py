@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from pipeline.archives.extract import check_archive
 from pipeline.errors import ToolchainError
 from pipeline.inputs.pins import SdkPin
-from pipeline.toolchain.compiler_set import Toolchain, ToolchainRequest
 from pipeline.toolchain.host_compiler import host_toolchain
 from pipeline.toolchain.installer.download import download
 from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
+from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 from pipeline.toolchain.vulkan_identity import pinned_sdk_identity, sdk_pin, uninstalled_vulkan
 from pipeline.toolchain.vulkan_tools import vulkan_toolchain
 
@@ -36,7 +36,7 @@ def install_vulkan_sdk(pin: SdkPin, request: ToolchainRequest, console: Console 
     def fetch(ref: ArchiveRef) -> Path:
         return download(
             ref.label,
-            cache_dir=request.download_cache,
+            download_cache=request.download_cache,
             sha256=ref.sha256,
             console=console,
             verify=check_archive,

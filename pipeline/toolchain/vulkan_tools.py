@@ -15,8 +15,9 @@ from pathlib import Path
 
 from pipeline.errors import ToolchainError
 from pipeline.inputs.leg import Leg
-from pipeline.toolchain.compiler_set import Toolchain, safe_identity, version_output
+from pipeline.names import safe_identity
 from pipeline.toolchain.host_compiler import host_toolchain
+from pipeline.toolchain.toolchain import Toolchain, version_output
 
 HEADER_DIRS = (Path("/usr/include"), Path("/usr/local/include"))
 _SHADERC = re.compile(r"shaderc\s+v?(\S+)")

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from rich.console import Console
 
-from pipeline.names import FORCE_COLOR, GITHUB_ACTIONS, NO_COLOR
+from pipeline.names import FORCE_COLOR, NO_COLOR, in_actions
 
 # A log line is as long as its text; tables (which lay out to a width) get room for a whole record.
 LOG_WIDTH = 1000
@@ -27,7 +27,7 @@ LOG_WIDTH = 1000
 
 def is_log(environ: Mapping[str, str], stream: TextIO) -> bool:
     """Whether ``stream`` is a log (GitHub Actions, a pipe, a file) rather than someone's terminal."""
-    if environ.get(GITHUB_ACTIONS) == "true":
+    if in_actions(environ):
         return True
     isatty = getattr(stream, "isatty", None)
     try:

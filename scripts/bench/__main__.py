@@ -193,7 +193,7 @@ class Bench:
                 str(self.project),
                 "--out",
                 str(self.out),
-                "--cache-dir",
+                "--ccache-dir",
                 str(cache),
                 "--no-bundle",
             ],
@@ -229,7 +229,7 @@ class Bench:
         setup = CcacheSetup(
             executable=find_ccache(),
             version=cc["version"],
-            cache_dir=Path(cc["cache_dir"]),
+            ccache_dir=Path(cc["ccache_dir"]),
             base_dir=Path(cc["base_dir"]),
             compiler_check=cc["compiler_check"],
             max_size="5G",

@@ -84,7 +84,7 @@ class RealTreeBench:
         self._cpu = cpu
 
     def _build_args(self, *extra: str) -> list[str]:
-        return ["--source", str(self.tree), "--out", str(self.out), "--cache-dir", str(self.cache), *extra]
+        return ["--source", str(self.tree), "--out", str(self.out), "--ccache-dir", str(self.cache), *extra]
 
     def pipeline(self, kind: str, *, bundle: bool) -> tuple[float, dict[str, Any]]:
         """Wall seconds and the record; the record gets ``bench_cpu_s``, the run's CPU seconds."""
@@ -141,7 +141,7 @@ class RealTreeBench:
         setup = CcacheSetup(
             executable=find_ccache(),
             version=cc["version"],
-            cache_dir=Path(cc["cache_dir"]),
+            ccache_dir=Path(cc["ccache_dir"]),
             base_dir=Path(cc["base_dir"]),
             compiler_check=cc["compiler_check"],
             max_size="5G",

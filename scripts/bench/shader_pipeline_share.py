@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How much of a vulkan build of the real tree is its shader pipeline, cold and warm.
 
-Builds the shipped vulkan leg (plus the suite's one reduction) on llama-cpp-python's vendored llama.cpp twice
+Builds the shipped vulkan leg (plus the suite's one reduction: scripts/workload/vulkan_leg.py, the leg
+tests/integration/test_vulkan_real_tree.py builds) on llama-cpp-python's vendored llama.cpp twice
 with an empty ccache and glslc cache, the second in another folder, and reads Ninja's own log
 (``build/.ninja_log``: each step's start and end) of each. The shader pipeline is every step of
 ``ggml/src/ggml-vulkan`` but the backend's own compiles: the vulkan-shaders-gen ExternalProject (its
@@ -17,23 +18,20 @@ Vulkan SDK, glslc). Numbers vary with the machine: they are measured, never asse
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from pipeline.results.ninjalog import parse_log
-from scripts.workload.llama_sdist import standalone_tree
+from scripts.workload.llama_sdist import cached_sdist, missing_reason, standalone_tree
+from scripts.workload.trixie_vulkan import SdkUnavailable
+from scripts.workload.vulkan_leg import build_args, vulkan_sdk, write_matrix
 
-
-def _tests(module: str) -> Any:
-    """A module of the test helpers (the real-tree vulkan test's own matrix and build line), by name."""
-    return importlib.import_module(module)
-
-
+ROOT = Path(__file__).resolve().parents[2]
 VULKAN_DIR = "ggml/src/ggml-vulkan/"
 # The backend's own sources (compiled whatever the shaders): not the shader pipeline.
 OWN = ("ggml-vulkan.cpp.o",)
@@ -55,30 +53,32 @@ def main() -> int:
     )
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
-    vulkan = _tests("tests.integration.test_vulkan_real_tree")
-    files, run_pipeline = (
-        _tests("tests.support.tree_files"),
-        _tests("tests.support.pipeline_cli").run_pipeline,
-    )
-    sdist = files.cached_sdist()
+    sdist = cached_sdist()
     if sdist is None:
-        print(f"error: {files.missing_reason()}", file=sys.stderr)
+        print(f"error: {missing_reason()}", file=sys.stderr)
+        return 2
+    try:
+        sdk = vulkan_sdk(os.environ)
+    except SdkUnavailable as exc:
+        print(f"error: the vulkan leg needs Vulkan headers 1.3.272 or newer: {exc}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="shader-share-") as tmp:
         work = Path(tmp)
         tree = standalone_tree(sdist, work / "sdist")
-        matrix = vulkan._matrix(work / "matrix.toml")
-        sdk = vulkan._sdk()
+        matrix = write_matrix(work / "matrix.toml")
         rows = []
         for name in ("cold", "warm"):
             out = work / name / "out"
             started = time.monotonic()
-            proc = run_pipeline(
-                vulkan._build_args(
-                    matrix, tree, out, work / "ccache", "--vulkan-sdk", str(sdk), "--no-bundle"
-                ),
-                env={"PIPELINE_CACHE_HOME": str(work / "home")},
+            line = build_args(matrix, tree, out, work / "ccache", "--vulkan-sdk", str(sdk), "--no-bundle")
+            # The pipeline of this checkout, as a user runs it (tests/support/pipeline_cli.py does the same).
+            proc = subprocess.run(
+                [sys.executable, "-m", "pipeline", *line],
+                env={**os.environ, "PYTHONPATH": str(ROOT), "PIPELINE_CACHE_HOME": str(work / "home")},
+                capture_output=True,
+                text=True,
                 timeout=3600,
+                check=False,
             )
             wall = time.monotonic() - started
             if proc.returncode != 0:

@@ -29,7 +29,7 @@ without ``libvulkan.so.1`` fails the check, saying so.
 
 ``--backend rocm`` is for a lent AMD GPU machine with ROCm installed
 (``--rocm-path DIR``, else ``$ROCM_PATH``, else ``/opt/rocm``: TheRock's
-layout or a distribution's ``/usr``, whose pieces the pipeline finds:
+layout or a Linux distribution's ``/usr``, whose pieces the pipeline finds:
 pipeline/toolchain/installed_rocm.py). It reads the machine's GPU target
 (``amdgpu-arch``, else ``rocminfo``'s agents' ``Name: gfx...``), picks the
 shipped Linux rocm leg whose ``targets`` include it (scripts/gpu_check/rocm.py)
@@ -147,7 +147,7 @@ def cuda_root(given: str | None) -> Path:
 
 
 def rocm_root(given: str | None) -> Path:
-    """``--rocm-path``, else ``$ROCM_PATH``, else /opt/rocm (TheRock's or AMD's packages; a distribution's is /usr)."""
+    """``--rocm-path``, else ``$ROCM_PATH``, else /opt/rocm (TheRock's or AMD's packages; a Linux distribution's is /usr)."""
     if given:
         return Path(given)
     return Path(os.environ.get("ROCM_PATH") or "/opt/rocm")
@@ -343,7 +343,7 @@ def build_command(plan: Plan, matrix: Path) -> list[str]:
         TAG,
         "--out",
         str(OUT_DIR),
-        "--cache-dir",
+        "--ccache-dir",
         str(WORK / f"ccache-{plan.backend}"),
         *plan.toolchain,
     ]
@@ -513,7 +513,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--rocm-path",
-        help="the machine's ROCm install, TheRock's layout or a distribution's /usr "
+        help="the machine's ROCm install, TheRock's layout or a Linux distribution's /usr "
         "(default: $ROCM_PATH, /opt/rocm)",
     )
     parser.add_argument(

@@ -37,6 +37,20 @@ def e2e_cache_root() -> Path:
     return Path(explicit) if explicit else Path.home() / ".cache" / "llama-pipeline-tests"
 
 
+def cached_sdist() -> Path | None:
+    """The sdist in the test cache, or None when nothing has fetched it on this machine (nothing is downloaded)."""
+    path = e2e_cache_root() / "sdist" / SDIST_NAME
+    return path if path.is_file() else None
+
+
+def missing_reason() -> str:
+    """Why :func:`cached_sdist` found nothing, for a skipped test or a benchmark that stops."""
+    return (
+        f"the llama-cpp-python {SDIST_VERSION} sdist is not in {e2e_cache_root() / 'sdist'} "
+        "(the real-tree tests fetch it once)"
+    )
+
+
 def fetch_sdist(cache: Path) -> Path:
     """The sdist in ``cache/sdist/``, downloaded with pip when it is not there yet."""
     target = cache / "sdist" / SDIST_NAME

@@ -108,7 +108,7 @@ def _build_here(case: Case, tmp: Path, tree: Path, matrix: Path, cache: Path) ->
         out = tmp / name / "out"
         started = time.monotonic()
         proc = run_pipeline(["--matrix", str(matrix), "build", case.leg, "--source", str(tree), "--out", str(out),
-                             "--cache-dir", str(cache), *case.extra(), *extra],
+                             "--ccache-dir", str(cache), *case.extra(), *extra],
                             env=env, timeout=BUILD_TIMEOUT)  # fmt: skip
         print(f"\n{case.leg} ({name}): {time.monotonic() - started:.0f} s", flush=True)
         assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
@@ -138,7 +138,7 @@ def _build_in_root(case: Case, tmp: Path, tree: Path, matrix: Path, cache: Path)
             out = tmp / name / "out"
             started = time.monotonic()
             proc = run_in(root, [python, "-m", "pipeline", "--matrix", str(matrix), "build", case.leg, "--source",
-                                 str(tree), "--out", str(out), "--cache-dir", str(cache), *case.extra(), *extra],
+                                 str(tree), "--out", str(out), "--ccache-dir", str(cache), *case.extra(), *extra],
                           env=env, cwd=str(tmp), timeout=BUILD_TIMEOUT)  # fmt: skip
             print(
                 f"\n{case.leg} ({name}, in {case.root.suite}): {time.monotonic() - started:.0f} s", flush=True

@@ -33,7 +33,7 @@ from pipeline.errors import BusyError, NetworkError, ToolchainError
 from pipeline.inputs.matrix import load_matrix
 from pipeline.processes.locks import hold
 from pipeline.run_resolution import leg_rocm
-from pipeline.toolchain.compiler_set import ToolchainRequest
+from pipeline.toolchain.toolchain import ToolchainRequest
 from tests.support.archives import make_tar, make_zip, tar_file, therock_members
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs

@@ -29,7 +29,7 @@ COMPILATIONS = UNITS + 1
 def build(root: Path, out: Path) -> dict[str, Any]:
     run_pipeline(
         ["--matrix", str(root / "matrix.toml"), "build", "cpu", "--source", str(root / "project"), "--tag", "b1",
-         "--out", str(out), "--cache-dir", str(root / "ccache")],
+         "--out", str(out), "--ccache-dir", str(root / "ccache")],
         check=True,
     )  # fmt: skip
     return json.loads((out / "cpu" / "record.json").read_text())  # type: ignore[no-any-return]
@@ -65,7 +65,7 @@ def test_reproduce_in_its_default_folder_hits_every_object(
     # Run from the first build's folder: reproduce's default output is out/reproduce, one level deeper.
     proc = run_pipeline(
         ["--matrix", str(root / "matrix.toml"), "reproduce", str(bundle), "--source", str(root / "project"),
-         "--cache-dir", str(root / "ccache")],
+         "--ccache-dir", str(root / "ccache")],
         cwd=root,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr

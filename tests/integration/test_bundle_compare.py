@@ -141,11 +141,11 @@ def build_in(setup: Setup, workspace: Path, spec: SourceSpec | None = None) -> t
     commit = checkout_source(spec, src, git_url_template=setup.template, environ=os.environ)
     matrix = load_matrix(setup.matrix)
     leg = matrix.leg("cpu")
-    inputs = leg_inputs(matrix, out=out, tag=spec.tag, cache_dir=setup.cache, now=NOW)
+    inputs = leg_inputs(matrix, out=out, tag=spec.tag, ccache_dir=setup.cache, now=NOW)
     record = run_leg(
         inputs,
         leg,
-        LegOptions(source=src, no_bundle=True),
+        LegOptions(source_tree=src, no_bundle=True),
         Console(file=io.StringIO()),
         resolve=LegResolution,
     ).record
@@ -200,11 +200,11 @@ def test_a_new_merge_commit_misses_one_object_and_changes_one_file(setup: Setup,
     minted = git(src, "rev-parse", "HEAD")
     assert minted != commit_a
     leg = load_matrix(setup.matrix).leg("cpu")
-    inputs = leg_inputs(load_matrix(setup.matrix), out=ws / "out", tag=setup.spec.tag, cache_dir=setup.cache)
+    inputs = leg_inputs(load_matrix(setup.matrix), out=ws / "out", tag=setup.spec.tag, ccache_dir=setup.cache)
     rebuilt = run_leg(
         inputs,
         leg,
-        LegOptions(source=src, no_bundle=True),
+        LegOptions(source_tree=src, no_bundle=True),
         Console(file=io.StringIO()),
         resolve=LegResolution,
     ).record
@@ -258,7 +258,7 @@ def test_reproduce_command_rebuilds_an_identical_bundle(
     (_, bundle_a, _), _ = two_builds
     proc = run_pipeline(
         ["--matrix", str(setup.matrix), "reproduce", str(bundle_a), "--out", str(tmp_path / "out"),
-         "--cache-dir", str(setup.cache)],
+         "--ccache-dir", str(setup.cache)],
         env={"PIPELINE_GIT_URL_TEMPLATE": setup.template},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -283,7 +283,7 @@ def test_reproduce_without_source_never_checks_out_into_a_tree_linked_by_an_earl
         str(bundle_a),
         "--out",
         str(tmp_path / "out"),
-        "--cache-dir",
+        "--ccache-dir",
         str(setup.cache),
     ]
     env = {"PIPELINE_GIT_URL_TEMPLATE": setup.template}

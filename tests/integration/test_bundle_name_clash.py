@@ -70,7 +70,7 @@ def test_a_build_never_replaces_another_legs_bundle(tmp_path: Path) -> None:
     second.write_text(
         second.read_text().replace('os = "linux"\n', 'os = "linux"\ndisabled = "not here"\n', 1)
     )
-    build = ["build", "--source", str(project), "--out", str(out), "--cache-dir", str(cache), "--tag", "b5"]
+    build = ["build", "--source", str(project), "--out", str(out), "--ccache-dir", str(cache), "--tag", "b5"]
     made = run_pipeline(["--matrix", str(first), build[0], "cpu", *build[1:]])
     assert made.returncode == 0, made.stdout + made.stderr
     bundle = out / "dist" / "llama-b5-bin-ubuntu-x64.tar.gz"
@@ -98,7 +98,7 @@ def test_a_file_name_with_a_backslash_is_refused_at_build_time(tmp_path: Path) -
         )
     out = tmp_path / "out"
     proc = run_pipeline(["--matrix", str(write_matrix(tmp_path / "m.toml")), "build", "cpu", "--source", str(project),
-                         "--out", str(out), "--cache-dir", str(tmp_path / "ccache"), "--tag", "b5"])  # fmt: skip
+                         "--out", str(out), "--ccache-dir", str(tmp_path / "ccache"), "--tag", "b5"])  # fmt: skip
     made = out / "cpu" / "build" / "bin" / "odd\\back"
     assert made.is_file()  # the build made it, under that one name
     line = one_error_line(proc, 9)

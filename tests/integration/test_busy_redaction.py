@@ -49,7 +49,7 @@ def test_the_holder_file_and_the_busy_error_carry_no_password(tmp_path: Path) ->
         assert PASSWORD not in on_disk and "http://***@127.0.0.1:9/c" in on_disk
         start = time.monotonic()
         proc = run_pipeline(["--matrix", str(matrix), "build", "cpu", "--source", str(project), "--out", str(out),
-                             "--remote-cache", REMOTE, "--cache-dir", str(tmp_path / "cc")])  # fmt: skip
+                             "--remote-cache", REMOTE, "--ccache-dir", str(tmp_path / "cc")])  # fmt: skip
         assert time.monotonic() - start < 60
     finally:
         holder.communicate("")

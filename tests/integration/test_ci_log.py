@@ -36,7 +36,7 @@ def test_a_build_in_a_ci_log_prints_progress_and_heartbeats_unwrapped(tmp_path: 
     )  # the shortest heartbeat there is
     proc = subprocess.run(
         [sys.executable, "-m", "pipeline", "--matrix", str(ws / "matrix.toml"), "build", "cpu",
-         "--source", str(project), "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"),
+         "--source", str(project), "--out", str(ws / "out"), "--ccache-dir", str(tmp_path / "ccache"),
          "--tag", "b4242"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
     )  # fmt: skip

@@ -85,7 +85,10 @@ def test_toolchain_check_hits_after_reextraction_and_misses_on_another_archive(
     # The same archive extracted again, then new mtimes: every object hits.
     remove_install(root)
     install_archive(
-        first["toolchain"]["details"]["url"], root.name, root_dir=root.parent, cache_dir=download_cache_dir()
+        first["toolchain"]["details"]["url"],
+        root.name,
+        root_dir=root.parent,
+        download_cache=download_cache_dir(),
     )
     stamp = time.time() - 3600
     for path in [root, *root.rglob("*")]:

@@ -24,8 +24,8 @@ from pipeline.bundle.driver_standin import driver_for_smoke, imported_driver_sym
 from pipeline.bundle.elfdeps import read_elf
 from pipeline.bundle.smoke_process import scrubbed_env
 from pipeline.inputs.matrix import load_matrix
-from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.cuda_wheels import install_cuda_wheels
+from pipeline.toolchain.toolchain import ToolchainRequest
 from pipeline.util.fsutil import file_digest
 from scripts.workload.llama_sdist import e2e_cache_root
 from tests.support.cuda_project import write_cuda_project
@@ -118,7 +118,7 @@ def test_a_program_linking_the_driver_builds_from_the_wheels_and_runs_against_th
             str(project),
             "--out",
             str(ws / "out"),
-            "--cache-dir",
+            "--ccache-dir",
             str(tmp_path / "ccache"),
             "--no-bundle",
         ],

@@ -19,7 +19,7 @@ from rich.console import Console
 from pipeline.archives.extract import MARKER, remove_install
 from pipeline.backends import prepare_toolchain, toolchain_request
 from pipeline.inputs.matrix import load_matrix
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from tests.support.cuda_project import COMPILATIONS, write_cuda_project
 from tests.support.cuda_redist import (
     LICENSE_TEXT,
@@ -65,7 +65,7 @@ def install(matrix_toml: Path) -> Toolchain:
 
 def build(ws: Path, cache: Path) -> tuple[int, str, str]:
     proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cuda-12", "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--cache-dir", str(cache), "--no-bundle"])  # fmt: skip
+                         "--out", str(ws / "out"), "--ccache-dir", str(cache), "--no-bundle"])  # fmt: skip
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -82,7 +82,7 @@ def test_a_leg_installs_exactly_its_components_as_one_toolkit_with_their_license
     toolchain = install(write_matrix(tmp_path / "ws", redist))
     root = dirs["toolchains"] / FOLDER
     assert Path(toolchain.details["cuda_root"]) == root
-    assert toolchain.details["source"] == f"redist {MANIFEST}"
+    assert toolchain.details["origin"] == f"redist {MANIFEST}"
     # The manifest once, each named archive once, nothing else.
     assert http_server.hits(f"/redist/{MANIFEST}") == 1
     assert {c: http_server.hits(redist.path_of(c)) for c in VERSIONS} == dict.fromkeys(VERSIONS, 1)

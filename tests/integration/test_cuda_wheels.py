@@ -77,7 +77,7 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
     started = time.monotonic()
     first = run_pipeline(
         ["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(project),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+         "--out", str(ws / "out"), "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env=env, check=True,
     )  # fmt: skip
     print(f"cuda wheel leg: {time.monotonic() - started:.1f}s")
@@ -91,7 +91,7 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
     # The nvcc that ran is the installed one, at the pinned version.
     assert tc["compilers"]["CUDA"] == f"nvcc {version} ({tree / 'bin' / 'nvcc'})"
     assert tc["identity"].startswith(f"cuda-{version}-")
-    assert tc["details"]["source"] == f"wheels {version}"
+    assert tc["details"]["origin"] == f"wheels {version}"
     cache = (ws / "out" / "cuda" / "build" / "CMakeCache.txt").read_text()
     assert f"CMAKE_CUDA_COMPILER:STRING={tree / 'bin' / 'nvcc'}" in cache
     assert "/usr/local/cuda" not in cache
@@ -107,7 +107,7 @@ def test_cuda_leg_builds_with_the_wheel_toolkit_alone(tmp_path: Path) -> None:
     # A second run reuses the install: nothing downloaded or extracted.
     again = run_pipeline(
         ["--matrix", str(ws / "matrix.toml"), "build", "cuda", "--source", str(project),
-         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+         "--out", str(ws / "out"), "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env=env, check=True,
     )  # fmt: skip
     assert f"cuda: reused CUDA {version} from 7 wheels" in again.stdout.replace("\n", " ")
@@ -133,11 +133,11 @@ def test_cuda_path_uses_that_install_and_fetches_no_wheel(tmp_path: Path) -> Non
     env = {**clean_env(tmp_path), "PIP_NO_INDEX": "1"}
     run_pipeline(
         ["--matrix", str(matrix), "build", "cuda", "--source", str(project), "--out", str(ws / "out"),
-         "--cache-dir", str(tmp_path / "ccache"), "--no-bundle", "--cuda-path", "/usr/local/cuda"],
+         "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle", "--cuda-path", "/usr/local/cuda"],
         env=env, check=True,
     )  # fmt: skip
     tc = json.loads((ws / "out" / "cuda" / "record.json").read_text())["toolchain"]
-    assert tc["details"]["source"] == "cuda-path"
+    assert tc["details"]["origin"] == "cuda-path"
     assert tc["compilers"]["CUDA"].endswith("(/usr/local/cuda/bin/nvcc)")
     assert not (tmp_path / "toolchains").exists()
 
@@ -208,7 +208,7 @@ def test_debians_toolkit_names_nvccs_host_compiler_and_the_identity_carries_it(t
     leg = Leg(name="cuda-12", backend="cuda", os="linux", runner="ubuntu-22.04", cuda_architectures=("89",))
     env = {"PATH": os.environ["PATH"], "CXX": "g++", "CC": "gcc"}
     root = _debian_cuda(tmp_path / "debian", with_choice=True)
-    toolchain = cuda_toolchain(leg, env, root=root, source="cuda-path")
+    toolchain = cuda_toolchain(leg, env, root=root, origin="cuda-path")
     chosen = root / "lib/nvidia-cuda-toolkit/bin/g++"
     assert f"-DCMAKE_CUDA_HOST_COMPILER={chosen}" in toolchain.cmake_args
     version = subprocess.run(
@@ -220,7 +220,7 @@ def test_debians_toolkit_names_nvccs_host_compiler_and_the_identity_carries_it(t
     )
     # Without the toolkit's choice, nvcc drives the leg's C++ compiler, as before.
     plain = cuda_toolchain(
-        leg, env, root=_debian_cuda(tmp_path / "plain", with_choice=False), source="cuda-path"
+        leg, env, root=_debian_cuda(tmp_path / "plain", with_choice=False), origin="cuda-path"
     )
     assert f"-DCMAKE_CUDA_HOST_COMPILER={shutil.which('g++')}" in plain.cmake_args
     assert "cuda_host_compiler" not in plain.details and "ccbin" not in plain.identity

@@ -83,8 +83,8 @@ CASES: dict[str, Case] = {
     "--out not creatable": Case(
         [*BUILD, "--out", "/sys/pipeline-out"], OS_ERROR_EXIT, ("/sys/pipeline-out",)
     ),
-    "--cache-dir under a file": Case(
-        [*BUILD, "--out", "out", "--cache-dir", "afile/cc"],
+    "--ccache-dir under a file": Case(
+        [*BUILD, "--out", "out", "--ccache-dir", "afile/cc"],
         OS_ERROR_EXIT,
         ("afile/cc", "Not a directory"),
         absent=("out/cpu/build",),
@@ -155,6 +155,12 @@ CASES: dict[str, Case] = {
         ["matrix"], CONFIG, ("legs.cpu.runner", "non-empty"), setup=_matrix_with('runner = ""\n')
     ),
     "BOM": Case(["legs"], CONFIG, ("matrix.toml", "byte order mark"), setup=_bom),
+    "rocm.source, the key's older name": Case(
+        ["legs"],
+        CONFIG,
+        ("matrix.toml", "rocm.source", "renamed to rocm.distribution"),
+        setup=_matrix_with('\n[rocm]\nsource = "wheels"\n'),
+    ),
     "malformed IPv6 index_url in matrix": Case(
         ["legs"],
         CONFIG,

@@ -170,7 +170,7 @@ def cpu_args(ws: Path, *extra: str) -> list[str]:
         str(ws / "project"),
         "--out",
         str(ws / "out"),
-        "--cache-dir",
+        "--ccache-dir",
         str(ws / "ccache"),
         "--no-bundle",
         *extra,
@@ -406,7 +406,7 @@ def rocm_args(ws: Path) -> list[str]:
         NOW,
         "--out",
         str(ws / "out"),
-        "--cache-dir",
+        "--ccache-dir",
         str(ws / "ccache"),
         "--no-bundle",
     ]
@@ -731,7 +731,7 @@ def test_sigterm_during_a_legs_clone_stops_git_and_records_interrupted(git_ws: P
         str(ws / "out"),
         "--now",
         "2026-03-14T12:00:00Z",
-        "--cache-dir",
+        "--ccache-dir",
         str(ws / "ccache"),
         "--no-bundle",
     ]

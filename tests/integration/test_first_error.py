@@ -46,7 +46,7 @@ def _failed_build(tmp_path: Path, *extra: str) -> tuple[list[str], Path]:
             str(ws / "project"),
             "--out",
             str(ws / "out"),
-            "--cache-dir",
+            "--ccache-dir",
             str(tmp_path / "ccache"),
             "--no-bundle",
             *extra,

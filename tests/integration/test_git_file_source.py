@@ -126,7 +126,7 @@ def build(tmp_path: Path, tree: Path) -> tuple[subprocess.CompletedProcess[str],
     write_matrix(tmp_path / "m.toml")
     proc = run_pipeline(
         ["--matrix", str(tmp_path / "m.toml"), "build", "cpu", "--source", str(tree), "--out", str(tmp_path / "out"),
-         "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+         "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env={"COLUMNS": "400"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr

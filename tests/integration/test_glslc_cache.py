@@ -176,7 +176,7 @@ def test_a_read_only_empty_glslc_cache_builds_uncached_and_says_so(tmp_path: Pat
         str(ws / "project"),
         "--out",
         str(ws / "out"),
-        "--cache-dir",
+        "--ccache-dir",
         str(cache),
         "--no-bundle",
     ]

@@ -54,7 +54,7 @@ def test_hip_kernels_for_gfx1030_second_build_hits(tmp_path: Path) -> None:
     assert re.fullmatch(
         rf"rocm-hip{re.escape(cmake_says_hip_version(tmp_path))}-[0-9a-f]{{12}}", tc["identity"]
     )
-    assert tc["details"]["source"] == "rocm-path"
+    assert tc["details"]["origin"] == "rocm-path"
     # The folder Debian's device-library package installed (dpkg says so, not the pipeline).
     owner = subprocess.run(
         ["dpkg", "-S", f"{tc['details']['device_libs']}/ockl.bc"], capture_output=True, text=True

@@ -35,7 +35,7 @@ def install(url: str, tmp_path: Path, *, sha256: str | None = None, force: bool 
         NAME,
         sha256=sha256,
         root_dir=tmp_path / "tc",
-        cache_dir=tmp_path / "dl",
+        download_cache=tmp_path / "dl",
         force=force,
         check=install_check("linux"),
     )

@@ -24,7 +24,7 @@ from pipeline.bundle.macho_closure import MachoTools, complete_macho_runtime
 from pipeline.bundle.machodeps import read_macho, signature_matches
 from pipeline.inputs.leg import Leg
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from tests.support.bundles import make_bundle
 from tests.support.llvm_tools import llvm_tool
 

@@ -26,7 +26,7 @@ def build(tmp_path: Path, project: Path, *extra: str) -> tuple[str, dict[str, An
     write_matrix(tmp_path / "m.toml")
     proc = run_pipeline(
         ["--matrix", str(tmp_path / "m.toml"), "build", "cpu", "--source", str(project), "--out", str(tmp_path / "out"),
-         "--cache-dir", str(tmp_path / "ccache"), "--no-bundle", *extra],
+         "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle", *extra],
         env={"COLUMNS": "400"}, check=True,
     )  # fmt: skip
     return proc.stdout + proc.stderr, json.loads((tmp_path / "out" / "cpu" / "record.json").read_text())

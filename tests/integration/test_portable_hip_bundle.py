@@ -112,7 +112,7 @@ def built(http_server: LocalServer, tmp_path: Path) -> tuple[Path, dict]:
             str(ws / "project"),
             "--out",
             str(ws / "out"),
-            "--cache-dir",
+            "--ccache-dir",
             str(tmp_path / "ccache"),
             "--tag",
             TAG,

@@ -90,7 +90,7 @@ def build_in(ws: Path, source_repo: Path, cache: Path) -> Built:
     (ws / "matrix.toml").write_text(MATRIX)
     run_pipeline(
         ["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"), "--tag", "b1",
-         "--out", str(ws / "out"), "--cache-dir", str(cache)],
+         "--out", str(ws / "out"), "--ccache-dir", str(cache)],
         check=True,
     )  # fmt: skip
     record = json.loads((ws / "out" / "cpu" / "record.json").read_text())
@@ -166,7 +166,7 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(
     (tmp_path / "matrix.toml").write_text(MATRIX)
     proc = run_pipeline(
         ["--matrix", str(tmp_path / "matrix.toml"), "reproduce", str(bundle), "--source", str(source),
-         "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "fresh-ccache")],
+         "--out", str(tmp_path / "out"), "--ccache-dir", str(tmp_path / "fresh-ccache")],
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 of 3 files identical (identical)"  # LICENSE, the library, the program in proc.stdout

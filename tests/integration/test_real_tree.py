@@ -180,7 +180,7 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
             made["path"],
             "--out",
             "out",
-            "--cache-dir",
+            "--ccache-dir",
             str(cache),
             *extra,
         ],
@@ -540,7 +540,7 @@ def test_reproduce_of_a_bundle_made_elsewhere_compares_equal(real_tree: RealTree
     }
     proc = pipeline(
         ["--matrix", str(real_tree.matrix), "reproduce", str(real_tree.runner.bundle), "--out", "out",
-         "--cache-dir", str(real_tree.cache)],
+         "--ccache-dir", str(real_tree.cache)],
         cwd=ws,
         env=env,
     )  # fmt: skip
@@ -562,7 +562,7 @@ def test_reproduce_right_after_the_build_in_its_default_folder_hits_every_object
     }
     proc = pipeline(
         ["--matrix", str(real_tree.matrix), "reproduce", str(real_tree.runner.bundle), "--source",
-         os.path.join("out", "src", "llama.cpp"), "--cache-dir", str(real_tree.cache)],
+         os.path.join("out", "src", "llama.cpp"), "--ccache-dir", str(real_tree.cache)],
         cwd=ws,
         env=env,
     )  # fmt: skip

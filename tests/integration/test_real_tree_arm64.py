@@ -26,11 +26,12 @@ from typing import Any
 
 import pytest
 
+from scripts.workload.leg_matrix import leg_table
 from scripts.workload.llama_sdist import e2e_cache_root
 from scripts.workload.reduction import REDUCED_PROGRAMS, reduce_leg_flags, shipped_flags
 from tests.support import shared_jobs
 from tests.support.llama_tree import PR_NUMBER, PR_REPO, prepared_forge
-from tests.support.real_tree_matrix import RUN_TEMPLATE, leg_table
+from tests.support.real_tree_matrix import RUN_TEMPLATE
 
 # In `nox -s e2e` (marker long): 12 to 15 minutes of both cores cold, past the suite's budget; the suite keeps
 # the cheaper real checks of the leg (tests/integration/test_real_tree_configure.py, docs/testing.md).
@@ -113,7 +114,7 @@ def arm64(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             made["path"],
             "--out",
             "out",
-            "--cache-dir",
+            "--ccache-dir",
             str(e2e_cache_root() / "ccache"),
         ],
         cwd=ws,

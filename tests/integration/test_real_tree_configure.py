@@ -85,7 +85,7 @@ def _build(
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     proc = run_pipeline(["--matrix", str(matrix), "build", leg, "--source", str(source), "--out", str(out),
-                         "--cache-dir", str(cache), *extra],
+                         "--ccache-dir", str(cache), *extra],
                         env={"PIPELINE_CACHE_HOME": str(out.parent / "home"), **(env or {})},
                         timeout=CONFIGURE_TIMEOUT)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
@@ -127,7 +127,7 @@ def test_the_real_tree_configures_for_the_cuda_leg_with_the_pinned_wheels(tree: 
     assert f"-DCMAKE_CUDA_ARCHITECTURES={CUDA_ARCHITECTURE}" in record["cmake_args"]
     toolkit = e2e_cache_root() / "toolchains" / f"cuda-{CUDA_VERSION}-linux" / "nvidia" / "cu13"
     toolchain = record["toolchain"]
-    assert toolchain["details"]["source"] == f"wheels {CUDA_VERSION}", toolchain
+    assert toolchain["details"]["origin"] == f"wheels {CUDA_VERSION}", toolchain
     assert toolchain["compilers"]["CUDA"] == f"nvcc {CUDA_VERSION} ({toolkit / 'bin' / 'nvcc'})", toolchain
     build = tmp_path / "out" / "cuda" / "build"
     cache = (build / "CMakeCache.txt").read_text()
@@ -169,7 +169,7 @@ def test_a_cuda_project_built_with_the_shipped_flags_hits_every_unit_in_another_
         )
     cold, warm = records
     _declared_in(cold["cmake_args"], "cuda")
-    assert cold["toolchain"]["details"]["source"] == f"wheels {CUDA_VERSION}"
+    assert cold["toolchain"]["details"]["origin"] == f"wheels {CUDA_VERSION}"
     version = subprocess.run(
         ["g++", "-dumpfullversion"], capture_output=True, text=True, check=True
     ).stdout.strip()

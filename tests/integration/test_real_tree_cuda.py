@@ -137,7 +137,7 @@ def nightly(tree_root: Path, name: str, matrix: Path, cache: Path, env: dict[str
             made["path"],
             "--out",
             "out",
-            "--cache-dir",
+            "--ccache-dir",
             str(cache),
         ],
         cwd=ws,
@@ -186,7 +186,7 @@ def test_the_cuda_leg_builds_from_the_wheels_and_the_warm_build_hits_every_unit(
     assert f"-DCMAKE_CUDA_ARCHITECTURES={CUDA_ARCHITECTURE}" in args
     # The toolkit is the pinned wheels' (nothing CUDA was on PATH), installed in the test cache.
     toolchain = record["toolchain"]
-    assert toolchain["details"]["source"] == "wheels 13.2.86", toolchain
+    assert toolchain["details"]["origin"] == "wheels 13.2.86", toolchain
     assert toolchain["details"]["cuda_root"] == str(
         e2e_cache_root() / "toolchains" / "cuda-13.2.86-linux" / "nvidia" / "cu13"
     )

@@ -46,13 +46,13 @@ from typing import Any
 import pytest
 
 from pipeline.errors import BundleCheckError
-from scripts.workload.llama_sdist import e2e_cache_root, standalone_tree
+from scripts.workload.leg_matrix import SOURCE_TEMPLATE, leg_table
+from scripts.workload.llama_sdist import cached_sdist, e2e_cache_root, missing_reason, standalone_tree
 from scripts.workload.reduction import CUDA_ARCHITECTURE, reduce_leg_flags, shipped_flags
 from tests.support.big_trees import drop_big_trees
 from tests.support.bundle_archive import extract_top
-from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table, shipped_cuda_pins
+from tests.support.real_tree_matrix import shipped_cuda_pins
 from tests.support.sid_root import ROOT, TRIXIE_CUDA, mounted, pipeline_venv, run_in
-from tests.support.tree_files import cached_sdist, missing_reason
 
 # Beyond nox -s tests' cold budget (about 20 minutes more on 2 cores, the trixie root's 3.5 among them):
 # nox -s e2e runs it (docs/testing.md).
@@ -123,7 +123,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             out = tmp / name / "out"
             started = time.monotonic()
             proc = run_in(root, [python, "-m", "pipeline", "--matrix", str(matrix), "build", LEG, "--source",
-                                 str(tree), "--out", str(out), "--cache-dir", str(ccache), "--cuda-path", "/usr"],
+                                 str(tree), "--out", str(out), "--ccache-dir", str(ccache), "--cuda-path", "/usr"],
                           env=env, cwd=str(tmp), timeout=BUILD_TIMEOUT)  # fmt: skip
             seconds.append(time.monotonic() - started)
             record_file = out / LEG / "record.json"
@@ -163,7 +163,7 @@ def test_the_12_leg_builds_with_debians_cuda_12_4_and_g_13_and_a_rebuild_elsewhe
     version = re.search(r"release 12\.4, V(12\.4\.\d+)", built.nvcc_version)
     assert version, built.nvcc_version
     assert toolchain["details"]["version"] == version.group(1)
-    assert toolchain["details"]["source"] == "cuda-path" and toolchain["details"]["cuda_root"] == "/usr"
+    assert toolchain["details"]["origin"] == "cuda-path" and toolchain["details"]["cuda_root"] == "/usr"
     assert built.gxx13_version.startswith("13.")
     assert toolchain["details"]["cuda_host_compiler"] == f"gcc-{built.gxx13_version}"
     assert toolchain["identity"].startswith(f"cuda-{version.group(1)}-gcc-14.")

@@ -47,7 +47,7 @@ BUILD_TIMEOUT = 3600
 def build(root: Path, tree: Path, out: str) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-m", "pipeline", "--matrix", str(root / "matrix.toml"), "build", "cpu", "--source", str(tree),
-         "--out", out, "--cache-dir", str(e2e_cache_root() / "ccache"), "--no-bundle"],
+         "--out", out, "--ccache-dir", str(e2e_cache_root() / "ccache"), "--no-bundle"],
         cwd=root, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200",
                        "PIPELINE_CACHE_HOME": str(root / "cache-home")},
         capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,

@@ -20,7 +20,7 @@ GOOD: dict[str, Any] = {
     "started": "2026-08-04T09:17:00Z",
     "status": "success",
     "wall_seconds": 12.5,
-    "ccache": {"hits": 1, "misses": 2, "cache_dir": "/nowhere"},
+    "ccache": {"hits": 1, "misses": 2, "ccache_dir": "/nowhere"},
     "toolchain": {"identity": "gcc-12.2.0"},
     "source": {"tag": "b1"},
     "bundle": "dist/x.tar.gz",

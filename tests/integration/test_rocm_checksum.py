@@ -19,7 +19,7 @@ from rich.console import Console
 from pipeline.archives.extract import MARKER
 from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import Matrix, load_matrix
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import download_cache_dir, prepare_leg_toolchain, toolchains_dir
 from tests.support.pipeline_cli import run_pipeline

@@ -46,7 +46,7 @@ def test_download_install_then_cache_reuse_makes_no_request(
     out = io.StringIO()
     console = Console(file=out, width=200)
     first = install_archive(
-        http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, console=console
+        http_server.url(PATH), "rocm-7", root_dir=roots, download_cache=downloads, console=console
     )
     assert first.sha256 == hashlib.sha256(tarball).hexdigest()
     assert (first.root / "lib/llvm/bin/clang").read_bytes() == FAKE_CLANG
@@ -56,12 +56,12 @@ def test_download_install_then_cache_reuse_makes_no_request(
     # A second run with the install gone (a fresh runner with a warm download
     # cache) re-extracts from the cache and never asks the server.
     again = install_archive(
-        http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads, console=console, force=True
+        http_server.url(PATH), "rocm-7", root_dir=roots, download_cache=downloads, console=console, force=True
     )
     assert not again.reused and again.download_reused
     assert http_server.hits(PATH) == 1
     # And with the install present nothing is even extracted.
-    third = install_archive(http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads)
+    third = install_archive(http_server.url(PATH), "rocm-7", root_dir=roots, download_cache=downloads)
     assert third.reused
     assert http_server.hits(PATH) == 1
 
@@ -74,7 +74,7 @@ def test_transient_failures_are_retried(http_server: LocalServer, tarball: bytes
         Response(200, tarball[:100], declared_length=len(tarball)),
         Response(200, tarball),
     )
-    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT)
+    got = download(http_server.url(PATH), download_cache=tmp_path / "dl", retry=NO_WAIT)
     assert got.size == len(tarball) and not got.reused
     assert http_server.hits(PATH) == 4
     assert _contents(tmp_path / "dl") == [NAME, f"{NAME}.json"]
@@ -92,7 +92,7 @@ def test_truncated_download_is_refused_and_leaves_nothing(
             http_server.url(PATH),
             "rocm-7",
             root_dir=roots,
-            cache_dir=downloads,
+            download_cache=downloads,
             retry=RetryPolicy(attempts=3, backoff=0),
         )
     assert http_server.hits(PATH) == 3
@@ -107,7 +107,9 @@ def test_checksum_mismatch_is_refused_and_leaves_nothing(
     roots, downloads = _dirs(tmp_path)
     wrong = hashlib.sha256(b"another build").hexdigest()
     with pytest.raises(ToolchainError, match=f"sha256 mismatch for .*{NAME}: expected {wrong}, got "):
-        install_archive(http_server.url(PATH), "rocm-7", sha256=wrong, root_dir=roots, cache_dir=downloads)
+        install_archive(
+            http_server.url(PATH), "rocm-7", sha256=wrong, root_dir=roots, download_cache=downloads
+        )
     assert _contents(downloads) == []
     assert _contents(roots) == []
     # A mismatch is not a transient failure: one request, no retries.
@@ -116,7 +118,7 @@ def test_checksum_mismatch_is_refused_and_leaves_nothing(
 
 def test_missing_file_is_not_retried(http_server: LocalServer, tmp_path: Path) -> None:
     with pytest.raises(NetworkError, match=r"download of .* failed: HTTP 404"):
-        download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT)
+        download(http_server.url(PATH), download_cache=tmp_path / "dl", retry=NO_WAIT)
     assert http_server.hits(PATH) == 1
     assert _contents(tmp_path / "dl") == []
 
@@ -130,7 +132,7 @@ def test_refused_archive_from_server_leaves_no_install(http_server: LocalServer,
     http_server.route(PATH, Response(200, bad))
     roots, downloads = _dirs(tmp_path)
     with pytest.raises(ToolchainError, match=r"refused member '\.\./\.\./escaped': '\.\.' in path"):
-        install_archive(http_server.url(PATH), "rocm-7", root_dir=roots, cache_dir=downloads)
+        install_archive(http_server.url(PATH), "rocm-7", root_dir=roots, download_cache=downloads)
     assert _contents(roots) == []
     assert not (tmp_path / "escaped").exists()
 
@@ -139,7 +141,9 @@ def test_progress_off_a_terminal_prints_sparse_lines(http_server: LocalServer, t
     body = os.urandom(3 * 1024 * 1024 + 5)
     http_server.route(PATH, Response(200, body))
     out = io.StringIO()
-    got = download(http_server.url(PATH), cache_dir=tmp_path / "dl", console=Console(file=out, width=200))
+    got = download(
+        http_server.url(PATH), download_cache=tmp_path / "dl", console=Console(file=out, width=200)
+    )
     assert got.size == len(body)
     lines = out.getvalue().splitlines()
     # Intermediate lines with size and speed (a CI log has no live bar), then the summary.
@@ -155,7 +159,10 @@ def test_each_retry_wait_of_a_download_is_said_on_the_console(
     http_server.route(PATH, Response(503, b"busy"), Response(503, b"busy"), Response(200, tarball))
     out = io.StringIO()
     got = download(
-        http_server.url(PATH), cache_dir=tmp_path / "dl", retry=NO_WAIT, console=Console(file=out, width=300)
+        http_server.url(PATH),
+        download_cache=tmp_path / "dl",
+        retry=NO_WAIT,
+        console=Console(file=out, width=300),
     )
     assert got.size == len(tarball)
     waits = [line for line in out.getvalue().splitlines() if "retrying in" in line]
@@ -166,6 +173,8 @@ def test_each_retry_wait_of_a_download_is_said_on_the_console(
 def test_a_download_retry_budget_ends_the_retries(http_server: LocalServer, tmp_path: Path) -> None:
     http_server.route(PATH, *[Response(503, b"busy")] * 5)
     with pytest.raises(NetworkError, match=r"after 1 attempt \(the retry budget of 0\.5 s is spent"):
-        download(http_server.url(PATH), cache_dir=tmp_path / "dl", retry=RetryPolicy(backoff=1, budget=0.5))
+        download(
+            http_server.url(PATH), download_cache=tmp_path / "dl", retry=RetryPolicy(backoff=1, budget=0.5)
+        )
     assert http_server.hits(PATH) == 1
     assert _contents(tmp_path / "dl") == []

@@ -94,7 +94,7 @@ def test_reinstalled_toolchain_hits_only_with_content_check(
     archive_mtime = clang.stat().st_mtime
     remove_install(root)
     again = install_archive(
-        tc["details"]["url"], root.name, root_dir=root.parent, cache_dir=download_cache_dir()
+        tc["details"]["url"], root.name, root_dir=root.parent, download_cache=download_cache_dir()
     )
     assert not again.reused and again.download_reused
     assert clang.stat().st_mtime == archive_mtime

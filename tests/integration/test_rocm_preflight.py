@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ToolchainError
+from scripts.workload.llama_sdist import cached_sdist, missing_reason
 from tests.support.hip_probe import cmake_says_hip_version, hip_find_project
 from tests.support.httpserver import LocalServer
 from tests.support.pipeline_cli import ROOT, run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
 from tests.support.toolchains import make_rocm_tree
-from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
+from tests.support.tree_files import is_cmake_file, tree_texts
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +70,7 @@ def test_a_hip_older_than_the_tree_requires_is_one_line_before_configure(
         str(tree),
         "--out",
         str(out),
-        "--cache-dir",
+        "--ccache-dir",
         str(tmp_path / "ccache"),
         "--no-bundle",
     ]
@@ -118,7 +119,7 @@ def test_a_hip_config_the_pinned_cmake_refuses_is_configured_with_the_policy_flo
             str(ws / "project"),
             "--out",
             str(ws / "out"),
-            "--cache-dir",
+            "--ccache-dir",
             str(tmp_path / "ccache"),
             "--no-bundle",
             "--rocm-path",
@@ -188,7 +189,7 @@ def test_a_nox_rocm_leg_with_rocm_path_builds_with_the_index_down(
     proc = subprocess.run(
         [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "--force-venv-backend", "none",
          "-s", "rocm-linux-gfx1030", "--", "--rocm-path", "/usr", "--source", str(tmp_path / "proj"),
-         "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-bundle"],
+         "--out", str(out), "--ccache-dir", str(tmp_path / "cache"), "--no-bundle"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PIPELINE_MATRIX": str(matrix), "PYTHONPATH": str(ROOT), "PIPELINE_OUT": str(out),
              "HIP_PLATFORM": "amd"},
@@ -196,7 +197,7 @@ def test_a_nox_rocm_leg_with_rocm_path_builds_with_the_index_down(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert http_server.hits("/index/") == 0
     record = json.loads((out / "rocm-linux-gfx1030" / "record.json").read_text())
-    assert record["status"] == "success" and record["toolchain"]["details"]["source"] == "rocm-path"
+    assert record["status"] == "success" and record["toolchain"]["details"]["origin"] == "rocm-path"
 
 
 def test_resolve_for_one_leg_refuses_a_rocm_path(http_server: LocalServer, tmp_path: Path) -> None:
@@ -228,7 +229,7 @@ def test_an_installed_rocm_without_device_libraries_is_one_error_line(tmp_path: 
             str(tmp_path / "proj"),
             "--out",
             str(out),
-            "--cache-dir",
+            "--ccache-dir",
             str(tmp_path / "cache"),
             "--no-bundle",
             "--rocm-path",

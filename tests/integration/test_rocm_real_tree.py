@@ -40,14 +40,13 @@ import pytest
 
 from pipeline.errors import BundleCheckError
 from pipeline.util.tree_removal import remove_tree
-from scripts.workload.llama_sdist import e2e_cache_root, standalone_tree
+from scripts.workload.leg_matrix import SOURCE_TEMPLATE, leg_table
+from scripts.workload.llama_sdist import cached_sdist, e2e_cache_root, missing_reason, standalone_tree
 from scripts.workload.reduction import ROCM_TARGET, reduce_leg_flags, shipped_flags
 from tests.support import shared_jobs
 from tests.support.big_trees import drop_big_trees
 from tests.support.bundle_archive import extract_top
-from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
 from tests.support.sid_root import ROOT, SID, mounted, pipeline_venv, run_in, sid_root
-from tests.support.tree_files import cached_sdist, missing_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.leg("rocm-linux-gfx110X")]
 # Made in the background from the start of the run (tests/conftest.py).
@@ -166,7 +165,7 @@ def rocm_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocmTree]:
                 source,
                 "--out",
                 out,
-                "--cache-dir",
+                "--ccache-dir",
                 CCACHE,
                 "--rocm-path",
                 "/usr",

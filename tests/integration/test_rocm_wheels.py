@@ -67,7 +67,8 @@ def wheels_matrix(path: Path, index_url: str, compiler_check: str = "content") -
     return _set(
         path,
         text.replace(
-            'policy = "weekly"\n', f'policy = "weekly"\nsource = "wheels"\nwheel_index_url = "{index_url}"\n'
+            'policy = "weekly"\n',
+            f'policy = "weekly"\ndistribution = "wheels"\nwheel_index_url = "{index_url}"\n',
         ),
     )
 
@@ -99,7 +100,7 @@ def test_wheel_leg_resolves_installs_builds_and_hits_after_a_reinstall(
 
     first = build_leg(ws, LEG, cache, "--now", NOW)
     tc = first["toolchain"]
-    assert tc["kind"] == "rocm" and tc["details"]["source"] == "wheels"
+    assert tc["kind"] == "rocm" and tc["details"]["origin"] == "wheels"
     assert tc["identity"].startswith(f"rocm-{VERSION}-wheels-")
     # Exactly the resolved build's four files, each with the sha256 of the file served.
     listed = dict(item.split("#sha256=") for item in tc["details"]["wheels"].split())
@@ -160,7 +161,7 @@ def test_resolve_records_the_wheels_and_replays_an_earlier_moment(
         )
         assert proc.returncode == 0, proc.stderr
         entry = json.loads((out / "resolved.json").read_text())["legs"][LEG]
-        assert (entry["source"], entry["version"]) == ("wheels", expected), (now, policy)
+        assert (entry["distribution"], entry["version"]) == ("wheels", expected), (now, policy)
         assert {w["file"]: w["sha256"] for w in entry["wheels"]} == {
             p.name: sha256_of(p) for p in wheel_sets[expected].values()
         }
@@ -263,10 +264,10 @@ def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical
     tarball = make_therock_from_debian_clang(tmp_path / "therock.tar.gz").read_bytes()
     tar_index = serve_index(http_server, {tarball_name("linux", FAMILY, VERSION): tarball})
     bundles = {}
-    for source in ("tarball", "wheels"):
-        ws = tmp_path / source
+    for distribution in ("tarball", "wheels"):
+        ws = tmp_path / distribution
         write_cpp_project(ws / "project", units=2)
-        if source == "wheels":
+        if distribution == "wheels":
             wheels_matrix(ws / "matrix.toml", wheel_index)
         else:
             rocm_matrix(ws / "matrix.toml", tar_index, "content")
@@ -280,8 +281,8 @@ def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical
                 str(ws / "project"),
                 "--out",
                 str(ws / "out"),
-                "--cache-dir",
-                str(tmp_path / f"cc-{source}"),
+                "--ccache-dir",
+                str(tmp_path / f"cc-{distribution}"),
                 "--now",
                 NOW,
                 "--tag",
@@ -290,8 +291,10 @@ def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical
             check=True,
         )
         record = json.loads((ws / "out" / LEG / "record.json").read_text())
-        assert record["toolchain"]["details"]["source"] == ("download" if source == "tarball" else "wheels")
-        bundles[source] = ws / "out" / record["bundle"]
+        assert record["toolchain"]["details"]["origin"] == (
+            "download" if distribution == "tarball" else "wheels"
+        )
+        bundles[distribution] = ws / "out" / record["bundle"]
     proc = run_pipeline(["compare", str(bundles["tarball"]), str(bundles["wheels"]), "--json"])
     result = json.loads(proc.stdout)
     # Every file is the same; the manifests differ only in where the toolchain came from.
@@ -304,7 +307,7 @@ def test_a_leg_from_wheels_and_from_a_tarball_of_the_same_content_give_identical
 def test_nox_leg_session_from_wheels_resolves_installs_builds_and_rebuilds_warm(
     http_server: LocalServer, wheel_sets: dict[str, dict[str, Path]], tmp_path: Path
 ) -> None:
-    """`nox -s rocm-linux-gfx110X` with rocm.source = "wheels": resolve, pip install, build; again warm."""
+    """`nox -s rocm-linux-gfx110X` with rocm.distribution = "wheels": resolve, pip install, build; again warm."""
     index_url = serve_all(http_server, wheel_sets)
     ws = workspace(tmp_path, index_url)
     out = tmp_path / "out"
@@ -321,7 +324,7 @@ def test_nox_leg_session_from_wheels_resolves_installs_builds_and_rebuilds_warm(
         "--",
         "--source",
         str(ws / "project"),
-        "--cache-dir",
+        "--ccache-dir",
         str(tmp_path / "ccache"),
         "--now",
         NOW,
@@ -339,7 +342,7 @@ def test_nox_leg_session_from_wheels_resolves_installs_builds_and_rebuilds_warm(
         assert proc.returncode == 0, proc.stdout + proc.stderr
         records.append(json.loads((out / LEG / "record.json").read_text()))
     resolved = json.loads((out / "resolved.json").read_text())["legs"][LEG]
-    assert (resolved["source"], resolved["version"]) == ("wheels", VERSION)
+    assert (resolved["distribution"], resolved["version"]) == ("wheels", VERSION)
     first, second = records
     assert first["toolchain"]["identity"] == second["toolchain"]["identity"]
     assert first["toolchain"]["identity"].startswith(f"rocm-{VERSION}-wheels-")
@@ -410,7 +413,7 @@ def _serve_index_only(server: LocalServer, sets: dict[str, dict[str, Path]]) -> 
 def test_resolve_of_one_leg_reads_the_wheel_index_the_matrix_names(
     target: list[str], http_server: LocalServer, index_only_sets: dict[str, dict[str, Path]], tmp_path: Path
 ) -> None:
-    """`resolve --leg` with [rocm] source = "wheels": the wheel index, as the whole run; the tarball index is not read."""
+    """`resolve --leg` with [rocm] distribution = "wheels": the wheel index, as the whole run; the tarball index is not read."""
     index_url = _serve_index_only(http_server, index_only_sets)
     matrix = wheels_matrix(tmp_path / "matrix.toml", index_url)
     assert 'index_url = "http://127.0.0.1:9/unused/"' in matrix.read_text()  # nothing listens there
@@ -420,7 +423,7 @@ def test_resolve_of_one_leg_reads_the_wheel_index_the_matrix_names(
     )
     assert proc.returncode == 0, proc.stderr
     entry = json.loads(proc.stdout)
-    assert (entry["source"], entry["version"], entry["os"], entry["family"]) == (
+    assert (entry["distribution"], entry["version"], entry["os"], entry["family"]) == (
         "wheels",
         VERSION,
         "linux",
@@ -545,7 +548,7 @@ def test_a_wheel_reinstall_interrupted_during_pip_keeps_the_working_install_and_
         str(ws / "project"),
         "--out",
         str(ws / "out"),
-        "--cache-dir",
+        "--ccache-dir",
         str(tmp_path / "ccache"),
         "--no-bundle",
         "--now",

@@ -40,7 +40,7 @@ def _build(ws: Path, name: str, env: dict[str, str]) -> Path:
     """A cold build (its own empty ccache) of the project into ``ws/name``; its build folder."""
     out = ws / name
     proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-                         "--out", str(out), "--cache-dir", str(ws / f"ccache-{name}"), "--no-bundle"],
+                         "--out", str(out), "--ccache-dir", str(ws / f"ccache-{name}"), "--no-bundle"],
                         env={"MAKEFLAGS": "", **env, "PIPELINE_CACHE_HOME": str(ws / f"home-{name}")})  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
     return out / "cpu" / "build"

@@ -1,4 +1,4 @@
-"""The ROCm leg with a distribution's ROCm 6.4 at ``/usr``: Debian sid's, inside a root made once.
+"""The ROCm leg with a Linux distribution's ROCm 6.4 at ``/usr``: Debian sid's, inside a root made once.
 
 Debian sid keeps clang under ``/usr/lib/llvm-21``, the device libraries in
 clang's resource folder (``/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode``)
@@ -83,7 +83,7 @@ cmake_args = ["-DGGML_HIP=ON"]
                     f"{WS}/project",
                     "--out",
                     f"{WS}/{out}",
-                    "--cache-dir",
+                    "--ccache-dir",
                     f"{WS}/ccache",
                     "--no-bundle",
                     "--rocm-path",

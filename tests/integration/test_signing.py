@@ -33,7 +33,7 @@ from pipeline.errors import BundleError
 from pipeline.inputs.leg import Leg
 from pipeline.inputs.matrix import load_matrix
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.pki import OTHER_PUBLISHER, PASSWORD, PUBLISHER, Pki, make_pki, sign
 from tests.support.projects import write_matrix

@@ -143,7 +143,7 @@ def test_leg_builds_from_the_archive_without_cloning(forge: dict[str, object], t
     }
     env["PIPELINE_MATRIX"] = str(Path(str(forge["env"]["PIPELINE_MATRIX"])))  # type: ignore[index]
     proc = _pipeline(
-        ["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+        ["build", "cpu", "--out", str(leg_out), "--ccache-dir", str(tmp_path / "cc"), "--no-bundle"],
         env,
         tmp_path,
     )
@@ -193,7 +193,7 @@ def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(
 ) -> None:
     leg_out = tmp_path / "out"
     proc = _pipeline(
-        ["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+        ["build", "cpu", "--out", str(leg_out), "--ccache-dir", str(tmp_path / "cc"), "--no-bundle"],
         forge["env"],
         tmp_path,
     )  # type: ignore[arg-type]
@@ -207,7 +207,7 @@ def test_a_leg_that_clones_fetches_blobless_and_records_the_bytes(
 def _build_from(forge: dict[str, object], archive: Path, out: Path, cache: Path) -> dict[str, object]:
     env = {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}  # type: ignore[dict-item]
     proc = _pipeline(
-        ["build", "cpu", "--out", str(out), "--cache-dir", str(cache), "--no-bundle"], env, out.parent
+        ["build", "cpu", "--out", str(out), "--ccache-dir", str(cache), "--no-bundle"], env, out.parent
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record: dict[str, object] = json.loads((out / "cpu" / "record.json").read_text())
@@ -307,7 +307,7 @@ def test_an_archive_build_inside_another_repository_reports_the_runs_tag_and_com
             "--out",
             "out",
             "--no-bundle",
-            "--cache-dir",
+            "--ccache-dir",
             str(tmp_path / "cc"),
         ],
         env,
@@ -328,7 +328,7 @@ def test_a_manifest_tag_that_leaves_the_output_folder_is_refused(
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "tag": "../../probe-evil-tag"}))
     leg_out = tmp_path / "leg" / "out"
     proc = _pipeline(
-        ["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc")],
+        ["build", "cpu", "--out", str(leg_out), "--ccache-dir", str(tmp_path / "cc")],
         {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)},
         tmp_path,
     )  # type: ignore[dict-item]
@@ -347,7 +347,7 @@ def test_an_edited_extracted_tree_is_not_built(forge: dict[str, object], tmp_pat
     env = {**forge["env"], "PIPELINE_SOURCE_ARCHIVE": str(archive)}  # type: ignore[dict-item]
 
     def build() -> subprocess.CompletedProcess[str]:
-        return _pipeline(["build", "cpu", "--out", str(leg_out), "--cache-dir", str(tmp_path / "cc"), "--no-bundle"],
+        return _pipeline(["build", "cpu", "--out", str(leg_out), "--ccache-dir", str(tmp_path / "cc"), "--no-bundle"],
                          env, tmp_path)  # fmt: skip
 
     first = build()

@@ -38,7 +38,7 @@ def test_a_source_checkout_names_its_origin_without_the_token(tmp_path: Path) ->
     write_matrix(tmp_path / "m.toml")
     proc = run_pipeline(
         ["--matrix", str(tmp_path / "m.toml"), "build", "cpu", "--source", str(repo), "--out", str(tmp_path / "out"),
-         "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+         "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env={"COLUMNS": "400"}, check=True,
     )  # fmt: skip
     text = (tmp_path / "out" / "cpu" / "record.json").read_text()
@@ -64,7 +64,7 @@ def test_a_checkout_without_an_origin_names_no_repository(tmp_path: Path) -> Non
     write_matrix(tmp_path / "m.toml")
     run_pipeline(
         ["--matrix", str(tmp_path / "m.toml"), "build", "cpu", "--source", str(repo), "--out", str(tmp_path / "out"),
-         "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+         "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
         env={"COLUMNS": "400"}, check=True,
     )  # fmt: skip
     assert "repo" not in json.loads((tmp_path / "out" / "cpu" / "record.json").read_text())["source"]

@@ -68,7 +68,7 @@ def test_a_build_refuses_a_bad_heartbeat_before_any_work(tmp_path: Path, value: 
     write_cpp_project(ws / "project", units=1)
     write_matrix(ws / "matrix.toml")
     proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cpu", "--source", str(ws / "project"),
-                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "cache"), "--tag", "b5"],
+                         "--out", str(ws / "out"), "--ccache-dir", str(tmp_path / "cache"), "--tag", "b5"],
                         env={"PIPELINE_HEARTBEAT": value})  # fmt: skip
     assert proc.returncode == UsageError.exit_code, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines() == [f"error: PIPELINE_HEARTBEAT: {why}"]

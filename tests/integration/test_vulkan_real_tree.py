@@ -10,7 +10,9 @@ With new enough headers the shipped vulkan leg plus the one reduction
 (scripts/workload/reduction.py: the programs as for the cpu leg) builds. The
 headers and loader are Debian 13's 1.4.309 (scripts/workload/trixie_vulkan.py:
 two ``.deb`` files unpacked into an SDK-shaped folder kept in the test cache,
-passed as ``--vulkan-sdk``), or the SDK ``PIPELINE_TEST_VULKAN_SDK`` names.
+passed as ``--vulkan-sdk``), or the SDK ``PIPELINE_TEST_VULKAN_SDK`` names. The
+leg's matrix, SDK and build line are scripts/workload/vulkan_leg.py's, which the
+shader benchmark (scripts/bench/shader_pipeline_share.py) builds with too.
 Where the trixie packages cannot be had, the test fails and says why.
 check-bundle's smoke run does its GPU forward pass on lavapipe
 (``mesa-vulkan-drivers``, installed by .ci/run), so ggml-vulkan really runs.
@@ -29,23 +31,21 @@ import pytest
 
 from pipeline.errors import ToolchainError
 from pipeline.leg.preflight import check_vulkan
-from scripts.workload.llama_sdist import e2e_cache_root, standalone_tree
-from scripts.workload.reduction import reduce_leg_flags, shipped_flags
-from scripts.workload.trixie_vulkan import VERSION, SdkUnavailable, trixie_vulkan_sdk
+from scripts.workload.llama_sdist import cached_sdist, e2e_cache_root, missing_reason, standalone_tree
+from scripts.workload.trixie_vulkan import VERSION, SdkUnavailable
+from scripts.workload.vulkan_leg import MATRIX as MATRIX
+from scripts.workload.vulkan_leg import SDK_ENV, build_args, vulkan_sdk, write_matrix
+from scripts.workload.vulkan_leg import TESTED_LEGS as TESTED_LEGS
+from scripts.workload.vulkan_leg import TESTED_SHARED as TESTED_SHARED
 from tests.support import shared_jobs
 from tests.support.pipeline_cli import run_pipeline
-from tests.support.real_tree_matrix import SOURCE_TEMPLATE, leg_table
-from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
+from tests.support.tree_files import is_cmake_file, tree_texts
 
 pytestmark = [pytest.mark.integration, pytest.mark.leg("vulkan")]
-
-# The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
-TESTED_SHARED, _SHIPPED_VULKAN = shipped_flags("vulkan")
-TESTED_LEGS: dict[str, list[str]] = {"vulkan": reduce_leg_flags(_SHIPPED_VULKAN)}
-MATRIX = SOURCE_TEMPLATE + leg_table("vulkan", TESTED_LEGS["vulkan"], backend="vulkan", os="linux")
+# MATRIX, TESTED_LEGS and TESTED_SHARED above: the leg this module builds, the shader benchmark's too, declared
+# here for tests/unit/test_tested_flags.py.
 
 VULKAN_SOURCE = "ggml/src/ggml-vulkan/ggml-vulkan.cpp"
-SDK_ENV = "PIPELINE_TEST_VULKAN_SDK"
 LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 SYSTEM_INCLUDE = Path("/usr/include")
 # One build: ~15 min cold on 2 idle cores (docs/benchmarks.md); CI shares the machine.
@@ -53,11 +53,9 @@ BUILD_TIMEOUT = 3600
 
 
 def _sdk() -> Path:
-    """``$PIPELINE_TEST_VULKAN_SDK``, else trixie's headers and loader (made once, in the test cache)."""
-    if os.environ.get(SDK_ENV):
-        return Path(os.environ[SDK_ENV])
+    """The leg's SDK (scripts/workload/vulkan_leg.py); where it cannot be had, the test fails and says why."""
     try:
-        return trixie_vulkan_sdk()
+        return vulkan_sdk(os.environ)
     except SdkUnavailable as exc:
         pytest.fail(
             f"the real-tree vulkan build needs Vulkan headers 1.3.272 or newer, from trixie here: {exc}"
@@ -87,27 +85,6 @@ def _headers_problem(include_dir: Path, tree: Path) -> str | None:
     return None
 
 
-def _matrix(path: Path) -> Path:
-    path.write_text(MATRIX.format(upstream="https://example.invalid/llama.cpp.git"), encoding="utf-8")
-    return path
-
-
-def _build_args(matrix: Path, tree: Path, out: Path, cache: Path, *extra: str) -> list[str]:
-    return [
-        "--matrix",
-        str(matrix),
-        "build",
-        "vulkan",
-        "--source",
-        str(tree),
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cache),
-        *extra,
-    ]
-
-
 def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) -> None:
     tree = _partial_tree(tmp_path / "llama.cpp")
     # The system's headers (no --vulkan-sdk): Debian 12's are too old for the tree.
@@ -126,7 +103,7 @@ def test_headers_too_old_stop_the_vulkan_leg_before_configure(tmp_path: Path) ->
     version = f"{major_minor.group(1)}.{major_minor.group(2)}.{patch.group(1)}"
     out = tmp_path / "out"
     proc = run_pipeline(
-        _build_args(_matrix(tmp_path / "matrix.toml"), tree, out, tmp_path / "ccache", "--no-bundle"),
+        build_args(write_matrix(tmp_path / "matrix.toml"), tree, out, tmp_path / "ccache", "--no-bundle"),
         env={"VULKAN_SDK": ""},
     )
     assert proc.returncode == ToolchainError.exit_code, proc.stdout + proc.stderr
@@ -162,7 +139,7 @@ def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> 
     sdist = cached_sdist()
     assert sdist is not None, missing_reason()
     tree = standalone_tree(sdist, tmp_path / "sdist")
-    matrix = _matrix(tmp_path / "matrix.toml")
+    matrix = write_matrix(tmp_path / "matrix.toml")
     # The cpu and cuda legs' cache: their 133 host units (ggml-base, ggml-cpu, llama, common) are the same
     # compiles here, so on a cold machine the first build takes them as hits when the cpu leg ran first
     # (tests/conftest.py orders the files so); its own units and shaders stay its own.
@@ -171,7 +148,7 @@ def test_the_real_tree_vulkan_leg_builds_and_its_bundle_runs(tmp_path: Path) -> 
     for name in ("runner", "elsewhere"):
         out = tmp_path / name / "out"
         proc = run_pipeline(
-            _build_args(matrix, tree, out, cache, "--vulkan-sdk", str(sdk)),
+            build_args(matrix, tree, out, cache, "--vulkan-sdk", str(sdk)),
             env={"PIPELINE_CACHE_HOME": str(tmp_path / "home"), **shared_jobs.build_env()},
             timeout=BUILD_TIMEOUT,
         )

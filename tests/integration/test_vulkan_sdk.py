@@ -69,7 +69,7 @@ def test_vulkan_leg_installs_the_pinned_sdk_and_builds_with_it(tmp_path: Path) -
         "PIPELINE_TOOLCHAIN_DIR": str(tmp_path / "tc"),
     }
     args = ["--matrix", str(ws / "matrix.toml"), "build", "vulkan", "--source", str(ws / "project"),
-            "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"]  # fmt: skip
+            "--out", str(ws / "out"), "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"]  # fmt: skip
     with LocalServer() as srv:
         path = f"/sdk/{SDK_VERSION}/linux/{archive.name}"
         srv.route(path, Response(body=body))

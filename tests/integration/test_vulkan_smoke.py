@@ -26,8 +26,9 @@ from pipeline.bundle.smoke import (
     smoke_checks,
 )
 from pipeline.bundle.smoke_process import scrubbed_env
+from scripts.workload.llama_sdist import cached_sdist, missing_reason
 from tests.support.gpu_bundle import LOG_FORMATS, write_vulkan_bundle_root
-from tests.support.tree_files import cached_sdist, missing_reason, tree_texts
+from tests.support.tree_files import tree_texts
 
 pytestmark = pytest.mark.integration
 

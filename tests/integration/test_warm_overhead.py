@@ -28,7 +28,7 @@ def test_a_build_without_bundle_times_every_step_and_imports_no_bundle_code(tmp_
     env.pop("PIPELINE_MATRIX", None)
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "pipeline", "--matrix", str(matrix), "build", "cpu",
-         "--source", str(project), "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "ccache"),
+         "--source", str(project), "--out", str(tmp_path / "out"), "--ccache-dir", str(tmp_path / "ccache"),
          "--no-bundle"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
@@ -92,7 +92,7 @@ def test_the_old_build_folder_is_moved_aside_and_gone_when_the_next_build_ends(t
     for _ in range(2):
         proc = subprocess.run(
             [sys.executable, "-m", "pipeline", "--matrix", str(matrix), "build", "cpu", "--source", str(project),
-             "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"],
+             "--out", str(tmp_path / "out"), "--ccache-dir", str(tmp_path / "ccache"), "--no-bundle"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from pipeline.inputs.matrix import load_matrix
-from pipeline.toolchain.compiler_set import ToolchainRequest
 from pipeline.toolchain.cuda_wheels import install_cuda_wheels
+from pipeline.toolchain.toolchain import ToolchainRequest
 from scripts.workload.llama_sdist import e2e_cache_root
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -41,16 +41,16 @@ def leg_inputs(
     *,
     out: Any,
     tag: str | None = None,
-    cache_dir: Any = None,
+    ccache_dir: Any = None,
     now: datetime | None = None,
     **flags: Any,
 ) -> RunInputs:
-    """The inputs of one `build LEG --source DIR --out OUT --tag TAG --cache-dir DIR` run, in this process's environment."""
+    """The inputs of one `build LEG --source DIR --out OUT --tag TAG --ccache-dir DIR` run, in this process's environment."""
     import os
 
     extra = {"tag": tag} if tag else {}
-    if cache_dir is not None:
-        extra["cache_dir"] = str(cache_dir)
+    if ccache_dir is not None:
+        extra["ccache_dir"] = str(ccache_dir)
     return make_inputs(
         matrix, now=now, environ=dict(os.environ), any_tag=True, out=str(out), **extra, **flags
     )

@@ -63,7 +63,7 @@ def build_leg(ws: Path, leg: str, cache: Path, *extra: str, env: dict[str, str] 
             str(ws / "project"),
             "--out",
             str(ws / "out"),
-            "--cache-dir",
+            "--ccache-dir",
             str(cache),
             "--no-bundle",
             *extra,

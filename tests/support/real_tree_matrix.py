@@ -2,7 +2,9 @@
 
 The shipped flags come from matrix.toml and the reduction from
 scripts/workload/reduction.py (tests/unit/test_tested_flags.py checks both);
-the source is the forge's llama.cpp with one pinned pull request mixed in.
+the source is the forge's llama.cpp with one pinned pull request mixed in. A
+build with ``--source`` (no forge) takes its run and leg tables from
+scripts/workload/leg_matrix.py, which these templates share.
 """
 
 from __future__ import annotations
@@ -11,21 +13,16 @@ import json
 import re
 from pathlib import Path
 
+from scripts.workload.leg_matrix import leg_table, template_list
 from scripts.workload.reduction import (
     CUDA_ARCHITECTURE,
     SHIPPED_MATRIX,
     reduce_leg_flags,
     shipped_flags,
-    toml_list,
 )
 from tests.support.llama_tree import PR_NUMBER, PR_REPO
 
 MIN_AGE_HOURS = 6
-
-
-def _escaped(flags: list[str]) -> str:
-    """A TOML list of ``flags`` inside a ``str.format`` template."""
-    return toml_list(flags).replace("{", "{{").replace("}", "}}")
 
 
 # The run every real-tree leg builds in: the forge's source with its pull request mixed in, content
@@ -48,41 +45,9 @@ compiler_check = "content"
 
 [cmake]
 args = """
-    + _escaped(TESTED_SHARED)
+    + template_list(TESTED_SHARED)
     + "\n"
 )
-
-
-# The run a real-tree test builds with ``--source`` (a tree of its own, no resolve): the shipped [cmake]
-# args and content compiler checks. A template; its one field is ``upstream``.
-SOURCE_TEMPLATE = (
-    """\
-[source]
-repo = "{upstream}"
-tag = "latest"
-
-[ccache]
-compiler_check = "content"
-
-[cmake]
-args = """
-    + _escaped(TESTED_SHARED)
-    + "\n"
-)
-
-
-def leg_table(name: str, flags: list[str], **keys: str | list[str]) -> str:
-    """``[legs.<name>]`` with ``keys`` (TOML strings or string arrays) and ``flags`` as its cmake_args, for a
-    template (braces in values are escaped: ``bundle_name``'s ``{tag}`` stays literal)."""
-    header = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
-    lines = [f"[legs.{header}]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
-    return (
-        "\n"
-        + "\n".join(lines).replace("{", "{{").replace("}", "}}")
-        + "\ncmake_args = "
-        + _escaped(flags)
-        + "\n"
-    )
 
 
 # The legs this module builds, as configured: the shipped leg's flags plus the reduction (test_tested_flags.py).
@@ -130,7 +95,7 @@ cuda_architectures = ["""
     + json.dumps([CUDA_ARCHITECTURE])[1:-1]
     + """]
 cmake_args = """
-    + _escaped(CUDA_LEGS["cuda"])
+    + template_list(CUDA_LEGS["cuda"])
     + "\n"
 )
 

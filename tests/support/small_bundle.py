@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pipeline.inputs.leg import Leg
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from tests.support.bundles import make_bundle
 
 CPU = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-24.04")

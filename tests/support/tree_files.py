@@ -3,7 +3,7 @@
 For checks that read the tree without building it (the flags audit, the HIP
 version it requires): nothing is downloaded or extracted. The sdist is the
 one scripts/workload/llama_sdist.py keeps in the test cache; where it is absent
-(:func:`cached_sdist` answers None) such a test is skipped with that reason.
+(``scripts.workload.llama_sdist.cached_sdist`` answers None) such a test is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -12,23 +12,10 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from scripts.workload.llama_sdist import SDIST_NAME, SDIST_VERSION, e2e_cache_root
+from scripts.workload.llama_sdist import SDIST_VERSION
 
 # The vendored tree inside the sdist.
 TREE_PREFIX = f"llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp/"
-
-
-def cached_sdist() -> Path | None:
-    """The sdist in the test cache, or None when no test has fetched it on this machine."""
-    path = e2e_cache_root() / "sdist" / SDIST_NAME
-    return path if path.is_file() else None
-
-
-def missing_reason() -> str:
-    return (
-        f"the llama-cpp-python {SDIST_VERSION} sdist is not in {e2e_cache_root() / 'sdist'} "
-        "(the real-tree tests fetch it once)"
-    )
 
 
 def tree_texts(sdist: Path, wanted: Callable[[PurePosixPath], bool]) -> dict[str, str]:

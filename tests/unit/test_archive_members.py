@@ -85,7 +85,9 @@ def test_a_refused_toolchain_download_is_not_trusted_in_the_download_cache(tmp_p
     )
     downloads = tmp_path / "downloads"
     with pytest.raises(ToolchainError, match=r"refused member '\./lib/h'"):
-        install_archive(archive.as_uri(), "rocm-7", root_dir=tmp_path / "toolchains", cache_dir=downloads)
+        install_archive(
+            archive.as_uri(), "rocm-7", root_dir=tmp_path / "toolchains", download_cache=downloads
+        )
     assert sorted(p.name for p in downloads.iterdir() if not p.name.endswith(".lock")) == []
 
 

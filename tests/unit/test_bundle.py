@@ -25,7 +25,7 @@ from pipeline.bundle.make import (
 from pipeline.errors import BundleError
 from pipeline.inputs.leg import Leg
 from pipeline.results.record import LegRecord
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 from tests.support.bundles import make_bundle
 
 CPU = Leg(name="cpu", backend="cpu", os="linux", runner="ubuntu-24.04")

@@ -130,7 +130,7 @@ def test_origin_runpaths() -> None:
 def test_profiles_declare_rocm_kernels_and_nothing_for_cpu() -> None:
     rocm = runtime_profile("rocm", "linux")
     assert "lib" in rocm.library_dirs
-    # TheRock's kernel folders, then a distribution's (Debian: below lib/<triplet>, versioned inside).
+    # TheRock's kernel folders, then a Linux distribution's (Debian: below lib/<triplet>, versioned inside).
     assert [(f.source, f.dest) for f in rocm.data_folders] == [
         ("lib/rocblas/library", "rocblas/library"),
         ("lib/hipblaslt/library", "hipblaslt/library"),

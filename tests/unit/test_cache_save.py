@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pipeline.ccache.save import decide_save, evict_args, new_entries
+from pipeline.ccache.save_stats import recorded_ccache_dir, save_inputs
+from pipeline.results.record import LegRecord
 
 
 @pytest.mark.parametrize(
@@ -38,3 +42,28 @@ def test_evict_args() -> None:
     assert evict_args(7) == ["--evict-older-than", "604800s"]
     assert evict_args(0.5) == ["--evict-older-than", "43200s"]
     assert evict_args(0) is None
+
+
+@pytest.mark.parametrize(
+    ("ccache", "folder"),
+    [
+        ({"ccache_dir": "/c/new"}, "/c/new"),
+        # An older record names the folder "cache_dir".
+        ({"cache_dir": "/c/old"}, "/c/old"),
+        ({"ccache_dir": "/c/new", "cache_dir": "/c/old"}, "/c/new"),
+        ({"ccache_dir": ""}, None),
+        ({"cache_dir": 7}, None),
+        ({}, None),
+    ],
+)
+def test_the_recorded_ccache_folder(ccache: dict[str, object], folder: str | None) -> None:
+    assert recorded_ccache_dir(ccache) == folder
+
+
+def test_an_old_record_still_names_its_ccache_folder(tmp_path: Path) -> None:
+    LegRecord(
+        leg="cpu", backend="cpu", os="linux", started="2026-08-04T09:17:00Z",
+        ccache={"cache_dir": "/w/ccache/cpu", "hits": 1, "misses": 3},
+    ).write(tmp_path / "cpu" / "record.json")  # fmt: skip
+    got = save_inputs(tmp_path / "cpu")
+    assert (got.ccache_dir, got.ccache["misses"]) == ("/w/ccache/cpu", 3)

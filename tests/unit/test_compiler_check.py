@@ -10,7 +10,7 @@ import pytest
 from pipeline.ccache.compiler_check import resolve_compiler_check, verified_archive_digest
 from pipeline.errors import ConfigError, ToolchainError
 from pipeline.inputs.matrix import parse_matrix
-from pipeline.toolchain.compiler_set import Toolchain
+from pipeline.toolchain.toolchain import Toolchain
 
 DIGEST = "ab" * 32
 ROOT = Path("/opt/toolchains/rocm-7.0.0a20250104-linux-gfx110X-all")
@@ -28,7 +28,7 @@ def rocm(
     return Toolchain(
         kind="rocm",
         identity="rocm-7.0.0a20250104",
-        details={"source": "download", "sha256": DIGEST, "root": str(ROOT), **(details or {})},
+        details={"origin": "download", "sha256": DIGEST, "root": str(ROOT), **(details or {})},
         cmake_args=(*args, "-DGPU_TARGETS=gfx1100"),
     )
 
@@ -58,7 +58,7 @@ def test_another_archive_or_another_version_output_changes_the_string() -> None:
 @pytest.mark.parametrize(
     ("details", "why"),
     [
-        ({"source": "rocm-path"}, "not installed by the pipeline from a verified archive"),
+        ({"origin": "rocm-path"}, "not installed by the pipeline from a verified archive"),
         ({"sha256": "not-a-digest"}, "not installed by the pipeline from a verified archive"),
     ],
 )
@@ -94,7 +94,7 @@ def test_other_modes_pass_through_without_running_anything(mode: str) -> None:
 
 def test_archive_sha256_from_other_installers_counts() -> None:
     wheels = Toolchain(
-        kind="cuda", identity="cuda-13.0", details={"source": "wheels", "archive_sha256": "EF" * 32}
+        kind="cuda", identity="cuda-13.0", details={"origin": "wheels", "archive_sha256": "EF" * 32}
     )
     assert verified_archive_digest(wheels) == "ef" * 32
     assert verified_archive_digest(Toolchain(kind="gcc", identity="gcc-14")) is None

@@ -44,3 +44,30 @@ def test_a_pipe_is_a_log_and_no_color_wins_over_force_color() -> None:
     assert not console.is_terminal and console.color_system is None
     console.print("[bold red]x[/] " + "p/" * 100)
     assert out.getvalue() == "x " + "p/" * 100 + "\n"  # one line, no escape sequence
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"GITHUB_ACTIONS": "true"}, True),
+        ({"GITHUB_ACTIONS": "false"}, False),
+        ({"GITHUB_ACTIONS": ""}, False),
+        ({}, False),
+    ],
+)
+def test_the_one_actions_test_answers_the_run_the_runner_and_the_console(
+    environ: dict[str, str], expected: bool, tty: TextIO
+) -> None:
+    import argparse
+
+    from pipeline.github import runner
+    from pipeline.inputs.run_inputs import read_inputs
+    from pipeline.names import in_actions
+    from pipeline.util.console import is_log
+
+    assert in_actions(environ) is expected
+    # What each of the three asks it: the run's inputs, the runner's escaping of data, the console's decision
+    # (on a terminal, a log only on Actions).
+    assert read_inputs(argparse.Namespace(), environ=environ).in_actions is expected
+    assert (runner.log_text("a\nb", environ) == "a%0Ab") is expected
+    assert is_log(environ, tty) is expected

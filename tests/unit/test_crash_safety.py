@@ -163,7 +163,7 @@ def test_a_download_that_fails_its_proof_is_not_kept(tmp_path: Path) -> None:
     page.write_bytes(b"<html>not found</html>")
     cache = tmp_path / "cache"
     with pytest.raises(ToolchainError) as err:
-        download(page.as_uri(), cache_dir=cache, verify=check_archive)
+        download(page.as_uri(), download_cache=cache, verify=check_archive)
     assert str(err.value).startswith("therock.tar.gz: corrupt or unreadable archive")
     assert "not kept: the next run downloads it again" in str(err.value)
     assert sorted(p.name for p in cache.iterdir()) == [".therock.tar.gz.lock"]
@@ -179,7 +179,7 @@ def test_leftover_part_files_are_removed_by_the_next_download(tmp_path: Path) ->
     cache.mkdir()
     (cache / ".t.tar.gz.dead1234.part").write_bytes(b"x" * 1000)
     (cache / ".other.tar.gz.dead.part").write_bytes(b"y")
-    got = download(served.as_uri(), cache_dir=cache, verify=check_archive)
+    got = download(served.as_uri(), download_cache=cache, verify=check_archive)
     assert got.path.read_bytes() == served.read_bytes()
     # This file's leftover is gone; another file's (maybe a live download) is not touched.
     assert sorted(p.name for p in cache.iterdir()) == [
@@ -198,7 +198,7 @@ def test_a_live_download_blocks_the_next_one_instead_of_losing_its_part_file(tmp
     live.write_bytes(b"half")
     with hold(cache / ".t.tar.gz.lock", what="x", since=SINCE):
         with pytest.raises(BusyError, match=r"the download of t\.tar\.gz"):
-            download(served.as_uri(), cache_dir=cache)
+            download(served.as_uri(), download_cache=cache)
         assert live.read_bytes() == b"half"
 
 
@@ -243,7 +243,7 @@ def test_a_flat_archive_installs_as_an_ordinary_folder(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("umask_022")
 def test_downloads_are_readable_by_others(tmp_path: Path) -> None:
     served = make_tar(served_dir(tmp_path) / "t.tar.gz", therock_members())
-    got = download(served.as_uri(), cache_dir=tmp_path / "cache", verify=check_archive)
+    got = download(served.as_uri(), download_cache=tmp_path / "cache", verify=check_archive)
     assert mode(got.path) == 0o644
     assert mode(got.path.with_name("t.tar.gz.json")) == 0o644
 

@@ -253,7 +253,7 @@ def test_a_redist_install_gives_each_library_its_components_license(tmp_path: Pa
 def test_a_cuda_bundles_manifest_names_its_line_and_driver_floor() -> None:
     from pipeline.bundle.make import build_manifest
     from pipeline.inputs.leg import Leg
-    from pipeline.toolchain.compiler_set import Toolchain
+    from pipeline.toolchain.toolchain import Toolchain
 
     leg = Leg(
         name="cuda-12.8-older",

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.inputs.matrix import load_matrix
+from scripts.workload.llama_sdist import cached_sdist, missing_reason
 from scripts.workload.reduction import flag_variable
-from tests.support.tree_files import cached_sdist, is_cmake_file, missing_reason, tree_texts
+from tests.support.tree_files import is_cmake_file, tree_texts
 
 # tests/conftest.py fetches the sdist before the run: a unit test starts no pip.
 READS_THE_SDIST = True

@@ -226,10 +226,10 @@ def test_one_policy_for_every_client() -> None:
     from pipeline.github.rest import RestClient
     from pipeline.rocm.index_fetch import fetch_index
     from pipeline.rocm.wheel_resolve import fetch_page
-    from pipeline.toolchain.compiler_set import ToolchainRequest
     from pipeline.toolchain.cuda_wheels import fetch_wheel
     from pipeline.toolchain.installer.download import download
     from pipeline.toolchain.installer.install import install_archive
+    from pipeline.toolchain.toolchain import ToolchainRequest
 
     assert (DEFAULT_RETRY.attempts, DEFAULT_RETRY.backoff, DEFAULT_RETRY.max_wait, DEFAULT_RETRY.jitter) == (
         5, 1.0, 120.0, True)  # fmt: skip

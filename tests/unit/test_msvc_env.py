@@ -120,8 +120,8 @@ def test_rocm_folders_stay_in_front_of_msvc_on_path() -> None:
 
 
 def test_msvc_version_goes_into_the_toolchain_identity() -> None:
-    from pipeline.toolchain.compiler_set import Toolchain
     from pipeline.toolchain.msvc import with_msvc
+    from pipeline.toolchain.toolchain import Toolchain
 
     before = parse_set_output(recorded("set-before.txt"))
     _, after = split_vcvars_output(recorded("vcvarsall-x64.txt"))

@@ -211,7 +211,7 @@ def _setup(remote: str | None, spec: str | None, probe_down: bool) -> CcacheSetu
     return CcacheSetup(
         executable=Path("ccache"),
         version="4.14.2",
-        cache_dir=Path("/c"),
+        ccache_dir=Path("/c"),
         base_dir=Path("/w"),
         compiler_check="content",
         max_size="5G",

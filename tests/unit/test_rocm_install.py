@@ -214,17 +214,17 @@ def test_install_is_reused_until_forced(tmp_path: Path) -> None:
     archive = make_tar(tmp_path / "therock-dist-linux-gfx110X-all-7.0.0a20250101.tar.gz", therock_members())
     url = archive.as_uri()
     roots, downloads = tmp_path / "toolchains", tmp_path / "downloads"
-    first = install_archive(url, "rocm-7", root_dir=roots, cache_dir=downloads)
+    first = install_archive(url, "rocm-7", root_dir=roots, download_cache=downloads)
     assert not first.reused and not first.download_reused
     assert first.sha256 == hashlib.sha256(archive.read_bytes()).hexdigest()
     clang = first.root / "lib/llvm/bin/clang"
     os.utime(clang, (1, 1))  # a reused install is not touched
 
-    again = install_archive(url, "rocm-7", root_dir=roots, cache_dir=downloads)
+    again = install_archive(url, "rocm-7", root_dir=roots, download_cache=downloads)
     assert again.reused and again.root == first.root
     assert clang.stat().st_mtime == 1
 
-    forced = install_archive(url, "rocm-7", root_dir=roots, cache_dir=downloads, force=True)
+    forced = install_archive(url, "rocm-7", root_dir=roots, download_cache=downloads, force=True)
     assert not forced.reused and forced.download_reused
     assert int(clang.stat().st_mtime) == 1_600_000_000
     assert leftovers(roots) == ["rocm-7"]
@@ -235,7 +235,7 @@ def test_install_without_marker_is_redone(tmp_path: Path) -> None:
     roots = tmp_path / "toolchains"
     half = roots / "rocm-7" / "lib"
     half.mkdir(parents=True)  # as an old tool's interrupted copy would leave it
-    got = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=tmp_path / "dl")
+    got = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, download_cache=tmp_path / "dl")
     assert not got.reused
     assert (got.root / "lib/llvm/bin/clang").is_file()
 
@@ -244,12 +244,14 @@ def test_install_checks_sha256(tmp_path: Path) -> None:
     archive = make_tar(tmp_path / "a.tar.gz", therock_members())
     roots, downloads = tmp_path / "toolchains", tmp_path / "downloads"
     with pytest.raises(ToolchainError, match=r"sha256 mismatch .* expected 0000"):
-        install_archive(archive.as_uri(), "rocm-7", sha256="0" * 64, root_dir=roots, cache_dir=downloads)
+        install_archive(archive.as_uri(), "rocm-7", sha256="0" * 64, root_dir=roots, download_cache=downloads)
     assert leftovers(roots) == []
     assert leftovers(downloads) == []
     good = hashlib.sha256(archive.read_bytes()).hexdigest()
     assert (
-        install_archive(archive.as_uri(), "rocm-7", sha256=good, root_dir=roots, cache_dir=downloads).sha256
+        install_archive(
+            archive.as_uri(), "rocm-7", sha256=good, root_dir=roots, download_cache=downloads
+        ).sha256
         == good
     )
 
@@ -257,7 +259,7 @@ def test_install_checks_sha256(tmp_path: Path) -> None:
 def test_download_cache_needs_its_sidecar(tmp_path: Path) -> None:
     archive = make_tar(tmp_path / "a.tar.gz", therock_members())
     downloads = tmp_path / "downloads"
-    got = install.download(archive.as_uri(), cache_dir=downloads)
+    got = install.download(archive.as_uri(), download_cache=downloads)
     assert cached_download(archive.as_uri(), downloads) == install.Downloaded(
         path=got.path, url=got.url, size=got.size, sha256=got.sha256, reused=True
     )
@@ -282,25 +284,25 @@ def test_cache_locations_follow_the_environment(tmp_path: Path) -> None:
 
 def test_unsafe_install_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ToolchainError, match="unsafe install folder name"):
-        install_archive("file:///x/a.tar.gz", "../up", root_dir=tmp_path, cache_dir=tmp_path / "dl")
+        install_archive("file:///x/a.tar.gz", "../up", root_dir=tmp_path, download_cache=tmp_path / "dl")
 
 
 def test_an_edited_install_is_installed_again_from_the_download_cache(tmp_path: Path) -> None:
     archive = make_tar(tmp_path / "a.tar.gz", therock_members())
     roots, downloads = tmp_path / "toolchains", tmp_path / "downloads"
-    first = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads)
+    first = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, download_cache=downloads)
     clang = first.root / "lib/llvm/bin/clang"
     header = first.root / "lib/llvm/lib/clang/20/include/stddef.h"
     stamp = header.stat().st_mtime_ns
     # Same size, same time: only the content differs (the quick check must still hash a touched file).
     header.write_bytes(b"/* evil!! */")
     os.utime(header, ns=(stamp, stamp + 1))
-    again = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads)
+    again = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, download_cache=downloads)
     assert not again.reused and again.download_reused
     assert header.read_bytes() == b"/* stddef */"
     clang.unlink()
-    third = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads)
+    third = install_archive(archive.as_uri(), "rocm-7", root_dir=roots, download_cache=downloads)
     assert not third.reused and clang.read_bytes() == FAKE_CLANG
     # Untouched, it is reused as is; a file a tool adds beside it does not count.
     (first.root / "lib/llvm/cache.txt").write_text("written by a tool\n")
-    assert install_archive(archive.as_uri(), "rocm-7", root_dir=roots, cache_dir=downloads).reused
+    assert install_archive(archive.as_uri(), "rocm-7", root_dir=roots, download_cache=downloads).reused

@@ -162,7 +162,7 @@ def test_the_policies_and_the_replay_rule_pick_among_wheel_builds(
     policy: str, now: datetime, expected: str
 ) -> None:
     got = resolve_wheels("linux", FAMILY, policy=policy, now=now, index_url=INDEX, pages=pages_for(LATE))
-    assert got.version == expected and got.source == "wheels"
+    assert got.version == expected and got.distribution == "wheels"
     assert [w.project for w in got.wheels] == list(projects_for(FAMILY))
     assert all(expected in w.file and w.sha256 == SHA for w in got.wheels)
 
@@ -215,30 +215,47 @@ def test_a_wheel_resolution_round_trips_and_its_identity_follows_the_hashes() ->
         ResolvedRocm.from_json(dict(data, wheels=[]), where="legs.x")
 
 
+def test_a_resolution_from_before_the_rename_still_reads() -> None:
+    # Such a file names the distribution "source"; now "source" is llama.cpp's alone.
+    got = resolve_wheels(
+        "linux", FAMILY, policy="latest", now=utc(2025, 1, 8, 12), index_url=INDEX, pages=pages_for(LATE)
+    )
+    data = got.to_json()
+    assert data["distribution"] == "wheels" and "source" not in data
+    old = {("source" if k == "distribution" else k): v for k, v in data.items()}
+    assert ResolvedRocm.from_json(old, where="legs.x") == got
+    with pytest.raises(UsageError, match=r"legs\.x\.source: expected 'tarball' or 'wheels'"):
+        ResolvedRocm.from_json(dict(old, source="wheel"), where="legs.x")
+
+
 def _matrix(rocm: dict[str, object]) -> Matrix:
     legs = {"rocm-a": {"backend": "rocm", "family": FAMILY, "targets": ["gfx1100"]}}
     return parse_matrix({"rocm": rocm, "legs": legs}, Path("m.toml"))
 
 
-def test_matrix_rocm_source_and_wheel_index() -> None:
+def test_matrix_rocm_distribution_and_wheel_index() -> None:
     from pipeline.errors import ConfigError
 
     m = _matrix({})
     # TheRock's index per stream since 2026-08-23, for every GPU: the policy's stream fills it.
-    assert (m.rocm.source, m.rocm.wheel_index_for(FAMILY)) == (
+    assert (m.rocm.distribution, m.rocm.wheel_index_for(FAMILY)) == (
         "tarball",
         "https://nightly.repo.amd.com/rocm/whl-next/",
     )
     assert m.rocm.wheel_index_for(FAMILY, "stable") == "https://stable.repo.amd.com/rocm/whl-next/"
-    m = _matrix({"source": "wheels", "wheel_index_url": "http://127.0.0.1:8/simple/{family}/"})
+    m = _matrix({"distribution": "wheels", "wheel_index_url": "http://127.0.0.1:8/simple/{family}/"})
     assert m.rocm.wheel_index_for("gfx1151") == "http://127.0.0.1:8/simple/gfx1151/"
-    with pytest.raises(ConfigError, match=r"m\.toml: rocm\.source.*'tarball', 'wheels'"):
-        _matrix({"source": "wheel"})
+    with pytest.raises(ConfigError, match=r"m\.toml: rocm\.distribution.*'tarball', 'wheels'"):
+        _matrix({"distribution": "wheel"})
+    # The key's older name: "source" is llama.cpp's alone. One line, the file, the key and its new name.
+    renamed = r"^m\.toml: rocm\.source: renamed to rocm\.distribution, with the same values: rename the key$"
+    with pytest.raises(ConfigError, match=renamed):
+        _matrix({"source": "wheels"})
     with pytest.raises(ConfigError, match=r"m\.toml: rocm\.wheel_index_url"):
         _matrix({"wheel_index_url": "ftp://x/{family}/"})
 
 
-def test_a_leg_refuses_a_resolution_made_from_the_other_source() -> None:
+def test_a_leg_refuses_a_resolution_made_from_the_other_distribution() -> None:
     from pipeline.inputs.resolution_file import Resolution
     from pipeline.run_resolution import rocm_for_leg
     from tests.support.inputs import make_inputs
@@ -255,11 +272,11 @@ def test_a_leg_refuses_a_resolution_made_from_the_other_source() -> None:
     )
     resolution = Resolution(now=utc(2025, 1, 8), rocm_policy="latest", cutoff=None, legs={"rocm-a": tarball})
     inputs = replace(
-        make_inputs(_matrix({"source": "wheels"})), resolution=resolution, resolution_where="r.json"
+        make_inputs(_matrix({"distribution": "wheels"})), resolution=resolution, resolution_where="r.json"
     )
     with pytest.raises(
         ResolutionError,
-        match=r"r\.json: leg 'rocm-a' was resolved from tarball, but m\.toml says rocm\.source = 'wheels'",
+        match=r"r\.json: leg 'rocm-a' was resolved from tarball, but m\.toml says rocm\.distribution = 'wheels'",
     ):
         rocm_for_leg(inputs, "rocm-a")
 

@@ -24,7 +24,7 @@ VALUES = {
     "source_archive": ("flag.tar.gz", "env.tar.gz", None),
     "rocm_path": ("/flag/rocm", "/env/rocm", None),
     "out": ("flag-out", "env-out", None),
-    "cache_dir": ("flag-cache", "env-cache", None),
+    "ccache_dir": ("flag-cache", "env-cache", None),
     "remote_cache": ("redis://127.0.0.1:1", None, "redis://127.0.0.1:3"),
     "legs": ("cpu", "cuda vulkan", None),
     "cache_home": (None, "/env/home", None),
@@ -56,7 +56,7 @@ VALUES = {
 
 def test_every_setting_has_a_case_and_one_name() -> None:
     assert sorted(VALUES) == sorted(s.name for s in S.SETTINGS)
-    flags = [s.flag for s in S.SETTINGS if s.flag]
+    flags = [f for s in S.SETTINGS if s.flag for f in (s.flag, *s.flag_aliases)]
     envs = [v for s in S.SETTINGS for v in s.env]
     assert len(flags) == len(set(flags)) and len(envs) == len(set(envs))
 
@@ -83,6 +83,17 @@ def test_flag_beats_environment_beats_matrix_beats_default(setting: S.Setting) -
         ).value
         == "D"
     )
+
+
+@pytest.mark.parametrize("command", ["build", "reproduce"])
+@pytest.mark.parametrize("flag", ["--ccache-dir", "--cache-dir"])
+def test_a_renamed_flag_keeps_its_older_spelling(command: str, flag: str) -> None:
+    from pipeline.cli import build_parser
+
+    argv = [command, "cpu" if command == "build" else "b.tar.gz", flag, "/c"]
+    args = build_parser(command).parse_args(argv)
+    assert read_inputs(args, environ={}).ccache_dir == Path("/c")
+    assert "--cache-dir" in S.markdown_table()
 
 
 def test_a_second_variable_is_read_when_the_first_is_unset() -> None:

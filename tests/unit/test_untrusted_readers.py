@@ -481,7 +481,7 @@ def _valid_record() -> dict[str, Any]:
             "direct_hits": 110,
             "preprocessed_hits": 10,
             "hit_rate": 0.916,
-            "cache_dir": "/w/ccache",
+            "ccache_dir": "/w/ccache",
             "previous_toolchain": "gcc-12.2.0",
         },
         toolchain={"kind": "host", "identity": "gcc-12.2.0", "compilers": {"C": "gcc 12.2.0"}},

@@ -276,13 +276,13 @@ def _configure(leg_name: str, toolchain_args: tuple[str, ...] = ()) -> dict[str,
     """The leg's configure line as the pipeline builds it on a Windows runner, as -D name -> value (the last wins)."""
     from pipeline.ccache.session import CcacheSetup
     from pipeline.leg.steps import cmake_arguments
-    from pipeline.toolchain.compiler_set import Toolchain
+    from pipeline.toolchain.toolchain import Toolchain
 
     ws = Path("C:/a/ws")
     ccache = CcacheSetup(
         executable=ws / "venv/Scripts/ccache.exe",
         version="4.14.2",
-        cache_dir=ws / "ccache",
+        ccache_dir=ws / "ccache",
         base_dir=ws / "out",
         compiler_check="content",
         max_size="5G",

@@ -22,7 +22,7 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
         help="llama.cpp tag, b<digits> or latest: what to check out without --source (the run's resolution "
         "wins); with --source, the bundle's tag (default there: git describe)",
     )
-    S.add_flag(p, S.CACHE_DIR)
+    S.add_flag(p, S.CCACHE_DIR)
     S.add_flag(p, S.ROCM_VERSION)
     S.add_flag(p, S.NOW)
     S.add_flag(p, S.INDEX_URL)

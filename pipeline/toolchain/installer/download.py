@@ -51,9 +51,9 @@ def file_name_of(url: str) -> str:
     return name
 
 
-def cached_path(url: str, cache_dir: Path) -> Path:
-    """Where the download cache keeps ``url``: its file name, confined to ``cache_dir``."""
-    return confined(cache_dir, file_name_of(url), f"{redact(url)}: file name", ToolchainError)
+def cached_path(url: str, download_cache: Path) -> Path:
+    """Where the download cache keeps ``url``: its file name, confined to ``download_cache``."""
+    return confined(download_cache, file_name_of(url), f"{redact(url)}: file name", ToolchainError)
 
 
 # --------------------------------------------------------------------------
@@ -76,9 +76,9 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def cached_download(url: str, cache_dir: Path, sha256: str | None = None) -> Downloaded | None:
+def cached_download(url: str, download_cache: Path, sha256: str | None = None) -> Downloaded | None:
     """The cached copy of ``url`` when it is complete and matches ``sha256``, else None."""
-    path = cached_path(url, cache_dir)
+    path = cached_path(url, download_cache)
     try:
         meta = json.loads(_sidecar(path).read_text(encoding="utf-8"))
         size = path.stat().st_size
@@ -97,7 +97,7 @@ def cached_download(url: str, cache_dir: Path, sha256: str | None = None) -> Dow
 def download(
     url: str,
     *,
-    cache_dir: Path,
+    download_cache: Path,
     sha256: str | None = None,
     console: Console | None = None,
     session: requests.Session | None = None,
@@ -118,32 +118,32 @@ def download(
     it), and that one removes the ``.part`` files dead runs left. Each
     retry's wait is said on ``console``.
     """
-    if (hit := cached_download(url, cache_dir, sha256)) is not None:
+    if (hit := cached_download(url, download_cache, sha256)) is not None:
         if console is not None:
             console.print(f"download cache: {hit.path.name} ({human_bytes(hit.size)})", highlight=False)
         return hit
     from pipeline.archives.extract import remove_stale
     from pipeline.processes.locks import hold
 
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    download_cache.mkdir(parents=True, exist_ok=True)
     name = file_name_of(url)
     with hold(
-        cache_dir / f".{name}.lock",
-        what=f"the download of {name} into {cache_dir}",
+        download_cache / f".{name}.lock",
+        what=f"the download of {name} into {download_cache}",
         since=since,
         wait_seconds=wait_lock,
     ):
         # Another run may have fetched it while this one waited for the lock.
-        if (hit := cached_download(url, cache_dir, sha256)) is not None:
+        if (hit := cached_download(url, download_cache, sha256)) is not None:
             return hit
         # Under the lock, every .part of this name is a dead run's.
-        remove_stale(cache_dir, f".{name}.", (".part",))
-        return _download_locked(url, cache_dir, sha256, console, session, retry, timeout_seconds, verify)
+        remove_stale(download_cache, f".{name}.", (".part",))
+        return _download_locked(url, download_cache, sha256, console, session, retry, timeout_seconds, verify)
 
 
 def _download_locked(
     url: str,
-    cache_dir: Path,
+    download_cache: Path,
     sha256: str | None,
     console: Console | None,
     session: requests.Session | None,
@@ -155,7 +155,7 @@ def _download_locked(
 
     scheme = urlsplit(url).scheme
     if scheme == "file":
-        path, size, digest = _copy_local(url, cache_dir)
+        path, size, digest = _copy_local(url, download_cache)
     elif scheme not in ("http", "https"):
         raise UsageError(f"toolchain URL {url!r}: expected an http(s):// or file:// URL")
     else:
@@ -163,7 +163,7 @@ def _download_locked(
         http = session or requests.Session()
         try:
             path, size, digest = call_with_retries(
-                _fetch_once, http, url, cache_dir, console, timeout_seconds,
+                _fetch_once, http, url, download_cache, console, timeout_seconds,
                 policy=retry, what=redact(f"GET {url}"),
                 on_wait=None if console is None else lambda line: console.print(line, highlight=False, markup=False),
             )  # fmt: skip
@@ -175,7 +175,7 @@ def _download_locked(
             if own_session:
                 http.close()
     try:
-        final = cached_path(url, cache_dir)
+        final = cached_path(url, download_cache)
         if sha256 is not None and digest.lower() != sha256.lower():
             raise ToolchainError(f"sha256 mismatch for {url}: expected {sha256.lower()}, got {digest}")
         if verify is not None:
@@ -199,7 +199,7 @@ def _download_locked(
 
 
 def _fetch_once(
-    http: requests.Session, url: str, cache_dir: Path, console: Console | None, timeout: float
+    http: requests.Session, url: str, download_cache: Path, console: Console | None, timeout: float
 ) -> tuple[Path, int, str]:
     """One attempt: stream ``url`` into a temp file; (temp path, size, sha256)."""
     import requests
@@ -215,7 +215,7 @@ def _fetch_once(
         if resp.status_code != 200:
             raise NetworkError(f"download of {url} failed: HTTP {resp.status_code}")
         declared = _content_length(resp.headers)
-        fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{name}.", suffix=".part")
+        fd, tmp_name = tempfile.mkstemp(dir=download_cache, prefix=f".{name}.", suffix=".part")
         tmp = Path(tmp_name)
         digest = hashlib.sha256()
         size = 0
@@ -240,12 +240,12 @@ def _fetch_once(
     return tmp, size, digest.hexdigest()
 
 
-def _copy_local(url: str, cache_dir: Path) -> tuple[Path, int, str]:
+def _copy_local(url: str, download_cache: Path) -> tuple[Path, int, str]:
     """A ``file://`` archive (offline use): copied into the cache like a download."""
     from urllib.request import url2pathname
 
     source = Path(url2pathname(urlsplit(url).path))
-    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{file_name_of(url)}.", suffix=".part")
+    fd, tmp_name = tempfile.mkstemp(dir=download_cache, prefix=f".{file_name_of(url)}.", suffix=".part")
     tmp = Path(tmp_name)
     digest = hashlib.sha256()
     size = 0

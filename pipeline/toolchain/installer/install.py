@@ -267,7 +267,7 @@ def install_archive(
     sha256: str | None = None,
     console: Console | None = None,
     root_dir: Path,
-    cache_dir: Path,
+    download_cache: Path,
     force: bool = False,
     session: requests.Session | None = None,
     retry: RetryPolicy = DEFAULT_RETRY,
@@ -289,7 +289,7 @@ def install_archive(
     def fetch(ref: ArchiveRef) -> Path:
         got = download(
             url,
-            cache_dir=cache_dir,
+            download_cache=download_cache,
             sha256=sha256,
             console=console,
             session=session,

@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 from pipeline.errors import ToolchainError
 from pipeline.inputs.leg import Leg
 from pipeline.inputs.pins import ToolchainPins
-from pipeline.names import safe_identity
 from pipeline.processes.groups import run_child
 from pipeline.util.http_retry import DEFAULT_RETRY, RetryPolicy
 
 if TYPE_CHECKING:
     from pipeline.inputs.resolution_file import ResolvedRocm
 
-__all__ = ["Toolchain", "ToolchainRequest", "safe_identity", "version_output"]
+__all__ = ["Toolchain", "ToolchainRequest", "version_output"]
 
 
 def version_output(tool: Path) -> str:
