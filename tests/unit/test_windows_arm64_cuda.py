@@ -194,7 +194,7 @@ def test_the_legs_own_configure_line_is_the_references_with_msvcs_cross_compiler
         "CMAKE_TOOLCHAIN_FILE": "cmake/arm64-windows-msvc-cuda.cmake",
         "CMAKE_BUILD_TYPE": "Release", "GGML_NATIVE": "OFF", "GGML_BACKEND_DL": "ON", "GGML_CPU": "OFF",
         "GGML_CUDA": "ON", "LLAMA_BUILD_TESTS": "OFF", "LLAMA_BUILD_EXAMPLES": "OFF", "LLAMA_BUILD_TOOLS": "OFF",
-        "LLAMA_BUILD_SERVER": "OFF", "CMAKE_CUDA_ARCHITECTURES": "120;121",
+        "LLAMA_BUILD_SERVER": "OFF", "LLAMA_BUILD_APP": "OFF", "CMAKE_CUDA_ARCHITECTURES": "120;121",
         "CMAKE_C_COMPILER": CL, "CMAKE_CXX_COMPILER": CL, "CMAKE_CUDA_HOST_COMPILER": CL,
         "CMAKE_CUDA_COMPILER": f"{root}/bin/nvcc.exe", "CUDAToolkit_ROOT": root,
     }  # fmt: skip
@@ -286,3 +286,25 @@ def test_a_leg_with_a_base_is_checked_where_it_is_written() -> None:
     ):
         with pytest.raises(ConfigError, match=message):
             parse_matrix(legs(**plug), P)
+
+
+def test_the_bundle_adds_what_the_targets_made_and_refuses_a_file_both_builds_made(tmp_path: Path) -> None:
+    from pipeline.bundle.make import added_payload, collect_payload
+    from pipeline.errors import BundleError
+
+    base, own = tmp_path / "build-base", tmp_path / "build"
+    for folder, names in ((base, ("llama-server.exe", "ggml-base.dll", "ggml-cpu.dll")),
+                          (own, ("ggml-base.dll", "ggml-cuda.dll"))):  # fmt: skip
+        (folder / "bin").mkdir(parents=True)
+        for name in names:
+            (folder / "bin" / name).write_bytes(b"MZ " + name.encode())
+    (own / "lib").mkdir()
+    (own / "lib" / "ggml-cuda.lib").write_bytes(b"!<arch>")  # the import library: not shipped
+    payload = collect_payload(base, symlinks=False)
+    added = added_payload(own, ("bin/ggml-cuda.dll", "lib/ggml-cuda.lib"), payload)
+    assert [(p.relpath, p.path) for p in added] == [("ggml-cuda.dll", own / "bin" / "ggml-cuda.dll")]
+    # The own build's ggml-base.dll is MSVC's copy: the bundle has the base build's, and never two.
+    with pytest.raises(BundleError, match=r"ggml-base\.dll is made by the base's build too"):
+        added_payload(own, ("bin/ggml-cuda.dll", "bin/ggml-base.dll"), payload)
+    with pytest.raises(BundleError, match="the leg's targets made no program or library"):
+        added_payload(own, ("lib/ggml-cuda.lib",), payload)
