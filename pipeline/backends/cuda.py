@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 _LINUX = RuntimeProfile(library_dirs=("lib64", "lib", "targets/x86_64-linux/lib"))
-_WINDOWS = RuntimeProfile(library_dirs=("bin", "bin/x64"))
+# An arm64 bundle's DLLs come from bin/arm64 alone: a cross toolkit's bin/ holds the x64 compiler's.
+_WINDOWS = RuntimeProfile(library_dirs=("bin", "bin/x64"), arch_library_dirs=(("arm64", ("bin/arm64",)),))
 
 
 class Cuda:
@@ -25,6 +26,13 @@ class Cuda:
     downloads_toolchain = True
 
     def prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
+        from pipeline.toolchain.cuda_msvc_cross import msvc_cross_applies, msvc_cross_toolchain
+
+        toolchain = self._prepare(request, console)
+        # Windows arm64 on the x64 runner: MSVC's amd64_arm64 compiler for nvcc's host side and the C/C++ units.
+        return msvc_cross_toolchain(toolchain, request) if msvc_cross_applies(request) else toolchain
+
+    def _prepare(self, request: ToolchainRequest, console: Console) -> Toolchain:
         import sys
 
         pins = request.pins.cuda if request.pins else None

@@ -86,6 +86,14 @@ class RuntimeProfile:
     library_dirs: tuple[str, ...] = ()
     data_folders: tuple[DataFolder, ...] = ()
     opened: tuple[OpenedLibrary, ...] = ()
+    # A bundle arch's own folders, searched instead of ``library_dirs`` (a cross toolkit keeps the target's
+    # libraries apart from its compiler's: CUDA's bin/arm64 beside the x64 bin/).
+    # (arch, folders) pairs: hashable, as the profile is.
+    arch_library_dirs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def dirs_for(self, arch: str) -> tuple[str, ...]:
+        """The folders searched for a bundle of ``arch``."""
+        return dict(self.arch_library_dirs).get(arch, self.library_dirs)
 
 
 # A backend whose toolchain holds no runtime a bundle must carry (the host compiler's is the base system).

@@ -342,9 +342,11 @@ def check_tree(
 def _runtime_problems(in_bundle: Mapping[str, str], cuda_line: str) -> list[Problem]:
     """A CUDA runtime newer than the leg's line: it needs a newer driver than the one its notes name."""
     problems = []
+    # A line pinned by its minor release ("13.4") is of its major's runtime.
+    major = cuda_line.split(".", 1)[0]
     for name in sorted(in_bundle):
         line = runtime_line(name)
-        if line is not None and line.isdigit() and cuda_line.isdigit() and int(line) > int(cuda_line):
+        if line is not None and line.isdigit() and major.isdigit() and int(line) > int(major):
             floor = DRIVER_FLOORS.get(line)
             needs = f", which needs an {floor.branch} driver" if floor is not None else ""
             problems.append(

@@ -204,7 +204,7 @@ class _Walker:
             candidate = Path(os.path.normpath(entry))
             if candidate.is_relative_to(self.root):
                 dirs.append(candidate)
-        dirs.extend(self.root / d for d in self.profile.library_dirs)
+        dirs.extend(self.root / d for d in self.profile.dirs_for(self.arch))
         if not self.windows and self.arch in LINUX_MULTIARCH:
             # A distribution's /usr keeps its libraries in the multiarch folder (lib/x86_64-linux-gnu).
             dirs.append(self.root / "lib" / LINUX_MULTIARCH[self.arch])

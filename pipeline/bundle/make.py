@@ -244,6 +244,24 @@ def collect_payload(build_dir: Path, *, symlinks: bool) -> list[PayloadFile]:
     return [found[k] for k in sorted(found)]
 
 
+def added_payload(build_dir: Path, made: Sequence[str], payload: Sequence[PayloadFile]) -> list[PayloadFile]:
+    """The programs and libraries among ``made`` (paths under ``build_dir`` another build of the leg made: its
+    ``build_targets``), to go beside ``payload`` at the bundle's root; BundleError for a name ``payload`` has
+    already (two builds making one file) or when none of them is a program or library."""
+    have = {pf.relpath.lower() for pf in payload}
+    added: list[PayloadFile] = []
+    for rel in made:
+        path = build_dir / rel
+        if not path.is_file() or not is_payload(rel, executable=os.access(path, os.X_OK)):
+            continue
+        if path.name.lower() in have:
+            raise BundleError(f"{path}: {path.name} is made by the base's build too: a bundle holds one")
+        added.append(PayloadFile(relpath=path.name, path=path))
+    if made and not added:
+        raise BundleError(f"{build_dir}: the leg's targets made no program or library ({', '.join(made)})")
+    return added
+
+
 def _roots(build_dir: Path, out_dir: Path, record: LegRecord, toolchain: Toolchain) -> dict[str, str]:
     out = out_dir.resolve()
     roots = {"build": str(build_dir.resolve()), "out": str(out)}
@@ -322,9 +340,13 @@ def stage_bundle(
     toolchain: Toolchain,
     tag: str,
     commit: str | None,
+    added: tuple[Path, Sequence[str]] | None = None,
 ) -> StagedBundle:
     """Stage a successful build's bundle under ``<out>/<leg>/bundle``: its programs and libraries, the runtime
-    they need from the toolchain, the licenses; and its manifest but for the files."""
+    they need from the toolchain, the licenses; and its manifest but for the files.
+
+    ``added``: (another build folder, the files its targets made): a leg with a ``base`` stages the base's
+    build (``build_dir``) and these on top (:func:`added_payload`)."""
     from pipeline.bundle.dist_owner import refuse_foreign_bundle
 
     name = bundle_file_name(leg, tag)
@@ -336,6 +358,8 @@ def stage_bundle(
     payload = collect_payload(build_dir, symlinks=not zipped)
     if not payload:
         raise BundleError(f"{build_dir}: nothing to bundle: no programs or shared libraries in bin/ or lib/")
+    if added is not None:
+        payload = sorted([*payload, *added_payload(added[0], added[1], payload)], key=lambda pf: pf.relpath)
     stage = fresh_stage(out_dir / leg.name / STAGE_DIR)
     (out_dir / leg.name / STAGED_STATE).unlink(missing_ok=True)
     for pf in payload:

@@ -39,6 +39,18 @@ class Leg:
     macos_min: str = DEFAULT_MACOS_MIN
     # Why the leg is declared but not built (None: it is built): it stays listed, with the reason.
     disabled: str | None = None
+    # Another leg (a cpu leg of the same os and arch) whose configuration this leg builds first, in its own job
+    # and build folder: its programs and libraries are the bundle's base, and this leg's own configure adds the
+    # files of ``build_targets`` on top (Windows arm64 CUDA: ggml-cuda, cross-compiled with MSVC, over the
+    # clang-built CPU side that MSVC cannot build).
+    base: str | None = None
+    # The CMake targets this leg's own build makes (none: all of them).
+    build_targets: tuple[str, ...] = ()
+
+    @property
+    def cuda_major(self) -> str | None:
+        """The major version of a cuda leg's line ("13" for "13.4"), None when the leg names none."""
+        return self.cuda_line.split(".", 1)[0] if self.cuda_line else None
 
     @property
     def needs_resolution(self) -> bool:

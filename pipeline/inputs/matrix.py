@@ -22,6 +22,7 @@ from typing import Any
 from pipeline.errors import ConfigError
 from pipeline.inputs.leg import Leg
 from pipeline.inputs.matrix_checks import (
+    cmake_target_check,
     cuda_arch_check,
     cuda_line_check,
     family_check,
@@ -319,6 +320,8 @@ def parse_matrix(data: Mapping[str, Any], path: Path) -> Matrix:
     legs_t = root.table("legs", required=True)
     legs = {name: _parse_leg(name, legs_t, profiles, families) for name in legs_t.names()}
     legs_t.done()
+    for leg in legs.values():
+        _check_base(leg, legs, f"{path}: legs.{leg.name}")
     if all(leg.disabled is not None for leg in legs.values()):
         raise ConfigError(f"{path}: legs: at least one leg must be declared (and not disabled)")
     signing = _parse_signing(root.table("signing"), legs)
@@ -477,6 +480,8 @@ def _parse_leg(
         glibc_max=t.string("glibc_max", runner_glibc(runner), check=glibc_problem),
         macos_min=t.string("macos_min", DEFAULT_MACOS_MIN, check=macos_version_check),
         disabled=t.optional_str("disabled", check=nonempty),
+        base=t.optional_str("base", check=nonempty),
+        build_targets=tuple(t.str_list("build_targets", check=cmake_target_check)),
     )
     gpu_family = t.optional_str("gpu_family", check=nonempty)
     t.done()
@@ -518,7 +523,8 @@ def _parse_leg(
         if getattr(leg, key) and backend != "cuda":
             raise ConfigError(f"{where}.{key}: only a cuda leg takes {key}")
     if leg.cuda_profile is not None:
-        line = leg.cuda_line or DEFAULT_CUDA_LINE
+        # Profiles are per major line: "13.4" takes [cuda_profiles.13]'s (13.x dropped the same architectures).
+        line = leg.cuda_major or DEFAULT_CUDA_LINE
         known = profiles.get(line, {})
         if leg.cuda_profile not in known:
             raise ConfigError(
@@ -531,6 +537,28 @@ def _parse_leg(
             )
         leg = replace(leg, cuda_architectures=known[leg.cuda_profile])
     return leg
+
+
+def _check_base(leg: Leg, legs: Mapping[str, Leg], where: str) -> None:
+    """A leg's ``base``: another declared cpu leg of its os and arch, itself without a base; and
+    ``build_targets`` to say what this leg's own build adds on top (else both builds make every file)."""
+    if leg.base is None:
+        return
+    base = legs.get(leg.base)
+    if base is None or base.name == leg.name:
+        raise ConfigError(
+            f"{where}.base: no other leg {leg.base!r} in the matrix" + did_you_mean(leg.base, legs)
+        )
+    if base.backend != "cpu" or (base.os, base.arch) != (leg.os, leg.arch) or base.base is not None:
+        raise ConfigError(
+            f"{where}.base: {leg.base!r} must be a cpu leg for {leg.os}/{leg.arch} without a base of its own "
+            f"(it is a {base.backend} leg for {base.os}/{base.arch})"
+        )
+    if not leg.build_targets:
+        raise ConfigError(
+            f"{where}.build_targets: required with base (the targets this leg adds to {leg.base!r}'s build, "
+            "e.g. ['ggml-cuda'])"
+        )
 
 
 # --------------------------------------------------------------------------

@@ -55,7 +55,12 @@ def macos_version_check(v: str) -> str | None:
 
 
 def cuda_line_check(v: str) -> str | None:
-    return None if re.fullmatch(r"\d+", v) else "a CUDA major version such as '12'"
+    # A major line ("12": [toolchains.cuda-12]) or a release pinned for some legs ("13.4").
+    return None if re.fullmatch(r"\d+(?:\.\d+)?", v) else "a CUDA line such as '12' or '13.4'"
+
+
+def cmake_target_check(v: str) -> str | None:
+    return None if re.fullmatch(r"[A-Za-z0-9_.+-]+", v) else "a CMake target name such as 'ggml-cuda'"
 
 
 def cuda_arch_check(v: str) -> str | None:

@@ -19,6 +19,14 @@ every error names the file and the dotted key.
     sha256 = "..."                      # the manifest's: it vouches for every archive it lists
     components = ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas"]
 
+    [toolchains."cuda-13.4"]            # a line named by major.minor: one leg's toolkit beside the 13.x line
+    version = "13.4.59"
+    [toolchains."cuda-13.4".redist]
+    ...
+    components = ["cuda_nvcc", "cuda_crt", "libnvvm", "cccl", "cuda_cudart", "libcublas"]
+    host_platform = "windows-x86_64"    # the machine that cross-compiles: these components are its own
+    host_components = ["cuda_nvcc", "cuda_crt", "libnvvm", "cccl"]
+
     [toolchains.vulkan.linux]
     url = "https://.../vulkansdk-linux-x86_64-1.4.328.1.tar.xz"
     sha256 = "..."
@@ -48,10 +56,13 @@ DEFAULT_CUDA_LINE = "13"
 # A PyPI project name (PEP 508) and an exact version: nothing pip could widen.
 _WHEEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
-_CUDA_LINE = re.compile(r"^cuda-\d+$")
+# [toolchains.cuda-12] (a major line) or [toolchains."cuda-13.4"] (a minor release pinned for some legs).
+_CUDA_LINE = re.compile(r"^cuda-\d+(?:\.\d+)?$")
 # NVIDIA's manifest names: redistrib_12.8.1.json; its components: cuda_nvcc, libcublas.
 _MANIFEST_NAME = re.compile(r"^redistrib_\d+(?:\.\d+)+\.json$")
 _COMPONENT = re.compile(r"^[a-z][a-z0-9_]*$")
+# NVIDIA's platform keys in a redistrib manifest (an arm64 Linux server is linux-sbsa).
+REDIST_PLATFORMS = ("linux-x86_64", "linux-sbsa", "windows-x86_64", "windows-arm64")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,10 +96,26 @@ class RedistPins:
     sha256: str
     # The components a leg installs (``cuda_nvcc``, ``libcublas``), in order.
     components: tuple[str, ...]
+    # A cross build's: the platform of the machine that compiles (``windows-x86_64``) and the components
+    # taken for it (the compiler and what it reads: nvcc, crt, nvvm, cccl); the others are the leg's
+    # platform's (the libraries it links and ships). None: every component is the leg's platform's.
+    host_platform: str | None = None
+    host_components: tuple[str, ...] = ()
 
     @property
     def manifest_url(self) -> str:
         return self.url + self.manifest
+
+    def platforms(self, leg_platform: str) -> tuple[tuple[str, str], ...]:
+        """(component, platform) for each component, in order: the host's for ``host_components``, else
+        ``leg_platform`` (the manifest's key for the leg's os and arch)."""
+        return tuple(
+            (
+                name,
+                self.host_platform if self.host_platform and name in self.host_components else leg_platform,
+            )
+            for name in self.components
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +161,8 @@ class ToolchainPins:
 
     cuda: CudaPins | None = None
     vulkan: Mapping[str, SdkPin] = field(default_factory=dict)
-    # Other CUDA lines, by major version ("12": [toolchains.cuda-12]); [toolchains.cuda] is DEFAULT_CUDA_LINE.
+    # Other CUDA lines, by name ("12": [toolchains.cuda-12], "13.4": [toolchains."cuda-13.4"]); [toolchains.cuda]
+    # is DEFAULT_CUDA_LINE.
     cuda_lines: Mapping[str, CudaPins] = field(default_factory=dict)
 
     def cuda_for(self, line: str | None) -> CudaPins | None:
@@ -248,8 +276,23 @@ def parse_redist_pins(data: Any, path: Path, key: str) -> RedistPins:
         if name in components:
             raise ConfigError(f"{path}: {key}.components[{i}]: {name!r} is listed twice")
         components.append(name)
+    host_platform = t.pop("host_platform", None)
+    if host_platform is not None and host_platform not in REDIST_PLATFORMS:
+        raise _fail(path, f"{key}.host_platform", f"one of {', '.join(REDIST_PLATFORMS)}", host_platform)
+    raw_host = t.pop("host_components", [])
+    if not isinstance(raw_host, list) or not all(isinstance(n, str) for n in raw_host):
+        raise _fail(path, f"{key}.host_components", "an array of component names", raw_host)
+    for i, name in enumerate(raw_host):
+        if name not in components:
+            raise _fail(path, f"{key}.host_components[{i}]", "one of its components", name)
+    if bool(host_platform) != bool(raw_host):
+        raise ConfigError(
+            f"{path}: {key}: host_platform and host_components go together (the cross build's compiler "
+            "and the platform it runs on)"
+        )
     _unknown(t, path, key)
-    return RedistPins(key=key, url=str(url), manifest=manifest, sha256=sha, components=tuple(components))
+    return RedistPins(key=key, url=str(url), manifest=manifest, sha256=sha, components=tuple(components),
+                      host_platform=host_platform, host_components=tuple(raw_host))  # fmt: skip
 
 
 def parse_sdk_pin(data: Any, path: Path, key: str) -> SdkPin:

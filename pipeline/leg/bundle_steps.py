@@ -33,14 +33,17 @@ def bundle_step(ctx: LegContext, previous: BuildPlan) -> Packaged:
     if unsigned is not None:
         render.note(ctx.console, leg.name, unsigned)
     with ctx.console.status(f"{leg.name}: staging the bundle"):
+        base = previous.base.build if previous.base is not None else None
         staged = stage_bundle(
             leg=leg,
             record=record,
-            build_dir=previous.build,
+            # A leg with a base: that build's programs and libraries, and what this leg's targets made on top.
+            build_dir=base or previous.build,
             out_dir=out,
             toolchain=previous.toolchain,
             tag=previous.source.tag,
             commit=record.source.get("commit"),
+            added=(previous.build, previous.made) if base is not None else None,
         )
     if plan is not None and plan.signer is None:
         from pipeline.github import runner

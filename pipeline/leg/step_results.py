@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.ccache.session import CcacheSetup
+from pipeline.inputs.leg import Leg
 from pipeline.results.record import LegRecord
 from pipeline.toolchain.toolchain import Toolchain
 
@@ -23,11 +24,22 @@ class SourceTree:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BaseBuild:
+    """The configuration of a leg's ``base`` (another leg), built first in this leg's job: that leg, its toolchain,
+    and its build folder (None until the ccache step makes it)."""
+
+    leg: Leg
+    toolchain: Toolchain
+    build: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Prepared:
-    """The source step's tree and the toolchain step's compilers."""
+    """The source step's tree and the toolchain step's compilers (and the base's, for a leg with a ``base``)."""
 
     source: SourceTree
     toolchain: Toolchain
+    base: BaseBuild | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +54,10 @@ class BuildPlan:
     previous_toolchain: str | None
     # The warm-up that filled the restored cache for this toolchain (its note, pipeline.ccache.session), if any.
     warmed_by: dict[str, Any] | None = None
+    # A leg with a ``base``: that configuration, built first into its own folder.
+    base: BaseBuild | None = None
+    # The files the leg's ``build_targets`` made (set by the build step), relative to ``build``.
+    made: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

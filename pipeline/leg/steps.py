@@ -17,6 +17,7 @@ import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from pipeline.leg.context import LegContext, Step
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
 from pipeline.leg.source_step import check_cmake_project, source_step
-from pipeline.leg.step_results import BuildPlan, LegRun, Packaged, Prepared, SourceTree
+from pipeline.leg.step_results import BaseBuild, BuildPlan, LegRun, Packaged, Prepared, SourceTree
 from pipeline.leg.warm_up_note import note_leg_warm_up, warm_up_text
 from pipeline.processes.groups import run_logged
 from pipeline.redaction import redact, secrets_in
@@ -53,6 +54,9 @@ from pipeline.results.record import RECORD_NAME, LegRecord, leg_lock
 from pipeline.toolchain.prefixmap import prefix_map_flags, with_prefix_map
 from pipeline.toolchain.toolchain import Toolchain
 from pipeline.util.tree_removal import remove_aside
+
+# A leg with a base builds that configuration here, beside its own ``build``.
+BASE_BUILD = "build-base"
 
 
 def leg_dir(out: Path, leg: str) -> Path:
@@ -104,8 +108,9 @@ def cmake_arguments(
         # After the toolchain's: glslc through the shader cache (CMake keeps the last -D).
         *(ccache.glslc.cmake_args() if ccache.glslc else ()),
     ]
-    # The build's folders mapped to "." in every compiler's output: the same bundle from any folder.
-    maps = prefix_map_flags(ccache.base_dir, source_tree, build)
+    # The build's folders mapped to "." in every compiler's output: the same bundle from any folder (not with
+    # MSVC, which takes no such flag).
+    maps = prefix_map_flags(ccache.base_dir, source_tree, build) if toolchain.prefix_map else []
     # A leg builds on its own OS: quoted for Windows' command lines there, for the shell elsewhere.
     return with_prefix_map(
         args, ("C", "CXX", *toolchain.launcher_languages), maps, windows=leg.os == "windows"
@@ -294,7 +299,15 @@ def toolchain_step(ctx: LegContext, previous: SourceTree) -> Prepared:
     if stale is not None:
         # Where the report reads it (a row's warning), beside the build it is about.
         ctx.record.toolchain["stale"] = stale
-    return Prepared(source=previous, toolchain=toolchain)
+    base = None
+    if ctx.leg.base is not None:
+        # The base leg's own toolchain (a cpu leg's: the host compiler), as its own run would prepare it.
+        base_leg = ctx.matrix.all_legs[ctx.leg.base]
+        base = BaseBuild(
+            leg=base_leg, toolchain=prepare_toolchain(toolchain_request(ctx.inputs, base_leg), ctx.console)
+        )
+        ctx.record.toolchain["base"] = {"leg": base_leg.name, **base.toolchain.to_record()}
+    return Prepared(source=previous, toolchain=toolchain, base=base)
 
 
 def preflight_step(ctx: LegContext, previous: Prepared) -> Prepared:
@@ -305,18 +318,29 @@ def preflight_step(ctx: LegContext, previous: Prepared) -> Prepared:
     toolchain = preflight(ctx.leg.name, previous.toolchain, previous.source.path, ctx.console)
     if toolchain is previous.toolchain:
         return previous
-    ctx.record.toolchain = toolchain.to_record()
-    return Prepared(source=previous.source, toolchain=toolchain)
+    ctx.record.toolchain = {**toolchain.to_record(), **_base_record(ctx)}
+    return Prepared(source=previous.source, toolchain=toolchain, base=previous.base)
+
+
+def _base_record(ctx: LegContext) -> dict[str, Any]:
+    """The record's ``toolchain.base`` as the toolchain step wrote it (kept when a later step rewrites the rest)."""
+    base = ctx.record.toolchain.get("base")
+    return {"base": base} if base is not None else {}
 
 
 def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
     """The leg's ccache (settings, remote storage, compiler check) and a fresh build folder."""
-    from pipeline.ccache.compiler_check import resolve_compiler_check
+    from pipeline.ccache.compiler_check import CompilerCheck, resolve_compiler_check
 
     source, toolchain = previous.source, previous.toolchain
     build = ctx.work / "build"
     config = ctx.matrix.ccache
     check = resolve_compiler_check(config.compiler_check, toolchain)
+    if previous.base is not None and check.value.startswith("string:"):
+        # One setting covers both builds, and the base's compilers are not in the toolchain's verified archive.
+        check = CompilerCheck(mode=check.mode, value="content",
+                              note="compiler_check=toolchain fell back to content: the base build's compilers "
+                              "are not the toolchain's")  # fmt: skip
     ccache = setup_ccache(
         config,
         leg=ctx.leg.name,
@@ -327,12 +351,16 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         check_value=check.value if check.value != check.mode else None,
         check_note=check.note,
     )
-    if build.exists() or build.is_symlink():
-        # Moved aside and removed while CMake runs (never through a link, never into a mount):
-        # the new build folder is fresh at once.
-        ctx.pending.append(remove_aside(build))
-    build.mkdir(parents=True)
-    build_tmp(build).mkdir()
+    base = previous.base
+    if base is not None:
+        base = replace(base, build=ctx.work / BASE_BUILD)
+    for folder in (build, *([base.build] if base is not None and base.build is not None else [])):
+        if folder.exists() or folder.is_symlink():
+            # Moved aside and removed while CMake runs (never through a link, never into a mount):
+            # the new build folder is fresh at once.
+            ctx.pending.append(remove_aside(folder))
+        folder.mkdir(parents=True)
+        build_tmp(folder).mkdir()
     ccache = with_glslc_cache(ccache, toolchain.cmake_args, build)
     if ccache.glslc is not None and ccache.glslc.client_problem is not None:
         render.note(
@@ -358,6 +386,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         build=build,
         previous_toolchain=previous_toolchain,
         warmed_by=warmed_by,
+        base=base,
     )
 
 
@@ -375,12 +404,15 @@ def build_tmp(build: Path) -> Path:
     return build / "tmp"
 
 
-def _base_env(ctx: LegContext, plan: BuildPlan) -> dict[str, str]:
+def _base_env(
+    ctx: LegContext, plan: BuildPlan, toolchain: Toolchain | None = None, build: Path | None = None
+) -> dict[str, str]:
+    """The environment of CMake and Ninja for ``build`` with ``toolchain`` (the plan's own by default)."""
     env = {
         **ctx.inputs.environ,
-        **plan.toolchain.env,
+        **(toolchain or plan.toolchain).env,
         "NINJA_STATUS": NINJA_STATUS,
-        "TMPDIR": str(build_tmp(plan.build)),
+        "TMPDIR": str(build_tmp(build or plan.build)),
     }
     if _build_info(plan) or plan.source.outside_git:
         # ggml's CMakeLists.txt compiles `git rev-parse --short HEAD` (and "-dirty") into libggml-base
@@ -394,41 +426,72 @@ def _base_env(ctx: LegContext, plan: BuildPlan) -> dict[str, str]:
 
 
 def configure_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
-    """CMake's configure, into a new ``build.log``."""
+    """CMake's configure, into a new ``build.log``: the base's configuration first, for a leg with a ``base``."""
     plan, record = previous, ctx.record
-    args = cmake_arguments(
-        ctx.matrix, ctx.leg, plan.toolchain, plan.ccache, plan.source.path, plan.build, _build_info(plan)
-    )
-    record.cmake_args = args
-    cmd = [str(find_tool("cmake")), *args, f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}"]
-    env = {**_base_env(ctx, plan), **plan.ccache.env(with_stats_log=False)}
     t0 = time.monotonic()
-    with (
-        ctx.log.open("w", encoding="utf-8") as log,
-        ctx.console.status(f"{record.leg}: configuring with CMake"),
-    ):
-        code, tail = run_logged(cmd, env=env, log=log)
-    record.phases["configure"] = round(time.monotonic() - t0, 3)
-    if code != 0:
-        _fail(ctx, "CMake configure", tail, [], since=0)
+    ctx.log.write_text("", encoding="utf-8")
+    try:
+        base = plan.base
+        if base is not None and base.build is not None:
+            base_args = cmake_arguments(ctx.matrix, base.leg, base.toolchain, plan.ccache, plan.source.path,
+                                        base.build, _build_info(plan))  # fmt: skip
+            record.toolchain.setdefault("base", {})["cmake_args"] = base_args
+            _configure(
+                ctx, plan, base_args, base.toolchain, base.build, f"CMake configure of {base.leg.name}"
+            )
+        args = cmake_arguments(
+            ctx.matrix, ctx.leg, plan.toolchain, plan.ccache, plan.source.path, plan.build, _build_info(plan)
+        )
+        record.cmake_args = args
+        _configure(ctx, plan, args, plan.toolchain, plan.build, "CMake configure")
+    finally:
+        record.phases["configure"] = round(time.monotonic() - t0, 3)
     return plan
+
+
+def _configure(
+    ctx: LegContext, plan: BuildPlan, args: list[str], toolchain: Toolchain, build: Path, what: str
+) -> None:
+    """One CMake configure, appended to ``build.log``; a failure fails the leg naming ``what``."""
+    cmd = [str(find_tool("cmake")), *args, f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}"]
+    env = {**_base_env(ctx, plan, toolchain, build), **plan.ccache.env(with_stats_log=False)}
+    with (
+        ctx.log.open("a", encoding="utf-8") as log,
+        ctx.console.status(f"{ctx.record.leg}: configuring with CMake"),
+    ):
+        since = log.tell()
+        code, tail = run_logged(cmd, env=env, log=log)
+    if code != 0:
+        _fail(ctx, what, tail, [], since=since)
 
 
 def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     """Ninja through ccache, appended to ``build.log``; the record gets this run's ccache statistics, even when
     the build fails, and the build's timings."""
     plan, record, ccache = previous, ctx.record, previous.ccache
-    cmd = [str(find_tool("ninja")), "-C", str(plan.build)]
-    env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True), **ccache.sub_build_env()}
+    ninja = find_tool("ninja")
+    # A leg with a base: that configuration whole first, then this leg's targets (every target without them).
+    builds: list[tuple[Path, Toolchain, tuple[str, ...], str]] = []
+    if plan.base is not None and plan.base.build is not None:
+        builds.append((plan.base.build, plan.base.toolchain, (), f"Ninja build of {plan.base.leg.name}"))
+    builds.append((plan.build, plan.toolchain, ctx.leg.build_targets, "Ninja build"))
     t0 = time.monotonic()
+    failure: tuple[str, deque[str], list[str], int] | None = None
     # A vulkan leg's glslc cache server runs as long as Ninja does, and is gone (socket and all) when it ends.
     with ctx.log.open("a", encoding="utf-8") as log, serving_glslc(ccache.glslc) as glslc_problem:
         if glslc_problem is not None:
             ctx.warn(f"{glslc_problem}: each shader call starts the Python launcher instead")
-        with NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
-            # Where the build's own output starts: its first error is looked for from there.
-            since = log.tell()
-            code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
+        for build, toolchain, targets, what in builds:
+            cmd = [str(ninja), "-C", str(build), *targets]
+            env = {**_base_env(ctx, plan, toolchain, build), **ccache.env(with_stats_log=True),
+                   **ccache.sub_build_env()}  # fmt: skip
+            with NinjaProgress(ctx.console, record.leg, heartbeat=ctx.inputs.heartbeat) as progress:
+                # Where the build's own output starts: its first error is looked for from there.
+                since = log.tell()
+                code, tail = run_logged(cmd, env=env, log=log, on_line=progress.line)
+            if code != 0:
+                failure = (what, tail, progress.failed, since)
+                break
     record.phases["build"] = round(time.monotonic() - t0, 3)
     stats = ccache.read_stats()
     record.ccache = ccache.to_record(stats)
@@ -440,10 +503,16 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
 
         if lost := remote_errors_warning(ccache.remote_check.display, stats.remote_errors, stats.calls):
             ctx.warn(lost)
-    if code != 0:
-        _fail(ctx, "Ninja build", tail, progress.failed, since=since)
+    if failure is not None:
+        what, tail, failed, since = failure
+        _fail(ctx, what, tail, failed, since=since)
     record.timings = timings_for_build(plan.build)
-    return plan
+    if plan.base is None:
+        return plan
+    # What the bundle takes from this leg's own build: exactly the files its targets made.
+    from pipeline.leg.ninja_targets import target_files
+
+    return replace(plan, made=target_files(ninja, plan.build, ctx.leg.build_targets))
 
 
 # The chain itself, in its order: _run_steps calls each ``step(ctx, previous)`` with the one before's

@@ -116,11 +116,15 @@ def cross_problem(leg: Leg, *, host_os: str, host: str) -> str | None:
 
     Another arch builds only where a cross build is declared: Linux through
     :data:`CROSS_TARGETS` (the cpu backend), Windows arm64 through llama.cpp's
-    own clang toolchain file in the leg's ``cmake_args``. Anything else would
-    be a host-arch bundle under an arm64 name.
+    own toolchain files in the leg's ``cmake_args``: clang's for the cpu legs,
+    ``arm64-windows-msvc-cuda.cmake`` with MSVC's amd64_arm64 tools for CUDA
+    (:mod:`pipeline.toolchain.cuda_msvc_cross`, from an x64 machine). Anything
+    else would be a host-arch bundle under an arm64 name.
     """
     if leg.arch == host or leg.os != host_os:
         return None
     if leg.backend == "cpu" and (leg.os == "windows" or (leg.os, leg.arch) in CROSS_TARGETS):
+        return None
+    if leg.backend == "cuda" and (leg.os, leg.arch, host) == ("windows", "arm64", "x64"):
         return None
     return f"leg {leg.name} ({leg.backend}) builds for {leg.arch} on an {leg.arch} runner: this machine is {host}"

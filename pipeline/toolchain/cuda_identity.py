@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import ToolchainError
 from pipeline.names import safe_identity
 from pipeline.toolchain.cuda_layout import pinned_identity
+from pipeline.toolchain.cuda_msvc_cross import msvc_cross_applies, msvc_cross_identity
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.cuda_redist_identity import redist_cuda_identity
 from pipeline.toolchain.host_compiler import host_toolchain
@@ -54,7 +55,15 @@ def pinned_cuda_identity(pins: CudaPins, request: ToolchainRequest) -> str:
 
 
 def cuda_identity(request: ToolchainRequest) -> str:
-    """The leg's CUDA identity, the one :func:`pipeline.toolchain.cuda_wheels.prepare_cuda` gives."""
+    """The leg's CUDA identity, the one :meth:`pipeline.backends.cuda.Cuda.prepare` gives; a Windows arm64 leg on
+    its Windows runner adds the MSVC toolset that cross-compiles it (offline elsewhere: the pins alone)."""
+    identity = _identity(request)
+    if msvc_cross_applies(request):
+        return msvc_cross_identity(identity, request)
+    return identity
+
+
+def _identity(request: ToolchainRequest) -> str:
     if request.cuda_path is not None:
         return given_cuda(request).identity
     pins = request.pins.cuda if request.pins else None

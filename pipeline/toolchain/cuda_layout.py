@@ -50,9 +50,45 @@ def wheel_tree(version: str) -> str:
     return f"nvidia/cu{major}"
 
 
-def install_folder(version: str, os_name: str) -> str:
-    """The toolchain-cache folder of one pinned toolkit: ``cuda-13.2.86-linux``."""
-    return f"cuda-{version}-{os_name}"
+def install_folder(version: str, os_name: str, arch: str = "x64") -> str:
+    """The toolchain-cache folder of one pinned toolkit: ``cuda-13.2.86-linux``, ``cuda-13.4.59-windows-arm64``
+    (another arch's target libraries are another install)."""
+    return f"cuda-{version}-{os_name}" + ("" if arch == "x64" else f"-{arch}")
+
+
+# Where a toolkit for another arch than its compiler's keeps what a cross build reads, per (os, arch): llama.cpp's
+# cmake/arm64-windows-msvc-cuda.cmake takes ${CUDA_ROOT}/bin/nvcc.exe (the x64 compiler) and points
+# FindCUDAToolkit at ${CUDA_ROOT}/lib/arm64/{cudart,cublas,cublasLt,cuda}.lib; the DLLs a bundle ships sit in
+# bin/arm64 (upstream's release.yml copies cudart64_*, cublas64_*, cublasLt64_* from there). Each file with
+# the component whose archive carries it. {major}: the toolkit's major version (the DLLs' suffix).
+CROSS_LAYOUT: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("windows", "arm64"): (
+        ("bin/nvcc.exe", "cuda_nvcc"),
+        ("lib/arm64/cudart.lib", "cuda_cudart"),
+        ("lib/arm64/cuda.lib", "cuda_cudart"),
+        ("lib/arm64/cublas.lib", "libcublas"),
+        ("lib/arm64/cublasLt.lib", "libcublas"),
+        ("bin/arm64/cudart64_{major}.dll", "cuda_cudart"),
+        ("bin/arm64/cublas64_{major}.dll", "libcublas"),
+        ("bin/arm64/cublasLt64_{major}.dll", "libcublas"),
+    ),
+}
+
+
+def cross_layout(os_name: str, arch: str, version: str) -> tuple[tuple[str, str], ...]:
+    """(path under the toolkit root, component) a cross toolkit for ``os_name``/``arch`` must hold; () when the
+    pair has no cross layout."""
+    major = version.split(".", 1)[0]
+    return tuple(
+        (path.format(major=major), component) for path, component in CROSS_LAYOUT.get((os_name, arch), ())
+    )
+
+
+def missing_layout(files: Iterable[str], expected: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (path, component) of ``expected`` absent from ``files`` (paths under the root, '/'-separated; Windows
+    names compared without case)."""
+    have = {f.lower() for f in files}
+    return [(path, component) for path, component in expected if path.lower() not in have]
 
 
 def unversioned_links(file_names: Iterable[str], libs: Iterable[str] = UNVERSIONED_LIBS) -> dict[str, str]:

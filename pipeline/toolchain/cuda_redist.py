@@ -18,6 +18,14 @@ library links where an archive lacks them, and the driver's link stub
 ``cuda.h`` otherwise). Each component's ``LICENSE`` is kept under
 ``licenses/<component>/``, where the bundle's third-party list
 (:mod:`pipeline.bundle.third_party`) finds it.
+
+A cross build takes each component for its own platform (``host_platform`` and
+``host_components`` of the pins): the Windows arm64 leg's compiler (nvcc, crt,
+nvvm, cccl) is the x64 runner's, its libraries (cudart, cuBLAS) the arm64
+target's, merged into one root laid out as llama.cpp's
+``cmake/arm64-windows-msvc-cuda.cmake`` reads it (``bin/nvcc.exe``,
+``lib/arm64/*.lib``, the DLLs in ``bin/arm64``), checked before the install is
+sealed (:data:`pipeline.toolchain.cuda_layout.CROSS_LAYOUT`).
 """
 
 from __future__ import annotations
@@ -25,24 +33,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.archives.extract import check_archive
+from pipeline.archives.extract import check_archive, extract_archive
 from pipeline.errors import NetworkError, ToolchainError
 from pipeline.inputs.cuda_driver import driver_floor
 from pipeline.inputs.pins import CudaPins, RedistPins
 from pipeline.names import CC, SHA256_HEX, is_plain_relative_path
-from pipeline.toolchain.cuda_layout import install_folder, unversioned_links
+from pipeline.toolchain.cuda_layout import cross_layout, install_folder, missing_layout, unversioned_links
 from pipeline.toolchain.cuda_nvcc import cuda_toolchain
 from pipeline.toolchain.cuda_redist_identity import platform_of, redist_cuda_identity
 from pipeline.toolchain.cuda_wheels import add_driver_stub
 from pipeline.toolchain.host_compiler import find_compiler
 from pipeline.toolchain.installer.download import download
-from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set
+from pipeline.toolchain.installer.install import ArchiveRef, install_archive_set, merge_tree
 from pipeline.toolchain.toolchain import Toolchain, ToolchainRequest
 
 if TYPE_CHECKING:
@@ -88,8 +95,16 @@ def choose_archives(
     manifest: Mapping[str, Any], components: Sequence[str], platform: str, where: str
 ) -> tuple[RedistArchive, ...]:
     """The archive of each of ``components`` for ``platform``; one ToolchainError naming the first component missing."""
+    return choose_platform_archives(manifest, [(name, platform) for name in components], where)
+
+
+def choose_platform_archives(
+    manifest: Mapping[str, Any], wanted: Sequence[tuple[str, str]], where: str
+) -> tuple[RedistArchive, ...]:
+    """The archive of each (component, platform) of ``wanted`` (a cross build takes its compiler for the host's
+    platform and its libraries for the target's); one ToolchainError naming the first component missing."""
     chosen: list[RedistArchive] = []
-    for name in components:
+    for name, platform in wanted:
         entry = manifest.get(name)
         if not isinstance(entry, Mapping):
             raise ToolchainError(
@@ -134,9 +149,10 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
     if redist is None:
         raise ToolchainError(f"CUDA {pins.version}: no redistributable pins")
     leg = request.leg
-    platform = platform_of(leg.os, leg.arch)
+    # Each component for its platform: the leg's, or the host's for a cross build's compiler.
+    wanted = redist.platforms(platform_of(leg.os, leg.arch))
     manifest = _fetch_manifest(redist, request, console)
-    archives = choose_archives(manifest, redist.components, platform, f"{redist.key} ({redist.manifest})")
+    archives = choose_platform_archives(manifest, wanted, f"{redist.key} ({redist.manifest})")
     nvcc = next((a for a in archives if a.component == "cuda_nvcc"), None)
     if nvcc is not None and nvcc.version != pins.version:
         raise ToolchainError(
@@ -163,8 +179,16 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
             ) from None
         return got.path
 
+    def populate(files: Sequence[tuple[ArchiveRef, Path]], tree: Path, scratch: Path) -> None:
+        # Each archive's license goes to licenses/<component>/ before the merge: two components' licenses
+        # differ (cccl's is the CCCL EULA, the others' the CUDA Toolkit's), and both travel with the bundle.
+        for i, (ref, path) in enumerate(files):
+            part = extract_archive(path, scratch / f"part{i}")
+            keep_license(part, by_label[ref.label].component, origin=ref.label)
+            merge_tree(part, tree, origin=ref.label)
+
     def finish(root: Path) -> None:
-        keep_licenses(root, archives)
+        check_cross_layout(root, redist.key, leg.os, leg.arch, pins.version, archives)
         if leg.os != "windows":
             link_layout(root)
             # cuda_cudart carries lib/stubs/libcuda.so; made from cuda.h only if an archive set lacks it.
@@ -172,8 +196,9 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
 
     installed = install_archive_set(
         refs,
-        request.toolchain_dir / install_folder(pins.version, leg.os),
+        request.toolchain_dir / install_folder(pins.version, leg.os, leg.arch),
         fetch=fetch,
+        populate=populate,
         finish=finish,
         wait_lock=request.wait_lock,
         since=request.started,
@@ -185,23 +210,40 @@ def install_cuda_redist(pins: CudaPins, request: ToolchainRequest, *, console: C
     return installed.root
 
 
-def keep_licenses(root: Path, archives: Sequence[RedistArchive]) -> None:
-    """Each component's license under ``licenses/<component>/``.
+def keep_license(part: Path, component: str, *, origin: str) -> None:
+    """Move the license files at the top of one extracted archive (``part``) to ``licenses/<component>/``.
 
-    Every archive holds a ``LICENSE`` at its top; the installer merges
-    identical files and refuses two different ones at one path, so after the
-    merge the one at the top is every component's.
+    Every NVIDIA archive holds its ``LICENSE`` at its top; one without is refused, naming it.
     """
-    found = [p for p in sorted(root.iterdir()) if p.is_file() and _LICENSE.match(p.name)]
+    found = [p for p in sorted(part.iterdir()) if p.is_file() and _LICENSE.match(p.name)]
     if not found:
-        raise ToolchainError(f"the archives of {', '.join(a.component for a in archives)} hold no LICENSE")
-    for archive in archives:
-        folder = root / LICENSES / archive.component
-        folder.mkdir(parents=True, exist_ok=True)
-        for path in found:
-            shutil.copyfile(path, folder / path.name)
+        raise ToolchainError(f"{origin}: the {component} archive holds no LICENSE")
+    folder = part / LICENSES / component
+    folder.mkdir(parents=True, exist_ok=True)
     for path in found:
-        path.unlink()
+        path.rename(folder / path.name)
+
+
+def check_cross_layout(
+    root: Path, key: str, os_name: str, arch: str, version: str, archives: Sequence[RedistArchive]
+) -> None:
+    """A cross toolkit holds what llama.cpp's toolchain file reads and the DLLs a bundle ships
+    (:data:`pipeline.toolchain.cuda_layout.CROSS_LAYOUT`); ToolchainError naming the first file missing and
+    the component whose archive should have held it. Nothing is installed then (the tree is still staged)."""
+    expected = cross_layout(os_name, arch, version)
+    if not expected:
+        return
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+    missing = missing_layout(files, expected)
+    if missing:
+        path, component = missing[0]
+        which = next((a for a in archives if a.component == component), None)
+        what = f"{component} {which.version} ({which.platform})" if which else component
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ToolchainError(
+            f"{key}: {what}: the toolkit for {os_name}/{arch} lacks {path}{more}, which llama.cpp's cross "
+            "build reads"
+        )
 
 
 def link_layout(root: Path) -> dict[str, str]:

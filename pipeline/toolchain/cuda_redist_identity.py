@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pipeline.errors import ToolchainError
 from pipeline.inputs.pins import CudaPins, RedistPins
 from pipeline.names import safe_identity
 from pipeline.toolchain.cuda_layout import pinned_identity
 from pipeline.toolchain.host_compiler import host_toolchain
 from pipeline.toolchain.toolchain import ToolchainRequest
-
-if TYPE_CHECKING:
-    pass
-
-# NVIDIA's platform names in the manifest, per (os, arch): an arm64 Linux runner is a server (sbsa), not a Jetson.
-
 
 # NVIDIA's platform names in the manifest, per (os, arch): an arm64 Linux runner is a server (sbsa), not a Jetson.
 PLATFORMS = {
@@ -39,9 +31,12 @@ def redist_identity(pins: CudaPins, redist: RedistPins, platform: str, host_iden
 
     The manifest's sha256 fixes every archive's sha256, so each component
     line carries it: a re-pinned manifest, another component or another
-    platform is another toolkit.
+    platform is another toolkit. ``platform`` is the leg's; a cross build's host
+    components carry the host's (:meth:`RedistPins.platforms`).
     """
-    lines = [(f"{redist.manifest}:{platform}:{name}", redist.sha256) for name in redist.components]
+    lines = [
+        (f"{redist.manifest}:{where}:{name}", redist.sha256) for name, where in redist.platforms(platform)
+    ]
     return safe_identity(pinned_identity(pins.version, lines, host_identity))
 
 

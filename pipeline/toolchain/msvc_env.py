@@ -46,6 +46,11 @@ class MsvcEnv:
     def identity(self) -> str:
         return f"msvc-{self.tools_version}"
 
+    def tools_dir(self, before: Mapping[str, str]) -> str | None:
+        """``VCToolsInstallDir`` (the toolset's folder, ``...\\MSVC\\14.44.35207\\``): what vcvarsall set, else
+        what the environment already held (a runner that loaded the same toolset before)."""
+        return _get(self.changed, "VCToolsInstallDir") or _get(before, "VCToolsInstallDir")
+
 
 def default_vswhere(env: Mapping[str, str]) -> PureWindowsPath:
     """Where the Visual Studio Installer puts vswhere.exe (fixed for VS 2017 and later)."""

@@ -55,6 +55,9 @@ class Toolchain:
     cmake_args: tuple[str, ...] = ()
     # Languages besides C and C++ that get ccache as their launcher (HIP, CUDA).
     launcher_languages: tuple[str, ...] = ()
+    # Whether its compilers take GCC's and Clang's -ffile-prefix-map (pipeline.toolchain.prefixmap); MSVC's cl,
+    # also as nvcc's host compiler, does not.
+    prefix_map: bool = True
 
     def to_record(self) -> dict[str, Any]:
         return {

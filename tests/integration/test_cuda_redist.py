@@ -1,9 +1,12 @@
-"""The CUDA 12.8 line from NVIDIA's redistributable archives, served by a local server in NVIDIA's layout.
+"""The CUDA 12.8 line from NVIDIA's redistributable archives, served by a local server in NVIDIA's layout;
+and CUDA 13.4.1 for the Windows arm64 leg, its compiler for x64 and its libraries for arm64.
 
 The manifest and four component archives (tests/support/cuda_redist.py) are
 made here; the leg's toolkit is installed through the one archive installer
 and, for the cache test, really compiles: the archive's ``bin/nvcc`` runs this
-machine's nvcc. No request leaves 127.0.0.1.
+machine's nvcc. The 13.4 archives are zips in NVIDIA's Windows layout, every
+component published for both Windows platforms, so taking the wrong one shows.
+No request leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -18,17 +21,29 @@ from rich.console import Console
 
 from pipeline.archives.extract import MARKER, remove_install
 from pipeline.backends import prepare_toolchain, toolchain_request
+from pipeline.errors import ToolchainError
 from pipeline.inputs.matrix import load_matrix
+from pipeline.toolchain.cuda_redist import install_cuda_redist
+from pipeline.toolchain.cuda_redist_identity import redist_cuda_identity
 from pipeline.toolchain.toolchain import Toolchain
 from tests.support.cuda_project import COMPILATIONS, write_cuda_project
 from tests.support.cuda_redist import (
+    CCCL_LICENSE_TEXT,
+    CROSS_MANIFEST,
+    CROSS_VERSIONS,
+    HOST_COMPONENTS,
+    HOST_PLATFORM,
     LICENSE_TEXT,
     MANIFEST,
+    REAL_CROSS_MANIFEST,
     REAL_MANIFEST,
     REAL_NVCC,
+    TARGET_PLATFORM,
     VERSIONS,
+    CrossRedist,
     Redist,
     component_files,
+    windows_component_files,
 )
 from tests.support.httpserver import LocalServer, Response
 from tests.support.inputs import make_inputs
@@ -256,3 +271,150 @@ def test_an_archive_that_always_arrives_cut_short_fails_naming_the_component_and
     assert [p.name for p in cache.iterdir() if "cuda_cccl" in p.name] == [
         ".cuda_cccl-linux-x86_64-12.8.90-archive.tar.xz.lock"
     ]
+
+
+# The Windows arm64 CUDA leg's toolkit: the shipped leg's line, os, arch and architectures.
+CROSS_LEG = (
+    '[legs.cuda-arm64]\nbackend = "cuda"\nos = "windows"\narch = "arm64"\ncuda_line = "13.4"\n'
+    'cuda_architectures = ["120", "121"]\n'
+)
+CROSS_FOLDER = "cuda-13.4.59-windows-arm64"
+# Where llama.cpp's cmake/arm64-windows-msvc-cuda.cmake looks (and the DLLs upstream's release copies).
+CROSS_FILES = (
+    "bin/nvcc.exe",
+    "lib/arm64/cudart.lib",
+    "lib/arm64/cuda.lib",
+    "lib/arm64/cublas.lib",
+    "lib/arm64/cublasLt.lib",
+    "bin/arm64/cudart64_13.dll",
+    "bin/arm64/cublas64_13.dll",
+    "bin/arm64/cublasLt64_13.dll",
+)
+
+
+def platform_of_component(component: str) -> str:
+    return HOST_PLATFORM if component in HOST_COMPONENTS else TARGET_PLATFORM
+
+
+def write_cross_matrix(ws: Path, redist: CrossRedist, **toml: object) -> Path:
+    ws.mkdir(parents=True, exist_ok=True)
+    path = ws / "matrix.toml"
+    path.write_text(
+        '[cmake]\nargs = ["-DCMAKE_BUILD_TYPE=Release"]\n\n' + redist.toml(**toml) + "\n" + CROSS_LEG
+    )  # type: ignore[arg-type]
+    return path
+
+
+def cross_install(matrix_toml: Path) -> tuple[Path, str]:
+    """The toolkit root the Windows arm64 leg installs (in this process), and the identity cache-key computes."""
+    matrix = load_matrix(matrix_toml)
+    request = toolchain_request(make_inputs(matrix, environ=dict(os.environ)), matrix.leg("cuda-arm64"))
+    assert request.pins is not None and request.pins.cuda is not None and request.pins.cuda.redist is not None
+    pins = request.pins.cuda
+    return install_cuda_redist(pins, request), redist_cuda_identity(pins, pins.redist, request)  # type: ignore[arg-type]
+
+
+def test_the_windows_arm64_toolkit_takes_its_compiler_for_x64_and_its_libraries_for_arm64(
+    http_server: LocalServer, tmp_path: Path, dirs: dict[str, Path]
+) -> None:
+    redist = CrossRedist(http_server)
+    root, identity = cross_install(write_cross_matrix(tmp_path / "ws", redist))
+    assert root == dirs["toolchains"] / CROSS_FOLDER
+    # The manifest, then each component once, from its own platform; not one archive of the other.
+    assert [r.path for r in http_server.requests] == [
+        f"/redist/{CROSS_MANIFEST}",
+        *(redist.path_of(c, platform_of_component(c)) for c in CROSS_VERSIONS),
+    ]
+    # One root laid out as the tree's toolchain file reads it: the x64 compiler, the arm64 libraries and DLLs.
+    assert all((root / rel).is_file() for rel in CROSS_FILES)
+    assert (root / "bin" / "nvcc.exe").read_bytes() == b"MZ nvcc windows-x86_64"
+    assert (root / "nvvm" / "bin" / "cicc.exe").read_bytes() == b"MZ cicc windows-x86_64"
+    assert (root / "bin" / "arm64" / "cublasLt64_13.dll").read_bytes() == b"MZ cublasLt arm64"
+    assert (root / "include" / "cccl" / "cub" / "cub.cuh").is_file()
+    assert not (root / "lib" / "x64").exists() and not (root / "bin" / "x64").exists()
+    # Each component's license beside the others: cccl's is another text, and both travel with the bundle.
+    assert (root / "licenses" / "cccl" / "LICENSE").read_bytes() == CCCL_LICENSE_TEXT
+    assert all(
+        (root / "licenses" / c / "LICENSE").read_bytes() == LICENSE_TEXT
+        for c in CROSS_VERSIONS
+        if c != "cccl"
+    )
+    assert not (root / "LICENSE").exists()
+    # A Windows toolkit: no lib64 link, no libcuda.so stub.
+    assert not (root / "lib64").exists() and not (root / "lib" / "stubs").exists()
+    marker = json.loads((root / MARKER).read_text())
+    assert [a["label"] for a in marker["archives"]] == [
+        f"{c}-{platform_of_component(c)}-{v}-archive.zip" for c, v in CROSS_VERSIONS.items()
+    ]
+    assert [a["sha256"] for a in marker["archives"]] == [
+        hashlib.sha256(redist.archives[(c, platform_of_component(c))]).hexdigest() for c in CROSS_VERSIONS
+    ]
+
+    # The identity is the one cache-key computes offline, before any install: the 13.4.59 pins.
+    proc = run_pipeline(
+        [
+            "--matrix",
+            str(tmp_path / "ws" / "matrix.toml"),
+            "cache-key",
+            "cuda-arm64",
+            "--tag",
+            "b7000",
+            "--json",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["key"].split("--")[2] == identity
+    assert identity.startswith("cuda-13.4.59-")
+
+    # Reused as it is: nothing fetched again.
+    before = len(http_server.requests)
+    assert cross_install(tmp_path / "ws" / "matrix.toml")[0] == root
+    assert len(http_server.requests) == before
+
+
+def test_a_wrong_arm64_archive_fails_closed_naming_the_component_and_installs_nothing(
+    http_server: LocalServer, tmp_path: Path, dirs: dict[str, Path]
+) -> None:
+    good = CrossRedist(http_server)
+    tampered = bytearray(good.archives[("libcublas", TARGET_PLATFORM)])
+    tampered[-1] ^= 1
+    redist = CrossRedist(http_server, replace={("libcublas", TARGET_PLATFORM): bytes(tampered)})
+    ws = tmp_path / "ws"
+    write_cross_matrix(ws, redist)
+    write_cuda_project(ws / "project")
+    proc = run_pipeline(["--matrix", str(ws / "matrix.toml"), "build", "cuda-arm64", "--source", str(ws / "project"),
+                         "--out", str(ws / "out"), "--cache-dir", str(tmp_path / "ccache"), "--no-bundle"])  # fmt: skip
+    line = _one_error(proc.stderr)
+    assert proc.returncode == 7, proc.stderr
+    assert line.startswith("error: toolchains.cuda-13.4.redist: libcublas 13.7.0.27: sha256 mismatch for ")
+    expected = hashlib.sha256(good.archives[("libcublas", TARGET_PLATFORM)]).hexdigest()
+    assert f"expected {expected}" in line
+    assert not (dirs["toolchains"] / CROSS_FOLDER).exists()
+    # No staging folder left half-filled either (the install's lock file stays, as every install's does).
+    assert not [p for p in dirs["toolchains"].iterdir() if p.name.endswith((".partial", ".trash"))]
+    # The x64 cuBLAS is never asked for: the leg's platform is arm64's.
+    assert http_server.hits(redist.path_of("libcublas", HOST_PLATFORM)) == 0
+
+
+def test_an_arm64_runtime_that_lacks_what_the_toolchain_file_reads_is_refused_naming_its_component(
+    http_server: LocalServer, tmp_path: Path, dirs: dict[str, Path]
+) -> None:
+    files = windows_component_files("cuda_cudart", TARGET_PLATFORM)
+    del files["lib/arm64/cuda.lib"]
+    redist = CrossRedist(http_server, files={("cuda_cudart", TARGET_PLATFORM): files})
+    with pytest.raises(ToolchainError) as err:
+        cross_install(write_cross_matrix(tmp_path / "ws", redist))
+    assert err.value.message == (
+        "toolchains.cuda-13.4.redist: cuda_cudart 13.4.49 (windows-arm64): the toolkit for windows/arm64 lacks "
+        "lib/arm64/cuda.lib, which llama.cpp's cross build reads"
+    )
+    # Refused before it was sealed: no install, and its staging folder is gone.
+    assert not (dirs["toolchains"] / CROSS_FOLDER).exists()
+    assert not [p for p in dirs["toolchains"].iterdir() if p.name.endswith((".partial", ".trash"))]
+
+
+def test_the_shipped_matrix_pins_the_real_13_4_1_manifest() -> None:
+    pins = load_matrix(ROOT / "matrix.toml").toolchains.cuda_for("13.4")
+    assert pins is not None and pins.redist is not None
+    assert pins.redist.manifest == REAL_CROSS_MANIFEST.name
+    assert hashlib.sha256(REAL_CROSS_MANIFEST.read_bytes()).hexdigest() == pins.redist.sha256

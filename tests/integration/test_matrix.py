@@ -30,8 +30,8 @@ def test_one_entry_per_leg_with_its_runner(tmp_path: Path) -> None:
     assert [e["leg"] for e in data["include"]] == [
         name for name, leg in declared.items() if "disabled" not in leg
     ]
-    # The 38 built legs (the CUDA 12.8 line included); the Windows arm64 CUDA leg is declared off.
-    assert len(data["include"]) == 38
+    # All 39 legs: the CUDA 12.8 line and the Windows arm64 CUDA leg included, none disabled.
+    assert len(data["include"]) == 39 == len(declared)
     # The release job's runner per os/arch, where a leg names none (Windows arm64 cross-builds on x64).
     job_runners = {
         ("linux", "x64"): "ubuntu-22.04",
@@ -60,7 +60,7 @@ def test_legs_from_the_dispatch_input(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "did you mean 'vulkan'" in bad.stderr
 
 
-def test_legs_json_lists_the_39_declared_legs_38_built_offline_installing_nothing(tmp_path: Path) -> None:
+def test_legs_json_lists_the_39_declared_legs_all_built_offline_installing_nothing(tmp_path: Path) -> None:
     home = tmp_path / "cache-home"
     # No network (any proxy use fails), an empty cache home that must stay empty.
     env = {
@@ -74,7 +74,7 @@ def test_legs_json_lists_the_39_declared_legs_38_built_offline_installing_nothin
     rows = json.loads(proc.stdout)
     declared = tomllib.loads(MATRIX.read_text())["legs"]
     assert [r["name"] for r in rows] == list(declared) and len(rows) == 39
-    assert [r["name"] for r in rows if r["disabled"]] == ["cuda-windows-13-portable-arm64"]
+    assert [r["name"] for r in rows if r["disabled"]] == []
     assert all(
         set(r) == {"name", "backend", "os", "arch", "runner", "targets", "toolkit", "bundle", "disabled"}
         for r in rows
@@ -87,6 +87,9 @@ def test_legs_json_lists_the_39_declared_legs_38_built_offline_installing_nothin
     assert by_name["cpu-arm64"]["bundle"] == "llama-b1234-bin-ubuntu-arm64.tar.gz"
     assert by_name["cuda-windows-12.8-legacy"]["toolkit"] == "CUDA 12.8.93"
     assert by_name["cuda-windows-12.8-legacy"]["targets"] == ["50-virtual", "61-virtual"]
+    arm = by_name["cuda-windows-13-portable-arm64"]
+    assert (arm["toolkit"], arm["targets"], arm["runner"]) == ("CUDA 13.4.59", ["120", "121"], "windows-2022")
+    assert arm["bundle"] == "app-b1234-windows-arm64-cuda13-portable.zip"
     assert by_name["rocm-linux-gfx103X"]["targets"] == ["gfx1030", "gfx1031", "gfx1032", "gfx1034"]
     assert not home.exists() or not any(home.rglob("*"))
     default = json.loads(run_pipeline(["--matrix", str(MATRIX), "legs", "--json"], env=env).stdout)

@@ -165,23 +165,23 @@ def test_a_disabled_leg_needs_a_reason_and_one_leg_must_be_built() -> None:
     assert "not disabled" in _err({"legs": {"cpu": {"backend": "cpu", "disabled": "later"}}})
 
 
-def test_the_shipped_matrix_builds_the_cuda_12_8_line_and_declares_only_the_windows_arm64_cuda_leg_off() -> (
+def test_the_shipped_matrix_builds_every_leg_it_declares_the_cuda_12_8_line_and_windows_arm64_cuda_too() -> (
     None
 ):
     m = load_matrix(ROOT / "matrix.toml")
-    # 38 built: the CUDA 12.8 line ships again (from NVIDIA's redistributable archives).
-    assert len(m.legs) == 38
+    # 39 declared, 39 built: the CUDA 12.8 line (NVIDIA's redistributable archives) and Windows arm64 CUDA 13.4.
+    assert len(m.legs) == len(m.all_legs) == 39 and not m.disabled_legs
     assert sorted(name for name, leg in m.legs.items() if leg.cuda_line == "12") == sorted(
         [f"cuda-12.8-{p}" for p in ("legacy", "older", "newer", "portable")]
         + [f"cuda-windows-12.8-{p}" for p in ("legacy", "older", "newer", "portable")]
     )
-    # The reference's Windows arm64 CUDA 13.4 bundle is declared, not built: this project has no pins for it.
-    assert list(m.disabled_legs) == ["cuda-windows-13-portable-arm64"]
-    off = m.disabled_legs["cuda-windows-13-portable-arm64"]
-    assert (off.os, off.arch, off.runner, off.cuda_architectures) == (
+    # The reference's Windows arm64 CUDA 13.4 bundle, on its own line (the other 13.x legs keep 13.2.86).
+    arm = m.leg("cuda-windows-13-portable-arm64")
+    assert (arm.os, arm.arch, arm.runner, arm.cuda_architectures, arm.cuda_line) == (
         "windows",
         "arm64",
         "windows-2022",
         ("120", "121"),
+        "13.4",
     )
-    assert off.disabled is not None and "13.4" in off.disabled
+    assert [name for name, leg in m.legs.items() if leg.cuda_line == "13.4"] == [arm.name]

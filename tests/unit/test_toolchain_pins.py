@@ -53,7 +53,13 @@ def test_repository_legs_run_on_ubuntu_22_04_and_gpu_legs_ship_rpc_dl_and_cpu_va
                 else ("ubuntu-22.04-arm" if leg.arch == "arm64" else "ubuntu-22.04")
             )
             assert leg.runner == expected, leg.name
-        if leg.backend not in ("cpu", "metal"):
+        if leg.base is not None:
+            # Its CPU side and RPC are its base's build (Windows arm64: one CPU variant, as upstream's); its own
+            # build adds the backend module alone.
+            base = matrix.legs[leg.base]
+            assert {"-DGGML_RPC=ON", "-DGGML_BACKEND_DL=ON"} <= set(base.cmake_args), leg.name
+            assert {"-DGGML_BACKEND_DL=ON", "-DGGML_CPU=OFF"} <= set(leg.cmake_args), leg.name
+        elif leg.backend not in ("cpu", "metal"):
             for flag in ("-DGGML_RPC=ON", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON"):
                 assert flag in leg.cmake_args, (leg.name, flag)
         if leg.backend == "rocm":

@@ -1,4 +1,4 @@
-"""The whole release in one matrix: arch in every leg, 38 legs, CUDA lines and profiles, ROCm families.
+"""The whole release in one matrix: arch in every leg, 39 legs, CUDA lines and profiles, ROCm families.
 
 Expected values are the release job's fact sheet (its builds, runners and
 architectures, as the issue's table gives them) and upstream's asset names.
@@ -31,9 +31,10 @@ def _legs(**legs: dict[str, Any]) -> dict[str, Any]:
     return {"legs": legs}
 
 
-def test_the_matrix_declares_the_38_builds_of_the_release() -> None:
-    legs = SHIPPED.declared_legs  # the disabled Windows arm64 CUDA leg included
-    assert len(legs) == 39 and len(SHIPPED.legs) == 38
+def test_the_matrix_declares_the_39_builds_of_the_release() -> None:
+    legs = SHIPPED.declared_legs
+    # Every one built: the Windows arm64 CUDA leg too (its own 13.4 toolkit and a base build).
+    assert len(legs) == len(SHIPPED.legs) == 39
     by = Counter((leg.backend, leg.os, leg.arch) for leg in legs)
     assert by == {
         ("rocm", "linux", "x64"): 7, ("rocm", "windows", "x64"): 7,
@@ -71,6 +72,9 @@ def test_cuda_profiles_are_the_jobs_architectures() -> None:
     assert archs["cuda-13-older"] == ("75", "80", "86", "89")
     assert archs["cuda"] == archs["cuda-windows-13-portable"] == ("75", "80", "86", "89", "90", "100", "120")
     assert archs["cuda-13-portable-arm64"] == ("90", "100", "120", "121")
+    # Windows on Arm: Blackwell only (GB10's 121, RTX 50's 120), the reference's choice; its own CUDA 13.4.
+    assert archs["cuda-windows-13-portable-arm64"] == ("120", "121")
+    assert leg_toolkit(SHIPPED, SHIPPED.leg("cuda-windows-13-portable-arm64")) == "CUDA 13.4.59"
     # The seven x64 builds of each OS share two toolchains: one per line.
     for os_name in ("linux", "windows"):
         x64 = [
@@ -259,6 +263,10 @@ def test_the_cross_toolchain_file() -> None:
 def test_only_declared_cross_builds_run_on_another_arch() -> None:
     assert cross_problem(SHIPPED.leg("cpu-arm64"), host_os="linux", host="x64") is None
     assert cross_problem(SHIPPED.leg("cpu-windows-arm64"), host_os="windows", host="x64") is None
+    # Windows arm64 CUDA: MSVC's amd64_arm64 tools and the tree's toolchain file, from an x64 Windows machine only.
+    arm_cuda = SHIPPED.leg("cuda-windows-13-portable-arm64")
+    assert cross_problem(arm_cuda, host_os="windows", host="x64") is None
+    assert cross_problem(arm_cuda, host_os="windows", host="arm64") is None  # native
     problem = cross_problem(SHIPPED.leg("vulkan-arm64"), host_os="linux", host="x64")
     assert problem == "leg vulkan-arm64 (vulkan) builds for arm64 on an arm64 runner: this machine is x64"
 
@@ -355,7 +363,9 @@ def test_the_pages_counts_are_what_legs_json_says() -> None:
     declared = re.search(r"declares every build of the nightly release: (\d+) legs", prose)
     assert declared is not None and int(declared.group(1)) == len(described)
     builds = re.search(r"So a nightly builds (\d+) legs", prose)
-    assert builds is not None and int(builds.group(1)) == len(built) < len(described)
+    assert builds is not None and int(builds.group(1)) == len(built) <= len(described)
+    entries = re.search(r"`python -m pipeline matrix --github` lists (\d+) entries", prose)
+    assert entries is not None and int(entries.group(1)) == len(built)
     # The bundles shipped are the built legs': the page says so rather than counting them with the disabled.
     assert "ships one bundle per leg it builds, and none for a disabled leg" in prose
     assert all(int(n) == len(built) for n in re.findall(r"(\d+) bundles", prose))
