@@ -148,7 +148,7 @@ def test_the_leg_is_built_with_the_references_archs_name_and_runner() -> None:
 
 
 def _ccache(ws: Path) -> CcacheSetup:
-    return CcacheSetup(executable=ws / "venv/Scripts/ccache.exe", version="4.14.2", cache_dir=ws / "ccache",
+    return CcacheSetup(executable=ws / "venv/Scripts/ccache.exe", version="4.14.2", ccache_dir=ws / "ccache",
                        base_dir=ws / "out", compiler_check="content", max_size="5G", stats_log=ws / "stats.log")  # fmt: skip
 
 
