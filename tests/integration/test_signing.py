@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -329,3 +330,68 @@ def test_a_covered_leg_builds_unsigned_in_a_fork(tmp_path: Path, pki: Pki) -> No
     plan, _ = signing_plan(local, leg)
     assert plan is not None and plan.signer is not None and plan.signer.pfx == pki.publisher_pfx
     assert signing_plan(home, matrix.leg("cpu")) == (None, None)
+
+
+def _sign_step(workflow: Path) -> str:
+    """nightly.yml's sign step, verbatim: from its ``- name:`` line to the line before the next step or comment."""
+    lines = workflow.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("- name: Sign the staged"))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(("      - ", "      #")))
+    return "\n".join(lines[start:end])
+
+
+def test_the_workflows_sign_step_signs_under_act_through_the_stand_in_with_its_own_inputs(
+    tmp_path: Path, build_dir: Path, pki: Pki
+) -> None:
+    """The sign step as nightly.yml writes it, run by act (a real Actions runner) with the stand-in of
+    azure/trusted-signing-action, whose inputs are the real action's: what it signs, ``pack`` packs and verifies."""
+    from tests.support.act import STAND_INS, act_binary
+
+    run = staged_run(tmp_path, build_dir, pki)
+    stage = run.out / LEG / STAGE_DIR
+    nightly = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "nightly.yml"
+    step = _sign_step(nightly)
+    assert "uses: azure/trusted-signing-action@" in step and "files-folder: " in step
+    # The account and profile name the PKCS#12 file under SIGNING_STAND_IN_DIR; the client secret is its password.
+    standin = tmp_path / "standin"
+    (standin / "test-account").mkdir(parents=True)
+    shutil.copy(pki.publisher_pfx, standin / "test-account" / "test-profile.pfx")
+    workdir = tmp_path / "repo"
+    (workdir / ".github" / "workflows").mkdir(parents=True)
+    # The build step's one output the sign step reads: the staged folder (nightly.yml's build sets it so).
+    (workdir / ".github" / "workflows" / "sign.yml").write_text(
+        "name: sign\non: workflow_dispatch\njobs:\n  build:\n    runs-on: windows-2022\n    defaults: { run: { shell: bash } }\n"
+        "    steps:\n      - name: Build, staging the bundle as nightly.yml's does\n        id: build\n"
+        f'        run: echo "staged={stage}" >> "$GITHUB_OUTPUT"\n{step}\n',
+        encoding="utf-8",
+    )
+    (workdir / "event.json").write_text(json.dumps({"inputs": {}, "ref": "refs/heads/main"}))
+    sha = re.search(r"uses: azure/trusted-signing-action@([0-9a-f]{40})", step)
+    assert sha is not None
+    ref = f"azure/trusted-signing-action@{sha.group(1)}"
+    folder = STAND_INS / f"azure-trusted-signing-action@{sha.group(1)}"
+    secrets = {
+        "AZURE_TENANT_ID": "tenant-0000-stand-in",
+        "AZURE_CLIENT_ID": "client-0000-stand-in",
+        "AZURE_CLIENT_SECRET": PASSWORD,
+        "AZURE_TRUSTED_SIGNING_ACCOUNT_NAME": "test-account",
+        "AZURE_CERTIFICATE_PROFILE_NAME": "test-profile",
+    }
+    cmd = [act_binary(), "workflow_dispatch", "-W", ".github/workflows/sign.yml", "-C", str(workdir),
+           "-e", str(workdir / "event.json"), "-P", "windows-2022=-self-hosted",
+           "--action-cache-path", str(tmp_path / "act-cache"), "--local-repository", f"{ref}={folder}",
+           "--env-file", os.devnull, "--secret-file", os.devnull, "--var-file", os.devnull,
+           "--var", "AZURE_SIGNING_ENDPOINT=https://signing.invalid/", "--env", f"SIGNING_STAND_IN_DIR={standin}",
+           *(arg for name, value in secrets.items() for arg in ("-s", f"{name}={value}"))]  # fmt: skip
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "LANG": "C.UTF-8"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    for name in ("ggml-base.dll", "llama-cli.exe"):
+        assert f"signed {stage / name}" in log
+    packed = run.pack()
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    bundle = run.out / str(run.record()["bundle"])
+    verified = run_pipeline(["verify", str(bundle), "--signing-ca", str(pki.ca)])
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"signature: llama-cli.exe: signed by {PUBLISHER}: verified" in verified.stdout
