@@ -238,9 +238,9 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def e2e(session: nox.Session) -> None:
     """What is beyond the suite's cold budget (marker ``long``): the reduced real-tree builds of cuda, cpu-arm64,
-    vulkan and the CUDA 12 line (tests/integration/, each well under an hour), and the full shipped legs, nothing
-    reduced but the programs (tests/e2e/, hours on 2 cores); arguments go to pytest (``--leg cuda``: that leg's
-    tests alone; ``--leg cuda tests/integration``: its reduced build alone)."""
+    vulkan and the CUDA 12 line, and act's warm-up week (tests/integration/, each well under an hour), and the full
+    shipped legs, nothing reduced but the programs (tests/e2e/, hours on 2 cores); arguments go to pytest (``--leg
+    cuda``: that leg's tests alone; ``--leg cuda tests/integration``: its reduced build alone)."""
     _install(session, "[test]")
     session.run("pytest", "-m", "long", *(session.posargs or ["tests"]))
 

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     target = f"#{plan.issue}" if plan.issue else "a new issue"
     prefix = "" if args.apply else "dry run: would "
     if plan.action == "none":
-        print(f"nightly {args.status}: no open '{args.label}' issue, nothing to do")
+        print(f"{args.run_name} {args.status}: no open '{args.label}' issue, nothing to do")
         return 0
     print(f"{prefix}{plan.action} {target if plan.action != 'open' else f'issue {plan.title!r}'} "
           f"(label {args.label})")  # fmt: skip

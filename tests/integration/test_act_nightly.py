@@ -50,7 +50,6 @@ import json
 import re
 import subprocess
 import tarfile
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -207,16 +206,11 @@ def night2_rerun(nights: Nights, night2: ActRun) -> ActRun:
 
 
 def artifact_names(nights: Nights, run_id: int) -> list[str]:
-    folder = nights.runner.artifacts / str(run_id)
-    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    return nights.runner.artifact_names(run_id)
 
 
 def artifact_file(nights: Nights, run_id: int, artifact: str, member: str) -> bytes:
-    """A file of an artifact as act's artifact server keeps it (the uploaded zip)."""
-    path = nights.runner.artifacts / str(run_id) / artifact / f"{artifact}.zip"
-    assert path.is_file(), f"no artifact {artifact} for run {run_id}: {artifact_names(nights, run_id)}"
-    with zipfile.ZipFile(path) as zf:
-        return zf.read(member)
+    return nights.runner.artifact_file(run_id, artifact, member)
 
 
 def record_of(nights: Nights, run_id: int) -> dict[str, Any]:
@@ -245,13 +239,7 @@ def alert_issues(gh: FakeGitHub) -> list[dict[str, Any]]:
 
 def jobs_report(nights: Nights, run: ActRun) -> str:
     """What a reader of the run's page sees first: each job's result, the failed steps' last lines, the record."""
-    results = run.job_results()
-    lines = [f"{run.log_path}: exit {run.returncode}, jobs {results}"]
-    for job, result in results.items():
-        if result != "success":
-            for step in (s for s, r in run.step_results(job).items() if r == "failure"):
-                last = run.output(job, step).splitlines()[-8:]
-                lines += [f"--- {job}: {step} failed; its last lines:", *last]
+    lines = [run.failures()]
     record = _record_or_empty(nights, run)
     if record.get("status") not in (None, "success"):
         check = record.get("bundle_check") or {}

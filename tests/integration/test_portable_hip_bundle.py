@@ -26,8 +26,16 @@ from tests.support.httpserver import LocalServer
 from tests.support.inputs import toolchains_dir
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_matrix
-from tests.support.rocm_leg import FAMILY, LEG, NOW, VERSION, debian_llvm, serve_index, tarball_name
-from tests.support.runtime_libs import EXPECTED_VERSION, LICENSES, build_runtime, write_hip_project
+from tests.support.rocm_leg import (
+    FAMILY,
+    LEG,
+    NOW,
+    VERSION,
+    make_therock_with_runtime,
+    serve_index,
+    tarball_name,
+)
+from tests.support.runtime_libs import EXPECTED_VERSION, LICENSES, write_hip_project
 
 TAG = "b4711"
 # The bundle's one top folder, as in upstream's Linux archives.
@@ -39,25 +47,6 @@ def readelf_runpath(path: Path) -> str | None:
     out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
     match = re.search(r"\((?:RUNPATH|RPATH)\)\s+Library (?:runpath|rpath): \[(.*)\]", out)
     return match.group(1) if match else None
-
-
-def make_therock_with_runtime(tmp: Path) -> bytes:
-    """TheRock's shape: clang under lib/llvm/bin and the runtime libraries under lib/."""
-    tree = tmp / "therock-tree"
-    build_runtime(tree)
-    llvm = debian_llvm()
-    resource = next((llvm / "lib" / "clang").iterdir())
-    dest = tmp / "therock.tar.gz"
-    with tarfile.open(dest, "w:gz") as tar:
-        tar.add(llvm / "bin" / "clang", arcname="./lib/llvm/bin/clang")
-        info = tarfile.TarInfo("./lib/llvm/bin/clang++")
-        info.type, info.linkname = tarfile.SYMTYPE, "clang"
-        tar.addfile(info)
-        for header in sorted((resource / "include").glob("*.h")):
-            tar.add(header, arcname=f"./lib/llvm/lib/clang/{resource.name}/include/{header.name}")
-        tar.add(tree / "lib", arcname="./lib", recursive=True)
-        tar.add(tree / "share", arcname="./share", recursive=True)
-    return dest.read_bytes()
 
 
 def rocm_leg_matrix(path: Path, index_url: str) -> Path:
@@ -98,7 +87,8 @@ def check_bundle(bundle: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def built(http_server: LocalServer, tmp_path: Path) -> tuple[Path, dict]:
     name = tarball_name("linux", FAMILY, VERSION)
-    index_url = serve_index(http_server, {name: make_therock_with_runtime(tmp_path)})
+    therock = make_therock_with_runtime(tmp_path, tmp_path / "therock.tar.gz")
+    index_url = serve_index(http_server, {name: therock.read_bytes()})
     ws = tmp_path / "ws"
     write_hip_project(ws / "project")
     rocm_leg_matrix(ws / "matrix.toml", index_url)

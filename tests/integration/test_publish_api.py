@@ -267,6 +267,21 @@ def test_alert_opens_one_issue_comments_then_closes_on_success(tmp_path: Path) -
         assert "nothing to do" in quiet.stdout and len(gh.issues) == 2
 
 
+def test_the_warm_ups_alert_speaks_of_the_warm_up_in_its_log(tmp_path: Path) -> None:
+    """warm-up.yml's alert job (--run-name warm-up): its one line names the warm-up, not the nightly (act's run of
+    the workflow printed "nightly success" there, tests/integration/test_act_warm_up.py)."""
+    make_run(tmp_path / "out", legs=("cpu",))
+    with FakeGitHub(repo=REPO, token=TOKEN) as gh:
+        proc = run_pipeline(
+            ["--matrix", str(MATRIX), "alert", "--repo", REPO, "--api-url", gh.api_url, "--status", "success",
+             "--label", "warm-up-failure", "--run-name", "warm-up", "--out", str(tmp_path / "out"), "--apply"],
+            env=env_for(gh, PIPELINE_LEGS="cpu"),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "warm-up success: no open 'warm-up-failure' issue, nothing to do\n"
+        assert gh.issues == []
+
+
 def test_nox_publish_session_is_a_dry_run_without_a_token(tmp_path: Path) -> None:
     make_run(tmp_path / "out", legs=("cpu",))
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY")}

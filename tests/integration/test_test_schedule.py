@@ -84,15 +84,17 @@ def test_collection_follows_the_order_and_nox_keeps_it() -> None:
 
 def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds_by_leg() -> None:
     """docs/testing.md, "Which legs run where": with pyproject's addopts (nox -s tests) the rocm and cpu real-tree
-    builds and act's nights run, the cuda, cpu-arm64 and vulkan builds do not; `nox -s e2e -- --leg cuda` takes both
-    of the cuda leg's e2e tests and nothing else."""
+    builds and act's nights run, the cuda, cpu-arm64 and vulkan builds and act's warm-up week do not; `nox -s e2e --
+    --leg cuda` takes both of the cuda leg's e2e tests and nothing else."""
     vulkan = ["tests/integration/test_vulkan_real_tree.py"]
-    suite, e2e, arm64, vulkan_suite, vulkan_e2e = collections(
-        [*(f"tests/{name}" for name in FIRST), "tests/integration/test_real_tree_configure.py"],
+    warm_up = "tests/integration/test_act_warm_up.py"
+    suite, e2e, arm64, vulkan_suite, vulkan_e2e, rocm_e2e = collections(
+        [*(f"tests/{name}" for name in FIRST), "tests/integration/test_real_tree_configure.py", warm_up],
         ["-m", "long", "--leg", "cuda", "tests"],
         ["-m", "long", "--leg", "cpu-arm64", "tests/integration"],
         vulkan,
         ["-m", "long", *vulkan],
+        ["-m", "long", "--leg", "rocm-linux-gfx110X", "tests/integration"],
     )
     assert set(files_of(suite)) == {
         "integration/test_real_tree.py",
@@ -103,6 +105,8 @@ def test_the_suite_keeps_the_three_legs_it_must_and_e2e_selects_the_moved_builds
     }, suite
     assert set(files_of(e2e)) == {"integration/test_real_tree_cuda.py", "e2e/test_shipped_legs.py"}, e2e
     assert files_of(arm64) == ["integration/test_real_tree_arm64.py"], arm64
+    # act's Saturday warm-up and Sunday night (the rocm leg's, about 5 minutes): in e2e, by its leg.
+    assert files_of(rocm_e2e) == ["integration/test_act_warm_up.py"], rocm_e2e
     # The vulkan file keeps its cheap refusal in the suite; its build is in e2e.
     assert [i.split("::")[1] for i in vulkan_suite] == [
         "test_headers_too_old_stop_the_vulkan_leg_before_configure"

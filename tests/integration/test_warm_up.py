@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.actions_cache.cache_keys import parse_key
-from tests.support.httpserver import LocalServer, Response
+from tests.support.httpserver import LocalServer
 from tests.support.pipeline_cli import run_pipeline
 from tests.support.projects import write_cpp_project, write_matrix
 from tests.support.rocm_leg import (
@@ -28,10 +28,8 @@ from tests.support.rocm_leg import (
     LEG,
     UNITS,
     make_therock_from_debian_clang,
-    sha256sum,
-    tarball_name,
+    serve_published,
 )
-from tests.support.therock_index import html_page
 
 # The week of Sunday 2025-01-05 (PST, UTC-8): its build is the one dated Saturday 2025-01-04. Its Saturday,
 # 2025-01-11, has the next week's build out by 03:00Z; the warm-up runs at 18:17Z; the next week starts
@@ -59,15 +57,7 @@ def three_builds(saturday_published: str) -> dict[str, str]:
 
 
 def serve(server: LocalServer, tarball: bytes, published: dict[str, str]) -> str:
-    """TheRock's index page with one tarball (and its checksum) per version, each published when given."""
-    entries: list[tuple[str, object]] = []
-    for version, when in published.items():
-        name = tarball_name("linux", FAMILY, version)
-        entries += [(name, at(when)), (name + ".sha256sum", at(when))]
-        server.route(INDEX + name, Response(200, tarball, {"Content-Type": "application/gzip"}))
-        server.route(INDEX + name + ".sha256sum", Response(200, sha256sum(name, tarball)))
-    server.route(INDEX, Response(200, html_page(entries).encode(), {"Content-Type": "text/html"}))
-    return server.url(INDEX)
+    return serve_published(server, tarball, {version: at(when) for version, when in published.items()})
 
 
 def workspace(tmp_path: Path, index_url: str, *, policy: str = "weekly-stable", warm_up: bool = True) -> Path:

