@@ -6,14 +6,17 @@ repository and evicts the least recently used past it. Every leg keeps
 so a leg's share is the limit, below the warning fraction, divided over
 ``legs x keep`` caches. A share smaller than a warm build's cache (``[ccache]
 warm_size``: the cpu leg's, measured) cannot stay warm: the leg restores a
-cache that misses, and the nightly pays cold builds. Then the budget is too
+cache that misses, and the nightly pays cold builds. A leg with shards
+(``shards = N``) counts one generation more: after a cold night its shard
+caches, which together hold one cold build's objects, stand beside its own
+ccache until the pruner drops them (:mod:`pipeline.actions_cache.shard_prune`). Then the budget is too
 small for the matrix: raise the limit (a paid plan) or move the legs to the
 shared remote cache (``[ccache] remote``), where one copy serves every run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +46,13 @@ class LegBudget:
     max_size_bytes: int
     warm_bytes: int
     shares: tuple[LegShare, ...]
+    # The legs with shards: one shard set each, counted as one generation more.
+    shard_sets: int = 0
+
+    @property
+    def caches(self) -> int:
+        """The ccache generations the budget holds: every leg's ``keep``, and one per leg with shards."""
+        return len(self.shares) * self.keep + self.shard_sets
 
     @property
     def usable_bytes(self) -> int:
@@ -51,7 +61,7 @@ class LegBudget:
     @property
     def needed_bytes(self) -> int:
         """What every leg's generations take when each is a warm build's size."""
-        return len(self.shares) * self.keep * self.warm_bytes
+        return self.caches * self.warm_bytes
 
     def warnings(self) -> list[str]:
         out = []
@@ -66,21 +76,27 @@ class LegBudget:
                 f"{human_bytes(self.needed_bytes / self.warn_fraction)} of Actions cache, "
                 "or the shared remote cache ([ccache] remote)"
             )
-        grows_to = len(self.shares) * self.keep * self.max_size_bytes
+        grows_to = self.caches * self.max_size_bytes
         if grows_to > self.limit_bytes:
             fit = min(s.share_bytes for s in self.shares) if self.shares else 0
             out.append(
                 f"[ccache] max_size {human_bytes(self.max_size_bytes)} lets {len(self.shares)} legs x {self.keep} "
-                f"generations grow to {human_bytes(grows_to)}, past cache_limit_bytes {human_bytes(self.limit_bytes)}: "
+                f"generations{self._shard_words} grow to {human_bytes(grows_to)}, past cache_limit_bytes "
+                f"{human_bytes(self.limit_bytes)}: "
                 f"GitHub evicts the least recently used; a max_size of {human_bytes(fit)} stays within it"
             )
         return out
+
+    @property
+    def _shard_words(self) -> str:
+        return f" and {self.shard_sets} shard sets" if self.shard_sets else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "limit_bytes": self.limit_bytes,
             "usable_bytes": self.usable_bytes,
             "keep": self.keep,
+            "shard_sets": self.shard_sets,
             "warm_bytes": self.warm_bytes,
             "needed_bytes": self.needed_bytes,
             "legs": [
@@ -99,9 +115,12 @@ def plan_leg_budget(
     keep: int,
     max_size_bytes: int,
     warm_bytes: int,
+    shards: Mapping[str, int] | None = None,
 ) -> LegBudget:
-    """An equal share of the usable budget for each leg's ``keep`` generations (no leg's cache is worth less)."""
-    caches = max(1, len(legs) * keep)
+    """An equal share of the usable budget for each leg's ``keep`` generations (no leg's cache is worth less),
+    and for one shard set of each leg with shards (``shards``: leg -> its ``shards``; 1 is none)."""
+    shard_sets = sum(1 for leg in legs if (shards or {}).get(leg, 1) > 1)
+    caches = max(1, len(legs) * keep + shard_sets)
     share = int(limit_bytes * warn_fraction) // caches
     shares = tuple(
         LegShare(leg=leg, share_bytes=min(share, max_size_bytes), warm_bytes=warm_bytes) for leg in legs
@@ -113,6 +132,7 @@ def plan_leg_budget(
         max_size_bytes=max_size_bytes,
         warm_bytes=warm_bytes,
         shares=shares,
+        shard_sets=shard_sets,
     )
 
 
@@ -129,4 +149,5 @@ def matrix_leg_budget(matrix: Matrix) -> LegBudget:
         keep=matrix.github.keep,
         max_size_bytes=parse_size(matrix.ccache.max_size),
         warm_bytes=parse_size(matrix.ccache.warm_size),
+        shards={name: leg.shards for name, leg in matrix.all_legs.items()},
     )

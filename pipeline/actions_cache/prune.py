@@ -6,7 +6,9 @@ every toolchain generation a group of one that was kept forever. Each group
 keeps its newest ``keep`` caches by ``created_at`` (ties: the higher id), never
 relying on the order the server listed them in. A key that is not ours is
 never touched; a key that starts like ours but does not parse is left alone
-and reported.
+and reported. Shard caches have a rule of their own
+(:mod:`pipeline.actions_cache.shard_prune`): a set goes once its leg saved
+the ccache it served, or once a newer set replaces it.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.actions_cache.budget import CacheBudget, budget_by_kind
-from pipeline.actions_cache.cache_keys import MalformedKeyError, parse_key
+from pipeline.actions_cache.cache_keys import CCACHE_KIND, SHARD_KIND, KeyParts, MalformedKeyError, parse_key
 from pipeline.actions_cache.entries import PER_PAGE
 
 # Re-exported: the benchmark times the listing's parse and the plan (scripts/bench/__main__.py) through this
 # entry module (pipeline.actions_cache.entries is the feature's own).
 from pipeline.actions_cache.entries import CacheEntry as CacheEntry
+from pipeline.actions_cache.shard_prune import BuildId, build_of, plan_shard_sets
 from pipeline.errors import PipelineError, UsageError
 from pipeline.util.byte_sizes import human_bytes
 
@@ -142,6 +145,8 @@ def plan_prune(
     malformed: list[CacheEntry] = []
     foreign = total_count = total_bytes = 0
     seen: set[int] = set()
+    shards: list[tuple[CacheEntry, KeyParts]] = []
+    saved: set[BuildId] = set()
     for entry in entries:
         if entry.id in seen:
             continue
@@ -156,6 +161,11 @@ def plan_prune(
         if parts is None:
             foreign += 1
             continue
+        if parts.kind == SHARD_KIND:
+            shards.append((entry, parts))
+            continue
+        if parts.kind == CCACHE_KIND:
+            saved.add(build_of(entry, parts))
         buckets[(entry.ref, parts.kind, parts.leg)].append(entry)
     groups = []
     for ref, kind, leg in sorted(buckets):
@@ -163,6 +173,9 @@ def plan_prune(
         groups.append(
             GroupPlan(ref=ref, kind=kind, leg=leg, keep=tuple(ordered[:keep]), delete=tuple(ordered[keep:]))
         )
+    for ref, leg, kept, gone in plan_shard_sets(shards, saved):
+        groups.append(GroupPlan(ref=ref, kind=SHARD_KIND, leg=leg, keep=kept, delete=gone))
+    groups.sort(key=lambda g: (g.ref, g.kind, g.leg))
     return PrunePlan(
         groups=tuple(groups),
         malformed=tuple(sorted(malformed, key=lambda e: e.id)),
@@ -260,7 +273,7 @@ def summary_markdown(plan: PrunePlan, result: PruneResult | None) -> str:
     lines = [
         f"### {title}",
         "",
-        f"Keeping the newest {plan.keep} per (ref, leg). "
+        f"Keeping the newest {plan.keep} per (ref, leg); shard caches until their leg saved its ccache. "
         f"{plan.total_count} caches, {human_bytes(plan.total_bytes)} in total; "
         f"{plan.foreign_count} not minted by this pipeline.",
         "",

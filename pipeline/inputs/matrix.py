@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.inputs.leg import Leg
+from pipeline.inputs.leg import MAX_SHARDS, Leg
 from pipeline.inputs.matrix_checks import (
     cuda_arch_check,
     cuda_line_check,
@@ -471,7 +471,13 @@ def _parse_leg(
         glibc_max=t.string("glibc_max", runner_glibc(runner), check=glibc_problem),
         macos_min=t.string("macos_min", DEFAULT_MACOS_MIN, check=macos_version_check),
         disabled=t.optional_str("disabled", check=nonempty),
+        shards=t.integer("shards", 1, minimum=1),
     )
+    if leg.shards > MAX_SHARDS:
+        raise ConfigError(
+            f"{where}.shards: at most {MAX_SHARDS} (nightly.yml's build job restores that many shard caches), "
+            f"got {leg.shards}"
+        )
     gpu_family = t.optional_str("gpu_family", check=nonempty)
     t.done()
     if gpu_family is not None:

@@ -13,7 +13,6 @@ configure and the build (CMake's and Ninja's output) goes to ``<out>/<leg>/build
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +31,7 @@ from pipeline.ccache.session import (
     with_glslc_cache,
     workspace_of,
 )
-from pipeline.errors import BuildError, PipelineError, ToolchainError
+from pipeline.errors import BuildError, PipelineError
 from pipeline.inputs.leg import Leg
 from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import LegResolution
@@ -42,8 +41,10 @@ from pipeline.leg.bundle_steps import bundle_step, check_step
 from pipeline.leg.context import LegContext, Step
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
+from pipeline.leg.shard_step import merge_shards, shard_plan_step
 from pipeline.leg.source_step import check_cmake_project, source_step
 from pipeline.leg.step_results import BuildPlan, LegRun, Packaged, Prepared, SourceTree
+from pipeline.leg.tools import find_tool as find_tool
 from pipeline.processes.groups import run_logged
 from pipeline.redaction import redact, secrets_in
 from pipeline.results.ninjalog import timings_for_build
@@ -55,20 +56,6 @@ from pipeline.util.tree_removal import remove_aside
 
 def leg_dir(out: Path, leg: str) -> Path:
     return out / leg
-
-
-def find_tool(name: str) -> Path:
-    """cmake/ninja next to this Python first (pinned in the venv), then PATH."""
-    import sys
-
-    suffix = ".exe" if sys.platform == "win32" else ""
-    beside = Path(sys.executable).parent / f"{name}{suffix}"
-    if beside.is_file():
-        return beside
-    found = shutil.which(name)
-    if not found:
-        raise ToolchainError(f"{name} not found: install the project (pip install .) or put {name} on PATH")
-    return Path(found)
 
 
 def cmake_arguments(
@@ -211,20 +198,31 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     ``preflight``, ``ccache``, ``configure``, ``build``, ``bundle``, ``check``); configure and build time
     their command themselves, and ``package`` is the bundle step's archive writing."""
     result: Any = None
-    steps = STEPS[: STEPS.index(configure_step) + 1] if ctx.options.configure_only else STEPS
+    if ctx.options.configure_only:
+        steps = STEPS[: STEPS.index(configure_step) + 1]
+    elif ctx.options.shard is not None:
+        steps = SHARD_STEPS
+    else:
+        steps = STEPS
     for step in steps:
         started = time.monotonic()
         result = step(ctx, result)
         ctx.record.phases.setdefault(
             step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3)
         )
-    packaged: Packaged = Packaged(plan=result, bundle=None) if ctx.options.configure_only else result
+    unbundled = ctx.options.configure_only or ctx.options.shard is not None
+    packaged: Packaged = Packaged(plan=result, bundle=None) if unbundled else result
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
     _finish_pending(ctx)
     # A configure-only run is no release's: publish and cache-save take only a "success". A staged one
-    # becomes a success when `pack` has made and checked its signed bundle.
-    record.status = "configured" if ctx.options.configure_only else "staged" if packaged.staged else "success"
+    # becomes a success when `pack` has made and checked its signed bundle. A shard run ends "sharded".
+    if ctx.options.configure_only:
+        record.status = "configured"
+    elif ctx.options.shard is not None:
+        record.status = "sharded"
+    else:
+        record.status = "staged" if packaged.staged else "success"
     record.wall_seconds = round(time.monotonic() - clock, 3)
     record.write(ctx.work / RECORD_NAME)
     render.show_record(record, ctx.console)
@@ -336,8 +334,15 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         render.note(ctx.console, ctx.leg.name, ccache.check_note)
     previous_toolchain = record_cache_toolchain(ccache.cache_dir, toolchain.identity)
     render.header(ctx.console, ctx.leg.name, toolchain, ccache)
+    # A leg with shards takes in the shard caches beside its own (restored by the workflow) before it compiles.
+    merged = merge_shards(ctx, ccache)
     return BuildPlan(
-        source=source, toolchain=toolchain, ccache=ccache, build=build, previous_toolchain=previous_toolchain
+        source=source,
+        toolchain=toolchain,
+        ccache=ccache,
+        build=build,
+        previous_toolchain=previous_toolchain,
+        shards_merged=merged,
     )
 
 
@@ -398,7 +403,7 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     """Ninja through ccache, appended to ``build.log``; the record gets this run's ccache statistics, even when
     the build fails, and the build's timings."""
     plan, record, ccache = previous, ctx.record, previous.ccache
-    cmd = [str(find_tool("ninja")), "-C", str(plan.build)]
+    cmd = [str(find_tool("ninja")), "-C", str(plan.build), *plan.ninja_args]
     env = {**_base_env(ctx, plan), **ccache.env(with_stats_log=True), **ccache.sub_build_env()}
     t0 = time.monotonic()
     # A vulkan leg's glslc cache server runs as long as Ninja does, and is gone (socket and all) when it ends.
@@ -413,6 +418,10 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     stats = ccache.read_stats()
     record.ccache = ccache.to_record(stats)
     record.ccache["previous_toolchain"] = plan.previous_toolchain
+    if plan.shards_merged is not None:
+        record.ccache["shards_merged"] = plan.shards_merged
+    if plan.shard is not None:
+        record.ccache["shard"] = plan.shard
     if ccache.remote_check:
         from pipeline.ccache.remote import remote_errors_warning
 
@@ -436,6 +445,12 @@ STEPS: tuple[Step[Any, Any], ...] = (
     build_step,
     bundle_step,
     check_step,
+)
+# A shard run's chain (``python -m pipeline shard``): the leg's steps to configure, its part of the plan, the build.
+SHARD_STEPS: tuple[Step[Any, Any], ...] = (
+    *STEPS[: STEPS.index(configure_step) + 1],
+    shard_plan_step,
+    build_step,
 )
 
 

@@ -23,7 +23,9 @@ LOCK_NAME = ".lock"
 # "running" record whose run holds no lock any more reads as "interrupted". "configured": a run asked to
 # stop after CMake's configure (``build --configure-only``) did so; nothing was compiled or bundled. "staged":
 # built, the bundle's files staged for the workflow's signing step; ``pack`` ends it "success" (docs/signing.md).
-STATUSES = ("running", "success", "configured", "staged", "failed", "interrupted")
+# "sharded": a shard run (``python -m pipeline shard``) compiled its part of the leg into its shard's cache;
+# nothing was linked or bundled (its record lives in the shard's own output folder, never beside a leg's).
+STATUSES = ("running", "success", "configured", "staged", "sharded", "failed", "interrupted")
 
 
 def leg_lock(work: Path) -> Path:
