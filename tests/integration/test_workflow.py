@@ -330,7 +330,7 @@ def test_the_workflow_reads_as_the_runs_graph() -> None:
     text = WORKFLOW.read_text(encoding="utf-8")
     assert "setup-python" not in text
     code = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
-    # 200 until the shards (issue 58): the shard job (a job of its own, with its key, lookup, compile and save) and
+    # 200 until the shards: the shard job (a job of its own, with its key, lookup, compile and save) and
     # one restore step per shard in the build job (actions/cache restores one key per step) are 43 lines.
     assert len(code) <= 220, len(code)
 
