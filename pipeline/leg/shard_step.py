@@ -59,7 +59,8 @@ def shard_inputs(inputs: RunInputs, leg: Leg, shard: ShardSpec) -> RunInputs:
     from pipeline.ccache.session import leg_cache_dir
     from pipeline.ccache.shard_caches import shard_cache_dir
 
-    leg_cache = inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)
+    # Resolved as cache-key resolves it: the folder the workflow saves is the one this run fills.
+    leg_cache = (inputs.cache_dir or leg_cache_dir(inputs.cache_home, leg.name)).resolve()
     return dataclasses.replace(
         inputs, out=shard_out(inputs.out, leg.name, shard), cache_dir=shard_cache_dir(leg_cache, shard)
     )
@@ -128,9 +129,9 @@ def shard_plan_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
 
 
 def merge_shards(ctx: LegContext, ccache: CcacheSetup) -> dict[str, Any] | None:
-    """A leg with shards: the shard caches found beside its own merged into it (None: none found, or a shard
-    run, which merges nothing)."""
-    if ctx.options.shard is not None or ctx.leg.shards < 2:
+    """A leg with shards: the shard caches found beside its own merged into it (None: none found; a shard run or
+    a configure-only run, which compiles nothing of the leg's, merges nothing and leaves them for the build)."""
+    if ctx.options.shard is not None or ctx.options.configure_only or ctx.leg.shards < 2:
         return None
     merged = merge_shard_caches(
         ccache.cache_dir,

@@ -105,16 +105,20 @@ def test_cache_budget_gives_each_of_the_39_declared_legs_its_share_and_warns_on_
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert len(plan["legs"]) == 39 and plan["keep"] == 2
-    # 80% of GitHub's 10 GiB over 39 legs x 2 generations (a disabled leg is planned for too).
-    assert {leg["share_bytes"] for leg in plan["legs"]} == {int(10 * 1024**3 * 0.8) // 78}
+    # 80% of GitHub's 10 GiB over 39 legs x 2 generations (a disabled leg is planned for too) and one shard set for
+    # each of the 29 legs with shards (the CUDA and ROCm legs built).
+    assert plan["shard_sets"] == 29
+    assert {leg["share_bytes"] for leg in plan["legs"]} == {int(10 * 1024**3 * 0.8) // (78 + 29)}
     assert all(leg["fits"] for leg in plan["legs"])
-    assert proc.stderr.startswith("warning: [ccache] max_size 4.7 GiB lets 39 legs x 2 generations grow to")
-    # A repository with GitHub's limit at 1 GiB: 10.5 MiB per leg, less than a warm cpu build's 27 MiB.
+    assert proc.stderr.startswith(
+        "warning: [ccache] max_size 4.7 GiB lets 39 legs x 2 generations and 29 shard sets grow to"
+    )
+    # A repository with GitHub's limit at 1 GiB: 7.7 MiB per leg, less than a warm cpu build's 27 MiB.
     small = tmp_path / "matrix.toml"
     small.write_text(
         MATRIX.read_text().replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 1073741824")
     )
     tight = run_pipeline(["--matrix", str(small), "cache-budget"])
     assert tight.returncode == 0
-    assert "warning: 39 of 39 legs get 10.5 MiB of ccache each within 819.2 MiB" in tight.stderr
+    assert "warning: 39 of 39 legs get 7.7 MiB of ccache each within 819.2 MiB" in tight.stderr
     assert "too small for a warm build" in tight.stdout

@@ -104,6 +104,11 @@ def test_two_shards_compile_disjoint_halves_and_the_leg_then_hits_every_compile(
     assert [Path(r["ccache"]["cache_dir"]) for r in records] == shard_dirs
     assert (builds[0] / "gen" / "stamp.h").is_file() != (builds[1] / "gen" / "stamp.h").is_file()
     assert not cache.exists()  # the leg's own cache is never a shard's
+    # A configure-only run compiles nothing of the leg's: it leaves the shards for the build.
+    proc = _pipeline(ws, "build", "cpu", "--source", str(ws / "project"), "--out", str(ws / "out"),
+                     "--cache-dir", str(cache), "--configure-only")  # fmt: skip
+    assert proc.returncode == 0 and "merged shards" not in proc.stdout, proc.stdout + proc.stderr
+    assert all(d.is_dir() for d in shard_dirs)
 
     proc = _pipeline(ws, "build", "cpu", "--source", str(ws / "project"), "--out", str(ws / "out"),
                      "--cache-dir", str(cache), "--no-bundle")  # fmt: skip
