@@ -132,6 +132,10 @@ def command_module(name: str) -> ModuleType:
             from pipeline.commands import settings
 
             return settings
+        case "shard":
+            from pipeline.commands import shard
+
+            return shard
         case "simulate":
             from pipeline.commands import simulate
 

@@ -32,6 +32,7 @@ FIRST = (
     "integration/test_real_tree_cuda.py",
     "integration/test_real_tree_arm64.py",
     "integration/test_vulkan_real_tree.py",
+    "integration/test_real_tree_shards.py",  # the cpu leg three times: cold, in two shards, warm from them
 )
 
 

@@ -41,7 +41,9 @@ def archive_decision(inputs: RunInputs, rocm_urls: Callable[[], Mapping[str, str
     the ccaches leave room (:func:`pipeline.run_resolution.rocm_archive_urls`)."""
     matrix = inputs.require_matrix()
     per_leg = parse_size(matrix.ccache.max_size)
-    ccache = dict.fromkeys(matrix.legs, per_leg)
+    # A leg with shards may hold its shard caches beside its own ccache until the pruner drops them: one more
+    # ccache's worth (the shards split one cold build's objects).
+    ccache = {name: per_leg * (2 if leg.shards > 1 else 1) for name, leg in matrix.legs.items()}
     limit = matrix.github.cache_limit_bytes
     if sum(ccache.values()) > limit:
         # Decided without asking anyone: the archives cannot fit whatever their size.

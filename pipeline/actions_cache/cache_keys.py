@@ -19,6 +19,11 @@ The downloaded ROCm toolchain archive is cached too, under
 ``llama-toolchain--<leg>--<toolchain>`` (an exact key: another version's
 archive is of no use).
 
+A shard job's cache (a part of a cold leg's compile steps, docs/caches.md) is
+``llama-shard--<leg>--<toolchain>--<tag>--<i>of<n>``: a namespace of its own,
+so the leg's restore prefix never takes a partial cache for a night's, and
+the leg restores each shard by its exact key.
+
 ``--`` is the separator: a leg name cannot contain it (pipeline.inputs.matrix),
 a toolchain identity is normalised so it cannot, and a tag has a fixed shape
 without it. Everything above the I/O edge at the bottom is pure.
@@ -35,7 +40,8 @@ from pipeline.names import LEG_NAME, LEG_NAME_MAX, RUN_TAG, safe_identity
 SEP = "--"
 CCACHE_KIND = "ccache"
 TOOLCHAIN_KIND = "toolchain"
-KINDS = (CCACHE_KIND, TOOLCHAIN_KIND)
+SHARD_KIND = "shard"
+KINDS = (CCACHE_KIND, TOOLCHAIN_KIND, SHARD_KIND)
 _NAMESPACE = {kind: f"llama-{kind}" for kind in KINDS}
 
 # A key of ours starts with one of these; a key that does but does not parse
@@ -53,6 +59,8 @@ TOOLCHAIN_MAX = 128
 # GitHub's longest Actions cache key.
 GITHUB_KEY_MAX = 512
 _DASHES = re.compile(r"-{2,}")
+# A shard key's last part: ``<index>of<count>``, the index from 1.
+SHARD_LABEL = re.compile(r"^([1-9][0-9]*)of([1-9][0-9]*)$")
 
 
 class MalformedKeyError(PipelineError, ValueError):
@@ -70,6 +78,8 @@ class KeyParts:
     tag: str | None = None
     # A warm-up saved it (the tag ended in WARM_SUFFIX).
     warm: bool = False
+    # A shard key's ``<index>of<count>``; None for the other kinds.
+    shard: str | None = None
 
 
 def key_toolchain(identity: str) -> str:
@@ -121,6 +131,15 @@ def cache_key(leg: str, toolchain: str, tag: str, *, warm: bool = False) -> str:
     return fits_github(restore_prefix(leg, toolchain) + check_run_tag(tag) + (WARM_SUFFIX if warm else ""))
 
 
+def shard_cache_key(leg: str, toolchain: str, tag: str, index: int, count: int) -> str:
+    """The exact key of shard ``index`` of ``count`` of ``leg``'s cold build in one run: the ccache key's parts in
+    the shard namespace, and the shard last."""
+    if not 1 <= index <= count:
+        raise UsageError(f"shard {index} of {count}: expected 1 to {count}")
+    body = cache_key(leg, toolchain, tag).removeprefix(_NAMESPACE[CCACHE_KIND])
+    return fits_github(f"{_NAMESPACE[SHARD_KIND]}{body}{SEP}{index}of{count}")
+
+
 def restore_keys(leg: str, toolchain: str) -> list[str]:
     """``restore-keys`` for actions/cache: the one safe prefix, nothing broader."""
     return [restore_prefix(leg, toolchain)]
@@ -151,6 +170,8 @@ def parse_key(key: str) -> KeyParts | None:
         if looks_minted(key):
             raise MalformedKeyError(f"cache key {key!r} starts like this pipeline's but has no known kind")
         return None
+    if kind == SHARD_KIND:
+        return _parse_shard_key(key)
     rest = key[len(_NAMESPACE[kind]) + len(SEP) :]
     tag: str | None = None
     warm = False
@@ -166,3 +187,19 @@ def parse_key(key: str) -> KeyParts | None:
     if len(toolchain) > TOOLCHAIN_MAX or not TOOLCHAIN.match(toolchain):
         raise MalformedKeyError(f"cache key {key!r}: no valid toolchain identity")
     return KeyParts(kind=kind, leg=leg, toolchain=toolchain, tag=tag, warm=warm)
+
+
+def _parse_shard_key(key: str) -> KeyParts:
+    """A shard key is a ccache key's parts in the shard namespace, then ``--<index>of<count>``."""
+    body, sep, label = key.removeprefix(_NAMESPACE[SHARD_KIND]).rpartition(SEP)
+    found = SHARD_LABEL.match(label)
+    if not sep or not found or int(found.group(1)) > int(found.group(2)):
+        raise MalformedKeyError(f"cache key {key!r}: no '<index>of<count>' shard after the last {SEP!r}")
+    try:
+        parts = parse_key(_NAMESPACE[CCACHE_KIND] + body)
+    except MalformedKeyError as err:
+        # The same reason, naming the shard key it was found in.
+        raise MalformedKeyError(f"cache key {key!r}: {err.message.split(': ', 1)[-1]}") from None
+    if parts is None:
+        raise MalformedKeyError(f"cache key {key!r}: not a shard key")
+    return KeyParts(kind=SHARD_KIND, leg=parts.leg, toolchain=parts.toolchain, tag=parts.tag, shard=label)

@@ -6,7 +6,8 @@ repository and evicts the least recently used past it. Every leg keeps
 so a leg's share is the limit, below the warning fraction, divided over
 ``legs x keep`` caches, plus one for each leg the Saturday warm-up compiles
 (its warmed generation is kept until the next week's first night used it:
-pipeline/actions_cache/prune.py). A share smaller than a warm build's cache (``[ccache]
+pipeline/actions_cache/prune.py) and one for each leg with shards (its shard
+set, kept until the leg saved what it merged). A share smaller than a warm build's cache (``[ccache]
 warm_size``: the cpu leg's, measured) cannot stay warm: the leg restores a
 cache that misses, and the nightly pays cold builds. Then the budget is too
 small for the matrix: raise the limit (a paid plan) or move the legs to the
@@ -15,7 +16,7 @@ shared remote cache (``[ccache] remote``), where one copy serves every run.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ class LegShare:
     share_bytes: int
     # What a warm build needs (one generation).
     warm_bytes: int
-    # How many generations it keeps at most: [github] keep, plus a warm-up's.
+    # How many generations it keeps at most: [github] keep, plus a warm-up's, plus a shard set.
     generations: int = 1
 
     @property
@@ -48,6 +49,8 @@ class LegBudget:
     max_size_bytes: int
     warm_bytes: int
     shares: tuple[LegShare, ...]
+    # The legs with shards: one shard set each, counted as one generation more.
+    shard_sets: int = 0
 
     @property
     def usable_bytes(self) -> int:
@@ -91,6 +94,7 @@ class LegBudget:
             "limit_bytes": self.limit_bytes,
             "usable_bytes": self.usable_bytes,
             "keep": self.keep,
+            "shard_sets": self.shard_sets,
             "warm_bytes": self.warm_bytes,
             "needed_bytes": self.needed_bytes,
             "legs": [
@@ -116,10 +120,13 @@ def plan_leg_budget(
     max_size_bytes: int,
     warm_bytes: int,
     warmed: Collection[str] = (),
+    shards: Mapping[str, int] | None = None,
 ) -> LegBudget:
-    """An equal share of the usable budget for each leg's ``keep`` generations, and one more for each ``warmed``
-    leg (no leg's cache is worth less)."""
-    generations = {leg: keep + (1 if leg in warmed else 0) for leg in legs}
+    """An equal share of the usable budget for each leg's ``keep`` generations, one more for each ``warmed``
+    leg and one for the shard set of each leg with shards (``shards``: leg -> its ``shards``; 1 is none): no
+    leg's cache is worth less."""
+    sharded = {leg for leg in legs if (shards or {}).get(leg, 1) > 1}
+    generations = {leg: keep + (leg in warmed) + (leg in sharded) for leg in legs}
     caches = max(1, sum(generations.values()))
     share = int(limit_bytes * warn_fraction) // caches
     shares = tuple(
@@ -138,6 +145,7 @@ def plan_leg_budget(
         max_size_bytes=max_size_bytes,
         warm_bytes=warm_bytes,
         shares=shares,
+        shard_sets=len(sharded),
     )
 
 
@@ -155,6 +163,7 @@ def matrix_leg_budget(matrix: Matrix) -> LegBudget:
         max_size_bytes=parse_size(matrix.ccache.max_size),
         warm_bytes=parse_size(matrix.ccache.warm_size),
         warmed=warmed_legs(matrix),
+        shards={name: leg.shards for name, leg in matrix.all_legs.items()},
     )
 
 

@@ -8,7 +8,9 @@ relying on the order the server listed them in. A warm-up's cache (next week's
 toolchain, compiled ahead) is kept besides those until a night has used it: until
 a night's cache of its toolchain is newer than it. A key that is not ours is
 never touched; a key that starts like ours but does not parse is left alone
-and reported.
+and reported. Shard caches have a rule of their own
+(:mod:`pipeline.actions_cache.shard_prune`): a set goes once its leg saved
+the ccache it served, or once a newer set replaces it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.actions_cache.budget import CacheBudget, budget_by_kind
-from pipeline.actions_cache.cache_keys import KeyParts, MalformedKeyError, parse_key
+from pipeline.actions_cache.cache_keys import CCACHE_KIND, SHARD_KIND, KeyParts, MalformedKeyError, parse_key
 from pipeline.actions_cache.entries import PER_PAGE
 
 # Re-exported: the benchmark times the listing's parse and the plan (scripts/bench/__main__.py) through this
 # entry module (pipeline.actions_cache.entries is the feature's own).
 from pipeline.actions_cache.entries import CacheEntry as CacheEntry
+from pipeline.actions_cache.shard_prune import BuildId, build_of, plan_shard_sets
 from pipeline.errors import PipelineError, UsageError
 from pipeline.util.byte_sizes import human_bytes
 
@@ -159,6 +162,8 @@ def plan_prune(
     malformed: list[CacheEntry] = []
     foreign = total_count = total_bytes = 0
     seen: set[int] = set()
+    shards: list[tuple[CacheEntry, KeyParts]] = []
+    saved: set[BuildId] = set()
     for entry in entries:
         if entry.id in seen:
             continue
@@ -173,6 +178,11 @@ def plan_prune(
         if parts is None:
             foreign += 1
             continue
+        if parts.kind == SHARD_KIND:
+            shards.append((entry, parts))
+            continue
+        if parts.kind == CCACHE_KIND:
+            saved.add(build_of(entry, parts))
         buckets[(entry.ref, parts.kind, parts.leg)].append(entry)
         parts_of[entry.id] = parts
     groups = []
@@ -188,6 +198,9 @@ def plan_prune(
                 delete=tuple(e for e in ordered if e not in kept),
             )
         )
+    for ref, leg, shard_kept, gone in plan_shard_sets(shards, saved):
+        groups.append(GroupPlan(ref=ref, kind=SHARD_KIND, leg=leg, keep=shard_kept, delete=gone))
+    groups.sort(key=lambda g: (g.ref, g.kind, g.leg))
     return PrunePlan(
         groups=tuple(groups),
         malformed=tuple(sorted(malformed, key=lambda e: e.id)),
@@ -285,7 +298,7 @@ def summary_markdown(plan: PrunePlan, result: PruneResult | None) -> str:
     lines = [
         f"### {title}",
         "",
-        f"Keeping the newest {plan.keep} per (ref, leg). "
+        f"Keeping the newest {plan.keep} per (ref, leg); shard caches until their leg saved its ccache. "
         f"{plan.total_count} caches, {human_bytes(plan.total_bytes)} in total; "
         f"{plan.foreign_count} not minted by this pipeline.",
         "",

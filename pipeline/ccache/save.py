@@ -26,10 +26,14 @@ class SaveDecision:
 
 
 def new_entries(ccache_record: Mapping[str, Any]) -> int:
-    """Entries this run added to the local cache: its misses, plus remote hits copied locally."""
+    """Entries this run added to the local cache: its misses, plus remote hits copied locally, plus the entries
+    merged in from the leg's shard caches (a build that hit them all still holds a cache no key has yet)."""
     total = 0
-    for name in ("misses", "remote_hits"):
-        value = ccache_record.get(name, 0)
+    merged = ccache_record.get("shards_merged")
+    for value in (
+        *(ccache_record.get(name, 0) for name in ("misses", "remote_hits")),
+        merged.get("added", 0) if isinstance(merged, Mapping) else 0,
+    ):
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             total += value
     return total

@@ -22,7 +22,8 @@ def register(sub: Any) -> None:
         help="per leg, the ccache it can keep within [github] cache_limit_bytes; warns when too small",
         description=(
             "Every leg keeps [github] keep generations of its ccache in the repository's Actions caches "
-            "(a ROCm leg one more with the Saturday warm-up, [rocm] warm_up), "
+            "(a ROCm leg one more with the Saturday warm-up, [rocm] warm_up; a leg with shards one shard set "
+            "more, a cold build's objects until the pruner drops it), "
             "which GitHub evicts past [github] cache_limit_bytes. Prints each leg's share (below "
             "cache_warn_fraction of the limit) and warns when it is smaller than a warm build's cache "
             "([ccache] warm_size, the cpu leg's, measured) or when [ccache] max_size lets the caches outgrow "
@@ -49,9 +50,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         data["release_asset_limit_bytes"] = RELEASE_ASSET_LIMIT_BYTES
         print(json.dumps(data, indent=2))
     else:
+        shard_sets = f", {plan.shard_sets} shard sets" if plan.shard_sets else ""
         print(
             f"{len(plan.shares)} legs, {plan.caches} generations ({plan.keep} each"
-            f"{_warm_extra(plan)}) within {human_bytes(plan.usable_bytes)} "
+            f"{_warm_extra(plan)}{shard_sets}) within {human_bytes(plan.usable_bytes)} "
             f"of {human_bytes(plan.limit_bytes)}; a warm build's ccache: {human_bytes(plan.warm_bytes)}"
         )
         for share in plan.shares:

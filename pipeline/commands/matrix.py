@@ -21,8 +21,9 @@ def register(sub: Any) -> None:
         description=(
             "One entry per leg: its name, Nox session, runner label, OS, arch, backend and GitHub environment "
             "(release-signing for a leg [signing] covers). On GitHub "
-            "Actions the JSON is also written to the step output 'matrix', and with --resolved "
-            "the run's resolution to the output 'resolved'."
+            "Actions the JSON is also written to the step output 'matrix', the shard jobs' (one entry per "
+            "shard of each selected leg with shards = N: leg, shard, of, runner, os, arch, backend) to "
+            "'shards', and with --resolved the run's resolution to the output 'resolved'."
         ),
     )
     p.add_argument("--github", action="store_true", help="the strategy.matrix form ({'include': [...]})")
@@ -66,6 +67,26 @@ def github_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
     return {"include": include}
 
 
+def shard_matrix(matrix: Matrix, legs: list[str]) -> dict[str, Any]:
+    """``{"include": [...]}``: one entry per shard of each of ``legs`` that has shards (none: an empty list)."""
+    from pipeline.inputs.leg import leg_shards
+
+    include = [
+        {
+            "leg": name,
+            "shard": shard.index,
+            "of": shard.count,
+            "runner": matrix.legs[name].runner,
+            "os": matrix.legs[name].os,
+            "arch": matrix.legs[name].arch,
+            "backend": matrix.legs[name].backend,
+        }
+        for name in legs
+        for shard in leg_shards(matrix.legs[name])
+    ]
+    return {"include": include}
+
+
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     matrix = inputs.require_matrix()
     legs = select_legs(matrix, S.pick(S.LEGS, flag=args.legs, environ=inputs.environ).value)
@@ -77,6 +98,10 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     text = json.dumps(github_matrix(matrix, legs), separators=(",", ":"))
     print(text)
     runner.set_output("matrix", text, env=inputs.environ)
+    # Always a valid matrix: the workflow runs the shard job only when it names a leg.
+    runner.set_output(
+        "shards", json.dumps(shard_matrix(matrix, legs), separators=(",", ":")), env=inputs.environ
+    )
     if inputs.resolution is not None:
         compact = json.dumps(inputs.resolution.to_json(), separators=(",", ":"), sort_keys=True)
         runner.set_output("resolved", compact, env=inputs.environ)

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.errors import UsageError
 from pipeline.inputs.runners import DEFAULT_MACOS_MIN
 from pipeline.names import DEFAULT_ARCH
+
+# The most shard jobs a leg may declare (``shards``): nightly.yml's build job has one restore step per shard
+# (tests/integration/test_workflow.py keeps the two equal).
+MAX_SHARDS = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +51,9 @@ class Leg:
     base: str | None = None
     # The CMake targets this leg's own build makes (none: all of them).
     build_targets: tuple[str, ...] = ()
+    # How many shard jobs compile a cold cache for it beside its own job (docs/caches.md, "Shards for a cold
+    # build"); 1: none.
+    shards: int = 1
 
     @property
     def cuda_major(self) -> str | None:
@@ -56,3 +64,39 @@ class Leg:
     def needs_resolution(self) -> bool:
         """ROCm legs need the run's resolved toolchain; the others need nothing."""
         return self.backend == "rocm"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardSpec:
+    """One shard of a leg: ``index`` (from 1) of ``count``, the leg's ``shards``."""
+
+    index: int
+    count: int
+
+    @property
+    def label(self) -> str:
+        """``1of3``: the shard in cache keys and folder names."""
+        return f"{self.index}of{self.count}"
+
+
+def shard_spec(leg: Leg, index: int, of: int | None = None) -> ShardSpec:
+    """Shard ``index`` of ``leg``; a UsageError for a leg without shards, an index out of range, or an ``of``
+    that is not the leg's count (a workflow's matrix out of step with matrix.toml)."""
+    if leg.shards < 2:
+        raise UsageError(
+            f"leg {leg.name} has no shards: set shards = N (2 to {MAX_SHARDS}) in its [legs] table"
+        )
+    if of is not None and of != leg.shards:
+        raise UsageError(f"leg {leg.name} has {leg.shards} shards, not {of}")
+    if not 1 <= index <= leg.shards:
+        raise UsageError(f"shard {index} of leg {leg.name}: expected 1 to {leg.shards}")
+    return ShardSpec(index=index, count=leg.shards)
+
+
+def leg_shards(leg: Leg) -> tuple[ShardSpec, ...]:
+    """Every shard of ``leg`` (none when it has no shards)."""
+    return (
+        tuple(ShardSpec(index=i, count=leg.shards) for i in range(1, leg.shards + 1))
+        if leg.shards > 1
+        else ()
+    )

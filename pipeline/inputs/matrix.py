@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.inputs.leg import Leg
+from pipeline.inputs.leg import MAX_SHARDS, Leg
 from pipeline.inputs.matrix_checks import (
     cmake_target_check,
     cuda_arch_check,
@@ -482,7 +482,13 @@ def _parse_leg(
         disabled=t.optional_str("disabled", check=nonempty),
         base=t.optional_str("base", check=nonempty),
         build_targets=tuple(t.str_list("build_targets", check=cmake_target_check)),
+        shards=t.integer("shards", 1, minimum=1),
     )
+    if leg.shards > MAX_SHARDS:
+        raise ConfigError(
+            f"{where}.shards: at most {MAX_SHARDS} (nightly.yml's build job restores that many shard caches), "
+            f"got {leg.shards}"
+        )
     gpu_family = t.optional_str("gpu_family", check=nonempty)
     t.done()
     if gpu_family is not None:

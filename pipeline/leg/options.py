@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.inputs.leg import ShardSpec
+
 
 @dataclass(frozen=True, kw_only=True)
 class LegOptions:
@@ -27,3 +29,6 @@ class LegOptions:
     warm_up: bool = False
     # Run check-bundle on the new bundle (a reproduction compares instead: its original was checked).
     check_bundle: bool = True
+    # A shard run (``python -m pipeline shard``): configure as the leg, then compile only this shard's part of
+    # its compile steps into the shard's cache; nothing linked or bundled (the record says "sharded").
+    shard: ShardSpec | None = None

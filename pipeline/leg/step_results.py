@@ -58,6 +58,12 @@ class BuildPlan:
     base: BaseBuild | None = None
     # The files the leg's ``build_targets`` made (set by the build step), relative to ``build``.
     made: tuple[str, ...] = ()
+    # What Ninja is asked for beyond ``-C <build>`` (none: the whole plan; a shard run's own Ninja file and target).
+    ninja_args: tuple[str, ...] = ()
+    # A shard run's part of the leg (pipeline.leg.shard_step), and what merging the shards' caches into the leg's
+    # did (pipeline.ccache.shard_caches.ShardMerge): both for the record's ccache.
+    shard: dict[str, Any] | None = None
+    shards_merged: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,6 @@ configure and the build (CMake's and Ninja's output) goes to ``<out>/<leg>/build
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +33,7 @@ from pipeline.ccache.session import (
     with_glslc_cache,
     workspace_of,
 )
-from pipeline.errors import BuildError, PipelineError, ToolchainError
+from pipeline.errors import BuildError, PipelineError
 from pipeline.inputs.leg import Leg
 from pipeline.inputs.matrix import Matrix
 from pipeline.inputs.resolution_file import LegResolution
@@ -44,8 +43,10 @@ from pipeline.leg.bundle_steps import bundle_step, check_step
 from pipeline.leg.context import LegContext, Step
 from pipeline.leg.options import LegOptions
 from pipeline.leg.progress import NINJA_STATUS, NinjaProgress
+from pipeline.leg.shard_step import merge_shards, shard_plan_step
 from pipeline.leg.source_step import check_cmake_project, source_step
 from pipeline.leg.step_results import BaseBuild, BuildPlan, LegRun, Packaged, Prepared, SourceTree
+from pipeline.leg.tools import find_tool as find_tool
 from pipeline.leg.warm_up_note import note_leg_warm_up, warm_up_text
 from pipeline.processes.groups import run_logged
 from pipeline.redaction import redact, secrets_in
@@ -61,20 +62,6 @@ BASE_BUILD = "build-base"
 
 def leg_dir(out: Path, leg: str) -> Path:
     return out / leg
-
-
-def find_tool(name: str) -> Path:
-    """cmake/ninja next to this Python first (pinned in the venv), then PATH."""
-    import sys
-
-    suffix = ".exe" if sys.platform == "win32" else ""
-    beside = Path(sys.executable).parent / f"{name}{suffix}"
-    if beside.is_file():
-        return beside
-    found = shutil.which(name)
-    if not found:
-        raise ToolchainError(f"{name} not found: install the project (pip install .) or put {name} on PATH")
-    return Path(found)
 
 
 def cmake_arguments(
@@ -218,25 +205,33 @@ def _run_steps(ctx: LegContext, *, clock: float) -> LegRun:
     ``preflight``, ``ccache``, ``configure``, ``build``, ``bundle``, ``check``); configure and build time
     their command themselves, and ``package`` is the bundle step's archive writing."""
     result: Any = None
-    last = configure_step if ctx.options.configure_only else build_step if ctx.options.warm_up else None
-    steps = STEPS[: STEPS.index(last) + 1] if last is not None else STEPS
+    if ctx.options.configure_only:
+        steps = STEPS[: STEPS.index(configure_step) + 1]
+    elif ctx.options.shard is not None:
+        steps = SHARD_STEPS
+    elif ctx.options.warm_up:
+        steps = STEPS[: STEPS.index(build_step) + 1]
+    else:
+        steps = STEPS
     for step in steps:
         started = time.monotonic()
         result = step(ctx, result)
         ctx.record.phases.setdefault(
             step.__name__.removesuffix("_step"), round(time.monotonic() - started, 3)
         )
-    stopped_early = ctx.options.configure_only or ctx.options.warm_up
-    packaged: Packaged = Packaged(plan=result, bundle=None) if stopped_early else result
+    unbundled = ctx.options.configure_only or ctx.options.shard is not None or ctx.options.warm_up
+    packaged: Packaged = Packaged(plan=result, bundle=None) if unbundled else result
     plan, bundle = packaged.plan, packaged.bundle
     record = ctx.record
     _finish_pending(ctx)
     if ctx.options.warm_up:
         note_leg_warm_up(ctx, plan)
     # A configure-only run is no release's: publish and cache-save take only a "success". A staged one
-    # becomes a success when `pack` has made and checked its signed bundle.
+    # becomes a success when `pack` has made and checked its signed bundle. A shard run ends "sharded", a
+    # warm-up's "warmed".
     ends = {
         "configured": ctx.options.configure_only,
+        "sharded": ctx.options.shard is not None,
         "warmed": ctx.options.warm_up,
         "staged": packaged.staged,
     }
@@ -379,6 +374,8 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
     render.header(ctx.console, ctx.leg.name, toolchain, ccache)
     if warmed_by is not None:
         render.note(ctx.console, ctx.leg.name, f"ccache warmed ahead by {warm_up_text(warmed_by)}")
+    # A leg with shards takes in the shard caches beside its own (restored by the workflow) before it compiles.
+    merged = merge_shards(ctx, ccache)
     return BuildPlan(
         source=source,
         toolchain=toolchain,
@@ -387,6 +384,7 @@ def ccache_step(ctx: LegContext, previous: Prepared) -> BuildPlan:
         previous_toolchain=previous_toolchain,
         warmed_by=warmed_by,
         base=base,
+        shards_merged=merged,
     )
 
 
@@ -470,11 +468,12 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     the build fails, and the build's timings."""
     plan, record, ccache = previous, ctx.record, previous.ccache
     ninja = find_tool("ninja")
-    # A leg with a base: that configuration whole first, then this leg's targets (every target without them).
+    # A leg with a base: that configuration whole first, then this leg's targets (every target without them). A
+    # shard run compiles its part of this leg only (its own Ninja file and target: ninja_args).
     builds: list[tuple[Path, Toolchain, tuple[str, ...], str]] = []
-    if plan.base is not None and plan.base.build is not None:
+    if plan.base is not None and plan.base.build is not None and not plan.ninja_args:
         builds.append((plan.base.build, plan.base.toolchain, (), f"Ninja build of {plan.base.leg.name}"))
-    builds.append((plan.build, plan.toolchain, ctx.leg.build_targets, "Ninja build"))
+    builds.append((plan.build, plan.toolchain, plan.ninja_args or ctx.leg.build_targets, "Ninja build"))
     t0 = time.monotonic()
     failure: tuple[str, deque[str], list[str], int] | None = None
     # A vulkan leg's glslc cache server runs as long as Ninja does, and is gone (socket and all) when it ends.
@@ -498,6 +497,10 @@ def build_step(ctx: LegContext, previous: BuildPlan) -> BuildPlan:
     record.ccache["previous_toolchain"] = plan.previous_toolchain
     if plan.warmed_by is not None:
         record.ccache["warmed_by"] = plan.warmed_by
+    if plan.shards_merged is not None:
+        record.ccache["shards_merged"] = plan.shards_merged
+    if plan.shard is not None:
+        record.ccache["shard"] = plan.shard
     if ccache.remote_check:
         from pipeline.ccache.remote import remote_errors_warning
 
@@ -527,6 +530,12 @@ STEPS: tuple[Step[Any, Any], ...] = (
     build_step,
     bundle_step,
     check_step,
+)
+# A shard run's chain (``python -m pipeline shard``): the leg's steps to configure, its part of the plan, the build.
+SHARD_STEPS: tuple[Step[Any, Any], ...] = (
+    *STEPS[: STEPS.index(configure_step) + 1],
+    shard_plan_step,
+    build_step,
 )
 
 

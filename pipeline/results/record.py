@@ -24,7 +24,9 @@ LOCK_NAME = ".lock"
 # stop after CMake's configure (``build --configure-only``) did so; nothing was compiled or bundled. "staged":
 # built, the bundle's files staged for the workflow's signing step; ``pack`` ends it "success" (docs/signing.md).
 # "warmed": a warm-up's run compiled next week's build into the leg's ccache, and made no bundle (docs/caches.md).
-STATUSES = ("running", "success", "configured", "staged", "warmed", "failed", "interrupted")
+# "sharded": a shard run (``python -m pipeline shard``) compiled its part of the leg into its shard's cache;
+# nothing was linked or bundled (its record lives in the shard's own output folder, never beside a leg's).
+STATUSES = ("running", "success", "configured", "staged", "warmed", "sharded", "failed", "interrupted")
 
 
 def leg_lock(work: Path) -> Path:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -262,10 +262,13 @@ def reduced_matrix(
     source_repo: str,
     programs_only: bool = False,
     shared_units: str | None = None,
+    shards: Mapping[str, int] | None = None,
 ) -> str:
     """The shipped matrix as a run of ``legs`` only, reduced, with the source fetched from ``source_repo``
     (``programs_only``: the full shipped legs, only their programs reduced; ``shared_units``: a ccache
-    remote storage the legs read, never write, the objects another leg compiled from, as ``[ccache] remote``).
+    remote storage the legs read, never write, the objects another leg compiled from, as ``[ccache] remote``;
+    ``shards``: leg -> the ``shards`` a leg key test gives it, a key the product sets on other legs, which
+    changes how a cold cache is made and nothing the leg builds: the sharded cpu leg of the shards' proof).
 
     Text in, text out: every other key, comment and pin stays as shipped. The
     result is parsed again and compared with the shipped data: anything else
@@ -288,6 +291,9 @@ def reduced_matrix(
             part, count = re.subn(r"(?ms)^cmake_args = \[.*?\]\n", _constant(line), part)
             if count != 1:
                 raise AssertionError(f"[{header}]: expected one cmake_args array, found {count}")
+            if name in (shards or {}):
+                part = re.sub(r"(?m)^shards = \d+\n", "", part)
+                part = part.replace(f"[{header}]\n", f"[{header}]\nshards = {(shards or {})[name]}\n", 1)
             leg = shipped["legs"][name]
             shipped_targets = leg.get("targets")
             targets = shipped_targets and reduce_targets(
@@ -333,6 +339,7 @@ def reduced_matrix(
                     if "cuda_architectures" in leg
                     else {}
                 ),
+                **({"shards": (shards or {})[name]} if name in (shards or {}) else {}),
             }
             for name, leg in shipped["legs"].items()
             if name in keep

@@ -108,18 +108,20 @@ def test_cache_budget_gives_each_of_the_39_declared_legs_its_share_and_warns_on_
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert len(plan["legs"]) == 39 and plan["keep"] == 2
-    # 80% of GitHub's 10 GiB over 39 legs x 2 generations (a disabled leg is planned for too), plus the
-    # Saturday warm-up's generation of each of the 14 ROCm legs (7 families, Linux and Windows).
-    assert {leg["share_bytes"] for leg in plan["legs"]} == {int(10 * 1024**3 * 0.8) // (78 + 14)}
-    assert sum(leg["generations"] == 3 for leg in plan["legs"]) == 14
+    # 80% of GitHub's 10 GiB over 39 legs x 2 generations (a disabled leg is planned for too), one shard set for
+    # each of the 29 legs with shards (the CUDA and ROCm legs built) and the Saturday warm-up's generation of each
+    # of the 14 ROCm legs (7 families, Linux and Windows).
+    assert plan["shard_sets"] == 29
+    assert {leg["share_bytes"] for leg in plan["legs"]} == {int(10 * 1024**3 * 0.8) // (78 + 29 + 14)}
+    assert sorted(leg["generations"] for leg in plan["legs"]) == [2] * 10 + [3] * 15 + [4] * 14
     assert all(leg["fits"] for leg in plan["legs"])
-    assert proc.stderr.startswith("warning: [ccache] max_size 4.7 GiB lets 39 legs' 92 generations grow to")
-    # A repository with GitHub's limit at 1 GiB: 8.9 MiB per leg, less than a warm cpu build's 27 MiB.
+    assert proc.stderr.startswith("warning: [ccache] max_size 4.7 GiB lets 39 legs' 121 generations grow to")
+    # A repository with GitHub's limit at 1 GiB: 6.8 MiB per leg, less than a warm cpu build's 27 MiB.
     small = tmp_path / "matrix.toml"
     small.write_text(
         MATRIX.read_text().replace("cache_limit_bytes = 10737418240", "cache_limit_bytes = 1073741824")
     )
     tight = run_pipeline(["--matrix", str(small), "cache-budget"])
     assert tight.returncode == 0
-    assert "warning: 39 of 39 legs get 8.9 MiB of ccache each within 819.2 MiB" in tight.stderr
+    assert "warning: 39 of 39 legs get 6.8 MiB of ccache each within 819.2 MiB" in tight.stderr
     assert "too small for a warm build" in tight.stdout

@@ -40,7 +40,7 @@ MISTYPED = [
     (
         "status",
         "done",
-        "'status' is 'done', expected one of running, success, configured, staged, failed, interrupted",
+        "'status' is 'done', expected one of running, success, configured, staged, warmed, sharded, failed, interrupted",
     ),
     ("error", 7, "'error' is 7, expected a string or null"),
     ("exit_code", "nine", "'exit_code' is 'nine', expected an exit code (1-255) or null"),

@@ -175,7 +175,15 @@ def test_permissions_are_empty_at_the_top_and_minimal_per_job() -> None:
     assert re.search(r"^permissions: \{\}$", text, re.MULTILINE)
     jobs = re.split(r"^  (?=[a-z][\w-]*:$)", text.split("\njobs:\n", 1)[1], flags=re.MULTILINE)
     jobs = [j for j in jobs if j.strip()]
-    assert [j.split(":", 1)[0] for j in jobs] == ["resolve", "build", "summary", "publish", "alert", "prune"]
+    assert [j.split(":", 1)[0] for j in jobs] == [
+        "resolve",
+        "shard",
+        "build",
+        "summary",
+        "publish",
+        "alert",
+        "prune",
+    ]
     special = {
         # Reads the past runs' record artifacts for the history page.
         "summary": {"contents": "read", "actions": "read"},
@@ -231,7 +239,12 @@ def test_publish_runs_once_per_tag_and_builds_are_skipped_when_the_release_exist
         in publish
     )
     assert "inputs.publish" in publish
-    assert "if: needs.resolve.outputs.build == 'true'" in job_text("build")
+    # A failed or skipped shard job never blocks a leg (docs/caches.md, "Shards for a cold build").
+    assert (
+        "if: ${{ !cancelled() && needs.resolve.result == 'success' && needs.resolve.outputs.build == 'true' }}"
+        in job_text("build")
+    )
+    assert "if: needs.resolve.outputs.build == 'true' && " in job_text("shard")
     assert 'PIPELINE_FORCE: "${{ inputs.force }}"' in job_text("resolve")
     assert "needs.resolve.outputs.build == 'true'" in publish
     # The jobs that read the builds' records do not run (and fail) when nothing was built.
@@ -321,7 +334,9 @@ def test_the_workflow_reads_as_the_runs_graph() -> None:
     text = WORKFLOW.read_text(encoding="utf-8")
     assert "setup-python" not in text
     code = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
-    assert len(code) <= 200, len(code)
+    # 200 until the shards: the shard job (a job of its own, with its key, lookup, compile and save) and
+    # one restore step per shard in the build job (actions/cache restores one key per step) are 43 lines.
+    assert len(code) <= 220, len(code)
 
 
 ATTEST = "actions/attest-build-provenance@e8998f949152b193b063cb0ec769d69d929409be # v2.4.0"
@@ -376,16 +391,17 @@ def test_every_job_downloads_the_artifacts_it_reads_through_the_setup_action() -
     assert "download:" not in job_text("resolve") + job_text("prune")
 
 
-def test_the_two_workflows_stay_under_215_lines_of_yaml() -> None:
+def test_the_two_workflows_stay_under_260_lines_of_yaml() -> None:
     """The YAML is a thin shell over nox and the pipeline: what repeats goes into the setup action or a session.
 
     200 until the Windows legs were signed: the sign step's inputs (secrets a step alone may see, so the
-    workflow itself must name them) and the pack step after it are 12 lines that repeat nothing."""
+    workflow itself must name them) and the pack step after it are 12 lines that repeat nothing. 215 until
+    the shards: their job and the build's restore steps are 43 lines (test_the_workflow_reads_as_the_runs_graph)."""
     counted = 0
     for name in ("nightly.yml", "operations.yml"):
         lines = (ROOT / ".github" / "workflows" / name).read_text(encoding="utf-8").splitlines()
         counted += sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
-    assert counted < 215, f"{counted} lines of YAML in nightly.yml and operations.yml"
+    assert counted < 260, f"{counted} lines of YAML in nightly.yml and operations.yml"
 
 
 def test_only_the_sign_step_reads_the_signing_secrets() -> None:
@@ -426,3 +442,48 @@ def test_the_warm_up_runs_saturdays_off_the_publish_path_one_command_per_step() 
     assert "alert --apply --label warm-up-failure --run-name warm-up" in text
     # The same cache steps as the nightly's build, so the key (-warm) and folder are cache-key's.
     assert 'python -m pipeline cache-key "$LEG"' in text and 'python -m pipeline cache-save "$LEG"' in text
+
+
+def test_shard_jobs_run_only_when_the_legs_cache_cannot_hit_and_the_leg_restores_each_by_its_key() -> None:
+    """docs/caches.md, "Shards for a cold build": the shard job's matrix is the resolve job's second output; each
+    shard looks the leg's key up (lookup-only, nothing downloaded) and compiles only when nothing matched; the
+    leg's job restores each shard's cache by its exact key, one step per shard up to MAX_SHARDS."""
+    from pipeline.inputs.leg import MAX_SHARDS
+
+    resolve, shard, build = job_text("resolve"), job_text("shard"), job_text("build")
+    assert 'shards: "${{ steps.matrix.outputs.shards }}"' in resolve
+    assert 'strategy: { fail-fast: false, matrix: "${{ fromJSON(needs.resolve.outputs.shards) }}" }' in shard
+    # GitHub evaluates a job's if before its matrix: an empty shard list skips the job (act as well).
+    assert "contains(needs.resolve.outputs.shards, '\"leg\"')" in shard
+    assert "runs-on: ${{ matrix.runner }}" in shard
+    assert 'python -m pipeline cache-key "$LEG" --shard "$SHARD"' in shard
+    lookup = re.search(r"- name: Can the leg's own cache hit\?.*\n((?:        .*\n)+)", shard).group(1)
+    assert "uses: actions/cache/restore@" in lookup and "lookup-only: true" in lookup
+    assert (
+        'key: "${{ steps.key.outputs.key }}", restore-keys: "${{ steps.key.outputs.restore-keys }}"' in lookup
+    )
+    assert 'path: "${{ steps.key.outputs.ccache-dir }}"' in lookup  # the leg's own path: its cache's version
+    assert (
+        step_if("shard", "Compile this shard's part of the leg")
+        == "steps.lookup.outputs.cache-matched-key == ''"
+    )
+    assert 'python -m pipeline shard "$LEG" --index "$SHARD" --of "$OF"' in run_values()
+    save = step_if("shard", "Save the shard's cache")
+    assert save.startswith("always() && ") and "steps.compile.outcome == 'failure'" in save
+    assert (
+        'key: "${{ steps.key.outputs.shard-key }}"' in shard and "restore-keys" not in shard.split("Save")[1]
+    )
+    assert "needs: [resolve, shard]" in build
+    restores = re.findall(
+        r"- name: Restore shard (\d)'s cache\n        if: (.*)\n        uses: (.*)\n        with: (.*)\n",
+        build,
+    )
+    assert [int(i) for i, *_ in restores] == list(range(1, MAX_SHARDS + 1))
+    for index, condition, uses, with_ in restores:
+        assert condition == f"steps.key.outputs.shard-key-{index} != ''"
+        assert uses.startswith("actions/cache/restore@")
+        assert with_ == (
+            f'{{ path: "${{{{ steps.key.outputs.shard-dir-{index} }}}}", key: "${{{{ steps.key.outputs.shard-key-{index} }}}}" }}'
+        )
+    # Restored before the build, which merges them into the leg's cache.
+    assert build.index("Restore shard 1's cache") < build.index('-s "$LEG"')

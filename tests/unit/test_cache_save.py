@@ -20,6 +20,8 @@ from pipeline.results.record import LegRecord
         ({"hits": 786, "misses": 1}, 5, False, 1),
         ({"hits": 10, "misses": 0, "remote_hits": 10}, 1, True, 10),  # remote hits land in the local cache
         ({"hits": 10, "misses": 0}, 0, True, 0),  # 0: always save
+        # Warm from the shards' caches: no key holds that cache yet, so it is saved (docs/caches.md, shards).
+        ({"hits": 787, "misses": 0, "shards_merged": {"added": 1574}}, 1, True, 1574),
     ],
 )
 def test_decide_save(stats: dict[str, int], minimum: int, save: bool, added: int) -> None:
@@ -36,6 +38,8 @@ def test_a_record_without_statistics_is_not_saved() -> None:
 def test_new_entries_ignores_junk_counts() -> None:
     assert new_entries({"misses": -3, "remote_hits": True}) == 0
     assert new_entries({"misses": "7"}) == 0
+    assert new_entries({"misses": 1, "shards_merged": "many"}) == 1
+    assert new_entries({"misses": 1, "shards_merged": {"added": -2}}) == 1
 
 
 def test_evict_args() -> None:

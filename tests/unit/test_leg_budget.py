@@ -67,3 +67,23 @@ def test_the_shipped_matrix_fits_its_warm_builds_but_not_its_max_size() -> None:
     assert len(plan.shares) == 39
     assert all(s.fits for s in plan.shares)
     assert [w.split(" lets ")[0] for w in plan.warnings()] == ["[ccache] max_size 4.7 GiB"]
+
+
+def test_a_leg_with_shards_counts_one_shard_set_more() -> None:
+    """After a cold night a sharded leg's shard caches (one cold build's objects, split) stand beside its own
+    ccache until the pruner drops them: one generation more in the budget."""
+    plan = plan_leg_budget(
+        ["a", "b", "c"], limit_bytes=10 * GIB, warn_fraction=0.8, keep=2, max_size_bytes=2 * GIB, warm_bytes=MIB,
+        shards={"a": 3, "b": 1},
+    )  # fmt: skip
+    assert (plan.shard_sets, plan.caches) == (1, 7)
+    assert {s.share_bytes for s in plan.shares} == {int(10 * GIB * 0.8) // 7}
+    assert plan.to_json()["shard_sets"] == 1
+    assert plan.warnings()[0].startswith(
+        "[ccache] max_size 2.0 GiB lets 3 legs' 7 generations grow to 14.0 GiB"
+    )
+    shipped = matrix_leg_budget(load_matrix(ROOT / "matrix.toml"))
+    # The 15 CUDA legs built and the 14 ROCm legs: 39 x 2 + 29 caches, and the 14 ROCm legs' warm-up generations,
+    # share the usable 8 GiB.
+    assert shipped.shard_sets == 29
+    assert {s.share_bytes for s in shipped.shares} == {int(10 * GIB * 0.8) // (39 * 2 + 29 + 14)}

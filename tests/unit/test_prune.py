@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.actions_cache.cache_keys import cache_key, toolchain_cache_key
+from pipeline.actions_cache.cache_keys import cache_key, shard_cache_key, toolchain_cache_key
 from pipeline.actions_cache.entries import CacheEntry
 from pipeline.actions_cache.prune import (
     api_requests,
@@ -232,3 +232,65 @@ def test_holding_a_lock_marks_its_thing_used(tmp_path: Path) -> None:
     with hold(lock, what="rocm", since=None):
         pass
     assert lock.stat().st_mtime > 1_000_000_000 + 86400
+
+
+# --------------------------------------------------------------------------
+# Shard caches (pipeline/actions_cache/shard_prune.py): a set goes once it served, or once a newer set replaces it.
+
+
+def _shard_set(
+    first_id: int,
+    leg: str,
+    toolchain: str,
+    tag: str,
+    *,
+    day: float,
+    count: int = 2,
+    ref: str = "refs/heads/main",
+) -> list[CacheEntry]:
+    return [
+        entry(first_id + i, shard_cache_key(leg, toolchain, tag, i + 1, count), ref=ref, day=day + i / 100)
+        for i in range(count)
+    ]
+
+
+def test_a_shard_set_goes_once_its_leg_saved_the_ccache_it_served() -> None:
+    served = _shard_set(10, "cuda", "cuda-13.2.86", "b100", day=1, count=3)
+    entries = [*served, entry(20, cache_key("cuda", "cuda-13.2.86", "b100"), day=1.5)]
+    plan = plan_prune(entries, keep=2)
+    (shards,) = [g for g in plan.groups if g.kind == "shard"]
+    assert (shards.leg, shards.keep) == ("cuda", ())
+    assert sorted(e.id for e in shards.delete) == [10, 11, 12]
+    # The leg's own ccache is the ccache rule's: kept.
+    assert [e.id for g in plan.groups if g.kind == "ccache" for e in g.keep] == [20]
+
+
+def test_the_newest_unserved_set_of_a_leg_stays_and_older_sets_go() -> None:
+    # b100's set served (its ccache exists), b101's did not (its leg failed), b102's is this run's, its build
+    # not saved yet: only b102's stays. Another ref's and another leg's sets are theirs to keep.
+    entries = [
+        *_shard_set(10, "rocm-linux-gfx110X", "rocm-10.1.0a20260803", "b100", day=0),
+        entry(19, cache_key("rocm-linux-gfx110X", "rocm-10.1.0a20260803", "b100"), day=0.5),
+        *_shard_set(20, "rocm-linux-gfx110X", "rocm-10.1.0a20260810", "b101", day=7),
+        *_shard_set(30, "rocm-linux-gfx110X", "rocm-10.1.0a20260810", "b102", day=8),
+        *_shard_set(40, "rocm-linux-gfx110X", "rocm-10.1.0a20260810", "b102", day=8, ref="refs/pull/9/merge"),
+        *_shard_set(50, "rocm-linux-gfx1151", "rocm-10.1.0a20260810", "b101", day=7),
+    ]
+    random.Random(3).shuffle(entries)
+    plan = plan_prune(entries, keep=2)
+    shard_groups = {(g.ref, g.leg): g for g in plan.groups if g.kind == "shard"}
+    main = shard_groups[("refs/heads/main", "rocm-linux-gfx110X")]
+    assert [e.id for e in main.keep] == [30, 31]
+    assert sorted(e.id for e in main.delete) == [10, 11, 20, 21]
+    assert [e.id for e in shard_groups[("refs/pull/9/merge", "rocm-linux-gfx110X")].keep] == [40, 41]
+    assert [e.id for e in shard_groups[("refs/heads/main", "rocm-linux-gfx1151")].keep] == [50, 51]
+    # A ccache saved on another ref serves nothing here: caches are scoped by ref.
+    assert not shard_groups[("refs/pull/9/merge", "rocm-linux-gfx110X")].delete
+    # The budget counts them as a kind of their own, now and after.
+    kinds = {k.kind: k for k in plan.budget.kinds}
+    assert kinds["shard"].count == 10 and kinds["shard"].bytes_after == 600
+
+
+def test_a_shard_key_that_does_not_parse_is_left_alone_and_reported() -> None:
+    plan = plan_prune([entry(1, "llama-shard--cuda--t--b1--5of3")], keep=1)
+    assert [e.id for e in plan.malformed] == [1] and not plan.to_delete

@@ -1,0 +1,92 @@
+"""``python -m pipeline shard LEG --index I``: compile one shard of a leg's cold build into the shard's cache."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pipeline.inputs import settings as S
+from pipeline.inputs.resolution_file import LegResolution
+from pipeline.inputs.run_inputs import RunInputs
+from pipeline.leg.options import LegOptions
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "shard",
+        help="compile one shard of a leg's compile steps into the shard's ccache (a cold build split over jobs)",
+        description=(
+            "Configures LEG as its build does (source, toolchain, flags, ccache settings), asks Ninja for the "
+            "compile steps of its plan, and compiles this shard's part of them, a deterministic split by "
+            "estimated cost, into the shard's own ccache folder (<leg's ccache>--shard-<I>of<N>), which the "
+            "workflow saves under the shard's cache key. Nothing is linked or bundled. The leg's build merges "
+            "the shard folders it finds into its own cache before it compiles. Output in "
+            "<out>/<leg>--shard-<I>of<N>/; docs/caches.md, 'Shards for a cold build'."
+        ),
+    )
+    p.add_argument("leg", metavar="LEG", help="a leg of the matrix that declares shards = N")
+    p.add_argument("--index", type=_positive, required=True, metavar="I", help="this shard, 1 to N")
+    p.add_argument(
+        "--of", type=_positive, metavar="N", help="the leg's shard count, checked against matrix.toml's"
+    )
+    p.add_argument(
+        "--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning"
+    )
+    S.add_flag(p, S.OUT)
+    S.add_flag(p, S.TAG)
+    S.add_flag(p, S.CCACHE_DIR, help="the leg's ccache directory (the shard's is beside it)")
+    S.add_flag(p, S.ROCM_VERSION)
+    S.add_flag(p, S.NOW)
+    S.add_flag(p, S.INDEX_URL)
+    S.add_flag(p, S.ROCM_PATH)
+    p.add_argument(
+        "--cuda-path", type=Path, metavar="DIR", help="use this CUDA install instead of the pinned wheels"
+    )
+    p.add_argument(
+        "--vulkan-sdk", type=Path, metavar="DIR", help="use this Vulkan SDK instead of the pinned archive"
+    )
+    S.add_flag(p, S.RESOLVED)
+    S.add_flag(p, S.SOURCE_ARCHIVE)
+    S.add_flag(p, S.REMOTE_CACHE)
+    S.add_flag(p, S.WAIT_LOCK)
+    p.set_defaults(func=run, reads_resolution=True)
+
+
+def run(args: argparse.Namespace, inputs: RunInputs) -> int:
+    from pipeline.inputs.leg import shard_spec
+    from pipeline.leg.shard_step import shard_inputs
+    from pipeline.leg.steps import run_leg
+    from pipeline.run_resolution import resolve_leg
+    from pipeline.util.console import make_console
+
+    leg = inputs.require_matrix().leg(args.leg)
+    shard = shard_spec(leg, args.index, args.of)
+    options = LegOptions(
+        source_tree=args.source,
+        rocm_path=inputs.rocm_path,
+        cuda_path=args.cuda_path,
+        vulkan_sdk=args.vulkan_sdk,
+        remote_cache=args.remote_cache,
+        no_bundle=True,
+        shard=shard,
+    )
+    console = make_console(inputs.environ, stderr=False)
+    tree_given = options.source_tree is not None or inputs.source_archive is not None
+
+    def resolve() -> LegResolution:
+        with console.status(f"resolving {leg.name}'s toolchain and source"):
+            return resolve_leg(inputs, leg, rocm_path=options.rocm_path, tree_given=tree_given)
+
+    run_leg(shard_inputs(inputs, leg, shard), leg, options, console, resolve=resolve)
+    return 0
