@@ -217,3 +217,25 @@ def test_over_a_year_weekly_stable_with_the_warm_up_is_cold_only_after_a_late_sa
         result["latest"].warm_ups == ()
         and result["latest"].cold_runs(warmed=True) == result["latest"].cold_runs()
     )
+
+
+def test_the_warm_up_note_is_read_once_and_only_for_its_toolchain(tmp_path: Path) -> None:
+    from pipeline.ccache.session import WARM_UP_MARKER, note_warm_up, take_warm_up
+
+    note = {
+        "toolchain": Y,
+        "window": "2026-08-16T07:00:00Z",
+        "run_url": None,
+        "resolved_at": "x",
+        "tag": "b1",
+    }
+    note_warm_up(tmp_path, note)
+    assert take_warm_up(tmp_path, Y) == note
+    # Taken: the cache the night saves does not claim the warm-up again.
+    assert take_warm_up(tmp_path, Y) is None and not (tmp_path / WARM_UP_MARKER).exists()
+    # A note for another toolchain says nothing of this build's cache, and goes too.
+    note_warm_up(tmp_path, note)
+    assert take_warm_up(tmp_path, Z) is None and not (tmp_path / WARM_UP_MARKER).exists()
+    # A damaged note is no warm-up.
+    (tmp_path / WARM_UP_MARKER).write_text("{not json")
+    assert take_warm_up(tmp_path, Y) is None and not (tmp_path / WARM_UP_MARKER).exists()
