@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from pipeline.commands.shared.build_args import add_leg_run_arguments
 from pipeline.inputs import settings as S
 from pipeline.inputs.resolution_file import LegResolution
 from pipeline.inputs.run_inputs import RunInputs
@@ -40,25 +40,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--of", type=_positive, metavar="N", help="the leg's shard count, checked against matrix.toml's"
     )
-    p.add_argument(
-        "--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning"
-    )
-    S.add_flag(p, S.OUT)
-    S.add_flag(p, S.TAG)
-    S.add_flag(p, S.CCACHE_DIR, help="the leg's ccache directory (the shard's is beside it)")
-    S.add_flag(p, S.ROCM_VERSION)
-    S.add_flag(p, S.NOW)
-    S.add_flag(p, S.INDEX_URL)
-    S.add_flag(p, S.ROCM_PATH)
-    p.add_argument(
-        "--cuda-path", type=Path, metavar="DIR", help="use this CUDA install instead of the pinned wheels"
-    )
-    p.add_argument(
-        "--vulkan-sdk", type=Path, metavar="DIR", help="use this Vulkan SDK instead of the pinned archive"
-    )
-    S.add_flag(p, S.RESOLVED)
-    S.add_flag(p, S.SOURCE_ARCHIVE)
-    S.add_flag(p, S.REMOTE_CACHE)
+    add_leg_run_arguments(p, ccache_help="the leg's ccache directory (the shard's is beside it)")
     S.add_flag(p, S.WAIT_LOCK)
     p.set_defaults(func=run, reads_resolution=True)
 

@@ -12,6 +12,22 @@ from pipeline.inputs import settings as S
 def add_build_arguments(p: argparse.ArgumentParser) -> None:
     """The build's arguments: also what `resolve --for-build` reads a leg's run settings from."""
     p.add_argument("leg", metavar="LEG", help="a leg name from matrix.toml")
+    add_leg_run_arguments(p)
+    p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
+    p.add_argument(
+        "--configure-only",
+        action="store_true",
+        help="install the toolchain and run CMake's configure, then stop: nothing compiled, no bundle "
+        "(the record's status says 'configured')",
+    )
+    S.add_flag(p, S.WAIT_LOCK)
+    S.add_flag(p, S.SIGNING_PFX)
+    S.add_flag(p, S.SIGNING_CA)
+
+
+def add_leg_run_arguments(p: argparse.ArgumentParser, *, ccache_help: str | None = None) -> None:
+    """What any run of a leg's steps takes (``build``, ``shard``): its tree, output, tag, ccache, toolchains and the
+    run's resolution."""
     p.add_argument(
         "--source", type=Path, metavar="DIR", help="build this CMake source tree instead of cloning"
     )
@@ -22,7 +38,7 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
         help="llama.cpp tag, b<digits> or latest: what to check out without --source (the run's resolution "
         "wins); with --source, the bundle's tag (default there: git describe)",
     )
-    S.add_flag(p, S.CCACHE_DIR)
+    S.add_flag(p, S.CCACHE_DIR, help=ccache_help)
     S.add_flag(p, S.ROCM_VERSION)
     S.add_flag(p, S.NOW)
     S.add_flag(p, S.INDEX_URL)
@@ -36,16 +52,6 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     S.add_flag(p, S.RESOLVED)
     S.add_flag(p, S.SOURCE_ARCHIVE)
     S.add_flag(p, S.REMOTE_CACHE)
-    p.add_argument("--no-bundle", action="store_true", help="build only, do not package a bundle")
-    p.add_argument(
-        "--configure-only",
-        action="store_true",
-        help="install the toolchain and run CMake's configure, then stop: nothing compiled, no bundle "
-        "(the record's status says 'configured')",
-    )
-    S.add_flag(p, S.WAIT_LOCK)
-    S.add_flag(p, S.SIGNING_PFX)
-    S.add_flag(p, S.SIGNING_CA)
 
 
 def add_for_build(p: argparse.ArgumentParser, extra: str = "") -> None:
