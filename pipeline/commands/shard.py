@@ -6,10 +6,9 @@ import argparse
 from typing import Any
 
 from pipeline.commands.shared.build_args import add_leg_run_arguments
+from pipeline.commands.shared.leg_run import run_leg_from_args
 from pipeline.inputs import settings as S
-from pipeline.inputs.resolution_file import LegResolution
 from pipeline.inputs.run_inputs import RunInputs
-from pipeline.leg.options import LegOptions
 
 
 def _positive(text: str) -> int:
@@ -48,27 +47,10 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, inputs: RunInputs) -> int:
     from pipeline.inputs.leg import shard_spec
     from pipeline.leg.shard_step import shard_inputs
-    from pipeline.leg.steps import run_leg
-    from pipeline.run_resolution import resolve_leg
-    from pipeline.util.console import make_console
 
     leg = inputs.require_matrix().leg(args.leg)
     shard = shard_spec(leg, args.index, args.of)
-    options = LegOptions(
-        source_tree=args.source,
-        rocm_path=inputs.rocm_path,
-        cuda_path=args.cuda_path,
-        vulkan_sdk=args.vulkan_sdk,
-        remote_cache=args.remote_cache,
-        no_bundle=True,
-        shard=shard,
+    run_leg_from_args(
+        args, inputs, leg, run_inputs=shard_inputs(inputs, leg, shard), no_bundle=True, shard=shard
     )
-    console = make_console(inputs.environ, stderr=False)
-    tree_given = options.source_tree is not None or inputs.source_archive is not None
-
-    def resolve() -> LegResolution:
-        with console.status(f"resolving {leg.name}'s toolchain and source"):
-            return resolve_leg(inputs, leg, rocm_path=options.rocm_path, tree_given=tree_given)
-
-    run_leg(shard_inputs(inputs, leg, shard), leg, options, console, resolve=resolve)
     return 0
