@@ -83,7 +83,7 @@ def _nothing(inputs: RunInputs) -> str | None:
     return None
 
 
-def published_by(
+def index_as_of(
     fetch: Callable[[str], Sequence[IndexEntry]], moment: datetime
 ) -> Callable[[str], list[IndexEntry]]:
     """``fetch``, each index read once, as it stood at ``moment``: an entry published later did not exist yet
@@ -109,7 +109,7 @@ def published_by(
 
 def changed_legs(current: Resolution, ahead: Resolution) -> list[str]:
     """The legs whose build the next window changes (matrix order): the ones worth compiling ahead."""
-    return [name for name, build in ahead.legs.items() if _same(current.legs.get(name), build) is False]
+    return [name for name, build in ahead.legs.items() if not _same(current.legs.get(name), build)]
 
 
 def _same(a: ResolvedRocm | None, b: ResolvedRocm) -> bool:
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace, inputs: RunInputs) -> int:
         return _report(args, inputs, reason=reason)
     window = next_window_start(inputs.rocm_policy, inputs.now)
     assert window is not None  # _nothing said so
-    fetch = published_by(fetch_with_status(err, inputs), inputs.now)
+    fetch = index_as_of(fetch_with_status(err, inputs), inputs.now)
     with err.status("resolving this week's ROCm builds"):
         current = resolve_run(inputs, fetch=fetch)
     # The next window's first night: its moment, the builds published by now (the fetch), the tag of now.
